@@ -1,0 +1,30 @@
+#!/bin/sh
+# Installs the Debian 12 packages selectivbench needs, if any are missing.
+# Runs apt-get as root, or through sudo for a user. Does nothing when all are present.
+set -eu
+
+PACKAGES="gcc make cmake pkg-config libc6-dev libgomp1 libopenblas-openmp-dev \
+libjansson-dev libcmocka-dev"
+
+missing=""
+for p in $PACKAGES; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "selectivbench: installing Debian packages:$missing"
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO="sudo"
+else
+  echo "selectivbench: error: packages$missing are missing and neither root nor sudo is" \
+       "available; install them with apt-get as root" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

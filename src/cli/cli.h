@@ -1,0 +1,30 @@
+/* cli.h - the subcommands of the selectivbench tool and their shared helpers. */
+#ifndef SELECTIVBENCH_CLI_H
+#define SELECTIVBENCH_CLI_H
+
+#include <stdio.h>
+
+#include "options.h"
+#include "selectivbench/status.h"
+
+/* Each subcommand parses argv[2..] and returns the process exit code. */
+int sb_cmd_grammar(int argc, char **argv);
+int sb_cmd_data(int argc, char **argv);
+int sb_cmd_demo(int argc, char **argv);
+int sb_cmd_bench(int argc, char **argv);
+
+/* Prints "selectivbench CMD: error: MSG" and returns the exit code of err->status. */
+int sb_cli_fail(const char *cmd, const sb_error *err);
+
+/* Parses the options; on error prints it and returns the exit code (2), on --help
+ * prints usage + options and returns 0; returns -1 to go on. */
+int sb_cli_parse(const char *cmd, const char *usage, sb_option *opts, int n_opts, int argc,
+                 char **argv, const char **positional, int max_positional, int *n_positional);
+
+/* The --threads flag: applies it (0 = all cores) and returns the thread count. */
+int sb_cli_threads(int requested);
+
+/* Whether stdout is a terminal (for live progress lines). */
+int sb_cli_stdout_is_tty(void);
+
+#endif

@@ -1,0 +1,152 @@
+/* cmd_data.c - `selectivbench data`: generate samples, show them, hash or export a split. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "data_show.h"
+#include "selectivbench/json_writer.h"
+#include "selectivbench/task.h"
+#include "selectivbench/timer.h"
+#include "task_options.h"
+
+static const char *const split_names[] = {"train", "test", NULL};
+
+/* {"samples": [{"idx", "class_seq", "state_seq"}, ...]} as in the reference files. */
+static sb_status data_print_json(const sb_task *task, sb_split split, const int64_t *idx,
+                                 int64_t n, sb_error *err)
+{
+    sb_sample s;
+    sb_status st = sb_sample_alloc(task, &s, err);
+    if (st != SB_OK)
+        return st;
+    const sb_grammar *g = task->grammar;
+    sb_json j;
+    sb_json_init(&j, stdout, 0);
+    sb_json_object_begin(&j);
+    sb_json_key(&j, "samples");
+    sb_json_array_begin(&j);
+    for (int64_t r = 0; r < n && st == SB_OK; r++) {
+        st = sb_task_sample(task, split, idx[r], &s, err);
+        if (st != SB_OK)
+            break;
+        sb_json_object_begin(&j);
+        sb_json_key(&j, "idx");
+        sb_json_int(&j, idx[r]);
+        sb_json_key(&j, "class_seq");
+        sb_json_array_begin(&j);
+        for (int k = 0; k < s.n_elements; k++)
+            sb_json_int(&j, g->state_class[s.state[k]]);
+        sb_json_array_end(&j);
+        sb_json_key(&j, "state_seq");
+        sb_json_array_begin(&j);
+        for (int k = 0; k < s.n_elements; k++)
+            sb_json_string(&j, g->state_name[s.state[k]]);
+        sb_json_array_end(&j);
+        sb_json_object_end(&j);
+    }
+    sb_json_array_end(&j);
+    sb_json_object_end(&j);
+    printf("\n");
+    sb_sample_free(&s);
+    return st;
+}
+
+int sb_cmd_data(int argc, char **argv)
+{
+    sb_task_flags tf;
+    sb_option opts[SB_TASK_MAX_OPTIONS + 12];
+    int n = 0;
+    sb_task_options_add(&tf, opts, &n, 0);
+    int split = 0, json = 0, show = -1, checksum = 0, threads = 0;
+    const char *samples = NULL, *export_dir = NULL;
+    opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "train|test",
+                            "which split --samples, --show and --checksum read (default train)",
+                            0};
+    opts[n++] = (sb_option){"samples", SB_OPT_STRING, &samples, 0, 0, NULL, "LIST",
+                            "sample indices, e.g. 0-4,57,999 (for --json and --show)", 0};
+    opts[n++] = (sb_option){"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL,
+                            "print the --samples as JSON: idx, class_seq, state_seq", 0};
+    opts[n++] = (sb_option){"show", SB_OPT_INT, &show, 0, 1e6, NULL, "K",
+                            "pretty-print K samples (or the --samples) with their gaps", 0};
+    opts[n++] = (sb_option){"checksum", SB_OPT_SWITCH, &checksum, 0, 1, NULL, NULL,
+                            "generate the whole split; print a 64-bit hash and the time", 0};
+    opts[n++] = (sb_option){"export", SB_OPT_STRING, &export_dir, 0, 0, NULL, "DIR",
+                            "write the reference's dataset files train, test, transitions", 0};
+    opts[n++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL,
+                            "threads (default: all cores)", 0};
+    int rc = sb_cli_parse("data", "[task flags] [--json --samples LIST | --show K | --checksum | "
+                                  "--export DIR]",
+                          opts, n, argc, argv, NULL, 0, NULL);
+    if (rc >= 0)
+        return rc;
+    threads = sb_cli_threads(threads);
+
+    sb_error err = {0};
+    if (sb_task_options_finish(&tf, &err) != SB_OK)
+        return sb_cli_fail("data", &err);
+    if (json && samples == NULL) {
+        sb_error_set(&err, SB_ERR_INVALID, "--json prints the samples chosen by --samples LIST");
+        return sb_cli_fail("data", &err);
+    }
+    sb_task *task = NULL;
+    if (sb_task_create(&tf.cfg, &task, &err) != SB_OK)
+        return sb_cli_fail("data", &err);
+
+    sb_status st = SB_OK;
+    int64_t *idx = NULL, n_idx = 0;
+    sb_split sp = (sb_split)split;
+    if (samples != NULL)
+        st = sb_parse_index_list(samples, sb_task_split_size(task, sp), &idx, &n_idx, &err);
+    int did = 0;
+    if (st == SB_OK && json) {
+        st = data_print_json(task, sp, idx, n_idx, &err);
+        did = 1;
+    }
+    if (st == SB_OK && (show >= 0 || (!did && !checksum && export_dir == NULL))) {
+        if (idx == NULL) {
+            int64_t size = sb_task_split_size(task, sp);
+            n_idx = show >= 0 ? show : 2;
+            if (n_idx > size)
+                n_idx = size;
+            idx = malloc((size_t)(n_idx > 0 ? n_idx : 1) * sizeof *idx);
+            for (int64_t i = 0; idx != NULL && i < n_idx; i++)
+                idx[i] = i;
+        }
+        if (!did)
+            sb_data_print_task(task, stdout);
+        if (idx == NULL)
+            st = sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
+        else
+            st = sb_data_show(task, sp, idx, n_idx, stdout, &err);
+        did = 1;
+    }
+    if (st == SB_OK && checksum) {
+        uint64_t hash = 0;
+        int64_t symbols = 0;
+        double t0 = sb_time_now();
+        st = sb_task_split_checksum(task, sp, threads, &hash, &symbols, &err);
+        double dt = sb_time_now() - t0;
+        if (st == SB_OK) {
+            int64_t count = sb_task_split_size(task, sp);
+            printf("checksum %016" PRIx64 "  split %s: %lld samples, %lld symbols in %.3f s "
+                   "(%.0f samples/s, %.3g symbols/s, %d thread%s)\n",
+                   hash, split_names[split], (long long)count, (long long)symbols, dt,
+                   (double)count / dt, (double)symbols / dt, threads, threads == 1 ? "" : "s");
+        }
+    }
+    if (st == SB_OK && export_dir != NULL) {
+        double t0 = sb_time_now();
+        st = sb_task_export(task, export_dir, threads, &err);
+        if (st == SB_OK)
+            printf("exported %lld training and %lld test samples, transitions and config.yaml "
+                   "to %s in %.2f s\n",
+                   (long long)task->cfg.dataset_size, (long long)task->cfg.test_size, export_dir,
+                   sb_time_now() - t0);
+    }
+    free(idx);
+    sb_task_free(task);
+    if (st != SB_OK)
+        return sb_cli_fail("data", &err);
+    return 0;
+}

@@ -1,0 +1,117 @@
+/*
+ * main.c - the selectivbench command line: dispatches to one subcommand per file.
+ *
+ * Only the CLI prints and exits; every subcommand turns library errors into one line on
+ * stderr and an exit code: 0 ok, 1 runtime failure, 2 usage, 3 numerical divergence.
+ */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static void print_usage(FILE *f)
+{
+    fprintf(f,
+            "selectivbench %s - the SelectivBench benchmark on the CPU\n"
+            "\n"
+            "usage: selectivbench COMMAND [flags]     (selectivbench COMMAND --help for its flags)\n"
+            "\n"
+            "commands:\n"
+            "  demo       the main job on a small default: grammar, samples, generation speed\n"
+            "  grammar    build a grammar; print its states, transitions and TE; --json, --dot\n"
+            "  data       generate samples; show them, print them as JSON, checksum a split,\n"
+            "             export the reference's dataset files\n"
+            "  bench      benchmarks (bench data: data generation speed)\n"
+            "\n"
+            "Task flags follow the reference's train.py (--vocab, --amb, --amb_depth,\n"
+            "--grammar_scale True, --train_gap_max, --train_noise, --grammar_gap True, ...).\n",
+            SB_VERSION);
+}
+
+int sb_cli_fail(const char *cmd, const sb_error *err)
+{
+    fprintf(stderr, "selectivbench %s: error: %s\n", cmd,
+            err->msg[0] ? err->msg : sb_status_name(err->status));
+    return sb_status_exit_code(err->status);
+}
+
+int sb_cli_parse(const char *cmd, const char *usage, sb_option *opts, int n_opts, int argc,
+                 char **argv, const char **positional, int max_positional, int *n_positional)
+{
+    sb_error err = {0};
+    int help = 0;
+    int dummy_n = 0;
+    const char *dummy[1];
+    if (positional == NULL) {
+        positional = dummy;
+        max_positional = 0;
+        n_positional = &dummy_n;
+    }
+    sb_status st = sb_options_parse(opts, n_opts, argc, argv, 2, positional, max_positional,
+                                    n_positional, &help, &err);
+    if (help) {
+        printf("usage: selectivbench %s %s\n\nflags:\n", cmd, usage);
+        sb_options_print_help(stdout, opts, n_opts);
+        return 0;
+    }
+    if (st != SB_OK)
+        return sb_cli_fail(cmd, &err);
+    return -1;
+}
+
+int sb_cli_threads(int requested)
+{
+    int n = requested > 0 ? requested : omp_get_num_procs();
+    omp_set_num_threads(n);
+    return n;
+}
+
+int sb_cli_stdout_is_tty(void)
+{
+    return isatty(STDOUT_FILENO);
+}
+
+/* OpenMP threads that spin while waiting make two threads far slower than one when
+ * another process holds a core (measured on 2-vCPU machines). libgomp reads
+ * OMP_WAIT_POLICY once, when it is loaded, so the program sets it and starts itself
+ * again. */
+static void ensure_passive_wait(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY") != NULL)
+        return;
+    if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    /* exec failed (no /proc): carry on with the default policy */
+}
+
+int main(int argc, char **argv)
+{
+    ensure_passive_wait(argv);
+    if (argc < 2) {
+        print_usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        print_usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("selectivbench %s\n", SB_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "grammar") == 0)
+        return sb_cmd_grammar(argc, argv);
+    if (strcmp(cmd, "data") == 0)
+        return sb_cmd_data(argc, argv);
+    if (strcmp(cmd, "demo") == 0)
+        return sb_cmd_demo(argc, argv);
+    if (strcmp(cmd, "bench") == 0)
+        return sb_cmd_bench(argc, argv);
+    fprintf(stderr, "selectivbench: error: unknown command '%s'; run 'selectivbench --help'\n",
+            cmd);
+    return 2;
+}

@@ -1,0 +1,271 @@
+/* options.c - argparse-style flag parsing for the CLI (see options.h). */
+#include "options.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+sb_option *sb_options_find(sb_option *opts, int n_opts, const char *name)
+{
+    for (int i = 0; i < n_opts; i++)
+        if (strcmp(opts[i].name, name) == 0)
+            return &opts[i];
+    return NULL;
+}
+
+/* train.py's str2bool */
+static int parse_bool(const char *s, int *out)
+{
+    static const char *yes[] = {"yes", "true", "t", "y", "1"};
+    static const char *no[] = {"no", "false", "f", "n", "0"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = 1;
+            return 1;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Parses an integer as Python's int() does for argparse: optional sign and decimal
+ * digits only ("64.0" is rejected there, so it is here). */
+static int parse_int64(const char *s, long long *out)
+{
+    if (*s == '\0')
+        return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    if (*s == '\0')
+        return 0;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno == ERANGE || *end != '\0' || !isfinite(v))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static sb_status set_value(sb_option *o, const char *value, sb_error *err)
+{
+    switch (o->type) {
+    case SB_OPT_INT:
+    case SB_OPT_INT64: {
+        long long v;
+        if (!parse_int64(value, &v))
+            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not an integer", o->name,
+                                value);
+        if ((double)v < o->min || (double)v > o->max)
+            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%.0f, %.0f]",
+                                o->name, value, o->min, o->max);
+        if (o->type == SB_OPT_INT)
+            *(int *)o->dest = (int)v;
+        else
+            *(int64_t *)o->dest = (int64_t)v;
+        break;
+    }
+    case SB_OPT_DOUBLE: {
+        double v;
+        if (!parse_double(value, &v))
+            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not a finite number",
+                                o->name, value);
+        if (v < o->min || v > o->max)
+            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%g, %g]", o->name,
+                                value, o->min, o->max);
+        *(double *)o->dest = v;
+        break;
+    }
+    case SB_OPT_BOOL: {
+        int v;
+        if (!parse_bool(value, &v))
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--%s: '%s' is not a boolean; use True or False", o->name, value);
+        *(int *)o->dest = v;
+        break;
+    }
+    case SB_OPT_STRING:
+        *(const char **)o->dest = value;
+        break;
+    case SB_OPT_CHOICE: {
+        for (int c = 0; o->choices[c] != NULL; c++) {
+            if (strcmp(o->choices[c], value) == 0) {
+                *(int *)o->dest = c;
+                return SB_OK;
+            }
+        }
+        char list[256] = "";
+        for (int c = 0; o->choices[c] != NULL; c++) {
+            if (c > 0)
+                strncat(list, ", ", sizeof list - strlen(list) - 1);
+            strncat(list, o->choices[c], sizeof list - strlen(list) - 1);
+        }
+        return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not one of: %s", o->name, value,
+                            list);
+    }
+    case SB_OPT_SWITCH:
+        *(int *)o->dest = 1;
+        break;
+    }
+    return SB_OK;
+}
+
+sb_status sb_options_parse(sb_option *opts, int n_opts, int argc, char **argv, int first,
+                           const char **positional, int max_positional, int *n_positional,
+                           int *help, sb_error *err)
+{
+    *n_positional = 0;
+    *help = 0;
+    for (int i = first; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            *help = 1;
+            continue;
+        }
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+            if (*n_positional >= max_positional)
+                return sb_error_set(err, SB_ERR_INVALID,
+                                    "unexpected argument '%s' (flags take one value each)", arg);
+            positional[(*n_positional)++] = arg;
+            continue;
+        }
+        char name[128];
+        const char *value = NULL;
+        const char *eq = strchr(arg + 2, '=');
+        size_t len = eq != NULL ? (size_t)(eq - (arg + 2)) : strlen(arg + 2);
+        if (len >= sizeof name)
+            return sb_error_set(err, SB_ERR_INVALID, "unknown flag '%.40s...'", arg);
+        memcpy(name, arg + 2, len);
+        name[len] = '\0';
+        /* accept --flag-name for --flag_name */
+        for (char *p = name; *p != '\0'; p++)
+            if (*p == '-')
+                *p = '_';
+        sb_option *o = sb_options_find(opts, n_opts, name);
+        if (o == NULL)
+            return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; see --help for the list",
+                                name);
+        if (o->type == SB_OPT_SWITCH) {
+            if (eq != NULL) {
+                int v;
+                if (!parse_bool(eq + 1, &v))
+                    return sb_error_set(err, SB_ERR_INVALID,
+                                        "--%s is a switch; write it alone or as --%s=True", name,
+                                        name);
+                *(int *)o->dest = v;
+            } else {
+                *(int *)o->dest = 1;
+            }
+            o->seen = 1;
+            continue;
+        }
+        if (eq != NULL) {
+            value = eq + 1;
+        } else {
+            if (i + 1 >= argc)
+                return sb_error_set(err, SB_ERR_INVALID, "--%s needs a value", name);
+            value = argv[++i];
+        }
+        sb_status st = set_value(o, value, err);
+        if (st != SB_OK)
+            return st;
+        o->seen = 1;
+    }
+    return SB_OK;
+}
+
+void sb_options_print_help(FILE *f, const sb_option *opts, int n_opts)
+{
+    for (int i = 0; i < n_opts; i++) {
+        const sb_option *o = &opts[i];
+        char left[64];
+        const char *meta = o->metavar;
+        if (meta == NULL) {
+            switch (o->type) {
+            case SB_OPT_INT:
+            case SB_OPT_INT64: meta = "N"; break;
+            case SB_OPT_DOUBLE: meta = "X"; break;
+            case SB_OPT_BOOL: meta = "True|False"; break;
+            case SB_OPT_STRING: meta = "S"; break;
+            case SB_OPT_CHOICE: meta = "NAME"; break;
+            case SB_OPT_SWITCH: meta = ""; break;
+            }
+        }
+        snprintf(left, sizeof left, "--%s%s%s", o->name, meta[0] ? " " : "", meta);
+        fprintf(f, "  %-30s %s\n", left, o->help);
+    }
+}
+
+sb_status sb_parse_index_list(const char *text, int64_t limit, int64_t **out, int64_t *n,
+                              sb_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    int64_t cap = 16, count = 0;
+    int64_t *list = malloc((size_t)cap * sizeof *list);
+    if (list == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    const char *p = text;
+    while (*p != '\0') {
+        char *end;
+        errno = 0;
+        long long a = strtoll(p, &end, 10);
+        if (end == p || errno != 0 || a < 0)
+            goto bad;
+        long long b = a;
+        p = end;
+        if (*p == '-') {
+            p++;
+            b = strtoll(p, &end, 10);
+            if (end == p || errno != 0 || b < a)
+                goto bad;
+            p = end;
+        }
+        if (*p == ',')
+            p++;
+        else if (*p != '\0')
+            goto bad;
+        if (b >= limit) {
+            free(list);
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--samples: index %lld is outside the split (0 to %lld)", b,
+                                (long long)limit - 1);
+        }
+        for (long long v = a; v <= b; v++) {
+            if (count == cap) {
+                cap *= 2;
+                int64_t *grown = realloc(list, (size_t)cap * sizeof *list);
+                if (grown == NULL) {
+                    free(list);
+                    return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+                }
+                list = grown;
+            }
+            list[count++] = v;
+        }
+    }
+    if (count == 0)
+        goto bad;
+    *out = list;
+    *n = count;
+    return SB_OK;
+bad:
+    free(list);
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "--samples: cannot read '%s'; write indices and ranges like 0-4,57,999",
+                        text);
+}

@@ -1,0 +1,54 @@
+/*
+ * options.h - command-line flags in the style of the reference's train.py (argparse):
+ * `--name value` or `--name=value`, booleans written `--flag True` (str2bool), switches
+ * written `--flag`. A table of sb_option drives parsing, range checks and --help.
+ * Unknown flags, malformed numbers and out-of-range values are errors naming the flag.
+ */
+#ifndef SELECTIVBENCH_CLI_OPTIONS_H
+#define SELECTIVBENCH_CLI_OPTIONS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "selectivbench/status.h"
+
+typedef enum sb_opt_type {
+    SB_OPT_INT,    /* int, range [min, max] */
+    SB_OPT_INT64,  /* int64_t, range [min, max] */
+    SB_OPT_DOUBLE, /* double, range [min, max] */
+    SB_OPT_BOOL,   /* int 0/1 from a value: True/False, yes/no, 1/0 (train.py str2bool) */
+    SB_OPT_SWITCH, /* int set to 1 by the bare flag (argparse store_true) */
+    SB_OPT_STRING, /* const char * pointing into argv */
+    SB_OPT_CHOICE, /* int index into choices[] */
+} sb_opt_type;
+
+typedef struct sb_option {
+    const char *name;     /* without the leading "--" */
+    sb_opt_type type;
+    void *dest;
+    double min, max;      /* numeric range (inclusive) */
+    const char *const *choices; /* SB_OPT_CHOICE: NULL-terminated names */
+    const char *metavar;  /* shown in --help */
+    const char *help;
+    int seen;             /* set by the parser when the flag was given */
+} sb_option;
+
+/* Parses argv[first..argc-1]. Arguments that are not flags are collected in
+ * positional[] (at most max_positional; more is an error). Returns SB_ERR_INVALID with
+ * a message on the first bad argument. A bare "--help" or "-h" sets *help. */
+sb_status sb_options_parse(sb_option *opts, int n_opts, int argc, char **argv, int first,
+                           const char **positional, int max_positional, int *n_positional,
+                           int *help, sb_error *err);
+
+/* The option of that name, or NULL. */
+sb_option *sb_options_find(sb_option *opts, int n_opts, const char *name);
+
+/* Prints the options as a help table. */
+void sb_options_print_help(FILE *f, const sb_option *opts, int n_opts);
+
+/* Parses "0-4,57,999" into a list of indices (allocated; *n receives the count).
+ * Every index must lie in [0, limit). */
+sb_status sb_parse_index_list(const char *text, int64_t limit, int64_t **out, int64_t *n,
+                              sb_error *err);
+
+#endif

@@ -1,0 +1,292 @@
+/*
+ * assemble.c - from a state sequence to what the model sees: gaps, distractor symbols,
+ * one-hot frames with noise, targets (spec/task.md section 6).
+ *
+ * Per element k of a sample: its symbol frame, then g_k gap frames. Whether there is a
+ * gap is drawn once per element at or after gap_start (u > gap_prob: none); its duration
+ * is drawn from the training distribution and rounded to 0.1 s, or fixed for the test
+ * set. Zero gaps last ceil(delay / 0.1) frames; non-grammatical gaps show
+ * round(delay / 0.1) symbols the grammar forbids after the element's state. Every frame
+ * of the element (symbol and gap) has the element's state id as its target and belongs
+ * to the element's accuracy window.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "selectivbench/rng.h"
+#include "selectivbench/task.h"
+
+#define STREAM_TAG_GAPS 0x53424750u  /* "SBGP" */
+#define STREAM_TAG_NOISE 0x53424e5au /* "SBNZ" */
+
+sb_status sb_sample_alloc(const sb_task *task, sb_sample *s, sb_error *err)
+{
+    memset(s, 0, sizeof *s);
+    int e_max = task->n_elements[0] > task->n_elements[1] ? task->n_elements[0]
+                                                          : task->n_elements[1];
+    s->state = malloc((size_t)e_max * sizeof *s->state);
+    s->gap = malloc((size_t)e_max * sizeof *s->gap);
+    s->frame_start = malloc((size_t)e_max * sizeof *s->frame_start);
+    s->capacity_gap_classes = task->cfg.grammar_gap ? 4 * e_max : 1;
+    s->gap_class = malloc((size_t)s->capacity_gap_classes);
+    if (!s->state || !s->gap || !s->frame_start || !s->gap_class) {
+        sb_sample_free(s);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory allocating a sample");
+    }
+    return SB_OK;
+}
+
+void sb_sample_free(sb_sample *s)
+{
+    free(s->state);
+    free(s->gap);
+    free(s->frame_start);
+    free(s->gap_class);
+    memset(s, 0, sizeof *s);
+}
+
+/* A PCG64 stream private to (task seed, split, sample index, purpose). */
+static void derived_stream(sb_pcg64 *rng, uint32_t tag, uint64_t seed, sb_split split,
+                           int64_t i)
+{
+    uint32_t entropy[6] = {tag,
+                           (uint32_t)seed,
+                           (uint32_t)(seed >> 32),
+                           (uint32_t)split,
+                           (uint32_t)(uint64_t)i,
+                           (uint32_t)((uint64_t)i >> 32)};
+    uint32_t words[8];
+    sb_seedseq_generate(entropy, 6, words);
+    sb_pcg64_seed_words(rng, words);
+}
+
+/* The random sources of one sample's gaps. */
+typedef struct gap_source {
+    sb_gap_rng mode;
+    sb_pcg64 decide;    /* gap decisions; in derived mode also durations and symbols */
+    sb_mt19937 legacy;  /* reference mode: numpy's legacy global generator */
+    int has_gauss;      /* cached second normal of the polar method (legacy_gauss) */
+    double gauss;
+} gap_source;
+
+static double gap_uniform01(gap_source *src)
+{
+    if (src->mode == SB_GAP_RNG_REFERENCE)
+        return sb_mt19937_res53(&src->legacy);
+    return sb_pcg64_random(&src->decide);
+}
+
+/* Standard normal by the polar method with a cached second value, as numpy's legacy
+ * RandomState.standard_normal does. */
+static double gap_gauss(gap_source *src)
+{
+    if (src->has_gauss) {
+        src->has_gauss = 0;
+        return src->gauss;
+    }
+    double x1, x2, r2;
+    do {
+        x1 = 2.0 * gap_uniform01(src) - 1.0;
+        x2 = 2.0 * gap_uniform01(src) - 1.0;
+        r2 = x1 * x1 + x2 * x2;
+    } while (r2 >= 1.0 || r2 == 0.0);
+    double f = sqrt(-2.0 * log(r2) / r2);
+    src->gauss = f * x1;
+    src->has_gauss = 1;
+    return f * x2;
+}
+
+/* Training gap duration in seconds, rounded to 0.1 s as numpy.round(x, 1) does. */
+static double gap_draw_duration(const sb_task_config *cfg, gap_source *src)
+{
+    double x;
+    if (cfg->dist_dur == SB_GAP_DIST_UNIFORM)
+        x = cfg->train_gap_min + (cfg->train_gap_max - cfg->train_gap_min) * gap_uniform01(src);
+    else
+        x = exp(cfg->train_gap_min + cfg->train_gap_max * gap_gauss(src));
+    double d = rint(x * 10.0) / 10.0;
+    return d < SB_MAX_GAP_SECONDS ? d : SB_MAX_GAP_SECONDS;
+}
+
+/* Uniform choice among m >= 1 eligible classes. */
+static uint32_t gap_draw_choice(gap_source *src, uint32_t m)
+{
+    if (src->mode == SB_GAP_RNG_REFERENCE)
+        return sb_legacy_choice_index(&src->legacy, m);
+    return sb_pcg64_bounded(&src->decide, m - 1);
+}
+
+static sb_status gap_source_init(const sb_task *task, sb_split split, int64_t i,
+                                 uint64_t seq_idx, gap_source *src, sb_error *err)
+{
+    const sb_task_config *cfg = &task->cfg;
+    uint64_t seed = cfg->grammar.seed;
+    src->mode = cfg->gap_rng;
+    src->has_gauss = 0;
+    if (cfg->gap_rng == SB_GAP_RNG_DERIVED) {
+        derived_stream(&src->decide, STREAM_TAG_GAPS, seed, split, i);
+        return SB_OK;
+    }
+    /* The reference's dataset object owns default_rng(seed) and draws one uniform per
+     * element from gap_start on, for the samples in request order 0, 1, 2, ... */
+    int elements = task->n_elements[split];
+    uint64_t per_sample = elements > cfg->gap_start ? (uint64_t)(elements - cfg->gap_start) : 0;
+    sb_pcg64_init(&src->decide, seed);
+    sb_pcg64_advance(&src->decide, per_sample * (uint64_t)i);
+    sb_u128 legacy_seed = (sb_u128)seed * seq_idx;
+    if (legacy_seed > 0xffffffffu)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--gap_rng reference needs seed * index < 2^32 (numpy's legacy "
+                            "seed limit); sample %lld of seed %llu is beyond it: use the "
+                            "default --gap_rng derived",
+                            (long long)i, (unsigned long long)seed);
+    sb_legacy_seed(&src->legacy, (uint32_t)legacy_seed);
+    return SB_OK;
+}
+
+/* Gap decisions, durations and distractors of a sample whose states are already set. */
+static sb_status sample_gaps(const sb_task *task, sb_split split, int64_t i, uint64_t seq_idx,
+                             sb_sample *s, sb_error *err)
+{
+    const sb_task_config *cfg = &task->cfg;
+    const sb_grammar *g = task->grammar;
+    int n = task->n_elements[split];
+    gap_source src;
+    sb_status st = gap_source_init(task, split, i, seq_idx, &src, err);
+    if (st != SB_OK)
+        return st;
+
+    double test_delay = sb_task_test_duration(task);
+    int frame = 0, n_gap_classes = 0;
+    for (int k = 0; k < n; k++) {
+        double delay = 0.0;
+        if (k >= cfg->gap_start) {
+            double u = sb_pcg64_random(&src.decide);
+            if (!(u > cfg->gap_prob))
+                delay = split == SB_SPLIT_TRAIN ? gap_draw_duration(cfg, &src) : test_delay;
+        }
+        int gap;
+        if (!cfg->grammar_gap) {
+            gap = (int)ceil(delay / SB_TIMESTEP);
+        } else {
+            uint64_t eligible = g->forbidden_classes[s->state[k]];
+            int m = __builtin_popcountll(eligible);
+            int count = (int)rint(delay / SB_TIMESTEP);
+            gap = m > 0 ? count : 0;
+            if (n_gap_classes + gap > s->capacity_gap_classes) {
+                int cap = 2 * (n_gap_classes + gap);
+                uint8_t *grown = realloc(s->gap_class, (size_t)cap);
+                if (grown == NULL)
+                    return sb_error_set(err, SB_ERR_NOMEM, "out of memory for gap symbols");
+                s->gap_class = grown;
+                s->capacity_gap_classes = cap;
+            }
+            for (int r = 0; r < gap; r++) {
+                /* the v-th eligible class in ascending order */
+                uint32_t v = gap_draw_choice(&src, (uint32_t)m);
+                uint64_t bits = eligible;
+                for (uint32_t skip = 0; skip < v; skip++)
+                    bits &= bits - 1;
+                s->gap_class[n_gap_classes++] = (uint8_t)__builtin_ctzll(bits);
+            }
+        }
+        s->gap[k] = gap;
+        s->frame_start[k] = frame;
+        frame += 1 + gap;
+    }
+    s->n_elements = n;
+    s->n_frames = frame;
+    s->n_gap_classes = n_gap_classes;
+    return SB_OK;
+}
+
+#define SAMPLE_GROUP 64 /* samples whose sequences are walked together */
+
+sb_status sb_task_sample_many(const sb_task *task, sb_split split, const int64_t *i, int n,
+                              sb_sample *samples, sb_error *err)
+{
+    uint64_t seq_idx[SAMPLE_GROUP];
+    uint16_t *rows[SAMPLE_GROUP];
+    for (int first = 0; first < n; first += SAMPLE_GROUP) {
+        int count = n - first < SAMPLE_GROUP ? n - first : SAMPLE_GROUP;
+        for (int r = 0; r < count; r++) {
+            seq_idx[r] = sb_task_sequence_index(task, split, i[first + r]);
+            rows[r] = samples[first + r].state;
+        }
+        sb_status st = sb_sampler_generate_many(&task->sampler[split], seq_idx, count, rows, err);
+        if (st != SB_OK)
+            return st;
+        for (int r = 0; r < count; r++) {
+            st = sample_gaps(task, split, i[first + r], seq_idx[r], &samples[first + r], err);
+            if (st != SB_OK)
+                return st;
+        }
+    }
+    return SB_OK;
+}
+
+sb_status sb_task_sample(const sb_task *task, sb_split split, int64_t i, sb_sample *s,
+                         sb_error *err)
+{
+    return sb_task_sample_many(task, split, &i, 1, s, err);
+}
+
+void sb_task_sample_frames(const sb_task *task, sb_split split, int64_t i, const sb_sample *s,
+                           float *data, int32_t *target)
+{
+    const sb_grammar *g = task->grammar;
+    const int V = task->n_inputs;
+    memset(data, 0, (size_t)s->n_frames * (size_t)V * sizeof *data);
+    int next_gap_class = 0;
+    for (int k = 0; k < s->n_elements; k++) {
+        int state = s->state[k];
+        int t = s->frame_start[k];
+        int32_t id = g->state_id[state];
+        data[(size_t)t * (size_t)V + g->state_class[state]] = 1.0f;
+        for (int f = 0; f <= s->gap[k]; f++)
+            target[t + f] = id;
+        if (task->cfg.grammar_gap)
+            for (int f = 1; f <= s->gap[k]; f++)
+                data[(size_t)(t + f) * (size_t)V + s->gap_class[next_gap_class++]] = 1.0f;
+    }
+    if (task->cfg.train_noise > 0.0) {
+        /* U[0, noise) on every entry, float32 as torch.rand_like(data) * noise */
+        sb_pcg64 rng;
+        derived_stream(&rng, STREAM_TAG_NOISE, task->cfg.grammar.seed, split, i);
+        float amp = (float)task->cfg.train_noise;
+        size_t count = (size_t)s->n_frames * (size_t)V;
+        /* two 24-bit uniforms per 64-bit draw, from the top bits of each half */
+        for (size_t e = 0; e < count; e += 2) {
+            uint64_t bits = sb_pcg64_next64(&rng);
+            float u0 = (float)((uint32_t)bits >> 8) * (1.0f / 16777216.0f);
+            float u1 = (float)((uint32_t)(bits >> 32) >> 8) * (1.0f / 16777216.0f);
+            data[e] += u0 * amp;
+            if (e + 1 < count)
+                data[e + 1] += u1 * amp;
+        }
+    }
+}
+
+/* FNV-1a over 64-bit words. */
+static uint64_t hash_word(uint64_t h, uint64_t v)
+{
+    return (h ^ v) * 0x100000001b3ull;
+}
+
+uint64_t sb_sample_hash(const sb_task *task, const sb_sample *s, uint64_t seq_idx)
+{
+    const sb_grammar *g = task->grammar;
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = hash_word(h, seq_idx);
+    h = hash_word(h, (uint64_t)s->n_elements);
+    for (int k = 0; k < s->n_elements; k++) {
+        int state = s->state[k];
+        uint64_t w = (uint64_t)state | ((uint64_t)g->state_class[state] << 16) |
+                     ((uint64_t)g->state_id[state] << 24) | ((uint64_t)(uint32_t)s->gap[k] << 40);
+        h = hash_word(h, w);
+    }
+    for (int r = 0; r < s->n_gap_classes; r++)
+        h = hash_word(h, s->gap_class[r]);
+    return h;
+}

@@ -1,0 +1,177 @@
+/* task.c - task configuration, creation and split bookkeeping (see task.h). */
+#include "selectivbench/task.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+sb_task_config sb_task_config_default(void)
+{
+    sb_task_config cfg = {
+        .grammar = sb_grammar_config_default(),
+        .train_seqlen_min = 1,
+        .train_seqlen_max = 200,
+        .test_seqlen_min = 1,
+        .test_seqlen_max = 200,
+        .combined_seq_length = 0,
+        .train_gap_min = 0.1,
+        .train_gap_max = 0.1,
+        .dist_dur = SB_GAP_DIST_UNIFORM,
+        .test_dur = -1.0,
+        .train_noise = 0.0,
+        .grammar_gap = 0,
+        .gap_start = 0,
+        .gap_prob = 1.0,
+        .dataset_size = 200000,
+        .test_size = 1000,
+        .protocol = SB_PROTOCOL_REFERENCE,
+        .gap_rng = SB_GAP_RNG_DERIVED,
+    };
+    return cfg;
+}
+
+static sb_status check_seconds(const char *flag, double v, sb_error *err)
+{
+    if (!(v >= 0.0 && v <= SB_MAX_GAP_SECONDS))
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "%s %g is out of range: gap durations are seconds in [0, %g] (one "
+                            "frame per %g s)",
+                            flag, v, SB_MAX_GAP_SECONDS, SB_TIMESTEP);
+    return SB_OK;
+}
+
+sb_status sb_task_config_check(const sb_task_config *cfg, sb_error *err)
+{
+    sb_status st = sb_grammar_config_check(&cfg->grammar, err);
+    if (st != SB_OK)
+        return st;
+    if (cfg->train_seqlen_max < 2)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--train_seqlen_max %d: a string holds at least a start state and "
+                            "'#'; use 2 or more",
+                            cfg->train_seqlen_max);
+    if (cfg->test_seqlen_max < 2)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--test_seqlen_max %d: a string holds at least a start state and "
+                            "'#'; use 2 or more",
+                            cfg->test_seqlen_max);
+    if (cfg->train_seqlen_min < 1 || cfg->train_seqlen_min > cfg->train_seqlen_max)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--train_seqlen_min %d must lie in [1, --train_seqlen_max %d]",
+                            cfg->train_seqlen_min, cfg->train_seqlen_max);
+    if (cfg->test_seqlen_min < 1 || cfg->test_seqlen_min > cfg->test_seqlen_max)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--test_seqlen_min %d must lie in [1, --test_seqlen_max %d]",
+                            cfg->test_seqlen_min, cfg->test_seqlen_max);
+    if (cfg->combined_seq_length < 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--combined_seq_length %d is negative (0 means --train_seqlen_max)",
+                            cfg->combined_seq_length);
+    if (cfg->dist_dur == SB_GAP_DIST_UNIFORM) {
+        if ((st = check_seconds("--train_gap_min", cfg->train_gap_min, err)) != SB_OK)
+            return st;
+        if ((st = check_seconds("--train_gap_max", cfg->train_gap_max, err)) != SB_OK)
+            return st;
+        if (cfg->train_gap_min > cfg->train_gap_max)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--train_gap_min %g is above --train_gap_max %g",
+                                cfg->train_gap_min, cfg->train_gap_max);
+    } else {
+        if (!(fabs(cfg->train_gap_min) <= 10.0) || !(cfg->train_gap_max >= 0.0 &&
+                                                    cfg->train_gap_max <= 10.0))
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--dist_dur lognormal takes --train_gap_min as the mean (|m| <= "
+                                "10) and --train_gap_max as the sigma (0..10) of the log; got "
+                                "%g and %g",
+                                cfg->train_gap_min, cfg->train_gap_max);
+    }
+    if (cfg->test_dur >= 0.0 || !(cfg->test_dur < 0.0)) {
+        if ((st = check_seconds("--test_dur", cfg->test_dur, err)) != SB_OK)
+            return st;
+    } else if (cfg->dist_dur == SB_GAP_DIST_LOGNORMAL) {
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--dist_dur lognormal needs --test_dur: the test gap is fixed and "
+                            "--train_gap_max is a sigma there");
+    }
+    if (!(cfg->train_noise >= 0.0 && cfg->train_noise <= 1e6))
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--train_noise %g must be a finite amplitude >= 0", cfg->train_noise);
+    if (cfg->gap_start < 0)
+        return sb_error_set(err, SB_ERR_INVALID, "--gap_start %d is negative", cfg->gap_start);
+    if (!(cfg->gap_prob >= 0.0 && cfg->gap_prob <= 1.0))
+        return sb_error_set(err, SB_ERR_INVALID, "--gap_prob %g must lie in [0, 1]",
+                            cfg->gap_prob);
+    if (cfg->dataset_size < 1)
+        return sb_error_set(err, SB_ERR_INVALID, "--dataset_size %lld must be at least 1",
+                            (long long)cfg->dataset_size);
+    if (cfg->test_size < 1)
+        return sb_error_set(err, SB_ERR_INVALID, "--test_size %lld must be at least 1",
+                            (long long)cfg->test_size);
+    if (cfg->protocol != SB_PROTOCOL_REFERENCE && cfg->protocol != SB_PROTOCOL_CLEAN)
+        return sb_error_set(err, SB_ERR_INVALID, "unknown protocol %d", (int)cfg->protocol);
+    return SB_OK;
+}
+
+sb_status sb_task_create(const sb_task_config *cfg, sb_task **out, sb_error *err)
+{
+    *out = NULL;
+    sb_status st = sb_task_config_check(cfg, err);
+    if (st != SB_OK)
+        return st;
+    sb_task *task = calloc(1, sizeof *task);
+    if (task == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory creating a task");
+    task->cfg = *cfg;
+    if (task->cfg.combined_seq_length == 0)
+        task->cfg.combined_seq_length = cfg->train_seqlen_max;
+    st = sb_grammar_generate(&cfg->grammar, &task->grammar, err);
+    if (st != SB_OK) {
+        free(task);
+        return st;
+    }
+    task->n_inputs = task->grammar->n_classes;
+    /* train.py: the training set combines strings up to combined_seq_length (default
+     * train_seqlen_max); the test set combines up to test_seqlen_max */
+    task->n_elements[SB_SPLIT_TRAIN] = task->cfg.combined_seq_length;
+    task->n_elements[SB_SPLIT_TEST] = cfg->test_seqlen_max;
+    st = sb_sampler_init(&task->sampler[SB_SPLIT_TRAIN], task->grammar, cfg->grammar.seed,
+                         cfg->train_seqlen_min, cfg->train_seqlen_max,
+                         task->n_elements[SB_SPLIT_TRAIN], err);
+    if (st == SB_OK)
+        st = sb_sampler_init(&task->sampler[SB_SPLIT_TEST], task->grammar, cfg->grammar.seed,
+                             cfg->test_seqlen_min, cfg->test_seqlen_max,
+                             task->n_elements[SB_SPLIT_TEST], err);
+    if (st != SB_OK) {
+        sb_task_free(task);
+        return st;
+    }
+    *out = task;
+    return SB_OK;
+}
+
+void sb_task_free(sb_task *task)
+{
+    if (task == NULL)
+        return;
+    sb_sampler_free(&task->sampler[0]);
+    sb_sampler_free(&task->sampler[1]);
+    sb_grammar_free(task->grammar);
+    free(task);
+}
+
+int64_t sb_task_split_size(const sb_task *task, sb_split split)
+{
+    return split == SB_SPLIT_TRAIN ? task->cfg.dataset_size : task->cfg.test_size;
+}
+
+uint64_t sb_task_sequence_index(const sb_task *task, sb_split split, int64_t i)
+{
+    if (split == SB_SPLIT_TEST && task->cfg.protocol == SB_PROTOCOL_CLEAN)
+        return (uint64_t)task->cfg.dataset_size + (uint64_t)i;
+    return (uint64_t)i;
+}
+
+double sb_task_test_duration(const sb_task *task)
+{
+    return task->cfg.test_dur >= 0.0 ? task->cfg.test_dur : task->cfg.train_gap_max;
+}

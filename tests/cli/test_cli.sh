@@ -1,0 +1,131 @@
+#!/bin/sh
+# test_cli.sh - the command line: outputs, thread independence, exports, and every bad
+# input we handle (one clear error line on stderr, a non-zero exit, no crash).
+#
+# usage: test_cli.sh PATH/TO/selectivbench DATA_DIR
+set -u
+SB=$1
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+checks=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# expect_error EXIT_CODE NEEDLE ARGS...: the command must exit with EXIT_CODE and print
+# exactly one line on stderr, starting with "selectivbench" and containing NEEDLE.
+expect_error() {
+  want=$1
+  needle=$2
+  shift 2
+  checks=$((checks + 1))
+  "$SB" "$@" >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  lines=$(wc -l <"$TMP/err")
+  if [ "$rc" -ne "$want" ]; then
+    fail "'$*' exited $rc, expected $want (stderr: $(cat "$TMP/err"))"
+  elif [ "$lines" -ne 1 ]; then
+    fail "'$*' printed $lines lines on stderr, expected 1: $(cat "$TMP/err")"
+  elif ! grep -q "^selectivbench" "$TMP/err"; then
+    fail "'$*': error line does not start with 'selectivbench': $(cat "$TMP/err")"
+  elif ! grep -q -- "$needle" "$TMP/err"; then
+    fail "'$*': error line does not mention '$needle': $(cat "$TMP/err")"
+  fi
+}
+
+# expect_ok ARGS...: exit 0, stdout kept in $TMP/out
+expect_ok() {
+  checks=$((checks + 1))
+  "$SB" "$@" >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  [ "$rc" -eq 0 ] || fail "'$*' exited $rc: $(cat "$TMP/err")"
+}
+
+# ---- bad input: impossible grammars --------------------------------------------------
+expect_error 2 "--amb 42" grammar --vocab 41 --amb 42
+expect_error 2 "--amb_depth 0" grammar --amb_depth 0
+expect_error 2 "--vocab 60" grammar --vocab 60 --amb 3
+expect_error 2 "grammar_scale" grammar --grammar_scale True --amb 60
+expect_error 2 "states" grammar --vocab 4 --amb 0 --amb_depth 1
+expect_error 1 "100000 attempts" grammar --vocab 6 --amb 0 --amb_depth 1 --transition_density 0
+# ---- bad input: malformed and out-of-range flags ---------------------------------------
+expect_error 2 "not an integer" grammar --amb abc
+expect_error 2 "not an integer" grammar --amb 1.5
+expect_error 2 "out of range" grammar --seed -1
+expect_error 2 "out of range" grammar --seed 4294967296
+expect_error 2 "not a boolean" grammar --grammar_scale maybe
+expect_error 2 "unknown flag --bogus" grammar --bogus 1
+expect_error 2 "needs a value" data --seed
+expect_error 2 "unexpected argument" data --seed 1 2
+expect_error 2 "out of range" data --threads -1
+expect_error 2 "not one of" data --split valid
+expect_error 2 "not one of" data --protocol strict
+expect_error 2 "--train_seqlen_max 1" data --train_seqlen_max 1
+expect_error 2 "--train_seqlen_min" data --train_seqlen_min 300
+expect_error 2 "--gap_prob" data --gap_prob 2
+expect_error 2 "--train_gap_min" data --train_gap_min 2 --train_gap_max 1
+expect_error 2 "--train_noise" data --train_noise -0.5
+expect_error 2 "not a finite number" data --train_noise nan
+expect_error 2 "--dataset_size" data --dataset_size 0
+expect_error 2 "--samples" data --samples 5-2 --json
+expect_error 2 "outside the split" data --samples 0-300000 --json
+expect_error 2 "--samples" data --json
+expect_error 2 "base_set" data --base_set gsc
+expect_error 2 "unknown command" frobnicate
+expect_error 2 "name a benchmark" bench
+# ---- bad input: unwritable outputs -----------------------------------------------------
+expect_error 1 "export folder" data --vocab 9 --amb 8 --amb_depth 8 --dataset_size 10 \
+  --test_size 5 --train_seqlen_max 20 --test_seqlen_max 20 --export /dev/null/sub
+touch "$TMP/a_file"
+expect_error 1 "not a folder" data --vocab 9 --amb 8 --amb_depth 8 --dataset_size 10 \
+  --test_size 5 --train_seqlen_max 20 --test_seqlen_max 20 --export "$TMP/a_file"
+expect_error 1 "--dot" grammar --dot /dev/null/g.dot
+
+# ---- outputs ---------------------------------------------------------------------------
+expect_ok grammar --vocab 5 --amb 2 --amb_depth 2 --seed 1
+grep -q "TE           0.849126876403" "$TMP/out" || fail "grammar summary: TE line missing"
+grep -q "B0   -> D B1 #" "$TMP/out" || fail "grammar summary: transition list missing"
+
+expect_ok grammar --vocab 5 --amb 2 --amb_depth 2 --seed 1 --dot "$TMP/g.dot"
+grep -q '"B0" -> "D"' "$TMP/g.dot" || fail "--dot: edge B0 -> D missing"
+
+# the same checksum for 1 and 2 threads (sequences, gaps, distractors)
+small="--vocab 12 --amb 3 --amb_depth 4 --train_seqlen_max 60 --dataset_size 4000 \
+--train_gap_max 1.0 --grammar_gap True --gap_prob 0.5 --gap_start 5"
+# shellcheck disable=SC2086
+expect_ok data $small --checksum --threads 1
+c1=$(awk '/^checksum/ {print $2}' "$TMP/out")
+# shellcheck disable=SC2086
+expect_ok data $small --checksum --threads 2
+c2=$(awk '/^checksum/ {print $2}' "$TMP/out")
+[ -n "$c1" ] && [ "$c1" = "$c2" ] || fail "checksum differs between 1 and 2 threads: $c1 $c2"
+
+# --show prints gaps
+expect_ok data --vocab 12 --amb 3 --amb_depth 4 --train_seqlen_max 40 --train_gap_max 1.0 \
+  --show 2
+grep -q "^sample 1 (train" "$TMP/out" || fail "--show: no sample 1"
+grep -q " _[0-9]" "$TMP/out" || fail "--show: no visible gaps"
+
+# --export writes the reference's folder: one line per sample, index order
+expect_ok data --vocab 5 --amb 2 --amb_depth 2 --seed 1 --train_seqlen_max 20 \
+  --test_seqlen_max 20 --dataset_size 7 --test_size 3 --export "$TMP/ds"
+for f in train test transitions config.yaml; do
+  [ -s "$TMP/ds/$f" ] || fail "--export: $f missing"
+done
+[ "$(wc -l <"$TMP/ds/train")" -eq 7 ] || fail "--export: train should have 7 lines"
+[ "$(wc -l <"$TMP/ds/test")" -eq 3 ] || fail "--export: test should have 3 lines"
+first="[3, 1, 1, 1, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 3, 1, 0]::['C', 'A1', 'A1', 'A1', \
+'#', 'A0', 'B1', '#', 'A0', 'B1', '#', 'A0', 'B1', '#', 'A0', 'B1', '#', 'C', 'A1', '#']::20"
+[ "$(head -n 1 "$TMP/ds/train")" = "$first" ] || fail "--export: first training line differs"
+grep -qx "B0, D, 0.3333333333333333" "$TMP/ds/transitions" || fail "--export: transitions"
+ls -a "$TMP/ds" | grep -q '\.tmp$' && fail "--export: temporary file left behind"
+
+# the demo (the README's first command) runs
+expect_ok demo --dataset_size 2000
+grep -q "topological entropy 2.776" "$TMP/out" || fail "demo: paper grammar TE missing"
+
+echo "$checks CLI checks, $failures failures"
+[ "$failures" -eq 0 ]

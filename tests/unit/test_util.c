@@ -1,0 +1,42 @@
+/* test_util.c - helpers shared by the unit tests (see test_util.h). */
+#include "test_util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+json_t *test_load_json(const char *relpath)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", SB_TEST_DATA_DIR, relpath);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (root == NULL)
+        fail_msg("cannot load %s: %s (line %d)", path, jerr.text, jerr.line);
+    return root;
+}
+
+sb_u128 test_parse_u128(const char *s)
+{
+    sb_u128 v = 0;
+    for (const char *p = s; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9')
+            fail_msg("'%s' is not a decimal integer", s);
+        v = v * 10u + (sb_u128)(*p - '0');
+    }
+    return v;
+}
+
+uint64_t test_json_u64(const json_t *v)
+{
+    if (json_is_string(v))
+        return (uint64_t)test_parse_u128(json_string_value(v));
+    if (json_is_integer(v))
+        return (uint64_t)json_integer_value(v);
+    fail_msg("expected an integer");
+    return 0;
+}

@@ -1,0 +1,19 @@
+/* test_util.h - helpers shared by the unit tests: reference files and comparisons. */
+#ifndef SELECTIVBENCH_TEST_UTIL_H
+#define SELECTIVBENCH_TEST_UTIL_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "selectivbench/rng.h"
+
+/* Loads tests/data/<relpath> as JSON; fails the test if it cannot. */
+json_t *test_load_json(const char *relpath);
+
+/* Parses a decimal string into an unsigned 128-bit value. */
+sb_u128 test_parse_u128(const char *s);
+
+/* The integer value of a JSON integer or decimal string. */
+uint64_t test_json_u64(const json_t *v);
+
+#endif
