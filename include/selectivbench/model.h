@@ -1,0 +1,111 @@
+/*
+ * model.h - RecNet (the reference's model wrapper) and the registry of layer types.
+ *
+ *   x = encoder(input)                           Linear(I -> D)
+ *   for l in 0..L-1: x = LayerNorm_l(x + Dropout(layer_l(x)))
+ *   logits = decoder(x)                          Linear(D -> C), every frame
+ *
+ * A layer type is one file in src/nn/layers/ and one line in the registry
+ * (src/nn/registry.c): it registers its parameters (reference state_dict names, shapes,
+ * init) and writes its forward as straight-line op calls. Adding a model = one file +
+ * one registry line (+ its docs page); see docs/ADDING_A_MODEL.md.
+ */
+#ifndef SELECTIVBENCH_MODEL_H
+#define SELECTIVBENCH_MODEL_H
+
+#include <stdio.h>
+
+#include "selectivbench/nn.h"
+#include "selectivbench/params.h"
+
+#define SB_MODEL_NAME_MAX 32
+
+typedef struct sb_model_config {
+    char model[SB_MODEL_NAME_MAX]; /* layer type name ("transformer", "gru", ...) */
+    int d_input;     /* I: one-hot width (vocab) */
+    int d_output;    /* C: classes (grammar states) */
+    int d_model;     /* D: --feat_size (after the transformer's remapping) */
+    int n_layers;    /* L: --layers */
+    int d_state;     /* N: --d_state */
+    int n_head;      /* get_num_heads(D, 128) */
+    double dropout;  /* --dropout */
+    double rope_base;/* --rope_base (1000 in train.py) */
+    int att_dropout; /* --att_dropout */
+} sb_model_config;
+
+typedef struct sb_model sb_model;
+
+/* Taxonomy of a layer (spec/models-fla.md section 7). */
+typedef struct sb_taxonomy {
+    const char *gating;
+    const char *transition;   /* state transition structure */
+    const char *update_rank;
+    const char *normalisation;
+    const char *negative_eigenvalues;
+} sb_taxonomy;
+
+typedef struct sb_layer_type {
+    const char *name;
+    const char *summary; /* one line for `selectivbench models` */
+    sb_taxonomy taxonomy;
+    /* optional: refuse configurations the layer cannot build */
+    sb_status (*check)(const sb_model_config *cfg, sb_error *err);
+    /* registers the layer's parameters under `prefix` ("layers.3."), in state_dict order,
+     * with draw ranks in construction order; returns how many it registered */
+    int (*add_params)(sb_params *ps, const char *prefix, const sb_model_config *cfg);
+    /* x[B, T, D] -> [B, T, D]; its parameters are sb_model_param(m, l, k) */
+    sb_tensor *(*forward)(sb_graph *g, const sb_model *m, int l, sb_tensor *x);
+    /* forward FLOPs per token of one layer at sequence length T (for reports) */
+    double (*flops_per_token)(const sb_model_config *cfg, int T);
+    /* recurrent state size per layer in floats (0 for attention: it grows with T) */
+    double (*state_size)(const sb_model_config *cfg);
+} sb_layer_type;
+
+struct sb_model {
+    sb_model_config cfg;
+    const sb_layer_type *type;
+    sb_params params;
+    int *layer_first; /* [L] index of each layer's first parameter */
+    sb_tensor *enc_w, *enc_b, *dec_w, *dec_b;
+    sb_tensor **norm_w, **norm_b; /* [L] */
+};
+
+/* ---- registry (src/nn/registry.c) ---------------------------------------------------- */
+
+/* The layer type of that name, or NULL. */
+const sb_layer_type *sb_layer_type_find(const char *name);
+/* All registered types (NULL-terminated). */
+const sb_layer_type *const *sb_layer_types(void);
+/* "transformer, gru, ..." */
+void sb_layer_type_list(char *buf, size_t size);
+
+/* get_num_heads(d, 128) of the reference's utils.py; 0 if none exists. */
+int sb_num_heads(int d_model);
+
+/* ---- model (src/nn/recnet.c) ------------------------------------------------------------ */
+
+/* Builds a RecNet: parameters registered and allocated, initialised as PyTorch would after
+ * torch.manual_seed(seed). Errors: unknown model (the message lists the known ones),
+ * impossible sizes. */
+sb_status sb_model_create(const sb_model_config *cfg, uint64_t seed, sb_model **out,
+                          sb_error *err);
+void sb_model_free(sb_model *m);
+
+/* Parameter k of layer l (in the layer's registration order). */
+static inline sb_tensor *sb_model_param(const sb_model *m, int l, int k)
+{
+    return &m->params.p[m->layer_first[l] + k].tensor;
+}
+
+/* Training forward: input[B, T, I] -> logits[B, T, C] (recorded when g->record). */
+sb_tensor *sb_model_forward(sb_graph *g, const sb_model *m, sb_tensor *input);
+
+/* Forward up to the last layer norm: input[B, T, I] -> x[B, T, D]. With
+ * keep_only_output, the arena is rewound after every layer so that memory does not grow
+ * with the depth (evaluation; the graph must not record). */
+sb_tensor *sb_model_hidden(sb_graph *g, const sb_model *m, sb_tensor *input, int keep_only_output);
+
+/* Forward FLOPs per token of the whole model at length T. */
+double sb_model_flops_per_token(const sb_model *m, int T);
+
+#endif

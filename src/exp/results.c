@@ -1,0 +1,903 @@
+/*
+ * results.c - the results database on SQLite (see results.h for the schema and the life
+ * of a run).
+ *
+ * Values only ever reach SQLite as bound parameters; no SQL text is built from them.
+ * Writes that read before they write, or touch several rows, run in BEGIN IMMEDIATE
+ * transactions: taking the write lock first lets the busy timeout wait for the other
+ * workers, where a deferred transaction that upgrades from read to write would fail at
+ * once with SQLITE_BUSY. A single INSERT runs in SQLite's implicit transaction. CHECK and
+ * FOREIGN KEY constraints in the schema back up the checks done here, so a rejected value
+ * never reaches the file.
+ */
+#include "selectivbench/results.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct sb_results {
+    sqlite3 *db;
+    char *path; /* as given to sb_results_open, for messages */
+};
+
+/* Timestamps: UTC ISO-8601 with milliseconds, from SQLite's clock. */
+#define RESULTS_NOW "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+
+static const char results_schema_sql[] =
+    "CREATE TABLE meta (\n"
+    "  key TEXT PRIMARY KEY NOT NULL,\n"
+    "  value TEXT NOT NULL\n"
+    ");\n"
+    "CREATE TABLE runs (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  hash TEXT UNIQUE NOT NULL CONSTRAINT hash_not_empty CHECK (hash <> ''),\n"
+    "  config_json TEXT NOT NULL CONSTRAINT config_is_json CHECK (json_valid(config_json)),\n"
+    "  model TEXT,\n"
+    "  protocol TEXT CONSTRAINT protocol_known CHECK (protocol IN ('reference', 'clean')),\n"
+    "  status TEXT NOT NULL CONSTRAINT status_known\n"
+    "    CHECK (status IN ('running', 'finished', 'failed', 'diverged')),\n"
+    "  reason TEXT,\n"
+    "  params INTEGER,\n"
+    "  state_size INTEGER,\n"
+    "  flops_per_token REAL,\n"
+    "  test_acc REAL,\n"
+    "  test_loss REAL,\n"
+    "  train_acc REAL,\n"
+    "  train_loss REAL,\n"
+    "  wall_s REAL,\n"
+    "  tokens_per_s REAL,\n"
+    "  code_version TEXT,\n"
+    "  checkpoint TEXT,\n"
+    "  started_at TEXT,\n"
+    "  finished_at TEXT,\n"
+    "  host TEXT,\n"
+    "  attempts INTEGER NOT NULL DEFAULT 1\n"
+    ");\n"
+    "CREATE INDEX runs_model ON runs (model);\n"
+    "CREATE TABLE evaluations (\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,\n"
+    "  step INTEGER NOT NULL CONSTRAINT step_not_negative CHECK (step >= 0),\n"
+    "  samples INTEGER,\n"
+    "  split TEXT NOT NULL CONSTRAINT split_known CHECK (split IN ('train', 'test')),\n"
+    "  loss REAL,\n"
+    "  acc REAL,\n"
+    "  lr REAL,\n"
+    "  tokens_per_s REAL,\n"
+    "  wall_s REAL,\n"
+    "  PRIMARY KEY (run_id, step, split)\n"
+    ");\n";
+
+/* Columns of a run, in the order results_read_run reads them. */
+#define RESULTS_RUN_COLUMNS                                                                 \
+    "id, hash, config_json, model, protocol, status, reason, params, state_size, "         \
+    "flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s, tokens_per_s, "  \
+    "code_version, checkpoint, host, started_at, finished_at, attempts"
+
+/* ---- errors ------------------------------------------------------------------------- */
+
+/* Bad values are the caller's (invalid); everything else is the file's (i/o). */
+static sb_status results_status_of(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+    case SQLITE_TOOBIG: return SB_ERR_INVALID;
+    case SQLITE_NOMEM: return SB_ERR_NOMEM;
+    default: return SB_ERR_IO;
+    }
+}
+
+/* What to do about a failed call, appended to the message. */
+static const char *results_hint(int rc)
+{
+    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        return "; no run has this id";
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return "; another process held the write lock for longer than the busy timeout";
+    case SQLITE_FULL: return "; the disk is full";
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN: return "; check that the file and its folder exist and are writable";
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return "; the file is damaged or is not a results database";
+    default: return "";
+    }
+}
+
+/* Records "results database 'PATH': WHAT: sqlite message; hint" for the failed call rc.
+ * Call it before any other SQLite call on the connection, which would replace the
+ * message. */
+static sb_status results_fail(const sb_results *r, int rc, sb_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static sb_status results_fail(const sb_results *r, int rc, sb_error *err, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return sb_error_set(err, results_status_of(rc), "results database '%s': %s: %s%s", r->path,
+                        what, sqlite3_errmsg(r->db), results_hint(rc));
+}
+
+/* ---- binding and reading values ------------------------------------------------------ */
+
+/* Each binder does nothing when rc already reports a failure, and returns the first
+ * failure, so a statement's binds read as a straight list. */
+static int results_bind_text(int rc, sqlite3_stmt *st, int i, const char *s)
+{
+    if (rc != SQLITE_OK)
+        return rc;
+    /* SQLITE_STATIC: the strings outlive the statement, which is finalized in the call */
+    return s == NULL ? sqlite3_bind_null(st, i) : sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+}
+
+static int results_bind_int(int rc, sqlite3_stmt *st, int i, int64_t v)
+{
+    return rc != SQLITE_OK ? rc : sqlite3_bind_int64(st, i, (sqlite3_int64)v);
+}
+
+/* A count that may be unknown: negative values are stored as NULL. */
+static int results_bind_count(int rc, sqlite3_stmt *st, int i, int64_t v)
+{
+    if (rc != SQLITE_OK)
+        return rc;
+    return v < 0 ? sqlite3_bind_null(st, i) : sqlite3_bind_int64(st, i, (sqlite3_int64)v);
+}
+
+/* A metric that may be unknown: NaN is stored as NULL (infinities are kept). */
+static int results_bind_real(int rc, sqlite3_stmt *st, int i, double v)
+{
+    if (rc != SQLITE_OK)
+        return rc;
+    return isnan(v) ? sqlite3_bind_null(st, i) : sqlite3_bind_double(st, i, v);
+}
+
+/* Copies text column i into *out (NULL for SQL NULL); returns SQLITE_NOMEM on failure. */
+static int results_col_text(sqlite3_stmt *st, int i, char **out)
+{
+    *out = NULL;
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return SQLITE_OK;
+    const unsigned char *text = sqlite3_column_text(st, i);
+    if (text == NULL)
+        return SQLITE_NOMEM;
+    size_t n = (size_t)sqlite3_column_bytes(st, i);
+    *out = malloc(n + 1);
+    if (*out == NULL)
+        return SQLITE_NOMEM;
+    memcpy(*out, text, n);
+    (*out)[n] = '\0';
+    return SQLITE_OK;
+}
+
+static double results_col_real(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? (double)NAN : sqlite3_column_double(st, i);
+}
+
+static int64_t results_col_count(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : (int64_t)sqlite3_column_int64(st, i);
+}
+
+/* Fills row from a statement that selected RESULTS_RUN_COLUMNS; on SQLITE_NOMEM the row
+ * is cleared. */
+static int results_read_run(sqlite3_stmt *st, sb_run_row *row)
+{
+    memset(row, 0, sizeof *row);
+    row->id = (int64_t)sqlite3_column_int64(st, 0);
+    char **text[] = {&row->hash, &row->config_json, &row->model, &row->protocol,
+                     &row->status, &row->reason};
+    int rc = SQLITE_OK;
+    for (int k = 0; k < 6 && rc == SQLITE_OK; k++)
+        rc = results_col_text(st, 1 + k, text[k]);
+    row->params = results_col_count(st, 7);
+    row->state_size = results_col_count(st, 8);
+    row->flops_per_token = results_col_real(st, 9);
+    row->metrics.test_acc = results_col_real(st, 10);
+    row->metrics.test_loss = results_col_real(st, 11);
+    row->metrics.train_acc = results_col_real(st, 12);
+    row->metrics.train_loss = results_col_real(st, 13);
+    row->metrics.wall_s = results_col_real(st, 14);
+    row->metrics.tokens_per_s = results_col_real(st, 15);
+    char **text2[] = {&row->code_version, &row->checkpoint, &row->host, &row->started_at,
+                      &row->finished_at};
+    for (int k = 0; k < 5 && rc == SQLITE_OK; k++)
+        rc = results_col_text(st, 16 + k, text2[k]);
+    row->attempts = (int64_t)sqlite3_column_int64(st, 21);
+    if (rc != SQLITE_OK)
+        sb_results_run_row_clear(row);
+    return rc;
+}
+
+/* Steps a statement that returns no rows and finalizes it. rc is the result of its
+ * prepare and binds; what (printf-style) names the action in the error message. */
+static sb_status results_exec_stmt(sb_results *r, sqlite3_stmt *st, int rc, sb_error *err,
+                                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static sb_status results_exec_stmt(sb_results *r, sqlite3_stmt *st, int rc, sb_error *err,
+                                   const char *fmt, ...)
+{
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            rc = SQLITE_OK;
+    }
+    sb_status status = SB_OK;
+    if (rc != SQLITE_OK) {
+        char what[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof what, fmt, ap);
+        va_end(ap);
+        status = results_fail(r, rc, err, "%s", what);
+    }
+    /* finalize repeats the step's error, already reported above */
+    (void)sqlite3_finalize(st);
+    return status;
+}
+
+/* ---- transactions -------------------------------------------------------------------- */
+
+static sb_status results_tx_begin(sb_results *r, sb_error *err)
+{
+    int rc = sqlite3_exec(r->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return results_fail(r, rc, err, "cannot start a write transaction");
+    return SB_OK;
+}
+
+/* Commits when status is SB_OK, rolls back otherwise; returns the final status. */
+static sb_status results_tx_end(sb_results *r, sb_status status, sb_error *err)
+{
+    if (status == SB_OK) {
+        int rc = sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            return SB_OK;
+        status = results_fail(r, rc, err, "cannot commit the transaction");
+    }
+    /* After some errors SQLite has rolled back already (autocommit is on again). A failing
+     * ROLLBACK cannot be repaired here and the first error is the one worth reporting;
+     * SQLite rolls the transaction back itself when the connection closes. */
+    if (!sqlite3_get_autocommit(r->db))
+        (void)sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+    return status;
+}
+
+/* ---- opening ------------------------------------------------------------------------- */
+
+/* Creates the folder that holds path when it is missing (one level). */
+static sb_status results_make_parent(const char *path, sb_error *err)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL || slash == path)
+        return SB_OK; /* the current folder, or the root */
+    size_t len = (size_t)(slash - path);
+    char *dir = malloc(len + 1);
+    if (dir == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'",
+                            path);
+    memcpy(dir, path, len);
+    dir[len] = '\0';
+    sb_status status = SB_OK;
+    struct stat sbuf;
+    if (stat(dir, &sbuf) == 0) {
+        if (!S_ISDIR(sbuf.st_mode))
+            status = sb_error_set(err, SB_ERR_IO,
+                                  "cannot create results database '%s': '%s' is not a folder",
+                                  path, dir);
+    } else if (errno != ENOENT) {
+        status = sb_error_set(err, SB_ERR_IO, "cannot create results database '%s': folder "
+                              "'%s': %s", path, dir, strerror(errno));
+    } else if (mkdir(dir, 0777) != 0 && errno != EEXIST) { /* EEXIST: another worker won */
+        status = sb_error_set(err, SB_ERR_IO, "cannot create results database '%s': cannot "
+                              "create folder '%s': %s; create its parent folder first",
+                              path, dir, strerror(errno));
+    }
+    free(dir);
+    return status;
+}
+
+/* Reads the schema version without writing: 0 for an empty database (no tables yet),
+ * else the meta table's schema_version (>= 1). Refuses files that are not SQLite
+ * databases and SQLite databases that are not results databases. */
+static sb_status results_read_version(sb_results *r, int64_t *version, sb_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(r->db,
+                                "SELECT (SELECT count(*) FROM sqlite_master), "
+                                "(SELECT count(*) FROM sqlite_master "
+                                " WHERE type = 'table' AND name = 'meta')",
+                                -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sb_status status;
+        if ((rc & 0xff) == SQLITE_NOTADB)
+            status = sb_error_set(err, SB_ERR_IO, "'%s' is not a SQLite database (%s); give "
+                                  "another results path or move the file away", r->path,
+                                  sqlite3_errmsg(r->db));
+        else
+            status = results_fail(r, rc, err, "cannot read the database");
+        (void)sqlite3_finalize(st);
+        return status;
+    }
+    int64_t n_objects = (int64_t)sqlite3_column_int64(st, 0);
+    int64_t has_meta = (int64_t)sqlite3_column_int64(st, 1);
+    (void)sqlite3_finalize(st); /* a one-row SELECT that stepped to its row */
+    if (!has_meta) {
+        *version = 0;
+        if (n_objects == 0)
+            return SB_OK;
+        return sb_error_set(err, SB_ERR_IO, "'%s' is a SQLite database but not a selectivbench "
+                            "results database (it has no meta table); give another results "
+                            "path", r->path);
+    }
+
+    rc = sqlite3_prepare_v2(r->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1,
+                            &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        sb_status status = results_fail(r, rc, err, "cannot read the schema version");
+        (void)sqlite3_finalize(st);
+        return status;
+    }
+    char text[32] = "";
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        const unsigned char *v = sqlite3_column_text(st, 0);
+        if (v != NULL)
+            snprintf(text, sizeof text, "%s", (const char *)v);
+    }
+    (void)sqlite3_finalize(st);
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (text[0] == '\0' || *end != '\0' || errno != 0 || v < 1)
+        return sb_error_set(err, SB_ERR_IO, "results database '%s' has no valid schema_version "
+                            "in its meta table (found '%s'); the file is damaged or was not "
+                            "written by selectivbench", r->path, text);
+    *version = (int64_t)v;
+    return SB_OK;
+}
+
+static sb_status results_check_newer(const sb_results *r, int64_t version, sb_error *err)
+{
+    if (version <= SB_RESULTS_SCHEMA_VERSION)
+        return SB_OK;
+    return sb_error_set(err, SB_ERR_IO, "results database '%s' has schema_version %lld, newer "
+                        "than schema_version %d that this selectivbench knows; use a newer "
+                        "selectivbench or another results path", r->path, (long long)version,
+                        SB_RESULTS_SCHEMA_VERSION);
+}
+
+/* Switches the database to WAL journal mode (a no-op when it is already). While other
+ * connections use a file that is not yet in WAL mode, for instance workers creating the
+ * database together, the switch fails at once with SQLITE_BUSY without calling the busy
+ * handler; it is retried here until the busy timeout. */
+static sb_status results_set_wal(sb_results *r, sb_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(r->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    for (int waited_ms = 0; ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) &&
+                            waited_ms < SB_RESULTS_BUSY_TIMEOUT_MS;) {
+        (void)sqlite3_reset(st); /* repeats the SQLITE_BUSY just seen */
+        waited_ms += sqlite3_sleep(10);
+        rc = sqlite3_step(st);
+    }
+    if (rc != SQLITE_ROW) {
+        sb_status status = results_fail(r, rc, err, "cannot switch to WAL journal mode");
+        (void)sqlite3_finalize(st);
+        return status;
+    }
+    char mode[16] = "";
+    const unsigned char *v = sqlite3_column_text(st, 0);
+    if (v != NULL)
+        snprintf(mode, sizeof mode, "%s", (const char *)v);
+    (void)sqlite3_finalize(st); /* the pragma returns one row */
+    if (strcmp(mode, "wal") != 0)
+        return sb_error_set(err, SB_ERR_IO, "results database '%s': cannot switch to WAL "
+                            "journal mode (the mode is '%s'); put the results folder on a local "
+                            "file system", r->path, mode);
+    return SB_OK;
+}
+
+static sb_status results_create_schema(sb_results *r, sb_error *err)
+{
+    int rc = sqlite3_exec(r->db, results_schema_sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return results_fail(r, rc, err, "cannot create the tables");
+    sqlite3_stmt *st = NULL;
+    rc = sqlite3_prepare_v2(r->db,
+                            "INSERT INTO meta (key, value) VALUES ('schema_version', ?1), "
+                            "('application', 'selectivbench'), ('created_at', " RESULTS_NOW ")",
+                            -1, &st, NULL);
+    rc = results_bind_int(rc, st, 1, SB_RESULTS_SCHEMA_VERSION);
+    return results_exec_stmt(r, st, rc, err, "cannot write the meta table");
+}
+
+/* Configures the connection and brings the file to the current schema. Everything that
+ * could refuse the file reads it first, so a refused file is left untouched. */
+static sb_status results_init(sb_results *r, sb_error *err)
+{
+    int rc = sqlite3_extended_result_codes(r->db, 1);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_busy_timeout(r->db, SB_RESULTS_BUSY_TIMEOUT_MS);
+    if (rc != SQLITE_OK)
+        return results_fail(r, rc, err, "cannot configure the connection");
+    if (sqlite3_db_readonly(r->db, "main") == 1)
+        return sb_error_set(err, SB_ERR_IO, "results database '%s' is read-only; check the "
+                            "permissions of the file and its folder", r->path);
+
+    int64_t version = 0;
+    sb_status status = results_read_version(r, &version, err);
+    if (status == SB_OK)
+        status = results_check_newer(r, version, err);
+    if (status == SB_OK)
+        status = results_set_wal(r, err);
+    if (status == SB_OK) {
+        /* per connection: needed for REFERENCES and ON DELETE CASCADE */
+        rc = sqlite3_exec(r->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            status = results_fail(r, rc, err, "cannot enable foreign keys");
+    }
+    if (status != SB_OK)
+        return status;
+
+    /* Create or upgrade under the write lock; another worker may have done it since the
+     * read above, so read again. */
+    status = results_tx_begin(r, err);
+    if (status != SB_OK)
+        return status;
+    status = results_read_version(r, &version, err);
+    if (status == SB_OK)
+        status = results_check_newer(r, version, err);
+    if (status == SB_OK && version == 0)
+        status = results_create_schema(r, err);
+    /* Older schemas are upgraded here, one step per version; version 1 is the first. */
+    return results_tx_end(r, status, err);
+}
+
+sb_status sb_results_open(const char *path, sb_results **out, sb_error *err)
+{
+    SB_ASSERT(path != NULL && out != NULL);
+    *out = NULL;
+    if (path[0] == '\0')
+        return sb_error_set(err, SB_ERR_INVALID, "the results database path is empty; give a "
+                            "file name such as results/results.db");
+    sb_status status = results_make_parent(path, err);
+    if (status != SB_OK)
+        return status;
+
+    sb_results *r = calloc(1, sizeof *r);
+    size_t len = strlen(path);
+    char *copy = malloc(len + 1);
+    if (r == NULL || copy == NULL) {
+        free(r), free(copy);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'",
+                            path);
+    }
+    memcpy(copy, path, len + 1);
+    r->path = copy;
+    /* A failed open still returns a handle (or NULL when out of memory), for the message */
+    int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK)
+        status = results_fail(r, rc, err, "cannot open it");
+    else
+        status = results_init(r, err);
+    if (status != SB_OK) {
+        sb_results_close(r);
+        return status;
+    }
+    *out = r;
+    return SB_OK;
+}
+
+void sb_results_close(sb_results *db)
+{
+    if (db == NULL)
+        return;
+    /* close_v2 cannot fail for a valid handle; every statement is finalized by now */
+    (void)sqlite3_close_v2(db->db);
+    free(db->path);
+    free(db);
+}
+
+sb_run_metrics sb_results_metrics_unknown(void)
+{
+    double nan = (double)NAN;
+    return (sb_run_metrics){nan, nan, nan, nan, nan, nan};
+}
+
+/* ---- runs ---------------------------------------------------------------------------- */
+
+static int results_status_known(const char *status, int with_running)
+{
+    if (status == NULL)
+        return 0;
+    return strcmp(status, "finished") == 0 || strcmp(status, "failed") == 0 ||
+           strcmp(status, "diverged") == 0 || (with_running && strcmp(status, "running") == 0);
+}
+
+static sb_status results_check_run(const sb_results *r, const sb_run_info *run, sb_error *err)
+{
+    if (run->hash == NULL || run->hash[0] == '\0')
+        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': a run needs a "
+                            "non-empty configuration hash", r->path);
+    if (run->config_json == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': run %s has no "
+                            "configuration JSON", r->path, run->hash);
+    if (run->protocol != NULL && strcmp(run->protocol, "reference") != 0 &&
+        strcmp(run->protocol, "clean") != 0)
+        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': run %s has unknown "
+                            "protocol '%s'; use 'reference' or 'clean'", r->path, run->hash,
+                            run->protocol);
+    return SB_OK;
+}
+
+/* Binds ?1 hash ... ?10 host, the layout of both the insert and the reset statement. */
+static int results_bind_run(int rc, sqlite3_stmt *st, const sb_run_info *run)
+{
+    rc = results_bind_text(rc, st, 1, run->hash);
+    rc = results_bind_text(rc, st, 2, run->config_json);
+    rc = results_bind_text(rc, st, 3, run->model);
+    rc = results_bind_text(rc, st, 4, run->protocol);
+    rc = results_bind_count(rc, st, 5, run->params);
+    rc = results_bind_count(rc, st, 6, run->state_size);
+    rc = results_bind_real(rc, st, 7, run->flops_per_token);
+    rc = results_bind_text(rc, st, 8, run->code_version);
+    rc = results_bind_text(rc, st, 9, run->checkpoint);
+    rc = results_bind_text(rc, st, 10, run->host);
+    return rc;
+}
+
+/* Finds the run with hash: *id (-1 when there is none) and its status. */
+static sb_status results_find_hash(sb_results *r, const char *hash, int64_t *id,
+                                   char *status_out, size_t status_size, sb_error *err)
+{
+    *id = -1;
+    status_out[0] = '\0';
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(r->db, "SELECT id, status FROM runs WHERE hash = ?1", -1, &st,
+                                NULL);
+    rc = results_bind_text(rc, st, 1, hash);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *id = (int64_t)sqlite3_column_int64(st, 0);
+        const unsigned char *s = sqlite3_column_text(st, 1);
+        snprintf(status_out, status_size, "%s", s != NULL ? (const char *)s : "");
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
+    }
+    sb_status status = rc == SQLITE_OK ? SB_OK
+                                       : results_fail(r, rc, err, "cannot look up run %s", hash);
+    (void)sqlite3_finalize(st);
+    return status;
+}
+
+sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *run_id,
+                               sb_error *err)
+{
+    SB_ASSERT(db != NULL && run != NULL && run_id != NULL);
+    sb_status status = results_check_run(db, run, err);
+    if (status != SB_OK)
+        return status;
+    status = results_tx_begin(db, err);
+    if (status != SB_OK)
+        return status;
+    int64_t id = -1;
+    char old_status[16];
+    status = results_find_hash(db, run->hash, &id, old_status, sizeof old_status, err);
+    sqlite3_stmt *st = NULL;
+    if (status == SB_OK && id >= 0 && strcmp(old_status, "finished") == 0) {
+        status = sb_error_set(err, SB_ERR_INVALID, "run %s (id %lld) already finished in "
+                              "results database '%s'; skip it, or delete its row to train it "
+                              "again", run->hash, (long long)id, db->path);
+    } else if (status == SB_OK && id < 0) {
+        int rc = sqlite3_prepare_v2(
+            db->db,
+            "INSERT INTO runs (hash, config_json, model, protocol, status, params, state_size, "
+            "flops_per_token, code_version, checkpoint, host, started_at, attempts) "
+            "VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, " RESULTS_NOW ", 1)",
+            -1, &st, NULL);
+        rc = results_bind_run(rc, st, run);
+        status = results_exec_stmt(db, st, rc, err, "cannot insert run %s", run->hash);
+        if (status == SB_OK)
+            id = (int64_t)sqlite3_last_insert_rowid(db->db);
+    } else if (status == SB_OK) {
+        /* an unfinished attempt: forget its evaluations and results, keep its id */
+        int rc = sqlite3_prepare_v2(db->db, "DELETE FROM evaluations WHERE run_id = ?1", -1,
+                                    &st, NULL);
+        rc = results_bind_int(rc, st, 1, id);
+        status = results_exec_stmt(db, st, rc, err, "cannot delete the evaluations of run %s",
+                                   run->hash);
+        if (status == SB_OK) {
+            rc = sqlite3_prepare_v2(
+                db->db,
+                "UPDATE runs SET config_json = ?2, model = ?3, protocol = ?4, "
+                "status = 'running', reason = NULL, params = ?5, state_size = ?6, "
+                "flops_per_token = ?7, test_acc = NULL, test_loss = NULL, train_acc = NULL, "
+                "train_loss = NULL, wall_s = NULL, tokens_per_s = NULL, code_version = ?8, "
+                "checkpoint = ?9, host = ?10, started_at = " RESULTS_NOW ", "
+                "finished_at = NULL, attempts = attempts + 1 WHERE hash = ?1",
+                -1, &st, NULL);
+            rc = results_bind_run(rc, st, run);
+            status = results_exec_stmt(db, st, rc, err, "cannot restart run %s", run->hash);
+        }
+    }
+    status = results_tx_end(db, status, err);
+    if (status == SB_OK)
+        *run_id = id;
+    return status;
+}
+
+sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row *row,
+                              sb_error *err)
+{
+    SB_ASSERT(db != NULL && row != NULL);
+    if (row->step < 0)
+        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': evaluation of run %lld "
+                            "has negative step %lld", db->path, (long long)run_id,
+                            (long long)row->step);
+    if (row->split != SB_SPLIT_TRAIN && row->split != SB_SPLIT_TEST)
+        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': evaluation of run %lld "
+                            "has unknown split %d", db->path, (long long)run_id,
+                            (int)row->split);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db,
+                                "INSERT OR REPLACE INTO evaluations (run_id, step, samples, "
+                                "split, loss, acc, lr, tokens_per_s, wall_s) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                -1, &st, NULL);
+    rc = results_bind_int(rc, st, 1, run_id);
+    rc = results_bind_int(rc, st, 2, row->step);
+    rc = results_bind_count(rc, st, 3, row->samples);
+    rc = results_bind_text(rc, st, 4, row->split == SB_SPLIT_TRAIN ? "train" : "test");
+    rc = results_bind_real(rc, st, 5, row->loss);
+    rc = results_bind_real(rc, st, 6, row->acc);
+    rc = results_bind_real(rc, st, 7, row->lr);
+    rc = results_bind_real(rc, st, 8, row->tokens_per_s);
+    rc = results_bind_real(rc, st, 9, row->wall_s);
+    return results_exec_stmt(db, st, rc, err, "cannot record the evaluation at step %lld of run "
+                             "%lld", (long long)row->step, (long long)run_id);
+}
+
+sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
+                             const char *reason, const sb_run_metrics *m, sb_error *err)
+{
+    SB_ASSERT(db != NULL && m != NULL);
+    if (!results_status_known(status, 0))
+        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': run %lld cannot end "
+                            "with status '%s'; use 'finished', 'failed' or 'diverged'",
+                            db->path, (long long)run_id, status != NULL ? status : "(null)");
+    sb_status st_out = results_tx_begin(db, err);
+    if (st_out != SB_OK)
+        return st_out;
+
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db, "SELECT status FROM runs WHERE id = ?1", -1, &st, NULL);
+    rc = results_bind_int(rc, st, 1, run_id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    char old[16] = "";
+    if (rc == SQLITE_ROW) {
+        const unsigned char *s = sqlite3_column_text(st, 0);
+        snprintf(old, sizeof old, "%s", s != NULL ? (const char *)s : "");
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        st_out = sb_error_set(err, SB_ERR_INVALID, "results database '%s' has no run with id "
+                              "%lld to end", db->path, (long long)run_id);
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_OK)
+        st_out = results_fail(db, rc, err, "cannot look up run %lld", (long long)run_id);
+    (void)sqlite3_finalize(st);
+    if (st_out == SB_OK && strcmp(old, "running") != 0)
+        st_out = sb_error_set(err, SB_ERR_INVALID, "results database '%s': run %lld is '%s', "
+                              "not running; begin it again before ending it", db->path,
+                              (long long)run_id, old);
+    if (st_out == SB_OK) {
+        rc = sqlite3_prepare_v2(db->db,
+                                "UPDATE runs SET status = ?2, reason = ?3, test_acc = ?4, "
+                                "test_loss = ?5, train_acc = ?6, train_loss = ?7, wall_s = ?8, "
+                                "tokens_per_s = ?9, finished_at = " RESULTS_NOW " WHERE id = ?1",
+                                -1, &st, NULL);
+        rc = results_bind_int(rc, st, 1, run_id);
+        rc = results_bind_text(rc, st, 2, status);
+        rc = results_bind_text(rc, st, 3, reason);
+        rc = results_bind_real(rc, st, 4, m->test_acc);
+        rc = results_bind_real(rc, st, 5, m->test_loss);
+        rc = results_bind_real(rc, st, 6, m->train_acc);
+        rc = results_bind_real(rc, st, 7, m->train_loss);
+        rc = results_bind_real(rc, st, 8, m->wall_s);
+        rc = results_bind_real(rc, st, 9, m->tokens_per_s);
+        st_out = results_exec_stmt(db, st, rc, err, "cannot record the end of run %lld",
+                                   (long long)run_id);
+    }
+    return results_tx_end(db, st_out, err);
+}
+
+/* ---- reading ------------------------------------------------------------------------- */
+
+sb_status sb_results_get_run(sb_results *db, const char *hash, sb_run_row *out, int *found,
+                             sb_error *err)
+{
+    SB_ASSERT(db != NULL && hash != NULL && out != NULL && found != NULL);
+    memset(out, 0, sizeof *out);
+    *found = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db, "SELECT " RESULTS_RUN_COLUMNS " FROM runs WHERE hash = ?1",
+                                -1, &st, NULL);
+    rc = results_bind_text(rc, st, 1, hash);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        rc = results_read_run(st, out);
+        if (rc == SQLITE_OK)
+            *found = 1;
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
+    }
+    sb_status status = SB_OK;
+    if (rc == SQLITE_NOMEM)
+        status = sb_error_set(err, SB_ERR_NOMEM, "out of memory reading run %s from results "
+                              "database '%s'", hash, db->path);
+    else if (rc != SQLITE_OK)
+        status = results_fail(db, rc, err, "cannot read run %s", hash);
+    (void)sqlite3_finalize(st);
+    return status;
+}
+
+/* Makes room for one more element in *rows (capacity *cap, count n). */
+static int results_grow(void **rows, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return 1;
+    size_t new_cap = *cap == 0 ? 16 : 2 * *cap;
+    void *p = realloc(*rows, new_cap * size);
+    if (p == NULL)
+        return 0;
+    *rows = p;
+    *cap = new_cap;
+    return 1;
+}
+
+sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **rows,
+                               size_t *n, sb_error *err)
+{
+    SB_ASSERT(db != NULL && rows != NULL && n != NULL);
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db,
+                                "SELECT " RESULTS_RUN_COLUMNS " FROM runs "
+                                "WHERE ?1 IS NULL OR model = ?1 ORDER BY id",
+                                -1, &st, NULL);
+    rc = results_bind_text(rc, st, 1, model);
+    void *list = NULL;
+    size_t count = 0, cap = 0;
+    while (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+            rc = SQLITE_OK;
+            break;
+        }
+        if (rc != SQLITE_ROW)
+            break;
+        if (!results_grow(&list, &cap, count, sizeof(sb_run_row)))
+            rc = SQLITE_NOMEM;
+        else
+            rc = results_read_run(st, (sb_run_row *)list + count);
+        if (rc == SQLITE_OK)
+            count++;
+    }
+    sb_status status = SB_OK;
+    if (rc == SQLITE_NOMEM)
+        status = sb_error_set(err, SB_ERR_NOMEM, "out of memory listing the runs of results "
+                              "database '%s'", db->path);
+    else if (rc != SQLITE_OK)
+        status = results_fail(db, rc, err, "cannot list runs");
+    (void)sqlite3_finalize(st);
+    if (status != SB_OK) {
+        sb_results_run_rows_free(list, count);
+        return status;
+    }
+    *rows = list;
+    *n = count;
+    return SB_OK;
+}
+
+sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **rows,
+                                size_t *n, sb_error *err)
+{
+    SB_ASSERT(db != NULL && rows != NULL && n != NULL);
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db,
+                                "SELECT step, samples, split, loss, acc, lr, tokens_per_s, "
+                                "wall_s FROM evaluations WHERE run_id = ?1 ORDER BY step, split",
+                                -1, &st, NULL);
+    rc = results_bind_int(rc, st, 1, run_id);
+    void *list = NULL;
+    size_t count = 0, cap = 0;
+    while (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+            rc = SQLITE_OK;
+            break;
+        }
+        if (rc != SQLITE_ROW)
+            break;
+        if (!results_grow(&list, &cap, count, sizeof(sb_eval_row))) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        /* split is NOT NULL and CHECKed to 'train' or 'test'; NULL text means no memory */
+        const unsigned char *split = sqlite3_column_text(st, 2);
+        if (split == NULL) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        sb_eval_row *e = (sb_eval_row *)list + count++;
+        e->step = (int64_t)sqlite3_column_int64(st, 0);
+        e->samples = results_col_count(st, 1);
+        e->split = strcmp((const char *)split, "train") == 0 ? SB_SPLIT_TRAIN : SB_SPLIT_TEST;
+        e->loss = results_col_real(st, 3);
+        e->acc = results_col_real(st, 4);
+        e->lr = results_col_real(st, 5);
+        e->tokens_per_s = results_col_real(st, 6);
+        e->wall_s = results_col_real(st, 7);
+        rc = SQLITE_OK;
+    }
+    sb_status status = SB_OK;
+    if (rc == SQLITE_NOMEM)
+        status = sb_error_set(err, SB_ERR_NOMEM, "out of memory listing the evaluations of run "
+                              "%lld in results database '%s'", (long long)run_id, db->path);
+    else if (rc != SQLITE_OK)
+        status = results_fail(db, rc, err, "cannot list the evaluations of run %lld",
+                              (long long)run_id);
+    (void)sqlite3_finalize(st);
+    if (status != SB_OK) {
+        free(list);
+        return status;
+    }
+    *rows = list;
+    *n = count;
+    return SB_OK;
+}
+
+void sb_results_run_row_clear(sb_run_row *row)
+{
+    if (row == NULL)
+        return;
+    char *text[] = {row->hash,         row->config_json, row->model, row->protocol,
+                    row->status,       row->reason,      row->code_version,
+                    row->checkpoint,   row->host,        row->started_at,
+                    row->finished_at};
+    for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
+        free(text[k]);
+    memset(row, 0, sizeof *row);
+}
+
+void sb_results_run_rows_free(sb_run_row *rows, size_t n)
+{
+    if (rows == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        sb_results_run_row_clear(&rows[i]);
+    free(rows);
+}

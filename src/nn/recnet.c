@@ -1,0 +1,166 @@
+/* recnet.c - the reference's RecNet wrapper around any registered layer (see model.h).
+ * Derivation of its backward: docs/models/recnet.md. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "selectivbench/model.h"
+#include "selectivbench/ops.h"
+
+#define LAYERNORM_EPS ((real)1e-5)
+
+int sb_num_heads(int d_model)
+{
+    /* utils.get_num_heads(h, max_head_size=128) */
+    if ((double)d_model / 128.0 <= 4.0)
+        return 4;
+    for (int n = 4; n <= d_model; n *= 2)
+        if (d_model % n == 0 && d_model / n <= 128)
+            return n;
+    return 0;
+}
+
+void sb_model_free(sb_model *m)
+{
+    if (m == NULL)
+        return;
+    sb_params_free(&m->params);
+    free(m->layer_first);
+    free(m->norm_w);
+    free(m->norm_b);
+    free(m);
+}
+
+sb_status sb_model_create(const sb_model_config *cfg, uint64_t seed, sb_model **out,
+                          sb_error *err)
+{
+    *out = NULL;
+    const sb_layer_type *type = sb_layer_type_find(cfg->model);
+    if (type == NULL) {
+        char list[512];
+        sb_layer_type_list(list, sizeof list);
+        return sb_error_set(err, SB_ERR_INVALID, "unknown --model '%s'; available: %s",
+                            cfg->model, list);
+    }
+    if (cfg->d_model < 1 || cfg->n_layers < 1 || cfg->d_input < 1 || cfg->d_output < 1)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "model sizes must be positive (--feat_size %d, --layers %d, "
+                            "inputs %d, classes %d)",
+                            cfg->d_model, cfg->n_layers, cfg->d_input, cfg->d_output);
+    if (!(cfg->dropout >= 0.0 && cfg->dropout < 1.0))
+        return sb_error_set(err, SB_ERR_INVALID, "--dropout %g must lie in [0, 1)", cfg->dropout);
+    if (type->check != NULL) {
+        sb_status st = type->check(cfg, err);
+        if (st != SB_OK)
+            return st;
+    }
+    sb_model *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory creating the model");
+    const int L = cfg->n_layers, D = cfg->d_model, I = cfg->d_input, C = cfg->d_output;
+    m->cfg = *cfg;
+    m->type = type;
+    m->layer_first = calloc((size_t)L, sizeof *m->layer_first);
+    m->norm_w = calloc((size_t)L, sizeof *m->norm_w);
+    m->norm_b = calloc((size_t)L, sizeof *m->norm_b);
+    if (!m->layer_first || !m->norm_w || !m->norm_b) {
+        sb_model_free(m);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory creating the model");
+    }
+    sb_params *ps = &m->params;
+    sb_params_init(ps);
+    /* state_dict order: encoder, norms.*, layers.*, decoder; draws in construction order:
+     * encoder, then each layer, then the decoder (the norms draw nothing) */
+    int enc_w_shape[2] = {D, I}, vec_d[1] = {D};
+    ps->draw_module = 0;
+    sb_params_add(ps, "encoder.weight", 2, enc_w_shape, SB_INIT_KAIMING, I, 0);
+    sb_params_add(ps, "encoder.bias", 1, vec_d, SB_INIT_FANIN, I, 1);
+    char name[SB_PARAM_NAME_MAX];
+    int norm_first = ps->n;
+    for (int l = 0; l < L; l++) {
+        snprintf(name, sizeof name, "norms.%d.weight", l);
+        sb_params_add(ps, name, 1, vec_d, SB_INIT_CONST, 1.0, 0);
+        snprintf(name, sizeof name, "norms.%d.bias", l);
+        sb_params_add(ps, name, 1, vec_d, SB_INIT_CONST, 0.0, 0);
+    }
+    for (int l = 0; l < L; l++) {
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "layers.%d.", l);
+        ps->draw_module = 1 + l;
+        m->layer_first[l] = ps->n;
+        type->add_params(ps, prefix, cfg);
+    }
+    int dec_w_shape[2] = {C, D}, vec_c[1] = {C};
+    ps->draw_module = 1 + L;
+    int dec_first = ps->n;
+    sb_params_add(ps, "decoder.weight", 2, dec_w_shape, SB_INIT_KAIMING, D, 0);
+    sb_params_add(ps, "decoder.bias", 1, vec_c, SB_INIT_FANIN, D, 1);
+
+    sb_status st = sb_params_alloc(ps, err);
+    if (st != SB_OK) {
+        sb_model_free(m);
+        return st;
+    }
+    m->enc_w = &ps->p[0].tensor;
+    m->enc_b = &ps->p[1].tensor;
+    for (int l = 0; l < L; l++) {
+        m->norm_w[l] = &ps->p[norm_first + 2 * l].tensor;
+        m->norm_b[l] = &ps->p[norm_first + 2 * l + 1].tensor;
+    }
+    m->dec_w = &ps->p[dec_first].tensor;
+    m->dec_b = &ps->p[dec_first + 1].tensor;
+    sb_params_initialise(ps, seed);
+    *out = m;
+    return SB_OK;
+}
+
+/* One block: x = LayerNorm(x + Dropout(layer(x))). */
+static sb_tensor *recnet_block(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
+{
+    sb_tensor *z = m->type->forward(g, m, l, x);
+    z = sb_dropout(g, z, (real)m->cfg.dropout);
+    return sb_layernorm(g, sb_add(g, x, z), m->norm_w[l], m->norm_b[l], LAYERNORM_EPS);
+}
+
+sb_tensor *sb_model_hidden(sb_graph *g, const sb_model *m, sb_tensor *input, int keep_only_output)
+{
+    SB_ASSERT(input->ndim == 3 && input->shape[2] == m->cfg.d_input);
+    sb_tensor *x = sb_linear(g, input, m->enc_w, m->enc_b);
+    if (!keep_only_output) {
+        for (int l = 0; l < m->cfg.n_layers; l++)
+            x = recnet_block(g, m, l, x);
+        return x;
+    }
+    /* evaluation: two buffers hold the running activation; everything a layer allocates
+     * after them is released before the next layer */
+    SB_ASSERT(!g->record);
+    real *buf[2];
+    buf[0] = sb_graph_alloc(g, x->size * sizeof(real));
+    buf[1] = sb_graph_alloc(g, x->size * sizeof(real));
+    memcpy(buf[0], x->data, x->size * sizeof(real));
+    x = sb_tensor_wrap(g, buf[0], 3, x->shape);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        sb_arena_mark mark = sb_arena_get_mark(&g->arena);
+        sb_tensor *y = recnet_block(g, m, l, x);
+        real *dst = buf[(l + 1) % 2];
+        memcpy(dst, y->data, y->size * sizeof(real));
+        int shape[3] = {y->shape[0], y->shape[1], y->shape[2]};
+        sb_arena_reset_to(&g->arena, mark);
+        x = sb_tensor_wrap(g, dst, 3, shape);
+    }
+    return x;
+}
+
+sb_tensor *sb_model_forward(sb_graph *g, const sb_model *m, sb_tensor *input)
+{
+    sb_tensor *x = sb_model_hidden(g, m, input, 0);
+    return sb_linear(g, x, m->dec_w, m->dec_b);
+}
+
+double sb_model_flops_per_token(const sb_model *m, int T)
+{
+    const sb_model_config *c = &m->cfg;
+    double wrapper = 2.0 * c->d_input * c->d_model + 2.0 * c->d_model * c->d_output +
+                     10.0 * c->d_model * c->n_layers;
+    double layer = m->type->flops_per_token != NULL ? m->type->flops_per_token(c, T) : 0.0;
+    return wrapper + c->n_layers * layer;
+}

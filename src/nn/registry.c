@@ -1,0 +1,37 @@
+/* registry.c - every layer type the CLI, the tests and the benchmarks can build.
+ * Adding a model: write src/nn/layers/<name>.c and add one line below. */
+#include <string.h>
+
+#include "selectivbench/model.h"
+
+extern const sb_layer_type sb_layer_transformer;
+extern const sb_layer_type sb_layer_gru;
+
+static const sb_layer_type *const registry[] = {
+    &sb_layer_transformer,
+    &sb_layer_gru,
+    NULL,
+};
+
+const sb_layer_type *const *sb_layer_types(void)
+{
+    return registry;
+}
+
+const sb_layer_type *sb_layer_type_find(const char *name)
+{
+    for (int i = 0; registry[i] != NULL; i++)
+        if (strcmp(registry[i]->name, name) == 0)
+            return registry[i];
+    return NULL;
+}
+
+void sb_layer_type_list(char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int i = 0; registry[i] != NULL; i++) {
+        if (i > 0)
+            strncat(buf, ", ", size - strlen(buf) - 1);
+        strncat(buf, registry[i]->name, size - strlen(buf) - 1);
+    }
+}

@@ -1,0 +1,742 @@
+/*
+ * test_results.c - the results database: schema, run life cycle, round trips, concurrent
+ * connections and processes, and files that must be refused untouched.
+ *
+ * Every test works in its own mkdtemp folder, removed afterwards. Checks on the file
+ * itself (journal mode, meta table, NULLs, constraints) go through a raw SQLite
+ * connection, as another program reading the database would.
+ */
+/* nftw and mkdtemp need _GNU_SOURCE, which the build defines for every file */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "selectivbench/results.h"
+
+/* ---- fixture: a temporary folder ----------------------------------------------------- */
+
+typedef struct fixture {
+    char dir[512];
+    char path[600]; /* dir/results.db */
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    if (fx == NULL)
+        return -1;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(fx->dir, sizeof fx->dir, "%s/sb_results_XXXXXX", tmp != NULL ? tmp : "/tmp");
+    if (mkdtemp(fx->dir) == NULL) {
+        free(fx);
+        return -1;
+    }
+    snprintf(fx->path, sizeof fx->path, "%s/results.db", fx->dir);
+    *state = fx;
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    fixture *fx = *state;
+    int rc = nftw(fx->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(fx);
+    return rc;
+}
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+static sb_results *open_ok(const char *path)
+{
+    sb_results *db = NULL;
+    sb_error err = {0};
+    if (sb_results_open(path, &db, &err) != SB_OK)
+        fail_msg("sb_results_open: %s", err.msg);
+    assert_non_null(db);
+    return db;
+}
+
+static sqlite3 *raw_open(const char *path)
+{
+    sqlite3 *raw = NULL;
+    if (sqlite3_open_v2(path, &raw, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+        fail_msg("raw open of %s: %s", path, sqlite3_errmsg(raw));
+    sqlite3_busy_timeout(raw, 5000);
+    return raw;
+}
+
+/* First column of the first row as a new string ("NULL" for SQL NULL), or fails. */
+static char *raw_text(sqlite3 *raw, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(raw, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("prepare '%s': %s", sql, sqlite3_errmsg(raw));
+    if (sqlite3_step(st) != SQLITE_ROW)
+        fail_msg("'%s' returned no row: %s", sql, sqlite3_errmsg(raw));
+    const unsigned char *v = sqlite3_column_text(st, 0);
+    char *out = strdup(v != NULL ? (const char *)v : "NULL");
+    sqlite3_finalize(st);
+    assert_non_null(out);
+    return out;
+}
+
+static void assert_raw_text(sqlite3 *raw, const char *sql, const char *want)
+{
+    char *got = raw_text(raw, sql);
+    if (strcmp(got, want) != 0)
+        fail_msg("'%s' gave '%s', want '%s'", sql, got, want);
+    free(got);
+}
+
+/* The whole file, for before/after comparisons; *n its size. */
+static unsigned char *read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot read %s: %s", path, strerror(errno));
+    unsigned char *buf = malloc(1 << 20);
+    assert_non_null(buf);
+    *n = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    return buf;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat sbuf;
+    return stat(path, &sbuf) == 0;
+}
+
+/* Equal doubles, NaN equal to NaN (NaN means NULL). */
+static void assert_same_double(double got, double want)
+{
+    if (isnan(want) ? !isnan(got) : !(got == want))
+        fail_msg("got %.17g, want %.17g", got, want);
+}
+
+/* An ISO-8601 UTC timestamp as SQLite writes it: 2025-01-31T12:00:00.000Z */
+static void assert_timestamp(const char *s)
+{
+    assert_non_null(s);
+    assert_int_equal(strlen(s), 24);
+    assert_true(s[4] == '-' && s[10] == 'T' && s[13] == ':' && s[23] == 'Z');
+}
+
+static sb_run_info run_info(const char *hash, const char *model)
+{
+    return (sb_run_info){
+        .hash = hash,
+        .config_json = "{\"model\": \"mamba\", \"feat_size\": 64, \"lr\": 0.001}",
+        .model = model,
+        .protocol = "reference",
+        .params = 123456,
+        .state_size = 2048,
+        .flops_per_token = 2.5e5,
+        .code_version = "0.1.0-test",
+        .checkpoint = "runs/abc/model.safetensors",
+        .host = "worker-1",
+    };
+}
+
+static int64_t begin_ok(sb_results *db, const sb_run_info *run)
+{
+    int64_t id = -1;
+    sb_error err = {0};
+    if (sb_results_run_begin(db, run, &id, &err) != SB_OK)
+        fail_msg("run_begin: %s", err.msg);
+    assert_true(id > 0);
+    return id;
+}
+
+static void eval_ok(sb_results *db, int64_t id, int64_t step, sb_split split, double loss,
+                    double acc)
+{
+    sb_eval_row e = {.step = step, .samples = step * 64, .split = split, .loss = loss,
+                     .acc = acc, .lr = 1e-3, .tokens_per_s = 5000.0, .wall_s = 0.5 * (double)step};
+    sb_error err = {0};
+    if (sb_results_add_eval(db, id, &e, &err) != SB_OK)
+        fail_msg("add_eval: %s", err.msg);
+}
+
+static void end_ok(sb_results *db, int64_t id, const char *status, const char *reason,
+                   const sb_run_metrics *m)
+{
+    sb_error err = {0};
+    if (sb_results_run_end(db, id, status, reason, m, &err) != SB_OK)
+        fail_msg("run_end: %s", err.msg);
+}
+
+static sb_run_row get_ok(sb_results *db, const char *hash)
+{
+    sb_run_row row;
+    int found = -1;
+    sb_error err = {0};
+    if (sb_results_get_run(db, hash, &row, &found, &err) != SB_OK)
+        fail_msg("get_run: %s", err.msg);
+    assert_int_equal(found, 1);
+    return row;
+}
+
+static const sb_run_metrics final_metrics = {
+    .test_acc = 0.875, .test_loss = 0.25, .train_acc = 0.9375, .train_loss = 0.125,
+    .wall_s = 12.5, .tokens_per_s = 40000.0};
+
+/* ---- tests --------------------------------------------------------------------------- */
+
+/* open creates the folder and the file; close and reopen keep what was written. */
+static void test_open_close_roundtrip(void **state)
+{
+    fixture *fx = *state;
+    char path[700];
+    snprintf(path, sizeof path, "%s/sub/results.db", fx->dir);
+    assert_false(file_exists(path));
+    sb_results *db = open_ok(path);
+    assert_true(file_exists(path));
+    sb_run_info run = run_info("h-roundtrip", "gru");
+    int64_t id = begin_ok(db, &run);
+    sb_results_close(db);
+
+    db = open_ok(path);
+    sb_run_row row = get_ok(db, "h-roundtrip");
+    assert_int_equal(row.id, id);
+    assert_string_equal(row.status, "running");
+    sb_results_run_row_clear(&row);
+    sb_results_close(db);
+    sb_results_close(NULL);
+}
+
+static void test_wal_mode(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sqlite3 *raw = raw_open(fx->path);
+    assert_raw_text(raw, "PRAGMA journal_mode", "wal");
+    sqlite3_close(raw);
+    sb_results_close(db);
+}
+
+static void test_schema_version(void **state)
+{
+    fixture *fx = *state;
+    sb_results_close(open_ok(fx->path));
+    sqlite3 *raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "1");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'application'", "selectivbench");
+    assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                         "('meta', 'runs', 'evaluations')", "3");
+    sqlite3_close(raw);
+    /* reopening an existing database leaves the version alone */
+    sb_results_close(open_ok(fx->path));
+    raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT count(*) FROM meta WHERE key = 'schema_version'", "1");
+    sqlite3_close(raw);
+}
+
+/* begin -> evals -> end, then read back exactly what was written. */
+static void test_run_roundtrip(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_run_info run = run_info("h-mamba", "mamba");
+    int64_t id = begin_ok(db, &run);
+
+    /* out of order, with NaN values and one replaced row */
+    eval_ok(db, id, 200, SB_SPLIT_TEST, 0.5, 0.75);
+    eval_ok(db, id, 100, SB_SPLIT_TRAIN, 1.5, (double)NAN);
+    eval_ok(db, id, 100, SB_SPLIT_TEST, 1.25, 0.5);
+    eval_ok(db, id, 200, SB_SPLIT_TEST, 0.375, 0.8125); /* replaces the first */
+    sb_eval_row unknown = {.step = 0, .samples = -1, .split = SB_SPLIT_TEST,
+                           .loss = (double)NAN, .acc = (double)NAN, .lr = (double)NAN,
+                           .tokens_per_s = (double)NAN, .wall_s = (double)NAN};
+    sb_error err = {0};
+    assert_int_equal(sb_results_add_eval(db, id, &unknown, &err), SB_OK);
+
+    sb_run_metrics m = final_metrics;
+    m.train_loss = (double)NAN;
+    end_ok(db, id, "finished", NULL, &m);
+
+    sb_run_info other = run_info("h-gru", "gru");
+    other.protocol = "clean";
+    other.params = -1;
+    other.flops_per_token = (double)NAN;
+    other.checkpoint = NULL;
+    int64_t id2 = begin_ok(db, &other);
+    assert_true(id2 != id);
+
+    sb_run_row row = get_ok(db, "h-mamba");
+    assert_int_equal(row.id, id);
+    assert_string_equal(row.hash, run.hash);
+    assert_string_equal(row.config_json, run.config_json);
+    assert_string_equal(row.model, "mamba");
+    assert_string_equal(row.protocol, "reference");
+    assert_string_equal(row.status, "finished");
+    assert_null(row.reason);
+    assert_int_equal(row.params, 123456);
+    assert_int_equal(row.state_size, 2048);
+    assert_same_double(row.flops_per_token, 2.5e5);
+    assert_same_double(row.metrics.test_acc, 0.875);
+    assert_same_double(row.metrics.test_loss, 0.25);
+    assert_same_double(row.metrics.train_acc, 0.9375);
+    assert_same_double(row.metrics.train_loss, (double)NAN);
+    assert_same_double(row.metrics.wall_s, 12.5);
+    assert_same_double(row.metrics.tokens_per_s, 40000.0);
+    assert_string_equal(row.code_version, "0.1.0-test");
+    assert_string_equal(row.checkpoint, "runs/abc/model.safetensors");
+    assert_string_equal(row.host, "worker-1");
+    assert_timestamp(row.started_at);
+    assert_timestamp(row.finished_at);
+    assert_true(strcmp(row.started_at, row.finished_at) <= 0);
+    assert_int_equal(row.attempts, 1);
+    sb_results_run_row_clear(&row);
+    assert_null(row.hash);
+
+    /* NaN and unknown counts are SQL NULL in the file */
+    sqlite3 *raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT train_loss IS NULL AND test_loss = 0.25 FROM runs "
+                         "WHERE hash = 'h-mamba'", "1");
+    assert_raw_text(raw, "SELECT params IS NULL AND flops_per_token IS NULL AND finished_at "
+                         "IS NULL FROM runs WHERE hash = 'h-gru'", "1");
+    assert_raw_text(raw, "SELECT acc IS NULL AND loss = 1.5 FROM evaluations "
+                         "WHERE step = 100 AND split = 'train'", "1");
+    assert_raw_text(raw, "SELECT samples IS NULL AND lr IS NULL FROM evaluations "
+                         "WHERE step = 0", "1");
+    sqlite3_close(raw);
+
+    /* evaluations in step order, test before train, the replaced row once */
+    sb_eval_row *evals = NULL;
+    size_t n = 99;
+    if (sb_results_list_evals(db, id, &evals, &n, &err) != SB_OK)
+        fail_msg("list_evals: %s", err.msg);
+    assert_int_equal(n, 4);
+    int64_t want_step[4] = {0, 100, 100, 200};
+    sb_split want_split[4] = {SB_SPLIT_TEST, SB_SPLIT_TEST, SB_SPLIT_TRAIN, SB_SPLIT_TEST};
+    double want_loss[4] = {(double)NAN, 1.25, 1.5, 0.375};
+    double want_acc[4] = {(double)NAN, 0.5, (double)NAN, 0.8125};
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(evals[i].step, want_step[i]);
+        assert_int_equal(evals[i].split, want_split[i]);
+        assert_same_double(evals[i].loss, want_loss[i]);
+        assert_same_double(evals[i].acc, want_acc[i]);
+    }
+    assert_int_equal(evals[0].samples, -1);
+    assert_same_double(evals[0].lr, (double)NAN);
+    assert_int_equal(evals[3].samples, 200 * 64);
+    assert_same_double(evals[3].lr, 1e-3);
+    assert_same_double(evals[3].tokens_per_s, 5000.0);
+    assert_same_double(evals[3].wall_s, 100.0);
+    free(evals);
+
+    /* list_runs: all in id order, or one model */
+    sb_run_row *rows = NULL;
+    assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(rows[0].id, id);
+    assert_string_equal(rows[0].hash, "h-mamba");
+    assert_same_double(rows[0].metrics.train_loss, (double)NAN);
+    assert_same_double(rows[0].metrics.test_acc, 0.875);
+    assert_int_equal(rows[1].id, id2);
+    assert_string_equal(rows[1].status, "running");
+    assert_string_equal(rows[1].protocol, "clean");
+    assert_int_equal(rows[1].params, -1);
+    assert_same_double(rows[1].flops_per_token, (double)NAN);
+    assert_null(rows[1].checkpoint);
+    assert_null(rows[1].finished_at);
+    assert_same_double(rows[1].metrics.test_acc, (double)NAN);
+    sb_results_run_rows_free(rows, n);
+
+    assert_int_equal(sb_results_list_runs(db, "gru", &rows, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(rows[0].hash, "h-gru");
+    sb_results_run_rows_free(rows, n);
+
+    assert_int_equal(sb_results_list_runs(db, "transformer", &rows, &n, &err), SB_OK);
+    assert_int_equal(n, 0);
+    assert_null(rows);
+
+    int found = -1;
+    assert_int_equal(sb_results_get_run(db, "no-such-hash", &row, &found, &err), SB_OK);
+    assert_int_equal(found, 0);
+    assert_int_equal(sb_results_list_evals(db, 12345, &evals, &n, &err), SB_OK);
+    assert_int_equal(n, 0);
+    sb_results_close(db);
+}
+
+/* A finished run is refused and left as it was. */
+static void test_finished_run_refused(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_run_info run = run_info("h-done", "mamba");
+    int64_t id = begin_ok(db, &run);
+    eval_ok(db, id, 10, SB_SPLIT_TEST, 0.5, 0.5);
+    end_ok(db, id, "finished", NULL, &final_metrics);
+    sb_run_row before = get_ok(db, "h-done");
+
+    int64_t id2 = -7;
+    sb_error err = {0};
+    assert_int_equal(sb_results_run_begin(db, &run, &id2, &err), SB_ERR_INVALID);
+    assert_int_equal(id2, -7);
+    assert_non_null(strstr(err.msg, "already finished"));
+    assert_non_null(strstr(err.msg, "h-done"));
+
+    sb_run_row after = get_ok(db, "h-done");
+    assert_string_equal(after.status, "finished");
+    assert_string_equal(after.started_at, before.started_at);
+    assert_string_equal(after.finished_at, before.finished_at);
+    assert_same_double(after.metrics.test_acc, final_metrics.test_acc);
+    assert_int_equal(after.attempts, 1);
+    sb_eval_row *evals = NULL;
+    size_t n = 0;
+    assert_int_equal(sb_results_list_evals(db, id, &evals, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    free(evals);
+    sb_results_run_row_clear(&before);
+    sb_results_run_row_clear(&after);
+    sb_results_close(db);
+}
+
+/* A failed, diverged or crashed (still 'running') run is reset and reuses its id. */
+static void test_unfinished_run_reset(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_run_info run = run_info("h-retry", "gla");
+    int64_t id = begin_ok(db, &run);
+    eval_ok(db, id, 10, SB_SPLIT_TEST, 0.5, 0.5);
+    eval_ok(db, id, 20, SB_SPLIT_TEST, 0.4, 0.6);
+    end_ok(db, id, "diverged", "loss became NaN at step 21", &final_metrics);
+    sb_run_row row = get_ok(db, "h-retry");
+    assert_string_equal(row.status, "diverged");
+    assert_string_equal(row.reason, "loss became NaN at step 21");
+    sb_results_run_row_clear(&row);
+
+    /* second attempt with a new checkpoint path and config */
+    run.config_json = "{\"model\": \"gla\", \"lr\": 0.0005}";
+    run.checkpoint = "runs/retry/model.safetensors";
+    assert_int_equal(begin_ok(db, &run), id);
+    row = get_ok(db, "h-retry");
+    assert_string_equal(row.status, "running");
+    assert_null(row.reason);
+    assert_null(row.finished_at);
+    assert_string_equal(row.config_json, run.config_json);
+    assert_string_equal(row.checkpoint, run.checkpoint);
+    assert_same_double(row.metrics.test_acc, (double)NAN);
+    assert_same_double(row.metrics.wall_s, (double)NAN);
+    assert_int_equal(row.attempts, 2);
+    sb_results_run_row_clear(&row);
+    sb_eval_row *evals = NULL;
+    size_t n = 99;
+    sb_error err = {0};
+    assert_int_equal(sb_results_list_evals(db, id, &evals, &n, &err), SB_OK);
+    assert_int_equal(n, 0);
+
+    /* the attempt crashes (never ends) and the run is begun a third time */
+    eval_ok(db, id, 10, SB_SPLIT_TEST, 0.5, 0.5);
+    assert_int_equal(begin_ok(db, &run), id);
+    assert_int_equal(sb_results_list_evals(db, id, &evals, &n, &err), SB_OK);
+    assert_int_equal(n, 0);
+    row = get_ok(db, "h-retry");
+    assert_int_equal(row.attempts, 3);
+    sb_results_run_row_clear(&row);
+
+    end_ok(db, id, "failed", "out of memory", &final_metrics);
+    assert_int_equal(begin_ok(db, &run), id);
+
+    sb_run_row *rows = NULL;
+    assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    sb_results_run_rows_free(rows, n);
+    sb_results_close(db);
+}
+
+/* Another connection (another worker) sees each write once it is committed. */
+static void test_second_connection(void **state)
+{
+    fixture *fx = *state;
+    sb_results *a = open_ok(fx->path);
+    sb_results *b = open_ok(fx->path);
+    sb_run_info run = run_info("h-shared", "s4d");
+    int64_t id = begin_ok(a, &run);
+    eval_ok(a, id, 5, SB_SPLIT_TEST, 0.5, 0.25);
+
+    sb_run_row row = get_ok(b, "h-shared");
+    assert_int_equal(row.id, id);
+    assert_string_equal(row.status, "running");
+    sb_results_run_row_clear(&row);
+    sb_eval_row *evals = NULL;
+    size_t n = 0;
+    sb_error err = {0};
+    assert_int_equal(sb_results_list_evals(b, id, &evals, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    assert_same_double(evals[0].acc, 0.25);
+    free(evals);
+
+    end_ok(b, id, "finished", NULL, &final_metrics);
+    row = get_ok(a, "h-shared");
+    assert_string_equal(row.status, "finished");
+    assert_same_double(row.metrics.test_acc, final_metrics.test_acc);
+    sb_results_run_row_clear(&row);
+    int64_t id2 = 0;
+    assert_int_equal(sb_results_run_begin(a, &run, &id2, &err), SB_ERR_INVALID);
+    sb_results_close(a);
+    sb_results_close(b);
+}
+
+/* Worker processes create the database together and write to it at the same time. */
+#define N_WORKERS 4
+#define RUNS_PER_WORKER 8
+
+static int worker(const char *path, int w)
+{
+    sb_results *db = NULL;
+    sb_error err = {0};
+    if (sb_results_open(path, &db, &err) != SB_OK) {
+        fprintf(stderr, "worker %d: %s\n", w, err.msg);
+        return 1;
+    }
+    int bad = 0;
+    for (int k = 0; k < RUNS_PER_WORKER && !bad; k++) {
+        char hash[32];
+        snprintf(hash, sizeof hash, "w%d-r%d", w, k);
+        sb_run_info run = run_info(hash, "gru");
+        int64_t id = 0;
+        bad = sb_results_run_begin(db, &run, &id, &err) != SB_OK;
+        for (int s = 0; s < 3 && !bad; s++) {
+            sb_eval_row e = {.step = s, .samples = s, .split = SB_SPLIT_TEST, .loss = 1.0,
+                             .acc = 0.5, .lr = 0.1, .tokens_per_s = 1.0, .wall_s = 1.0};
+            bad = sb_results_add_eval(db, id, &e, &err) != SB_OK;
+        }
+        if (!bad)
+            bad = sb_results_run_end(db, id, "finished", NULL, &final_metrics, &err) != SB_OK;
+    }
+    if (bad)
+        fprintf(stderr, "worker %d: %s\n", w, err.msg);
+    sb_results_close(db);
+    return bad;
+}
+
+static void test_concurrent_workers(void **state)
+{
+    fixture *fx = *state;
+    pid_t pid[N_WORKERS];
+    for (int w = 0; w < N_WORKERS; w++) {
+        pid[w] = fork();
+        assert_true(pid[w] >= 0);
+        if (pid[w] == 0)
+            _exit(worker(fx->path, w));
+    }
+    for (int w = 0; w < N_WORKERS; w++) {
+        int wstatus = 0;
+        assert_int_equal(waitpid(pid[w], &wstatus, 0), pid[w]);
+        assert_true(WIFEXITED(wstatus));
+        assert_int_equal(WEXITSTATUS(wstatus), 0);
+    }
+    sb_results *db = open_ok(fx->path);
+    sb_run_row *rows = NULL;
+    size_t n = 0;
+    sb_error err = {0};
+    assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
+    assert_int_equal(n, N_WORKERS * RUNS_PER_WORKER);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(rows[i].status, "finished");
+    sb_results_run_rows_free(rows, n);
+    sb_results_close(db);
+    sqlite3 *raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT count(*) FROM evaluations", "96");
+    assert_raw_text(raw, "SELECT count(*) FROM meta WHERE key = 'schema_version'", "1");
+    sqlite3_close(raw);
+}
+
+/* A file that is not a database is refused and left byte for byte as it was. */
+static void test_not_a_database(void **state)
+{
+    fixture *fx = *state;
+    FILE *f = fopen(fx->path, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 4096; i++)
+        fputc((i * 37 + 11) & 0xff, f);
+    assert_int_equal(fclose(f), 0);
+    size_t n_before = 0, n_after = 0;
+    unsigned char *before = read_file(fx->path, &n_before);
+
+    sb_results *db = (sb_results *)&db; /* must be reset to NULL */
+    sb_error err = {0};
+    assert_int_equal(sb_results_open(fx->path, &db, &err), SB_ERR_IO);
+    assert_null(db);
+    assert_non_null(strstr(err.msg, fx->path));
+    assert_non_null(strstr(err.msg, "not a SQLite database"));
+
+    unsigned char *after = read_file(fx->path, &n_after);
+    assert_int_equal(n_after, n_before);
+    assert_memory_equal(after, before, n_before);
+    char wal[700];
+    snprintf(wal, sizeof wal, "%s-wal", fx->path);
+    assert_false(file_exists(wal));
+    free(before);
+    free(after);
+
+    /* a SQLite database of something else is refused too */
+    char other[700];
+    snprintf(other, sizeof other, "%s/other.db", fx->dir);
+    sqlite3 *raw = NULL;
+    assert_int_equal(sqlite3_open(other, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, "CREATE TABLE t (x)", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+    assert_int_equal(sb_results_open(other, &db, &err), SB_ERR_IO);
+    assert_non_null(strstr(err.msg, "not a selectivbench results database"));
+}
+
+static void test_unwritable_path(void **state)
+{
+    (void)state;
+    const char *path = "/dev/null/x/results.db";
+    sb_results *db = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_results_open(path, &db, &err), SB_ERR_IO);
+    assert_null(db);
+    assert_non_null(strstr(err.msg, path));
+    assert_null(strchr(err.msg, '\n'));
+
+    assert_int_equal(sb_results_open("", &db, &err), SB_ERR_INVALID);
+}
+
+/* A database from a newer program is refused, naming both versions, and left alone. */
+static void test_newer_schema_refused(void **state)
+{
+    fixture *fx = *state;
+    sb_results_close(open_ok(fx->path));
+    sqlite3 *raw = raw_open(fx->path);
+    assert_int_equal(sqlite3_exec(raw, "UPDATE meta SET value = '99' WHERE key = "
+                                       "'schema_version'", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw); /* the last connection checkpoints the WAL into the file */
+    size_t n_before = 0, n_after = 0;
+    unsigned char *before = read_file(fx->path, &n_before);
+
+    sb_results *db = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_results_open(fx->path, &db, &err), SB_ERR_IO);
+    assert_null(db);
+    assert_non_null(strstr(err.msg, fx->path));
+    assert_non_null(strstr(err.msg, "schema_version 99"));
+    assert_non_null(strstr(err.msg, "schema_version 1 "));
+
+    unsigned char *after = read_file(fx->path, &n_after);
+    assert_int_equal(n_after, n_before);
+    assert_memory_equal(after, before, n_before);
+    free(before);
+    free(after);
+}
+
+/* Bad values are refused with SB_ERR_INVALID and change nothing, through the API and,
+ * for the status, through the schema's CHECK constraint as well. */
+static void test_bad_input_refused(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_run_info run = run_info("h-bad", "mamba");
+    int64_t id = begin_ok(db, &run);
+    eval_ok(db, id, 1, SB_SPLIT_TEST, 0.5, 0.5);
+    sb_error err = {0};
+
+    assert_int_equal(sb_results_run_end(db, id, "bogus", NULL, &final_metrics, &err),
+                     SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "bogus"));
+    assert_int_equal(sb_results_run_end(db, id, "running", NULL, &final_metrics, &err),
+                     SB_ERR_INVALID);
+    assert_int_equal(sb_results_run_end(db, id, NULL, NULL, &final_metrics, &err),
+                     SB_ERR_INVALID);
+    assert_int_equal(sb_results_run_end(db, id + 100, "finished", NULL, &final_metrics, &err),
+                     SB_ERR_INVALID);
+    sb_run_row row = get_ok(db, "h-bad");
+    assert_string_equal(row.status, "running");
+    assert_null(row.finished_at);
+    assert_same_double(row.metrics.test_acc, (double)NAN);
+    sb_results_run_row_clear(&row);
+
+    /* the schema refuses it from any program */
+    sqlite3 *raw = raw_open(fx->path);
+    assert_int_equal(sqlite3_exec(raw, "UPDATE runs SET status = 'bogus'", NULL, NULL, NULL),
+                     SQLITE_CONSTRAINT);
+    assert_int_equal(sqlite3_extended_errcode(raw), SQLITE_CONSTRAINT_CHECK);
+    assert_int_equal(sqlite3_exec(raw, "INSERT INTO evaluations (run_id, step, split) "
+                                       "VALUES (1, 5, 'valid')", NULL, NULL, NULL),
+                     SQLITE_CONSTRAINT);
+    sqlite3_close(raw);
+    row = get_ok(db, "h-bad");
+    assert_string_equal(row.status, "running");
+    sb_results_run_row_clear(&row);
+
+    /* runs that would not be usable later */
+    sb_run_info bad = run_info("h-json", "mamba");
+    bad.config_json = "{\"model\": ";
+    int64_t id2 = -1;
+    assert_int_equal(sb_results_run_begin(db, &bad, &id2, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "config_is_json"));
+    bad = run_info("h-proto", "mamba");
+    bad.protocol = "dirty";
+    assert_int_equal(sb_results_run_begin(db, &bad, &id2, &err), SB_ERR_INVALID);
+    bad = run_info("", "mamba");
+    assert_int_equal(sb_results_run_begin(db, &bad, &id2, &err), SB_ERR_INVALID);
+    assert_int_equal(id2, -1);
+
+    /* evaluations of a run that does not exist, or with a negative step */
+    sb_eval_row e = {.step = 3, .samples = 3, .split = SB_SPLIT_TEST, .loss = 1.0, .acc = 0.5,
+                     .lr = 0.1, .tokens_per_s = 1.0, .wall_s = 1.0};
+    assert_int_equal(sb_results_add_eval(db, id + 100, &e, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "no run has this id"));
+    e.step = -1;
+    assert_int_equal(sb_results_add_eval(db, id, &e, &err), SB_ERR_INVALID);
+
+    sb_run_row *rows = NULL;
+    size_t n = 0;
+    assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    sb_results_run_rows_free(rows, n);
+    sb_eval_row *evals = NULL;
+    assert_int_equal(sb_results_list_evals(db, id, &evals, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    free(evals);
+
+    /* the connection is still usable after the refusals */
+    end_ok(db, id, "finished", NULL, &final_metrics);
+    sb_results_close(db);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_open_close_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wal_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_schema_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finished_run_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unfinished_run_reset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_second_connection, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_workers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
