@@ -78,8 +78,8 @@ typedef struct sb_eval_row {
 typedef struct sb_run_row {
     int64_t id;
     char *hash, *config_json, *model, *protocol;
-    char *status; /* "running", "finished", "failed" or "diverged" */
-    char *reason; /* why it failed or diverged, or NULL */
+    char *status;               /* "running", "finished", "failed" or "diverged" */
+    char *reason;               /* why it failed or diverged, or NULL */
     int64_t params, state_size; /* -1: NULL */
     double flops_per_token;     /* NaN: NULL */
     sb_run_metrics metrics;     /* NaN: NULL */
@@ -129,8 +129,8 @@ sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row 
  * stored as NULL) and finished_at = now.
  * Errors: SB_ERR_INVALID when status is not one of the three, when no run has this id or
  * the run is not 'running' (its row is left unchanged); SB_ERR_IO on a write failure. */
-sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
-                             const char *reason, const sb_run_metrics *m, sb_error *err);
+sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status, const char *reason,
+                             const sb_run_metrics *m, sb_error *err);
 
 /* Looks up the run with this configuration hash. *found is 1 and *out holds the row
  * (clear it with sb_results_run_row_clear) when it exists; otherwise *found is 0 and
@@ -141,14 +141,14 @@ sb_status sb_results_get_run(sb_results *db, const char *hash, sb_run_row *out, 
 /* Every run (model == NULL) or the runs of one model, in id (insertion) order. *rows is a
  * new array of *n rows (NULL when *n is 0), freed with sb_results_run_rows_free.
  * Errors: SB_ERR_IO on a read failure, SB_ERR_NOMEM; *rows is NULL and *n 0 then. */
-sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **rows,
-                               size_t *n, sb_error *err);
+sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **rows, size_t *n,
+                               sb_error *err);
 
 /* The evaluations of run run_id ordered by step, then split (test before train). *rows is
  * a new array of *n rows (NULL when *n is 0), freed with free(). An unknown run_id gives
  * no rows. Errors: SB_ERR_IO on a read failure, SB_ERR_NOMEM. */
-sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **rows,
-                                size_t *n, sb_error *err);
+sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **rows, size_t *n,
+                                sb_error *err);
 
 /* Frees the strings of one row and zeroes it (NULL is allowed). */
 void sb_results_run_row_clear(sb_run_row *row);

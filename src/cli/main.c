@@ -23,6 +23,7 @@ static void print_usage(FILE *f)
             "  grammar    build a grammar; print its states, transitions and TE; --json, --dot\n"
             "  data       generate samples; show them, print them as JSON, checksum a split,\n"
             "             export the reference's dataset files\n"
+            "  train      train and evaluate one configuration (the reference's train.py flags)\n"
             "  bench      benchmarks (bench data: data generation speed)\n"
             "\n"
             "Task flags follow the reference's train.py (--vocab, --amb, --amb_depth,\n"
@@ -111,6 +112,8 @@ int main(int argc, char **argv)
         return sb_cmd_demo(argc, argv);
     if (strcmp(cmd, "bench") == 0)
         return sb_cmd_bench(argc, argv);
+    if (strcmp(cmd, "train") == 0)
+        return sb_cmd_train(argc, argv);
     fprintf(stderr, "selectivbench: error: unknown command '%s'; run 'selectivbench --help'\n",
             cmd);
     return 2;

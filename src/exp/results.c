@@ -74,9 +74,9 @@ static const char results_schema_sql[] =
     ");\n";
 
 /* Columns of a run, in the order results_read_run reads them. */
-#define RESULTS_RUN_COLUMNS                                                                 \
-    "id, hash, config_json, model, protocol, status, reason, params, state_size, "         \
-    "flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s, tokens_per_s, "  \
+#define RESULTS_RUN_COLUMNS                                                                        \
+    "id, hash, config_json, model, protocol, status, reason, params, state_size, "                 \
+    "flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s, tokens_per_s, "          \
     "code_version, checkpoint, host, started_at, finished_at, attempts"
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -100,7 +100,7 @@ static const char *results_hint(int rc)
         return "; no run has this id";
     switch (rc & 0xff) {
     case SQLITE_BUSY:
-    case SQLITE_LOCKED: return "; another process held the write lock for longer than the busy timeout";
+    case SQLITE_LOCKED: return "; another process held the write lock past the busy timeout";
     case SQLITE_FULL: return "; the disk is full";
     case SQLITE_READONLY:
     case SQLITE_PERM:
@@ -195,8 +195,8 @@ static int results_read_run(sqlite3_stmt *st, sb_run_row *row)
 {
     memset(row, 0, sizeof *row);
     row->id = (int64_t)sqlite3_column_int64(st, 0);
-    char **text[] = {&row->hash, &row->config_json, &row->model, &row->protocol,
-                     &row->status, &row->reason};
+    char **text[] = {&row->hash,     &row->config_json, &row->model,
+                     &row->protocol, &row->status,      &row->reason};
     int rc = SQLITE_OK;
     for (int k = 0; k < 6 && rc == SQLITE_OK; k++)
         rc = results_col_text(st, 1 + k, text[k]);
@@ -284,8 +284,7 @@ static sb_status results_make_parent(const char *path, sb_error *err)
     size_t len = (size_t)(slash - path);
     char *dir = malloc(len + 1);
     if (dir == NULL)
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'",
-                            path);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'", path);
     memcpy(dir, path, len);
     dir[len] = '\0';
     sb_status status = SB_OK;
@@ -293,14 +292,16 @@ static sb_status results_make_parent(const char *path, sb_error *err)
     if (stat(dir, &sbuf) == 0) {
         if (!S_ISDIR(sbuf.st_mode))
             status = sb_error_set(err, SB_ERR_IO,
-                                  "cannot create results database '%s': '%s' is not a folder",
-                                  path, dir);
+                                  "cannot create results database '%s': '%s' is not a folder", path,
+                                  dir);
     } else if (errno != ENOENT) {
-        status = sb_error_set(err, SB_ERR_IO, "cannot create results database '%s': folder "
-                              "'%s': %s", path, dir, strerror(errno));
+        status =
+            sb_error_set(err, SB_ERR_IO, "cannot create results database '%s': folder '%s': %s",
+                         path, dir, strerror(errno));
     } else if (mkdir(dir, 0777) != 0 && errno != EEXIST) { /* EEXIST: another worker won */
-        status = sb_error_set(err, SB_ERR_IO, "cannot create results database '%s': cannot "
-                              "create folder '%s': %s; create its parent folder first",
+        status = sb_error_set(err, SB_ERR_IO,
+                              "cannot create results database '%s': cannot create folder '%s': %s; "
+                              "create its parent folder first",
                               path, dir, strerror(errno));
     }
     free(dir);
@@ -323,9 +324,10 @@ static sb_status results_read_version(sb_results *r, int64_t *version, sb_error 
     if (rc != SQLITE_ROW) {
         sb_status status;
         if ((rc & 0xff) == SQLITE_NOTADB)
-            status = sb_error_set(err, SB_ERR_IO, "'%s' is not a SQLite database (%s); give "
-                                  "another results path or move the file away", r->path,
-                                  sqlite3_errmsg(r->db));
+            status = sb_error_set(err, SB_ERR_IO,
+                                  "'%s' is not a SQLite database (%s); give another results path "
+                                  "or move the file away",
+                                  r->path, sqlite3_errmsg(r->db));
         else
             status = results_fail(r, rc, err, "cannot read the database");
         (void)sqlite3_finalize(st);
@@ -338,13 +340,14 @@ static sb_status results_read_version(sb_results *r, int64_t *version, sb_error 
         *version = 0;
         if (n_objects == 0)
             return SB_OK;
-        return sb_error_set(err, SB_ERR_IO, "'%s' is a SQLite database but not a selectivbench "
-                            "results database (it has no meta table); give another results "
-                            "path", r->path);
+        return sb_error_set(err, SB_ERR_IO,
+                            "'%s' is a SQLite database but not a selectivbench results database "
+                            "(it has no meta table); give another results path",
+                            r->path);
     }
 
-    rc = sqlite3_prepare_v2(r->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1,
-                            &st, NULL);
+    rc = sqlite3_prepare_v2(r->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st,
+                            NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -363,9 +366,10 @@ static sb_status results_read_version(sb_results *r, int64_t *version, sb_error 
     errno = 0;
     long long v = strtoll(text, &end, 10);
     if (text[0] == '\0' || *end != '\0' || errno != 0 || v < 1)
-        return sb_error_set(err, SB_ERR_IO, "results database '%s' has no valid schema_version "
-                            "in its meta table (found '%s'); the file is damaged or was not "
-                            "written by selectivbench", r->path, text);
+        return sb_error_set(err, SB_ERR_IO,
+                            "results database '%s' has no valid schema_version in its meta table "
+                            "(found '%s'); the file is damaged or was not written by selectivbench",
+                            r->path, text);
     *version = (int64_t)v;
     return SB_OK;
 }
@@ -374,16 +378,18 @@ static sb_status results_check_newer(const sb_results *r, int64_t version, sb_er
 {
     if (version <= SB_RESULTS_SCHEMA_VERSION)
         return SB_OK;
-    return sb_error_set(err, SB_ERR_IO, "results database '%s' has schema_version %lld, newer "
-                        "than schema_version %d that this selectivbench knows; use a newer "
-                        "selectivbench or another results path", r->path, (long long)version,
-                        SB_RESULTS_SCHEMA_VERSION);
+    return sb_error_set(err, SB_ERR_IO,
+                        "results database '%s' has schema_version %lld, newer than schema_version "
+                        "%d that this selectivbench knows; use a newer selectivbench or another "
+                        "results path",
+                        r->path, (long long)version, SB_RESULTS_SCHEMA_VERSION);
 }
 
-/* Switches the database to WAL journal mode (a no-op when it is already). While other
- * connections use a file that is not yet in WAL mode, for instance workers creating the
- * database together, the switch fails at once with SQLITE_BUSY without calling the busy
- * handler; it is retried here until the busy timeout. */
+/* Switches the database to WAL journal mode (a no-op when it is already). While another
+ * connection holds the write lock of a file not yet in WAL mode (a worker creating the
+ * database), the switch fails at once with SQLITE_BUSY: it upgrades a read transaction to
+ * a write one, and SQLite does not call the busy handler for that. So it is retried here,
+ * for up to the busy timeout (test_open_waits_for_writer). */
 static sb_status results_set_wal(sb_results *r, sb_error *err)
 {
     sqlite3_stmt *st = NULL;
@@ -407,9 +413,10 @@ static sb_status results_set_wal(sb_results *r, sb_error *err)
         snprintf(mode, sizeof mode, "%s", (const char *)v);
     (void)sqlite3_finalize(st); /* the pragma returns one row */
     if (strcmp(mode, "wal") != 0)
-        return sb_error_set(err, SB_ERR_IO, "results database '%s': cannot switch to WAL "
-                            "journal mode (the mode is '%s'); put the results folder on a local "
-                            "file system", r->path, mode);
+        return sb_error_set(err, SB_ERR_IO,
+                            "results database '%s': cannot switch to WAL journal mode (the mode is "
+                            "'%s'); put the results folder on a local file system",
+                            r->path, mode);
     return SB_OK;
 }
 
@@ -437,8 +444,10 @@ static sb_status results_init(sb_results *r, sb_error *err)
     if (rc != SQLITE_OK)
         return results_fail(r, rc, err, "cannot configure the connection");
     if (sqlite3_db_readonly(r->db, "main") == 1)
-        return sb_error_set(err, SB_ERR_IO, "results database '%s' is read-only; check the "
-                            "permissions of the file and its folder", r->path);
+        return sb_error_set(err, SB_ERR_IO,
+                            "results database '%s' is read-only; check the permissions of the file "
+                            "and its folder",
+                            r->path);
 
     int64_t version = 0;
     sb_status status = results_read_version(r, &version, err);
@@ -474,8 +483,9 @@ sb_status sb_results_open(const char *path, sb_results **out, sb_error *err)
     SB_ASSERT(path != NULL && out != NULL);
     *out = NULL;
     if (path[0] == '\0')
-        return sb_error_set(err, SB_ERR_INVALID, "the results database path is empty; give a "
-                            "file name such as results/results.db");
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "the results database path is empty; give a file name such as "
+                            "results/results.db");
     sb_status status = results_make_parent(path, err);
     if (status != SB_OK)
         return status;
@@ -485,8 +495,7 @@ sb_status sb_results_open(const char *path, sb_results **out, sb_error *err)
     char *copy = malloc(len + 1);
     if (r == NULL || copy == NULL) {
         free(r), free(copy);
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'",
-                            path);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'", path);
     }
     memcpy(copy, path, len + 1);
     r->path = copy;
@@ -522,27 +531,29 @@ sb_run_metrics sb_results_metrics_unknown(void)
 
 /* ---- runs ---------------------------------------------------------------------------- */
 
-static int results_status_known(const char *status, int with_running)
+/* Whether status is one a run can end with. */
+static int results_status_final(const char *status)
 {
-    if (status == NULL)
-        return 0;
-    return strcmp(status, "finished") == 0 || strcmp(status, "failed") == 0 ||
-           strcmp(status, "diverged") == 0 || (with_running && strcmp(status, "running") == 0);
+    return status != NULL && (strcmp(status, "finished") == 0 || strcmp(status, "failed") == 0 ||
+                              strcmp(status, "diverged") == 0);
 }
 
 static sb_status results_check_run(const sb_results *r, const sb_run_info *run, sb_error *err)
 {
     if (run->hash == NULL || run->hash[0] == '\0')
-        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': a run needs a "
-                            "non-empty configuration hash", r->path);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "results database '%s': a run needs a non-empty configuration hash",
+                            r->path);
     if (run->config_json == NULL)
-        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': run %s has no "
-                            "configuration JSON", r->path, run->hash);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "results database '%s': run %s has no configuration JSON", r->path,
+                            run->hash);
     if (run->protocol != NULL && strcmp(run->protocol, "reference") != 0 &&
         strcmp(run->protocol, "clean") != 0)
-        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': run %s has unknown "
-                            "protocol '%s'; use 'reference' or 'clean'", r->path, run->hash,
-                            run->protocol);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "results database '%s': run %s has unknown protocol '%s'; use "
+                            "'reference' or 'clean'",
+                            r->path, run->hash, run->protocol);
     return SB_OK;
 }
 
@@ -563,14 +574,14 @@ static int results_bind_run(int rc, sqlite3_stmt *st, const sb_run_info *run)
 }
 
 /* Finds the run with hash: *id (-1 when there is none) and its status. */
-static sb_status results_find_hash(sb_results *r, const char *hash, int64_t *id,
-                                   char *status_out, size_t status_size, sb_error *err)
+static sb_status results_find_hash(sb_results *r, const char *hash, int64_t *id, char *status_out,
+                                   size_t status_size, sb_error *err)
 {
     *id = -1;
     status_out[0] = '\0';
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(r->db, "SELECT id, status FROM runs WHERE hash = ?1", -1, &st,
-                                NULL);
+    int rc =
+        sqlite3_prepare_v2(r->db, "SELECT id, status FROM runs WHERE hash = ?1", -1, &st, NULL);
     rc = results_bind_text(rc, st, 1, hash);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
@@ -582,8 +593,8 @@ static sb_status results_find_hash(sb_results *r, const char *hash, int64_t *id,
     } else if (rc == SQLITE_DONE) {
         rc = SQLITE_OK;
     }
-    sb_status status = rc == SQLITE_OK ? SB_OK
-                                       : results_fail(r, rc, err, "cannot look up run %s", hash);
+    sb_status status =
+        rc == SQLITE_OK ? SB_OK : results_fail(r, rc, err, "cannot look up run %s", hash);
     (void)sqlite3_finalize(st);
     return status;
 }
@@ -603,9 +614,10 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
     status = results_find_hash(db, run->hash, &id, old_status, sizeof old_status, err);
     sqlite3_stmt *st = NULL;
     if (status == SB_OK && id >= 0 && strcmp(old_status, "finished") == 0) {
-        status = sb_error_set(err, SB_ERR_INVALID, "run %s (id %lld) already finished in "
-                              "results database '%s'; skip it, or delete its row to train it "
-                              "again", run->hash, (long long)id, db->path);
+        status = sb_error_set(err, SB_ERR_INVALID,
+                              "run %s (id %lld) already finished in results database '%s'; skip "
+                              "it, or delete its row to train it again",
+                              run->hash, (long long)id, db->path);
     } else if (status == SB_OK && id < 0) {
         int rc = sqlite3_prepare_v2(
             db->db,
@@ -619,8 +631,8 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
             id = (int64_t)sqlite3_last_insert_rowid(db->db);
     } else if (status == SB_OK) {
         /* an unfinished attempt: forget its evaluations and results, keep its id */
-        int rc = sqlite3_prepare_v2(db->db, "DELETE FROM evaluations WHERE run_id = ?1", -1,
-                                    &st, NULL);
+        int rc =
+            sqlite3_prepare_v2(db->db, "DELETE FROM evaluations WHERE run_id = ?1", -1, &st, NULL);
         rc = results_bind_int(rc, st, 1, id);
         status = results_exec_stmt(db, st, rc, err, "cannot delete the evaluations of run %s",
                                    run->hash);
@@ -644,18 +656,17 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
     return status;
 }
 
-sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row *row,
-                              sb_error *err)
+sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row *row, sb_error *err)
 {
     SB_ASSERT(db != NULL && row != NULL);
     if (row->step < 0)
-        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': evaluation of run %lld "
-                            "has negative step %lld", db->path, (long long)run_id,
-                            (long long)row->step);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "results database '%s': evaluation of run %lld has negative step %lld",
+                            db->path, (long long)run_id, (long long)row->step);
     if (row->split != SB_SPLIT_TRAIN && row->split != SB_SPLIT_TEST)
-        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': evaluation of run %lld "
-                            "has unknown split %d", db->path, (long long)run_id,
-                            (int)row->split);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "results database '%s': evaluation of run %lld has unknown split %d",
+                            db->path, (long long)run_id, (int)row->split);
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db->db,
                                 "INSERT OR REPLACE INTO evaluations (run_id, step, samples, "
@@ -671,17 +682,19 @@ sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row 
     rc = results_bind_real(rc, st, 7, row->lr);
     rc = results_bind_real(rc, st, 8, row->tokens_per_s);
     rc = results_bind_real(rc, st, 9, row->wall_s);
-    return results_exec_stmt(db, st, rc, err, "cannot record the evaluation at step %lld of run "
-                             "%lld", (long long)row->step, (long long)run_id);
+    return results_exec_stmt(db, st, rc, err,
+                             "cannot record the evaluation at step %lld of run %lld",
+                             (long long)row->step, (long long)run_id);
 }
 
-sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
-                             const char *reason, const sb_run_metrics *m, sb_error *err)
+sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status, const char *reason,
+                             const sb_run_metrics *m, sb_error *err)
 {
     SB_ASSERT(db != NULL && m != NULL);
-    if (!results_status_known(status, 0))
-        return sb_error_set(err, SB_ERR_INVALID, "results database '%s': run %lld cannot end "
-                            "with status '%s'; use 'finished', 'failed' or 'diverged'",
+    if (!results_status_final(status))
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "results database '%s': run %lld cannot end with status '%s'; use "
+                            "'finished', 'failed' or 'diverged'",
                             db->path, (long long)run_id, status != NULL ? status : "(null)");
     sb_status st_out = results_tx_begin(db, err);
     if (st_out != SB_OK)
@@ -698,17 +711,19 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
         snprintf(old, sizeof old, "%s", s != NULL ? (const char *)s : "");
         rc = SQLITE_OK;
     } else if (rc == SQLITE_DONE) {
-        st_out = sb_error_set(err, SB_ERR_INVALID, "results database '%s' has no run with id "
-                              "%lld to end", db->path, (long long)run_id);
+        st_out = sb_error_set(err, SB_ERR_INVALID,
+                              "results database '%s' has no run with id %lld to end", db->path,
+                              (long long)run_id);
         rc = SQLITE_OK;
     }
     if (rc != SQLITE_OK)
         st_out = results_fail(db, rc, err, "cannot look up run %lld", (long long)run_id);
     (void)sqlite3_finalize(st);
     if (st_out == SB_OK && strcmp(old, "running") != 0)
-        st_out = sb_error_set(err, SB_ERR_INVALID, "results database '%s': run %lld is '%s', "
-                              "not running; begin it again before ending it", db->path,
-                              (long long)run_id, old);
+        st_out = sb_error_set(err, SB_ERR_INVALID,
+                              "results database '%s': run %lld is '%s', not running; begin it "
+                              "again before ending it",
+                              db->path, (long long)run_id, old);
     if (st_out == SB_OK) {
         rc = sqlite3_prepare_v2(db->db,
                                 "UPDATE runs SET status = ?2, reason = ?3, test_acc = ?4, "
@@ -753,8 +768,9 @@ sb_status sb_results_get_run(sb_results *db, const char *hash, sb_run_row *out, 
     }
     sb_status status = SB_OK;
     if (rc == SQLITE_NOMEM)
-        status = sb_error_set(err, SB_ERR_NOMEM, "out of memory reading run %s from results "
-                              "database '%s'", hash, db->path);
+        status =
+            sb_error_set(err, SB_ERR_NOMEM,
+                         "out of memory reading run %s from results database '%s'", hash, db->path);
     else if (rc != SQLITE_OK)
         status = results_fail(db, rc, err, "cannot read run %s", hash);
     (void)sqlite3_finalize(st);
@@ -775,8 +791,8 @@ static int results_grow(void **rows, size_t *cap, size_t n, size_t size)
     return 1;
 }
 
-sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **rows,
-                               size_t *n, sb_error *err)
+sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **rows, size_t *n,
+                               sb_error *err)
 {
     SB_ASSERT(db != NULL && rows != NULL && n != NULL);
     *rows = NULL;
@@ -806,8 +822,8 @@ sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **r
     }
     sb_status status = SB_OK;
     if (rc == SQLITE_NOMEM)
-        status = sb_error_set(err, SB_ERR_NOMEM, "out of memory listing the runs of results "
-                              "database '%s'", db->path);
+        status = sb_error_set(err, SB_ERR_NOMEM,
+                              "out of memory listing the runs of results database '%s'", db->path);
     else if (rc != SQLITE_OK)
         status = results_fail(db, rc, err, "cannot list runs");
     (void)sqlite3_finalize(st);
@@ -820,8 +836,8 @@ sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **r
     return SB_OK;
 }
 
-sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **rows,
-                                size_t *n, sb_error *err)
+sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **rows, size_t *n,
+                                sb_error *err)
 {
     SB_ASSERT(db != NULL && rows != NULL && n != NULL);
     *rows = NULL;
@@ -865,11 +881,13 @@ sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **ro
     }
     sb_status status = SB_OK;
     if (rc == SQLITE_NOMEM)
-        status = sb_error_set(err, SB_ERR_NOMEM, "out of memory listing the evaluations of run "
-                              "%lld in results database '%s'", (long long)run_id, db->path);
+        status = sb_error_set(err, SB_ERR_NOMEM,
+                              "out of memory listing the evaluations of run %lld in results "
+                              "database '%s'",
+                              (long long)run_id, db->path);
     else if (rc != SQLITE_OK)
-        status = results_fail(db, rc, err, "cannot list the evaluations of run %lld",
-                              (long long)run_id);
+        status =
+            results_fail(db, rc, err, "cannot list the evaluations of run %lld", (long long)run_id);
     (void)sqlite3_finalize(st);
     if (status != SB_OK) {
         free(list);
@@ -884,10 +902,9 @@ void sb_results_run_row_clear(sb_run_row *row)
 {
     if (row == NULL)
         return;
-    char *text[] = {row->hash,         row->config_json, row->model, row->protocol,
-                    row->status,       row->reason,      row->code_version,
-                    row->checkpoint,   row->host,        row->started_at,
-                    row->finished_at};
+    char *text[] = {row->hash,   row->config_json, row->model,        row->protocol,
+                    row->status, row->reason,      row->code_version, row->checkpoint,
+                    row->host,   row->started_at,  row->finished_at};
     for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
         free(text[k]);
     memset(row, 0, sizeof *row);

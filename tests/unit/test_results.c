@@ -171,8 +171,14 @@ static int64_t begin_ok(sb_results *db, const sb_run_info *run)
 static void eval_ok(sb_results *db, int64_t id, int64_t step, sb_split split, double loss,
                     double acc)
 {
-    sb_eval_row e = {.step = step, .samples = step * 64, .split = split, .loss = loss,
-                     .acc = acc, .lr = 1e-3, .tokens_per_s = 5000.0, .wall_s = 0.5 * (double)step};
+    sb_eval_row e = {.step = step,
+                     .samples = step * 64,
+                     .split = split,
+                     .loss = loss,
+                     .acc = acc,
+                     .lr = 1e-3,
+                     .tokens_per_s = 5000.0,
+                     .wall_s = 0.5 * (double)step};
     sb_error err = {0};
     if (sb_results_add_eval(db, id, &e, &err) != SB_OK)
         fail_msg("add_eval: %s", err.msg);
@@ -197,9 +203,12 @@ static sb_run_row get_ok(sb_results *db, const char *hash)
     return row;
 }
 
-static const sb_run_metrics final_metrics = {
-    .test_acc = 0.875, .test_loss = 0.25, .train_acc = 0.9375, .train_loss = 0.125,
-    .wall_s = 12.5, .tokens_per_s = 40000.0};
+static const sb_run_metrics final_metrics = {.test_acc = 0.875,
+                                             .test_loss = 0.25,
+                                             .train_acc = 0.9375,
+                                             .train_loss = 0.125,
+                                             .wall_s = 12.5,
+                                             .tokens_per_s = 40000.0};
 
 /* ---- tests --------------------------------------------------------------------------- */
 
@@ -242,8 +251,10 @@ static void test_schema_version(void **state)
     sqlite3 *raw = raw_open(fx->path);
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "1");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'application'", "selectivbench");
-    assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
-                         "('meta', 'runs', 'evaluations')", "3");
+    assert_raw_text(raw,
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                    "('meta', 'runs', 'evaluations')",
+                    "3");
     sqlite3_close(raw);
     /* reopening an existing database leaves the version alone */
     sb_results_close(open_ok(fx->path));
@@ -265,14 +276,23 @@ static void test_run_roundtrip(void **state)
     eval_ok(db, id, 100, SB_SPLIT_TRAIN, 1.5, (double)NAN);
     eval_ok(db, id, 100, SB_SPLIT_TEST, 1.25, 0.5);
     eval_ok(db, id, 200, SB_SPLIT_TEST, 0.375, 0.8125); /* replaces the first */
-    sb_eval_row unknown = {.step = 0, .samples = -1, .split = SB_SPLIT_TEST,
-                           .loss = (double)NAN, .acc = (double)NAN, .lr = (double)NAN,
-                           .tokens_per_s = (double)NAN, .wall_s = (double)NAN};
+    sb_eval_row unknown = {.step = 0,
+                           .samples = -1,
+                           .split = SB_SPLIT_TEST,
+                           .loss = (double)NAN,
+                           .acc = (double)NAN,
+                           .lr = (double)NAN,
+                           .tokens_per_s = (double)NAN,
+                           .wall_s = (double)NAN};
     sb_error err = {0};
     assert_int_equal(sb_results_add_eval(db, id, &unknown, &err), SB_OK);
 
-    sb_run_metrics m = final_metrics;
-    m.train_loss = (double)NAN;
+    sb_run_metrics m = sb_results_metrics_unknown(); /* train_loss stays unknown */
+    m.test_acc = final_metrics.test_acc;
+    m.test_loss = final_metrics.test_loss;
+    m.train_acc = final_metrics.train_acc;
+    m.wall_s = final_metrics.wall_s;
+    m.tokens_per_s = final_metrics.tokens_per_s;
     end_ok(db, id, "finished", NULL, &m);
 
     sb_run_info other = run_info("h-gru", "gru");
@@ -312,14 +332,22 @@ static void test_run_roundtrip(void **state)
 
     /* NaN and unknown counts are SQL NULL in the file */
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT train_loss IS NULL AND test_loss = 0.25 FROM runs "
-                         "WHERE hash = 'h-mamba'", "1");
-    assert_raw_text(raw, "SELECT params IS NULL AND flops_per_token IS NULL AND finished_at "
-                         "IS NULL FROM runs WHERE hash = 'h-gru'", "1");
-    assert_raw_text(raw, "SELECT acc IS NULL AND loss = 1.5 FROM evaluations "
-                         "WHERE step = 100 AND split = 'train'", "1");
-    assert_raw_text(raw, "SELECT samples IS NULL AND lr IS NULL FROM evaluations "
-                         "WHERE step = 0", "1");
+    assert_raw_text(raw,
+                    "SELECT train_loss IS NULL AND test_loss = 0.25 FROM runs "
+                    "WHERE hash = 'h-mamba'",
+                    "1");
+    assert_raw_text(raw,
+                    "SELECT params IS NULL AND flops_per_token IS NULL AND finished_at "
+                    "IS NULL FROM runs WHERE hash = 'h-gru'",
+                    "1");
+    assert_raw_text(raw,
+                    "SELECT acc IS NULL AND loss = 1.5 FROM evaluations "
+                    "WHERE step = 100 AND split = 'train'",
+                    "1");
+    assert_raw_text(raw,
+                    "SELECT samples IS NULL AND lr IS NULL FROM evaluations "
+                    "WHERE step = 0",
+                    "1");
     sqlite3_close(raw);
 
     /* evaluations in step order, test before train, the replaced row once */
@@ -399,11 +427,18 @@ static void test_finished_run_refused(void **state)
     assert_non_null(strstr(err.msg, "already finished"));
     assert_non_null(strstr(err.msg, "h-done"));
 
+    /* ending it again is refused too */
+    sb_run_metrics m = final_metrics;
+    m.test_acc = 0.0;
+    assert_int_equal(sb_results_run_end(db, id, "failed", "again", &m, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "not running"));
+
     sb_run_row after = get_ok(db, "h-done");
     assert_string_equal(after.status, "finished");
     assert_string_equal(after.started_at, before.started_at);
     assert_string_equal(after.finished_at, before.finished_at);
     assert_same_double(after.metrics.test_acc, final_metrics.test_acc);
+    assert_null(after.reason);
     assert_int_equal(after.attempts, 1);
     sb_eval_row *evals = NULL;
     size_t n = 0;
@@ -522,8 +557,14 @@ static int worker(const char *path, int w)
         int64_t id = 0;
         bad = sb_results_run_begin(db, &run, &id, &err) != SB_OK;
         for (int s = 0; s < 3 && !bad; s++) {
-            sb_eval_row e = {.step = s, .samples = s, .split = SB_SPLIT_TEST, .loss = 1.0,
-                             .acc = 0.5, .lr = 0.1, .tokens_per_s = 1.0, .wall_s = 1.0};
+            sb_eval_row e = {.step = s,
+                             .samples = s,
+                             .split = SB_SPLIT_TEST,
+                             .loss = 1.0,
+                             .acc = 0.5,
+                             .lr = 0.1,
+                             .tokens_per_s = 1.0,
+                             .wall_s = 1.0};
             bad = sb_results_add_eval(db, id, &e, &err) != SB_OK;
         }
         if (!bad)
@@ -564,6 +605,46 @@ static void test_concurrent_workers(void **state)
     sqlite3 *raw = raw_open(fx->path);
     assert_raw_text(raw, "SELECT count(*) FROM evaluations", "96");
     assert_raw_text(raw, "SELECT count(*) FROM meta WHERE key = 'schema_version'", "1");
+    sqlite3_close(raw);
+}
+
+/* A worker that opens the file while another process holds its write lock before it is
+ * in WAL mode (another worker creating it): the switch to WAL, which SQLite reports as
+ * busy at once without calling the busy handler, must wait instead of failing. */
+static void test_open_waits_for_writer(void **state)
+{
+    fixture *fx = *state;
+    FILE *f = fopen(fx->path, "wb"); /* an empty file: a database not yet in WAL mode */
+    assert_non_null(f);
+    assert_int_equal(fclose(f), 0);
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        sqlite3 *raw = NULL;
+        int bad = sqlite3_open(fx->path, &raw) != SQLITE_OK;
+        bad = bad || sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK;
+        bad = bad || write(ready[1], "w", 1) != 1; /* holding the write lock now */
+        usleep(200 * 1000);
+        bad = bad || sqlite3_exec(raw, "COMMIT", NULL, NULL, NULL) != SQLITE_OK;
+        sqlite3_close(raw);
+        _exit(bad);
+    }
+    char c = 0;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    sb_results *db = NULL;
+    sb_error err = {0};
+    if (sb_results_open(fx->path, &db, &err) != SB_OK)
+        fail_msg("open while another process writes: %s", err.msg);
+    sb_results_close(db);
+    int wstatus = 0;
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    assert_true(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+    close(ready[0]);
+    close(ready[1]);
+    sqlite3 *raw = raw_open(fx->path);
+    assert_raw_text(raw, "PRAGMA journal_mode", "wal");
     sqlite3_close(raw);
 }
 
@@ -626,8 +707,11 @@ static void test_newer_schema_refused(void **state)
     fixture *fx = *state;
     sb_results_close(open_ok(fx->path));
     sqlite3 *raw = raw_open(fx->path);
-    assert_int_equal(sqlite3_exec(raw, "UPDATE meta SET value = '99' WHERE key = "
-                                       "'schema_version'", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw,
+                                  "UPDATE meta SET value = '99' WHERE key = "
+                                  "'schema_version'",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
     sqlite3_close(raw); /* the last connection checkpoints the WAL into the file */
     size_t n_before = 0, n_after = 0;
     unsigned char *before = read_file(fx->path, &n_before);
@@ -663,8 +747,7 @@ static void test_bad_input_refused(void **state)
     assert_non_null(strstr(err.msg, "bogus"));
     assert_int_equal(sb_results_run_end(db, id, "running", NULL, &final_metrics, &err),
                      SB_ERR_INVALID);
-    assert_int_equal(sb_results_run_end(db, id, NULL, NULL, &final_metrics, &err),
-                     SB_ERR_INVALID);
+    assert_int_equal(sb_results_run_end(db, id, NULL, NULL, &final_metrics, &err), SB_ERR_INVALID);
     assert_int_equal(sb_results_run_end(db, id + 100, "finished", NULL, &final_metrics, &err),
                      SB_ERR_INVALID);
     sb_run_row row = get_ok(db, "h-bad");
@@ -678,8 +761,10 @@ static void test_bad_input_refused(void **state)
     assert_int_equal(sqlite3_exec(raw, "UPDATE runs SET status = 'bogus'", NULL, NULL, NULL),
                      SQLITE_CONSTRAINT);
     assert_int_equal(sqlite3_extended_errcode(raw), SQLITE_CONSTRAINT_CHECK);
-    assert_int_equal(sqlite3_exec(raw, "INSERT INTO evaluations (run_id, step, split) "
-                                       "VALUES (1, 5, 'valid')", NULL, NULL, NULL),
+    assert_int_equal(sqlite3_exec(raw,
+                                  "INSERT INTO evaluations (run_id, step, split) "
+                                  "VALUES (1, 5, 'valid')",
+                                  NULL, NULL, NULL),
                      SQLITE_CONSTRAINT);
     sqlite3_close(raw);
     row = get_ok(db, "h-bad");
@@ -700,8 +785,14 @@ static void test_bad_input_refused(void **state)
     assert_int_equal(id2, -1);
 
     /* evaluations of a run that does not exist, or with a negative step */
-    sb_eval_row e = {.step = 3, .samples = 3, .split = SB_SPLIT_TEST, .loss = 1.0, .acc = 0.5,
-                     .lr = 0.1, .tokens_per_s = 1.0, .wall_s = 1.0};
+    sb_eval_row e = {.step = 3,
+                     .samples = 3,
+                     .split = SB_SPLIT_TEST,
+                     .loss = 1.0,
+                     .acc = 0.5,
+                     .lr = 0.1,
+                     .tokens_per_s = 1.0,
+                     .wall_s = 1.0};
     assert_int_equal(sb_results_add_eval(db, id + 100, &e, &err), SB_ERR_INVALID);
     assert_non_null(strstr(err.msg, "no run has this id"));
     e.step = -1;
@@ -733,6 +824,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unfinished_run_reset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_workers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_waits_for_writer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),

@@ -1,0 +1,148 @@
+/* train_output.c - progress and summaries of training runs (see train_output.h). */
+#include "train_output.h"
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "selectivbench/json_writer.h"
+#include "selectivbench/timer.h"
+
+void sb_train_output_init(sb_train_output *o, const sb_run_config *cfg, int quiet, int json,
+                          int threads)
+{
+    memset(o, 0, sizeof *o);
+    o->f = json ? stderr : stdout;
+    o->quiet = quiet;
+    o->json = json;
+    o->threads = threads;
+    o->tty = isatty(fileno(o->f));
+    if (!quiet) {
+        char hash[17];
+        sb_run_config_hash(cfg, 0, hash);
+        fprintf(o->f, "run %s: %s, feat_size %d, layers %d, lr %g, seed %llu; task vocab %d amb "
+                      "%d depth %d, %lld samples (protocol %s)\n",
+                hash, cfg->model, cfg->feat_size, cfg->layers, cfg->lr,
+                (unsigned long long)cfg->seed, cfg->task.grammar.vocab, cfg->task.grammar.amb,
+                cfg->task.grammar.amb_depth, (long long)cfg->task.dataset_size,
+                cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference");
+    }
+}
+
+static void format_duration(double s, char *buf, size_t size)
+{
+    if (!(s >= 0) || s > 1e7) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
+}
+
+void sb_train_output_event(const sb_train_event *ev, void *user)
+{
+    sb_train_output *o = user;
+    if (o->quiet)
+        return;
+    switch (ev->kind) {
+    case SB_EVENT_START:
+        fprintf(o->f, "  %.3fM parameters, %lld updates, gradient accumulation %d, %d thread%s\n",
+                (double)ev->params / 1e6, (long long)ev->total_steps, ev->grad_acc, o->threads,
+                o->threads == 1 ? "" : "s");
+        break;
+    case SB_EVENT_PROGRESS: {
+        if (!o->tty)
+            break; /* plain logs: one line per evaluation */
+        double now = sb_time_now();
+        if (now - o->last_live < 0.25 && ev->step != ev->total_steps)
+            break;
+        o->last_live = now;
+        char eta[32];
+        format_duration(ev->eta_s, eta, sizeof eta);
+        fprintf(o->f, "\r  step %lld/%lld  loss %.4f  acc %.3f  lr %.2e  %.0f tok/s  ETA %s   ",
+                (long long)ev->step, (long long)ev->total_steps, ev->loss, ev->acc, ev->lr,
+                ev->tokens_per_s, eta);
+        fflush(o->f);
+        o->live_open = 1;
+        break;
+    }
+    case SB_EVENT_EVAL: {
+        if (o->live_open) {
+            fputc('\n', o->f);
+            o->live_open = 0;
+        }
+        char elapsed[32];
+        format_duration(ev->elapsed_s, elapsed, sizeof elapsed);
+        if (isnan(ev->loss))
+            fprintf(o->f, "  test loss %.4f acc %.4f (%s)\n", ev->test_loss, ev->test_acc, elapsed);
+        else
+            fprintf(o->f,
+                    "  step %lld/%lld (%lld samples): train loss %.4f acc %.4f | test loss %.4f "
+                    "acc %.4f | %.0f tok/s, %s\n",
+                    (long long)ev->step, (long long)ev->total_steps, (long long)ev->samples,
+                    ev->loss, ev->acc, ev->test_loss, ev->test_acc, ev->tokens_per_s, elapsed);
+        fflush(o->f);
+        break;
+    }
+    }
+}
+
+void sb_train_output_finish(sb_train_output *o, const sb_run_config *cfg,
+                            const sb_train_result *res, const char *ckpt)
+{
+    if (o->live_open) {
+        fputc('\n', o->f);
+        o->live_open = 0;
+    }
+    char hash[17];
+    sb_run_config_hash(cfg, 0, hash);
+    if (o->json) {
+        sb_json j;
+        sb_json_init(&j, stdout, 0);
+        sb_json_object_begin(&j);
+        sb_json_key(&j, "hash");
+        sb_json_string(&j, hash);
+        sb_json_key(&j, "status");
+        sb_json_string(&j, res->status);
+        if (res->reason[0] != '\0') {
+            sb_json_key(&j, "reason");
+            sb_json_string(&j, res->reason);
+        }
+        sb_json_key(&j, "test_acc");
+        sb_json_double(&j, res->test_acc);
+        sb_json_key(&j, "test_loss");
+        sb_json_double(&j, res->test_loss);
+        sb_json_key(&j, "train_acc");
+        sb_json_double(&j, res->train_acc);
+        sb_json_key(&j, "train_loss");
+        sb_json_double(&j, res->train_loss);
+        sb_json_key(&j, "params");
+        sb_json_uint(&j, res->params);
+        sb_json_key(&j, "tokens_per_s");
+        sb_json_double(&j, res->tokens_per_s);
+        sb_json_key(&j, "wall_s");
+        sb_json_double(&j, res->wall_s);
+        sb_json_key(&j, "steps");
+        sb_json_int(&j, res->steps);
+        sb_json_key(&j, "grad_acc");
+        sb_json_int(&j, res->grad_acc);
+        sb_json_key(&j, "checkpoint");
+        if (ckpt != NULL)
+            sb_json_string(&j, ckpt);
+        else
+            sb_json_null(&j);
+        sb_json_object_end(&j);
+        fputc('\n', stdout);
+        return;
+    }
+    if (o->quiet)
+        return;
+    fprintf(o->f, "%s: test acc %.4f, test loss %.4f, train acc %.4f, %.0f tokens/s, %.1f s\n",
+            res->status, res->test_acc, res->test_loss, res->train_acc, res->tokens_per_s,
+            res->wall_s);
+    if (ckpt != NULL && strcmp(res->status, "finished") == 0 && !cfg->test_pretrained)
+        fprintf(o->f, "checkpoint: %s\n", ckpt);
+}

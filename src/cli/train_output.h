@@ -1,0 +1,31 @@
+/* train_output.h - what `train` and `eval` print: a live progress line on a terminal,
+ * plain lines otherwise, and the final summary or JSON object. */
+#ifndef SELECTIVBENCH_CLI_TRAIN_OUTPUT_H
+#define SELECTIVBENCH_CLI_TRAIN_OUTPUT_H
+
+#include <stdio.h>
+
+#include "selectivbench/run_config.h"
+#include "selectivbench/trainer.h"
+
+typedef struct sb_train_output {
+    FILE *f;          /* progress goes here (stderr with --json) */
+    int quiet, json, tty, threads;
+    double last_live; /* time of the last live-line refresh */
+    int live_open;    /* a live line is on screen */
+} sb_train_output;
+
+void sb_train_output_init(sb_train_output *o, const sb_run_config *cfg, int quiet, int json,
+                          int threads);
+/* sb_train_callback */
+void sb_train_output_event(const sb_train_event *ev, void *user);
+/* Summary line(s), or the JSON object with --json. */
+void sb_train_output_finish(sb_train_output *o, const sb_run_config *cfg,
+                            const sb_train_result *res, const char *ckpt);
+
+/* Creates a folder if missing; the default checkpoint path of a configuration. */
+sb_status sb_cli_make_dir(const char *dir, sb_error *err);
+sb_status sb_cli_default_ckpt(const char *results_dir, const sb_run_config *cfg, char *out,
+                              size_t size, int create, sb_error *err);
+
+#endif

@@ -1,0 +1,254 @@
+/* checkpoint.c - model and optimiser state as safetensors (see checkpoint.h). */
+#include "selectivbench/checkpoint.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "selectivbench/safetensors.h"
+
+void sb_checkpoint_optim_path(const char *path, char *out, size_t size)
+{
+    const char *suffix = ".safetensors";
+    size_t len = strlen(path), slen = strlen(suffix);
+    if (len >= slen && strcmp(path + len - slen, suffix) == 0)
+        snprintf(out, size, "%.*s.optim%s", (int)(len - slen), path, suffix);
+    else
+        snprintf(out, size, "%s.optim", path);
+}
+
+/* float32 copies of a set of buffers, one per parameter */
+static float *to_f32(const real *src, size_t n)
+{
+    float *out = malloc((n > 0 ? n : 1) * sizeof *out);
+    if (out != NULL)
+        for (size_t i = 0; i < n; i++)
+            out[i] = (float)src[i];
+    return out;
+}
+
+/* Writes `which` (0 = weights, 1 = exp_avg, 2 = exp_avg_sq) of every parameter. */
+static sb_status save_tensors(const char *path, const sb_model *m, int which,
+                              const sb_st_meta *meta, size_t n_meta, sb_error *err)
+{
+    const sb_params *ps = &m->params;
+    sb_st_tensor *t = calloc((size_t)ps->n * 2, sizeof *t);
+    float **bufs = calloc((size_t)ps->n * 2, sizeof *bufs);
+    char (*names)[SB_PARAM_NAME_MAX + 16] = calloc((size_t)ps->n * 2, sizeof *names);
+    size_t n = 0;
+    sb_status st = SB_OK;
+    if (t == NULL || bufs == NULL || names == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory writing '%s'", path);
+        goto done;
+    }
+    for (int i = 0; i < ps->n; i++) {
+        const sb_param *p = &ps->p[i];
+        int moments[2] = {1, 2};
+        int n_parts = which == 0 ? 1 : 2;
+        for (int part = 0; part < n_parts; part++) {
+            int kind = which == 0 ? 0 : moments[part];
+            if (kind != 0 && (p->flags & SB_PARAM_BUFFER))
+                continue;
+            const real *src = kind == 0 ? ps->data : kind == 1 ? ps->m : ps->v;
+            bufs[n] = to_f32(src + p->offset, p->size);
+            if (bufs[n] == NULL) {
+                st = sb_error_set(err, SB_ERR_NOMEM, "out of memory writing '%s'", path);
+                goto done;
+            }
+            if (kind == 0)
+                snprintf(names[n], sizeof names[n], "%s", p->name);
+            else
+                snprintf(names[n], sizeof names[n], "%s.%s", kind == 1 ? "exp_avg" : "exp_avg_sq",
+                         p->name);
+            t[n].name = names[n];
+            t[n].dtype = SB_ST_F32;
+            t[n].ndim = p->ndim;
+            for (int d = 0; d < p->ndim; d++)
+                t[n].shape[d] = p->shape[d];
+            t[n].data = bufs[n];
+            n++;
+        }
+    }
+    st = sb_safetensors_write(path, t, n, meta, n_meta, err);
+done:
+    if (bufs != NULL)
+        for (size_t i = 0; i < n; i++)
+            free(bufs[i]);
+    free(bufs);
+    free(t);
+    free(names);
+    return st;
+}
+
+sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_config *cfg,
+                             const sb_optimizer *opt, int64_t samples_seen, sb_error *err)
+{
+    char *config = sb_run_config_json_string(cfg, 0);
+    if (config == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory writing '%s'", path);
+    char hash[17], samples[32], step[32], count[32];
+    sb_run_config_hash(cfg, 1, hash);
+    snprintf(samples, sizeof samples, "%" PRId64, samples_seen);
+    snprintf(step, sizeof step, "%" PRId64, opt != NULL ? opt->step : (int64_t)0);
+    snprintf(count, sizeof count, "%zu", m->params.count);
+    sb_st_meta meta[] = {
+        {"format", SB_CHECKPOINT_FORMAT},
+        {"config", config},
+        {"training_hash", hash},
+        {"model", m->cfg.model},
+        {"protocol", cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference"},
+        {"samples_seen", samples},
+        {"step", step},
+        {"params", count},
+        {"code_version", SB_VERSION},
+    };
+    size_t n_meta = sizeof meta / sizeof *meta;
+    sb_status st = SB_OK;
+    if (opt != NULL) {
+        char optim_path[4096];
+        sb_checkpoint_optim_path(path, optim_path, sizeof optim_path);
+        st = save_tensors(optim_path, m, 1, meta, n_meta, err);
+    }
+    if (st == SB_OK)
+        st = save_tensors(path, m, 0, meta, n_meta, err);
+    free(config);
+    return st;
+}
+
+sb_status sb_checkpoint_read_config(const char *path, sb_run_config *cfg, sb_error *err)
+{
+    sb_safetensors *f = NULL;
+    sb_status st = sb_safetensors_open(path, &f, err);
+    if (st != SB_OK)
+        return st;
+    const char *format = sb_safetensors_meta(f, "format");
+    const char *config = sb_safetensors_meta(f, "config");
+    if (format == NULL || strcmp(format, SB_CHECKPOINT_FORMAT) != 0 || config == NULL) {
+        st = sb_error_set(err, SB_ERR_INVALID,
+                          "'%s' was not written by selectivbench (no run configuration in its "
+                          "metadata); give the flags of its run explicitly",
+                          path);
+    } else {
+        sb_error inner = {0};
+        st = sb_run_config_from_json(config, cfg, &inner);
+        if (st != SB_OK)
+            st = sb_error_set(err, SB_ERR_INVALID, "'%s': its recorded configuration is unusable: %s",
+                              path, inner.msg);
+    }
+    sb_safetensors_close(f);
+    return st;
+}
+
+/* Copies tensor `name` of f into dst (p->size values), checking its shape. */
+static sb_status load_one(const char *path, sb_safetensors *f, const char *name, const sb_param *p,
+                          real *dst, sb_error *err)
+{
+    const sb_st_tensor *t = sb_safetensors_find(f, name);
+    if (t == NULL)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "'%s' has no tensor '%s': it belongs to another model or size",
+                            path, name);
+    int same = t->ndim == p->ndim;
+    for (int d = 0; same && d < p->ndim; d++)
+        same = t->shape[d] == p->shape[d];
+    if (!same) {
+        char want[64] = "", got[64] = "";
+        for (int d = 0; d < p->ndim; d++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", d ? ", " : "",
+                     p->shape[d]);
+        for (int d = 0; d < t->ndim; d++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? ", " : "",
+                     (long long)t->shape[d]);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "'%s': tensor '%s' has shape [%s], this model needs [%s]: the "
+                            "checkpoint is of another size",
+                            path, name, got, want);
+    }
+    if (t->dtype == SB_ST_F32) {
+        const float *src = t->data;
+        for (size_t k = 0; k < p->size; k++)
+            dst[k] = (real)src[k];
+    } else if (t->dtype == SB_ST_F64) {
+        const double *src = t->data;
+        for (size_t k = 0; k < p->size; k++)
+            dst[k] = (real)src[k];
+    } else {
+        return sb_error_set(err, SB_ERR_INVALID, "'%s': tensor '%s' is %s; expected F32 or F64",
+                            path, name, sb_st_dtype_name(t->dtype));
+    }
+    return SB_OK;
+}
+
+sb_status sb_checkpoint_load(const char *path, sb_model *m, sb_optimizer *opt,
+                             int64_t *samples_seen, sb_error *err)
+{
+    sb_safetensors *f = NULL;
+    sb_status st = sb_safetensors_open(path, &f, err);
+    if (st != SB_OK)
+        return st;
+    sb_params *ps = &m->params;
+    /* every tensor of the file must be one of ours: no silent partial loads */
+    for (size_t i = 0; i < sb_safetensors_count(f); i++) {
+        const char *name = sb_safetensors_get(f, i)->name;
+        if (sb_params_find(ps, name) == NULL) {
+            st = sb_error_set(err, SB_ERR_INVALID,
+                              "'%s' has a tensor '%s' that a %s model does not have: it was "
+                              "written for another model",
+                              path, name, m->cfg.model);
+            goto done;
+        }
+    }
+    /* load into a copy first, so a failure leaves the model untouched */
+    real *staged = malloc(ps->total * sizeof *staged);
+    if (staged == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory loading '%s'", path);
+        goto done;
+    }
+    memcpy(staged, ps->data, ps->total * sizeof *staged);
+    for (int i = 0; i < ps->n && st == SB_OK; i++)
+        st = load_one(path, f, ps->p[i].name, &ps->p[i], staged + ps->p[i].offset, err);
+    if (st == SB_OK)
+        memcpy(ps->data, staged, ps->total * sizeof *staged);
+    free(staged);
+    if (st != SB_OK)
+        goto done;
+    int64_t seen = 0;
+    const char *samples = sb_safetensors_meta(f, "samples_seen");
+    if (samples != NULL)
+        seen = strtoll(samples, NULL, 10);
+    if (samples_seen != NULL)
+        *samples_seen = seen;
+    if (opt != NULL) {
+        char optim_path[4096];
+        sb_checkpoint_optim_path(path, optim_path, sizeof optim_path);
+        sb_safetensors *o = NULL;
+        st = sb_safetensors_open(optim_path, &o, err);
+        if (st != SB_OK)
+            goto done;
+        const char *step = sb_safetensors_meta(o, "step");
+        const char *o_samples = sb_safetensors_meta(o, "samples_seen");
+        if (step == NULL || o_samples == NULL || strtoll(o_samples, NULL, 10) != seen) {
+            st = sb_error_set(err, SB_ERR_INVALID,
+                              "'%s' does not match '%s' (different progress): the run was "
+                              "interrupted while saving; start it again without --resume",
+                              optim_path, path);
+        }
+        char name[SB_PARAM_NAME_MAX + 16];
+        for (int i = 0; i < ps->n && st == SB_OK; i++) {
+            sb_param *p = &ps->p[i];
+            if (p->flags & SB_PARAM_BUFFER)
+                continue;
+            snprintf(name, sizeof name, "exp_avg.%s", p->name);
+            st = load_one(optim_path, o, name, p, ps->m + p->offset, err);
+            snprintf(name, sizeof name, "exp_avg_sq.%s", p->name);
+            if (st == SB_OK)
+                st = load_one(optim_path, o, name, p, ps->v + p->offset, err);
+        }
+        if (st == SB_OK)
+            opt->step = strtoll(step, NULL, 10);
+        sb_safetensors_close(o);
+    }
+done:
+    sb_safetensors_close(f);
+    return st;
+}

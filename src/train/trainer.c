@@ -1,0 +1,535 @@
+/* trainer.c - the training loop and the evaluation of the reference (see trainer.h). */
+#include "selectivbench/trainer.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "selectivbench/batch.h"
+#include "selectivbench/checkpoint.h"
+#include "selectivbench/ops.h"
+#include "selectivbench/optim.h"
+#include "selectivbench/safetensors.h"
+#include "selectivbench/timer.h"
+
+#define DECODE_CHUNK 1024 /* frames decoded at once in evaluation */
+
+/* ---- memory estimates -------------------------------------------------------------------- */
+
+double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames)
+{
+    /* floats kept per token: each layer's activations and their gradients (about 30 D for
+     * the transformer's block, less for recurrent layers: 30 D is the safe side), the
+     * logits, probabilities and their gradient (3 C), the input */
+    double per_token = (double)mc->n_layers * 2.0 * 30.0 * mc->d_model + 3.0 * mc->d_output +
+                       (double)mc->d_input;
+    return (double)samples * (double)frames * per_token * sizeof(real);
+}
+
+/* Longest sample of a split, in frames. */
+static int split_max_frames(const sb_task *task, sb_split split)
+{
+    const sb_task_config *c = &task->cfg;
+    double delay = split == SB_SPLIT_TEST ? sb_task_test_duration(task) : c->train_gap_max;
+    if (split == SB_SPLIT_TRAIN && c->dist_dur == SB_GAP_DIST_LOGNORMAL)
+        delay = exp(c->train_gap_min + 3.0 * c->train_gap_max); /* +3 sigma */
+    int gap = (int)ceil(delay / SB_TIMESTEP) + 1;
+    return task->n_elements[split] * (1 + gap);
+}
+
+int sb_train_grad_acc(const sb_run_config *cfg, const sb_task *task, double mem_budget_gb)
+{
+    /* train.py forces 16 micro-batches for long gaps on wide models */
+    if (cfg->task.protocol == SB_PROTOCOL_REFERENCE && cfg->task.train_gap_max >= 1.0 &&
+        cfg->feat_size > 648)
+        return 16;
+    if (cfg->grad_acc > 0)
+        return cfg->grad_acc;
+    if (cfg->grad_acc == 0)
+        return 1;
+    /* -1: the smallest power of two whose micro-batch fits the budget, keeping more than
+     * 2 samples per micro-batch as train.py requires */
+    sb_model_config mc = sb_run_config_model(cfg, task->n_inputs, task->grammar->d_output);
+    int frames = split_max_frames(task, SB_SPLIT_TRAIN);
+    int acc = 1;
+    while (cfg->batch_size / (2 * acc) > 2 &&
+           sb_train_step_bytes(&mc, cfg->batch_size / acc, frames) > mem_budget_gb * 1073741824.0)
+        acc *= 2;
+    return acc;
+}
+
+/* ---- batches as model input ------------------------------------------------------------- */
+
+/* The batch's frames as a [B, T, V] tensor (a view in the float build, a copy in double). */
+static sb_tensor *batch_input(sb_graph *g, const sb_batch *b)
+{
+    int shape[3] = {b->B, b->T, b->V};
+#ifdef SB_REAL_DOUBLE
+    sb_tensor *x = sb_tensor_new(g, 3, shape);
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = (real)b->data[i];
+    return x;
+#else
+    return sb_tensor_wrap(g, b->data, 3, shape);
+#endif
+}
+
+/* ---- one training micro-step --------------------------------------------------------------- */
+
+typedef struct step_args {
+    const sb_model *m;
+    const sb_batch *batch;
+    real loss_scale;
+    int want_acc;
+    double loss;
+    int64_t correct, counted;
+} step_args;
+
+static void train_micro_step(sb_graph *g, void *arg)
+{
+    step_args *a = arg;
+    const sb_batch *b = a->batch;
+    sb_tensor *logits = sb_model_forward(g, a->m, batch_input(g, b));
+    sb_tensor *probs = NULL;
+    sb_tensor *loss = sb_cross_entropy(g, logits, b->target, b->valid, a->loss_scale, &probs);
+    a->loss = (double)loss->data[0];
+    if (!isfinite(a->loss))
+        return; /* diverged: no backward */
+    a->correct = a->counted = 0;
+    if (a->want_acc)
+        sb_window_accuracy(probs->data, b->T, logits->shape[2], b->target, b->elem_start,
+                           b->elem_len, b->B, b->E, &a->correct, &a->counted);
+    sb_tensor_grad(g, loss)[0] = 1;
+    sb_graph_backward(g);
+}
+
+/* ---- evaluation ------------------------------------------------------------------------------ */
+
+/* Decoder, softmax, loss and windowed accuracy of one sample's hidden states, in chunks of
+ * frames. Returns the loss sum over its frames. */
+static double decode_sample(const sb_model *m, const real *hidden, int n_frames, const int32_t *target,
+                            const int32_t *elem_start, const int32_t *elem_len, int E, real *logits,
+                            real *acc, int64_t *correct, int64_t *counted)
+{
+    const int D = m->cfg.d_model, C = m->cfg.d_output;
+    double loss = 0.0;
+    int e = 0;
+    while (e < E && elem_len[e] <= 0)
+        e++;
+    for (int c = 0; c < C; c++)
+        acc[c] = 0;
+    for (int t0 = 0; t0 < n_frames; t0 += DECODE_CHUNK) {
+        int rows = n_frames - t0 < DECODE_CHUNK ? n_frames - t0 : DECODE_CHUNK;
+        for (int r = 0; r < rows; r++)
+            memcpy(logits + (size_t)r * (size_t)C, m->dec_b->data, (size_t)C * sizeof(real));
+        sb_gemm(0, 1, rows, C, D, 1, hidden + (size_t)t0 * (size_t)D, D, m->dec_w->data, D, 1,
+                logits, C);
+        for (int r = 0; r < rows; r++) {
+            int t = t0 + r;
+            real *x = logits + (size_t)r * (size_t)C;
+            real mx = x[0];
+            for (int j = 1; j < C; j++)
+                mx = x[j] > mx ? x[j] : mx;
+            double sum = 0.0;
+            for (int j = 0; j < C; j++) {
+                x[j] = (real)exp((double)(x[j] - mx));
+                sum += (double)x[j];
+            }
+            int tgt = target[t];
+            loss += -(log((double)x[tgt] / sum));
+            real inv = (real)(1.0 / sum);
+            if (e < E && t >= elem_start[e]) {
+                for (int j = 0; j < C; j++)
+                    acc[j] += x[j] * inv;
+                if (t == elem_start[e] + elem_len[e] - 1) {
+                    int best = 0;
+                    for (int j = 1; j < C; j++)
+                        if (acc[j] > acc[best])
+                            best = j;
+                    *correct += best == target[elem_start[e]];
+                    *counted += 1;
+                    for (int j = 0; j < C; j++)
+                        acc[j] = 0;
+                    e++;
+                    while (e < E && elem_len[e] <= 0)
+                        e++;
+                }
+            }
+        }
+    }
+    return loss;
+}
+
+typedef struct eval_args {
+    const sb_model *m;
+    const sb_batch *batch;
+    sb_tensor *hidden;
+} eval_args;
+
+static void eval_forward(sb_graph *g, void *arg)
+{
+    eval_args *a = arg;
+    a->hidden = sb_model_hidden(g, a->m, batch_input(g, a->batch), 1);
+}
+
+sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
+                      double *loss_out, double *acc_out, sb_error *err)
+{
+    const int64_t n = sb_task_split_size(task, SB_SPLIT_TEST);
+    const int frames = split_max_frames(task, SB_SPLIT_TEST);
+    /* evaluation keeps one layer's activations at a time: about 30 D floats per frame */
+    double per_sample = (double)frames * (30.0 * m->cfg.d_model + m->cfg.d_input) * sizeof(real);
+    int sub = (int)(mem_budget_gb * 1073741824.0 / per_sample);
+    if (sub < 1)
+        sub = 1;
+    if (sub > test_bs)
+        sub = test_bs;
+    sb_batch batch;
+    sb_status st = sb_batch_init(&batch, task, sub, err);
+    if (st != SB_OK)
+        return st;
+    sb_graph g;
+    sb_graph_init(&g, (size_t)64 << 20);
+    const int C = m->cfg.d_output;
+    real *logits = malloc((size_t)DECODE_CHUNK * (size_t)C * sizeof *logits);
+    real *acc_buf = malloc((size_t)omp_get_max_threads() * (size_t)C * sizeof *acc_buf);
+    int64_t *index = malloc((size_t)sub * sizeof *index);
+    if (logits == NULL || acc_buf == NULL || index == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory for the evaluation");
+        goto done;
+    }
+    double test_loss = 0.0, test_acc = 0.0;
+    for (int64_t first = 0; first < n && st == SB_OK; first += test_bs) {
+        int bs = (int)(n - first < test_bs ? n - first : test_bs);
+        double batch_loss = 0.0;
+        int64_t batch_frames = 0, correct = 0, counted = 0;
+        for (int s0 = 0; s0 < bs && st == SB_OK; s0 += sub) {
+            int cnt = bs - s0 < sub ? bs - s0 : sub;
+            for (int i = 0; i < cnt; i++)
+                index[i] = first + s0 + i;
+            st = sb_batch_fill(&batch, task, SB_SPLIT_TEST, index, cnt, 0, err);
+            if (st != SB_OK)
+                break;
+            sb_graph_reset(&g);
+            g.record = 0;
+            g.training = 0;
+            eval_args ea = {m, &batch, NULL};
+            st = sb_graph_run(&g, eval_forward, &ea, err);
+            if (st != SB_OK)
+                break;
+            const int T = batch.T, D = m->cfg.d_model;
+            for (int b = 0; b < cnt; b++) {
+                batch_loss += decode_sample(m, ea.hidden->data + (size_t)b * (size_t)T * (size_t)D,
+                                            batch.n_frames[b], batch.target + (size_t)b * (size_t)T,
+                                            batch.elem_start + (size_t)b * (size_t)batch.E,
+                                            batch.elem_len + (size_t)b * (size_t)batch.E, batch.E,
+                                            logits, acc_buf, &correct, &counted);
+                batch_frames += batch.n_frames[b];
+            }
+        }
+        if (st != SB_OK)
+            break;
+        /* train.py: test_loss += loss * batch / test_size, with loss the batch mean */
+        double w = (double)bs / (double)n;
+        test_loss += batch_frames > 0 ? batch_loss / (double)batch_frames * w : 0.0;
+        test_acc += counted > 0 ? (double)correct / (double)counted * w : w;
+    }
+    *loss_out = test_loss;
+    *acc_out = test_acc;
+done:
+    free(logits);
+    free(acc_buf);
+    free(index);
+    sb_graph_free(&g);
+    sb_batch_free(&batch);
+    return st;
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+static void emit(const sb_train_options *opt, const sb_train_event *ev)
+{
+    if (opt->callback != NULL)
+        opt->callback(ev, opt->user);
+}
+
+static int file_exists(const char *path)
+{
+    struct stat sbuf;
+    return path != NULL && stat(path, &sbuf) == 0;
+}
+
+static sb_status run_failed(sb_train_result *res, const char *status, sb_status st, const sb_error *err)
+{
+    snprintf(res->status, sizeof res->status, "%s", status);
+    snprintf(res->reason, sizeof res->reason, "%s", err != NULL ? err->msg : "");
+    return st;
+}
+
+sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_train_result *res,
+                   sb_error *err)
+{
+    memset(res, 0, sizeof *res);
+    res->test_acc = res->test_loss = res->train_acc = res->train_loss = NAN;
+    sb_status st = sb_run_config_check(cfg, err);
+    if (st != SB_OK)
+        return run_failed(res, "failed", st, err);
+    if (opt->threads > 0)
+        omp_set_num_threads(opt->threads);
+    const double budget = opt->mem_budget_gb > 0 ? opt->mem_budget_gb : 4.0;
+    double t_start = sb_time_now();
+
+    sb_task *task = NULL;
+    sb_model *m = NULL;
+    sb_batch batch = {0};
+    sb_graph g = {0};
+    int64_t *index = NULL;
+    int have_batch = 0, have_graph = 0;
+    if ((st = sb_task_create(&cfg->task, &task, err)) != SB_OK)
+        goto out;
+    sb_model_config mc = sb_run_config_model(cfg, task->n_inputs, task->grammar->d_output);
+    if ((st = sb_model_create(&mc, cfg->seed, &m, err)) != SB_OK)
+        goto out;
+    res->params = m->params.count;
+    res->flops_per_token = sb_model_flops_per_token(m, task->n_elements[SB_SPLIT_TRAIN]);
+
+    sb_optimizer optim;
+    sb_optimizer_init(&optim, cfg->optimizer, cfg->lr, cfg->wd);
+    int64_t start_samples = 0;
+    if (cfg->test_pretrained || opt->resume) {
+        if (!file_exists(opt->ckpt_path)) {
+            st = sb_error_set(err, SB_ERR_IO,
+                              "no checkpoint at '%s': the training run of this configuration has "
+                              "not saved one (train it first, with the same flags)",
+                              opt->ckpt_path != NULL ? opt->ckpt_path : "(none)");
+            goto out;
+        }
+        st = sb_checkpoint_load(opt->ckpt_path, m, cfg->test_pretrained ? NULL : &optim,
+                                &start_samples, err);
+        if (st != SB_OK)
+            goto out;
+    }
+    if (cfg->test_pretrained) {
+        double loss, acc;
+        if ((st = sb_evaluate(task, m, cfg->test_bs, budget, &loss, &acc, err)) != SB_OK)
+            goto out;
+        res->test_loss = loss;
+        res->test_acc = acc;
+        res->n_evals = 1;
+        res->wall_s = sb_time_now() - t_start;
+        snprintf(res->status, sizeof res->status, "finished");
+        sb_train_event ev = {.kind = SB_EVENT_EVAL, .test_loss = loss, .test_acc = acc,
+                             .loss = NAN, .acc = NAN, .params = res->params,
+                             .elapsed_s = res->wall_s};
+        emit(opt, &ev);
+        goto out;
+    }
+
+    const int acc_steps = sb_train_grad_acc(cfg, task, budget);
+    const int micro = cfg->batch_size / acc_steps;
+    res->grad_acc = acc_steps;
+    const int64_t n_train = cfg->task.dataset_size;
+    const int64_t n_micro = (n_train + micro - 1) / micro;
+    const int64_t total_updates = n_micro / acc_steps;
+    const double sched_total = sb_run_config_total_updates(cfg);
+    const double warmup = sb_run_config_warmup(cfg);
+    int64_t eval_every = cfg->epoch_size / ((int64_t)micro * acc_steps);
+    if (eval_every < 1)
+        eval_every = 1;
+    const real loss_scale = cfg->task.protocol == SB_PROTOCOL_CLEAN ? (real)(1.0 / acc_steps) : 1;
+
+    if ((st = sb_batch_init(&batch, task, micro, err)) != SB_OK)
+        goto out;
+    have_batch = 1;
+    sb_graph_init(&g, (size_t)64 << 20);
+    have_graph = 1;
+    g.record = 1;
+    g.dropout_seed = cfg->seed * 0x9e3779b97f4a7c15ull + 0x5eedu;
+    index = malloc((size_t)micro * sizeof *index);
+    if (index == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+
+    /* resume: skip what was consumed; dropout is already off after the first evaluation */
+    int64_t first_micro = start_samples / micro;
+    int64_t updates = first_micro / acc_steps;
+    int dropout_on = cfg->task.protocol == SB_PROTOCOL_CLEAN || updates < eval_every;
+    sb_train_event ev0 = {.kind = SB_EVENT_START, .total_steps = total_updates,
+                          .params = res->params, .grad_acc = acc_steps, .step = updates,
+                          .samples = start_samples};
+    emit(opt, &ev0);
+
+    double train_time = 0.0, tokens = 0.0;
+    double sum_loss = 0.0, sum_acc = 0.0;
+    int n_since_eval = 0, evaluated_last = 0;
+    double last_lr = 0.0;
+    for (int64_t k = first_micro; k < n_micro; k++) {
+        double t0 = sb_time_now();
+        int64_t first = k * micro;
+        int count = (int)(n_train - first < micro ? n_train - first : micro);
+        for (int i = 0; i < count; i++)
+            index[i] = first + i;
+        if ((st = sb_batch_fill(&batch, task, SB_SPLIT_TRAIN, index, count, 0, err)) != SB_OK)
+            goto out;
+        int is_update = (k + 1) % acc_steps == 0;
+        sb_graph_reset(&g);
+        g.training = dropout_on;
+        g.step = (uint64_t)k;
+        step_args sa = {.m = m, .batch = &batch, .loss_scale = loss_scale, .want_acc = is_update};
+        if ((st = sb_graph_run(&g, train_micro_step, &sa, err)) != SB_OK)
+            goto out;
+        if (!isfinite(sa.loss)) {
+            st = sb_error_set(err, SB_ERR_DIVERGED,
+                              "the training loss became %s at update %lld (sample %lld): the run "
+                              "diverged; try a lower --lr",
+                              isnan(sa.loss) ? "NaN" : "infinite", (long long)updates,
+                              (long long)first);
+            res->steps = updates;
+            res->samples = first;
+            goto out;
+        }
+        for (int b = 0; b < count; b++)
+            tokens += batch.n_frames[b];
+        evaluated_last = 0;
+        if (is_update) {
+            sb_clip_grad_norm(&m->params, 1.0);
+            double factor = sb_schedule_factor(cfg->scheduler, (double)updates, warmup, sched_total);
+            last_lr = cfg->lr * factor;
+            sb_optimizer_step(&optim, &m->params, factor);
+            sb_params_zero_grad(&m->params);
+            updates++;
+            sum_loss += sa.loss;
+            sum_acc += sa.counted > 0 ? (double)sa.correct / (double)sa.counted : 0.0;
+            n_since_eval++;
+        }
+        train_time += sb_time_now() - t0;
+        if (is_update) {
+            sb_train_event ev = {.kind = SB_EVENT_PROGRESS, .step = updates,
+                                 .total_steps = total_updates, .samples = first + count,
+                                 .loss = sa.loss,
+                                 .acc = sa.counted > 0 ? (double)sa.correct / (double)sa.counted : 0,
+                                 .lr = last_lr, .tokens_per_s = tokens / train_time,
+                                 .elapsed_s = sb_time_now() - t_start, .params = res->params,
+                                 .grad_acc = acc_steps};
+            ev.eta_s = (double)(total_updates - updates) * train_time /
+                       (double)(updates - first_micro / acc_steps);
+            emit(opt, &ev);
+        }
+        int last_update = is_update && updates == total_updates;
+        if (is_update && (updates % eval_every == 0 || last_update)) {
+            double test_loss, test_acc;
+            if ((st = sb_evaluate(task, m, cfg->test_bs, budget, &test_loss, &test_acc, err)) != SB_OK)
+                goto out;
+            res->train_loss = sum_loss / n_since_eval;
+            res->train_acc = sum_acc / n_since_eval;
+            res->test_loss = test_loss;
+            res->test_acc = test_acc;
+            res->n_evals++;
+            evaluated_last = 1;
+            if (cfg->task.protocol == SB_PROTOCOL_REFERENCE)
+                dropout_on = 0; /* train.py's evaluation leaves the model in eval mode */
+            sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = updates,
+                                 .total_steps = total_updates, .samples = first + count,
+                                 .loss = res->train_loss, .acc = res->train_acc,
+                                 .test_loss = test_loss, .test_acc = test_acc, .lr = last_lr,
+                                 .tokens_per_s = tokens / train_time,
+                                 .elapsed_s = sb_time_now() - t_start, .params = res->params,
+                                 .grad_acc = acc_steps};
+            emit(opt, &ev);
+            sum_loss = sum_acc = 0.0;
+            n_since_eval = 0;
+            if (opt->ckpt_path != NULL &&
+                (st = sb_checkpoint_save(opt->ckpt_path, m, cfg, &optim, first + count, err)) != SB_OK)
+                goto out;
+        }
+    }
+    (void)evaluated_last;
+    res->steps = updates;
+    res->samples = n_train;
+    res->tokens_per_s = train_time > 0 ? tokens / train_time : 0.0;
+    snprintf(res->status, sizeof res->status, "finished");
+
+out:
+    res->wall_s = sb_time_now() - t_start;
+    if (st == SB_ERR_DIVERGED)
+        run_failed(res, "diverged", st, err);
+    else if (st != SB_OK)
+        run_failed(res, "failed", st, err);
+    free(index);
+    if (have_graph)
+        sb_graph_free(&g);
+    if (have_batch)
+        sb_batch_free(&batch);
+    sb_model_free(m);
+    sb_task_free(task);
+    return st;
+}
+
+/* ---- the first test batch, for cross-checks ---------------------------------------------- */
+
+typedef struct dump_args {
+    const sb_model *m;
+    const sb_batch *batch;
+    sb_tensor *logits;
+} dump_args;
+
+static void dump_forward(sb_graph *g, void *arg)
+{
+    dump_args *a = arg;
+    a->logits = sb_model_forward(g, a->m, batch_input(g, a->batch));
+}
+
+sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_model *m,
+                              int test_bs, sb_error *err)
+{
+    int64_t n = sb_task_split_size(task, SB_SPLIT_TEST);
+    int B = (int)(n < test_bs ? n : test_bs);
+    sb_batch batch;
+    sb_status st = sb_batch_init(&batch, task, B, err);
+    if (st != SB_OK)
+        return st;
+    int64_t *index = malloc((size_t)B * sizeof *index);
+    sb_graph g;
+    sb_graph_init(&g, (size_t)64 << 20);
+    float *logits = NULL, *mask = NULL;
+    if (index == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < B; i++)
+        index[i] = i;
+    if ((st = sb_batch_fill(&batch, task, SB_SPLIT_TEST, index, B, 0, err)) != SB_OK)
+        goto done;
+    dump_args da = {m, &batch, NULL};
+    if ((st = sb_graph_run(&g, dump_forward, &da, err)) != SB_OK)
+        goto done;
+    size_t frames = (size_t)batch.B * (size_t)batch.T;
+    size_t C = (size_t)m->cfg.d_output;
+    logits = malloc(frames * C * sizeof *logits);
+    mask = malloc(frames * sizeof *mask);
+    if (logits == NULL || mask == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < frames * C; i++)
+        logits[i] = (float)da.logits->data[i];
+    for (size_t i = 0; i < frames; i++)
+        mask[i] = batch.valid[i] ? 1.0f : 0.0f;
+    sb_st_tensor t[3] = {
+        {"inputs", SB_ST_F32, 3, {batch.B, batch.T, batch.V}, batch.data},
+        {"logits", SB_ST_F32, 3, {batch.B, batch.T, (int64_t)C}, logits},
+        {"mask", SB_ST_F32, 2, {batch.B, batch.T}, mask},
+    };
+    sb_st_meta meta[1] = {{"format", "selectivbench-dump-1"}};
+    st = sb_safetensors_write(path, t, 3, meta, 1, err);
+done:
+    free(logits);
+    free(mask);
+    free(index);
+    sb_graph_free(&g);
+    sb_batch_free(&batch);
+    return st;
+}
