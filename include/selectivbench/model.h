@@ -59,6 +59,14 @@ typedef struct sb_layer_type {
     double (*flops_per_token)(const sb_model_config *cfg, int T);
     /* recurrent state size per layer in floats (0 for attention: it grows with T) */
     double (*state_size)(const sb_model_config *cfg);
+    /* optional streaming form, used by evaluation so that memory does not grow with the
+     * number of frames: processes x[B, Tc, D] (a chunk of frames) starting from the
+     * layer's state after the previous chunk, and leaves the state after this chunk in
+     * place. state holds B * stream_state_floats(cfg) reals, zeroed at sequence start.
+     * The graph does not record. NULL when the layer has no recurrent form. */
+    size_t (*stream_state_floats)(const sb_model_config *cfg);
+    sb_tensor *(*forward_stream)(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                 real *state);
 } sb_layer_type;
 
 struct sb_model {
@@ -91,6 +99,10 @@ sb_status sb_model_create(const sb_model_config *cfg, uint64_t seed, sb_model **
                           sb_error *err);
 void sb_model_free(sb_model *m);
 
+/* The same for a layer type given directly (tests of layers not yet in the registry). */
+sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config *cfg,
+                               uint64_t seed, sb_model **out, sb_error *err);
+
 /* Parameter k of layer l (in the layer's registration order). */
 static inline sb_tensor *sb_model_param(const sb_model *m, int l, int k)
 {
@@ -104,6 +116,14 @@ sb_tensor *sb_model_forward(sb_graph *g, const sb_model *m, sb_tensor *input);
  * keep_only_output, the arena is rewound after every layer so that memory does not grow
  * with the depth (evaluation; the graph must not record). */
 sb_tensor *sb_model_hidden(sb_graph *g, const sb_model *m, sb_tensor *input, int keep_only_output);
+
+/* Streaming forward (evaluation): input chunk [B, Tc, I] -> x [B, Tc, D] after the last
+ * layer norm, carrying every layer's state (states: L buffers of B *
+ * stream_state_floats reals, zeroed at the start of the sequences). Requires every layer
+ * to have forward_stream; see sb_model_can_stream. */
+sb_tensor *sb_model_hidden_stream(sb_graph *g, const sb_model *m, sb_tensor *input,
+                                  real *const *states);
+int sb_model_can_stream(const sb_model *m);
 
 /* Forward FLOPs per token of the whole model at length T. */
 double sb_model_flops_per_token(const sb_model *m, int T);

@@ -70,12 +70,29 @@ sb_tensor *sb_rope(sb_graph *g, sb_tensor *x, const real *inv_freq);
  * training keeps the row log-sum-exp and recomputes probabilities in the backward. */
 sb_tensor *sb_attention_causal(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v);
 
+/* ---- conv.c ----------------------------------------------------------------------------- */
+
+/* Causal depthwise convolution over time: x[B, T, C], w with C * K values (state-dict shape
+ * [C, 1, K]; w[c][K-1] multiplies the current frame), bias[C] or NULL -> y[B, T, C].
+ * K <= 8. */
+sb_tensor *sb_conv1d_causal(sb_graph *g, sb_tensor *x, sb_tensor *w, sb_tensor *b);
+
+/* Streaming form (evaluation, not recorded): history[B][K-1][C] holds the K-1 inputs
+ * before x (zeros at sequence start) and is updated to the last K-1 inputs. */
+sb_tensor *sb_conv1d_causal_stream(sb_graph *g, sb_tensor *x, sb_tensor *w, sb_tensor *b,
+                                   real *history);
+
 /* ---- gru.c ------------------------------------------------------------------------------ */
 
 /* PyTorch nn.GRU, one layer, batch_first, h0 = 0: x[B, T, D] -> h[B, T, Hd]; gate order
  * r, z, n; weights w_ih[3Hd, D], w_hh[3Hd, Hd], biases [3Hd]. */
 sb_tensor *sb_gru(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *w_hh, sb_tensor *b_ih,
                   sb_tensor *b_hh);
+
+/* Streaming form (evaluation, not recorded): starts from h[B, Hd] and leaves the last
+ * hidden state there. */
+sb_tensor *sb_gru_stream(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *w_hh,
+                         sb_tensor *b_ih, sb_tensor *b_hh, real *h);
 
 /* ---- loss.c ----------------------------------------------------------------------------- */
 

@@ -41,6 +41,13 @@ sb_status sb_model_create(const sb_model_config *cfg, uint64_t seed, sb_model **
         return sb_error_set(err, SB_ERR_INVALID, "unknown --model '%s'; available: %s",
                             cfg->model, list);
     }
+    return sb_model_create_type(type, cfg, seed, out, err);
+}
+
+sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config *cfg,
+                               uint64_t seed, sb_model **out, sb_error *err)
+{
+    *out = NULL;
     if (cfg->d_model < 1 || cfg->n_layers < 1 || cfg->d_input < 1 || cfg->d_output < 1)
         return sb_error_set(err, SB_ERR_INVALID,
                             "model sizes must be positive (--feat_size %d, --layers %d, "
@@ -146,6 +153,23 @@ sb_tensor *sb_model_hidden(sb_graph *g, const sb_model *m, sb_tensor *input, int
         int shape[3] = {y->shape[0], y->shape[1], y->shape[2]};
         sb_arena_reset_to(&g->arena, mark);
         x = sb_tensor_wrap(g, dst, 3, shape);
+    }
+    return x;
+}
+
+int sb_model_can_stream(const sb_model *m)
+{
+    return m->type->forward_stream != NULL && m->type->stream_state_floats != NULL;
+}
+
+sb_tensor *sb_model_hidden_stream(sb_graph *g, const sb_model *m, sb_tensor *input,
+                                  real *const *states)
+{
+    SB_ASSERT(!g->record && sb_model_can_stream(m));
+    sb_tensor *x = sb_linear(g, input, m->enc_w, m->enc_b);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        sb_tensor *z = m->type->forward_stream(g, m, l, x, states[l]);
+        x = sb_layernorm(g, sb_add(g, x, z), m->norm_w[l], m->norm_b[l], LAYERNORM_EPS);
     }
     return x;
 }

@@ -107,65 +107,83 @@ static void train_micro_step(sb_graph *g, void *arg)
 
 /* ---- evaluation ------------------------------------------------------------------------------ */
 
-/* Decoder, softmax, loss and windowed accuracy of one sample's hidden states, in chunks of
- * frames. Returns the loss sum over its frames. */
-static double decode_sample(const sb_model *m, const real *hidden, int n_frames, const int32_t *target,
-                            const int32_t *elem_start, const int32_t *elem_len, int E, real *logits,
-                            real *acc, int64_t *correct, int64_t *counted)
+#define STREAM_CHUNK 512 /* frames per streaming step of recurrent layers */
+
+/* The decoder's running state for one sample: the element whose window is open and the
+ * probabilities summed over it so far. */
+typedef struct decoder_state {
+    int e;          /* current element */
+    real *acc;      /* [C] */
+    double loss;    /* cross-entropy summed over the frames decoded */
+    int64_t correct, counted;
+} decoder_state;
+
+static void decoder_begin(decoder_state *ds, real *acc, int C, const int32_t *elem_len, int E)
 {
-    const int D = m->cfg.d_model, C = m->cfg.d_output;
-    double loss = 0.0;
-    int e = 0;
-    while (e < E && elem_len[e] <= 0)
-        e++;
+    ds->e = 0;
+    while (ds->e < E && elem_len[ds->e] <= 0)
+        ds->e++;
+    ds->acc = acc;
     for (int c = 0; c < C; c++)
         acc[c] = 0;
-    for (int t0 = 0; t0 < n_frames; t0 += DECODE_CHUNK) {
-        int rows = n_frames - t0 < DECODE_CHUNK ? n_frames - t0 : DECODE_CHUNK;
-        for (int r = 0; r < rows; r++)
-            memcpy(logits + (size_t)r * (size_t)C, m->dec_b->data, (size_t)C * sizeof(real));
-        sb_gemm(0, 1, rows, C, D, 1, hidden + (size_t)t0 * (size_t)D, D, m->dec_w->data, D, 1,
-                logits, C);
-        for (int r = 0; r < rows; r++) {
-            int t = t0 + r;
-            real *x = logits + (size_t)r * (size_t)C;
-            real mx = x[0];
-            for (int j = 1; j < C; j++)
-                mx = x[j] > mx ? x[j] : mx;
-            double sum = 0.0;
-            for (int j = 0; j < C; j++) {
-                x[j] = (real)exp((double)(x[j] - mx));
-                sum += (double)x[j];
-            }
-            int tgt = target[t];
-            loss += -(log((double)x[tgt] / sum));
-            real inv = (real)(1.0 / sum);
-            if (e < E && t >= elem_start[e]) {
+    ds->loss = 0.0;
+    ds->correct = ds->counted = 0;
+}
+
+/* Decoder, softmax, loss and windowed accuracy for frames [t0, t0 + rows) of one sample,
+ * given their hidden states (rows x D, consecutive). logits: scratch of rows x C. */
+static void decode_frames(const sb_model *m, const real *hidden, int t0, int rows,
+                          const int32_t *target, const int32_t *elem_start, const int32_t *elem_len,
+                          int E, real *logits, decoder_state *ds)
+{
+    const int D = m->cfg.d_model, C = m->cfg.d_output;
+    for (int r = 0; r < rows; r++)
+        memcpy(logits + (size_t)r * (size_t)C, m->dec_b->data, (size_t)C * sizeof(real));
+    sb_gemm(0, 1, rows, C, D, 1, hidden, D, m->dec_w->data, D, 1, logits, C);
+    real *acc = ds->acc;
+    for (int r = 0; r < rows; r++) {
+        int t = t0 + r;
+        real *x = logits + (size_t)r * (size_t)C;
+        real mx = x[0];
+        for (int j = 1; j < C; j++)
+            mx = x[j] > mx ? x[j] : mx;
+        double sum = 0.0;
+        for (int j = 0; j < C; j++) {
+            x[j] = (real)exp((double)(x[j] - mx));
+            sum += (double)x[j];
+        }
+        ds->loss += -log((double)x[target[t]] / sum);
+        real inv = (real)(1.0 / sum);
+        int e = ds->e;
+        if (e < E && t >= elem_start[e]) {
+            for (int j = 0; j < C; j++)
+                acc[j] += x[j] * inv;
+            if (t == elem_start[e] + elem_len[e] - 1) {
+                int best = 0;
+                for (int j = 1; j < C; j++)
+                    if (acc[j] > acc[best])
+                        best = j;
+                ds->correct += best == target[elem_start[e]];
+                ds->counted++;
                 for (int j = 0; j < C; j++)
-                    acc[j] += x[j] * inv;
-                if (t == elem_start[e] + elem_len[e] - 1) {
-                    int best = 0;
-                    for (int j = 1; j < C; j++)
-                        if (acc[j] > acc[best])
-                            best = j;
-                    *correct += best == target[elem_start[e]];
-                    *counted += 1;
-                    for (int j = 0; j < C; j++)
-                        acc[j] = 0;
+                    acc[j] = 0;
+                e++;
+                while (e < E && elem_len[e] <= 0)
                     e++;
-                    while (e < E && elem_len[e] <= 0)
-                        e++;
-                }
+                ds->e = e;
             }
         }
     }
-    return loss;
 }
 
 typedef struct eval_args {
     const sb_model *m;
     const sb_batch *batch;
     sb_tensor *hidden;
+    /* streaming */
+    int t0, rows;
+    real *const *states;
+    real *chunk_input; /* [B, rows, V] */
 } eval_args;
 
 static void eval_forward(sb_graph *g, void *arg)
@@ -174,13 +192,31 @@ static void eval_forward(sb_graph *g, void *arg)
     a->hidden = sb_model_hidden(g, a->m, batch_input(g, a->batch), 1);
 }
 
+static void eval_forward_chunk(sb_graph *g, void *arg)
+{
+    eval_args *a = arg;
+    const sb_batch *b = a->batch;
+    int shape[3] = {b->B, a->rows, b->V};
+    sb_tensor *x = sb_tensor_new(g, 3, shape);
+    for (int s = 0; s < b->B; s++)
+        for (int r = 0; r < a->rows; r++)
+            for (int v = 0; v < b->V; v++)
+                x->data[((size_t)s * (size_t)a->rows + (size_t)r) * (size_t)b->V + (size_t)v] =
+                    (real)b->data[((size_t)s * (size_t)b->T + (size_t)(a->t0 + r)) * (size_t)b->V + (size_t)v];
+    a->hidden = sb_model_hidden_stream(g, a->m, x, a->states);
+}
+
 sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
                       double *loss_out, double *acc_out, sb_error *err)
 {
     const int64_t n = sb_task_split_size(task, SB_SPLIT_TEST);
     const int frames = split_max_frames(task, SB_SPLIT_TEST);
-    /* evaluation keeps one layer's activations at a time: about 30 D floats per frame */
-    double per_sample = (double)frames * (30.0 * m->cfg.d_model + m->cfg.d_input) * sizeof(real);
+    const int stream = sb_model_can_stream(m);
+    const int D = m->cfg.d_model, C = m->cfg.d_output, L = m->cfg.n_layers;
+    /* memory per sample: one layer's activations (about 30 D floats per frame) over the
+     * whole sequence, or over one chunk when streaming */
+    double per_sample = (double)(stream ? STREAM_CHUNK : frames) *
+                        (30.0 * D + m->cfg.d_input) * sizeof(real);
     int sub = (int)(mem_budget_gb * 1073741824.0 / per_sample);
     if (sub < 1)
         sub = 1;
@@ -192,14 +228,19 @@ sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, doubl
         return st;
     sb_graph g;
     sb_graph_init(&g, (size_t)64 << 20);
-    const int C = m->cfg.d_output;
+    size_t state_floats = stream ? m->type->stream_state_floats(&m->cfg) : 0;
     real *logits = malloc((size_t)DECODE_CHUNK * (size_t)C * sizeof *logits);
-    real *acc_buf = malloc((size_t)omp_get_max_threads() * (size_t)C * sizeof *acc_buf);
+    real *acc_buf = malloc((size_t)sub * (size_t)C * sizeof *acc_buf);
+    decoder_state *ds = malloc((size_t)sub * sizeof *ds);
     int64_t *index = malloc((size_t)sub * sizeof *index);
-    if (logits == NULL || acc_buf == NULL || index == NULL) {
+    real *state_buf = stream ? malloc((size_t)L * (size_t)sub * state_floats * sizeof(real)) : NULL;
+    real **states = stream ? malloc((size_t)L * sizeof *states) : NULL;
+    if (!logits || !acc_buf || !ds || !index || (stream && (!state_buf || !states))) {
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory for the evaluation");
         goto done;
     }
+    for (int l = 0; stream && l < L; l++)
+        states[l] = state_buf + (size_t)l * (size_t)sub * state_floats;
     double test_loss = 0.0, test_acc = 0.0;
     for (int64_t first = 0; first < n && st == SB_OK; first += test_bs) {
         int bs = (int)(n - first < test_bs ? n - first : test_bs);
@@ -209,23 +250,55 @@ sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, doubl
             int cnt = bs - s0 < sub ? bs - s0 : sub;
             for (int i = 0; i < cnt; i++)
                 index[i] = first + s0 + i;
-            st = sb_batch_fill(&batch, task, SB_SPLIT_TEST, index, cnt, 0, err);
-            if (st != SB_OK)
+            if ((st = sb_batch_fill(&batch, task, SB_SPLIT_TEST, index, cnt, 0, err)) != SB_OK)
                 break;
-            sb_graph_reset(&g);
-            g.record = 0;
-            g.training = 0;
-            eval_args ea = {m, &batch, NULL};
-            st = sb_graph_run(&g, eval_forward, &ea, err);
-            if (st != SB_OK)
-                break;
-            const int T = batch.T, D = m->cfg.d_model;
+            const int T = batch.T, E = batch.E;
+            for (int b = 0; b < cnt; b++)
+                decoder_begin(&ds[b], acc_buf + (size_t)b * (size_t)C, C,
+                              batch.elem_len + (size_t)b * (size_t)E, E);
+            if (!stream) {
+                sb_graph_reset(&g);
+                g.record = 0;
+                g.training = 0;
+                eval_args ea = {.m = m, .batch = &batch};
+                if ((st = sb_graph_run(&g, eval_forward, &ea, err)) != SB_OK)
+                    break;
+                for (int b = 0; b < cnt; b++)
+                    for (int t0 = 0; t0 < batch.n_frames[b]; t0 += DECODE_CHUNK) {
+                        int rows = batch.n_frames[b] - t0 < DECODE_CHUNK ? batch.n_frames[b] - t0
+                                                                         : DECODE_CHUNK;
+                        decode_frames(m, ea.hidden->data + ((size_t)b * (size_t)T + (size_t)t0) * (size_t)D,
+                                      t0, rows, batch.target + (size_t)b * (size_t)T,
+                                      batch.elem_start + (size_t)b * (size_t)E,
+                                      batch.elem_len + (size_t)b * (size_t)E, E, logits, &ds[b]);
+                    }
+            } else {
+                memset(state_buf, 0, (size_t)L * (size_t)sub * state_floats * sizeof(real));
+                for (int t0 = 0; t0 < T && st == SB_OK; t0 += STREAM_CHUNK) {
+                    int rows = T - t0 < STREAM_CHUNK ? T - t0 : STREAM_CHUNK;
+                    sb_graph_reset(&g);
+                    g.record = 0;
+                    g.training = 0;
+                    eval_args ea = {.m = m, .batch = &batch, .t0 = t0, .rows = rows,
+                                    .states = states};
+                    if ((st = sb_graph_run(&g, eval_forward_chunk, &ea, err)) != SB_OK)
+                        break;
+                    for (int b = 0; b < cnt; b++) {
+                        /* padding frames past a sample's end are not decoded */
+                        int valid = batch.n_frames[b] - t0;
+                        if (valid <= 0)
+                            continue;
+                        decode_frames(m, ea.hidden->data + (size_t)b * (size_t)rows * (size_t)D, t0,
+                                      valid < rows ? valid : rows, batch.target + (size_t)b * (size_t)T,
+                                      batch.elem_start + (size_t)b * (size_t)E,
+                                      batch.elem_len + (size_t)b * (size_t)E, E, logits, &ds[b]);
+                    }
+                }
+            }
             for (int b = 0; b < cnt; b++) {
-                batch_loss += decode_sample(m, ea.hidden->data + (size_t)b * (size_t)T * (size_t)D,
-                                            batch.n_frames[b], batch.target + (size_t)b * (size_t)T,
-                                            batch.elem_start + (size_t)b * (size_t)batch.E,
-                                            batch.elem_len + (size_t)b * (size_t)batch.E, batch.E,
-                                            logits, acc_buf, &correct, &counted);
+                batch_loss += ds[b].loss;
+                correct += ds[b].correct;
+                counted += ds[b].counted;
                 batch_frames += batch.n_frames[b];
             }
         }
@@ -241,7 +314,10 @@ sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, doubl
 done:
     free(logits);
     free(acc_buf);
+    free(ds);
     free(index);
+    free(state_buf);
+    free(states);
     sb_graph_free(&g);
     sb_batch_free(&batch);
     return st;

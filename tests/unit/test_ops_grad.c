@@ -309,6 +309,60 @@ static void test_attention_reference(void **state)
     sb_graph_free(&g);
 }
 
+/* ---- causal depthwise convolution -------------------------------------------------------- */
+
+static sb_tensor *fn_conv(sb_graph *g, sb_tensor **in, void *ctx)
+{
+    (void)ctx;
+    return sb_conv1d_causal(g, in[0], in[1], in[2]);
+}
+
+static void test_conv(void **state)
+{
+    (void)state;
+    gc_problem p = {.name = "causal depthwise conv", .fn = fn_conv};
+    int x[3] = {2, 6, 19}, w[3] = {19, 1, 4}, b[1] = {19}; /* 19 channels cross 16-blocks */
+    gc_add_input(&p, "x", 3, x, -1, 1, 1);
+    gc_add_input(&p, "w", 3, w, -0.5, 0.5, 2);
+    gc_add_input(&p, "b", 1, b, -0.5, 0.5, 3);
+    gc_check(&p);
+    gc_free(&p);
+}
+
+/* Streaming in chunks (3, 1, 4 frames) equals the whole sequence at once. */
+static void test_conv_stream(void **state)
+{
+    (void)state;
+    sb_graph g;
+    sb_graph_init(&g, 1 << 20);
+    int xs[3] = {2, 8, 5}, ws[3] = {5, 1, 4}, bs[1] = {5};
+    sb_tensor *x = sb_tensor_new(&g, 3, xs), *w = sb_tensor_new(&g, 3, ws), *b = sb_tensor_new(&g, 1, bs);
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = (real)sin(0.3 * (double)i);
+    for (size_t i = 0; i < w->size; i++)
+        w->data[i] = (real)cos(0.7 * (double)i);
+    for (size_t i = 0; i < b->size; i++)
+        b->data[i] = (real)(0.1 * (double)i);
+    sb_tensor *full = sb_conv1d_causal(&g, x, w, b);
+    real history[2 * 3 * 5] = {0};
+    int chunks[3] = {3, 1, 4}, t0 = 0;
+    for (int c = 0; c < 3; c++) {
+        int cs[3] = {2, chunks[c], 5};
+        sb_tensor *xc = sb_tensor_new(&g, 3, cs);
+        for (int bb = 0; bb < 2; bb++)
+            memcpy(xc->data + (size_t)bb * chunks[c] * 5, x->data + ((size_t)bb * 8 + t0) * 5,
+                   (size_t)chunks[c] * 5 * sizeof(real));
+        sb_tensor *yc = sb_conv1d_causal_stream(&g, xc, w, b, history);
+        for (int bb = 0; bb < 2; bb++)
+            for (int t = 0; t < chunks[c]; t++)
+                for (int ch = 0; ch < 5; ch++)
+                    assert_true(fabs(yc->data[((size_t)bb * chunks[c] + t) * 5 + ch] -
+                                     full->data[((size_t)bb * 8 + t0 + t) * 5 + ch]) < 1e-14);
+        t0 += chunks[c];
+    }
+    sb_graph_free(&g);
+}
+
 /* ---- gru ------------------------------------------------------------------------------------ */
 
 static sb_tensor *fn_gru(sb_graph *g, sb_tensor **in, void *ctx)
@@ -329,6 +383,41 @@ static void test_gru(void **state)
     gc_add_input(&p, "b_hh", 1, b, -0.5, 0.5, 5);
     gc_check(&p);
     gc_free(&p);
+}
+
+/* Streaming the GRU in chunks equals one run over the whole sequence. */
+static void test_gru_stream(void **state)
+{
+    (void)state;
+    sb_graph g;
+    sb_graph_init(&g, 1 << 20);
+    const int B = 2, T = 9, D = 3, Hd = 4;
+    int xs[3] = {B, T, D}, wih[2] = {3 * Hd, D}, whh[2] = {3 * Hd, Hd}, bs[1] = {3 * Hd};
+    sb_tensor *x = sb_tensor_new(&g, 3, xs), *w_ih = sb_tensor_new(&g, 2, wih),
+              *w_hh = sb_tensor_new(&g, 2, whh), *b_ih = sb_tensor_new(&g, 1, bs),
+              *b_hh = sb_tensor_new(&g, 1, bs);
+    sb_tensor *all[5] = {x, w_ih, w_hh, b_ih, b_hh};
+    for (int k = 0; k < 5; k++)
+        for (size_t i = 0; i < all[k]->size; i++)
+            all[k]->data[i] = (real)(0.6 * sin(0.37 * (double)i + k));
+    sb_tensor *full = sb_gru(&g, x, w_ih, w_hh, b_ih, b_hh);
+    real h[2 * 4] = {0};
+    int chunks[3] = {4, 1, 4}, t0 = 0;
+    for (int c = 0; c < 3; c++) {
+        int cs[3] = {B, chunks[c], D};
+        sb_tensor *xc = sb_tensor_new(&g, 3, cs);
+        for (int bb = 0; bb < B; bb++)
+            memcpy(xc->data + (size_t)bb * chunks[c] * D, x->data + ((size_t)bb * T + t0) * D,
+                   (size_t)chunks[c] * D * sizeof(real));
+        sb_tensor *yc = sb_gru_stream(&g, xc, w_ih, w_hh, b_ih, b_hh, h);
+        for (int bb = 0; bb < B; bb++)
+            for (int t = 0; t < chunks[c]; t++)
+                for (int j = 0; j < Hd; j++)
+                    assert_true(fabs(yc->data[((size_t)bb * chunks[c] + t) * Hd + j] -
+                                     full->data[((size_t)bb * T + t0 + t) * Hd + j]) < 1e-14);
+        t0 += chunks[c];
+    }
+    sb_graph_free(&g);
 }
 
 /* ---- cross-entropy ------------------------------------------------------------------------ */
@@ -390,7 +479,10 @@ int main(void)
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_reference),
+        cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_conv_stream),
         cmocka_unit_test(test_gru),
+        cmocka_unit_test(test_gru_stream),
         cmocka_unit_test(test_cross_entropy),
         cmocka_unit_test(test_window_accuracy),
     };

@@ -26,6 +26,18 @@ static sb_tensor *gru_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *
                   sb_model_param(m, l, P_B_IH), sb_model_param(m, l, P_B_HH));
 }
 
+static sb_tensor *gru_forward_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                     real *state)
+{
+    return sb_gru_stream(g, x, sb_model_param(m, l, P_W_IH), sb_model_param(m, l, P_W_HH),
+                         sb_model_param(m, l, P_B_IH), sb_model_param(m, l, P_B_HH), state);
+}
+
+static size_t gru_stream_state(const sb_model_config *cfg)
+{
+    return (size_t)cfg->d_model;
+}
+
 static double gru_flops(const sb_model_config *cfg, int T)
 {
     (void)T;
@@ -47,4 +59,6 @@ const sb_layer_type sb_layer_gru = {
     .forward = gru_forward,
     .flops_per_token = gru_flops,
     .state_size = gru_state,
+    .stream_state_floats = gru_stream_state,
+    .forward_stream = gru_forward_stream,
 };

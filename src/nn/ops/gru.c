@@ -89,19 +89,13 @@ static void gru_backward(sb_graph *g, void *ctx)
     }
 }
 
-sb_tensor *sb_gru(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *w_hh, sb_tensor *b_ih,
-                  sb_tensor *b_hh)
+/* The recurrence over x[B, T, D] from h0 (NULL: zeros); writes y and, if not NULL, the
+ * gates the backward needs. */
+static void gru_run(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *w_hh, sb_tensor *b_ih,
+                    sb_tensor *b_hh, const real *h0, sb_tensor *y, real *gates)
 {
-    SB_ASSERT(x->ndim == 3);
-    const int B = x->shape[0], T = x->shape[1], D = x->shape[2];
+    const int B = x->shape[0], T = x->shape[1];
     const int Hd = w_hh->shape[1], G3 = 3 * Hd;
-    SB_ASSERT(w_ih->shape[0] == G3 && w_ih->shape[1] == D && w_hh->shape[0] == G3);
-    int shape[3] = {B, T, Hd};
-    sb_tensor *y = sb_tensor_new(g, 3, shape);
-    y->requires_grad = x->requires_grad || w_ih->requires_grad || w_hh->requires_grad ||
-                       b_ih->requires_grad || b_hh->requires_grad;
-    gru_ctx *c = y->requires_grad ? sb_graph_record(g, gru_backward, sizeof *c) : NULL;
-
     /* input projections of every step at once; not recorded: the GRU backward computes
      * the input projection's gradients itself */
     int record = g->record;
@@ -109,20 +103,21 @@ sb_tensor *sb_gru(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *w_hh, s
     sb_tensor *gi = sb_linear(g, x, w_ih, b_ih);
     g->record = record;
     real *gh = sb_graph_alloc(g, (size_t)B * (size_t)G3 * sizeof(real));
-    real *gates = c != NULL ? sb_graph_alloc(g, (size_t)B * (size_t)T * 4 * (size_t)Hd * sizeof(real))
-                            : NULL;
     for (int t = 0; t < T; t++) {
-        /* gh = h_{t-1} W_hh^T + b_hh (h_{-1} = 0) */
+        /* gh = h_{t-1} W_hh^T + b_hh */
         for (int b = 0; b < B; b++)
             memcpy(gh + (size_t)b * (size_t)G3, b_hh->data, (size_t)G3 * sizeof(real));
         if (t > 0)
             sb_gemm(0, 1, B, G3, Hd, 1, y->data + (size_t)(t - 1) * (size_t)Hd, T * Hd,
                     w_hh->data, Hd, 1, gh, G3);
+        else if (h0 != NULL)
+            sb_gemm(0, 1, B, G3, Hd, 1, h0, Hd, w_hh->data, Hd, 1, gh, G3);
 #pragma omp parallel for schedule(static) if ((size_t)B * (size_t)Hd > 4096)
         for (int b = 0; b < B; b++) {
             size_t row = (size_t)b * (size_t)T + (size_t)t;
             const real *gir = gi->data + row * (size_t)G3, *ghr = gh + (size_t)b * (size_t)G3;
-            const real *hprev = t > 0 ? y->data + (row - 1) * (size_t)Hd : NULL;
+            const real *hprev = t > 0 ? y->data + (row - 1) * (size_t)Hd
+                                      : (h0 != NULL ? h0 + (size_t)b * (size_t)Hd : NULL);
             real *h = y->data + row * (size_t)Hd;
             real *gt = gates != NULL ? gates + row * 4 * (size_t)Hd : NULL;
             for (int j = 0; j < Hd; j++) {
@@ -137,9 +132,40 @@ sb_tensor *sb_gru(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *w_hh, s
             }
         }
     }
+}
+
+sb_tensor *sb_gru(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *w_hh, sb_tensor *b_ih,
+                  sb_tensor *b_hh)
+{
+    SB_ASSERT(x->ndim == 3);
+    const int B = x->shape[0], T = x->shape[1], D = x->shape[2];
+    const int Hd = w_hh->shape[1], G3 = 3 * Hd;
+    SB_ASSERT(w_ih->shape[0] == G3 && w_ih->shape[1] == D && w_hh->shape[0] == G3);
+    int shape[3] = {B, T, Hd};
+    sb_tensor *y = sb_tensor_new(g, 3, shape);
+    y->requires_grad = x->requires_grad || w_ih->requires_grad || w_hh->requires_grad ||
+                       b_ih->requires_grad || b_hh->requires_grad;
+    gru_ctx *c = y->requires_grad ? sb_graph_record(g, gru_backward, sizeof *c) : NULL;
+    real *gates = c != NULL ? sb_graph_alloc(g, (size_t)B * (size_t)T * 4 * (size_t)Hd * sizeof(real))
+                            : NULL;
+    gru_run(g, x, w_ih, w_hh, b_ih, b_hh, NULL, y, gates);
     if (c != NULL) {
         c->x = x, c->w_ih = w_ih, c->w_hh = w_hh, c->b_ih = b_ih, c->b_hh = b_hh, c->y = y;
         c->gates = gates, c->B = B, c->T = T, c->D = D, c->Hd = Hd;
     }
+    return y;
+}
+
+sb_tensor *sb_gru_stream(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *w_hh,
+                         sb_tensor *b_ih, sb_tensor *b_hh, real *h)
+{
+    SB_ASSERT(x->ndim == 3 && !g->record);
+    const int B = x->shape[0], T = x->shape[1], Hd = w_hh->shape[1];
+    int shape[3] = {B, T, Hd};
+    sb_tensor *y = sb_tensor_new(g, 3, shape);
+    gru_run(g, x, w_ih, w_hh, b_ih, b_hh, h, y, NULL);
+    for (int b = 0; b < B; b++)
+        memcpy(h + (size_t)b * (size_t)Hd, y->data + ((size_t)b * (size_t)T + (size_t)(T - 1)) * (size_t)Hd,
+               (size_t)Hd * sizeof(real));
     return y;
 }
