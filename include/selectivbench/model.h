@@ -103,6 +103,10 @@ void sb_model_free(sb_model *m);
 sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config *cfg,
                                uint64_t seed, sb_model **out, sb_error *err);
 
+/* Number of trainable parameters of cfg (what the reference logs as nb_params), without
+ * allocating the model. */
+sb_status sb_model_param_count(const sb_model_config *cfg, size_t *count, sb_error *err);
+
 /* Parameter k of layer l (in the layer's registration order). */
 static inline sb_tensor *sb_model_param(const sb_model *m, int l, int k)
 {
@@ -127,5 +131,6 @@ int sb_model_can_stream(const sb_model *m);
 
 /* Forward FLOPs per token of the whole model at length T. */
 double sb_model_flops_per_token(const sb_model *m, int T);
+double sb_model_config_flops_per_token(const sb_model_config *cfg, int T);
 
 #endif

@@ -14,6 +14,9 @@
 
 #include "cli.h"
 #include "selectivbench/batch.h"
+#include "selectivbench/bench.h"
+#include "selectivbench/json_writer.h"
+#include "selectivbench/model.h"
 #include "selectivbench/task.h"
 #include "selectivbench/timer.h"
 #include "task_options.h"
@@ -201,15 +204,150 @@ static int bench_data(int argc, char **argv)
     return 0;
 }
 
+/* ---- models ---------------------------------------------------------------------------- */
+
+/* The two standard configurations of the issues: small (B16 T256 d64 L2, inp 9, 65 classes)
+ * and large (B16 T400 d128 L4, inp 41, 1601 classes). */
+static const sb_bench_config standard_configs[2] = {
+    {NULL, 16, 256, 64, 2, 9, 65, 128, 5, 0},
+    {NULL, 16, 400, 128, 4, 41, 1601, 128, 5, 0},
+};
+
+static void bench_json_row(sb_json *j, const sb_bench_config *c, const sb_bench_result *r,
+                           double peak, int threads)
+{
+    sb_json_object_begin(j);
+    sb_json_key(j, "model");
+    sb_json_string(j, c->model);
+    sb_json_key(j, "batch_size");
+    sb_json_int(j, c->batch);
+    sb_json_key(j, "frames");
+    sb_json_int(j, c->frames);
+    sb_json_key(j, "feat_size");
+    sb_json_int(j, c->width);
+    sb_json_key(j, "layers");
+    sb_json_int(j, c->layers);
+    sb_json_key(j, "inp");
+    sb_json_int(j, c->inputs);
+    sb_json_key(j, "classes");
+    sb_json_int(j, c->classes);
+    sb_json_key(j, "params");
+    sb_json_uint(j, r->params);
+    sb_json_key(j, "step_ms");
+    sb_json_double(j, r->step_ms);
+    sb_json_key(j, "tokens_per_s");
+    sb_json_double(j, r->tokens_per_s);
+    sb_json_key(j, "gflops");
+    sb_json_double(j, r->gflops);
+    sb_json_key(j, "peak_gflops");
+    sb_json_double(j, peak);
+    sb_json_key(j, "peak_fraction");
+    sb_json_double(j, peak > 0 ? r->gflops / peak : 0.0);
+    sb_json_key(j, "memory_mib");
+    sb_json_double(j, r->memory_mib);
+    sb_json_key(j, "threads");
+    sb_json_int(j, threads);
+    sb_json_object_end(j);
+}
+
+static void bench_print_header(double peak, int threads)
+{
+    printf("FP32 peak (sgemm 2048^3, %d thread%s): %.1f GFLOP/s\n", threads,
+           threads == 1 ? "" : "s", peak);
+    printf("%-22s %-24s %9s %9s %11s %8s %7s %9s\n", "model", "config", "params", "step ms",
+           "tokens/s", "GFLOP/s", "% peak", "mem MiB");
+}
+
+static void bench_print_row(const sb_bench_config *c, const sb_bench_result *r, double peak)
+{
+    char conf[64];
+    snprintf(conf, sizeof conf, "B%d T%d d%d L%d %d/%d", c->batch, c->frames, c->width, c->layers,
+             c->inputs, c->classes);
+    printf("%-22s %-24s %9zu %9.1f %11.0f %8.1f %6.1f%% %9.1f\n", c->model, conf, r->params,
+           r->step_ms, r->tokens_per_s, r->gflops, peak > 0 ? 100.0 * r->gflops / peak : 0.0,
+           r->memory_mib);
+    fflush(stdout);
+}
+
+static int bench_models(int argc, char **argv)
+{
+    const char *model = NULL;
+    int B = 16, T = 256, D = 64, L = 2, I = 9, C = 65, N = 128, steps = 5, threads = 0, json = 0;
+    sb_option opts[] = {
+        {"model", SB_OPT_STRING, &model, 0, 0, NULL, "NAME",
+         "one model (default: every model at the two standard configurations)", 0},
+        {"batch_size", SB_OPT_INT, &B, 1, 1e5, NULL, "B", "batch (default 16)", 0},
+        {"frames", SB_OPT_INT, &T, 1, 1e7, NULL, "T", "frames per sample (default 256)", 0},
+        {"feat_size", SB_OPT_INT, &D, 1, 65536, NULL, "D", "model width (default 64)", 0},
+        {"layers", SB_OPT_INT, &L, 1, 1024, NULL, "L", "blocks (default 2)", 0},
+        {"inp", SB_OPT_INT, &I, 1, 1e6, NULL, "I", "one-hot inputs (default 9)", 0},
+        {"classes", SB_OPT_INT, &C, 1, 1e6, NULL, "C", "classes (default 65)", 0},
+        {"d_state", SB_OPT_INT, &N, 1, 65536, NULL, "N", "SSM state size (default 128)", 0},
+        {"steps", SB_OPT_INT, &steps, 1, 10000, NULL, NULL, "timed steps, median (default 5)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL, "threads (default: all cores)", 0},
+        {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL, "print JSON instead of a table", 0},
+    };
+    int n_opts = (int)(sizeof opts / sizeof *opts);
+    int rc = sb_cli_parse("bench", "[--model M --batch_size B --frames T --feat_size D --layers L "
+                                   "--inp I --classes C] [--steps N] [--json]",
+                          opts, n_opts, argc, argv, NULL, 0, NULL);
+    if (rc >= 0)
+        return rc;
+    threads = sb_cli_threads(threads);
+    sb_error err = {0};
+    double peak = sb_bench_sgemm_peak(threads);
+    sb_json j;
+    sb_json_init(&j, stdout, 0);
+    if (json) {
+        sb_json_object_begin(&j);
+        sb_json_key(&j, "results");
+        sb_json_array_begin(&j);
+    } else {
+        bench_print_header(peak, threads);
+    }
+    int status = 0;
+    if (model != NULL) {
+        sb_bench_config c = {model, B, T, D, L, I, C, N, steps, threads};
+        sb_bench_result r;
+        if (sb_bench_train_step(&c, &r, &err) != SB_OK)
+            return sb_cli_fail("bench", &err);
+        if (json)
+            bench_json_row(&j, &c, &r, peak, threads);
+        else
+            bench_print_row(&c, &r, peak);
+    } else {
+        const sb_layer_type *const *types = sb_layer_types();
+        for (int k = 0; k < 2; k++)
+            for (int t = 0; types[t] != NULL; t++) {
+                sb_bench_config c = standard_configs[k];
+                c.model = types[t]->name;
+                c.steps = steps;
+                c.threads = threads;
+                sb_bench_result r;
+                if (sb_bench_train_step(&c, &r, &err) != SB_OK) {
+                    fprintf(stderr, "selectivbench bench: error: %s\n", err.msg);
+                    status = sb_status_exit_code(err.status);
+                    continue;
+                }
+                if (json)
+                    bench_json_row(&j, &c, &r, peak, threads);
+                else
+                    bench_print_row(&c, &r, peak);
+            }
+    }
+    if (json) {
+        sb_json_array_end(&j);
+        sb_json_object_end(&j);
+        printf("\n");
+    }
+    return status;
+}
+
 int sb_cmd_bench(int argc, char **argv)
 {
     if (argc >= 3 && strcmp(argv[2], "data") == 0)
         return bench_data(argc, argv);
-    if (argc >= 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
-        printf("usage: selectivbench bench data [flags]   data generation speed\n");
-        return 0;
-    }
-    fprintf(stderr, "selectivbench bench: error: name a benchmark: 'selectivbench bench data' "
-                    "(model benchmarks come with training)\n");
-    return 2;
+    if (argc >= 3 && strcmp(argv[2], "models") == 0)
+        return bench_models(argc - 1, argv + 1);
+    return bench_models(argc, argv);
 }

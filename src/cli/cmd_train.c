@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "run_record.h"
 #include "run_options.h"
 #include "selectivbench/json_writer.h"
+#include "selectivbench/results.h"
 #include "selectivbench/timer.h"
 #include "selectivbench/trainer.h"
 #include "train_output.h"
@@ -48,12 +50,68 @@ sb_status sb_cli_default_ckpt(const char *results_dir, const sb_run_config *cfg,
     return SB_OK;
 }
 
+/* Progress printing and database recording share the trainer's callback. */
+typedef struct train_sinks {
+    sb_train_output out;
+    sb_run_record rec;
+} train_sinks;
+
+static void train_event(const sb_train_event *ev, void *user)
+{
+    train_sinks *s = user;
+    sb_train_output_event(ev, &s->out);
+    sb_run_record_event(&s->rec, ev);
+}
+
+/* The stored result of a finished run, as train would have printed it. */
+static void print_stored(const sb_run_row *row, int json)
+{
+    if (json) {
+        sb_json j;
+        sb_json_init(&j, stdout, 0);
+        sb_json_object_begin(&j);
+        sb_json_key(&j, "hash");
+        sb_json_string(&j, row->hash);
+        sb_json_key(&j, "status");
+        sb_json_string(&j, row->status);
+        sb_json_key(&j, "test_acc");
+        sb_json_double(&j, row->metrics.test_acc);
+        sb_json_key(&j, "test_loss");
+        sb_json_double(&j, row->metrics.test_loss);
+        sb_json_key(&j, "train_acc");
+        sb_json_double(&j, row->metrics.train_acc);
+        sb_json_key(&j, "train_loss");
+        sb_json_double(&j, row->metrics.train_loss);
+        sb_json_key(&j, "params");
+        sb_json_int(&j, row->params);
+        sb_json_key(&j, "tokens_per_s");
+        sb_json_double(&j, row->metrics.tokens_per_s);
+        sb_json_key(&j, "wall_s");
+        sb_json_double(&j, row->metrics.wall_s);
+        sb_json_key(&j, "cached");
+        sb_json_bool(&j, 1);
+        sb_json_object_end(&j);
+        printf("\n");
+        return;
+    }
+    printf("run %s already finished on %s: test acc %.4f, test loss %.4f (use --force to train it "
+           "again)\n",
+           row->hash, row->finished_at != NULL ? row->finished_at : "?", row->metrics.test_acc,
+           row->metrics.test_loss);
+}
+
 int sb_cmd_train(int argc, char **argv)
 {
     sb_run_flags rf;
-    sb_option opts[SB_RUN_MAX_OPTIONS];
+    sb_option opts[SB_RUN_MAX_OPTIONS + 2];
     int n = 0;
     sb_run_options_add(&rf, opts, &n);
+    int force = 0;
+    const char *db_path = NULL;
+    opts[n++] = (sb_option){"force", SB_OPT_SWITCH, &force, 0, 1, NULL, NULL,
+                            "train again even if the results database has this run finished", 0};
+    opts[n++] = (sb_option){"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
+                            "results database (default DIR/selectivbench.db)", 0};
     int rc = sb_cli_parse("train", "[train.py flags]", opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
@@ -75,27 +133,48 @@ int sb_cmd_train(int argc, char **argv)
         return 0;
     }
 
-    char ckpt[4096];
-    if (rf.ckpt != NULL) {
-        snprintf(ckpt, sizeof ckpt, "%s", rf.ckpt);
-    } else if (sb_cli_default_ckpt(rf.results_dir, cfg, ckpt, sizeof ckpt, rf.save_model, &err) !=
-               SB_OK) {
+    /* the results folder, its checkpoint and its database */
+    char ckpt[4096], db[4096];
+    if (sb_cli_make_dir(rf.results_dir, &err) != SB_OK)
         return sb_cli_fail("train", &err);
+    if (rf.ckpt != NULL)
+        snprintf(ckpt, sizeof ckpt, "%s", rf.ckpt);
+    else if (sb_cli_default_ckpt(rf.results_dir, cfg, ckpt, sizeof ckpt, rf.save_model, &err) != SB_OK)
+        return sb_cli_fail("train", &err);
+    if (db_path != NULL)
+        snprintf(db, sizeof db, "%s", db_path);
+    else if (snprintf(db, sizeof db, "%s/selectivbench.db", rf.results_dir) >= (int)sizeof db)
+        return sb_cli_fail("train", &(sb_error){SB_ERR_INVALID, "results path too long"});
+
+    train_sinks sinks;
+    memset(&sinks, 0, sizeof sinks);
+    int finished = 0;
+    sb_run_row stored;
+    memset(&stored, 0, sizeof stored);
+    if (sb_run_record_begin(&sinks.rec, db, cfg, ckpt, force, &finished, &stored, &err) != SB_OK)
+        return sb_cli_fail("train", &err);
+    if (finished) {
+        print_stored(&stored, rf.json);
+        sb_results_run_row_clear(&stored);
+        sb_run_record_close(&sinks.rec);
+        return 0;
     }
 
-    sb_train_output out;
-    sb_train_output_init(&out, cfg, rf.quiet, rf.json, threads);
+    sb_train_output_init(&sinks.out, cfg, rf.quiet, rf.json, threads);
     sb_train_options topt = {
         .threads = threads,
         .ckpt_path = (rf.save_model || cfg->test_pretrained || rf.continued_training) ? ckpt : NULL,
         .resume = rf.continued_training,
         .mem_budget_gb = rf.mem_budget,
-        .callback = sb_train_output_event,
-        .user = &out,
+        .callback = train_event,
+        .user = &sinks,
     };
     sb_train_result res;
     sb_status st = sb_train(cfg, &topt, &res, &err);
-    sb_train_output_finish(&out, cfg, &res, topt.ckpt_path);
+    sb_error db_err = {0};
+    if (sb_run_record_end(&sinks.rec, &res, &db_err) != SB_OK)
+        fprintf(stderr, "selectivbench train: warning: %s\n", db_err.msg);
+    sb_train_output_finish(&sinks.out, cfg, &res, topt.ckpt_path);
     if (st != SB_OK)
         return sb_cli_fail("train", &err);
     return 0;

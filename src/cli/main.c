@@ -24,7 +24,8 @@ static void print_usage(FILE *f)
             "  data       generate samples; show them, print them as JSON, checksum a split,\n"
             "             export the reference's dataset files\n"
             "  train      train and evaluate one configuration (the reference's train.py flags)\n"
-            "  bench      benchmarks (bench data: data generation speed)\n"
+            "  eval       evaluate a checkpoint, e.g. at longer test gaps (--test_dur)\n"
+            "  bench      training speed of every model (bench data: data generation speed)\n"
             "\n"
             "Task flags follow the reference's train.py (--vocab, --amb, --amb_depth,\n"
             "--grammar_scale True, --train_gap_max, --train_noise, --grammar_gap True, ...).\n",
@@ -114,6 +115,8 @@ int main(int argc, char **argv)
         return sb_cmd_bench(argc, argv);
     if (strcmp(cmd, "train") == 0)
         return sb_cmd_train(argc, argv);
+    if (strcmp(cmd, "eval") == 0)
+        return sb_cmd_eval(argc, argv);
     fprintf(stderr, "selectivbench: error: unknown command '%s'; run 'selectivbench --help'\n",
             cmd);
     return 2;

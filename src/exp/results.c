@@ -745,6 +745,22 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
     return results_tx_end(db, st_out, err);
 }
 
+sb_status sb_results_delete_run(sb_results *db, const char *hash, int *deleted, sb_error *err)
+{
+    SB_ASSERT(db != NULL && hash != NULL);
+    *deleted = 0;
+    sb_status st_out = results_tx_begin(db, err);
+    if (st_out != SB_OK)
+        return st_out;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db, "DELETE FROM runs WHERE hash = ?1", -1, &st, NULL);
+    rc = results_bind_text(rc, st, 1, hash);
+    st_out = results_exec_stmt(db, st, rc, err, "cannot delete run %s", hash);
+    if (st_out == SB_OK)
+        *deleted = sqlite3_changes(db->db) > 0;
+    return results_tx_end(db, st_out, err);
+}
+
 /* ---- reading ------------------------------------------------------------------------- */
 
 sb_status sb_results_get_run(sb_results *db, const char *hash, sb_run_row *out, int *found,

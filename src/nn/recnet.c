@@ -44,8 +44,9 @@ sb_status sb_model_create(const sb_model_config *cfg, uint64_t seed, sb_model **
     return sb_model_create_type(type, cfg, seed, out, err);
 }
 
-sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config *cfg,
-                               uint64_t seed, sb_model **out, sb_error *err)
+/* Validates cfg and registers every parameter (no allocation yet). */
+static sb_status model_register(const sb_layer_type *type, const sb_model_config *cfg,
+                                sb_model **out, sb_error *err)
 {
     *out = NULL;
     if (cfg->d_model < 1 || cfg->n_layers < 1 || cfg->d_input < 1 || cfg->d_output < 1)
@@ -82,7 +83,6 @@ sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config 
     sb_params_add(ps, "encoder.weight", 2, enc_w_shape, SB_INIT_KAIMING, I, 0);
     sb_params_add(ps, "encoder.bias", 1, vec_d, SB_INIT_FANIN, I, 1);
     char name[SB_PARAM_NAME_MAX];
-    int norm_first = ps->n;
     for (int l = 0; l < L; l++) {
         snprintf(name, sizeof name, "norms.%d.weight", l);
         sb_params_add(ps, name, 1, vec_d, SB_INIT_CONST, 1.0, 0);
@@ -98,25 +98,54 @@ sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config 
     }
     int dec_w_shape[2] = {C, D}, vec_c[1] = {C};
     ps->draw_module = 1 + L;
-    int dec_first = ps->n;
     sb_params_add(ps, "decoder.weight", 2, dec_w_shape, SB_INIT_KAIMING, D, 0);
     sb_params_add(ps, "decoder.bias", 1, vec_c, SB_INIT_FANIN, D, 1);
+    *out = m;
+    return SB_OK;
+}
 
-    sb_status st = sb_params_alloc(ps, err);
+sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config *cfg,
+                               uint64_t seed, sb_model **out, sb_error *err)
+{
+    sb_model *m = NULL;
+    sb_status st = model_register(type, cfg, &m, err);
+    if (st != SB_OK)
+        return st;
+    sb_params *ps = &m->params;
+    st = sb_params_alloc(ps, err);
     if (st != SB_OK) {
         sb_model_free(m);
         return st;
     }
+    const int L = cfg->n_layers;
     m->enc_w = &ps->p[0].tensor;
     m->enc_b = &ps->p[1].tensor;
     for (int l = 0; l < L; l++) {
-        m->norm_w[l] = &ps->p[norm_first + 2 * l].tensor;
-        m->norm_b[l] = &ps->p[norm_first + 2 * l + 1].tensor;
+        m->norm_w[l] = &ps->p[2 + 2 * l].tensor;
+        m->norm_b[l] = &ps->p[2 + 2 * l + 1].tensor;
     }
-    m->dec_w = &ps->p[dec_first].tensor;
-    m->dec_b = &ps->p[dec_first + 1].tensor;
+    m->dec_w = &ps->p[ps->n - 2].tensor;
+    m->dec_b = &ps->p[ps->n - 1].tensor;
     sb_params_initialise(ps, seed);
     *out = m;
+    return SB_OK;
+}
+
+sb_status sb_model_param_count(const sb_model_config *cfg, size_t *count, sb_error *err)
+{
+    const sb_layer_type *type = sb_layer_type_find(cfg->model);
+    if (type == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "unknown model '%s'", cfg->model);
+    sb_model *m = NULL;
+    sb_status st = model_register(type, cfg, &m, err);
+    if (st != SB_OK)
+        return st;
+    size_t n = 0;
+    for (int i = 0; i < m->params.n; i++)
+        if (!(m->params.p[i].flags & SB_PARAM_BUFFER))
+            n += m->params.p[i].size;
+    *count = n;
+    sb_model_free(m);
     return SB_OK;
 }
 
@@ -180,11 +209,20 @@ sb_tensor *sb_model_forward(sb_graph *g, const sb_model *m, sb_tensor *input)
     return sb_linear(g, x, m->dec_w, m->dec_b);
 }
 
-double sb_model_flops_per_token(const sb_model *m, int T)
+static double model_flops(const sb_layer_type *type, const sb_model_config *c, int T)
 {
-    const sb_model_config *c = &m->cfg;
     double wrapper = 2.0 * c->d_input * c->d_model + 2.0 * c->d_model * c->d_output +
                      10.0 * c->d_model * c->n_layers;
-    double layer = m->type->flops_per_token != NULL ? m->type->flops_per_token(c, T) : 0.0;
+    double layer = type != NULL && type->flops_per_token != NULL ? type->flops_per_token(c, T) : 0.0;
     return wrapper + c->n_layers * layer;
+}
+
+double sb_model_flops_per_token(const sb_model *m, int T)
+{
+    return model_flops(m->type, &m->cfg, T);
+}
+
+double sb_model_config_flops_per_token(const sb_model_config *c, int T)
+{
+    return model_flops(sb_layer_type_find(c->model), c, T);
 }

@@ -75,7 +75,7 @@ expect_error 2 "outside the split" data --samples 0-300000 --json
 expect_error 2 "--samples" data --json
 expect_error 2 "base_set" data --base_set gsc
 expect_error 2 "unknown command" frobnicate
-expect_error 2 "name a benchmark" bench
+expect_error 2 "unknown --model" bench --model nosuch --steps 1
 # ---- bad input: unwritable outputs -----------------------------------------------------
 expect_error 1 "export folder" data --vocab 9 --amb 8 --amb_depth 8 --dataset_size 10 \
   --test_size 5 --train_seqlen_max 20 --test_seqlen_max 20 --export /dev/null/sub

@@ -1,0 +1,121 @@
+/* run_record.c - results-database rows of one run (see run_record.h). */
+#include "run_record.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "selectivbench/model.h"
+
+sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
+                              const char *ckpt, int force, int *finished, sb_run_row *stored,
+                              sb_error *err)
+{
+    memset(rec, 0, sizeof *rec);
+    *finished = 0;
+    sb_status st = sb_results_open(db_path, &rec->db, err);
+    if (st != SB_OK)
+        return st;
+    char hash[17];
+    sb_run_config_hash(cfg, 0, hash);
+    int found = 0;
+    if ((st = sb_results_get_run(rec->db, hash, stored, &found, err)) != SB_OK)
+        goto fail;
+    if (found && strcmp(stored->status, "finished") == 0) {
+        if (!force) {
+            *finished = 1;
+            return SB_OK;
+        }
+        int deleted = 0;
+        if ((st = sb_results_delete_run(rec->db, hash, &deleted, err)) != SB_OK)
+            goto fail;
+    }
+    if (found)
+        sb_results_run_row_clear(stored);
+
+    /* what the run is: parameters, state size and FLOPs of its model on its task */
+    sb_task *task = NULL;
+    if ((st = sb_task_create(&cfg->task, &task, err)) != SB_OK)
+        goto fail;
+    sb_model_config mc = sb_run_config_model(cfg, task->n_inputs, task->grammar->d_output);
+    int frames = task->n_elements[SB_SPLIT_TRAIN];
+    sb_task_free(task);
+    size_t params = 0;
+    if ((st = sb_model_param_count(&mc, &params, err)) != SB_OK)
+        goto fail;
+    const sb_layer_type *type = sb_layer_type_find(mc.model);
+    char *config = sb_run_config_json_string(cfg, 0);
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0)
+        host[0] = '\0';
+    sb_run_info info = {
+        .hash = hash,
+        .config_json = config,
+        .model = cfg->model,
+        .protocol = cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference",
+        .params = (int64_t)params,
+        .state_size = type->state_size != NULL ? (int64_t)(mc.n_layers * type->state_size(&mc)) : -1,
+        .flops_per_token = sb_model_config_flops_per_token(&mc, frames),
+        .code_version = SB_VERSION,
+        .checkpoint = ckpt,
+        .host = host[0] != '\0' ? host : NULL,
+    };
+    st = config != NULL ? sb_results_run_begin(rec->db, &info, &rec->run_id, err)
+                        : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    free(config);
+    if (st == SB_OK)
+        return SB_OK;
+fail:
+    sb_results_close(rec->db);
+    rec->db = NULL;
+    return st;
+}
+
+static void record_warn(sb_run_record *rec, const sb_error *err)
+{
+    if (!rec->warned)
+        fprintf(stderr, "selectivbench: warning: results database: %s (the run goes on)\n",
+                err->msg);
+    rec->warned = 1;
+}
+
+void sb_run_record_event(sb_run_record *rec, const sb_train_event *ev)
+{
+    if (rec->db == NULL || ev->kind != SB_EVENT_EVAL)
+        return;
+    sb_error err = {0};
+    sb_eval_row test = {.step = ev->step, .samples = ev->samples, .split = SB_SPLIT_TEST,
+                        .loss = ev->test_loss, .acc = ev->test_acc, .lr = ev->lr,
+                        .tokens_per_s = ev->tokens_per_s, .wall_s = ev->elapsed_s};
+    if (sb_results_add_eval(rec->db, rec->run_id, &test, &err) != SB_OK)
+        record_warn(rec, &err);
+    if (!isnan(ev->loss)) {
+        sb_eval_row train = test;
+        train.split = SB_SPLIT_TRAIN;
+        train.loss = ev->loss;
+        train.acc = ev->acc;
+        if (sb_results_add_eval(rec->db, rec->run_id, &train, &err) != SB_OK)
+            record_warn(rec, &err);
+    }
+}
+
+sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_error *err)
+{
+    if (rec->db == NULL)
+        return SB_OK;
+    sb_run_metrics m = {.test_acc = res->test_acc, .test_loss = res->test_loss,
+                        .train_acc = res->train_acc, .train_loss = res->train_loss,
+                        .wall_s = res->wall_s, .tokens_per_s = res->tokens_per_s};
+    const char *status = res->status[0] != '\0' ? res->status : "failed";
+    sb_status st = sb_results_run_end(rec->db, rec->run_id, status,
+                                      res->reason[0] != '\0' ? res->reason : NULL, &m, err);
+    sb_run_record_close(rec);
+    return st;
+}
+
+void sb_run_record_close(sb_run_record *rec)
+{
+    sb_results_close(rec->db);
+    rec->db = NULL;
+}

@@ -1,0 +1,179 @@
+/* bench.c - training-step benchmarks (see bench.h). */
+#include "selectivbench/bench.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "selectivbench/model.h"
+#include "selectivbench/ops.h"
+#include "selectivbench/optim.h"
+#include "selectivbench/timer.h"
+
+typedef struct bench_step {
+    const sb_model *m;
+    sb_tensor *input; /* data owned by the caller */
+    const int32_t *target;
+    const uint8_t *valid;
+    real *input_data;
+    int B, T, I;
+    double loss;
+} bench_step;
+
+static void bench_step_fn(sb_graph *g, void *arg)
+{
+    bench_step *s = arg;
+    int shape[3] = {s->B, s->T, s->I};
+    sb_tensor *x = sb_tensor_wrap(g, s->input_data, 3, shape);
+    sb_tensor *logits = sb_model_forward(g, s->m, x);
+    sb_tensor *loss = sb_cross_entropy(g, logits, s->target, s->valid, 1, NULL);
+    s->loss = (double)loss->data[0];
+    sb_tensor_grad(g, loss)[0] = 1;
+    sb_graph_backward(g);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, sb_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (cfg->batch < 1 || cfg->frames < 1 || cfg->inputs < 1 || cfg->classes < 1)
+        return sb_error_set(err, SB_ERR_INVALID, "bench sizes must be positive");
+    if (cfg->threads > 0)
+        omp_set_num_threads(cfg->threads);
+    sb_model_config mc;
+    memset(&mc, 0, sizeof mc);
+    snprintf(mc.model, sizeof mc.model, "%s", cfg->model);
+    mc.d_input = cfg->inputs;
+    mc.d_output = cfg->classes;
+    mc.d_model = cfg->width;
+    mc.n_layers = cfg->layers;
+    mc.d_state = cfg->d_state;
+    mc.n_head = sb_num_heads(cfg->width);
+    mc.dropout = 0.2;
+    mc.rope_base = 1000;
+    sb_model *m = NULL;
+    sb_status st = sb_model_create(&mc, 1, &m, err);
+    if (st != SB_OK)
+        return st;
+    res->params = m->params.count;
+
+    const int B = cfg->batch, T = cfg->frames, I = cfg->inputs;
+    size_t n_frames = (size_t)B * (size_t)T;
+    real *input = calloc(n_frames * (size_t)I, sizeof *input);
+    int32_t *target = malloc(n_frames * sizeof *target);
+    uint8_t *valid = malloc(n_frames);
+    int steps = cfg->steps > 0 ? cfg->steps : 5;
+    double *times = malloc((size_t)steps * sizeof *times);
+    sb_graph g;
+    sb_graph_init(&g, (size_t)64 << 20);
+    if (!input || !target || !valid || !times) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory for the benchmark batch");
+        goto done;
+    }
+    /* a fixed random one-hot sequence and targets */
+    uint64_t rs = 12345;
+    for (size_t f = 0; f < n_frames; f++) {
+        rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+        input[f * (size_t)I + (size_t)((rs >> 33) % (uint64_t)I)] = 1;
+        target[f] = (int32_t)((rs >> 17) % (uint64_t)cfg->classes);
+        valid[f] = 1;
+    }
+    sb_optimizer opt;
+    sb_optimizer_init(&opt, SB_OPT_ADAM, 1e-3, 0.0);
+    bench_step s = {.m = m, .target = target, .valid = valid, .input_data = input,
+                    .B = B, .T = T, .I = I};
+    int total = 2 + steps;
+    for (int k = 0; k < total; k++) {
+        double t0 = sb_time_now();
+        sb_graph_reset(&g);
+        g.record = 1;
+        g.training = 1;
+        g.step = (uint64_t)k;
+        if ((st = sb_graph_run(&g, bench_step_fn, &s, err)) != SB_OK)
+            goto done;
+        if (!isfinite(s.loss)) {
+            st = sb_error_set(err, SB_ERR_DIVERGED, "bench: the loss of %s is not finite", cfg->model);
+            goto done;
+        }
+        if (k == 0) {
+            /* validate: every trainable tensor got a gradient */
+            for (int i = 0; i < m->params.n; i++) {
+                sb_param *p = &m->params.p[i];
+                if (p->flags & SB_PARAM_BUFFER)
+                    continue;
+                double mx = 0;
+                for (size_t j = 0; j < p->size; j++)
+                    mx = fmax(mx, fabs((double)m->params.grad[p->offset + j]));
+                if (!(mx > 0)) {
+                    st = sb_error_set(err, SB_ERR_RUNTIME,
+                                      "bench: parameter %s of %s received no gradient: the "
+                                      "backward is broken",
+                                      p->name, cfg->model);
+                    goto done;
+                }
+            }
+            res->first_loss = s.loss;
+        }
+        sb_clip_grad_norm(&m->params, 1.0);
+        sb_optimizer_step(&opt, &m->params, 1.0);
+        sb_params_zero_grad(&m->params);
+        if (k >= 2)
+            times[k - 2] = sb_time_now() - t0;
+        res->last_loss = s.loss;
+    }
+    if (!(res->last_loss != res->first_loss)) {
+        st = sb_error_set(err, SB_ERR_RUNTIME, "bench: the loss of %s did not change after %d updates",
+                          cfg->model, total);
+        goto done;
+    }
+    qsort(times, (size_t)steps, sizeof *times, cmp_double);
+    double sec = times[steps / 2];
+    res->step_ms = sec * 1e3;
+    res->tokens_per_s = (double)n_frames / sec;
+    res->gflops = 3.0 * sb_model_flops_per_token(m, T) * (double)n_frames / sec / 1e9;
+    res->memory_mib = ((double)g.arena.peak + 4.0 * (double)m->params.total * sizeof(real) +
+                       (double)n_frames * ((double)I * sizeof(real) + 5.0)) /
+                      1048576.0;
+done:
+    sb_graph_free(&g);
+    free(input);
+    free(target);
+    free(valid);
+    free(times);
+    sb_model_free(m);
+    return st;
+}
+
+double sb_bench_sgemm_peak(int threads)
+{
+    if (threads > 0)
+        omp_set_num_threads(threads);
+    const int n = 2048;
+    real *a = malloc((size_t)n * n * sizeof *a), *b = malloc((size_t)n * n * sizeof *b),
+         *c = malloc((size_t)n * n * sizeof *c);
+    double best = 0.0;
+    if (a != NULL && b != NULL && c != NULL) {
+        for (size_t i = 0; i < (size_t)n * n; i++) {
+            a[i] = (real)((double)(i % 17) * 0.01);
+            b[i] = (real)((double)(i % 13) * 0.01);
+        }
+        for (int r = 0; r < 4; r++) {
+            double t0 = sb_time_now();
+            sb_gemm(0, 0, n, n, n, 1, a, n, b, n, 0, c, n);
+            double dt = sb_time_now() - t0;
+            double rate = 2.0 * n * (double)n * n / dt / 1e9;
+            if (r > 0 && rate > best) /* the first run warms up */
+                best = rate;
+        }
+    }
+    free(a);
+    free(b);
+    free(c);
+    return best;
+}
