@@ -55,10 +55,15 @@ typedef struct sb_train_options {
     double mem_budget_gb;    /* activation memory for a step (grad_acc -1) and evaluation */
     sb_train_callback callback;
     void *user;
+    /* stop at the first checkpoint after this many updates (0: never), with status
+     * "stopped": an interruption that --resume continues (used by tests and time limits) */
+    int64_t stop_after;
+    /* testing aid: treat the loss of this micro-batch (1-based) as NaN (0: never) */
+    int64_t inject_nan_at;
 } sb_train_options;
 
 typedef struct sb_train_result {
-    char status[16];         /* "finished", "diverged", "failed" */
+    char status[16];         /* "finished", "diverged", "failed", "stopped" */
     char reason[SB_ERROR_MSG_MAX];
     double test_acc, test_loss, train_acc, train_loss;
     size_t params;

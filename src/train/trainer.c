@@ -457,6 +457,8 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
         step_args sa = {.m = m, .batch = &batch, .loss_scale = loss_scale, .want_acc = is_update};
         if ((st = sb_graph_run(&g, train_micro_step, &sa, err)) != SB_OK)
             goto out;
+        if (opt->inject_nan_at > 0 && k + 1 == opt->inject_nan_at)
+            sa.loss = NAN;
         if (!isfinite(sa.loss)) {
             st = sb_error_set(err, SB_ERR_DIVERGED,
                               "the training loss became %s at update %lld (sample %lld): the run "
@@ -520,6 +522,13 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
             if (opt->ckpt_path != NULL &&
                 (st = sb_checkpoint_save(opt->ckpt_path, m, cfg, &optim, first + count, err)) != SB_OK)
                 goto out;
+            if (opt->stop_after > 0 && updates >= opt->stop_after && !last_update) {
+                res->steps = updates;
+                res->samples = first + count;
+                res->tokens_per_s = train_time > 0 ? tokens / train_time : 0.0;
+                snprintf(res->status, sizeof res->status, "stopped");
+                goto out;
+            }
         }
     }
     (void)evaluated_last;

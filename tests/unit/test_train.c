@@ -1,0 +1,314 @@
+/*
+ * test_train.c - parameter counts, the optimiser against torch, schedules, and the
+ * training loop: identical results on 1 and 2 threads, resume equals an uninterrupted run,
+ * divergence handling, checkpoints and their failure modes.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "selectivbench/checkpoint.h"
+#include "selectivbench/model.h"
+#include "selectivbench/optim.h"
+#include "selectivbench/trainer.h"
+#include "test_util.h"
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/sb_test_train_XXXXXX");
+    if (mkdtemp(tmpdir) == NULL)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- parameter counts: spec/models-ssm.md section 9 (I 41, O 1601, 8 layers) ---------- */
+
+static void test_param_counts(void **state)
+{
+    (void)state;
+    const int widths[5] = {64, 128, 256, 512, 1024};
+    const size_t transformer[5] = {639497, 2325961, 8844617, 34464841, 136034889};
+    const size_t gru[5] = {307457, 1006529, 3584321, 13458497, 52081217};
+    for (int i = 0; i < 5; i++) {
+        sb_model_config mc = {.d_input = 41, .d_output = 1601, .d_model = widths[i], .n_layers = 8,
+                              .d_state = 128, .n_head = sb_num_heads(widths[i]), .dropout = 0.2,
+                              .rope_base = 1000};
+        size_t n = 0;
+        sb_error err = {0};
+        snprintf(mc.model, sizeof mc.model, "transformer");
+        assert_int_equal(sb_model_param_count(&mc, &n, &err), SB_OK);
+        assert_int_equal(n, transformer[i]);
+        snprintf(mc.model, sizeof mc.model, "gru");
+        assert_int_equal(sb_model_param_count(&mc, &n, &err), SB_OK);
+        assert_int_equal(n, gru[i]);
+    }
+    /* get_num_heads of the paper's widths */
+    const int d[] = {64, 256, 512, 648, 768, 960, 1024, 1152, 1280, 1296};
+    const int h[] = {4, 4, 4, 8, 8, 8, 8, 16, 16, 16};
+    for (size_t i = 0; i < sizeof d / sizeof *d; i++)
+        assert_int_equal(sb_num_heads(d[i]), h[i]);
+}
+
+/* ---- optimiser and clipping against torch (tests/data/torch/optim.json) ------------- */
+
+static void test_optimizer_matches_torch(void **state)
+{
+    (void)state;
+    json_t *ref = test_load_json("torch/optim.json");
+    const char *kinds[2] = {"adam", "adamw"};
+    for (int kind = 0; kind < 2; kind++) {
+        sb_params ps;
+        sb_params_init(&ps);
+        int shape[1] = {5};
+        sb_params_add(&ps, "p", 1, shape, SB_INIT_CONST, 0.0, 0);
+        sb_error err = {0};
+        assert_int_equal(sb_params_alloc(&ps, &err), SB_OK);
+        const float init[5] = {0.5f, -1.25f, 2.0f, 0.0f, 3.5f};
+        for (int i = 0; i < 5; i++)
+            ps.data[i] = init[i];
+        sb_optimizer opt;
+        sb_optimizer_init(&opt, kind == 0 ? SB_OPT_ADAM : SB_OPT_ADAMW, 0.01, 0.01);
+        json_t *steps = json_object_get(ref, kinds[kind]);
+        for (int k = 0; k < 4; k++) {
+            const float g[5] = {0.3f, -2.0f, 0.01f * (float)k, 5.0f, -0.7f};
+            for (int i = 0; i < 5; i++)
+                ps.grad[i] = g[i] * (float)(k + 1);
+            double norm = sb_clip_grad_norm(&ps, 1.0);
+            json_t *step = json_array_get(steps, (size_t)k);
+            assert_true(fabs(norm - json_number_value(json_object_get(step, "grad_norm"))) < 1e-5 * norm);
+            sb_optimizer_step(&opt, &ps, 1.0);
+            json_t *want = json_object_get(step, "param");
+            for (int i = 0; i < 5; i++) {
+                double w = json_number_value(json_array_get(want, (size_t)i));
+                if (!(fabs((double)ps.data[i] - w) <= 2e-6 * fmax(1.0, fabs(w))))
+                    fail_msg("%s step %d param %d: %.9g, torch %.9g", kinds[kind], k, i,
+                             (double)ps.data[i], w);
+            }
+        }
+        sb_params_free(&ps);
+    }
+    json_decref(ref);
+}
+
+static void test_schedules(void **state)
+{
+    (void)state;
+    /* LambdaLR with train.py's lambdas: 0 at step 0, linear warm-up, then cosine */
+    assert_true(sb_schedule_factor(SB_SCHED_COSINE_WARMUP, 0, 10, 110) == 0.0);
+    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP, 5, 10, 110) - 0.5) < 1e-15);
+    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP, 10, 10, 110) - 1.0) < 1e-15);
+    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP, 60, 10, 110) - 0.5) < 1e-15);
+    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP, 110, 10, 110)) < 1e-15);
+    /* fractional warm-up (5% of 375 updates = 18.75) */
+    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP, 18, 18.75, 375) - 18 / 18.75) < 1e-15);
+    /* lr_min variant: floor 0.1 */
+    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP_LR_MIN, 110, 10, 110) - 0.1) < 1e-15);
+    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP_LR_MIN, 60, 10, 110) - 0.55) < 1e-15);
+}
+
+/* ---- the training loop ------------------------------------------------------------------- */
+
+static sb_run_config tiny_run(const char *model)
+{
+    sb_run_config c = sb_run_config_default();
+    snprintf(c.model, sizeof c.model, "%s", model);
+    c.task.grammar.vocab = 9, c.task.grammar.amb = 8, c.task.grammar.grammar_scale = 1;
+    c.task.train_seqlen_max = c.task.test_seqlen_max = 20;
+    c.task.train_gap_max = 0.3; /* some gaps: 1 to 3 frames */
+    c.task.dataset_size = 192;
+    c.task.test_size = 24;
+    c.feat_size = 16;
+    c.layers = 2;
+    c.batch_size = 16;
+    c.test_bs = 10;
+    c.epoch_size = 64; /* an evaluation every 4 updates */
+    c.dropout = 0.2;
+    c.lr = 3e-3;
+    c.seed = c.task.grammar.seed = 2;
+    return c;
+}
+
+static long read_file(const char *path, unsigned char **out)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = malloc((size_t)n);
+    if (fread(*out, 1, (size_t)n, f) != (size_t)n)
+        n = -1;
+    fclose(f);
+    return n;
+}
+
+static void assert_same_file(const char *a, const char *b)
+{
+    unsigned char *x = NULL, *y = NULL;
+    long nx = read_file(a, &x), ny = read_file(b, &y);
+    assert_true(nx > 0 && nx == ny);
+    assert_memory_equal(x, y, (size_t)nx);
+    free(x);
+    free(y);
+}
+
+static void train_to(const sb_run_config *c, int threads, const char *ckpt, sb_train_result *res,
+                     int64_t stop_after, int resume)
+{
+    sb_train_options opt = {.threads = threads, .ckpt_path = ckpt, .mem_budget_gb = 1.0,
+                            .stop_after = stop_after, .resume = resume};
+    sb_error err = {0};
+    if (sb_train(c, &opt, res, &err) != SB_OK)
+        fail_msg("training failed: %s", err.msg);
+}
+
+static void test_threads_identical(void **state)
+{
+    (void)state;
+    const char *models[2] = {"transformer", "gru"};
+    for (int k = 0; k < 2; k++) {
+        sb_run_config c = tiny_run(models[k]);
+        char a[512], b[512];
+        snprintf(a, sizeof a, "%s/%s_t1.safetensors", tmpdir, models[k]);
+        snprintf(b, sizeof b, "%s/%s_t2.safetensors", tmpdir, models[k]);
+        sb_train_result r1, r2;
+        train_to(&c, 1, a, &r1, 0, 0);
+        train_to(&c, 2, b, &r2, 0, 0);
+        assert_string_equal(r1.status, "finished");
+        assert_int_equal(r1.steps, 12);
+        assert_int_equal(r1.n_evals, 3);
+        assert_true(r1.test_acc == r2.test_acc && r1.test_loss == r2.test_loss);
+        assert_true(r1.train_loss == r2.train_loss && r1.train_acc == r2.train_acc);
+        assert_same_file(a, b); /* every weight bitwise equal */
+    }
+}
+
+static void test_resume_equals_uninterrupted(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("transformer");
+    char full[512], part[512];
+    snprintf(full, sizeof full, "%s/full.safetensors", tmpdir);
+    snprintf(part, sizeof part, "%s/part.safetensors", tmpdir);
+    sb_train_result r_full, r_part, r_rest;
+    train_to(&c, 2, full, &r_full, 0, 0);
+    train_to(&c, 2, part, &r_part, 4, 0); /* stops at the first evaluation */
+    assert_string_equal(r_part.status, "stopped");
+    assert_int_equal(r_part.steps, 4);
+    train_to(&c, 2, part, &r_rest, 0, 1);
+    assert_string_equal(r_rest.status, "finished");
+    assert_int_equal(r_rest.steps, r_full.steps);
+    assert_true(r_rest.test_acc == r_full.test_acc && r_rest.test_loss == r_full.test_loss);
+    assert_same_file(full, part);
+}
+
+static void test_divergence_stops(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("gru");
+    sb_train_options opt = {.threads = 2, .mem_budget_gb = 1.0, .inject_nan_at = 6};
+    sb_train_result res;
+    sb_error err = {0};
+    assert_int_equal(sb_train(&c, &opt, &res, &err), SB_ERR_DIVERGED);
+    assert_string_equal(res.status, "diverged");
+    assert_non_null(strstr(err.msg, "NaN"));
+    assert_int_equal(res.steps, 5);
+}
+
+static void test_checkpoint_roundtrip_and_errors(void **state)
+{
+    (void)state;
+    sb_model_config mc = {.d_input = 9, .d_output = 65, .d_model = 16, .n_layers = 2, .d_state = 8,
+                          .n_head = 4, .dropout = 0.2, .rope_base = 1000};
+    snprintf(mc.model, sizeof mc.model, "transformer");
+    sb_model *a = NULL, *b = NULL, *other = NULL, *wide = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_model_create(&mc, 1, &a, &err), SB_OK);
+    assert_int_equal(sb_model_create(&mc, 2, &b, &err), SB_OK);
+    sb_run_config cfg = sb_run_config_default();
+    char path[512];
+    snprintf(path, sizeof path, "%s/ck.safetensors", tmpdir);
+    assert_int_equal(sb_checkpoint_save(path, a, &cfg, NULL, 123, &err), SB_OK);
+    int64_t seen = 0;
+    assert_int_equal(sb_checkpoint_load(path, b, NULL, &seen, &err), SB_OK);
+    assert_int_equal(seen, 123);
+    assert_memory_equal(a->params.data, b->params.data, a->params.total * sizeof(real));
+    sb_run_config back;
+    assert_int_equal(sb_checkpoint_read_config(path, &back, &err), SB_OK);
+    assert_string_equal(back.model, cfg.model);
+
+    /* missing file */
+    assert_int_equal(sb_checkpoint_load("/nonexistent/x.safetensors", b, NULL, NULL, &err), SB_ERR_IO);
+    /* corrupt file: truncated */
+    char bad[512];
+    snprintf(bad, sizeof bad, "%s/bad.safetensors", tmpdir);
+    unsigned char *bytes = NULL;
+    long n = read_file(path, &bytes);
+    FILE *f = fopen(bad, "wb");
+    fwrite(bytes, 1, (size_t)n / 2, f);
+    fclose(f);
+    free(bytes);
+    assert_int_equal(sb_checkpoint_load(bad, b, NULL, NULL, &err), SB_ERR_IO);
+    assert_non_null(strstr(err.msg, bad));
+    /* another model: a GRU checkpoint into a transformer */
+    sb_model_config gc = mc;
+    snprintf(gc.model, sizeof gc.model, "gru");
+    assert_int_equal(sb_model_create(&gc, 1, &other, &err), SB_OK);
+    char gpath[512];
+    snprintf(gpath, sizeof gpath, "%s/gru.safetensors", tmpdir);
+    assert_int_equal(sb_checkpoint_save(gpath, other, &cfg, NULL, 0, &err), SB_OK);
+    real *before = malloc(b->params.total * sizeof *before);
+    memcpy(before, b->params.data, b->params.total * sizeof *before);
+    assert_int_equal(sb_checkpoint_load(gpath, b, NULL, NULL, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "another model"));
+    /* another width: shapes differ; the model is left untouched */
+    sb_model_config wc = mc;
+    wc.d_model = 32;
+    assert_int_equal(sb_model_create(&wc, 1, &wide, &err), SB_OK);
+    assert_int_equal(sb_checkpoint_load(path, wide, NULL, NULL, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "shape"));
+    assert_memory_equal(before, b->params.data, b->params.total * sizeof *before);
+    /* the optimiser sidecar is required by a resume */
+    sb_optimizer opt;
+    sb_optimizer_init(&opt, SB_OPT_ADAM, 1e-3, 0);
+    assert_int_equal(sb_checkpoint_load(path, b, &opt, NULL, &err), SB_ERR_IO);
+    free(before);
+    sb_model_free(a);
+    sb_model_free(b);
+    sb_model_free(other);
+    sb_model_free(wide);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_param_counts),
+        cmocka_unit_test(test_optimizer_matches_torch),
+        cmocka_unit_test(test_schedules),
+        cmocka_unit_test(test_threads_identical),
+        cmocka_unit_test(test_resume_equals_uninterrupted),
+        cmocka_unit_test(test_divergence_stops),
+        cmocka_unit_test(test_checkpoint_roundtrip_and_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
