@@ -26,7 +26,7 @@
  *
  * q, k [B, T, H, K]; v [B, T, H, V]; gate: NULL (no decay, LinearAttention), [B, T, H] (one
  * log-decay per head and token: RetNet, SimpleGLA) or [B, T, H, K] (one per key channel:
- * GLA, HGRN2); log-decays must be <= 0 (finite, or -inf). Returns o [B, T, H, V].
+ * GLA, HGRN2); log-decays must be finite and <= 0. Returns o [B, T, H, V].
  *
  * state == NULL: the sequence starts from S_0 = 0, and the op records its backward when an
  * input needs a gradient. state != NULL ([B, H, K, V]): streaming evaluation; S_0 is read

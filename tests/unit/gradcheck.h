@@ -12,11 +12,13 @@
 
 #include "selectivbench/nn.h"
 
-#define GC_MAX_INPUTS 24
+#define GC_MAX_INPUTS 256
 
 typedef struct gc_input {
     const char *name;
-    sb_tensor tensor;     /* data owned by the harness; grad set during the check */
+    sb_tensor tensor;     /* data owned by the harness; grad set during the check; inputs
+                             with requires_grad = 0 are constants: not checked */
+    int allow_zero_grad;  /* the gradient may legitimately be zero everywhere */
 } gc_input;
 
 /* Builds the computation on graph g from the inputs; returns the output. */
@@ -30,7 +32,8 @@ typedef struct gc_problem {
     void *ctx;
     double step;        /* finite-difference step (default 1e-6) */
     double rtol, atol;  /* default 1e-6, 1e-8 */
-    int allow_zero_grad;/* bit i: input i may legitimately have an all-zero gradient */
+    int allow_zero_grad;/* bit i: input i (< 32) may have an all-zero gradient (see also
+                           gc_input.allow_zero_grad) */
     int training;       /* graph->training during the check (dropout with a fixed seed) */
 } gc_problem;
 
