@@ -14,6 +14,8 @@
 #include "selectivbench/safetensors.h"
 #include "selectivbench/timer.h"
 
+#include "../nn/fastmath.h"
+
 #define DECODE_CHUNK 1024 /* frames decoded at once in evaluation */
 
 /* ---- memory estimates -------------------------------------------------------------------- */
@@ -144,14 +146,8 @@ static void decode_frames(const sb_model *m, const real *hidden, int t0, int row
     for (int r = 0; r < rows; r++) {
         int t = t0 + r;
         real *x = logits + (size_t)r * (size_t)C;
-        real mx = x[0];
-        for (int j = 1; j < C; j++)
-            mx = x[j] > mx ? x[j] : mx;
-        double sum = 0.0;
-        for (int j = 0; j < C; j++) {
-            x[j] = (real)exp((double)(x[j] - mx));
-            sum += (double)x[j];
-        }
+        real mx = sb_vmax(x, C);
+        double sum = (double)sb_vexp_shift(x, C, mx);
         ds->loss += -log((double)x[target[t]] / sum);
         real inv = (real)(1.0 / sum);
         int e = ds->e;

@@ -19,6 +19,8 @@
 
 #include "selectivbench/ops.h"
 
+#include "../fastmath.h"
+
 #define QB 128 /* queries per block */
 
 typedef struct attention_ctx {
@@ -38,18 +40,10 @@ static void attention_block_probs(const real *Q, const real *K, int ld, int Dh, 
         real *s = S + (size_t)i * (size_t)t1;
         int last = t0 + i; /* keys 0..last are visible */
         if (lse != NULL) {
-            real l = lse[t0 + i];
-            for (int j = 0; j <= last; j++)
-                s[j] = exp(s[j] - l);
+            (void)sb_vexp_shift(s, last + 1, lse[t0 + i]);
         } else {
-            real m = s[0];
-            for (int j = 1; j <= last; j++)
-                m = s[j] > m ? s[j] : m;
-            real sum = 0;
-            for (int j = 0; j <= last; j++) {
-                s[j] = exp(s[j] - m);
-                sum += s[j];
-            }
+            real m = sb_vmax(s, last + 1);
+            real sum = sb_vexp_shift(s, last + 1, m);
             real inv = 1 / sum;
             for (int j = 0; j <= last; j++)
                 s[j] *= inv;

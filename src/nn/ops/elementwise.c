@@ -7,6 +7,8 @@
 
 #include "selectivbench/ops.h"
 
+#include "../fastmath.h"
+
 #define PAR_MIN 32768 /* below this many elements, one thread */
 
 static sb_tensor *like(sb_graph *g, const sb_tensor *x)
@@ -143,7 +145,7 @@ typedef struct act_ctx {
 
 static inline real sigmoid(real x)
 {
-    return 1 / (1 + exp(-x));
+    return sb_fsigmoid(x);
 }
 
 static inline real act_forward(act_kind kind, real x)
@@ -152,8 +154,8 @@ static inline real act_forward(act_kind kind, real x)
     case ACT_GELU: return (real)0.5 * x * (1 + erf(x * (real)0.70710678118654752440));
     case ACT_SILU: return x * sigmoid(x);
     case ACT_SIGMOID: return sigmoid(x);
-    case ACT_SOFTPLUS: return x > 20 ? x : log1p(exp(x));
-    case ACT_TANH: return tanh(x);
+    case ACT_SOFTPLUS: return x > 20 ? x : log1p(sb_fexp(x));
+    case ACT_TANH: return sb_ftanh(x);
     }
     return 0;
 }
@@ -164,7 +166,7 @@ static inline real act_derivative(act_kind kind, real x, real y)
     case ACT_GELU: {
         /* Phi(x) + x phi(x) */
         real cdf = (real)0.5 * (1 + erf(x * (real)0.70710678118654752440));
-        real pdf = exp((real)-0.5 * x * x) * (real)0.39894228040143267794;
+        real pdf = sb_fexp((real)-0.5 * x * x) * (real)0.39894228040143267794;
         return cdf + x * pdf;
     }
     case ACT_SILU: {

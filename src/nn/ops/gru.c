@@ -18,6 +18,8 @@
 
 #include "selectivbench/ops.h"
 
+#include "../fastmath.h"
+
 typedef struct gru_ctx {
     sb_tensor *x, *w_ih, *w_hh, *b_ih, *b_hh, *y;
     real *gates; /* [B][T][4 Hd]: r, z, n, gh_n per step */
@@ -26,7 +28,7 @@ typedef struct gru_ctx {
 
 static inline real sigm(real v)
 {
-    return 1 / (1 + exp(-v));
+    return sb_fsigmoid(v);
 }
 
 static void gru_backward(sb_graph *g, void *ctx)
@@ -123,7 +125,7 @@ static void gru_run(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *w_hh,
             for (int j = 0; j < Hd; j++) {
                 real r = sigm(gir[j] + ghr[j]);
                 real z = sigm(gir[Hd + j] + ghr[Hd + j]);
-                real n = tanh(gir[2 * Hd + j] + r * ghr[2 * Hd + j]);
+                real n = sb_ftanh(gir[2 * Hd + j] + r * ghr[2 * Hd + j]);
                 real hp = hprev != NULL ? hprev[j] : 0;
                 h[j] = (1 - z) * n + z * hp;
                 if (gt != NULL) {

@@ -9,6 +9,8 @@
 
 #include "selectivbench/ops.h"
 
+#include "../fastmath.h"
+
 typedef struct ce_ctx {
     sb_tensor *logits, *loss;
     real *probs; /* [N, C], becomes dlogits in the backward */
@@ -59,14 +61,9 @@ sb_tensor *sb_cross_entropy(sb_graph *g, sb_tensor *logits, const int32_t *targe
     for (int n = 0; n < N; n++) {
         const real *x = logits->data + (size_t)n * (size_t)C;
         real *p = probs + (size_t)n * (size_t)C;
-        real m = x[0];
-        for (int j = 1; j < C; j++)
-            m = x[j] > m ? x[j] : m;
-        real sum = 0;
-        for (int j = 0; j < C; j++) {
-            p[j] = exp(x[j] - m);
-            sum += p[j];
-        }
+        real m = sb_vmax(x, C);
+        memcpy(p, x, (size_t)C * sizeof *p);
+        real sum = sb_vexp_shift(p, C, m);
         real inv = 1 / sum;
         for (int j = 0; j < C; j++)
             p[j] *= inv;
