@@ -107,11 +107,14 @@ int sb_cmd_train(int argc, char **argv)
     int n = 0;
     sb_run_options_add(&rf, opts, &n);
     int force = 0;
+    int64_t inject_nan_at = 0;
     const char *db_path = NULL;
     opts[n++] = (sb_option){"force", SB_OPT_SWITCH, &force, 0, 1, NULL, NULL,
                             "train again even if the results database has this run finished", 0};
     opts[n++] = (sb_option){"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
                             "results database (default DIR/selectivbench.db)", 0};
+    opts[n++] = (sb_option){"inject_nan_at", SB_OPT_INT64, &inject_nan_at, 0, 1e15, NULL, "K",
+                            "testing aid: treat micro-batch K's loss as NaN (default 0: off)", 0};
     int rc = sb_cli_parse("train", "[train.py flags]", opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
@@ -168,6 +171,7 @@ int sb_cmd_train(int argc, char **argv)
         .mem_budget_gb = rf.mem_budget,
         .callback = train_event,
         .user = &sinks,
+        .inject_nan_at = inject_nan_at,
     };
     sb_train_result res;
     sb_status st = sb_train(cfg, &topt, &res, &err);

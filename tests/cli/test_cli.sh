@@ -123,6 +123,59 @@ first="[3, 1, 1, 1, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 3, 1, 0]::['C', 'A1',
 grep -qx "B0, D, 0.3333333333333333" "$TMP/ds/transitions" || fail "--export: transitions"
 ls -a "$TMP/ds" | grep -q '\.tmp$' && fail "--export: temporary file left behind"
 
+# ---- training, evaluation, checkpoints ----------------------------------------------------
+tiny="--vocab 9 --amb 8 --grammar_scale True --train_seqlen_max 20 --test_seqlen_max 20 \
+--dataset_size 96 --test_size 12 --batch_size 16 --test_bs 6 --feat_size 16 --layers 1 \
+--epoch_size 48 --results $TMP/res"
+# shellcheck disable=SC2086
+expect_error 2 "unknown --model 'nosuch'; available: transformer, gru" train $tiny --model nosuch
+# shellcheck disable=SC2086
+expect_error 2 "not a finite number" train $tiny --lr abc
+# shellcheck disable=SC2086
+expect_error 2 "--batch_size 2" train $tiny --batch_size 2
+# shellcheck disable=SC2086
+expect_error 2 "960" train $tiny --model transformer --feat_size 960
+# shellcheck disable=SC2086
+expect_error 2 "out of range" train $tiny --dropout 1.5
+# shellcheck disable=SC2086
+expect_error 2 "unknown flag --nosuch" train $tiny --nosuch 3
+expect_error 1 "cannot create the results folder" train --results /dev/null/x --dataset_size 64
+# shellcheck disable=SC2086
+expect_error 1 "no checkpoint" train $tiny --model gru --test_pretrained
+# shellcheck disable=SC2086
+expect_error 3 "diverged" train $tiny --model gru --seed 9 --inject_nan_at 3
+
+# shellcheck disable=SC2086
+expect_ok train $tiny --model gru --json
+grep -q '"status":"finished"' "$TMP/out" || fail "train --json: no finished status: $(cat "$TMP/out")"
+grep -q '"test_acc":0\.' "$TMP/out" || fail "train --json: no test_acc"
+ckpt=$(sed -n 's/.*"checkpoint":"\([^"]*\)".*/\1/p' "$TMP/out")
+[ -s "$ckpt" ] || fail "train: no checkpoint at '$ckpt'"
+# the database has the run; running it again reports it instead of training
+# shellcheck disable=SC2086
+expect_ok train $tiny --model gru
+grep -q "already finished" "$TMP/out" || fail "train again: not reported as finished"
+# shellcheck disable=SC2086
+expect_ok train $tiny --model gru --force --quiet
+# task 4: evaluate the trained configuration at longer test gaps
+# shellcheck disable=SC2086
+expect_ok train $tiny --model gru --test_pretrained --test_dur 0.5 --json
+grep -q '"status":"finished"' "$TMP/out" || fail "test_pretrained: not finished"
+expect_ok eval "$ckpt" --test_dur 1.0 --dump "$TMP/dump.safetensors"
+grep -q "gaps of 1 s" "$TMP/out" || fail "eval --test_dur: $(cat "$TMP/out")"
+[ -s "$TMP/dump.safetensors" ] || fail "eval --dump wrote nothing"
+# bad checkpoints
+expect_error 1 "No such file" eval "$TMP/nosuch.safetensors"
+head -c 100 "$ckpt" >"$TMP/corrupt.safetensors"
+expect_error 1 "corrupt" eval "$TMP/corrupt.safetensors"
+expect_error 2 "another model" eval "$ckpt" --model transformer
+expect_error 2 "shape" eval "$ckpt" --feat_size 32
+expect_error 2 "name the checkpoint" eval --test_dur 1
+# bench validates, then times
+expect_ok bench --model transformer --batch_size 4 --frames 16 --feat_size 16 --layers 1 \
+  --inp 9 --classes 11 --steps 2 --json
+grep -q '"tokens_per_s"' "$TMP/out" || fail "bench --json: no tokens_per_s"
+
 # the demo (the README's first command) runs
 expect_ok demo --dataset_size 2000
 grep -q "topological entropy 2.776" "$TMP/out" || fail "demo: paper grammar TE missing"
