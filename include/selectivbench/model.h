@@ -39,9 +39,10 @@ typedef struct sb_model sb_model;
 typedef struct sb_taxonomy {
     const char *gating;
     const char *transition;   /* state transition structure */
-    const char *update_rank;
+    const char *update_rank;  /* rank of the information written per token */
     const char *normalisation;
     const char *negative_eigenvalues;
+    const char *state;        /* state per head (or per layer) */
 } sb_taxonomy;
 
 typedef struct sb_layer_type {

@@ -53,7 +53,9 @@ static double gru_state(const sb_model_config *cfg)
 const sb_layer_type sb_layer_gru = {
     .name = "gru",
     .summary = "PyTorch nn.GRU, one layer per block (the repository's classic RNN baseline)",
-    .taxonomy = {"input-dependent (r, z gates)", "dense nonlinear", "full", "none", "no"},
+    .taxonomy = {"data-dependent per channel (update z, reset r)",
+                 "nonlinear: tanh of a dense W_hh h (not a linear recurrence)", "full", "none",
+                 "n/a", "d"},
     .check = NULL,
     .add_params = gru_add_params,
     .forward = gru_forward,
