@@ -41,6 +41,8 @@ typedef struct sb_run_config {
     uint64_t seed;                /* model seed (= task seed with same_seed) */
     int64_t epoch_size;           /* training samples between evaluations (5000) */
     int test_pretrained;          /* evaluation-only run of a trained configuration */
+    int early_stop;               /* stop when the update loss stops improving */
+    int patience;                 /* updates without improvement; < 0: 10% of the updates */
 } sb_run_config;
 
 /* train.py's defaults for training flags, the paper's main task as the task. */

@@ -20,7 +20,6 @@ void sb_run_options_add(sb_run_flags *rf, sb_option *opts, int *n)
     rf->same_seed = 1;
     rf->save_model = 1;
     rf->warmup_steps = -1;
-    rf->patience = -1;
     rf->n_head = 4;
     rf->results_dir = "results";
     rf->mem_budget = 4.0;
@@ -65,9 +64,10 @@ void sb_run_options_add(sb_run_flags *rf, sb_option *opts, int *n)
          "continue from the checkpoint and its optimiser state", 0},
         {"only_createset", SB_OPT_SWITCH, &rf->only_createset, 0, 1, NULL, NULL,
          "build the task and stop (data is generated on the fly here)", 0},
-        {"early_stop", SB_OPT_SWITCH, &rf->early_stop, 0, 1, NULL, NULL,
-         "accepted; early stopping is not implemented (the paper does not use it)", 0},
-        {"patience", SB_OPT_INT, &rf->patience, -1, BIG, NULL, NULL, "see --early_stop", 0},
+        {"early_stop", SB_OPT_SWITCH, &c->early_stop, 0, 1, NULL, NULL,
+         "stop when the update loss has not improved for --patience updates", 0},
+        {"patience", SB_OPT_INT, &c->patience, -1, BIG, NULL, NULL,
+         "updates without improvement (default: 10% of the updates)", 0},
         {"epoch_size", SB_OPT_INT64, &c->epoch_size, 1, 1e12, NULL, NULL,
          "training samples between evaluations (default 5000 as train.py)", 0},
         {"threads", SB_OPT_INT, &rf->threads, 0, 1024, NULL, NULL, "threads (default: all cores)",

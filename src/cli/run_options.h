@@ -22,8 +22,6 @@ typedef struct sb_run_flags {
     int continued_training;
     int test_pretrained;
     int only_createset;
-    int early_stop;
-    int patience;
     int warmup_steps;
     int n_head;
     int threads;

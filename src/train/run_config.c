@@ -29,6 +29,8 @@ sb_run_config sb_run_config_default(void)
     c.seed = c.task.grammar.seed;
     c.epoch_size = 5000;
     c.test_pretrained = 0;
+    c.early_stop = 0;
+    c.patience = -1;
     return c;
 }
 
@@ -183,6 +185,8 @@ static const field fields[] = {
     {"warmup_steps", F_OPT_INT, OFF(warmup_steps), 1, NULL},
     {"seed", F_U64, OFF(seed), 1, NULL},
     {"epoch_size", F_INT64, OFF(epoch_size), 1, NULL},
+    {"early_stop", F_BOOL, OFF(early_stop), 1, NULL},
+    {"patience", F_OPT_INT, OFF(patience), 1, NULL},
     {"task_seed", F_U64, OFF(task.grammar.seed), 1, NULL},
     {"vocab", F_INT, OFF(task.grammar.vocab), 1, NULL},
     {"amb", F_INT, OFF(task.grammar.amb), 1, NULL},

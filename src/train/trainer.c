@@ -434,6 +434,10 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
                           .samples = start_samples};
     emit(opt, &ev0);
 
+    /* train.py's early stopping: on the loss of each update, patience 10% of the updates */
+    double best_loss = INFINITY;
+    int64_t patience = cfg->patience >= 0 ? cfg->patience : (int64_t)(sched_total * 0.1);
+    int64_t since_best = 0;
     double train_time = 0.0, tokens = 0.0;
     double sum_loss = 0.0, sum_acc = 0.0;
     int n_since_eval = 0, evaluated_last = 0;
@@ -492,7 +496,16 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
                        (double)(updates - first_micro / acc_steps);
             emit(opt, &ev);
         }
-        int last_update = is_update && updates == total_updates;
+        int stop_early = 0;
+        if (is_update && cfg->early_stop) {
+            if (sa.loss < best_loss) {
+                best_loss = sa.loss;
+                since_best = 0;
+            } else if (++since_best >= patience) {
+                stop_early = 1;
+            }
+        }
+        int last_update = is_update && (updates == total_updates || stop_early);
         if (is_update && (updates % eval_every == 0 || last_update)) {
             double test_loss, test_acc;
             if ((st = sb_evaluate(task, m, cfg->test_bs, budget, &test_loss, &test_acc, err)) != SB_OK)
@@ -518,6 +531,8 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
             if (opt->ckpt_path != NULL &&
                 (st = sb_checkpoint_save(opt->ckpt_path, m, cfg, &optim, first + count, err)) != SB_OK)
                 goto out;
+            if (stop_early)
+                break;
             if (opt->stop_after > 0 && updates >= opt->stop_after && !last_update) {
                 res->steps = updates;
                 res->samples = first + count;
@@ -529,7 +544,7 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
     }
     (void)evaluated_last;
     res->steps = updates;
-    res->samples = n_train;
+    res->samples = updates * micro * acc_steps < n_train ? updates * micro * acc_steps : n_train;
     res->tokens_per_s = train_time > 0 ? tokens / train_time : 0.0;
     snprintf(res->status, sizeof res->status, "finished");
 

@@ -235,6 +235,25 @@ static void test_divergence_stops(void **state)
     assert_int_equal(res.steps, 5);
 }
 
+/* train.py's early stopping: a run whose update loss never improves for `patience`
+ * updates stops there (with a final evaluation). */
+static void test_early_stop(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("gru");
+    c.early_stop = 1;
+    c.patience = 1;
+    c.lr = 0.5; /* noisy updates: the loss soon fails to improve */
+    sb_train_result res;
+    train_to(&c, 2, NULL, &res, 0, 0);
+    assert_string_equal(res.status, "finished");
+    assert_true(res.steps < 12);
+    assert_true(res.n_evals >= 1);
+    c.early_stop = 0;
+    train_to(&c, 2, NULL, &res, 0, 0);
+    assert_int_equal(res.steps, 12);
+}
+
 static void test_checkpoint_roundtrip_and_errors(void **state)
 {
     (void)state;
@@ -308,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_threads_identical),
         cmocka_unit_test(test_resume_equals_uninterrupted),
         cmocka_unit_test(test_divergence_stops),
+        cmocka_unit_test(test_early_stop),
         cmocka_unit_test(test_checkpoint_roundtrip_and_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
