@@ -4,7 +4,7 @@
 set -eu
 
 PACKAGES="gcc make cmake pkg-config libc6-dev libgomp1 libopenblas-openmp-dev \
-libjansson-dev libcmocka-dev libsqlite3-dev"
+libjansson-dev libcmocka-dev libsqlite3-dev libyaml-dev"
 
 missing=""
 for p in $PACKAGES; do

@@ -25,6 +25,7 @@ static void print_usage(FILE *f)
             "             export the reference's dataset files\n"
             "  train      train and evaluate one configuration (the reference's train.py flags)\n"
             "  eval       evaluate a checkpoint, e.g. at longer test gaps (--test_dur)\n"
+            "  sweep      run a W&B grid sweep file offline (resumable, parallel, sharded)\n"
             "  models     every model with its parameter count and taxonomy\n"
             "  bench      training speed of every model (bench data: data generation speed)\n"
             "\n"
@@ -120,6 +121,8 @@ int main(int argc, char **argv)
         return sb_cmd_eval(argc, argv);
     if (strcmp(cmd, "models") == 0)
         return sb_cmd_models(argc, argv);
+    if (strcmp(cmd, "sweep") == 0)
+        return sb_cmd_sweep(argc, argv);
     fprintf(stderr, "selectivbench: error: unknown command '%s'; run 'selectivbench --help'\n",
             cmd);
     return 2;

@@ -1,0 +1,330 @@
+/* sweep.c - W&B grid sweep files (see sweep.h), read with libyaml. */
+#include "selectivbench/sweep.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d != NULL)
+        memcpy(d, s, n);
+    return d;
+}
+
+void sb_sweep_free(sb_sweep *s)
+{
+    if (s == NULL)
+        return;
+    for (int i = 0; i < s->n_params; i++) {
+        free(s->params[i].name);
+        for (int v = 0; v < s->params[i].n_values; v++)
+            free(s->params[i].values[v]);
+        free(s->params[i].values);
+    }
+    free(s->params);
+    for (int i = 0; i < s->n_command; i++)
+        free(s->command[i]);
+    free(s->command);
+    free(s->path);
+    free(s->program);
+    free(s->method);
+    free(s->metric_name);
+    free(s->metric_goal);
+    free(s);
+}
+
+/* ---- document walking helpers ----------------------------------------------------- */
+
+typedef struct loader {
+    yaml_document_t doc;
+    const char *path;
+    sb_error *err;
+} loader;
+
+static sb_status bad(loader *ld, const yaml_node_t *node, const char *what)
+{
+    return sb_error_set(ld->err, SB_ERR_INVALID, "sweep file '%s', line %zu: %s", ld->path,
+                        node != NULL ? (size_t)node->start_mark.line + 1 : (size_t)0, what);
+}
+
+static const char *scalar(const yaml_node_t *node)
+{
+    return node != NULL && node->type == YAML_SCALAR_NODE ? (const char *)node->data.scalar.value
+                                                          : NULL;
+}
+
+/* The value node of `key` in a mapping node, or NULL. */
+static yaml_node_t *map_get(loader *ld, yaml_node_t *map, const char *key)
+{
+    if (map == NULL || map->type != YAML_MAPPING_NODE)
+        return NULL;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        const char *k = scalar(yaml_document_get_node(&ld->doc, p->key));
+        if (k != NULL && strcmp(k, key) == 0)
+            return yaml_document_get_node(&ld->doc, p->value);
+    }
+    return NULL;
+}
+
+static int cmp_param(const void *a, const void *b)
+{
+    return strcmp(((const sb_sweep_param *)a)->name, ((const sb_sweep_param *)b)->name);
+}
+
+/* Reads one parameter definition: {values: [...]} or {value: x}. */
+static sb_status load_param(loader *ld, sb_sweep_param *p, yaml_node_t *def)
+{
+    if (def == NULL || def->type != YAML_MAPPING_NODE)
+        return bad(ld, def, "a parameter needs {values: [...]} or {value: x}");
+    for (yaml_node_pair_t *q = def->data.mapping.pairs.start; q < def->data.mapping.pairs.top; q++) {
+        const char *k = scalar(yaml_document_get_node(&ld->doc, q->key));
+        if (k == NULL || (strcmp(k, "values") != 0 && strcmp(k, "value") != 0 &&
+                          strcmp(k, "distribution") != 0))
+            return bad(ld, yaml_document_get_node(&ld->doc, q->key),
+                       "unknown key in a parameter (expected values or value)");
+        if (strcmp(k, "distribution") == 0)
+            return bad(ld, yaml_document_get_node(&ld->doc, q->key),
+                       "distributions need method random or bayes; only grid sweeps run here");
+    }
+    yaml_node_t *values = map_get(ld, def, "values");
+    yaml_node_t *value = map_get(ld, def, "value");
+    if (values != NULL) {
+        if (values->type != YAML_SEQUENCE_NODE)
+            return bad(ld, values, "values must be a list");
+        int n = (int)(values->data.sequence.items.top - values->data.sequence.items.start);
+        if (n == 0)
+            return bad(ld, values, "values is empty");
+        p->values = calloc((size_t)n, sizeof *p->values);
+        if (p->values == NULL)
+            return sb_error_set(ld->err, SB_ERR_NOMEM, "out of memory");
+        for (int i = 0; i < n; i++) {
+            yaml_node_t *item = yaml_document_get_node(&ld->doc, values->data.sequence.items.start[i]);
+            const char *text = scalar(item);
+            if (text == NULL)
+                return bad(ld, item, "a value must be a scalar (a number, a word or True/False)");
+            p->values[i] = dup_str(text);
+            p->n_values++;
+            if (p->values[i] == NULL)
+                return sb_error_set(ld->err, SB_ERR_NOMEM, "out of memory");
+        }
+    } else if (value != NULL) {
+        const char *text = scalar(value);
+        if (text == NULL)
+            return bad(ld, value, "value must be a scalar");
+        p->values = calloc(1, sizeof *p->values);
+        if (p->values == NULL || (p->values[0] = dup_str(text)) == NULL)
+            return sb_error_set(ld->err, SB_ERR_NOMEM, "out of memory");
+        p->n_values = 1;
+    } else {
+        return bad(ld, def, "a parameter needs values: [...] or value: x");
+    }
+    return SB_OK;
+}
+
+sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return sb_error_set(err, SB_ERR_IO, "cannot read sweep file '%s': %s", path, strerror(errno));
+    yaml_parser_t parser;
+    loader ld = {.path = path, .err = err};
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_file(&parser, f);
+    if (!yaml_parser_load(&parser, &ld.doc)) {
+        sb_status st = sb_error_set(err, SB_ERR_INVALID, "sweep file '%s', line %zu: %s", path,
+                                    (size_t)parser.problem_mark.line + 1,
+                                    parser.problem != NULL ? parser.problem : "malformed YAML");
+        yaml_parser_delete(&parser);
+        fclose(f);
+        return st;
+    }
+    yaml_parser_delete(&parser);
+    fclose(f);
+
+    sb_status st = SB_OK;
+    sb_sweep *s = calloc(1, sizeof *s);
+    yaml_node_t *root = yaml_document_get_root_node(&ld.doc);
+    if (s == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    s->path = dup_str(path);
+    if (root == NULL || root->type != YAML_MAPPING_NODE) {
+        st = bad(&ld, root, "the file must be a mapping (program, method, parameters, command)");
+        goto done;
+    }
+    static const char *known[] = {"project", "program", "method", "metric", "parameters",
+                                  "command", "name", "description", "entity", NULL};
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+        yaml_node_t *key = yaml_document_get_node(&ld.doc, p->key);
+        const char *k = scalar(key);
+        int ok = 0;
+        for (int i = 0; k != NULL && known[i] != NULL; i++)
+            ok |= strcmp(k, known[i]) == 0;
+        if (!ok) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "unknown key '%s' (expected program, method, metric, "
+                                      "parameters, command)", k != NULL ? k : "?");
+            st = bad(&ld, key, msg);
+            goto done;
+        }
+    }
+    const char *method = scalar(map_get(&ld, root, "method"));
+    if (method == NULL || strcmp(method, "grid") != 0) {
+        st = bad(&ld, map_get(&ld, root, "method") != NULL ? map_get(&ld, root, "method") : root,
+                 "only method: grid sweeps run here (random and bayes need W&B's service)");
+        goto done;
+    }
+    s->method = dup_str(method);
+    const char *program = scalar(map_get(&ld, root, "program"));
+    s->program = dup_str(program != NULL ? program : "train.py");
+    yaml_node_t *metric = map_get(&ld, root, "metric");
+    const char *mname = scalar(map_get(&ld, metric, "name"));
+    const char *mgoal = scalar(map_get(&ld, metric, "goal"));
+    s->metric_name = dup_str(mname != NULL ? mname : "test_acc");
+    s->metric_goal = dup_str(mgoal != NULL ? mgoal : "maximize");
+
+    yaml_node_t *params = map_get(&ld, root, "parameters");
+    if (params == NULL || params->type != YAML_MAPPING_NODE ||
+        params->data.mapping.pairs.top == params->data.mapping.pairs.start) {
+        st = bad(&ld, params != NULL ? params : root, "parameters must be a non-empty mapping");
+        goto done;
+    }
+    int n = (int)(params->data.mapping.pairs.top - params->data.mapping.pairs.start);
+    s->params = calloc((size_t)n, sizeof *s->params);
+    if (s->params == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        yaml_node_pair_t *p = &params->data.mapping.pairs.start[i];
+        const char *name = scalar(yaml_document_get_node(&ld.doc, p->key));
+        if (name == NULL) {
+            st = bad(&ld, yaml_document_get_node(&ld.doc, p->key), "a parameter name must be a word");
+            goto done;
+        }
+        s->params[i].name = dup_str(name);
+        s->n_params++;
+        if ((st = load_param(&ld, &s->params[i], yaml_document_get_node(&ld.doc, p->value))) != SB_OK)
+            goto done;
+    }
+    qsort(s->params, (size_t)s->n_params, sizeof *s->params, cmp_param);
+
+    yaml_node_t *command = map_get(&ld, root, "command");
+    if (command != NULL) {
+        if (command->type != YAML_SEQUENCE_NODE) {
+            st = bad(&ld, command, "command must be a list");
+            goto done;
+        }
+        int m = (int)(command->data.sequence.items.top - command->data.sequence.items.start);
+        s->command = calloc((size_t)(m > 0 ? m : 1), sizeof *s->command);
+        for (int i = 0; s->command != NULL && i < m; i++) {
+            yaml_node_t *item = yaml_document_get_node(&ld.doc, command->data.sequence.items.start[i]);
+            const char *text = scalar(item);
+            if (text == NULL) {
+                st = bad(&ld, item, "a command item must be a scalar");
+                goto done;
+            }
+            s->command[s->n_command++] = dup_str(text);
+        }
+    }
+done:
+    yaml_document_delete(&ld.doc);
+    if (st != SB_OK) {
+        sb_sweep_free(s);
+        return st;
+    }
+    *out = s;
+    return SB_OK;
+}
+
+int64_t sb_sweep_count(const sb_sweep *s)
+{
+    int64_t n = 1;
+    for (int i = 0; i < s->n_params; i++)
+        n *= s->params[i].n_values;
+    return n;
+}
+
+int sb_sweep_value_index(const sb_sweep *s, int64_t k, int p)
+{
+    /* the last parameter varies fastest */
+    for (int i = s->n_params - 1; i > p; i--)
+        k /= s->params[i].n_values;
+    return (int)(k % s->params[p].n_values);
+}
+
+int sb_sweep_run_matches(const sb_sweep *s, int64_t k, const char *name, const char *value)
+{
+    for (int p = 0; p < s->n_params; p++)
+        if (strcmp(s->params[p].name, name) == 0)
+            return strcmp(s->params[p].values[sb_sweep_value_index(s, k, p)], value) == 0;
+    return 0;
+}
+
+void sb_sweep_args_free(char **argv)
+{
+    if (argv == NULL)
+        return;
+    for (char **a = argv; *a != NULL; a++)
+        free(*a);
+    free(argv);
+}
+
+sb_status sb_sweep_run_args(const sb_sweep *s, int64_t k, char ***out, int *argc, sb_error *err)
+{
+    size_t cap = (size_t)s->n_command + (size_t)s->n_params + 1;
+    char **argv = calloc(cap, sizeof *argv);
+    int n = 0, has_args = 0;
+    if (argv == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < s->n_command; i++) {
+        const char *c = s->command[i];
+        if (strcmp(c, "${env}") == 0 || strcmp(c, "${interpreter}") == 0 ||
+            strcmp(c, "${program}") == 0 || strcmp(c, "python") == 0 || strcmp(c, "python3") == 0)
+            continue;
+        if (strcmp(c, "${args}") == 0) {
+            has_args = 1;
+            for (int p = 0; p < s->n_params; p++) {
+                const sb_sweep_param *q = &s->params[p];
+                const char *v = q->values[sb_sweep_value_index(s, k, p)];
+                size_t len = strlen(q->name) + strlen(v) + 4;
+                if ((argv[n] = malloc(len)) == NULL)
+                    goto nomem;
+                snprintf(argv[n++], len, "--%s=%s", q->name, v);
+            }
+            continue;
+        }
+        if (strncmp(c, "${", 2) == 0) {
+            sb_sweep_args_free(argv);
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "sweep file '%s': command macro %s is not supported (use ${args})",
+                                s->path, c);
+        }
+        if ((argv[n++] = dup_str(c)) == NULL)
+            goto nomem;
+    }
+    if (!has_args) {
+        /* W&B's default command is ${env} ${interpreter} ${program} ${args} */
+        for (int p = 0; p < s->n_params; p++) {
+            const sb_sweep_param *q = &s->params[p];
+            const char *v = q->values[sb_sweep_value_index(s, k, p)];
+            size_t len = strlen(q->name) + strlen(v) + 4;
+            if ((argv[n] = malloc(len)) == NULL)
+                goto nomem;
+            snprintf(argv[n++], len, "--%s=%s", q->name, v);
+        }
+    }
+    argv[n] = NULL;
+    *out = argv;
+    *argc = n;
+    return SB_OK;
+nomem:
+    sb_sweep_args_free(argv);
+    return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+}
