@@ -35,6 +35,8 @@ void sb_json_uint(sb_json *j, uint64_t v);
 void sb_json_double(sb_json *j, double v);
 void sb_json_bool(sb_json *j, int v);
 void sb_json_null(sb_json *j);
+/* A value given as JSON text (e.g. an object serialised elsewhere), written as is. */
+void sb_json_raw(sb_json *j, const char *json_text);
 
 /* Writes the shortest round-trip decimal form of v into buf (at least 32 bytes),
  * Python style ("1.0", "0.1", "1e-05"); "nan"/"inf"/"-inf" for non-finite values. */

@@ -136,6 +136,9 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
  * *deleted is 1 if it existed. Errors: SB_ERR_IO on a write failure. */
 sb_status sb_results_delete_run(sb_results *db, const char *hash, int *deleted, sb_error *err);
 
+/* SQLite's PRAGMA integrity_check: *ok = 1 when the file is intact. */
+sb_status sb_results_integrity_check(sb_results *db, int *ok, sb_error *err);
+
 /* Looks up the run with this configuration hash. *found is 1 and *out holds the row
  * (clear it with sb_results_run_row_clear) when it exists; otherwise *found is 0 and
  * *out is zeroed. Errors: SB_ERR_IO on a read failure, SB_ERR_NOMEM. */

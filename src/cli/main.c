@@ -26,6 +26,7 @@ static void print_usage(FILE *f)
             "  train      train and evaluate one configuration (the reference's train.py flags)\n"
             "  eval       evaluate a checkpoint, e.g. at longer test gaps (--test_dur)\n"
             "  sweep      run a W&B grid sweep file offline (resumable, parallel, sharded)\n"
+            "  results    list the runs of a results database (--json, --csv)\n"
             "  models     every model with its parameter count and taxonomy\n"
             "  bench      training speed of every model (bench data: data generation speed)\n"
             "\n"
@@ -123,6 +124,8 @@ int main(int argc, char **argv)
         return sb_cmd_models(argc, argv);
     if (strcmp(cmd, "sweep") == 0)
         return sb_cmd_sweep(argc, argv);
+    if (strcmp(cmd, "results") == 0)
+        return sb_cmd_results(argc, argv);
     fprintf(stderr, "selectivbench: error: unknown command '%s'; run 'selectivbench --help'\n",
             cmd);
     return 2;

@@ -157,3 +157,9 @@ void sb_json_null(sb_json *j)
     json_before_item(j);
     fputs("null", j->f);
 }
+
+void sb_json_raw(sb_json *j, const char *json_text)
+{
+    json_before_item(j);
+    fputs(json_text, j->f);
+}

@@ -761,6 +761,26 @@ sb_status sb_results_delete_run(sb_results *db, const char *hash, int *deleted, 
     return results_tx_end(db, st_out, err);
 }
 
+sb_status sb_results_integrity_check(sb_results *db, int *ok, sb_error *err)
+{
+    SB_ASSERT(db != NULL);
+    *ok = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db, "PRAGMA integrity_check", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const unsigned char *text = sqlite3_column_text(st, 0);
+        *ok = text != NULL && strcmp((const char *)text, "ok") == 0;
+        rc = SQLITE_OK;
+    }
+    sb_status status = SB_OK;
+    if (rc != SQLITE_OK)
+        status = results_fail(db, rc, err, "cannot run the integrity check");
+    (void)sqlite3_finalize(st);
+    return status;
+}
+
 /* ---- reading ------------------------------------------------------------------------- */
 
 sb_status sb_results_get_run(sb_results *db, const char *hash, sb_run_row *out, int *found,

@@ -1,0 +1,281 @@
+/*
+ * cmd_results.c - `selectivbench results`: the runs of a results database, as a table,
+ * JSON ({"runs": [...]}) or CSV for pandas; filtered by model, status or any
+ * configuration key.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "selectivbench/json_writer.h"
+#include "selectivbench/results.h"
+
+#define MAX_FILTERS 16
+
+/* Whether a run's configuration has key == value (numbers compared as numbers). */
+static int config_matches(json_t *config, const char *filter)
+{
+    const char *eq = strchr(filter, '=');
+    if (eq == NULL)
+        return 0;
+    char key[128];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
+    const char *want = eq + 1;
+    json_t *v = json_object_get(config, key);
+    if (v == NULL)
+        return 0;
+    if (json_is_string(v))
+        return strcmp(json_string_value(v), want) == 0;
+    if (json_is_number(v)) {
+        char *end;
+        double w = strtod(want, &end);
+        return *end == '\0' && json_number_value(v) == w;
+    }
+    if (json_is_boolean(v))
+        return (json_is_true(v) && (strcmp(want, "True") == 0 || strcmp(want, "true") == 0 ||
+                                    strcmp(want, "1") == 0)) ||
+               (!json_is_true(v) && (strcmp(want, "False") == 0 || strcmp(want, "false") == 0 ||
+                                     strcmp(want, "0") == 0));
+    if (json_is_null(v))
+        return strcmp(want, "null") == 0 || strcmp(want, "None") == 0;
+    return 0;
+}
+
+static void print_number_or_empty(double v)
+{
+    if (isfinite(v)) {
+        char buf[40];
+        sb_format_double(buf, sizeof buf, v);
+        fputs(buf, stdout);
+    }
+}
+
+/* configuration keys that are already fixed columns */
+static int fixed_column(const char *key)
+{
+    return strcmp(key, "model") == 0 || strcmp(key, "protocol") == 0;
+}
+
+static void csv_value(json_t *v)
+{
+    if (v == NULL || json_is_null(v))
+        return;
+    if (json_is_string(v))
+        printf("%s", json_string_value(v));
+    else if (json_is_integer(v))
+        printf("%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        print_number_or_empty(json_real_value(v));
+    else if (json_is_boolean(v))
+        printf("%s", json_is_true(v) ? "True" : "False");
+}
+
+int sb_cmd_results(int argc, char **argv)
+{
+    const char *db_path = "results/selectivbench.db", *model = NULL, *status = NULL;
+    int json = 0, csv = 0, check = 0;
+    const char *filters[MAX_FILTERS];
+    int n_filters = 0;
+    const char *filter_dummy = NULL;
+    sb_option opts[] = {
+        {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
+         "results database (default results/selectivbench.db)", 0},
+        {"model", SB_OPT_STRING, &model, 0, 0, NULL, "NAME", "only runs of this model", 0},
+        {"status", SB_OPT_STRING, &status, 0, 0, NULL, "S",
+         "only runs with this status (finished, running, failed, diverged)", 0},
+        {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
+         "only runs whose configuration has KEY = VALUE (repeatable)", 0},
+        {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL, "print {\"runs\": [...]}", 0},
+        {"csv", SB_OPT_SWITCH, &csv, 0, 1, NULL, NULL, "print CSV with every configuration key",
+         0},
+        {"check", SB_OPT_SWITCH, &check, 0, 1, NULL, NULL,
+         "run SQLite's integrity check on the database and print ok or corrupt", 0},
+    };
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc && n_filters < MAX_FILTERS)
+            filters[n_filters++] = argv[i + 1];
+        else if (strncmp(argv[i], "--filter=", 9) == 0 && n_filters < MAX_FILTERS)
+            filters[n_filters++] = argv[i] + 9;
+    }
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = sb_cli_parse("results", "[DB] [--model M] [--status S] [--filter K=V] [--json|--csv]",
+                          opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
+    if (rc >= 0)
+        return rc;
+    if (n_pos == 1)
+        db_path = pos[0];
+    sb_error err = {0};
+    for (int f = 0; f < n_filters; f++)
+        if (strchr(filters[f], '=') == NULL) {
+            sb_error_set(&err, SB_ERR_INVALID, "--filter '%s': write KEY=VALUE", filters[f]);
+            return sb_cli_fail("results", &err);
+        }
+    if (json && csv) {
+        sb_error_set(&err, SB_ERR_INVALID, "choose one of --json and --csv");
+        return sb_cli_fail("results", &err);
+    }
+    FILE *probe = fopen(db_path, "rb");
+    if (probe == NULL) {
+        sb_error_set(&err, SB_ERR_IO, "no results database at '%s' (train or sweep first, or "
+                                      "give --db PATH)", db_path);
+        return sb_cli_fail("results", &err);
+    }
+    fclose(probe);
+    sb_results *db = NULL;
+    if (sb_results_open(db_path, &db, &err) != SB_OK)
+        return sb_cli_fail("results", &err);
+    if (check) {
+        int ok = 0;
+        sb_status st = sb_results_integrity_check(db, &ok, &err);
+        sb_results_close(db);
+        if (st != SB_OK)
+            return sb_cli_fail("results", &err);
+        printf("%s: %s\n", db_path, ok ? "ok" : "corrupt");
+        return ok ? 0 : 1;
+    }
+    sb_run_row *rows = NULL;
+    size_t n = 0;
+    if (sb_results_list_runs(db, model, &rows, &n, &err) != SB_OK) {
+        sb_results_close(db);
+        return sb_cli_fail("results", &err);
+    }
+    /* the selected rows, with their configurations parsed */
+    json_t **configs = calloc(n > 0 ? n : 1, sizeof *configs);
+    int *keep = calloc(n > 0 ? n : 1, sizeof *keep);
+    size_t kept = 0;
+    for (size_t i = 0; configs != NULL && keep != NULL && i < n; i++) {
+        configs[i] = json_loads(rows[i].config_json != NULL ? rows[i].config_json : "{}", 0, NULL);
+        keep[i] = configs[i] != NULL && (status == NULL || strcmp(rows[i].status, status) == 0);
+        for (int f = 0; keep[i] && f < n_filters; f++)
+            keep[i] = config_matches(configs[i], filters[f]);
+        kept += keep[i] != 0;
+    }
+    if (json) {
+        sb_json j;
+        sb_json_init(&j, stdout, 0);
+        sb_json_object_begin(&j);
+        sb_json_key(&j, "runs");
+        sb_json_array_begin(&j);
+        for (size_t i = 0; i < n; i++) {
+            if (!keep[i])
+                continue;
+            const sb_run_row *r = &rows[i];
+            sb_json_object_begin(&j);
+            sb_json_key(&j, "hash");
+            sb_json_string(&j, r->hash);
+            sb_json_key(&j, "status");
+            sb_json_string(&j, r->status);
+            sb_json_key(&j, "model");
+            sb_json_string(&j, r->model != NULL ? r->model : "");
+            sb_json_key(&j, "protocol");
+            sb_json_string(&j, r->protocol != NULL ? r->protocol : "");
+            if (r->reason != NULL) {
+                sb_json_key(&j, "reason");
+                sb_json_string(&j, r->reason);
+            }
+            /* the configuration as an object (already canonical JSON text) */
+            sb_json_key(&j, "config");
+            sb_json_raw(&j, r->config_json != NULL ? r->config_json : "{}");
+            sb_json_key(&j, "params");
+            if (r->params >= 0)
+                sb_json_int(&j, r->params);
+            else
+                sb_json_null(&j);
+            const char *mk[6] = {"test_acc", "test_loss", "train_acc", "train_loss", "wall_s",
+                                 "tokens_per_s"};
+            double mv[6] = {r->metrics.test_acc, r->metrics.test_loss, r->metrics.train_acc,
+                            r->metrics.train_loss, r->metrics.wall_s, r->metrics.tokens_per_s};
+            for (int k = 0; k < 6; k++) {
+                sb_json_key(&j, mk[k]);
+                sb_json_double(&j, mv[k]);
+            }
+            sb_json_key(&j, "flops_per_token");
+            sb_json_double(&j, r->flops_per_token);
+            sb_json_key(&j, "state_size");
+            if (r->state_size >= 0)
+                sb_json_int(&j, r->state_size);
+            else
+                sb_json_null(&j);
+            sb_json_key(&j, "finished_at");
+            if (r->finished_at != NULL)
+                sb_json_string(&j, r->finished_at);
+            else
+                sb_json_null(&j);
+            sb_json_object_end(&j);
+        }
+        sb_json_array_end(&j);
+        sb_json_object_end(&j);
+        printf("\n");
+    } else if (csv) {
+        /* columns: fixed ones, then the configuration keys of the first kept run */
+        json_t *keys = NULL;
+        for (size_t i = 0; i < n && keys == NULL; i++)
+            if (keep[i])
+                keys = configs[i];
+        printf("hash,status,model,protocol,params,test_acc,test_loss,train_acc,train_loss,wall_s,"
+               "tokens_per_s");
+        const char *key;
+        json_t *v;
+        if (keys != NULL)
+            json_object_foreach(keys, key, v)
+                if (!fixed_column(key))
+                    printf(",%s", key);
+        printf("\n");
+        for (size_t i = 0; i < n; i++) {
+            if (!keep[i])
+                continue;
+            const sb_run_row *r = &rows[i];
+            printf("%s,%s,%s,%s,", r->hash, r->status, r->model != NULL ? r->model : "",
+                   r->protocol != NULL ? r->protocol : "");
+            if (r->params >= 0)
+                printf("%lld", (long long)r->params);
+            double mv[6] = {r->metrics.test_acc, r->metrics.test_loss, r->metrics.train_acc,
+                            r->metrics.train_loss, r->metrics.wall_s, r->metrics.tokens_per_s};
+            for (int k = 0; k < 6; k++) {
+                printf(",");
+                print_number_or_empty(mv[k]);
+            }
+            if (keys != NULL)
+                json_object_foreach(keys, key, v) {
+                    if (fixed_column(key))
+                        continue;
+                    printf(",");
+                    csv_value(json_object_get(configs[i], key));
+                }
+            printf("\n");
+        }
+    } else {
+        printf("%-16s %-20s %6s %4s %8s %6s %5s %-9s %9s %9s %10s %8s\n", "hash", "model", "width",
+               "L", "lr", "warmup", "seed", "status", "test acc", "test loss", "params", "wall s");
+        for (size_t i = 0; i < n; i++) {
+            if (!keep[i])
+                continue;
+            const sb_run_row *r = &rows[i];
+            json_t *c = configs[i];
+            json_t *warm = json_object_get(c, "warmup_steps");
+            char warm_s[16] = "5%";
+            if (json_is_integer(warm))
+                snprintf(warm_s, sizeof warm_s, "%lld", (long long)json_integer_value(warm));
+            printf("%-16s %-20s %6lld %4lld %8g %6s %5lld %-9s %9.4f %9.4f %10lld %8.1f\n", r->hash,
+                   r->model != NULL ? r->model : "?",
+                   (long long)json_integer_value(json_object_get(c, "feat_size")),
+                   (long long)json_integer_value(json_object_get(c, "layers")),
+                   json_number_value(json_object_get(c, "lr")), warm_s,
+                   (long long)json_integer_value(json_object_get(c, "seed")), r->status,
+                   r->metrics.test_acc, r->metrics.test_loss, (long long)r->params, r->metrics.wall_s);
+            if (r->reason != NULL && strcmp(r->status, "finished") != 0)
+                printf("    %s\n", r->reason);
+        }
+        printf("%zu of %zu runs\n", kept, n);
+    }
+    for (size_t i = 0; configs != NULL && i < n; i++)
+        json_decref(configs[i]);
+    free(configs);
+    free(keep);
+    sb_results_run_rows_free(rows, n);
+    sb_results_close(db);
+    return 0;
+}

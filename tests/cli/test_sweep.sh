@@ -1,0 +1,93 @@
+#!/bin/sh
+# test_sweep.sh - sweeps: the paper's files expand to W&B's run counts, bad files give one
+# clear error line naming the line, a sweep runs and resumes, and a sweep killed with
+# SIGKILL in the middle completes when run again, every run in the database exactly once,
+# the database intact.
+#
+# usage: test_sweep.sh PATH/TO/selectivbench SOURCE_DIR
+set -u
+SB=$1
+SRC=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# ---- the paper's grids ----------------------------------------------------------------
+for pair in task1_complexity:10584 task1_model_size:1512 task2:1512 task3:1344 task4:896; do
+  name=${pair%%:*}
+  want=${pair##*:}
+  got=$("$SB" sweep "$SRC/configs/paper/$name.yaml" --dry_run | tail -n 1)
+  [ "$got" = "$want runs" ] || fail "$name: '$got', expected '$want runs'"
+done
+n=$("$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --filter model=gru --filter seed=1 |
+  tail -n 1)
+[ "$n" = "0 runs" ] || fail "filter on a model not in task4: $n"
+n=$("$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --filter model=mamba --shard 1/4 |
+  tail -n 1)
+[ "$n" = "32 runs" ] || fail "task4 mamba shard 1/4: $n (expected 32)"
+
+# ---- bad files --------------------------------------------------------------------------
+printf 'method: grid\nparameters:\n  lr:\n    values: [1, 2\n' >"$TMP/broken.yaml"
+"$SB" sweep "$TMP/broken.yaml" --dry_run 2>"$TMP/err" >/dev/null
+rc=$?
+[ $rc -eq 2 ] && grep -q "broken.yaml', line" "$TMP/err" || fail "malformed YAML: rc $rc, $(cat "$TMP/err")"
+printf 'method: grid\nparameters:\n  lr:\n    values: [1]\nbogus: 3\n' >"$TMP/key.yaml"
+"$SB" sweep "$TMP/key.yaml" --dry_run 2>"$TMP/err" >/dev/null
+grep -q "line 5: unknown key 'bogus'" "$TMP/err" || fail "unknown key: $(cat "$TMP/err")"
+printf 'method: random\nparameters:\n  lr:\n    values: [1]\n' >"$TMP/random.yaml"
+"$SB" sweep "$TMP/random.yaml" --dry_run 2>"$TMP/err" >/dev/null
+grep -q "only method: grid" "$TMP/err" || fail "method random: $(cat "$TMP/err")"
+"$SB" sweep "$TMP/nosuch.yaml" 2>"$TMP/err" >/dev/null
+[ $? -eq 1 ] && grep -q "cannot read sweep file" "$TMP/err" || fail "missing file: $(cat "$TMP/err")"
+"$SB" sweep "$SRC/tests/data/sweeps/tiny.yaml" --shard 3/2 --dry_run 2>"$TMP/err" >/dev/null
+grep -q "shard" "$TMP/err" || fail "bad shard accepted"
+
+# ---- a sweep runs, then resumes ---------------------------------------------------------
+"$SB" sweep "$SRC/tests/data/sweeps/tiny.yaml" --workers 2 --results "$TMP/r" --quiet >"$TMP/out" ||
+  fail "tiny sweep failed: $(cat "$TMP/out")"
+grep -q "4 trained" "$TMP/out" || fail "tiny sweep: $(cat "$TMP/out")"
+"$SB" sweep "$SRC/tests/data/sweeps/tiny.yaml" --results "$TMP/r" --quiet >"$TMP/out"
+grep -q "0 trained, 0 failed, 4 already finished" "$TMP/out" || fail "resume: $(cat "$TMP/out")"
+"$SB" results --db "$TMP/r/selectivbench.db" --json >"$TMP/runs.json"
+[ "$(grep -o '"status":"finished"' "$TMP/runs.json" | wc -l)" -eq 4 ] || fail "results --json"
+
+# ---- kill -9 in the middle ----------------------------------------------------------------
+sed -e 's/- 640$/- 40000/' -e 's/values: \[1, 2\]/values: [1, 2, 3]/' \
+  "$SRC/tests/data/sweeps/tiny.yaml" >"$TMP/slow.yaml"
+"$SB" sweep "$TMP/slow.yaml" --workers 2 --results "$TMP/k" --quiet >/dev/null 2>&1 &
+pid=$!
+# wait until one run has finished and another is running, then kill the sweep
+i=0
+while [ $i -lt 600 ]; do
+  sleep 0.1
+  i=$((i + 1))
+  [ -f "$TMP/k/selectivbench.db" ] || continue
+  "$SB" results --db "$TMP/k/selectivbench.db" --json >"$TMP/k.json" 2>/dev/null || continue
+  nf=$(grep -o '"status":"finished"' "$TMP/k.json" | wc -l)
+  nr=$(grep -o '"status":"running"' "$TMP/k.json" | wc -l)
+  [ "$nf" -ge 1 ] && [ "$nr" -ge 1 ] && break
+done
+kill -9 $pid
+wait $pid 2>/dev/null
+sleep 0.3
+left=$(pgrep -f "selectivbench train.*$TMP/k" | wc -l)
+[ "$left" -eq 0 ] || fail "$left training processes survived the killed sweep"
+"$SB" sweep "$TMP/slow.yaml" --workers 2 --results "$TMP/k" --quiet >"$TMP/out" ||
+  fail "the resumed sweep failed: $(cat "$TMP/out")"
+"$SB" results --db "$TMP/k/selectivbench.db" --json >"$TMP/k.json"
+nf=$(grep -o '"status":"finished"' "$TMP/k.json" | wc -l)
+nh=$(grep -o '"hash":"[0-9a-f]*"' "$TMP/k.json" | sort -u | wc -l)
+[ "$nf" -eq 6 ] && [ "$nh" -eq 6 ] || fail "after the resume: $nf finished runs, $nh distinct (want 6, 6)"
+"$SB" results --db "$TMP/k/selectivbench.db" --status running | grep -q "0 of" ||
+  fail "runs left running after the resume"
+
+"$SB" results --db "$TMP/k/selectivbench.db" --check | grep -q ": ok$" ||
+  fail "integrity check of the database after kill -9"
+
+echo "sweep checks done, $failures failures"
+[ "$failures" -eq 0 ]
