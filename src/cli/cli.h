@@ -17,6 +17,7 @@ int sb_cmd_eval(int argc, char **argv);
 int sb_cmd_models(int argc, char **argv);
 int sb_cmd_sweep(int argc, char **argv);
 int sb_cmd_results(int argc, char **argv);
+int sb_cmd_report(int argc, char **argv);
 
 /* Prints "selectivbench CMD: error: MSG" and returns the exit code of err->status. */
 int sb_cli_fail(const char *cmd, const sb_error *err);

@@ -27,6 +27,7 @@ static void print_usage(FILE *f)
             "  eval       evaluate a checkpoint, e.g. at longer test gaps (--test_dur)\n"
             "  sweep      run a W&B grid sweep file offline (resumable, parallel, sharded)\n"
             "  results    list the runs of a results database (--json, --csv)\n"
+            "  report     the paper's figures and tables from a results database\n"
             "  models     every model with its parameter count and taxonomy\n"
             "  bench      training speed of every model (bench data: data generation speed)\n"
             "\n"
@@ -126,6 +127,8 @@ int main(int argc, char **argv)
         return sb_cmd_sweep(argc, argv);
     if (strcmp(cmd, "results") == 0)
         return sb_cmd_results(argc, argv);
+    if (strcmp(cmd, "report") == 0)
+        return sb_cmd_report(argc, argv);
     fprintf(stderr, "selectivbench: error: unknown command '%s'; run 'selectivbench --help'\n",
             cmd);
     return 2;

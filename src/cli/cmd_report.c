@@ -1,0 +1,49 @@
+/* cmd_report.c - `selectivbench report [DB]`: the paper's figures (PNG, SVG, PDF) and a
+ * markdown table from a results database. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "selectivbench/report.h"
+
+int sb_cmd_report(int argc, char **argv)
+{
+    const char *db_path = "results/selectivbench.db", *out = NULL;
+    sb_option opts[] = {
+        {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
+         "results database (default results/selectivbench.db)", 0},
+        {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
+         "where the figures and report.md go (default: report/ beside the database)", 0},
+    };
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = sb_cli_parse("report", "[DB] [--out DIR]", opts, (int)(sizeof opts / sizeof *opts),
+                          argc, argv, pos, 1, &n_pos);
+    if (rc >= 0)
+        return rc;
+    if (n_pos == 1)
+        db_path = pos[0];
+    sb_error err = {0};
+    FILE *probe = fopen(db_path, "rb");
+    if (probe == NULL) {
+        sb_error_set(&err, SB_ERR_IO, "no results database at '%s' (run a sweep or train first)",
+                     db_path);
+        return sb_cli_fail("report", &err);
+    }
+    fclose(probe);
+    char dir[4096];
+    if (out == NULL) {
+        const char *slash = strrchr(db_path, '/');
+        if (slash == NULL)
+            snprintf(dir, sizeof dir, "report");
+        else
+            snprintf(dir, sizeof dir, "%.*s/report", (int)(slash - db_path), db_path);
+        out = dir;
+    }
+    sb_report_summary sum;
+    if (sb_report_generate(db_path, out, &sum, &err) != SB_OK)
+        return sb_cli_fail("report", &err);
+    printf("%d runs read, %d used: %d figure%s (PNG, SVG, PDF) and %s\n", sum.runs_read,
+           sum.runs_used, sum.figures, sum.figures == 1 ? "" : "s", sum.table_path);
+    return 0;
+}

@@ -1,0 +1,345 @@
+/* report.c - the paper's figures and a markdown table from a results database
+ * (see report.h). */
+#include "selectivbench/report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "selectivbench/grammar.h"
+#include "selectivbench/model.h"
+#include "selectivbench/plot.h"
+#include "selectivbench/results.h"
+#include "selectivbench/run_config.h"
+
+enum { FIG_2A, FIG_2B, FIG_3A, FIG_3B, FIG_4, N_FIGS };
+
+static const char *fig_name[N_FIGS] = {"fig2a", "fig2b", "fig3a", "fig3b", "fig4"};
+static const char *fig_title[N_FIGS] = {
+    "Task 1a: accuracy vs grammar complexity",
+    "Task 1b: accuracy vs model size",
+    "Task 2: noisy gaps",
+    "Task 3: non-grammatical gaps",
+    "Task 4: generalisation to longer gaps",
+};
+static const char *fig_xlabel[N_FIGS] = {
+    "topological entropy of the grammar (nats)",
+    "parameters (millions)",
+    "parameters (millions)",
+    "parameters (millions)",
+    "gap frames after each symbol at test (0.1 s each)",
+};
+
+/* One finished run, reduced to what the figures need. */
+typedef struct rec {
+    int fig, protocol, panel; /* panel: the width for fig2a and fig4, else 0 */
+    int model_rank;           /* registry order */
+    char model[SB_MODEL_NAME_MAX];
+    double xkey;              /* amb (fig2a), params (2b, 3a, 3b), gap frames (4) */
+    double lr;
+    int warmup;
+    double acc;
+    /* for fig2a: the grammar of this run (its TE is averaged per amb) */
+    int vocab, amb, depth;
+    uint64_t task_seed;
+} rec;
+
+static int cmp_rec(const void *a, const void *b)
+{
+    const rec *x = a, *y = b;
+    if (x->fig != y->fig)
+        return x->fig - y->fig;
+    if (x->protocol != y->protocol)
+        return x->protocol - y->protocol;
+    if (x->panel != y->panel)
+        return x->panel - y->panel;
+    if (x->model_rank != y->model_rank)
+        return x->model_rank - y->model_rank;
+    int c = strcmp(x->model, y->model);
+    if (c != 0)
+        return c;
+    if (x->xkey != y->xkey)
+        return x->xkey < y->xkey ? -1 : 1;
+    if (x->lr != y->lr)
+        return x->lr < y->lr ? -1 : 1;
+    return x->warmup - y->warmup;
+}
+
+static int model_rank(const char *name)
+{
+    const sb_layer_type *const *types = sb_layer_types();
+    for (int i = 0; types[i] != NULL; i++)
+        if (strcmp(types[i]->name, name) == 0)
+            return i;
+    return 1000;
+}
+
+/* Figure of a configuration (see report.h). */
+static void classify(const sb_run_config *c, size_t params, rec *r)
+{
+    const sb_task_config *t = &c->task;
+    r->panel = 0;
+    if (c->test_pretrained) {
+        r->fig = FIG_4;
+        double dur = t->test_dur >= 0 ? t->test_dur : t->train_gap_max;
+        r->xkey = rint(dur / 0.1);
+        r->panel = sb_run_config_effective_width(c);
+    } else if (t->grammar_gap) {
+        r->fig = FIG_3B;
+        r->xkey = (double)params / 1e6;
+    } else if (t->train_noise > 0 || t->train_gap_max > 0.1 + 1e-9) {
+        r->fig = FIG_3A;
+        r->xkey = (double)params / 1e6;
+    } else if (t->grammar.grammar_scale) {
+        r->fig = FIG_2A;
+        r->xkey = t->grammar.amb;
+        r->panel = sb_run_config_effective_width(c);
+    } else {
+        r->fig = FIG_2B;
+        r->xkey = (double)params / 1e6;
+    }
+}
+
+/* Mean TE over the distinct seeds of the fig2a runs with this amb (grammars cached). */
+typedef struct te_cache {
+    int vocab, amb, depth;
+    uint64_t seed;
+    double te;
+} te_cache;
+
+static double grammar_te(te_cache **cache, int *n_cache, const rec *r)
+{
+    for (int i = 0; i < *n_cache; i++) {
+        te_cache *c = &(*cache)[i];
+        if (c->vocab == r->vocab && c->amb == r->amb && c->depth == r->depth && c->seed == r->task_seed)
+            return c->te;
+    }
+    sb_grammar_config gc = sb_grammar_config_default();
+    gc.vocab = r->vocab, gc.amb = r->amb, gc.amb_depth = r->depth, gc.seed = r->task_seed;
+    sb_grammar *g = NULL;
+    sb_error err = {0};
+    double te = NAN;
+    if (sb_grammar_generate(&gc, &g, &err) == SB_OK)
+        te = g->topological_entropy;
+    sb_grammar_free(g);
+    te_cache *grown = realloc(*cache, (size_t)(*n_cache + 1) * sizeof *grown);
+    if (grown != NULL) {
+        *cache = grown;
+        grown[*n_cache] = (te_cache){r->vocab, r->amb, r->depth, r->task_seed, te};
+        (*n_cache)++;
+    }
+    return te;
+}
+
+/* One plotted point: the best setting's statistics. */
+typedef struct point {
+    double x, mean, std, lr;
+    int n, warmup;
+} point;
+
+static sb_status make_dir(const char *dir, sb_error *err)
+{
+    struct stat sbuf;
+    if (stat(dir, &sbuf) == 0)
+        return S_ISDIR(sbuf.st_mode) ? SB_OK
+                                     : sb_error_set(err, SB_ERR_IO, "'%s' is not a folder", dir);
+    if (mkdir(dir, 0777) != 0)
+        return sb_error_set(err, SB_ERR_IO, "cannot create the report folder '%s': %s", dir,
+                            strerror(errno));
+    return SB_OK;
+}
+
+sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report_summary *sum,
+                             sb_error *err)
+{
+    memset(sum, 0, sizeof *sum);
+    sb_results *db = NULL;
+    sb_status st = sb_results_open(db_path, &db, err);
+    if (st != SB_OK)
+        return st;
+    sb_run_row *rows = NULL;
+    size_t n_rows = 0;
+    st = sb_results_list_runs(db, NULL, &rows, &n_rows, err);
+    sb_results_close(db);
+    if (st != SB_OK)
+        return st;
+    if ((st = make_dir(out_dir, err)) != SB_OK) {
+        sb_results_run_rows_free(rows, n_rows);
+        return st;
+    }
+    sum->runs_read = (int)n_rows;
+
+    /* finished runs with a test accuracy, classified */
+    rec *recs = calloc(n_rows > 0 ? n_rows : 1, sizeof *recs);
+    int n = 0;
+    for (size_t i = 0; recs != NULL && i < n_rows; i++) {
+        const sb_run_row *row = &rows[i];
+        if (strcmp(row->status, "finished") != 0 || !isfinite(row->metrics.test_acc))
+            continue;
+        sb_run_config c;
+        sb_error cerr = {0};
+        if (row->config_json == NULL || sb_run_config_from_json(row->config_json, &c, &cerr) != SB_OK)
+            continue;
+        rec *r = &recs[n++];
+        classify(&c, row->params > 0 ? (size_t)row->params : 0, r);
+        r->protocol = (int)c.task.protocol;
+        snprintf(r->model, sizeof r->model, "%s", c.model);
+        r->model_rank = model_rank(c.model);
+        r->lr = c.lr;
+        r->warmup = c.warmup_steps;
+        r->acc = row->metrics.test_acc;
+        r->vocab = c.task.grammar.grammar_scale ? c.task.grammar.amb + 1 : c.task.grammar.vocab;
+        r->amb = c.task.grammar.amb;
+        r->depth = c.task.grammar.grammar_scale ? c.task.grammar.amb : c.task.grammar.amb_depth;
+        r->task_seed = c.task.grammar.seed;
+    }
+    sb_results_run_rows_free(rows, n_rows);
+    sum->runs_used = n;
+    qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
+
+    /* fig2a: x = mean TE over the seeds present for each amb */
+    te_cache *cache = NULL;
+    int n_cache = 0;
+
+    snprintf(sum->table_path, sizeof sum->table_path, "%s/report.md", out_dir);
+    char tmp_table[4200];
+    snprintf(tmp_table, sizeof tmp_table, "%s.tmp", sum->table_path);
+    FILE *md = fopen(tmp_table, "w");
+    if (md == NULL) {
+        free(recs);
+        return sb_error_set(err, SB_ERR_IO, "cannot write '%s': %s", tmp_table, strerror(errno));
+    }
+    fprintf(md, "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished and placed in a "
+                "figure. Each point: the learning-rate / warm-up setting with the best mean test "
+                "accuracy; mean and standard deviation (ddof 0) over its seeds.\n",
+            db_path, sum->runs_read, sum->runs_used);
+
+    point *pts = calloc((size_t)(n > 0 ? n : 1), sizeof *pts);
+    int i = 0;
+    while (i < n && pts != NULL) {
+        /* one figure: same fig, protocol, panel */
+        int f0 = i;
+        while (i < n && recs[i].fig == recs[f0].fig && recs[i].protocol == recs[f0].protocol &&
+               recs[i].panel == recs[f0].panel)
+            i++;
+        const rec *head = &recs[f0];
+        sb_plot_series series[64];
+        char labels[64][SB_MODEL_NAME_MAX];
+        int n_series = 0, n_pts = 0;
+        double *xs = calloc((size_t)(i - f0), sizeof *xs), *ys = calloc((size_t)(i - f0), sizeof *ys),
+               *es = calloc((size_t)(i - f0), sizeof *es);
+        char base[4096], title[256], subtitle[256];
+        snprintf(base, sizeof base, "%s/%s", out_dir, fig_name[head->fig]);
+        if (head->panel > 0)
+            snprintf(base + strlen(base), sizeof base - strlen(base), "_d%d", head->panel);
+        if (head->protocol == 1)
+            snprintf(base + strlen(base), sizeof base - strlen(base), "_clean");
+        snprintf(title, sizeof title, "%s", fig_title[head->fig]);
+        if (head->panel > 0)
+            snprintf(subtitle, sizeof subtitle, "width %d, protocol %s; mean \xC2\xB1 std over seeds, "
+                     "best lr / warm-up per point", head->panel,
+                     head->protocol == 1 ? "clean" : "reference");
+        else
+            snprintf(subtitle, sizeof subtitle, "protocol %s; mean \xC2\xB1 std over seeds, best lr / "
+                     "warm-up per point", head->protocol == 1 ? "clean" : "reference");
+        fprintf(md, "\n## %s (%s)\n\n%s.\n\n| model | %s | mean test acc | std | seeds | lr | "
+                    "warm-up |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+                title, strrchr(base, '/') + 1, subtitle,
+                head->fig == FIG_2A ? "TE" : head->fig == FIG_4 ? "gap frames" : "params (M)");
+        int j = f0;
+        while (j < i && n_series < 64) {
+            /* one model */
+            int m0 = j;
+            while (j < i && strcmp(recs[j].model, recs[m0].model) == 0)
+                j++;
+            int first_pt = n_pts;
+            int k = m0;
+            while (k < j) {
+                /* one x: the best (lr, warm-up) setting */
+                int x0 = k;
+                while (k < j && recs[k].xkey == recs[x0].xkey)
+                    k++;
+                point best = {.mean = -INFINITY};
+                int s = x0;
+                while (s < k) {
+                    int s0 = s;
+                    double sum_acc = 0;
+                    while (s < k && recs[s].lr == recs[s0].lr && recs[s].warmup == recs[s0].warmup)
+                        sum_acc += recs[s++].acc;
+                    int cnt = s - s0;
+                    double mean = sum_acc / cnt, var = 0;
+                    for (int q = s0; q < s; q++)
+                        var += (recs[q].acc - mean) * (recs[q].acc - mean);
+                    if (mean > best.mean) {
+                        best.mean = mean;
+                        best.std = sqrt(var / cnt);
+                        best.n = cnt;
+                        best.lr = recs[s0].lr;
+                        best.warmup = recs[s0].warmup;
+                    }
+                }
+                double x = recs[x0].xkey;
+                if (head->fig == FIG_2A) {
+                    /* the TE of this amb: mean over the grammars (seeds) of its runs */
+                    double te_sum = 0;
+                    int te_n = 0;
+                    for (int q = x0; q < k; q++) {
+                        double te = grammar_te(&cache, &n_cache, &recs[q]);
+                        if (isfinite(te))
+                            te_sum += te, te_n++;
+                    }
+                    x = te_n > 0 ? te_sum / te_n : (double)NAN;
+                }
+                best.x = x;
+                pts[n_pts++] = best;
+                char warm[16] = "5%";
+                if (best.warmup >= 0)
+                    snprintf(warm, sizeof warm, "%d", best.warmup);
+                fprintf(md, "| %s | %.4g | %.4f | %.4f | %d | %g | %s |\n", recs[m0].model, x,
+                        best.mean, best.std, best.n, best.lr, warm);
+            }
+            snprintf(labels[n_series], sizeof labels[n_series], "%s", recs[m0].model);
+            series[n_series] = (sb_plot_series){labels[n_series], n_pts - first_pt, NULL, NULL, NULL};
+            n_series++;
+        }
+        /* the series' arrays: slices of xs, ys, es in point order */
+        for (int q = 0; q < n_pts; q++) {
+            xs[q] = pts[q].x;
+            ys[q] = pts[q].mean;
+            es[q] = pts[q].std;
+        }
+        int offset = 0;
+        for (int s = 0; s < n_series; s++) {
+            series[s].x = xs + offset;
+            series[s].y = ys + offset;
+            series[s].err = es + offset;
+            offset += series[s].n;
+        }
+        sb_plot plot = {.title = title, .subtitle = subtitle, .xlabel = fig_xlabel[head->fig],
+                        .ylabel = "test accuracy (fraction of elements)",
+                        .logx = head->fig == FIG_2B || head->fig == FIG_3A || head->fig == FIG_3B,
+                        .ymin = NAN, .ymax = NAN, .n_series = n_series, .series = series};
+        st = sb_plot_write(&plot, base, err);
+        free(xs);
+        free(ys);
+        free(es);
+        n_pts = 0;
+        if (st != SB_OK)
+            break;
+        sum->figures++;
+        fprintf(md, "\n![%s](%s.png)\n", title, strrchr(base, '/') + 1);
+    }
+    free(pts);
+    free(cache);
+    free(recs);
+    int bad = fclose(md) != 0;
+    if (st == SB_OK && bad)
+        st = sb_error_set(err, SB_ERR_IO, "writing '%s' failed", tmp_table);
+    if (st == SB_OK && rename(tmp_table, sum->table_path) != 0)
+        st = sb_error_set(err, SB_ERR_IO, "cannot rename '%s': %s", tmp_table, strerror(errno));
+    if (st != SB_OK)
+        remove(tmp_table);
+    return st;
+}
