@@ -39,6 +39,10 @@ typedef struct sb_sweep {
 sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err);
 void sb_sweep_free(sb_sweep *s);
 
+/* The same from text in memory (len bytes); `path` names it in messages. */
+sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_sweep **out,
+                             sb_error *err);
+
 /* Number of runs of the grid. */
 int64_t sb_sweep_count(const sb_sweep *s);
 

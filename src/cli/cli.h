@@ -6,6 +6,7 @@
 
 #include "options.h"
 #include "selectivbench/status.h"
+#include "selectivbench/sweep.h"
 
 /* Each subcommand parses argv[2..] and returns the process exit code. */
 int sb_cmd_grammar(int argc, char **argv);
@@ -29,6 +30,25 @@ int sb_cli_parse(const char *cmd, const char *usage, sb_option *opts, int n_opts
 
 /* The --threads flag: applies it (0 = all cores) and returns the thread count. */
 int sb_cli_threads(int requested);
+
+/* Sweep execution, shared by `sweep` and `demo` (src/cli/cmd_sweep.c). */
+#define SB_SWEEP_MAX_FILTERS 16
+typedef struct sb_sweep_opts {
+    int dry_run, workers, threads, limit, quiet;
+    const char *db, *results;
+    const char *shard;
+    const char *filters[SB_SWEEP_MAX_FILTERS];
+    int n_filters;
+} sb_sweep_opts;
+
+typedef struct sb_sweep_tally {
+    int done, failed, skipped, refused;
+} sb_sweep_tally;
+
+/* Runs the selected runs of a sweep in worker processes (see cmd_sweep.c); returns
+ * SB_OK or the status of a setup failure (results folder, database), with err set. */
+int sb_cli_sweep_execute(const sb_sweep *s, const char *label, const int64_t *runs, int64_t n_runs,
+                         sb_sweep_opts *o, sb_sweep_tally *tally, sb_error *err);
 
 /* Whether stdout is a terminal (for live progress lines). */
 int sb_cli_stdout_is_tty(void);

@@ -26,15 +26,6 @@
 #include "selectivbench/timer.h"
 #include "train_output.h"
 
-#define MAX_FILTERS 16
-
-typedef struct sweep_opts {
-    int dry_run, workers, threads, limit, quiet;
-    const char *db, *results;
-    const char *shard;
-    const char *filters[MAX_FILTERS];
-    int n_filters;
-} sweep_opts;
 
 /* The configuration of run k, parsed exactly as `train` would parse its flags. */
 static sb_status sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, char ***argv_out,
@@ -103,7 +94,7 @@ typedef struct worker {
 /* Starts `selectivbench train ARGS --results DIR --db DB --threads T --quiet` with its
  * output in DIR/logs/<hash>.log. The child dies with the sweep (PR_SET_PDEATHSIG), so a
  * killed sweep leaves no orphan writing to the database. */
-static pid_t spawn_run(char **args, int n_args, const sweep_opts *o, int threads, const char *hash)
+static pid_t spawn_run(char **args, int n_args, const sb_sweep_opts *o, int threads, const char *hash)
 {
     char log[4096], threads_s[16];
     snprintf(log, sizeof log, "%s/logs/%s.log", o->results, hash);
@@ -181,113 +172,12 @@ static int parse_shard(const char *text, int *index, int *count)
     return 1;
 }
 
-int sb_cmd_sweep(int argc, char **argv)
+int sb_cli_sweep_execute(const sb_sweep *s, const char *label, const int64_t *runs, int64_t n_runs,
+                         sb_sweep_opts *o_in, sb_sweep_tally *tally, sb_error *err)
 {
-    sweep_opts o = {.workers = 1, .results = "results"};
-    const char *filter = NULL;
-    sb_option opts[] = {
-        {"dry_run", SB_OPT_SWITCH, &o.dry_run, 0, 1, NULL, NULL,
-         "print one line per run (its train flags) and the count; run nothing", 0},
-        {"workers", SB_OPT_INT, &o.workers, 1, 1024, NULL, "N", "runs at a time (default 1)", 0},
-        {"threads", SB_OPT_INT, &o.threads, 0, 1024, NULL, "T",
-         "threads per run (default: cores / workers)", 0},
-        {"results", SB_OPT_STRING, &o.results, 0, 0, NULL, "DIR",
-         "results folder (default ./results)", 0},
-        {"db", SB_OPT_STRING, &o.db, 0, 0, NULL, "PATH",
-         "results database (default DIR/selectivbench.db)", 0},
-        {"limit", SB_OPT_INT, &o.limit, 0, 1e9, NULL, "K", "only the first K selected runs", 0},
-        {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
-         "only runs with this parameter value (repeat the flag for several)", 0},
-        {"shard", SB_OPT_STRING, &o.shard, 0, 0, NULL, "I/N",
-         "only runs k with k % N == I (one shard per machine)", 0},
-        {"quiet", SB_OPT_SWITCH, &o.quiet, 0, 1, NULL, NULL, "no progress line", 0},
-    };
-    int n_opts = (int)(sizeof opts / sizeof *opts);
-    /* --filter may repeat: collect every occurrence before the table parser sees them */
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--filter") == 0 && i + 1 < argc && o.n_filters < MAX_FILTERS)
-            o.filters[o.n_filters++] = argv[i + 1];
-        else if (strncmp(a, "--filter=", 9) == 0 && o.n_filters < MAX_FILTERS)
-            o.filters[o.n_filters++] = a + 9;
-    }
-    const char *pos[1];
-    int n_pos = 0;
-    int rc = sb_cli_parse("sweep", "FILE.yaml [--dry_run] [--workers N] [--filter K=V] "
-                                   "[--shard I/N] [--limit K] [--db PATH]",
-                          opts, n_opts, argc, argv, pos, 1, &n_pos);
-    if (rc >= 0)
-        return rc;
-    sb_error err = {0};
-    if (n_pos != 1) {
-        sb_error_set(&err, SB_ERR_INVALID, "name one sweep file: selectivbench sweep FILE.yaml");
-        return sb_cli_fail("sweep", &err);
-    }
-    int shard_i = 0, shard_n = 1;
-    if (o.shard != NULL && !parse_shard(o.shard, &shard_i, &shard_n)) {
-        sb_error_set(&err, SB_ERR_INVALID, "--shard '%s': write I/N with 0 <= I < N", o.shard);
-        return sb_cli_fail("sweep", &err);
-    }
-    sb_sweep *s = NULL;
-    if (sb_sweep_load(pos[0], &s, &err) != SB_OK)
-        return sb_cli_fail("sweep", &err);
-    for (int f = 0; f < o.n_filters; f++) {
-        const char *eq = strchr(o.filters[f], '=');
-        int known = 0;
-        for (int p = 0; eq != NULL && p < s->n_params; p++)
-            known |= strncmp(s->params[p].name, o.filters[f], (size_t)(eq - o.filters[f])) == 0 &&
-                     strlen(s->params[p].name) == (size_t)(eq - o.filters[f]);
-        if (!known) {
-            sb_error_set(&err, SB_ERR_INVALID,
-                         "--filter '%s': write KEY=VALUE with KEY one of the sweep's parameters",
-                         o.filters[f]);
-            sb_sweep_free(s);
-            return sb_cli_fail("sweep", &err);
-        }
-    }
-
-    /* the selected runs */
+    sb_sweep_opts o = *o_in;
+    memset(tally, 0, sizeof *tally);
     int64_t total = sb_sweep_count(s);
-    int64_t *runs = malloc((size_t)total * sizeof *runs);
-    int64_t n_runs = 0;
-    for (int64_t k = 0; runs != NULL && k < total; k++) {
-        if (k % shard_n != shard_i)
-            continue;
-        int ok = 1;
-        for (int f = 0; f < o.n_filters && ok; f++) {
-            char key[128];
-            const char *eq = strchr(o.filters[f], '=');
-            snprintf(key, sizeof key, "%.*s", (int)(eq - o.filters[f]), o.filters[f]);
-            ok = sb_sweep_run_matches(s, k, key, eq + 1);
-        }
-        if (!ok)
-            continue;
-        if (o.limit > 0 && n_runs >= o.limit)
-            break;
-        runs[n_runs++] = k;
-    }
-
-    if (o.dry_run) {
-        for (int64_t r = 0; r < n_runs; r++) {
-            char **args = NULL;
-            int n_args = 0;
-            if (sb_sweep_run_args(s, runs[r], &args, &n_args, &err) != SB_OK) {
-                free(runs);
-                sb_sweep_free(s);
-                return sb_cli_fail("sweep", &err);
-            }
-            printf("selectivbench train");
-            for (int i = 0; i < n_args; i++)
-                printf(" %s", args[i]);
-            printf("\n");
-            sb_sweep_args_free(args);
-        }
-        printf("%lld runs\n", (long long)n_runs);
-        free(runs);
-        sb_sweep_free(s);
-        return 0;
-    }
-
     /* the results folder, its logs and its database */
     char db_path[4096], logs[4096];
     if (o.db == NULL) {
@@ -296,12 +186,13 @@ int sb_cmd_sweep(int argc, char **argv)
     }
     snprintf(logs, sizeof logs, "%s/logs", o.results);
     sb_results *db = NULL;
-    if (sb_cli_make_dir(o.results, &err) != SB_OK || sb_cli_make_dir(logs, &err) != SB_OK ||
-        sb_results_open(o.db, &db, &err) != SB_OK) {
-        free(runs);
-        sb_sweep_free(s);
-        return sb_cli_fail("sweep", &err);
-    }
+    sb_status st = sb_cli_make_dir(o.results, err);
+    if (st == SB_OK)
+        st = sb_cli_make_dir(logs, err);
+    if (st == SB_OK)
+        st = sb_results_open(o.db, &db, err);
+    if (st != SB_OK)
+        return (int)st;
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int threads = o.threads > 0 ? o.threads : (cores / o.workers > 0 ? cores / o.workers : 1);
     worker *w = calloc((size_t)o.workers, sizeof *w);
@@ -391,12 +282,127 @@ int sb_cmd_sweep(int argc, char **argv)
         printf("\n");
     printf("sweep %s: %lld runs selected of %lld: %d trained, %d failed, %d already finished, "
            "%d refused; database %s\n",
-           pos[0], (long long)n_runs, (long long)total, n_done, n_failed, n_skipped, n_refused,
+           label, (long long)n_runs, (long long)total, n_done, n_failed, n_skipped, n_refused,
            o.db);
+    tally->done = n_done, tally->failed = n_failed, tally->skipped = n_skipped;
+    tally->refused = n_refused;
     free(w);
-    free(runs);
     sb_results_close(db);
+    return 0;
+}
+
+int sb_cmd_sweep(int argc, char **argv)
+{
+    sb_sweep_opts o = {.workers = 1, .results = "results"};
+    const char *filter = NULL;
+    sb_option opts[] = {
+        {"dry_run", SB_OPT_SWITCH, &o.dry_run, 0, 1, NULL, NULL,
+         "print one line per run (its train flags) and the count; run nothing", 0},
+        {"workers", SB_OPT_INT, &o.workers, 1, 1024, NULL, "N", "runs at a time (default 1)", 0},
+        {"threads", SB_OPT_INT, &o.threads, 0, 1024, NULL, "T",
+         "threads per run (default: cores / workers)", 0},
+        {"results", SB_OPT_STRING, &o.results, 0, 0, NULL, "DIR",
+         "results folder (default ./results)", 0},
+        {"db", SB_OPT_STRING, &o.db, 0, 0, NULL, "PATH",
+         "results database (default DIR/selectivbench.db)", 0},
+        {"limit", SB_OPT_INT, &o.limit, 0, 1e9, NULL, "K", "only the first K selected runs", 0},
+        {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
+         "only runs with this parameter value (repeat the flag for several)", 0},
+        {"shard", SB_OPT_STRING, &o.shard, 0, 0, NULL, "I/N",
+         "only runs k with k % N == I (one shard per machine)", 0},
+        {"quiet", SB_OPT_SWITCH, &o.quiet, 0, 1, NULL, NULL, "no progress line", 0},
+    };
+    int n_opts = (int)(sizeof opts / sizeof *opts);
+    /* --filter may repeat: collect every occurrence before the table parser sees them */
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--filter") == 0 && i + 1 < argc && o.n_filters < SB_SWEEP_MAX_FILTERS)
+            o.filters[o.n_filters++] = argv[i + 1];
+        else if (strncmp(a, "--filter=", 9) == 0 && o.n_filters < SB_SWEEP_MAX_FILTERS)
+            o.filters[o.n_filters++] = a + 9;
+    }
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = sb_cli_parse("sweep", "FILE.yaml [--dry_run] [--workers N] [--filter K=V] "
+                                   "[--shard I/N] [--limit K] [--db PATH]",
+                          opts, n_opts, argc, argv, pos, 1, &n_pos);
+    if (rc >= 0)
+        return rc;
+    sb_error err = {0};
+    if (n_pos != 1) {
+        sb_error_set(&err, SB_ERR_INVALID, "name one sweep file: selectivbench sweep FILE.yaml");
+        return sb_cli_fail("sweep", &err);
+    }
+    int shard_i = 0, shard_n = 1;
+    if (o.shard != NULL && !parse_shard(o.shard, &shard_i, &shard_n)) {
+        sb_error_set(&err, SB_ERR_INVALID, "--shard '%s': write I/N with 0 <= I < N", o.shard);
+        return sb_cli_fail("sweep", &err);
+    }
+    sb_sweep *s = NULL;
+    if (sb_sweep_load(pos[0], &s, &err) != SB_OK)
+        return sb_cli_fail("sweep", &err);
+    for (int f = 0; f < o.n_filters; f++) {
+        const char *eq = strchr(o.filters[f], '=');
+        int known = 0;
+        for (int p = 0; eq != NULL && p < s->n_params; p++)
+            known |= strncmp(s->params[p].name, o.filters[f], (size_t)(eq - o.filters[f])) == 0 &&
+                     strlen(s->params[p].name) == (size_t)(eq - o.filters[f]);
+        if (!known) {
+            sb_error_set(&err, SB_ERR_INVALID,
+                         "--filter '%s': write KEY=VALUE with KEY one of the sweep's parameters",
+                         o.filters[f]);
+            sb_sweep_free(s);
+            return sb_cli_fail("sweep", &err);
+        }
+    }
+
+    /* the selected runs */
+    int64_t total = sb_sweep_count(s);
+    int64_t *runs = malloc((size_t)total * sizeof *runs);
+    int64_t n_runs = 0;
+    for (int64_t k = 0; runs != NULL && k < total; k++) {
+        if (k % shard_n != shard_i)
+            continue;
+        int ok = 1;
+        for (int f = 0; f < o.n_filters && ok; f++) {
+            char key[128];
+            const char *eq = strchr(o.filters[f], '=');
+            snprintf(key, sizeof key, "%.*s", (int)(eq - o.filters[f]), o.filters[f]);
+            ok = sb_sweep_run_matches(s, k, key, eq + 1);
+        }
+        if (!ok)
+            continue;
+        if (o.limit > 0 && n_runs >= o.limit)
+            break;
+        runs[n_runs++] = k;
+    }
+
+    if (o.dry_run) {
+        for (int64_t r = 0; r < n_runs; r++) {
+            char **args = NULL;
+            int n_args = 0;
+            if (sb_sweep_run_args(s, runs[r], &args, &n_args, &err) != SB_OK) {
+                free(runs);
+                sb_sweep_free(s);
+                return sb_cli_fail("sweep", &err);
+            }
+            printf("selectivbench train");
+            for (int i = 0; i < n_args; i++)
+                printf(" %s", args[i]);
+            printf("\n");
+            sb_sweep_args_free(args);
+        }
+        printf("%lld runs\n", (long long)n_runs);
+        free(runs);
+        sb_sweep_free(s);
+        return 0;
+    }
+
+    sb_sweep_tally tally;
+    int status = sb_cli_sweep_execute(s, pos[0], runs, n_runs, &o, &tally, &err);
+    free(runs);
     sb_sweep_free(s);
-    /* refused runs (e.g. train.py's skipped transformer at 960) are recorded, not errors */
-    return n_failed > 0 ? 1 : 0;
+    if (status == SB_ERR_INVALID || status == SB_ERR_IO || status == SB_ERR_NOMEM)
+        return sb_cli_fail("sweep", &err);
+    return tally.failed > 0 ? 1 : 0;
 }

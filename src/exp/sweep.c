@@ -131,20 +131,51 @@ sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err)
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return sb_error_set(err, SB_ERR_IO, "cannot read sweep file '%s': %s", path, strerror(errno));
+    size_t cap = 4096, len = 0;
+    char *text = malloc(cap);
+    while (text != NULL) {
+        size_t got = fread(text + len, 1, cap - len, f);
+        len += got;
+        if (len < cap)
+            break;
+        char *grown = realloc(text, cap * 2);
+        if (grown == NULL) {
+            free(text);
+            text = NULL;
+            break;
+        }
+        text = grown;
+        cap *= 2;
+    }
+    int bad_read = ferror(f);
+    fclose(f);
+    if (text == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory reading '%s'", path);
+    if (bad_read) {
+        free(text);
+        return sb_error_set(err, SB_ERR_IO, "cannot read sweep file '%s'", path);
+    }
+    sb_status st = sb_sweep_load_text(path, text, len, out, err);
+    free(text);
+    return st;
+}
+
+sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_sweep **out,
+                             sb_error *err)
+{
+    *out = NULL;
     yaml_parser_t parser;
     loader ld = {.path = path, .err = err};
     yaml_parser_initialize(&parser);
-    yaml_parser_set_input_file(&parser, f);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &ld.doc)) {
         sb_status st = sb_error_set(err, SB_ERR_INVALID, "sweep file '%s', line %zu: %s", path,
                                     (size_t)parser.problem_mark.line + 1,
                                     parser.problem != NULL ? parser.problem : "malformed YAML");
         yaml_parser_delete(&parser);
-        fclose(f);
         return st;
     }
     yaml_parser_delete(&parser);
-    fclose(f);
 
     sb_status st = SB_OK;
     sb_sweep *s = calloc(1, sizeof *s);
@@ -225,12 +256,12 @@ sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err)
         s->command = calloc((size_t)(m > 0 ? m : 1), sizeof *s->command);
         for (int i = 0; s->command != NULL && i < m; i++) {
             yaml_node_t *item = yaml_document_get_node(&ld.doc, command->data.sequence.items.start[i]);
-            const char *text = scalar(item);
-            if (text == NULL) {
+            const char *word = scalar(item);
+            if (word == NULL) {
                 st = bad(&ld, item, "a command item must be a scalar");
                 goto done;
             }
-            s->command[s->n_command++] = dup_str(text);
+            s->command[s->n_command++] = dup_str(word);
         }
     }
 done:
