@@ -1,115 +1,194 @@
 /*
- * cmd_demo.c - `selectivbench demo`: what the project does today, in a few seconds.
+ * cmd_demo.c - `selectivbench demo`: the main job on a small default, in a few minutes.
  *
- * Builds the paper's grammar (vocab 41, 40 ambiguous letters of 40 states each), prints
- * its size and topological entropy, shows two training samples of task 2 (noisy gaps of
- * 1 to 10 frames), measures how fast training sets are generated, then trains a small
- * transformer and a GRU on a small task and prints their test accuracy.
- * TODO(#6): more models, a results table from the database and a figure.
+ *   1. the paper's grammar (1601 states) and its topological entropy, and how fast the
+ *      paper's training set is generated;
+ *   2. one task 2 sample, gaps visible;
+ *   3. the tiny presets of tasks 1 (complexity) and 2 (noisy gaps) with four models
+ *      (transformer, mamba, gla, gated_delta_net), as sweeps in worker processes;
+ *   4. a results table and the figures, written with the database into
+ *      ./selectivbench-demo/, and what to run next.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "data_show.h"
+#include "presets.h"
+#include "selectivbench/model.h"
+#include "selectivbench/report.h"
+#include "selectivbench/sweep.h"
 #include "selectivbench/task.h"
 #include "selectivbench/timer.h"
-#include "selectivbench/trainer.h"
 #include "task_options.h"
+
+#define DEMO_MAX_MODELS 16
+
+static const sb_preset *find_preset(const char *name)
+{
+    for (int i = 0; sb_presets[i].name != NULL; i++)
+        if (strcmp(sb_presets[i].name, name) == 0)
+            return &sb_presets[i];
+    return NULL;
+}
+
+/* Runs one tiny preset with the chosen models and seeds. */
+static int demo_sweep(const char *preset, char *const *models, int n_models, int max_seed,
+                      sb_sweep_opts *o, sb_error *err)
+{
+    const sb_preset *p = find_preset(preset);
+    if (p == NULL)
+        return sb_error_set(err, SB_ERR_RUNTIME, "preset %s is not built in", preset);
+    sb_sweep *s = NULL;
+    sb_status st = sb_sweep_load_text(preset, p->text, p->len, &s, err);
+    if (st != SB_OK)
+        return st;
+    int64_t total = sb_sweep_count(s);
+    int64_t *runs = malloc((size_t)total * sizeof *runs), n_runs = 0;
+    for (int64_t k = 0; runs != NULL && k < total; k++) {
+        int take = 0;
+        for (int m = 0; m < n_models; m++)
+            take |= sb_sweep_run_matches(s, k, "model", models[m]);
+        char seed[16];
+        int seed_ok = 0;
+        for (int v = 1; v <= max_seed; v++) {
+            snprintf(seed, sizeof seed, "%d", v);
+            seed_ok |= sb_sweep_run_matches(s, k, "seed", seed);
+        }
+        if (take && seed_ok)
+            runs[n_runs++] = k;
+    }
+    sb_sweep_tally tally;
+    int status = sb_cli_sweep_execute(s, preset, runs, n_runs, o, &tally, err);
+    free(runs);
+    sb_sweep_free(s);
+    if (status != SB_OK)
+        return status;
+    if (tally.failed > 0)
+        return sb_error_set(err, SB_ERR_RUNTIME,
+                            "%d run%s of %s failed: see the logs in %s/logs", tally.failed,
+                            tally.failed == 1 ? "" : "s", preset, o->results);
+    return SB_OK;
+}
+
+/* Prints the tables of report.md (without the image lines). */
+static void print_tables(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    char line[1024];
+    int skip_header = 1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (skip_header) { /* the first paragraph repeats what the demo already said */
+            if (strncmp(line, "## ", 3) != 0)
+                continue;
+            skip_header = 0;
+        }
+        if (strncmp(line, "![", 2) == 0)
+            continue;
+        printf("   %s", line);
+    }
+    fclose(f);
+}
 
 int sb_cmd_demo(int argc, char **argv)
 {
-    sb_task_flags tf;
-    sb_option opts[SB_TASK_MAX_OPTIONS + 2];
-    int n = 0;
-    sb_task_options_add(&tf, opts, &n, 0);
-    tf.cfg.train_gap_max = 1.0; /* task 2: noisy gaps */
-    tf.cfg.train_noise = 0.2;
-    tf.cfg.dataset_size = 20000;
-    int threads = 0;
-    opts[n++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL,
-                            "threads (default: all cores)", 0};
-    int rc = sb_cli_parse("demo", "[task flags] (default: the paper's task 2, 20000 samples)",
-                          opts, n, argc, argv, NULL, 0, NULL);
+    const char *out = "selectivbench-demo", *model_list = "transformer,mamba,gla,gated_delta_net";
+    int workers = 2, seeds = 2, quick = 0, threads = 0;
+    sb_option opts[] = {
+        {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
+         "where the database, logs and figures go (default ./selectivbench-demo)", 0},
+        {"models", SB_OPT_STRING, &model_list, 0, 0, NULL, "LIST",
+         "comma-separated models (default transformer,mamba,gla,gated_delta_net)", 0},
+        {"seeds", SB_OPT_INT, &seeds, 1, 2, NULL, "N", "seeds per setting (default 2)", 0},
+        {"workers", SB_OPT_INT, &workers, 1, 64, NULL, "N", "runs at a time (default 2)", 0},
+        {"quick", SB_OPT_SWITCH, &quick, 0, 1, NULL, NULL, "task 1 only (for tests)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL, "threads (default: all cores)", 0},
+    };
+    int rc = sb_cli_parse("demo", "[--out DIR] [--models LIST] [--seeds N] [--workers N]", opts,
+                          (int)(sizeof opts / sizeof *opts), argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
     threads = sb_cli_threads(threads);
     sb_error err = {0};
-    if (sb_task_options_finish(&tf, &err) != SB_OK)
-        return sb_cli_fail("demo", &err);
+    char list_buf[512];
+    snprintf(list_buf, sizeof list_buf, "%s", model_list);
+    char *models[DEMO_MAX_MODELS];
+    int n_models = 0;
+    for (char *tok = strtok(list_buf, ","); tok != NULL && n_models < DEMO_MAX_MODELS;
+         tok = strtok(NULL, ","))
+        models[n_models++] = tok;
+    for (int m = 0; m < n_models; m++)
+        if (sb_layer_type_find(models[m]) == NULL) {
+            sb_error_set(&err, SB_ERR_INVALID, "--models: unknown model '%s' (selectivbench "
+                                               "models lists them)", models[m]);
+            return sb_cli_fail("demo", &err);
+        }
+    double t_start = sb_time_now();
 
     printf("== SelectivBench demo ==\n\n");
-    printf("1. The grammar. Hidden states emit letters; 40 letters are ambiguous (40 states\n"
+    printf("1. The paper's task. Hidden states emit letters; 40 letters are ambiguous (40 states\n"
            "   each), so a model must track the state, not just the letter.\n");
+    sb_task_config tc = sb_task_config_default();
+    tc.train_gap_max = 1.0; /* task 2: noisy gaps of 1 to 10 frames */
+    tc.train_noise = 0.2;
+    tc.dataset_size = 20000;
     double t0 = sb_time_now();
     sb_task *task = NULL;
-    if (sb_task_create(&tf.cfg, &task, &err) != SB_OK)
+    if (sb_task_create(&tc, &task, &err) != SB_OK)
         return sb_cli_fail("demo", &err);
     double t_grammar = sb_time_now() - t0;
     const sb_grammar *g = task->grammar;
-    printf("   %d states (= classifier outputs), %d transitions, topological entropy %.4f\n",
-           g->n_states, g->n_transitions, g->topological_entropy);
-    printf("   generated with its TE in %.1f ms (the reference needs ~10 s, plus ~200 s for "
-           "the TE)\n\n",
-           t_grammar * 1e3);
-
-    printf("2. Two training samples (task 2: after each symbol a gap of 1-10 noisy frames):\n");
-    sb_data_print_task(task, stdout);
-    int64_t idx[2] = {0, 1};
-    if (sb_data_show(task, SB_SPLIT_TRAIN, idx, 2, stdout, &err) != SB_OK) {
-        sb_task_free(task);
-        return sb_cli_fail("demo", &err);
-    }
-
-    printf("\n3. Generation speed (sequences + gaps of %lld training samples, %d thread%s):\n",
-           (long long)task->cfg.dataset_size, threads, threads == 1 ? "" : "s");
+    printf("   %d states (= classifier outputs), %d transitions, topological entropy %.4f,\n"
+           "   built with its TE in %.1f ms (the reference needs about 10 s plus 200 s for the TE)\n",
+           g->n_states, g->n_transitions, g->topological_entropy, t_grammar * 1e3);
     uint64_t hash = 0;
-    int64_t symbols = 0;
     t0 = sb_time_now();
-    if (sb_task_split_checksum(task, SB_SPLIT_TRAIN, threads, &hash, &symbols, &err) != SB_OK) {
+    if (sb_task_split_checksum(task, SB_SPLIT_TRAIN, threads, &hash, NULL, &err) != SB_OK) {
         sb_task_free(task);
         return sb_cli_fail("demo", &err);
     }
-    double dt = sb_time_now() - t0;
-    double rate = (double)task->cfg.dataset_size / dt;
-    printf("   %.3f s: %.0f samples/s, %.3g symbols/s (checksum %016llx)\n", dt, rate,
-           (double)symbols / dt, (unsigned long long)hash);
-    printf("   the paper's 200000-sample training set: %.1f s here; the reference needs 3-5 s "
-           "per sample (~230 core-hours)\n",
-           200000.0 / rate);
+    double rate = (double)tc.dataset_size / (sb_time_now() - t0);
+    printf("   training samples: %.0f per second here (the paper's 200 000-sample set in %.1f s;\n"
+           "   the reference needs 3 to 5 s per sample)\n\n",
+           rate, 200000.0 / rate);
+    printf("2. One training sample of task 2 (after each symbol a gap of 1 to 10 noisy frames):\n");
+    int64_t idx[1] = {0};
+    if (sb_data_show(task, SB_SPLIT_TRAIN, idx, 1, stdout, &err) != SB_OK) {
+        sb_task_free(task);
+        return sb_cli_fail("demo", &err);
+    }
     sb_task_free(task);
 
-    /* 4. training: the tiny task of the test suite, smaller */
-    int64_t demo_samples = tf.cfg.dataset_size < 6000 ? tf.cfg.dataset_size : 6000;
-    printf("\n4. Training (task: vocab 9, 8 ambiguous letters x 8 states, 50 elements, 0.1 s gaps;\n"
-           "   %lld training samples in one pass, 500 test samples; width 64, 2 layers):\n",
-           (long long)demo_samples);
-    printf("   %-12s %10s %10s %10s %12s %8s\n", "model", "params", "test acc", "test loss",
-           "tokens/s", "seconds");
-    const char *models[2] = {"transformer", "gru"};
-    for (int k = 0; k < 2; k++) {
-        sb_run_config run = sb_run_config_default();
-        snprintf(run.model, sizeof run.model, "%s", models[k]);
-        run.task.grammar.vocab = 9;
-        run.task.grammar.amb = 8;
-        run.task.grammar.grammar_scale = 1;
-        run.task.train_seqlen_max = run.task.test_seqlen_max = 50;
-        run.task.dataset_size = demo_samples;
-        run.task.test_size = 500;
-        run.batch_size = 32;
-        run.feat_size = 64;
-        run.layers = 2;
-        run.dropout = 0.0;
-        run.lr = 2e-3;
-        run.seed = run.task.grammar.seed = 1;
-        sb_train_options opt = {.threads = threads, .mem_budget_gb = 2.0};
-        sb_train_result res;
-        if (sb_train(&run, &opt, &res, &err) != SB_OK)
+    printf("\n3. Training: the tiny presets of task 1 (grammar complexity) and task 2 (noisy\n"
+           "   gaps), %d model%s x %d seed%s, %d runs at a time, results in %s/\n",
+           n_models, n_models == 1 ? "" : "s", seeds, seeds == 1 ? "" : "s", workers, out);
+    fflush(stdout);
+    char db[4096];
+    snprintf(db, sizeof db, "%s/selectivbench.db", out);
+    sb_sweep_opts o = {.workers = workers, .results = out, .db = db, .quiet = 0};
+    o.threads = threads / workers > 0 ? threads / workers : 1;
+    const char *presets[2] = {"tiny/task1_complexity", "tiny/task2"};
+    for (int p = 0; p < (quick ? 1 : 2); p++)
+        if (demo_sweep(presets[p], models, n_models, seeds, &o, &err) != SB_OK)
             return sb_cli_fail("demo", &err);
-        printf("   %-12s %10zu %10.4f %10.4f %12.0f %8.1f\n", models[k], res.params, res.test_acc,
-               res.test_loss, res.tokens_per_s, res.wall_s);
-        fflush(stdout);
-    }
-    printf("   (chance level is about 1/65; the paper's task has 1601 states and 200 elements)\n");
-    printf("\nNext: selectivbench train --help, selectivbench models, selectivbench bench\n");
+
+    printf("\n4. Results (from %s):\n\n", db);
+    char report_dir[4096];
+    snprintf(report_dir, sizeof report_dir, "%s/report", out);
+    sb_report_summary sum;
+    if (sb_report_generate(db, report_dir, &sum, &err) != SB_OK)
+        return sb_cli_fail("demo", &err);
+    print_tables(sum.table_path);
+    printf("\nDone in %.0f s. Written:\n"
+           "   %s                 the results database (selectivbench results --db %s)\n"
+           "   %s/  %d figures as PNG, SVG and PDF, and report.md\n"
+           "Next:\n"
+           "   selectivbench sweep configs/lite/task2.yaml --workers 2   the paper's grid, scaled "
+           "down\n"
+           "   selectivbench sweep configs/paper/task2.yaml --dry_run    the paper's grid itself\n"
+           "   selectivbench train --help, selectivbench models, selectivbench bench\n",
+           sb_time_now() - t_start, db, db, report_dir, sum.figures);
     return 0;
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "presets.h"
 #include "run_options.h"
 #include "selectivbench/results.h"
 #include "selectivbench/sweep.h"
@@ -338,8 +339,21 @@ int sb_cmd_sweep(int argc, char **argv)
         sb_error_set(&err, SB_ERR_INVALID, "--shard '%s': write I/N with 0 <= I < N", o.shard);
         return sb_cli_fail("sweep", &err);
     }
+    /* a file, or a built-in preset such as tiny/task2 */
     sb_sweep *s = NULL;
-    if (sb_sweep_load(pos[0], &s, &err) != SB_OK)
+    sb_status load = SB_ERR_IO;
+    FILE *probe = fopen(pos[0], "rb");
+    if (probe != NULL) {
+        fclose(probe);
+        load = sb_sweep_load(pos[0], &s, &err);
+    } else {
+        for (int i = 0; sb_presets[i].name != NULL; i++)
+            if (strcmp(sb_presets[i].name, pos[0]) == 0)
+                load = sb_sweep_load_text(pos[0], sb_presets[i].text, sb_presets[i].len, &s, &err);
+        if (load == SB_ERR_IO)
+            load = sb_sweep_load(pos[0], &s, &err); /* for its error message */
+    }
+    if (load != SB_OK)
         return sb_cli_fail("sweep", &err);
     for (int f = 0; f < o.n_filters; f++) {
         const char *eq = strchr(o.filters[f], '=');
