@@ -23,7 +23,8 @@ sb_status sb_cli_make_dir(const char *dir, sb_error *err)
             return sb_error_set(err, SB_ERR_IO, "'%s' exists and is not a folder", dir);
         return SB_OK;
     }
-    if (mkdir(dir, 0777) != 0)
+    /* another process (a parallel sweep worker) may create it at the same moment */
+    if (mkdir(dir, 0777) != 0 && !(errno == EEXIST && stat(dir, &sbuf) == 0 && S_ISDIR(sbuf.st_mode)))
         return sb_error_set(err, SB_ERR_IO, "cannot create the results folder '%s': %s", dir,
                             strerror(errno));
     return SB_OK;
