@@ -27,6 +27,15 @@
  * part's gradient back into its columns of dx. */
 void sb_split_cols(sb_graph *g, sb_tensor *x, int n_parts, const int *widths, sb_tensor **parts);
 
+/* ---- ssm_conv.c ------------------------------------------------------------------------ */
+
+/* silu(causal depthwise convolution(x)) in one op: x [B, T, C], w with C * K values
+ * (state-dict shape [C, 1, K]; w[c][K-1] multiplies the current frame), bias [C] or NULL
+ * -> [B, T, C]. history: NULL, or [B][K-1][C] holding the K-1 inputs before x (zeros at
+ * sequence start), updated to the last K-1 inputs (streaming; only when the graph does
+ * not record). K <= 8. The same values as sb_silu(sb_conv1d_causal(...)). */
+sb_tensor *sb_conv1d_silu(sb_graph *g, sb_tensor *x, sb_tensor *w, sb_tensor *b, real *history);
+
 /* ---- selective_scan.c (Mamba) ------------------------------------------------------------
  * For each batch b and channel e, with h[-1] = state (zeros when state is NULL):
  *   dt[t]  = softplus(delta[b,t,e] + dt_bias[e])            threshold 20
@@ -58,9 +67,8 @@ sb_tensor *sb_selective_scan_ref(sb_graph *g, sb_tensor *u, sb_tensor *delta, sb
  * last may be shorter): intra-chunk products as GEMMs, decays exp(s_i - s_j) only for
  * j <= i, inter-chunk state passing; the backward recomputes the chunk's products from the
  * chunk-boundary states saved by the forward. */
-sb_tensor *sb_ssd(sb_graph *g, sb_tensor *x, sb_tensor *dt_in, sb_tensor *dt_bias,
-                  sb_tensor *A_log, sb_tensor *Bm, sb_tensor *Cm, sb_tensor *D, int chunk,
-                  real *state);
+sb_tensor *sb_ssd(sb_graph *g, sb_tensor *x, sb_tensor *dt_in, sb_tensor *dt_bias, sb_tensor *A_log,
+                  sb_tensor *Bm, sb_tensor *Cm, sb_tensor *D, int chunk, real *state);
 /* The recurrent form, step by step; its backward keeps every state (the tests' oracle). */
 sb_tensor *sb_ssd_ref(sb_graph *g, sb_tensor *x, sb_tensor *dt_in, sb_tensor *dt_bias,
                       sb_tensor *A_log, sb_tensor *Bm, sb_tensor *Cm, sb_tensor *D, real *state);
@@ -69,6 +77,6 @@ sb_tensor *sb_ssd_ref(sb_graph *g, sb_tensor *x, sb_tensor *dt_in, sb_tensor *dt
  * Mamba2's RMSNormGated with norm_before_gate=False and one group over the whole width:
  *   g = y * silu(z),  r = (mean(g^2) + eps)^(-1/2),  o = g r w
  * y, z [..., E]; w [E]. Returns o with y's shape. */
-sb_tensor *sb_rmsnorm_gated(sb_graph *g, sb_tensor *y, sb_tensor *z, sb_tensor *w, real eps);
+sb_tensor *sb_rmsnorm_gate_first(sb_graph *g, sb_tensor *y, sb_tensor *z, sb_tensor *w, real eps);
 
 #endif

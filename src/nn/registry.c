@@ -6,10 +6,14 @@
 
 extern const sb_layer_type sb_layer_transformer;
 extern const sb_layer_type sb_layer_gru;
+extern const sb_layer_type sb_layer_mamba;
+extern const sb_layer_type sb_layer_mamba2;
 
 static const sb_layer_type *const registry[] = {
     &sb_layer_transformer,
     &sb_layer_gru,
+    &sb_layer_mamba,
+    &sb_layer_mamba2,
     NULL,
 };
 

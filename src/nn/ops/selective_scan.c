@@ -17,12 +17,14 @@
  *   lam  *= abar_t                            (now dl/dh_t-1 from this path)
  *
  * The fast form runs one (b, e) recurrence at a time with its N-wide state in L1, the
- * loop over n vectorised (ssm_exp). Its backward never stores all states: per (b, e) it
- * first re-runs the forward keeping the state every SEG frames (checkpoints), then walks
- * the segments from last to first, recomputing each segment's states and decays into a
- * SEG x N buffer before running the reverse steps over it. Threads own batch rows: dB and
- * dC of row b are summed over e by one thread, and dA_log, dD, ddt_bias are summed over b
- * in order from per-row partials, so results do not depend on the thread count.
+ * loop over n vectorised (ssm_exp). It never stores all states: the forward keeps the
+ * state at the start of every segment of SEG frames (SEG N <= 32768, so that a segment's
+ * states and decays fit in L2; no checkpoint at all when T <= SEG), and the backward walks
+ * the segments from last to first, recomputing each segment's states and decays from its
+ * checkpoint into a SEG x N buffer before running the reverse steps over it: one extra
+ * forward scan in all. In the backward, threads own batch rows: dB and dC of row b are
+ * summed over e by one thread, and dA_log, dD, ddt_bias are summed over b in order from
+ * per-row partials, so results do not depend on the thread count.
  */
 #include <omp.h>
 #include <string.h>
@@ -31,7 +33,19 @@
 #include "selectivbench/ops_ssm.h"
 #include "ssm_math.h"
 
-#define SEG 16 /* frames between backward checkpoints */
+/* frames per backward segment for a state of N values (see the top of the file). The
+ * double build (gradient checks at a few dozen frames) uses 16-frame segments so that its
+ * tests cross segment boundaries; the code path is the same. */
+#ifdef SB_REAL_DOUBLE
+#define SEG_BUDGET 16
+#else
+#define SEG_BUDGET 32768
+#endif
+static int scan_seg(int N)
+{
+    const int seg = SEG_BUDGET / N;
+    return seg < 16 ? 16 : seg;
+}
 
 /* raw pointers and sizes of one call */
 typedef struct scan_io {
@@ -43,8 +57,9 @@ typedef struct scan_ctx {
     sb_tensor *u, *delta, *dt_bias, *A_log, *Bm, *Cm, *D, *z, *y;
     real *A;    /* [E][N] */
     real *ypre; /* [B][T][E] before the gate; NULL without z (then y is ypre) */
+    real *ckpt; /* fast form: [B][E][nseg - 1][N] state before segments 1.. (may be NULL) */
     real *hs;   /* reference form only: every state [B][E][T][N] */
-    int B, T, E, N;
+    int B, T, E, N, seg;
 } scan_ctx;
 
 static void check_shapes(sb_tensor *u, sb_tensor *delta, sb_tensor *dt_bias, sb_tensor *A_log,
@@ -72,9 +87,17 @@ static scan_io make_io(const real *A, sb_tensor *u, sb_tensor *delta, sb_tensor 
                        sb_tensor *Bm, sb_tensor *Cm, sb_tensor *D, sb_tensor *z, int N)
 {
     scan_io io = {
-        .u = u->data, .delta = delta->data, .bias = dt_bias != NULL ? dt_bias->data : NULL,
-        .A = A, .Bm = Bm->data, .Cm = Cm->data, .D = D != NULL ? D->data : NULL,
-        .z = z != NULL ? z->data : NULL, .B = u->shape[0], .T = u->shape[1], .E = u->shape[2],
+        .u = u->data,
+        .delta = delta->data,
+        .bias = dt_bias != NULL ? dt_bias->data : NULL,
+        .A = A,
+        .Bm = Bm->data,
+        .Cm = Cm->data,
+        .D = D != NULL ? D->data : NULL,
+        .z = z != NULL ? z->data : NULL,
+        .B = u->shape[0],
+        .T = u->shape[1],
+        .E = u->shape[2],
         .N = N,
     };
     return io;
@@ -100,9 +123,10 @@ static void sum_rows_into(const real *part, int B, size_t n, real *out)
 
 /* ---- fast form ------------------------------------------------------------------------ */
 
-static void fast_forward(const scan_io *io, real *y, real *ypre, real *state)
+static void fast_forward(const scan_io *io, real *y, real *ypre, real *state, real *ckpt, int seg)
 {
     const int B = io->B, T = io->T, E = io->E, N = io->N;
+    const int nseg = (T + seg - 1) / seg;
 #pragma omp parallel for schedule(static) if ((size_t)B * (size_t)T * (size_t)E * (size_t)N > 65536)
     for (int be = 0; be < B * E; be++) {
         const int b = be / E, e = be % E;
@@ -114,6 +138,9 @@ static void fast_forward(const scan_io *io, real *y, real *ypre, real *state)
         const real bias = io->bias != NULL ? io->bias[e] : 0;
         const real Dd = io->D != NULL ? io->D[e] : 0;
         for (int t = 0; t < T; t++) {
+            if (ckpt != NULL && t > 0 && t % seg == 0)
+                memcpy(ckpt + ((size_t)be * (size_t)(nseg - 1) + (size_t)(t / seg - 1)) * (size_t)N,
+                       h, (size_t)N * sizeof(real));
             const size_t row = (size_t)b * (size_t)T + (size_t)t, ie = row * (size_t)E + (size_t)e;
             const real dt = ssm_softplus(io->delta[ie] + bias);
             const real uu = io->u[ie], du = dt * uu;
@@ -121,7 +148,7 @@ static void fast_forward(const scan_io *io, real *y, real *ypre, real *state)
             real acc = 0;
 #pragma omp simd reduction(+ : acc)
             for (int n = 0; n < N; n++) {
-                real hn = ssm_exp(dt * Ae[n]) * h[n] + du * Bt[n];
+                const real hn = fma(ssm_exp(dt * Ae[n]), h[n], du * Bt[n]);
                 h[n] = hn;
                 acc += Ct[n] * hn;
             }
@@ -132,30 +159,6 @@ static void fast_forward(const scan_io *io, real *y, real *ypre, real *state)
         }
         if (st != NULL)
             memcpy(st, h, (size_t)N * sizeof(real));
-    }
-}
-
-/* One recurrence step of channel e at frame row `row`: h <- abar h + dt u B; the decays
- * go to abar_out when it is not NULL. */
-static inline void step_state(const scan_io *io, const real *Ae, real bias, size_t row, int e,
-                              real *h, real *abar_out)
-{
-    const int N = io->N;
-    const size_t ie = row * (size_t)io->E + (size_t)e;
-    const real dt = ssm_softplus(io->delta[ie] + bias);
-    const real du = dt * io->u[ie];
-    const real *Bt = io->Bm + row * (size_t)N;
-    if (abar_out != NULL) {
-#pragma omp simd
-        for (int n = 0; n < N; n++) {
-            real a = ssm_exp(dt * Ae[n]);
-            abar_out[n] = a;
-            h[n] = a * h[n] + du * Bt[n];
-        }
-    } else {
-#pragma omp simd
-        for (int n = 0; n < N; n++)
-            h[n] = ssm_exp(dt * Ae[n]) * h[n] + du * Bt[n];
     }
 }
 
@@ -186,80 +189,97 @@ static void fast_backward(sb_graph *g, void *ctx)
     real *dAlog_part = sb_graph_alloc(g, (size_t)B * EN * sizeof(real));
     real *dD_part = sb_graph_alloc(g, (size_t)B * (size_t)E * sizeof(real));
     real *dbias_part = sb_graph_alloc(g, (size_t)B * (size_t)E * sizeof(real));
-    const int nseg = (T + SEG - 1) / SEG;
-    const size_t ws_floats = ((size_t)nseg + 2 * SEG + 2) * (size_t)N;
-    real *ws_all = sb_graph_alloc(g, (size_t)B * ws_floats * sizeof(real));
+    const int seg = c->seg, nseg = (T + seg - 1) / seg;
+    const size_t ws_floats = 2 * (size_t)seg * (size_t)N + 3 * (size_t)N + (size_t)seg;
+    /* one workspace per thread, taken from the arena before the parallel region */
+    const int nth = omp_get_max_threads();
+    real *ws_all = sb_graph_alloc(g, (size_t)nth * ws_floats * sizeof(real));
 
-#pragma omp parallel for schedule(static) if (EN * (size_t)T > 16384)
-    for (int b = 0; b < B; b++) {
-        real *ck = ws_all + (size_t)b * ws_floats; /* [nseg][N] state before each segment */
-        real *hseg = ck + (size_t)nseg * (size_t)N; /* [SEG][N] states of the segment */
-        real *aseg = hseg + (size_t)SEG * (size_t)N; /* [SEG][N] decays */
-        real *h = aseg + (size_t)SEG * (size_t)N, *lam = h + N;
-        memset(dAlog_part + (size_t)b * EN, 0, EN * sizeof(real));
-        for (int e = 0; e < E; e++) {
-            const real *Ae = io->A + (size_t)e * (size_t)N;
-            const real bias = io->bias != NULL ? io->bias[e] : 0;
-            const real Dd = io->D != NULL ? io->D[e] : 0;
-            real *dAl = dAlog_part + (size_t)b * EN + (size_t)e * (size_t)N;
-            /* checkpoints */
-            memset(h, 0, (size_t)N * sizeof(real));
-            for (int t = 0; t < T; t++) {
-                if (t % SEG == 0)
-                    memcpy(ck + (size_t)(t / SEG) * (size_t)N, h, (size_t)N * sizeof(real));
-                step_state(io, Ae, bias, (size_t)b * (size_t)T + (size_t)t, e, h, NULL);
-            }
-            memset(lam, 0, (size_t)N * sizeof(real));
-            real dD_acc = 0, dbias_acc = 0;
-            for (int sg = nseg - 1; sg >= 0; sg--) {
-                const int t0 = sg * SEG, t1 = t0 + SEG < T ? t0 + SEG : T;
-                memcpy(h, ck + (size_t)sg * (size_t)N, (size_t)N * sizeof(real));
-                for (int t = t0; t < t1; t++) {
-                    step_state(io, Ae, bias, (size_t)b * (size_t)T + (size_t)t, e, h,
-                               aseg + (size_t)(t - t0) * (size_t)N);
-                    memcpy(hseg + (size_t)(t - t0) * (size_t)N, h, (size_t)N * sizeof(real));
-                }
-                for (int t = t1 - 1; t >= t0; t--) {
-                    const size_t row = (size_t)b * (size_t)T + (size_t)t;
-                    const size_t ie = row * (size_t)E + (size_t)e;
-                    const real pre = io->delta[ie] + bias;
-                    const real dt = ssm_softplus(pre), uu = io->u[ie];
-                    real dyp = dy[ie];
-                    if (io->z != NULL) {
-                        const real zz = io->z[ie], s = ssm_sigmoid(zz);
-                        if (dz != NULL)
-                            dz[ie] += dyp * ypre[ie] * s * (1 + zz * (1 - s));
-                        dyp *= zz * s;
+#pragma omp parallel num_threads(nth) if (EN * (size_t)T > 16384)
+    {
+        real *hseg = ws_all + (size_t)omp_get_thread_num() * ws_floats; /* [seg][N] states */
+        real *aseg = hseg + (size_t)seg * (size_t)N;                    /* [seg][N] decays */
+        real *h0 = aseg + (size_t)seg * (size_t)N;      /* [N] state before the segment */
+        real *h = h0 + N, *lam = h + N, *dts = lam + N; /* dts [seg]: dt of each frame */
+#pragma omp for schedule(static)
+        for (int b = 0; b < B; b++) {
+            memset(dAlog_part + (size_t)b * EN, 0, EN * sizeof(real));
+            for (int e = 0; e < E; e++) {
+                const real *Ae = io->A + (size_t)e * (size_t)N;
+                const real bias = io->bias != NULL ? io->bias[e] : 0;
+                const real Dd = io->D != NULL ? io->D[e] : 0;
+                real *dAl = dAlog_part + (size_t)b * EN + (size_t)e * (size_t)N;
+                const size_t be = (size_t)b * (size_t)E + (size_t)e;
+                memset(lam, 0, (size_t)N * sizeof(real));
+                real dD_acc = 0, dbias_acc = 0;
+                for (int sg = nseg - 1; sg >= 0; sg--) {
+                    const int t0 = sg * seg, t1 = t0 + seg < T ? t0 + seg : T;
+                    /* recompute the segment's decays and states from its checkpoint */
+                    if (sg == 0)
+                        memset(h0, 0, (size_t)N * sizeof(real));
+                    else
+                        memcpy(h0,
+                               c->ckpt + (be * (size_t)(nseg - 1) + (size_t)(sg - 1)) * (size_t)N,
+                               (size_t)N * sizeof(real));
+                    memcpy(h, h0, (size_t)N * sizeof(real));
+                    for (int t = t0; t < t1; t++) {
+                        const size_t row = (size_t)b * (size_t)T + (size_t)t;
+                        const size_t ie = row * (size_t)E + (size_t)e;
+                        const real dt = ssm_softplus(io->delta[ie] + bias), dtu = dt * io->u[ie];
+                        const real *Bt = io->Bm + row * (size_t)N;
+                        real *at = aseg + (size_t)(t - t0) * (size_t)N;
+                        real *ht = hseg + (size_t)(t - t0) * (size_t)N;
+                        dts[t - t0] = dt;
+#pragma omp simd
+                        for (int n = 0; n < N; n++) {
+                            const real a = ssm_exp(dt * Ae[n]);
+                            at[n] = a;
+                            h[n] = ht[n] = fma(a, h[n], dtu * Bt[n]);
+                        }
                     }
-                    dD_acc += dyp * uu;
-                    const real *ht = hseg + (size_t)(t - t0) * (size_t)N;
-                    const real *at = aseg + (size_t)(t - t0) * (size_t)N;
-                    const real *hp = t > t0 ? ht - N : ck + (size_t)sg * (size_t)N;
-                    const real *Bt = io->Bm + row * (size_t)N, *Ct = io->Cm + row * (size_t)N;
-                    real *dBt = dB + row * (size_t)N, *dCt = dC + row * (size_t)N;
-                    const real dtu = dt * uu;
-                    real s1 = 0, s2 = 0;
+                    /* reverse steps */
+                    for (int t = t1 - 1; t >= t0; t--) {
+                        const size_t row = (size_t)b * (size_t)T + (size_t)t;
+                        const size_t ie = row * (size_t)E + (size_t)e;
+                        const real pre = io->delta[ie] + bias;
+                        const real dt = dts[t - t0], uu = io->u[ie];
+                        real dyp = dy[ie];
+                        if (io->z != NULL) {
+                            const real zz = io->z[ie], s = ssm_sigmoid(zz);
+                            if (dz != NULL)
+                                dz[ie] += dyp * ypre[ie] * s * (1 + zz * (1 - s));
+                            dyp *= zz * s;
+                        }
+                        dD_acc += dyp * uu;
+                        const real *ht = hseg + (size_t)(t - t0) * (size_t)N;
+                        const real *at = aseg + (size_t)(t - t0) * (size_t)N;
+                        const real *hp = t > t0 ? ht - N : h0;
+                        const real *Bt = io->Bm + row * (size_t)N, *Ct = io->Cm + row * (size_t)N;
+                        real *dBt = dB + row * (size_t)N, *dCt = dC + row * (size_t)N;
+                        const real dtu = dt * uu;
+                        real s1 = 0, s2 = 0;
 #pragma omp simd reduction(+ : s1, s2)
-                    for (int n = 0; n < N; n++) {
-                        const real l = lam[n] + dyp * Ct[n];
-                        dCt[n] += dyp * ht[n];
-                        const real gAA = l * hp[n] * at[n] * Ae[n];
-                        s1 += gAA;
-                        s2 += l * Bt[n];
-                        dAl[n] += gAA * dt;
-                        dBt[n] += dtu * l;
-                        lam[n] = l * at[n];
+                        for (int n = 0; n < N; n++) {
+                            const real l = fma(dyp, Ct[n], lam[n]);
+                            dCt[n] = fma(dyp, ht[n], dCt[n]);
+                            const real gAA = l * hp[n] * at[n] * Ae[n];
+                            s1 += gAA;
+                            s2 += l * Bt[n];
+                            dAl[n] = fma(gAA, dt, dAl[n]);
+                            dBt[n] = fma(dtu, l, dBt[n]);
+                            lam[n] = l * at[n];
+                        }
+                        if (du != NULL)
+                            du[ie] += dt * s2 + Dd * dyp;
+                        const real dpre = (s1 + uu * s2) * ssm_softplus_grad(pre);
+                        if (ddelta != NULL)
+                            ddelta[ie] += dpre;
+                        dbias_acc += dpre;
                     }
-                    if (du != NULL)
-                        du[ie] += dt * s2 + Dd * dyp;
-                    const real dpre = (s1 + uu * s2) * ssm_softplus_grad(pre);
-                    if (ddelta != NULL)
-                        ddelta[ie] += dpre;
-                    dbias_acc += dpre;
                 }
+                dD_part[be] = dD_acc;
+                dbias_part[be] = dbias_acc;
             }
-            dD_part[(size_t)b * (size_t)E + (size_t)e] = dD_acc;
-            dbias_part[(size_t)b * (size_t)E + (size_t)e] = dbias_acc;
         }
     }
     if (c->A_log->requires_grad)
@@ -273,8 +293,8 @@ static void fast_backward(sb_graph *g, void *ctx)
 static int any_grad(sb_tensor *u, sb_tensor *delta, sb_tensor *dt_bias, sb_tensor *A_log,
                     sb_tensor *Bm, sb_tensor *Cm, sb_tensor *D, sb_tensor *z)
 {
-    return u->requires_grad || delta->requires_grad || A_log->requires_grad ||
-           Bm->requires_grad || Cm->requires_grad || (dt_bias != NULL && dt_bias->requires_grad) ||
+    return u->requires_grad || delta->requires_grad || A_log->requires_grad || Bm->requires_grad ||
+           Cm->requires_grad || (dt_bias != NULL && dt_bias->requires_grad) ||
            (D != NULL && D->requires_grad) || (z != NULL && z->requires_grad);
 }
 
@@ -291,11 +311,16 @@ sb_tensor *sb_selective_scan(sb_graph *g, sb_tensor *u, sb_tensor *delta, sb_ten
     real *A = make_A(g, A_log);
     real *ypre = c != NULL && z != NULL ? sb_graph_alloc(g, u->size * sizeof(real)) : NULL;
     scan_io io = make_io(A, u, delta, dt_bias, Bm, Cm, D, z, N);
-    fast_forward(&io, y->data, ypre, state);
+    const int seg = scan_seg(N), nseg = (io.T + seg - 1) / seg;
+    real *ckpt = c != NULL && nseg > 1
+                     ? sb_graph_alloc(g, (size_t)io.B * (size_t)io.E * (size_t)(nseg - 1) *
+                                             (size_t)N * sizeof(real))
+                     : NULL;
+    fast_forward(&io, y->data, ypre, state, ckpt, seg);
     if (c != NULL) {
         c->u = u, c->delta = delta, c->dt_bias = dt_bias, c->A_log = A_log, c->Bm = Bm;
-        c->Cm = Cm, c->D = D, c->z = z, c->y = y, c->A = A, c->ypre = ypre;
-        c->B = io.B, c->T = io.T, c->E = io.E, c->N = N;
+        c->Cm = Cm, c->D = D, c->z = z, c->y = y, c->A = A, c->ypre = ypre, c->ckpt = ckpt;
+        c->B = io.B, c->T = io.T, c->E = io.E, c->N = N, c->seg = seg;
     }
     return y;
 }
@@ -346,7 +371,7 @@ static void ref_backward(sb_graph *g, void *ctx)
                     lam[n] += dyp * Cm[row * N + (size_t)n];
                     if (dC != NULL)
                         dC[row * N + (size_t)n] += dyp * h[n];
-                    const real hprev = t > 0 ? h[(ptrdiff_t)n - N] : 0;
+                    const real hprev = t > 0 ? (h - N)[n] : 0;
                     const real abar = exp(dt * A[(size_t)e * N + (size_t)n]);
                     const real gA = lam[n] * hprev;
                     ddt += gA * abar * A[(size_t)e * N + (size_t)n];

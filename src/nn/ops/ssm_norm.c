@@ -11,6 +11,7 @@
 #include <omp.h>
 #include <tgmath.h>
 
+#include "selectivbench/ops.h"
 #include "selectivbench/ops_ssm.h"
 #include "ssm_math.h"
 
@@ -29,52 +30,39 @@ static void gnorm_backward(sb_graph *g, void *ctx)
     const real *y = c->y->data, *z = c->z->data, *w = c->w->data, *dout = c->o->grad;
     real *dy = c->y->requires_grad ? sb_tensor_grad(g, c->y) : NULL;
     real *dz = c->z->requires_grad ? sb_tensor_grad(g, c->z) : NULL;
-    if (dy != NULL || dz != NULL) {
+    /* dw's per-token terms do ghat, summed over tokens in order afterwards */
+    real *dw_terms =
+        c->w->requires_grad ? sb_graph_alloc(g, (size_t)rows * (size_t)E * sizeof(real)) : NULL;
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)E > 16384)
-        for (int n = 0; n < rows; n++) {
-            const size_t off = (size_t)n * (size_t)E;
-            const real r = c->rstd[n];
-            real dot = 0; /* sum_i q_i ghat_i */
-            for (int i = 0; i < E; i++) {
-                real s = ssm_sigmoid(z[off + i]);
-                real gh = y[off + i] * z[off + i] * s * r;
-                dot += dout[off + i] * w[i] * gh;
-            }
-            const real mean_qg = dot / (real)E;
-            for (int i = 0; i < E; i++) {
-                real zi = z[off + i], s = ssm_sigmoid(zi), silu = zi * s;
-                real gh = y[off + i] * silu * r;
-                real dg = r * (dout[off + i] * w[i] - gh * mean_qg);
-                if (dy != NULL)
-                    dy[off + i] += dg * silu;
-                if (dz != NULL)
-                    dz[off + i] += dg * y[off + i] * s * (1 + zi * (1 - s));
-            }
+    for (int n = 0; n < rows; n++) {
+        const size_t off = (size_t)n * (size_t)E;
+        const real *yr = y + off, *zr = z + off, *dr = dout + off;
+        const real r = c->rstd[n];
+        real dot = 0; /* sum_i q_i ghat_i */
+#pragma omp simd reduction(+ : dot)
+        for (int i = 0; i < E; i++)
+            dot += dr[i] * w[i] * yr[i] * zr[i] * ssm_sigmoid(zr[i]);
+        const real mean_qg = dot * r / (real)E;
+        real *dyr = dy != NULL ? dy + off : NULL, *dzr = dz != NULL ? dz + off : NULL;
+        real *dwr = dw_terms != NULL ? dw_terms + off : NULL;
+#pragma omp simd
+        for (int i = 0; i < E; i++) {
+            const real zi = zr[i], s = ssm_sigmoid(zi), silu = zi * s;
+            const real gh = yr[i] * silu * r;
+            const real dg = r * (dr[i] * w[i] - gh * mean_qg);
+            if (dyr != NULL)
+                dyr[i] += dg * silu;
+            if (dzr != NULL)
+                dzr[i] += dg * yr[i] * s * (1 + zi * (1 - s));
+            if (dwr != NULL)
+                dwr[i] = dr[i] * gh;
         }
     }
-    if (c->w->requires_grad) {
-        real *dw = sb_tensor_grad(g, c->w);
-        /* column sums over tokens; columns split between threads, tokens in order */
-        int blocks = (E + 31) / 32;
-#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)E > 16384)
-        for (int blk = 0; blk < blocks; blk++) {
-            int i0 = blk * 32, i1 = i0 + 32 < E ? i0 + 32 : E;
-            real acc[32] = {0};
-            for (int n = 0; n < rows; n++) {
-                const size_t off = (size_t)n * (size_t)E;
-                const real r = c->rstd[n];
-                for (int i = i0; i < i1; i++) {
-                    real zi = z[off + i];
-                    acc[i - i0] += dout[off + i] * y[off + i] * zi * ssm_sigmoid(zi) * r;
-                }
-            }
-            for (int i = i0; i < i1; i++)
-                dw[i] += acc[i - i0];
-        }
-    }
+    if (dw_terms != NULL)
+        sb_colsum_add(dw_terms, rows, E, sb_tensor_grad(g, c->w));
 }
 
-sb_tensor *sb_rmsnorm_gated(sb_graph *g, sb_tensor *y, sb_tensor *z, sb_tensor *w, real eps)
+sb_tensor *sb_rmsnorm_gate_first(sb_graph *g, sb_tensor *y, sb_tensor *z, sb_tensor *w, real eps)
 {
     const int E = (int)w->size;
     SB_ASSERT(y->shape[y->ndim - 1] == E && y->size == z->size);
@@ -87,19 +75,21 @@ sb_tensor *sb_rmsnorm_gated(sb_graph *g, sb_tensor *y, sb_tensor *z, sb_tensor *
         rstd = sb_graph_alloc(g, (size_t)rows * sizeof *rstd);
         c->y = y, c->z = z, c->w = w, c->o = o, c->rstd = rstd, c->rows = rows, c->E = E;
     }
-    const real *yd = y->data, *zd = z->data, *wd = w->data;
+    const real *wd = w->data;
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)E > 16384)
     for (int n = 0; n < rows; n++) {
         const size_t off = (size_t)n * (size_t)E;
+        const real *yr = y->data + off, *zr = z->data + off;
         real *orow = o->data + off;
         real ss = 0;
+#pragma omp simd reduction(+ : ss)
         for (int i = 0; i < E; i++) {
-            real zi = zd[off + i];
-            real gi = yd[off + i] * zi * ssm_sigmoid(zi);
+            const real gi = yr[i] * zr[i] * ssm_sigmoid(zr[i]);
             orow[i] = gi; /* g, scaled below */
             ss += gi * gi;
         }
         const real r = 1 / sqrt(ss / (real)E + eps);
+#pragma omp simd
         for (int i = 0; i < E; i++)
             orow[i] = orow[i] * r * wd[i];
         if (rstd != NULL)
