@@ -16,9 +16,10 @@
 
 #include "selectivbench/nn.h"
 
-/* Chunk lengths the layers use (tokens); any value >= 1 gives the same function. */
+/* Chunk lengths (tokens) of GLA (K1) and DeltaNet / Gated DeltaNet (K2); Gated DeltaProduct
+ * uses 8 tokens = 32 steps. Any value >= 1 gives the same function. */
 #define SB_LINEAR_ATTN_CHUNK 32
-#define SB_DELTA_RULE_CHUNK 32
+#define SB_DELTA_RULE_CHUNK 16
 
 /* ---- linear_attn.c: kernel K1, decayed linear attention ---------------------------------
  *
@@ -59,8 +60,8 @@ sb_tensor *sb_linear_attn_ref(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor
  * backward (stores every state; for tests). */
 sb_tensor *sb_delta_rule(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, sb_tensor *beta,
                          sb_tensor *gate, real scale, int chunk, real *state);
-sb_tensor *sb_delta_rule_ref(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v,
-                             sb_tensor *beta, sb_tensor *gate, real scale, real *state);
+sb_tensor *sb_delta_rule_ref(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, sb_tensor *beta,
+                             sb_tensor *gate, real scale, real *state);
 
 /* ---- fla_blocks.c: the shared blocks (spec section 1) ------------------------------------ */
 

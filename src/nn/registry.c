@@ -8,12 +8,20 @@ extern const sb_layer_type sb_layer_transformer;
 extern const sb_layer_type sb_layer_gru;
 extern const sb_layer_type sb_layer_mamba;
 extern const sb_layer_type sb_layer_mamba2;
+extern const sb_layer_type sb_layer_gla;
+extern const sb_layer_type sb_layer_delta_net;
+extern const sb_layer_type sb_layer_gated_delta_net;
+extern const sb_layer_type sb_layer_gated_delta_product;
 
 static const sb_layer_type *const registry[] = {
     &sb_layer_transformer,
     &sb_layer_gru,
     &sb_layer_mamba,
     &sb_layer_mamba2,
+    &sb_layer_gla,
+    &sb_layer_delta_net,
+    &sb_layer_gated_delta_net,
+    &sb_layer_gated_delta_product,
     NULL,
 };
 

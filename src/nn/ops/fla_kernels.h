@@ -1,12 +1,13 @@
-/* fla_kernels.h - small dense helpers shared by the chunked recurrences (linear_attn.c,
- * delta_rule.c): products of the tiny per-chunk matrices (C x K, K x V with K, V <= 256) and
- * an exp that the compiler can vectorise.
+/* fla_kernels.h - dense helpers shared by the chunked recurrences (linear_attn.c,
+ * delta_rule.c) and the fla blocks (fla_blocks.c): the products of the tiny per-chunk
+ * matrices (chunk x head width, at most a few hundred on a side), an exp and a log1p that the
+ * compiler can vectorise, and lane-split sums.
  *
- * The per-chunk products are too small for a BLAS call to pay (its overhead is about the
- * cost of the product), so they are plain loops whose innermost loop runs along a
- * contiguous row: the compiler vectorises it. Every sum runs in a fixed order, so results
- * do not depend on the number of threads. All matrices are row-major with a leading
- * dimension (elements between rows). Internal to src/nn/ops/.
+ * The per-chunk products are too small and too many for BLAS calls to pay, so they go to
+ * sb_fla_gemm (fla_gemm.c), a register-blocked kernel (about twice OpenBLAS's speed on this
+ * machine's AVX-512 at these sizes). Every sum runs in a fixed order, so results do not
+ * depend on the number of threads. All matrices are row-major with a leading dimension
+ * (elements between rows). Internal to src/nn/ops/.
  */
 #ifndef SELECTIVBENCH_FLA_KERNELS_H
 #define SELECTIVBENCH_FLA_KERNELS_H
@@ -49,71 +50,39 @@ static inline float fla_exp(float x)
 }
 #endif
 
-/* C[M, N] += alpha A[M, P] B[P, N]. */
-static inline void fla_mm_nn(int M, int N, int P, real alpha, const real *A, size_t lda,
-                             const real *B, size_t ldb, real *C, size_t ldc)
+/* log1p(y) for 0 <= y <= 1 (softplus and logsigmoid of -|x|): libm in the double build; in the
+ * float build 2 atanh(s) with s = y / (2 + y) <= 1/3 by its series to s^15 (relative error
+ * below 2e-9 before rounding), vectorisable. */
+#ifdef SB_REAL_DOUBLE
+static inline real fla_log1p01(real y)
 {
-    for (int i = 0; i < M; i++) {
-        real *c = C + (size_t)i * ldc;
-        const real *a = A + (size_t)i * lda;
-        for (int p = 0; p < P; p++) {
-            const real ap = alpha * a[p];
-            const real *b = B + (size_t)p * ldb;
-            for (int j = 0; j < N; j++)
-                c[j] += ap * b[j];
-        }
-    }
+    return log1p(y);
 }
+#else
+static inline float fla_log1p01(float y)
+{
+    const float s = y / (2.0f + y), s2 = s * s;
+    float p = 1.0f / 15.0f;
+    p = p * s2 + 1.0f / 13.0f;
+    p = p * s2 + 1.0f / 11.0f;
+    p = p * s2 + 1.0f / 9.0f;
+    p = p * s2 + 1.0f / 7.0f;
+    p = p * s2 + 1.0f / 5.0f;
+    p = p * s2 + 1.0f / 3.0f;
+    p = p * s2 + 1.0f;
+    return 2.0f * s * p;
+}
+#endif
 
-/* C[P, N] += alpha A[M, P]^T B[M, N] (a sum of M rank-1 updates, in order of M). */
-static inline void fla_mm_tn(int M, int N, int P, real alpha, const real *A, size_t lda,
-                             const real *B, size_t ldb, real *C, size_t ldc)
-{
-    for (int i = 0; i < M; i++) {
-        const real *a = A + (size_t)i * lda, *b = B + (size_t)i * ldb;
-        for (int p = 0; p < P; p++) {
-            const real ap = alpha * a[p];
-            real *c = C + (size_t)p * ldc;
-            for (int j = 0; j < N; j++)
-                c[j] += ap * b[j];
-        }
-    }
-}
-
-/* Lower-triangular variants for the intra-chunk products (L[i][j] used for j <= i only,
- * strict: j < i):
- *   fla_mm_lower_nn:  C[M, N] += alpha L[M, M] B[M, N]    (row i sums j <= i, or j < i)
- *   fla_mm_lower_tn:  C[M, N] += alpha L[M, M]^T B[M, N]  (row j sums i >= j, or i > j) */
-static inline void fla_mm_lower_nn(int M, int N, int strict, real alpha, const real *L,
-                                   size_t ldl, const real *B, size_t ldb, real *C, size_t ldc)
-{
-    for (int i = 0; i < M; i++) {
-        real *c = C + (size_t)i * ldc;
-        const real *l = L + (size_t)i * ldl;
-        const int jend = strict ? i : i + 1;
-        for (int j = 0; j < jend; j++) {
-            const real lj = alpha * l[j];
-            const real *b = B + (size_t)j * ldb;
-            for (int v = 0; v < N; v++)
-                c[v] += lj * b[v];
-        }
-    }
-}
-
-static inline void fla_mm_lower_tn(int M, int N, int strict, real alpha, const real *L,
-                                   size_t ldl, const real *B, size_t ldb, real *C, size_t ldc)
-{
-    for (int i = 0; i < M; i++) {
-        const real *l = L + (size_t)i * ldl, *b = B + (size_t)i * ldb;
-        const int jend = strict ? i : i + 1;
-        for (int j = 0; j < jend; j++) {
-            const real lj = alpha * l[j];
-            real *c = C + (size_t)j * ldc;
-            for (int v = 0; v < N; v++)
-                c[v] += lj * b[v];
-        }
-    }
-}
+/* C[M, N] = (accumulate ? C : 0) + alpha op(A)[M, P] B[P, N] (fla_gemm.c): op(A) = A (ta = 0,
+ * A is M x P) or A^T (ta = 1, A is P x M); row-major with leading dimensions. Triangular
+ * structure: tri_in = n > 0 when op(A)[i][p] = 0 for p >= (i + 1) n, tri_in = -n when
+ * op(A)[i][p] = 0 for p < floor(i / n); tri_out = n > 0 when only C[i][j] with
+ * j < (i + 1) n are wanted (others in the diagonal blocks may get any value). Zeros inside
+ * the diagonal 8 x 8 blocks must be stored in A. Each C element is summed over p in
+ * increasing order. */
+void sb_fla_gemm(int ta, int M, int N, int P, real alpha, const real *A, size_t lda, const real *B,
+                 size_t ldb, real *C, size_t ldc, int accumulate, int tri_in, int tri_out);
 
 /* dst[N, M] = src[M, N]^T. */
 static inline void fla_transpose(int M, int N, const real *src, size_t lds, real *dst, size_t ldd)
@@ -123,34 +92,29 @@ static inline void fla_transpose(int M, int N, const real *src, size_t lds, real
             dst[(size_t)j * ldd + (size_t)i] = src[(size_t)i * lds + (size_t)j];
 }
 
-/* C[M, M] (lower triangle: j <= i, or j < i when strict) = alpha A[M, P] Bt[P, M] where Bt is
- * the transpose of the second factor; entries above the triangle are left alone. */
-static inline void fla_mm_nn_lower_out(int M, int P, int strict, real alpha, const real *A,
-                                       size_t lda, const real *Bt, size_t ldb, real *C,
-                                       size_t ldc)
-{
-    for (int i = 0; i < M; i++) {
-        real *c = C + (size_t)i * ldc;
-        const real *a = A + (size_t)i * lda;
-        const int jend = strict ? i : i + 1;
-        for (int j = 0; j < jend; j++)
-            c[j] = 0;
-        for (int p = 0; p < P; p++) {
-            const real ap = alpha * a[p];
-            const real *b = Bt + (size_t)p * ldb;
-            for (int j = 0; j < jend; j++)
-                c[j] += ap * b[j];
-        }
-    }
-}
+/* Plain helpers over n values. Sums run in 16 interleaved partial sums added in a fixed
+ * order at the end: the same result every time, and the compiler can vectorise it (a plain
+ * running sum it cannot reorder). */
+#define FLA_LANES 16
 
-/* Plain helpers over n values. */
-static inline real fla_dot(int n, const real *a, const real *b)
+static inline real fla_lanes_sum(const real *part)
 {
     real s = 0;
-    for (int i = 0; i < n; i++)
-        s += a[i] * b[i];
+    for (int l = 0; l < FLA_LANES; l++)
+        s += part[l];
     return s;
+}
+
+static inline real fla_dot(int n, const real *a, const real *b)
+{
+    real part[FLA_LANES] = {0};
+    int i = 0;
+    for (; i + FLA_LANES <= n; i += FLA_LANES)
+        for (int l = 0; l < FLA_LANES; l++)
+            part[l] = fma(a[i + l], b[i + l], part[l]);
+    for (int l = 0; i + l < n; l++)
+        part[l] = fma(a[i + l], b[i + l], part[l]);
+    return fla_lanes_sum(part);
 }
 
 static inline void fla_axpy(int n, real alpha, const real *x, real *y)

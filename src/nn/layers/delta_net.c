@@ -1,0 +1,135 @@
+/* delta_net.c - DeltaNet of flash-linear-attention v0.3.2 (fla/layers/delta_net.py) as the
+ * reference builds it: hidden_size=D, num_heads=H, use_short_conv=True, expand_k=1,
+ * expand_v=2, conv_size=4, defaults otherwise (use_beta, no output gate, qk_activation silu,
+ * qk_norm l2, allow_neg_eigval False) (spec/models-fla.md 0.1, 8).
+ *
+ *   q, k = L2N(silu(conv(x Wq^T))), L2N(silu(conv(x Wk^T)))   [B, T, H, K]   K = D / H
+ *   v    = silu(conv(x Wv^T))                                 [B, T, H, V]   V = 2D / H
+ *   beta = sigmoid(x Wb^T)                                     [B, T, H]
+ *   o    = K2(q, k, v, beta), no decay, scale K^-1/2
+ *   out  = RMSNorm(o) * w Wo^T                                 w [V] shared by the heads
+ * The reference trains this layer in bfloat16; here float32. Docs: docs/models/fla_layers.md.
+ */
+#include <math.h>
+
+#include "fla_layers.h"
+#include "selectivbench/model.h"
+#include "selectivbench/ops.h"
+#include "selectivbench/ops_fla.h"
+
+enum { P_Q, P_K, P_V, P_B, P_Q_CONV, P_K_CONV, P_V_CONV, P_NORM, P_O, P_COUNT };
+
+#define CONV_SIZE 4
+#define NORM_EPS ((real)1e-5)
+#define L2_EPS ((real)1e-6)
+
+static sb_status delta_net_check(const sb_model_config *cfg, sb_error *err)
+{
+    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "delta_net: --feat_size %d is not divisible by %d heads", cfg->d_model,
+                            cfg->n_head);
+    return SB_OK;
+}
+
+static int delta_net_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
+{
+    const int D = cfg->d_model, H = cfg->n_head, V = 2 * D / H;
+    int dd[2] = {D, D}, d2d[2] = {2 * D, D}, hd[2] = {H, D}, cd[3] = {D, 1, CONV_SIZE};
+    int c2d[3] = {2 * D, 1, CONV_SIZE}, vn[1] = {V}, od[2] = {D, 2 * D};
+    int first = ps->n;
+    sb_params_add_named(ps, prefix, "q_proj.weight", 2, dd, SB_INIT_KAIMING, D, 0);
+    sb_params_add_named(ps, prefix, "k_proj.weight", 2, dd, SB_INIT_KAIMING, D, 1);
+    sb_params_add_named(ps, prefix, "v_proj.weight", 2, d2d, SB_INIT_KAIMING, D, 2);
+    sb_params_add_named(ps, prefix, "b_proj.weight", 2, hd, SB_INIT_KAIMING, D, 3);
+    sb_params_add_named(ps, prefix, "q_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 4);
+    sb_params_add_named(ps, prefix, "k_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 5);
+    sb_params_add_named(ps, prefix, "v_conv1d.weight", 3, c2d, SB_INIT_KAIMING, CONV_SIZE, 6);
+    sb_params_add_named(ps, prefix, "o_norm.weight", 1, vn, SB_INIT_CONST, 1.0, 100);
+    sb_params_add_named(ps, prefix, "o_proj.weight", 2, od, SB_INIT_KAIMING, 2 * D, 7);
+    return ps->n - first;
+}
+
+static sb_tensor *delta_net_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
+{
+    const int B = x->shape[0], D = x->shape[2];
+    const int H = m->cfg.n_head, K = D / H, V = 2 * D / H;
+    sb_tensor *p[P_COUNT];
+    for (int i = 0; i < P_COUNT; i++)
+        p[i] = sb_model_param(m, l, i);
+    sb_tensor *q = sb_linear(g, x, p[P_Q], NULL), *k = sb_linear(g, x, p[P_K], NULL);
+    sb_tensor *v = sb_linear(g, x, p[P_V], NULL);
+    real *S = NULL;
+    if (state == NULL) {
+        q = sb_short_conv(g, q, p[P_Q_CONV]);
+        k = sb_short_conv(g, k, p[P_K_CONV]);
+        v = sb_short_conv(g, v, p[P_V_CONV]);
+    } else {
+        const size_t hist =
+            (size_t)B * (CONV_SIZE - 1) * (size_t)D; /* see delta_net_stream_state */
+        q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
+        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hist);
+        v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hist);
+        S = state + 4 * hist;
+    }
+    sb_tensor *beta = sb_beta_gate(g, sb_linear(g, x, p[P_B], NULL), 1);
+    q = sb_fla_heads(g, sb_l2norm(g, q, K, L2_EPS), K);
+    k = sb_fla_heads(g, sb_l2norm(g, k, K, L2_EPS), K);
+    v = sb_fla_heads(g, v, V);
+    sb_tensor *o = sb_delta_rule(g, q, k, v, beta, NULL, (real)(1.0 / sqrt((double)K)),
+                                 SB_DELTA_RULE_CHUNK, S);
+    sb_tensor *y = sb_rmsnorm_gated(g, o, NULL, p[P_NORM], NORM_EPS);
+    return sb_linear(g, sb_fla_flat(g, y), p[P_O], NULL);
+}
+
+static sb_tensor *delta_net_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
+{
+    return delta_net_run(g, m, l, x, NULL);
+}
+
+static sb_tensor *delta_net_forward_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                           real *state)
+{
+    return delta_net_run(g, m, l, x, state);
+}
+
+/* Per sample: q, k (D channels) and v (2D) conv histories, then the state (H K V); the
+ * buffer of B samples is laid out field by field. */
+static size_t delta_net_stream_state(const sb_model_config *cfg)
+{
+    const size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_head;
+    return (CONV_SIZE - 1) * 4 * D + H * (D / H) * (2 * D / H);
+}
+
+static double delta_net_flops(const sb_model_config *cfg, int T)
+{
+    const double D = cfg->d_model, H = cfg->n_head, K = D / H, V = 2 * D / H;
+    const double q = T < SB_DELTA_RULE_CHUNK ? T : SB_DELTA_RULE_CHUNK;
+    double proj = 2 * D * (D + D + 2 * D + H) + 2 * 2 * D * D;
+    double conv = 2.0 * CONV_SIZE * 4 * D;
+    /* per head and token: W S0, Q S0, the state update (2KV each); Gram, Q K^T, the
+     * triangular solves and Pm Vn over (q+1)/2 earlier positions */
+    double rec = H * (6 * K * V + (q + 1) * (2 * K + 2 * V));
+    return proj + conv + rec + 30 * D;
+}
+
+static double delta_net_state(const sb_model_config *cfg)
+{
+    const double D = cfg->d_model, H = cfg->n_head;
+    return H * (D / H) * (2 * D / H);
+}
+
+const sb_layer_type sb_layer_delta_net = {
+    .name = "delta_net",
+    .summary = "DeltaNet (fla 0.3.2): delta-rule state update, no decay",
+    .taxonomy = {"none (data-dependent write strength beta per head)",
+                 "identity + rank-1 (I - beta k k^T)", "1", "L2 q, k; RMSNorm",
+                 "no (beta in (0, 1): eigenvalues in [0, 1])"},
+    .check = delta_net_check,
+    .add_params = delta_net_add_params,
+    .forward = delta_net_forward,
+    .flops_per_token = delta_net_flops,
+    .state_size = delta_net_state,
+    .stream_state_floats = delta_net_stream_state,
+    .forward_stream = delta_net_forward_stream,
+};

@@ -1,0 +1,181 @@
+/* gated_delta_net.c - GatedDeltaNet of flash-linear-attention v0.3.2
+ * (fla/layers/gated_deltanet.py) as the reference builds it: hidden_size=D, head_dim=D/H,
+ * num_heads=H, use_short_conv=True, expand_v=2, conv_size=4, defaults otherwise (output
+ * gate with fused gated RMSNorm, allow_neg_eigval False) (spec/models-fla.md 0.1, 9).
+ *
+ *   q, k = L2N(silu(conv(x Wq^T))), L2N(silu(conv(x Wk^T)))   [B, T, H, K]   K = D / H
+ *   v    = silu(conv(x Wv^T))                                 [B, T, H, V]   V = 2K
+ *   beta = sigmoid(x Wb^T)                                     [B, T, H]
+ *   g    = -exp(A_log) softplus(x Wa^T + dt_bias)              [B, T, H]
+ *   o    = K2(q, k, v, beta, g), scale K^-1/2
+ *   out  = (RMSNorm(o) * w * silu(x Wg^T)) Wo^T                w [V] shared by the heads
+ * The reference trains this layer in bfloat16 and (fla 0.3.x) cannot train it on sequences
+ * of 64 frames or fewer; here float32 and any length. Docs: docs/models/fla_layers.md.
+ */
+#include <math.h>
+
+#include "fla_layers.h"
+#include "selectivbench/model.h"
+#include "selectivbench/ops.h"
+#include "selectivbench/ops_fla.h"
+
+/* state_dict order: the layer's own parameters first, then the submodules in construction
+ * order (draw ranks give the construction order) */
+enum {
+    P_A_LOG,
+    P_DT_BIAS,
+    P_Q,
+    P_K,
+    P_V,
+    P_A,
+    P_B,
+    P_Q_CONV,
+    P_K_CONV,
+    P_V_CONV,
+    P_G,
+    P_NORM,
+    P_O,
+    P_COUNT
+};
+
+#define CONV_SIZE 4
+#define NORM_EPS ((real)1e-5)
+#define L2_EPS ((real)1e-6)
+
+void sb_fla_init_A_log(const sb_param *p, real *data, sb_mt19937 *rng, const void *ctx)
+{
+    (void)ctx;
+    sb_torch_uniform(rng, data, p->size, 0.0, 16.0);
+    for (size_t i = 0; i < p->size; i++)
+        data[i] = (real)logf((float)data[i]);
+}
+
+void sb_fla_init_dt_bias(const sb_param *p, real *data, sb_mt19937 *rng, const void *ctx)
+{
+    (void)ctx;
+    const float span = (float)(log(0.1) - log(0.001)), lo = (float)log(0.001);
+    sb_torch_uniform(rng, data, p->size, 0.0, 1.0); /* torch.rand */
+    for (size_t i = 0; i < p->size; i++) {
+        float dt = expf((float)data[i] * span + lo);
+        dt = dt < 1e-4f ? 1e-4f : dt;
+        data[i] = (real)(dt + logf(-expm1f(-dt)));
+    }
+}
+
+static sb_status gdn_check(const sb_model_config *cfg, sb_error *err)
+{
+    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "gated_delta_net: --feat_size %d is not divisible by %d heads",
+                            cfg->d_model, cfg->n_head);
+    return SB_OK;
+}
+
+static int gdn_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
+{
+    const int D = cfg->d_model, H = cfg->n_head, V = 2 * D / H;
+    int h[1] = {H}, dd[2] = {D, D}, d2d[2] = {2 * D, D}, hd[2] = {H, D};
+    int cd[3] = {D, 1, CONV_SIZE}, c2d[3] = {2 * D, 1, CONV_SIZE}, vn[1] = {V}, od[2] = {D, 2 * D};
+    int first = ps->n;
+    /* fla marks A_log and dt_bias _no_weight_decay; the reference's optimiser ignores the
+     * mark (AdamW over all parameters), so they are decayed like the rest here too */
+    sb_param *a = sb_params_add_named(ps, prefix, "A_log", 1, h, SB_INIT_CUSTOM, 0.0, 5);
+    a->custom = sb_fla_init_A_log;
+    sb_param *dt = sb_params_add_named(ps, prefix, "dt_bias", 1, h, SB_INIT_CUSTOM, 0.0, 6);
+    dt->custom = sb_fla_init_dt_bias;
+    sb_params_add_named(ps, prefix, "q_proj.weight", 2, dd, SB_INIT_KAIMING, D, 0);
+    sb_params_add_named(ps, prefix, "k_proj.weight", 2, dd, SB_INIT_KAIMING, D, 1);
+    sb_params_add_named(ps, prefix, "v_proj.weight", 2, d2d, SB_INIT_KAIMING, D, 2);
+    sb_params_add_named(ps, prefix, "a_proj.weight", 2, hd, SB_INIT_KAIMING, D, 3);
+    sb_params_add_named(ps, prefix, "b_proj.weight", 2, hd, SB_INIT_KAIMING, D, 4);
+    sb_params_add_named(ps, prefix, "q_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 7);
+    sb_params_add_named(ps, prefix, "k_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 8);
+    sb_params_add_named(ps, prefix, "v_conv1d.weight", 3, c2d, SB_INIT_KAIMING, CONV_SIZE, 9);
+    sb_params_add_named(ps, prefix, "g_proj.weight", 2, d2d, SB_INIT_KAIMING, D, 10);
+    sb_params_add_named(ps, prefix, "o_norm.weight", 1, vn, SB_INIT_CONST, 1.0, 100);
+    sb_params_add_named(ps, prefix, "o_proj.weight", 2, od, SB_INIT_KAIMING, 2 * D, 11);
+    return ps->n - first;
+}
+
+static sb_tensor *gdn_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
+{
+    const int B = x->shape[0], D = x->shape[2];
+    const int H = m->cfg.n_head, K = D / H, V = 2 * D / H;
+    sb_tensor *p[P_COUNT];
+    for (int i = 0; i < P_COUNT; i++)
+        p[i] = sb_model_param(m, l, i);
+    sb_tensor *q = sb_linear(g, x, p[P_Q], NULL), *k = sb_linear(g, x, p[P_K], NULL);
+    sb_tensor *v = sb_linear(g, x, p[P_V], NULL);
+    real *S = NULL;
+    if (state == NULL) {
+        q = sb_short_conv(g, q, p[P_Q_CONV]);
+        k = sb_short_conv(g, k, p[P_K_CONV]);
+        v = sb_short_conv(g, v, p[P_V_CONV]);
+    } else {
+        const size_t hist = (size_t)B * (CONV_SIZE - 1) * (size_t)D; /* see gdn_stream_state */
+        q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
+        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hist);
+        v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hist);
+        S = state + 4 * hist;
+    }
+    sb_tensor *beta = sb_beta_gate(g, sb_linear(g, x, p[P_B], NULL), 1);
+    sb_tensor *gate = sb_decay_gate(g, sb_linear(g, x, p[P_A], NULL), p[P_A_LOG], p[P_DT_BIAS]);
+    q = sb_fla_heads(g, sb_l2norm(g, q, K, L2_EPS), K);
+    k = sb_fla_heads(g, sb_l2norm(g, k, K, L2_EPS), K);
+    v = sb_fla_heads(g, v, V);
+    sb_tensor *o = sb_delta_rule(g, q, k, v, beta, gate, (real)(1.0 / sqrt((double)K)),
+                                 SB_DELTA_RULE_CHUNK, S);
+    sb_tensor *zg = sb_fla_heads(g, sb_linear(g, x, p[P_G], NULL), V);
+    sb_tensor *y = sb_rmsnorm_gated(g, o, zg, p[P_NORM], NORM_EPS);
+    return sb_linear(g, sb_fla_flat(g, y), p[P_O], NULL);
+}
+
+static sb_tensor *gdn_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
+{
+    return gdn_run(g, m, l, x, NULL);
+}
+
+static sb_tensor *gdn_forward_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                     real *state)
+{
+    return gdn_run(g, m, l, x, state);
+}
+
+/* Per sample: q, k (D channels) and v (2D) conv histories, then the state (H K V); the
+ * buffer of B samples is laid out field by field. */
+static size_t gdn_stream_state(const sb_model_config *cfg)
+{
+    const size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_head;
+    return (CONV_SIZE - 1) * 4 * D + H * (D / H) * (2 * D / H);
+}
+
+static double gdn_flops(const sb_model_config *cfg, int T)
+{
+    const double D = cfg->d_model, H = cfg->n_head, K = D / H, V = 2 * D / H;
+    const double q = T < SB_DELTA_RULE_CHUNK ? T : SB_DELTA_RULE_CHUNK;
+    double proj = 2 * D * (D + D + 2 * D + H + H + 2 * D) + 2 * 2 * D * D;
+    double conv = 2.0 * CONV_SIZE * 4 * D;
+    double rec = H * (6 * K * V + (q + 1) * (2 * K + 2 * V));
+    return proj + conv + rec + 36 * D;
+}
+
+static double gdn_state(const sb_model_config *cfg)
+{
+    const double D = cfg->d_model, H = cfg->n_head;
+    return H * (D / H) * (2 * D / H);
+}
+
+const sb_layer_type sb_layer_gated_delta_net = {
+    .name = "gated_delta_net",
+    .summary = "Gated DeltaNet (fla 0.3.2): delta rule with a data-dependent decay per head",
+    .taxonomy = {"data-dependent scalar decay per head (exp(-e^A_log softplus)) + beta",
+                 "scalar x (identity + rank-1)", "1", "L2 q, k; gated RMSNorm",
+                 "no (eigenvalues in [0, alpha])"},
+    .check = gdn_check,
+    .add_params = gdn_add_params,
+    .forward = gdn_forward,
+    .flops_per_token = gdn_flops,
+    .state_size = gdn_state,
+    .stream_state_floats = gdn_stream_state,
+    .forward_stream = gdn_forward_stream,
+};

@@ -1,0 +1,157 @@
+/* gla.c - GatedLinearAttention of flash-linear-attention v0.3.2 (fla/layers/gla.py) as the
+ * reference builds it: hidden_size=D, num_heads=H, use_short_conv=True, expand_k=1,
+ * expand_v=2, conv_size=4, every other argument at its default (spec/models-fla.md 0.1, 7).
+ *
+ *   q, k = silu(conv(x Wq^T)), silu(conv(x Wk^T))      [B, T, H, K]   K = D / H
+ *   v    = silu(conv(x Wv^T))                          [B, T, H, V]   V = 2D / H
+ *   g    = logsigmoid((x W0^T) W1^T + b1) / 16         [B, T, H, K]   (low rank 16)
+ *   o    = K1(q, k, v, g), scale K^-1/2                 per-key-channel decay
+ *   y    = RMSNorm(o) * w * silu(x Wg^T)               per head, w [V] shared by the heads
+ *   out  = y Wo^T
+ * Docs: docs/models/fla_layers.md.
+ */
+#include <math.h>
+
+#include "fla_layers.h"
+#include "selectivbench/model.h"
+#include "selectivbench/ops.h"
+#include "selectivbench/ops_fla.h"
+
+/* parameters in state_dict order (= construction order) */
+enum {
+    P_Q,
+    P_K,
+    P_V,
+    P_G,
+    P_Q_CONV,
+    P_K_CONV,
+    P_V_CONV,
+    P_GK0,
+    P_GK1,
+    P_GK1_B,
+    P_O,
+    P_NORM,
+    P_COUNT
+};
+
+#define CONV_SIZE 4
+#define GATE_RANK 16
+#define GATE_NORMALIZER 16
+#define NORM_EPS ((real)1e-5)
+
+static sb_status gla_check(const sb_model_config *cfg, sb_error *err)
+{
+    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
+        return sb_error_set(err, SB_ERR_INVALID, "gla: --feat_size %d is not divisible by %d heads",
+                            cfg->d_model, cfg->n_head);
+    return SB_OK;
+}
+
+static int gla_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
+{
+    const int D = cfg->d_model, V = 2 * D / cfg->n_head;
+    int dd[2] = {D, D}, d2d[2] = {2 * D, D}, cd[3] = {D, 1, CONV_SIZE};
+    int c2d[3] = {2 * D, 1, CONV_SIZE}, g0[2] = {GATE_RANK, D}, g1[2] = {D, GATE_RANK};
+    int vd[1] = {D}, od[2] = {D, 2 * D}, vn[1] = {V};
+    int first = ps->n;
+    sb_params_add_named(ps, prefix, "q_proj.weight", 2, dd, SB_INIT_KAIMING, D, 0);
+    sb_params_add_named(ps, prefix, "k_proj.weight", 2, dd, SB_INIT_KAIMING, D, 1);
+    sb_params_add_named(ps, prefix, "v_proj.weight", 2, d2d, SB_INIT_KAIMING, D, 2);
+    sb_params_add_named(ps, prefix, "g_proj.weight", 2, d2d, SB_INIT_KAIMING, D, 3);
+    /* nn.Conv1d(groups=C): fan_in = 1 * kernel */
+    sb_params_add_named(ps, prefix, "q_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 4);
+    sb_params_add_named(ps, prefix, "k_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 5);
+    sb_params_add_named(ps, prefix, "v_conv1d.weight", 3, c2d, SB_INIT_KAIMING, CONV_SIZE, 6);
+    sb_params_add_named(ps, prefix, "gk_proj.0.weight", 2, g0, SB_INIT_KAIMING, D, 7);
+    sb_params_add_named(ps, prefix, "gk_proj.1.weight", 2, g1, SB_INIT_KAIMING, GATE_RANK, 8);
+    sb_params_add_named(ps, prefix, "gk_proj.1.bias", 1, vd, SB_INIT_FANIN, GATE_RANK, 9);
+    sb_params_add_named(ps, prefix, "o_proj.weight", 2, od, SB_INIT_KAIMING, 2 * D, 10);
+    sb_params_add_named(ps, prefix, "g_norm_swish_gate.weight", 1, vn, SB_INIT_CONST, 1.0, 100);
+    return ps->n - first;
+}
+
+/* The layer with the short convolutions and the recurrence either over whole sequences
+ * (state == NULL) or streamed (state: conv histories and the recurrent state). */
+static sb_tensor *gla_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
+{
+    const int B = x->shape[0], D = x->shape[2];
+    const int H = m->cfg.n_head, K = D / H, V = 2 * D / H;
+    sb_tensor *p[P_COUNT];
+    for (int i = 0; i < P_COUNT; i++)
+        p[i] = sb_model_param(m, l, i);
+    sb_tensor *q = sb_linear(g, x, p[P_Q], NULL), *k = sb_linear(g, x, p[P_K], NULL);
+    sb_tensor *v = sb_linear(g, x, p[P_V], NULL);
+    real *S = NULL;
+    if (state == NULL) {
+        q = sb_short_conv(g, q, p[P_Q_CONV]);
+        k = sb_short_conv(g, k, p[P_K_CONV]);
+        v = sb_short_conv(g, v, p[P_V_CONV]);
+    } else {
+        const size_t hist = (size_t)B * (CONV_SIZE - 1) * (size_t)D; /* layout: gla_stream_state */
+        q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
+        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hist);
+        v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hist);
+        S = state + 4 * hist;
+    }
+    sb_tensor *gk = sb_gla_gate(g, x, p[P_GK0], p[P_GK1], p[P_GK1_B], GATE_NORMALIZER);
+    q = sb_fla_heads(g, q, K);
+    k = sb_fla_heads(g, k, K);
+    v = sb_fla_heads(g, v, V);
+    gk = sb_fla_heads(g, gk, K);
+    sb_tensor *o =
+        sb_linear_attn(g, q, k, v, gk, (real)(1.0 / sqrt((double)K)), SB_LINEAR_ATTN_CHUNK, S);
+    sb_tensor *zg = sb_fla_heads(g, sb_linear(g, x, p[P_G], NULL), V);
+    sb_tensor *y = sb_rmsnorm_gated(g, o, zg, p[P_NORM], NORM_EPS);
+    return sb_linear(g, sb_fla_flat(g, y), p[P_O], NULL);
+}
+
+static sb_tensor *gla_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
+{
+    return gla_run(g, m, l, x, NULL);
+}
+
+static sb_tensor *gla_forward_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                     real *state)
+{
+    return gla_run(g, m, l, x, state);
+}
+
+/* Per sample: the histories of the q, k (D channels) and v (2D) convolutions, then the
+ * recurrent state (H K V). The buffer of B samples is laid out field by field: q histories of
+ * all samples, k histories, v histories, states. */
+static size_t gla_stream_state(const sb_model_config *cfg)
+{
+    const size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_head;
+    return (CONV_SIZE - 1) * 4 * D + H * (D / H) * (2 * D / H);
+}
+
+static double gla_flops(const sb_model_config *cfg, int T)
+{
+    const double D = cfg->d_model, H = cfg->n_head, K = D / H, V = 2 * D / H;
+    const double q = T < SB_LINEAR_ATTN_CHUNK ? T : SB_LINEAR_ATTN_CHUNK;
+    double proj = 2 * D * (D + D + 2 * D + 2 * D) + 2 * 2 * D * D + 2 * 2 * GATE_RANK * D;
+    double conv = 2.0 * CONV_SIZE * 4 * D;
+    /* per head: Qb S0 and the state update (2KV each, + KV decay), P and P V over (q+1)/2 rows */
+    double rec = H * (5 * K * V + (q + 1) * (K + V));
+    return proj + conv + rec + 30 * D; /* + silu, gate, norm elementwise */
+}
+
+static double gla_state(const sb_model_config *cfg)
+{
+    const double D = cfg->d_model, H = cfg->n_head;
+    return H * (D / H) * (2 * D / H);
+}
+
+const sb_layer_type sb_layer_gla = {
+    .name = "gla",
+    .summary = "Gated Linear Attention (fla 0.3.2): per-key-channel data-dependent decay",
+    .taxonomy = {"data-dependent per key channel (low-rank, logsigmoid/16)", "diagonal", "1",
+                 "gated RMSNorm", "no"},
+    .check = gla_check,
+    .add_params = gla_add_params,
+    .forward = gla_forward,
+    .flops_per_token = gla_flops,
+    .state_size = gla_state,
+    .stream_state_floats = gla_stream_state,
+    .forward_stream = gla_forward_stream,
+};
