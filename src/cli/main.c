@@ -79,31 +79,23 @@ int sb_cli_stdout_is_tty(void)
     return isatty(STDOUT_FILENO);
 }
 
-/* Two settings that libraries read once, when they are loaded, so the program sets them
- * and starts itself again:
- *   - OMP_WAIT_POLICY=PASSIVE: OpenMP threads that spin while waiting make two threads far
- *     slower than one when another process holds a core (measured on 2-vCPU machines);
- *   - OPENBLAS_CORETYPE=SKYLAKEX on CPUs with AVX-512 that OpenBLAS 0.3.21 does not know
- *     (AMD Zen 4 is taken for Haswell): its AVX-512 kernels run sgemm twice as fast there
- *     (measured: 235 against 121 GFLOP/s per core). A value set by the user is kept. */
-static void ensure_runtime_env(char **argv)
+/* OpenMP threads that spin while waiting make two threads far slower than one when
+ * another process holds a core (measured on 2-vCPU machines). libgomp reads
+ * OMP_WAIT_POLICY once, when it is loaded, so the program sets it and starts itself
+ * again. */
+static void ensure_passive_wait(char **argv)
 {
-    int changed = 0;
-    if (getenv("OMP_WAIT_POLICY") == NULL && setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0)
-        changed = 1;
-    __builtin_cpu_init();
-    if (getenv("OPENBLAS_CORETYPE") == NULL && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512vl") && setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 1) == 0)
-        changed = 1;
-    if (changed)
-        execv("/proc/self/exe", argv);
-    /* exec failed (no /proc): carry on with the defaults */
+    if (getenv("OMP_WAIT_POLICY") != NULL)
+        return;
+    if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    /* exec failed (no /proc): carry on with the default policy */
 }
 
 int main(int argc, char **argv)
 {
-    ensure_runtime_env(argv);
+    ensure_passive_wait(argv);
     if (argc < 2) {
         print_usage(stderr);
         return 2;
