@@ -134,4 +134,8 @@ sb_status sb_graph_run(sb_graph *g, void (*fn)(sb_graph *g, void *arg), void *ar
 void sb_gemm(int trans_a, int trans_b, int M, int N, int K, real alpha, const real *A, int lda,
              const real *B, int ldb, real beta, real *C, int ldc);
 
+/* The kernel set OpenBLAS chose for this CPU ("SkylakeX", "Haswell", ...): the speed of
+ * every product depends on it, and OPENBLAS_CORETYPE can override it. */
+const char *sb_blas_core_name(void);
+
 #endif

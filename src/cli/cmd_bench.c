@@ -241,6 +241,8 @@ static void bench_json_row(sb_json *j, const sb_bench_config *c, const sb_bench_
     sb_json_double(j, r->gflops);
     sb_json_key(j, "peak_gflops");
     sb_json_double(j, peak);
+    sb_json_key(j, "blas_core");
+    sb_json_string(j, sb_blas_core_name());
     sb_json_key(j, "peak_fraction");
     sb_json_double(j, peak > 0 ? r->gflops / peak : 0.0);
     sb_json_key(j, "memory_mib");
@@ -252,8 +254,9 @@ static void bench_json_row(sb_json *j, const sb_bench_config *c, const sb_bench_
 
 static void bench_print_header(double peak, int threads)
 {
-    printf("FP32 peak (sgemm 2048^3, %d thread%s): %.1f GFLOP/s\n", threads,
-           threads == 1 ? "" : "s", peak);
+    /* the kernel set matters: OPENBLAS_CORETYPE can force a slower one */
+    printf("FP32 peak (sgemm 2048^3, %d thread%s, OpenBLAS %s kernels): %.1f GFLOP/s\n", threads,
+           threads == 1 ? "" : "s", sb_blas_core_name(), peak);
     printf("%-22s %-24s %9s %9s %11s %8s %7s %9s\n", "model", "config", "params", "step ms",
            "tokens/s", "GFLOP/s", "% peak", "mem MiB");
 }

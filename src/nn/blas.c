@@ -112,3 +112,8 @@ void sb_gemm(int trans_a, int trans_b, int M, int N, int K, real alpha, const re
     }
     omp_set_num_threads(threads);
 }
+
+const char *sb_blas_core_name(void)
+{
+    return openblas_get_corename();
+}
