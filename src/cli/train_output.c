@@ -1,7 +1,9 @@
 /* train_output.c - progress and summaries of training runs (see train_output.h). */
 #include "train_output.h"
 
+#include <fcntl.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,6 +19,16 @@ void sb_train_output_init(sb_train_output *o, const sb_run_config *cfg, int quie
     o->json = json;
     o->threads = threads;
     o->tty = isatty(fileno(o->f));
+    o->test_acc = NAN;
+    const char *fd_text = getenv(SB_PROGRESS_FD_ENV);
+    if (fd_text != NULL) {
+        char *end;
+        long fd = strtol(fd_text, &end, 10);
+        /* a pipe the sweep gave us: anything else (a stale variable) is ignored */
+        if (end != fd_text && *end == '\0' && fd > 2 && fd < 65536 && fcntl((int)fd, F_GETFD) >= 0)
+            o->progress = fdopen((int)fd, "w");
+        unsetenv(SB_PROGRESS_FD_ENV);
+    }
     if (!quiet) {
         char hash[17];
         sb_run_config_hash(cfg, 0, hash);
@@ -45,16 +57,26 @@ static void format_duration(double s, char *buf, size_t size)
 void sb_train_output_event(const sb_train_event *ev, void *user)
 {
     sb_train_output *o = user;
-    if (o->quiet)
+    if (o->quiet && o->progress == NULL)
         return;
     switch (ev->kind) {
     case SB_EVENT_START:
+        if (o->quiet)
+            break;
         fprintf(o->f, "  %.3fM parameters, %lld updates, gradient accumulation %d, %d thread%s\n",
                 (double)ev->params / 1e6, (long long)ev->total_steps, ev->grad_acc, o->threads,
                 o->threads == 1 ? "" : "s");
         break;
     case SB_EVENT_PROGRESS: {
-        if (!o->tty)
+        double t = sb_time_now();
+        if (o->progress != NULL && (t - o->last_progress >= 0.5 || ev->step == ev->total_steps)) {
+            o->last_progress = t;
+            fprintf(o->progress, "P %lld %lld %.6g %.6g %.6g %.6g %.6g\n", (long long)ev->step,
+                    (long long)ev->total_steps, ev->loss, ev->acc, ev->tokens_per_s, ev->eta_s,
+                    o->test_acc);
+            fflush(o->progress);
+        }
+        if (o->quiet || !o->tty)
             break; /* plain logs: one line per evaluation */
         double now = sb_time_now();
         if (now - o->last_live < 0.25 && ev->step != ev->total_steps)
@@ -70,6 +92,9 @@ void sb_train_output_event(const sb_train_event *ev, void *user)
         break;
     }
     case SB_EVENT_EVAL: {
+        o->test_acc = ev->test_acc;
+        if (o->quiet)
+            break;
         if (o->live_open) {
             fputc('\n', o->f);
             o->live_open = 0;
@@ -88,6 +113,13 @@ void sb_train_output_event(const sb_train_event *ev, void *user)
         break;
     }
     }
+}
+
+void sb_train_output_close(sb_train_output *o)
+{
+    if (o->progress != NULL)
+        fclose(o->progress);
+    o->progress = NULL;
 }
 
 void sb_train_output_finish(sb_train_output *o, const sb_run_config *cfg,

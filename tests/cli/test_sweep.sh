@@ -56,6 +56,28 @@ grep -q "0 trained, 0 failed, 4 already finished" "$TMP/out" || fail "resume: $(
 "$SB" results --db "$TMP/r/selectivbench.db" --json >"$TMP/runs.json"
 [ "$(grep -o '"status":"finished"' "$TMP/runs.json" | wc -l)" -eq 4 ] || fail "results --json"
 
+# ---- progress ---------------------------------------------------------------------------
+# not on a terminal: a line per ended run, with its accuracy, and sweep lines
+"$SB" sweep "$SRC/tests/data/sweeps/tiny.yaml" --workers 2 --results "$TMP/p" >"$TMP/out" ||
+  fail "tiny sweep with progress failed: $(cat "$TMP/out")"
+[ "$(grep -c '^#[0-3] \[[0-9a-f]\{16\}\] .*: finished, test acc 0\.[0-9]\{4\}' "$TMP/out")" -eq 4 ] ||
+  fail "a line per finished run: $(cat "$TMP/out")"
+grep -q '^sweep: 4/4 runs (4 done, 0 failed' "$TMP/out" || fail "sweep line: $(cat "$TMP/out")"
+# a worker's progress records: about twice a second, and always the last step
+"$SB" sweep "$SRC/tests/data/sweeps/tiny.yaml" --dry_run --limit 1 | head -n 1 | cut -d' ' -f3- \
+  >"$TMP/args"
+# shellcheck disable=SC2046
+SELECTIVBENCH_PROGRESS_FD=7 "$SB" train $(cat "$TMP/args") --results "$TMP/w" --quiet \
+  7>"$TMP/records" >/dev/null 2>&1 || fail "train with a progress pipe failed"
+last=$(tail -n 1 "$TMP/records")
+steps=$(echo "$last" | cut -d' ' -f2)
+total=$(echo "$last" | cut -d' ' -f3)
+case "$last" in
+P\ *) [ "$steps" = "$total" ] && [ "$total" -gt 0 ] || fail "last progress record: '$last'" ;;
+*) fail "no progress record: '$(cat "$TMP/records")'" ;;
+esac
+[ "$(echo "$last" | wc -w)" -eq 8 ] || fail "progress record fields: '$last'"
+
 # ---- kill -9 in the middle ----------------------------------------------------------------
 sed -e 's/- 640$/- 40000/' -e 's/values: \[1, 2\]/values: [1, 2, 3]/' \
   "$SRC/tests/data/sweeps/tiny.yaml" >"$TMP/slow.yaml"
