@@ -36,7 +36,9 @@ case "$cmd" in
   asan)
     scripts/install-deps.sh
     build build-asan -DSB_WERROR=ON -DSB_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
-    cd build-asan && ASAN_OPTIONS=detect_leaks=1 exec ctest --output-on-failure "$@"
+    supp="$PWD/tests/lsan.supp"
+    cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$supp" \
+      exec ctest --output-on-failure "$@"
     ;;
   bench)
     scripts/install-deps.sh
