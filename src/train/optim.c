@@ -16,7 +16,18 @@ void sb_optimizer_init(sb_optimizer *opt, sb_optimizer_kind kind, double lr, dou
     opt->step = 0;
 }
 
+void sb_optimizer_init_s4(sb_optimizer *opt, double lr)
+{
+    sb_optimizer_init(opt, SB_OPT_ADAMW, lr, 1e-4);
+    opt->eps = 1e-8; /* setup_optimizer builds optim.AdamW(params, lr, weight_decay) */
+}
+
 void sb_optimizer_step(sb_optimizer *opt, sb_params *ps, double lr_scale)
+{
+    sb_optimizer_step_lr(opt, ps, opt->lr * lr_scale, opt->group2_lr * lr_scale);
+}
+
+void sb_optimizer_step_lr(sb_optimizer *opt, sb_params *ps, double lr_main, double lr_group2)
 {
     opt->step++;
     const double t = (double)opt->step;
@@ -28,7 +39,7 @@ void sb_optimizer_step(sb_optimizer *opt, sb_params *ps, double lr_scale)
         if (p->flags & SB_PARAM_BUFFER)
             continue;
         int group2 = (p->flags & SB_PARAM_GROUP2) != 0;
-        double lr = (group2 ? opt->group2_lr : opt->lr) * lr_scale;
+        double lr = group2 ? lr_group2 : lr_main;
         double wd = (group2 || (p->flags & SB_PARAM_NO_DECAY)) ? 0.0 : opt->weight_decay;
         const real step_size = (real)(lr / bc1), inv_bc2 = (real)(1.0 / bc2_sqrt);
         const real decay = (real)(1.0 - lr * wd);
@@ -88,4 +99,20 @@ double sb_schedule_factor(sb_schedule_kind kind, double step, double warmup, dou
     if (kind == SB_SCHED_COSINE_WARMUP_LR_MIN)
         return 0.1 + (1.0 - 0.1) * cosine;
     return cosine;
+}
+
+double sb_cosine_annealing_lr(double base_lr, int64_t epochs, int64_t t_max)
+{
+    /* CosineAnnealingLR.get_lr (eta_min = 0), one scheduler step at a time */
+    const double eta_min = 0.0, T = (double)t_max;
+    double lr = base_lr;
+    for (int64_t e = 1; e <= epochs && t_max > 0; e++) {
+        if ((e - 1 - t_max) % (2 * t_max) == 0)
+            lr = lr + (base_lr - eta_min) * (1 - cos(M_PI / T)) / 2;
+        else
+            lr = (1 + cos(M_PI * (double)e / T)) / (1 + cos(M_PI * (double)(e - 1) / T)) *
+                     (lr - eta_min) +
+                 eta_min;
+    }
+    return lr;
 }
