@@ -5,7 +5,7 @@ set -eu
 
 PACKAGES="gcc make cmake pkg-config libc6-dev libgomp1 libopenblas-openmp-dev \
 libjansson-dev libcmocka-dev libsqlite3-dev libyaml-dev \
-libcairo2-dev fonts-dejavu-core"
+libcairo2-dev fonts-dejavu-core libfftw3-dev"
 
 missing=""
 for p in $PACKAGES; do

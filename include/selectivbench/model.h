@@ -9,6 +9,11 @@
  * (src/nn/registry.c): it registers its parameters (reference state_dict names, shapes,
  * init) and writes its forward as straight-line op calls. Adding a model = one file +
  * one registry line (+ its docs page); see docs/ADDING_A_MODEL.md.
+ *
+ * A layer type with a stack descriptor (sb_stack_desc: the reference's *_layered models) is
+ * built by the second wrapper instead, the LM stack of src/nn/lm_stack.c (input projection,
+ * pre-norm blocks with a GatedMLP, final RMSNorm, head; docs/models/layered.md): its
+ * functions then describe the token mixer alone.
  */
 #ifndef SELECTIVBENCH_MODEL_H
 #define SELECTIVBENCH_MODEL_H
@@ -45,6 +50,15 @@ typedef struct sb_taxonomy {
     const char *state;        /* state per head (or per layer) */
 } sb_taxonomy;
 
+/* Set by a layer type whose models are not RecNets but LM stacks (src/nn/lm_stack.c): the
+ * reference's *_layered models, an fla causal-LM stack around the layer as token mixer
+ * (input projection, pre-norm blocks with a GatedMLP, final RMSNorm, head; see
+ * docs/models/layered.md). The type's functions then describe the mixer alone. */
+typedef struct sb_stack_desc {
+    const char *backbone; /* state_dict prefix of the backbone's modules ("base_model.model."
+                             for fla's causal-LM classes, "base_model." for a bare backbone) */
+} sb_stack_desc;
+
 typedef struct sb_layer_type {
     const char *name;
     const char *summary; /* one line for `selectivbench models` */
@@ -68,6 +82,8 @@ typedef struct sb_layer_type {
     size_t (*stream_state_floats)(const sb_model_config *cfg);
     sb_tensor *(*forward_stream)(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
                                  real *state);
+    /* NULL: RecNet builds the model; else the LM stack does (see sb_stack_desc) */
+    const sb_stack_desc *stack;
 } sb_layer_type;
 
 struct sb_model {
@@ -77,6 +93,10 @@ struct sb_model {
     int *layer_first; /* [L] index of each layer's first parameter */
     sb_tensor *enc_w, *enc_b, *dec_w, *dec_b;
     sb_tensor **norm_w, **norm_b; /* [L] */
+    /* LM stacks (type->stack != NULL): their blocks' tensors (src/nn/lm_stack.c); enc_w,
+     * enc_b are then the input projection, dec_w the head and dec_b a zero vector (the head
+     * has no bias); norm_w, norm_b are unused. NULL for RecNets. */
+    struct sb_lm_stack *stack;
 };
 
 /* ---- registry (src/nn/registry.c) ---------------------------------------------------- */

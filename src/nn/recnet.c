@@ -1,8 +1,10 @@
 /* recnet.c - the reference's RecNet wrapper around any registered layer (see model.h).
- * Derivation of its backward: docs/models/recnet.md. */
+ * Derivation of its backward: docs/models/recnet.md. Layer types with a stack descriptor
+ * (the *_layered models) are handed to the second wrapper, the LM stack (lm_stack.c). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "lm_stack.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 
@@ -24,6 +26,7 @@ void sb_model_free(sb_model *m)
     if (m == NULL)
         return;
     sb_params_free(&m->params);
+    sb_lm_stack_free(m->stack);
     free(m->layer_first);
     free(m->norm_w);
     free(m->norm_b);
@@ -61,6 +64,8 @@ static sb_status model_register(const sb_layer_type *type, const sb_model_config
         if (st != SB_OK)
             return st;
     }
+    if (type->stack != NULL) /* a *_layered model: the second wrapper */
+        return sb_lm_stack_register(type, cfg, out, err);
     sb_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory creating the model");
@@ -117,6 +122,12 @@ sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config 
         sb_model_free(m);
         return st;
     }
+    if (m->stack != NULL) {
+        sb_lm_stack_bind(m);
+        sb_lm_stack_initialise(m, seed);
+        *out = m;
+        return SB_OK;
+    }
     const int L = cfg->n_layers;
     m->enc_w = &ps->p[0].tensor;
     m->enc_b = &ps->p[1].tensor;
@@ -160,6 +171,8 @@ static sb_tensor *recnet_block(sb_graph *g, const sb_model *m, int l, sb_tensor 
 sb_tensor *sb_model_hidden(sb_graph *g, const sb_model *m, sb_tensor *input, int keep_only_output)
 {
     SB_ASSERT(input->ndim == 3 && input->shape[2] == m->cfg.d_input);
+    if (m->stack != NULL)
+        return sb_lm_stack_hidden(g, m, input, keep_only_output);
     sb_tensor *x = sb_linear(g, input, m->enc_w, m->enc_b);
     if (!keep_only_output) {
         for (int l = 0; l < m->cfg.n_layers; l++)
@@ -195,6 +208,8 @@ sb_tensor *sb_model_hidden_stream(sb_graph *g, const sb_model *m, sb_tensor *inp
                                   real *const *states)
 {
     SB_ASSERT(!g->record && sb_model_can_stream(m));
+    if (m->stack != NULL)
+        return sb_lm_stack_hidden_stream(g, m, input, states);
     sb_tensor *x = sb_linear(g, input, m->enc_w, m->enc_b);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         sb_tensor *z = m->type->forward_stream(g, m, l, x, states[l]);
@@ -206,11 +221,13 @@ sb_tensor *sb_model_hidden_stream(sb_graph *g, const sb_model *m, sb_tensor *inp
 sb_tensor *sb_model_forward(sb_graph *g, const sb_model *m, sb_tensor *input)
 {
     sb_tensor *x = sb_model_hidden(g, m, input, 0);
-    return sb_linear(g, x, m->dec_w, m->dec_b);
+    return sb_linear(g, x, m->dec_w, m->stack != NULL ? NULL : m->dec_b); /* stack: no bias */
 }
 
 static double model_flops(const sb_layer_type *type, const sb_model_config *c, int T)
 {
+    if (type != NULL && type->stack != NULL)
+        return sb_lm_stack_flops(type, c, T);
     double wrapper = 2.0 * c->d_input * c->d_model + 2.0 * c->d_model * c->d_output +
                      10.0 * c->d_model * c->n_layers;
     double layer = type != NULL && type->flops_per_token != NULL ? type->flops_per_token(c, T) : 0.0;

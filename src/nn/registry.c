@@ -12,6 +12,13 @@ extern const sb_layer_type sb_layer_gla;
 extern const sb_layer_type sb_layer_delta_net;
 extern const sb_layer_type sb_layer_gated_delta_net;
 extern const sb_layer_type sb_layer_gated_delta_product;
+extern const sb_layer_type sb_layer_retnet;
+extern const sb_layer_type sb_layer_mesa_net;
+extern const sb_layer_type sb_layer_gla_layered;
+extern const sb_layer_type sb_layer_delta_net_layered;
+extern const sb_layer_type sb_layer_gated_delta_net_layered;
+extern const sb_layer_type sb_layer_fox_layered;
+extern const sb_layer_type sb_layer_s4;
 
 static const sb_layer_type *const registry[] = {
     &sb_layer_transformer,
@@ -22,6 +29,13 @@ static const sb_layer_type *const registry[] = {
     &sb_layer_delta_net,
     &sb_layer_gated_delta_net,
     &sb_layer_gated_delta_product,
+    &sb_layer_retnet,
+    &sb_layer_mesa_net,
+    &sb_layer_gla_layered,
+    &sb_layer_delta_net_layered,
+    &sb_layer_gated_delta_net_layered,
+    &sb_layer_fox_layered,
+    &sb_layer_s4,
     NULL,
 };
 

@@ -368,7 +368,13 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
     res->flops_per_token = sb_model_flops_per_token(m, task->n_elements[SB_SPLIT_TRAIN]);
 
     sb_optimizer optim;
-    sb_optimizer_init(&optim, cfg->optimizer, cfg->lr, cfg->wd);
+    /* train.py gives the S4 model its own optimiser and schedule (setup_optimizer): AdamW
+     * with a second group for the kernel parameters, and CosineAnnealingLR over epochs */
+    const int s4_schedule = strcmp(cfg->model, "s4") == 0;
+    if (s4_schedule)
+        sb_optimizer_init_s4(&optim, cfg->lr);
+    else
+        sb_optimizer_init(&optim, cfg->optimizer, cfg->lr, cfg->wd);
     int64_t start_samples = 0;
     if (cfg->test_pretrained || opt->resume) {
         if (!file_exists(opt->ckpt_path)) {
@@ -474,9 +480,19 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
         evaluated_last = 0;
         if (is_update) {
             sb_clip_grad_norm(&m->params, 1.0);
-            double factor = sb_schedule_factor(cfg->scheduler, (double)updates, warmup, sched_total);
-            last_lr = cfg->lr * factor;
-            sb_optimizer_step(&optim, &m->params, factor);
+            if (s4_schedule) {
+                /* T_max = dataset_size // EPOCH_SIZE; one scheduler step after every
+                 * periodic evaluation, none within an epoch, no warm-up */
+                const int64_t epoch = updates / eval_every, t_max = n_train / cfg->epoch_size;
+                last_lr = sb_cosine_annealing_lr(optim.lr, epoch, t_max);
+                sb_optimizer_step_lr(&optim, &m->params, last_lr,
+                                     sb_cosine_annealing_lr(optim.group2_lr, epoch, t_max));
+            } else {
+                double factor =
+                    sb_schedule_factor(cfg->scheduler, (double)updates, warmup, sched_total);
+                last_lr = cfg->lr * factor;
+                sb_optimizer_step(&optim, &m->params, factor);
+            }
             sb_params_zero_grad(&m->params);
             updates++;
             sum_loss += sa.loss;

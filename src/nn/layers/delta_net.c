@@ -8,11 +8,14 @@
  *   beta = sigmoid(x Wb^T)                                     [B, T, H]
  *   o    = K2(q, k, v, beta), no decay, scale K^-1/2
  *   out  = RMSNorm(o) * w Wo^T                                 w [V] shared by the heads
- * The reference trains this layer in bfloat16; here float32. Docs: docs/models/fla_layers.md.
+ * The reference trains this layer in bfloat16; here float32. The same code builds
+ * delta_net_layered's mixer with another configuration (fla_mixer.h: 16 heads, expand_v 1,
+ * eps 1e-6; layered.c). Docs: docs/models/fla_layers.md, docs/models/layered.md.
  */
 #include <math.h>
 
 #include "fla_layers.h"
+#include "fla_mixer.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
@@ -20,8 +23,16 @@
 enum { P_Q, P_K, P_V, P_B, P_Q_CONV, P_K_CONV, P_V_CONV, P_NORM, P_O, P_COUNT };
 
 #define CONV_SIZE 4
-#define NORM_EPS ((real)1e-5)
 #define L2_EPS ((real)1e-6)
+
+/* RecNet's DeltaNet: the benchmark's arguments (expand_k 1, expand_v 2, eps 1e-5) */
+static sb_fla_mixer delta_net_recnet(const sb_model_config *cfg)
+{
+    const int H = cfg->n_head > 0 ? cfg->n_head : 1;
+    sb_fla_mixer mx = {.H = H, .K = cfg->d_model / H, .V = 2 * cfg->d_model / H,
+                       .short_conv = 1, .norm_eps = 1e-5};
+    return mx;
+}
 
 static sb_status delta_net_check(const sb_model_config *cfg, sb_error *err)
 {
@@ -32,28 +43,35 @@ static sb_status delta_net_check(const sb_model_config *cfg, sb_error *err)
     return SB_OK;
 }
 
-static int delta_net_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
+int sb_delta_net_mixer_params(sb_params *ps, const char *prefix, int D, const sb_fla_mixer *mx)
 {
-    const int D = cfg->d_model, H = cfg->n_head, V = 2 * D / H;
-    int dd[2] = {D, D}, d2d[2] = {2 * D, D}, hd[2] = {H, D}, cd[3] = {D, 1, CONV_SIZE};
-    int c2d[3] = {2 * D, 1, CONV_SIZE}, vn[1] = {V}, od[2] = {D, 2 * D};
+    SB_ASSERT(mx->short_conv); /* both wrappers build DeltaNet with its convolutions */
+    const int H = mx->H, KA = H * mx->K, VA = H * mx->V;
+    int kd[2] = {KA, D}, vd[2] = {VA, D}, hd[2] = {H, D}, ck[3] = {KA, 1, CONV_SIZE};
+    int cv[3] = {VA, 1, CONV_SIZE}, vn[1] = {mx->V}, od[2] = {D, VA};
     int first = ps->n;
-    sb_params_add_named(ps, prefix, "q_proj.weight", 2, dd, SB_INIT_KAIMING, D, 0);
-    sb_params_add_named(ps, prefix, "k_proj.weight", 2, dd, SB_INIT_KAIMING, D, 1);
-    sb_params_add_named(ps, prefix, "v_proj.weight", 2, d2d, SB_INIT_KAIMING, D, 2);
+    sb_params_add_named(ps, prefix, "q_proj.weight", 2, kd, SB_INIT_KAIMING, D, 0);
+    sb_params_add_named(ps, prefix, "k_proj.weight", 2, kd, SB_INIT_KAIMING, D, 1);
+    sb_params_add_named(ps, prefix, "v_proj.weight", 2, vd, SB_INIT_KAIMING, D, 2);
     sb_params_add_named(ps, prefix, "b_proj.weight", 2, hd, SB_INIT_KAIMING, D, 3);
-    sb_params_add_named(ps, prefix, "q_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 4);
-    sb_params_add_named(ps, prefix, "k_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 5);
-    sb_params_add_named(ps, prefix, "v_conv1d.weight", 3, c2d, SB_INIT_KAIMING, CONV_SIZE, 6);
+    sb_params_add_named(ps, prefix, "q_conv1d.weight", 3, ck, SB_INIT_KAIMING, CONV_SIZE, 4);
+    sb_params_add_named(ps, prefix, "k_conv1d.weight", 3, ck, SB_INIT_KAIMING, CONV_SIZE, 5);
+    sb_params_add_named(ps, prefix, "v_conv1d.weight", 3, cv, SB_INIT_KAIMING, CONV_SIZE, 6);
     sb_params_add_named(ps, prefix, "o_norm.weight", 1, vn, SB_INIT_CONST, 1.0, 100);
-    sb_params_add_named(ps, prefix, "o_proj.weight", 2, od, SB_INIT_KAIMING, 2 * D, 7);
+    sb_params_add_named(ps, prefix, "o_proj.weight", 2, od, SB_INIT_KAIMING, VA, 7);
     return ps->n - first;
 }
 
-static sb_tensor *delta_net_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
+static int delta_net_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
 {
-    const int B = x->shape[0], D = x->shape[2];
-    const int H = m->cfg.n_head, K = D / H, V = 2 * D / H;
+    const sb_fla_mixer mx = delta_net_recnet(cfg);
+    return sb_delta_net_mixer_params(ps, prefix, cfg->d_model, &mx);
+}
+
+sb_tensor *sb_delta_net_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state,
+                              const sb_fla_mixer *mx)
+{
+    const int B = x->shape[0], K = mx->K, V = mx->V;
     sb_tensor *p[P_COUNT];
     for (int i = 0; i < P_COUNT; i++)
         p[i] = sb_model_param(m, l, i);
@@ -65,12 +83,13 @@ static sb_tensor *delta_net_run(sb_graph *g, const sb_model *m, int l, sb_tensor
         k = sb_short_conv(g, k, p[P_K_CONV]);
         v = sb_short_conv(g, v, p[P_V_CONV]);
     } else {
-        const size_t hist =
-            (size_t)B * (CONV_SIZE - 1) * (size_t)D; /* see delta_net_stream_state */
+        /* see sb_delta_net_mixer_stream_floats */
+        const size_t hk = (size_t)B * (CONV_SIZE - 1) * (size_t)(mx->H * K);
+        const size_t hv = (size_t)B * (CONV_SIZE - 1) * (size_t)(mx->H * V);
         q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
-        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hist);
-        v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hist);
-        S = state + 4 * hist;
+        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hk);
+        v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hk);
+        S = state + 2 * hk + hv;
     }
     sb_tensor *beta = sb_beta_gate(g, sb_linear(g, x, p[P_B], NULL), 1);
     q = sb_fla_heads(g, sb_l2norm(g, q, K, L2_EPS), K);
@@ -78,39 +97,53 @@ static sb_tensor *delta_net_run(sb_graph *g, const sb_model *m, int l, sb_tensor
     v = sb_fla_heads(g, v, V);
     sb_tensor *o = sb_delta_rule(g, q, k, v, beta, NULL, (real)(1.0 / sqrt((double)K)),
                                  SB_DELTA_RULE_CHUNK, S);
-    sb_tensor *y = sb_rmsnorm_gated(g, o, NULL, p[P_NORM], NORM_EPS);
+    sb_tensor *y = sb_rmsnorm_gated(g, o, NULL, p[P_NORM], (real)mx->norm_eps);
     return sb_linear(g, sb_fla_flat(g, y), p[P_O], NULL);
 }
 
 static sb_tensor *delta_net_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
 {
-    return delta_net_run(g, m, l, x, NULL);
+    const sb_fla_mixer mx = delta_net_recnet(&m->cfg);
+    return sb_delta_net_mixer(g, m, l, x, NULL, &mx);
 }
 
 static sb_tensor *delta_net_forward_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
                                            real *state)
 {
-    return delta_net_run(g, m, l, x, state);
+    const sb_fla_mixer mx = delta_net_recnet(&m->cfg);
+    return sb_delta_net_mixer(g, m, l, x, state, &mx);
 }
 
-/* Per sample: q, k (D channels) and v (2D) conv histories, then the state (H K V); the
+/* Per sample: q, k (H K channels) and v (H V) conv histories, then the state (H K V); the
  * buffer of B samples is laid out field by field. */
+size_t sb_delta_net_mixer_stream_floats(const sb_fla_mixer *mx)
+{
+    const size_t H = (size_t)mx->H, K = (size_t)mx->K, V = (size_t)mx->V;
+    return (CONV_SIZE - 1) * H * (2 * K + V) + H * K * V;
+}
+
 static size_t delta_net_stream_state(const sb_model_config *cfg)
 {
-    const size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_head;
-    return (CONV_SIZE - 1) * 4 * D + H * (D / H) * (2 * D / H);
+    const sb_fla_mixer mx = delta_net_recnet(cfg);
+    return sb_delta_net_mixer_stream_floats(&mx);
 }
 
-static double delta_net_flops(const sb_model_config *cfg, int T)
+double sb_delta_net_mixer_flops(int Dm, const sb_fla_mixer *mx, int T)
 {
-    const double D = cfg->d_model, H = cfg->n_head, K = D / H, V = 2 * D / H;
+    const double D = Dm, H = mx->H, K = mx->K, V = mx->V, KA = H * K, VA = H * V;
     const double q = T < SB_DELTA_RULE_CHUNK ? T : SB_DELTA_RULE_CHUNK;
-    double proj = 2 * D * (D + D + 2 * D + H) + 2 * 2 * D * D;
-    double conv = 2.0 * CONV_SIZE * 4 * D;
+    double proj = 2 * D * (KA + KA + VA + H) + 2 * VA * D;
+    double conv = 2.0 * CONV_SIZE * (2 * KA + VA);
     /* per head and token: W S0, Q S0, the state update (2KV each); Gram, Q K^T, the
      * triangular solves and Pm Vn over (q+1)/2 earlier positions */
     double rec = H * (6 * K * V + (q + 1) * (2 * K + 2 * V));
     return proj + conv + rec + 30 * D;
+}
+
+static double delta_net_flops(const sb_model_config *cfg, int T)
+{
+    const sb_fla_mixer mx = delta_net_recnet(cfg);
+    return sb_delta_net_mixer_flops(cfg->d_model, &mx, T);
 }
 
 static double delta_net_state(const sb_model_config *cfg)
@@ -124,7 +157,7 @@ const sb_layer_type sb_layer_delta_net = {
     .summary = "DeltaNet (fla 0.3.2): delta-rule state update, no decay",
     .taxonomy = {"none (data-dependent write strength beta per head)",
                  "identity + rank-1 (I - beta k k^T)", "1", "L2 q, k; RMSNorm",
-                 "no (beta in (0, 1): eigenvalues in [0, 1])"},
+                 "no (beta in (0, 1): eigenvalues in [0, 1])", "d_k x d_v"},
     .check = delta_net_check,
     .add_params = delta_net_add_params,
     .forward = delta_net_forward,

@@ -10,11 +10,15 @@
  *   o    = K2(q, k, v, beta, g), scale K^-1/2
  *   out  = (RMSNorm(o) * w * silu(x Wg^T)) Wo^T                w [V] shared by the heads
  * The reference trains this layer in bfloat16 and (fla 0.3.x) cannot train it on sequences
- * of 64 frames or fewer; here float32 and any length. Docs: docs/models/fla_layers.md.
+ * of 64 frames or fewer; here float32 and any length. The same code builds
+ * gated_delta_net_layered's mixer with another configuration (fla_mixer.h: 6 heads of the
+ * benchmark's width, expand_v 2, eps 1e-6; layered.c). Docs: docs/models/fla_layers.md,
+ * docs/models/layered.md.
  */
 #include <math.h>
 
 #include "fla_layers.h"
+#include "fla_mixer.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
@@ -39,7 +43,6 @@ enum {
 };
 
 #define CONV_SIZE 4
-#define NORM_EPS ((real)1e-5)
 #define L2_EPS ((real)1e-6)
 
 void sb_fla_init_A_log(const sb_param *p, real *data, sb_mt19937 *rng, const void *ctx)
@@ -62,6 +65,15 @@ void sb_fla_init_dt_bias(const sb_param *p, real *data, sb_mt19937 *rng, const v
     }
 }
 
+/* RecNet's Gated DeltaNet: head_dim D/H, expand_v 2, eps 1e-5 */
+static sb_fla_mixer gdn_recnet(const sb_model_config *cfg)
+{
+    const int H = cfg->n_head > 0 ? cfg->n_head : 1;
+    sb_fla_mixer mx = {.H = H, .K = cfg->d_model / H, .V = 2 * cfg->d_model / H,
+                       .short_conv = 1, .norm_eps = 1e-5};
+    return mx;
+}
+
 static sb_status gdn_check(const sb_model_config *cfg, sb_error *err)
 {
     if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
@@ -71,11 +83,12 @@ static sb_status gdn_check(const sb_model_config *cfg, sb_error *err)
     return SB_OK;
 }
 
-static int gdn_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
+int sb_gdn_mixer_params(sb_params *ps, const char *prefix, int D, const sb_fla_mixer *mx)
 {
-    const int D = cfg->d_model, H = cfg->n_head, V = 2 * D / H;
-    int h[1] = {H}, dd[2] = {D, D}, d2d[2] = {2 * D, D}, hd[2] = {H, D};
-    int cd[3] = {D, 1, CONV_SIZE}, c2d[3] = {2 * D, 1, CONV_SIZE}, vn[1] = {V}, od[2] = {D, 2 * D};
+    SB_ASSERT(mx->short_conv); /* both wrappers build Gated DeltaNet with its convolutions */
+    const int H = mx->H, KA = H * mx->K, VA = H * mx->V;
+    int h[1] = {H}, kd[2] = {KA, D}, vd[2] = {VA, D}, hd[2] = {H, D};
+    int ck[3] = {KA, 1, CONV_SIZE}, cv[3] = {VA, 1, CONV_SIZE}, vn[1] = {mx->V}, od[2] = {D, VA};
     int first = ps->n;
     /* fla marks A_log and dt_bias _no_weight_decay; the reference's optimiser ignores the
      * mark (AdamW over all parameters), so they are decayed like the rest here too */
@@ -83,24 +96,30 @@ static int gdn_add_params(sb_params *ps, const char *prefix, const sb_model_conf
     a->custom = sb_fla_init_A_log;
     sb_param *dt = sb_params_add_named(ps, prefix, "dt_bias", 1, h, SB_INIT_CUSTOM, 0.0, 6);
     dt->custom = sb_fla_init_dt_bias;
-    sb_params_add_named(ps, prefix, "q_proj.weight", 2, dd, SB_INIT_KAIMING, D, 0);
-    sb_params_add_named(ps, prefix, "k_proj.weight", 2, dd, SB_INIT_KAIMING, D, 1);
-    sb_params_add_named(ps, prefix, "v_proj.weight", 2, d2d, SB_INIT_KAIMING, D, 2);
+    sb_params_add_named(ps, prefix, "q_proj.weight", 2, kd, SB_INIT_KAIMING, D, 0);
+    sb_params_add_named(ps, prefix, "k_proj.weight", 2, kd, SB_INIT_KAIMING, D, 1);
+    sb_params_add_named(ps, prefix, "v_proj.weight", 2, vd, SB_INIT_KAIMING, D, 2);
     sb_params_add_named(ps, prefix, "a_proj.weight", 2, hd, SB_INIT_KAIMING, D, 3);
     sb_params_add_named(ps, prefix, "b_proj.weight", 2, hd, SB_INIT_KAIMING, D, 4);
-    sb_params_add_named(ps, prefix, "q_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 7);
-    sb_params_add_named(ps, prefix, "k_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 8);
-    sb_params_add_named(ps, prefix, "v_conv1d.weight", 3, c2d, SB_INIT_KAIMING, CONV_SIZE, 9);
-    sb_params_add_named(ps, prefix, "g_proj.weight", 2, d2d, SB_INIT_KAIMING, D, 10);
+    sb_params_add_named(ps, prefix, "q_conv1d.weight", 3, ck, SB_INIT_KAIMING, CONV_SIZE, 7);
+    sb_params_add_named(ps, prefix, "k_conv1d.weight", 3, ck, SB_INIT_KAIMING, CONV_SIZE, 8);
+    sb_params_add_named(ps, prefix, "v_conv1d.weight", 3, cv, SB_INIT_KAIMING, CONV_SIZE, 9);
+    sb_params_add_named(ps, prefix, "g_proj.weight", 2, vd, SB_INIT_KAIMING, D, 10);
     sb_params_add_named(ps, prefix, "o_norm.weight", 1, vn, SB_INIT_CONST, 1.0, 100);
-    sb_params_add_named(ps, prefix, "o_proj.weight", 2, od, SB_INIT_KAIMING, 2 * D, 11);
+    sb_params_add_named(ps, prefix, "o_proj.weight", 2, od, SB_INIT_KAIMING, VA, 11);
     return ps->n - first;
 }
 
-static sb_tensor *gdn_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
+static int gdn_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
 {
-    const int B = x->shape[0], D = x->shape[2];
-    const int H = m->cfg.n_head, K = D / H, V = 2 * D / H;
+    const sb_fla_mixer mx = gdn_recnet(cfg);
+    return sb_gdn_mixer_params(ps, prefix, cfg->d_model, &mx);
+}
+
+sb_tensor *sb_gdn_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state,
+                        const sb_fla_mixer *mx)
+{
+    const int B = x->shape[0], K = mx->K, V = mx->V;
     sb_tensor *p[P_COUNT];
     for (int i = 0; i < P_COUNT; i++)
         p[i] = sb_model_param(m, l, i);
@@ -112,11 +131,13 @@ static sb_tensor *gdn_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, r
         k = sb_short_conv(g, k, p[P_K_CONV]);
         v = sb_short_conv(g, v, p[P_V_CONV]);
     } else {
-        const size_t hist = (size_t)B * (CONV_SIZE - 1) * (size_t)D; /* see gdn_stream_state */
+        /* see sb_gdn_mixer_stream_floats */
+        const size_t hk = (size_t)B * (CONV_SIZE - 1) * (size_t)(mx->H * K);
+        const size_t hv = (size_t)B * (CONV_SIZE - 1) * (size_t)(mx->H * V);
         q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
-        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hist);
-        v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hist);
-        S = state + 4 * hist;
+        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hk);
+        v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hk);
+        S = state + 2 * hk + hv;
     }
     sb_tensor *beta = sb_beta_gate(g, sb_linear(g, x, p[P_B], NULL), 1);
     sb_tensor *gate = sb_decay_gate(g, sb_linear(g, x, p[P_A], NULL), p[P_A_LOG], p[P_DT_BIAS]);
@@ -126,37 +147,51 @@ static sb_tensor *gdn_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, r
     sb_tensor *o = sb_delta_rule(g, q, k, v, beta, gate, (real)(1.0 / sqrt((double)K)),
                                  SB_DELTA_RULE_CHUNK, S);
     sb_tensor *zg = sb_fla_heads(g, sb_linear(g, x, p[P_G], NULL), V);
-    sb_tensor *y = sb_rmsnorm_gated(g, o, zg, p[P_NORM], NORM_EPS);
+    sb_tensor *y = sb_rmsnorm_gated(g, o, zg, p[P_NORM], (real)mx->norm_eps);
     return sb_linear(g, sb_fla_flat(g, y), p[P_O], NULL);
 }
 
 static sb_tensor *gdn_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
 {
-    return gdn_run(g, m, l, x, NULL);
+    const sb_fla_mixer mx = gdn_recnet(&m->cfg);
+    return sb_gdn_mixer(g, m, l, x, NULL, &mx);
 }
 
 static sb_tensor *gdn_forward_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
                                      real *state)
 {
-    return gdn_run(g, m, l, x, state);
+    const sb_fla_mixer mx = gdn_recnet(&m->cfg);
+    return sb_gdn_mixer(g, m, l, x, state, &mx);
 }
 
-/* Per sample: q, k (D channels) and v (2D) conv histories, then the state (H K V); the
+/* Per sample: q, k (H K channels) and v (H V) conv histories, then the state (H K V); the
  * buffer of B samples is laid out field by field. */
+size_t sb_gdn_mixer_stream_floats(const sb_fla_mixer *mx)
+{
+    const size_t H = (size_t)mx->H, K = (size_t)mx->K, V = (size_t)mx->V;
+    return (CONV_SIZE - 1) * H * (2 * K + V) + H * K * V;
+}
+
 static size_t gdn_stream_state(const sb_model_config *cfg)
 {
-    const size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_head;
-    return (CONV_SIZE - 1) * 4 * D + H * (D / H) * (2 * D / H);
+    const sb_fla_mixer mx = gdn_recnet(cfg);
+    return sb_gdn_mixer_stream_floats(&mx);
+}
+
+double sb_gdn_mixer_flops(int Dm, const sb_fla_mixer *mx, int T)
+{
+    const double D = Dm, H = mx->H, K = mx->K, V = mx->V, KA = H * K, VA = H * V;
+    const double q = T < SB_DELTA_RULE_CHUNK ? T : SB_DELTA_RULE_CHUNK;
+    double proj = 2 * D * (KA + KA + VA + H + H + VA) + 2 * VA * D;
+    double conv = 2.0 * CONV_SIZE * (2 * KA + VA);
+    double rec = H * (6 * K * V + (q + 1) * (2 * K + 2 * V));
+    return proj + conv + rec + 36 * D;
 }
 
 static double gdn_flops(const sb_model_config *cfg, int T)
 {
-    const double D = cfg->d_model, H = cfg->n_head, K = D / H, V = 2 * D / H;
-    const double q = T < SB_DELTA_RULE_CHUNK ? T : SB_DELTA_RULE_CHUNK;
-    double proj = 2 * D * (D + D + 2 * D + H + H + 2 * D) + 2 * 2 * D * D;
-    double conv = 2.0 * CONV_SIZE * 4 * D;
-    double rec = H * (6 * K * V + (q + 1) * (2 * K + 2 * V));
-    return proj + conv + rec + 36 * D;
+    const sb_fla_mixer mx = gdn_recnet(cfg);
+    return sb_gdn_mixer_flops(cfg->d_model, &mx, T);
 }
 
 static double gdn_state(const sb_model_config *cfg)
@@ -170,7 +205,7 @@ const sb_layer_type sb_layer_gated_delta_net = {
     .summary = "Gated DeltaNet (fla 0.3.2): delta rule with a data-dependent decay per head",
     .taxonomy = {"data-dependent scalar decay per head (exp(-e^A_log softplus)) + beta",
                  "scalar x (identity + rank-1)", "1", "L2 q, k; gated RMSNorm",
-                 "no (eigenvalues in [0, alpha])"},
+                 "no (eigenvalues in [0, alpha])", "d_k x d_v"},
     .check = gdn_check,
     .add_params = gdn_add_params,
     .forward = gdn_forward,

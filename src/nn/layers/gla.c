@@ -8,11 +8,14 @@
  *   o    = K1(q, k, v, g), scale K^-1/2                 per-key-channel decay
  *   y    = RMSNorm(o) * w * silu(x Wg^T)               per head, w [V] shared by the heads
  *   out  = y Wo^T
- * Docs: docs/models/fla_layers.md.
+ * The same code builds gla_layered's mixer with another configuration (fla_mixer.h: 4 heads,
+ * expand_k 0.5, expand_v 1, no short convolutions, eps 1e-6; layered.c).
+ * Docs: docs/models/fla_layers.md, docs/models/layered.md.
  */
 #include <math.h>
 
 #include "fla_layers.h"
+#include "fla_mixer.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
@@ -37,7 +40,15 @@ enum {
 #define CONV_SIZE 4
 #define GATE_RANK 16
 #define GATE_NORMALIZER 16
-#define NORM_EPS ((real)1e-5)
+
+/* RecNet's GLA: the benchmark's arguments (expand_k 1, expand_v 2, short convs, eps 1e-5) */
+static sb_fla_mixer gla_recnet(const sb_model_config *cfg)
+{
+    const int H = cfg->n_head > 0 ? cfg->n_head : 1;
+    sb_fla_mixer mx = {.H = H, .K = cfg->d_model / H, .V = 2 * cfg->d_model / H,
+                       .short_conv = 1, .norm_eps = 1e-5};
+    return mx;
+}
 
 static sb_status gla_check(const sb_model_config *cfg, sb_error *err)
 {
@@ -47,51 +58,65 @@ static sb_status gla_check(const sb_model_config *cfg, sb_error *err)
     return SB_OK;
 }
 
-static int gla_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
+int sb_gla_mixer_params(sb_params *ps, const char *prefix, int D, const sb_fla_mixer *mx)
 {
-    const int D = cfg->d_model, V = 2 * D / cfg->n_head;
-    int dd[2] = {D, D}, d2d[2] = {2 * D, D}, cd[3] = {D, 1, CONV_SIZE};
-    int c2d[3] = {2 * D, 1, CONV_SIZE}, g0[2] = {GATE_RANK, D}, g1[2] = {D, GATE_RANK};
-    int vd[1] = {D}, od[2] = {D, 2 * D}, vn[1] = {V};
+    const int KA = mx->H * mx->K, VA = mx->H * mx->V; /* key_dim, value_dim */
+    int kd[2] = {KA, D}, vd[2] = {VA, D}, ck[3] = {KA, 1, CONV_SIZE}, cv[3] = {VA, 1, CONV_SIZE};
+    int g0[2] = {GATE_RANK, D}, g1[2] = {KA, GATE_RANK}, vk[1] = {KA}, od[2] = {D, VA};
+    int vn[1] = {mx->V};
     int first = ps->n;
-    sb_params_add_named(ps, prefix, "q_proj.weight", 2, dd, SB_INIT_KAIMING, D, 0);
-    sb_params_add_named(ps, prefix, "k_proj.weight", 2, dd, SB_INIT_KAIMING, D, 1);
-    sb_params_add_named(ps, prefix, "v_proj.weight", 2, d2d, SB_INIT_KAIMING, D, 2);
-    sb_params_add_named(ps, prefix, "g_proj.weight", 2, d2d, SB_INIT_KAIMING, D, 3);
-    /* nn.Conv1d(groups=C): fan_in = 1 * kernel */
-    sb_params_add_named(ps, prefix, "q_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 4);
-    sb_params_add_named(ps, prefix, "k_conv1d.weight", 3, cd, SB_INIT_KAIMING, CONV_SIZE, 5);
-    sb_params_add_named(ps, prefix, "v_conv1d.weight", 3, c2d, SB_INIT_KAIMING, CONV_SIZE, 6);
+    sb_params_add_named(ps, prefix, "q_proj.weight", 2, kd, SB_INIT_KAIMING, D, 0);
+    sb_params_add_named(ps, prefix, "k_proj.weight", 2, kd, SB_INIT_KAIMING, D, 1);
+    sb_params_add_named(ps, prefix, "v_proj.weight", 2, vd, SB_INIT_KAIMING, D, 2);
+    sb_params_add_named(ps, prefix, "g_proj.weight", 2, vd, SB_INIT_KAIMING, D, 3);
+    if (mx->short_conv) {
+        /* nn.Conv1d(groups=C): fan_in = 1 * kernel */
+        sb_params_add_named(ps, prefix, "q_conv1d.weight", 3, ck, SB_INIT_KAIMING, CONV_SIZE, 4);
+        sb_params_add_named(ps, prefix, "k_conv1d.weight", 3, ck, SB_INIT_KAIMING, CONV_SIZE, 5);
+        sb_params_add_named(ps, prefix, "v_conv1d.weight", 3, cv, SB_INIT_KAIMING, CONV_SIZE, 6);
+    }
     sb_params_add_named(ps, prefix, "gk_proj.0.weight", 2, g0, SB_INIT_KAIMING, D, 7);
     sb_params_add_named(ps, prefix, "gk_proj.1.weight", 2, g1, SB_INIT_KAIMING, GATE_RANK, 8);
-    sb_params_add_named(ps, prefix, "gk_proj.1.bias", 1, vd, SB_INIT_FANIN, GATE_RANK, 9);
-    sb_params_add_named(ps, prefix, "o_proj.weight", 2, od, SB_INIT_KAIMING, 2 * D, 10);
+    sb_params_add_named(ps, prefix, "gk_proj.1.bias", 1, vk, SB_INIT_FANIN, GATE_RANK, 9);
+    sb_params_add_named(ps, prefix, "o_proj.weight", 2, od, SB_INIT_KAIMING, VA, 10);
     sb_params_add_named(ps, prefix, "g_norm_swish_gate.weight", 1, vn, SB_INIT_CONST, 1.0, 100);
     return ps->n - first;
 }
 
-/* The layer with the short convolutions and the recurrence either over whole sequences
- * (state == NULL) or streamed (state: conv histories and the recurrent state). */
-static sb_tensor *gla_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
+static int gla_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
 {
-    const int B = x->shape[0], D = x->shape[2];
-    const int H = m->cfg.n_head, K = D / H, V = 2 * D / H;
+    const sb_fla_mixer mx = gla_recnet(cfg);
+    return sb_gla_mixer_params(ps, prefix, cfg->d_model, &mx);
+}
+
+/* The layer with or without the short convolutions, the recurrence either over whole
+ * sequences (state == NULL) or streamed (state: conv histories and the recurrent state). */
+sb_tensor *sb_gla_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state,
+                        const sb_fla_mixer *mx)
+{
+    const int B = x->shape[0], H = mx->H, K = mx->K, V = mx->V;
     sb_tensor *p[P_COUNT];
-    for (int i = 0; i < P_COUNT; i++)
-        p[i] = sb_model_param(m, l, i);
+    for (int i = 0, k = 0; i < P_COUNT; i++) {
+        const int conv = i == P_Q_CONV || i == P_K_CONV || i == P_V_CONV;
+        p[i] = conv && !mx->short_conv ? NULL : sb_model_param(m, l, k++);
+    }
     sb_tensor *q = sb_linear(g, x, p[P_Q], NULL), *k = sb_linear(g, x, p[P_K], NULL);
     sb_tensor *v = sb_linear(g, x, p[P_V], NULL);
-    real *S = NULL;
-    if (state == NULL) {
-        q = sb_short_conv(g, q, p[P_Q_CONV]);
-        k = sb_short_conv(g, k, p[P_K_CONV]);
-        v = sb_short_conv(g, v, p[P_V_CONV]);
-    } else {
-        const size_t hist = (size_t)B * (CONV_SIZE - 1) * (size_t)D; /* layout: gla_stream_state */
-        q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
-        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hist);
-        v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hist);
-        S = state + 4 * hist;
+    real *S = state;
+    if (mx->short_conv) {
+        if (state == NULL) {
+            q = sb_short_conv(g, q, p[P_Q_CONV]);
+            k = sb_short_conv(g, k, p[P_K_CONV]);
+            v = sb_short_conv(g, v, p[P_V_CONV]);
+        } else {
+            /* layout: sb_gla_mixer_stream_floats */
+            const size_t hk = (size_t)B * (CONV_SIZE - 1) * (size_t)(H * K);
+            const size_t hv = (size_t)B * (CONV_SIZE - 1) * (size_t)(H * V);
+            q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
+            k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hk);
+            v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hk);
+            S = state + 2 * hk + hv;
+        }
     }
     sb_tensor *gk = sb_gla_gate(g, x, p[P_GK0], p[P_GK1], p[P_GK1_B], GATE_NORMALIZER);
     q = sb_fla_heads(g, q, K);
@@ -101,39 +126,53 @@ static sb_tensor *gla_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, r
     sb_tensor *o =
         sb_linear_attn(g, q, k, v, gk, (real)(1.0 / sqrt((double)K)), SB_LINEAR_ATTN_CHUNK, S);
     sb_tensor *zg = sb_fla_heads(g, sb_linear(g, x, p[P_G], NULL), V);
-    sb_tensor *y = sb_rmsnorm_gated(g, o, zg, p[P_NORM], NORM_EPS);
+    sb_tensor *y = sb_rmsnorm_gated(g, o, zg, p[P_NORM], (real)mx->norm_eps);
     return sb_linear(g, sb_fla_flat(g, y), p[P_O], NULL);
 }
 
 static sb_tensor *gla_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
 {
-    return gla_run(g, m, l, x, NULL);
+    const sb_fla_mixer mx = gla_recnet(&m->cfg);
+    return sb_gla_mixer(g, m, l, x, NULL, &mx);
 }
 
 static sb_tensor *gla_forward_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
                                      real *state)
 {
-    return gla_run(g, m, l, x, state);
+    const sb_fla_mixer mx = gla_recnet(&m->cfg);
+    return sb_gla_mixer(g, m, l, x, state, &mx);
 }
 
-/* Per sample: the histories of the q, k (D channels) and v (2D) convolutions, then the
- * recurrent state (H K V). The buffer of B samples is laid out field by field: q histories of
- * all samples, k histories, v histories, states. */
+/* Per sample: the histories of the q, k (H K channels) and v (H V) convolutions when the
+ * layer has them, then the recurrent state (H K V). The buffer of B samples is laid out field
+ * by field: q histories of all samples, k histories, v histories, states. */
+size_t sb_gla_mixer_stream_floats(const sb_fla_mixer *mx)
+{
+    const size_t H = (size_t)mx->H, K = (size_t)mx->K, V = (size_t)mx->V;
+    return (mx->short_conv ? (CONV_SIZE - 1) * H * (2 * K + V) : 0) + H * K * V;
+}
+
 static size_t gla_stream_state(const sb_model_config *cfg)
 {
-    const size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_head;
-    return (CONV_SIZE - 1) * 4 * D + H * (D / H) * (2 * D / H);
+    const sb_fla_mixer mx = gla_recnet(cfg);
+    return sb_gla_mixer_stream_floats(&mx);
+}
+
+double sb_gla_mixer_flops(int Dm, const sb_fla_mixer *mx, int T)
+{
+    const double D = Dm, H = mx->H, K = mx->K, V = mx->V, KA = H * K, VA = H * V;
+    const double q = T < SB_LINEAR_ATTN_CHUNK ? T : SB_LINEAR_ATTN_CHUNK;
+    double proj = 2 * D * (KA + KA + VA + VA) + 2 * VA * D + 2 * GATE_RANK * (D + KA);
+    double conv = mx->short_conv ? 2.0 * CONV_SIZE * (2 * KA + VA) : 0.0;
+    /* per head: Qb S0 and the state update (2KV each, + KV decay), P and P V over (q+1)/2 rows */
+    double rec = H * (5 * K * V + (q + 1) * (K + V));
+    return proj + conv + rec + 30 * D; /* + silu, gate, norm elementwise */
 }
 
 static double gla_flops(const sb_model_config *cfg, int T)
 {
-    const double D = cfg->d_model, H = cfg->n_head, K = D / H, V = 2 * D / H;
-    const double q = T < SB_LINEAR_ATTN_CHUNK ? T : SB_LINEAR_ATTN_CHUNK;
-    double proj = 2 * D * (D + D + 2 * D + 2 * D) + 2 * 2 * D * D + 2 * 2 * GATE_RANK * D;
-    double conv = 2.0 * CONV_SIZE * 4 * D;
-    /* per head: Qb S0 and the state update (2KV each, + KV decay), P and P V over (q+1)/2 rows */
-    double rec = H * (5 * K * V + (q + 1) * (K + V));
-    return proj + conv + rec + 30 * D; /* + silu, gate, norm elementwise */
+    const sb_fla_mixer mx = gla_recnet(cfg);
+    return sb_gla_mixer_flops(cfg->d_model, &mx, T);
 }
 
 static double gla_state(const sb_model_config *cfg)
@@ -146,7 +185,7 @@ const sb_layer_type sb_layer_gla = {
     .name = "gla",
     .summary = "Gated Linear Attention (fla 0.3.2): per-key-channel data-dependent decay",
     .taxonomy = {"data-dependent per key channel (low-rank, logsigmoid/16)", "diagonal", "1",
-                 "gated RMSNorm", "no"},
+                 "gated RMSNorm", "no", "d_k x d_v"},
     .check = gla_check,
     .add_params = gla_add_params,
     .forward = gla_forward,

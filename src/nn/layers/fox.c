@@ -1,0 +1,54 @@
+/* fox.c - ForgettingAttention of flash-linear-attention v0.3.2 (fla/layers/forgetting_attn.py)
+ * with its defaults (no q/k norm, no output gate, no window, no kv-head sharing;
+ * spec/models-fla.md 13), the mixer of fox_layered (layered.c; 32 heads there):
+ *
+ *   q, k, v = x Wq^T, x Wk^T, x Wv^T                [B, T, H, Dh]   Dh = D / H
+ *   f       = logsigmoid(x Wf^T + bf)                [B, T, H]
+ *   o       = K4(q, k, v, f), scale Dh^-1/2          softmax attention with forget gates
+ *   out     = o Wo^T
+ * Attention has no fixed-size recurrent state, so there is no streaming form: evaluation
+ * runs whole sequences. Docs: docs/models/layered.md.
+ */
+#include "fla_layers.h"
+#include "fla_mixer.h"
+#include "selectivbench/ops.h"
+#include "selectivbench/ops_fla.h"
+#include "selectivbench/ops_layered.h"
+
+/* parameters in state_dict order (= construction order) */
+enum { P_Q, P_K, P_V, P_F, P_F_B, P_O, P_COUNT };
+
+int sb_fox_mixer_params(sb_params *ps, const char *prefix, int D, const sb_fla_mixer *mx)
+{
+    const int H = mx->H, A = H * mx->K; /* A = D: q, k, v and o are square */
+    int ad[2] = {A, D}, hd[2] = {H, D}, h[1] = {H}, da[2] = {D, A};
+    int first = ps->n;
+    sb_params_add_named(ps, prefix, "q_proj.weight", 2, ad, SB_INIT_KAIMING, D, 0);
+    sb_params_add_named(ps, prefix, "k_proj.weight", 2, ad, SB_INIT_KAIMING, D, 1);
+    sb_params_add_named(ps, prefix, "v_proj.weight", 2, ad, SB_INIT_KAIMING, D, 2);
+    sb_params_add_named(ps, prefix, "f_proj.weight", 2, hd, SB_INIT_KAIMING, D, 3);
+    sb_params_add_named(ps, prefix, "f_proj.bias", 1, h, SB_INIT_FANIN, D, 4);
+    sb_params_add_named(ps, prefix, "o_proj.weight", 2, da, SB_INIT_KAIMING, A, 5);
+    return ps->n - first;
+}
+
+sb_tensor *sb_fox_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                        const sb_fla_mixer *mx)
+{
+    sb_tensor *p[P_COUNT];
+    for (int i = 0; i < P_COUNT; i++)
+        p[i] = sb_model_param(m, l, i);
+    sb_tensor *q = sb_fla_heads(g, sb_linear(g, x, p[P_Q], NULL), mx->K);
+    sb_tensor *k = sb_fla_heads(g, sb_linear(g, x, p[P_K], NULL), mx->K);
+    sb_tensor *v = sb_fla_heads(g, sb_linear(g, x, p[P_V], NULL), mx->K);
+    sb_tensor *f = sb_logsigmoid(g, sb_linear(g, x, p[P_F], p[P_F_B]), 1);
+    sb_tensor *o = sb_forgetting_attn(g, q, k, v, f);
+    return sb_linear(g, sb_fla_flat(g, o), p[P_O], NULL);
+}
+
+double sb_fox_mixer_flops(int Dm, const sb_fla_mixer *mx, int T)
+{
+    const double D = Dm, H = mx->H, A = H * mx->K;
+    /* q, k, v, o and the gate projections; scores and P V over (T + 1) / 2 keys on average */
+    return 2 * D * (4 * A + H) + 2 * 2 * A * (T + 1) / 2.0 + 20 * D + 5 * H * (T + 1) / 2.0;
+}

@@ -1,0 +1,183 @@
+/*
+ * test_layered_float.c - the *_layered models in the float build (the one that trains):
+ *   - initial weights bit for bit and logits against the float64 PyTorch mimic
+ *     (tests/data/layered/layered_mimic.json);
+ *   - kernel K4 in float: the blocked form (fast exp, per-block gate reference) against the
+ *     plain form on long sequences whose cumulative gates reach -2000;
+ *   - one training step on 1 and on 2 threads: identical logits and gradients.
+ */
+#include <math.h>
+#include <omp.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "selectivbench/model.h"
+#include "selectivbench/ops_layered.h"
+#include "test_util.h"
+
+static const char *const names[4] = {"gla_layered", "delta_net_layered",
+                                     "gated_delta_net_layered", "fox_layered"};
+
+static unsigned lcg = 1;
+static double urand(double lo, double hi)
+{
+    lcg = lcg * 1664525u + 1013904223u;
+    return lo + (hi - lo) * (double)(lcg >> 8) / 16777216.0;
+}
+
+static sb_model *make_model(const char *name, int D, int F, int C, int L, uint64_t seed)
+{
+    sb_model_config cfg = {0};
+    snprintf(cfg.model, sizeof cfg.model, "%s", name);
+    cfg.d_input = F, cfg.d_output = C, cfg.d_model = D, cfg.n_layers = L;
+    cfg.n_head = sb_num_heads(D);
+    sb_model *m = NULL;
+    sb_error err = {0};
+    if (sb_model_create(&cfg, seed, &m, &err) != SB_OK)
+        fail_msg("%s: %s", name, err.msg);
+    return m;
+}
+
+static void test_mimic_float(void **state)
+{
+    (void)state;
+    json_t *root = test_load_json("layered/layered_mimic.json");
+    json_t *cfg = json_object_get(root, "config");
+    const int F = (int)json_integer_value(json_object_get(cfg, "F"));
+    const int C = (int)json_integer_value(json_object_get(cfg, "C"));
+    const int L = (int)json_integer_value(json_object_get(cfg, "L"));
+    const int B = (int)json_integer_value(json_object_get(cfg, "B"));
+    const int T = (int)json_integer_value(json_object_get(cfg, "T"));
+    const uint64_t seed = (uint64_t)json_integer_value(json_object_get(cfg, "seed"));
+    json_t *input = json_object_get(root, "input");
+    for (int mi = 0; mi < 4; mi++) {
+        json_t *ref = json_object_get(json_object_get(root, "models"), names[mi]);
+        const int D = (int)json_integer_value(json_object_get(ref, "d"));
+        sb_model *m = make_model(names[mi], D, F, C, L, seed);
+        json_t *params = json_object_get(ref, "params");
+        for (int i = 0; i < m->params.n; i++) {
+            json_t *rp = json_array_get(params, (size_t)i);
+            json_t *at = json_object_get(rp, "at"), *vals = json_object_get(rp, "values");
+            for (size_t k = 0; k < json_array_size(at); k++) {
+                size_t e = (size_t)json_integer_value(json_array_get(at, k));
+                if ((float)m->params.p[i].tensor.data[e] !=
+                    (float)json_real_value(json_array_get(vals, k)))
+                    fail_msg("%s: %s[%zu] differs from torch's", names[mi], m->params.p[i].name, e);
+            }
+        }
+        sb_graph g;
+        sb_graph_init(&g, 1 << 22);
+        int xs[3] = {B, T, F};
+        sb_tensor *x = sb_tensor_new(&g, 3, xs);
+        for (size_t i = 0; i < x->size; i++)
+            x->data[i] = (real)json_real_value(json_array_get(input, i));
+        sb_tensor *y = sb_model_forward(&g, m, x);
+        json_t *logits = json_object_get(ref, "logits");
+        double worst = 0;
+        for (size_t i = 0; i < y->size; i++) {
+            double rv = json_real_value(json_array_get(logits, i));
+            double e = fabs((double)y->data[i] - rv) / (0.1 + fabs(rv));
+            worst = e > worst || isnan(e) ? e : worst;
+        }
+        if (!(worst < 1e-5))
+            fail_msg("%s: float logits differ from the mimic by %g", names[mi], worst);
+        sb_graph_free(&g);
+        sb_model_free(m);
+    }
+    json_decref(root);
+}
+
+static void test_k4_float(void **state)
+{
+    (void)state;
+    const int B = 1, T = 1500, H = 2, Dh = 8;
+    int qs[4] = {B, T, H, Dh}, fs[3] = {B, T, H};
+    sb_graph g;
+    sb_graph_init(&g, 1 << 24);
+    sb_tensor *q = sb_tensor_new(&g, 4, qs), *k = sb_tensor_new(&g, 4, qs);
+    sb_tensor *v = sb_tensor_new(&g, 4, qs), *f = sb_tensor_new(&g, 3, fs);
+    lcg = 5;
+    for (size_t i = 0; i < q->size; i++) {
+        q->data[i] = (real)urand(-2, 2);
+        k->data[i] = (real)urand(-2, 2);
+        v->data[i] = (real)urand(-1, 1);
+    }
+    /* head 0: slow forgetting (F reaches about -150); head 1: fast (about -2000) */
+    for (int t = 0; t < T; t++) {
+        f->data[(size_t)t * H] = (real)urand(-0.2, 0);
+        f->data[(size_t)t * H + 1] = (real)urand(-2.6, 0);
+    }
+    sb_tensor *a = sb_forgetting_attn(&g, q, k, v, f);
+    sb_tensor *b = sb_forgetting_attn_ref(&g, q, k, v, f);
+    double worst = 0;
+    for (size_t i = 0; i < a->size; i++)
+        worst = fmax(worst, fabs((double)a->data[i] - (double)b->data[i]));
+    if (!(worst < 2e-5))
+        fail_msg("K4 float: blocked and plain forms differ by %g", worst);
+    sb_graph_free(&g);
+}
+
+/* one training step: logits, then every parameter gradient */
+static real *train_step(sb_model *m, int B, int T, size_t *n_out)
+{
+    sb_graph g;
+    sb_graph_init(&g, 1 << 24);
+    g.record = 1;
+    g.training = 1;
+    lcg = 31;
+    int xs[3] = {B, T, m->cfg.d_input};
+    sb_tensor *x = sb_tensor_new(&g, 3, xs);
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = (real)urand(-1, 1);
+    sb_params_zero_grad(&m->params);
+    sb_tensor *y = sb_model_forward(&g, m, x);
+    real *dy = sb_tensor_grad(&g, y);
+    for (size_t i = 0; i < y->size; i++)
+        dy[i] = (real)sin(0.1 * (double)i);
+    sb_graph_backward(&g);
+    *n_out = y->size + m->params.total;
+    real *out = malloc(*n_out * sizeof *out);
+    memcpy(out, y->data, y->size * sizeof *out);
+    memcpy(out + y->size, m->params.grad, m->params.total * sizeof *out);
+    sb_graph_free(&g);
+    return out;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    const int dims[4] = {64, 64, 64, 64};
+    const int saved = omp_get_max_threads();
+    for (int mi = 0; mi < 4; mi++) {
+        sb_model *m = make_model(names[mi], dims[mi], 9, 20, 2, 3);
+        size_t n1 = 0, n2 = 0;
+        omp_set_num_threads(1);
+        real *a = train_step(m, 4, 150, &n1);
+        omp_set_num_threads(2);
+        real *b = train_step(m, 4, 150, &n2);
+        assert_int_equal(n1, n2);
+        if (memcmp(a, b, n1 * sizeof *a) != 0)
+            fail_msg("%s: 1 and 2 threads differ", names[mi]);
+        free(a);
+        free(b);
+        sb_model_free(m);
+    }
+    omp_set_num_threads(saved);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mimic_float),
+        cmocka_unit_test(test_k4_float),
+        cmocka_unit_test(test_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
