@@ -257,7 +257,7 @@ static void bench_print_header(double peak, int threads)
     /* the kernel set matters: OPENBLAS_CORETYPE can force a slower one */
     printf("FP32 peak (sgemm 2048^3, %d thread%s, OpenBLAS %s kernels): %.1f GFLOP/s\n", threads,
            threads == 1 ? "" : "s", sb_blas_core_name(), peak);
-    printf("%-22s %-24s %9s %9s %11s %8s %7s %9s\n", "model", "config", "params", "step ms",
+    printf("%-24s %-24s %9s %9s %11s %8s %7s %9s\n", "model", "config", "params", "step ms",
            "tokens/s", "GFLOP/s", "% peak", "mem MiB");
 }
 
@@ -266,7 +266,7 @@ static void bench_print_row(const sb_bench_config *c, const sb_bench_result *r, 
     char conf[64];
     snprintf(conf, sizeof conf, "B%d T%d d%d L%d %d/%d", c->batch, c->frames, c->width, c->layers,
              c->inputs, c->classes);
-    printf("%-22s %-24s %9zu %9.1f %11.0f %8.1f %6.1f%% %9.1f\n", c->model, conf, r->params,
+    printf("%-24s %-24s %9zu %9.1f %11.0f %8.1f %6.1f%% %9.1f\n", c->model, conf, r->params,
            r->step_ms, r->tokens_per_s, r->gflops, peak > 0 ? 100.0 * r->gflops / peak : 0.0,
            r->memory_mib);
     fflush(stdout);
