@@ -99,7 +99,7 @@ int sb_cmd_models(int argc, char **argv)
         sb_json_key(&j, "models");
         sb_json_array_begin(&j);
     } else {
-        printf("RecNet sizes at feat_size %d, d_state %d, %d layers, %d inputs, %d classes:\n", D,
+        printf("Model sizes at feat_size %d, d_state %d, %d layers, %d inputs, %d classes:\n", D,
                N, L, I, C);
         printf("  %-22s %14s %14s  %s\n", "model", "parameters", "state/layer", "summary");
     }
