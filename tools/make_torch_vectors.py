@@ -33,13 +33,27 @@ def sdpa(q, k, v, is_causal=False, dropout_p=0.0, attn_mask=None):
     return torch.softmax(s, dim=-1) @ v
 
 
+def einops_stub():
+    """The one einops call the reference's models make (S4D's kernel: repeat n -> h n)."""
+    mod = types.ModuleType("einops")
+
+    def repeat(t, pattern, **sizes):
+        assert pattern == "n -> h n", pattern
+        return t.unsqueeze(0).expand(sizes["h"], -1).contiguous()
+
+    def rearrange(*a, **k):
+        raise AssertionError("einops.rearrange is not used by the models compared here")
+
+    mod.repeat = repeat
+    mod.rearrange = rearrange
+    return mod
+
+
 def load_reference(path):
-    for name in ("wandb", "einops"):
-        if name not in sys.modules:
-            mod = types.ModuleType(name)
-            mod.rearrange = lambda *a, **k: None
-            mod.repeat = lambda *a, **k: None
-            sys.modules[name] = mod
+    if "wandb" not in sys.modules:
+        sys.modules["wandb"] = types.ModuleType("wandb")
+    if "einops" not in sys.modules:
+        sys.modules["einops"] = einops_stub()
     tqdm = types.ModuleType("tqdm")
     tqdm.tqdm = lambda x=None, **k: x
     sys.modules.setdefault("tqdm", tqdm)
