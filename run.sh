@@ -4,6 +4,7 @@
 #   ./run.sh demo     install what is missing, build, run `selectivbench demo`
 #   ./run.sh test     install what is missing, build, run the whole test suite
 #   ./run.sh asan     the test suite under AddressSanitizer + UBSan (build-asan/)
+#   ./run.sh clang    build with clang, warnings as errors (build-clang/; needs clang)
 #   ./run.sh bench    the benchmarks (selectivbench bench data)
 #   ./run.sh build    install what is missing and build (build/selectivbench)
 #   ./run.sh fmt      clang-format every C source
@@ -40,6 +41,12 @@ case "$cmd" in
     cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$supp" \
       exec ctest --output-on-failure "$@"
     ;;
+  clang)
+    scripts/install-deps.sh
+    CC=clang
+    export CC
+    build build-clang -DSB_WERROR=ON
+    ;;
   bench)
     scripts/install-deps.sh
     build build
@@ -53,7 +60,7 @@ case "$cmd" in
     exec clang-format -i $(find src include tests bench -name '*.[ch]' 2>/dev/null)
     ;;
   *)
-    echo "usage: ./run.sh demo|test|asan|bench|build|fmt" >&2
+    echo "usage: ./run.sh demo|test|asan|clang|bench|build|fmt" >&2
     exit 2
     ;;
 esac

@@ -77,7 +77,7 @@ static void record_refused(sb_results *db, const sb_run_config *cfg, const char 
     char *config = sb_run_config_json_string(cfg, 0);
     sb_run_info info = {.hash = hash, .config_json = config, .model = cfg->model,
                         .protocol = cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference",
-                        .params = -1, .state_size = -1, .flops_per_token = NAN,
+                        .params = -1, .state_size = -1, .flops_per_token = (double)NAN,
                         .code_version = SB_VERSION};
     sb_error err = {0};
     int64_t id;
@@ -447,7 +447,7 @@ int sb_cli_sweep_execute(const sb_sweep *s, const char *label, const int64_t *ru
             w[i].fd = fd;
             w[i].run = k;
             w[i].started = w[i].last_plain = sb_time_now();
-            w[i].test_acc = NAN;
+            w[i].test_acc = (double)NAN;
             memcpy(w[i].hash, hash, sizeof hash);
             worker_describe(&w[i], &cfg);
             active++;

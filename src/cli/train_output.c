@@ -19,7 +19,7 @@ void sb_train_output_init(sb_train_output *o, const sb_run_config *cfg, int quie
     o->json = json;
     o->threads = threads;
     o->tty = isatty(fileno(o->f));
-    o->test_acc = NAN;
+    o->test_acc = (double)NAN;
     const char *fd_text = getenv(SB_PROGRESS_FD_ENV);
     if (fd_text != NULL) {
         char *end;

@@ -70,7 +70,7 @@ static void format_tick(double v, double step, char *buf, size_t size)
 
 static void data_ranges(const sb_plot *p, frame *f)
 {
-    double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+    double xmin = HUGE_VAL, xmax = -HUGE_VAL, ymin = HUGE_VAL, ymax = -HUGE_VAL;
     for (int s = 0; s < p->n_series; s++)
         for (int i = 0; i < p->series[s].n; i++) {
             double x = p->series[s].x[i], y = p->series[s].y[i];

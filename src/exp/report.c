@@ -120,7 +120,7 @@ static double grammar_te(te_cache **cache, int *n_cache, const rec *r)
     gc.vocab = r->vocab, gc.amb = r->amb, gc.amb_depth = r->depth, gc.seed = r->task_seed;
     sb_grammar *g = NULL;
     sb_error err = {0};
-    double te = NAN;
+    double te = (double)NAN;
     if (sb_grammar_generate(&gc, &g, &err) == SB_OK)
         te = g->topological_entropy;
     sb_grammar_free(g);
@@ -261,7 +261,7 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
                 int x0 = k;
                 while (k < j && recs[k].xkey == recs[x0].xkey)
                     k++;
-                point best = {.mean = -INFINITY};
+                point best = {.mean = -HUGE_VAL};
                 int s = x0;
                 while (s < k) {
                     int s0 = s;
@@ -320,7 +320,7 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
         sb_plot plot = {.title = title, .subtitle = subtitle, .xlabel = fig_xlabel[head->fig],
                         .ylabel = "test accuracy (fraction of elements)",
                         .logx = head->fig == FIG_2B || head->fig == FIG_3A || head->fig == FIG_3B,
-                        .ymin = NAN, .ymax = NAN, .n_series = n_series, .series = series};
+                        .ymin = (double)NAN, .ymax = (double)NAN, .n_series = n_series, .series = series};
         st = sb_plot_write(&plot, base, err);
         free(xs);
         free(ys);

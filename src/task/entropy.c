@@ -169,11 +169,11 @@ static double te_component_power(const te_graph *G, const int *members, int m, c
 {
     for (int i = 0; i < m; i++)
         x[i] = 1.0;
-    double lower = 0.0, upper = INFINITY;
+    double lower = 0.0, upper = HUGE_VAL;
     *converged = 0;
     for (int iter = 0; iter < TE_MAX_ITER; iter++) {
         /* y = A x on the component (edges leaving it are ignored) */
-        lower = INFINITY;
+        lower = HUGE_VAL;
         upper = 0.0;
         double norm = 0.0;
         for (int i = 0; i < m; i++) {

@@ -344,7 +344,7 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
                    sb_error *err)
 {
     memset(res, 0, sizeof *res);
-    res->test_acc = res->test_loss = res->train_acc = res->train_loss = NAN;
+    res->test_acc = res->test_loss = res->train_acc = res->train_loss = (double)NAN;
     sb_status st = sb_run_config_check(cfg, err);
     if (st != SB_OK)
         return run_failed(res, "failed", st, err);
@@ -399,7 +399,7 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
         res->wall_s = sb_time_now() - t_start;
         snprintf(res->status, sizeof res->status, "finished");
         sb_train_event ev = {.kind = SB_EVENT_EVAL, .test_loss = loss, .test_acc = acc,
-                             .loss = NAN, .acc = NAN, .params = res->params,
+                             .loss = (double)NAN, .acc = (double)NAN, .params = res->params,
                              .elapsed_s = res->wall_s};
         emit(opt, &ev);
         goto out;
@@ -441,7 +441,7 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
     emit(opt, &ev0);
 
     /* train.py's early stopping: on the loss of each update, patience 10% of the updates */
-    double best_loss = INFINITY;
+    double best_loss = HUGE_VAL;
     int64_t patience = cfg->patience >= 0 ? cfg->patience : (int64_t)(sched_total * 0.1);
     int64_t since_best = 0;
     double train_time = 0.0, tokens = 0.0;
@@ -464,7 +464,7 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
         if ((st = sb_graph_run(&g, train_micro_step, &sa, err)) != SB_OK)
             goto out;
         if (opt->inject_nan_at > 0 && k + 1 == opt->inject_nan_at)
-            sa.loss = NAN;
+            sa.loss = (double)NAN;
         if (!isfinite(sa.loss)) {
             st = sb_error_set(err, SB_ERR_DIVERGED,
                               "the training loss became %s at update %lld (sample %lld): the run "

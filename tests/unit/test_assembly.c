@@ -355,7 +355,7 @@ static void test_bad_task_configs(void **state)
     assert_int_equal(sb_task_config_check(&c, &err), SB_ERR_INVALID);
     c = base, c.train_gap_max = 5000.0;
     assert_int_equal(sb_task_config_check(&c, &err), SB_ERR_INVALID);
-    c = base, c.test_dur = NAN;
+    c = base, c.test_dur = (double)NAN;
     assert_int_equal(sb_task_config_check(&c, &err), SB_ERR_INVALID);
     /* the reference gap stream needs seed * idx < 2^32 */
     c = base;
