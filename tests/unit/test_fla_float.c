@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "model_checks.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
@@ -207,40 +208,15 @@ static sb_model *make_model(const char *name, int D, int H, int I, int O, int L,
 static void test_mimic_float(void **state)
 {
     (void)state;
-    json_t *root = test_load_json("fla/recnet_mimic_seed3.json");
-    json_t *cfg = json_object_get(root, "config");
-    const int I = (int)json_integer_value(json_object_get(cfg, "I"));
-    const int D = (int)json_integer_value(json_object_get(cfg, "d"));
-    const int O = (int)json_integer_value(json_object_get(cfg, "O"));
-    const int L = (int)json_integer_value(json_object_get(cfg, "L"));
-    const int H = (int)json_integer_value(json_object_get(cfg, "H"));
-    const int B = (int)json_integer_value(json_object_get(cfg, "B"));
-    const int T = (int)json_integer_value(json_object_get(cfg, "T"));
-    json_t *input = json_object_get(root, "input");
+    mimic_file f;
+    mimic_open(&f, "fla/recnet_mimic_seed3.json");
     for (int mi = 0; mi < 4; mi++) {
-        json_t *ref = json_object_get(json_object_get(root, "models"), model_names[mi]);
-        sb_model *m = make_model(model_names[mi], D, H, I, O, L,
-                                 (uint64_t)json_integer_value(json_object_get(cfg, "seed")));
-        sb_graph g;
-        sb_graph_init(&g, 1 << 22);
-        int xs[3] = {B, T, I};
-        sb_tensor *x = sb_tensor_new(&g, 3, xs);
-        for (size_t i = 0; i < x->size; i++)
-            x->data[i] = (real)json_real_value(json_array_get(input, i));
-        sb_tensor *y = sb_model_forward(&g, m, x);
-        json_t *logits = json_object_get(ref, "logits");
-        double worst = 0;
-        for (size_t i = 0; i < y->size; i++) {
-            double rv = json_real_value(json_array_get(logits, i));
-            double e = fabs((double)y->data[i] - rv) / (0.1 + fabs(rv));
-            worst = e > worst || isnan(e) ? e : worst;
-        }
-        if (!(worst < 1e-5))
-            fail_msg("%s: float logits differ from the mimic by %g", model_names[mi], worst);
-        sb_graph_free(&g);
+        const json_t *ref = mimic_model(&f, model_names[mi]);
+        sb_model *m = make_model(model_names[mi], f.D, f.H, f.I, f.O, f.L, f.seed);
+        check_mimic_logits(ref, m, &f, 0.1, 1e-5, model_names[mi]);
         sb_model_free(m);
     }
-    json_decref(root);
+    mimic_close(&f);
 }
 
 /* One training step (forward, a weighted sum of the logits, backward) with dropout on;

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "gradcheck.h"
+#include "model_checks.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
@@ -55,76 +56,19 @@ static double urand(double lo, double hi)
 static void test_mimic(void **state)
 {
     (void)state;
-    json_t *root = test_load_json("fla/recnet_mimic_seed3.json");
-    json_t *cfg = json_object_get(root, "config");
-    const int I = (int)json_integer_value(json_object_get(cfg, "I"));
-    const int D = (int)json_integer_value(json_object_get(cfg, "d"));
-    const int O = (int)json_integer_value(json_object_get(cfg, "O"));
-    const int L = (int)json_integer_value(json_object_get(cfg, "L"));
-    const int H = (int)json_integer_value(json_object_get(cfg, "H"));
-    const int B = (int)json_integer_value(json_object_get(cfg, "B"));
-    const int T = (int)json_integer_value(json_object_get(cfg, "T"));
-    const uint64_t seed = (uint64_t)json_integer_value(json_object_get(cfg, "seed"));
-    json_t *input = json_object_get(root, "input");
-    assert_int_equal(json_array_size(input), (size_t)B * T * I);
+    mimic_file f;
+    mimic_open(&f, "fla/recnet_mimic_seed3.json");
+    /* float32 values drawn as torch draws them: the sums and first values equal up to the last
+     * bit of the float32 logs/exps of A_log and dt_bias */
+    const mimic_tolerances tol = {
+        .sum_rtol = 1e-6, .first_rtol = 1e-6, .logits_floor = 1e-3, .logits_tol = 1e-8};
     for (int mi = 0; mi < 4; mi++) {
-        json_t *ref = json_object_get(json_object_get(root, "models"), model_names[mi]);
-        assert_non_null(ref);
-        sb_model *m = make_model(model_names[mi], D, H, I, O, L, seed);
-        /* parameters: names, shapes and order of the state_dict; initial values */
-        json_t *params = json_object_get(ref, "params");
-        assert_int_equal(json_array_size(params), (size_t)m->params.n);
-        assert_int_equal(json_integer_value(json_object_get(ref, "count")), m->params.count);
-        for (int i = 0; i < m->params.n; i++) {
-            const sb_param *p = &m->params.p[i];
-            json_t *rp = json_array_get(params, (size_t)i);
-            const char *rname = json_string_value(json_object_get(rp, "name"));
-            if (strcmp(p->name, rname) != 0)
-                fail_msg("%s: parameter %d is %s, the reference has %s", model_names[mi], i,
-                         p->name, rname);
-            json_t *shape = json_object_get(rp, "shape");
-            assert_int_equal(json_array_size(shape), (size_t)p->ndim);
-            for (int d = 0; d < p->ndim; d++)
-                assert_int_equal(json_integer_value(json_array_get(shape, (size_t)d)), p->shape[d]);
-            double sum = 0;
-            for (size_t k = 0; k < p->size; k++)
-                sum += p->tensor.data[k];
-            double rsum = json_real_value(json_object_get(rp, "sum"));
-            /* float32 values drawn as torch draws them: equal up to the last bit of the
-             * float32 logs/exps of A_log and dt_bias */
-            if (!(fabs(sum - rsum) <= 1e-6 * (1 + fabs(rsum))))
-                fail_msg("%s: %s sums to %.10g, reference %.10g", model_names[mi], p->name, sum,
-                         rsum);
-            json_t *first = json_object_get(rp, "first");
-            for (size_t k = 0; k < json_array_size(first); k++) {
-                double rv = json_real_value(json_array_get(first, k));
-                if (!(fabs(p->tensor.data[k] - rv) <= 1e-6 * fabs(rv)))
-                    fail_msg("%s: %s[%zu] = %.9g, reference %.9g", model_names[mi], p->name, k,
-                             (double)p->tensor.data[k], rv);
-            }
-        }
-        /* forward */
-        sb_graph g;
-        sb_graph_init(&g, 1 << 22);
-        int xs[3] = {B, T, I};
-        sb_tensor *x = sb_tensor_new(&g, 3, xs);
-        for (size_t i = 0; i < x->size; i++)
-            x->data[i] = json_real_value(json_array_get(input, i));
-        sb_tensor *y = sb_model_forward(&g, m, x);
-        json_t *logits = json_object_get(ref, "logits");
-        assert_int_equal(json_array_size(logits), y->size);
-        double worst = 0;
-        for (size_t i = 0; i < y->size; i++) {
-            double rv = json_real_value(json_array_get(logits, i));
-            double e = fabs(y->data[i] - rv) / (1e-3 + fabs(rv));
-            worst = e > worst || isnan(e) ? e : worst;
-        }
-        if (!(worst < 1e-8))
-            fail_msg("%s: logits differ from the mimic by %g (relative)", model_names[mi], worst);
-        sb_graph_free(&g);
+        const json_t *ref = mimic_model(&f, model_names[mi]);
+        sb_model *m = make_model(model_names[mi], f.D, f.H, f.I, f.O, f.L, f.seed);
+        check_against_mimic(ref, m, &f, &tol, model_names[mi]);
         sb_model_free(m);
     }
-    json_decref(root);
+    mimic_close(&f);
 }
 
 /* ---- whole-model gradient checks --------------------------------------------------------------
@@ -254,47 +198,18 @@ static void test_stream(void **state)
     (void)state;
     const int D = 8, H = 2, I = 3, O = 4, L = 2, B = 3, T = 75;
     const int chunks[4] = {5, 1, 33, 36};
+    real *x = malloc((size_t)B * T * I * sizeof *x);
+    assert_non_null(x);
     for (int mi = 0; mi < 4; mi++) {
         sb_model *m = make_model(model_names[mi], D, H, I, O, L, 9);
         lcg = 23;
         perturb(m);
-        assert_true(sb_model_can_stream(m));
-        sb_graph g;
-        sb_graph_init(&g, 1 << 22);
-        int xs[3] = {B, T, I};
-        sb_tensor *x = sb_tensor_new(&g, 3, xs);
-        for (size_t i = 0; i < x->size; i++)
-            x->data[i] = urand(-1, 1);
-        sb_tensor *whole = sb_model_hidden(&g, m, x, 0);
-        const size_t sf = m->type->stream_state_floats(&m->cfg);
-        real *buf = calloc((size_t)L * B * sf, sizeof(real));
-        real *states[2] = {buf, buf + (size_t)B * sf};
-        int t0 = 0;
-        double worst = 0;
-        for (int c = 0; c < 4; c++) {
-            int cs[3] = {B, chunks[c], I};
-            sb_arena_mark mark = sb_arena_get_mark(&g.arena);
-            sb_tensor *xc = sb_tensor_new(&g, 3, cs);
-            for (int b = 0; b < B; b++)
-                memcpy(xc->data + (size_t)b * chunks[c] * I, x->data + ((size_t)b * T + t0) * I,
-                       (size_t)chunks[c] * I * sizeof(real));
-            sb_tensor *yc = sb_model_hidden_stream(&g, m, xc, states);
-            for (int b = 0; b < B; b++)
-                for (int t = 0; t < chunks[c]; t++)
-                    for (int j = 0; j < D; j++) {
-                        double e = fabs(yc->data[((size_t)b * chunks[c] + t) * D + j] -
-                                        whole->data[((size_t)b * T + t0 + t) * D + j]);
-                        worst = e > worst || isnan(e) ? e : worst;
-                    }
-            sb_arena_reset_to(&g.arena, mark);
-            t0 += chunks[c];
-        }
-        if (!(worst < 1e-12))
-            fail_msg("%s: streaming differs from the whole sequence by %g", model_names[mi], worst);
-        free(buf);
-        sb_graph_free(&g);
+        for (size_t i = 0; i < (size_t)B * T * I; i++)
+            x[i] = urand(-1, 1);
+        check_stream_matches_whole(m, x, B, T, chunks, 4, 1e-12, model_names[mi]);
         sb_model_free(m);
     }
+    free(x);
 }
 
 /* ---- initialisers -------------------------------------------------------------------------------

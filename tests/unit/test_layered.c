@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "gradcheck.h"
+#include "model_checks.h"
 #include "selectivbench/checkpoint.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
@@ -408,44 +409,19 @@ static void test_param_counts(void **state)
 static void test_mimic(void **state)
 {
     (void)state;
-    json_t *root = test_load_json("layered/layered_mimic.json");
-    json_t *cfg = json_object_get(root, "config");
-    const int F = (int)json_integer_value(json_object_get(cfg, "F"));
-    const int C = (int)json_integer_value(json_object_get(cfg, "C"));
-    const int L = (int)json_integer_value(json_object_get(cfg, "L"));
-    const int B = (int)json_integer_value(json_object_get(cfg, "B"));
-    const int T = (int)json_integer_value(json_object_get(cfg, "T"));
-    const uint64_t seed = (uint64_t)json_integer_value(json_object_get(cfg, "seed"));
-    json_t *input = json_object_get(root, "input");
-    assert_int_equal(json_array_size(input), (size_t)B * T * F);
+    mimic_file f;
+    mimic_open(&f, "layered/layered_mimic.json");
     for (int mi = 0; mi < 4; mi++) {
-        json_t *ref = json_object_get(json_object_get(root, "models"), names[mi]);
-        assert_non_null(ref);
+        const json_t *ref = mimic_model(&f, names[mi]);
         const int D = (int)json_integer_value(json_object_get(ref, "d"));
-        sb_model *m = make_model(names[mi], D, F, C, L, seed);
-        json_t *params = json_object_get(ref, "params");
-        assert_int_equal(json_array_size(params), (size_t)m->params.n);
-        assert_int_equal(json_integer_value(json_object_get(ref, "count")), m->params.count);
+        sb_model *m = make_model(names[mi], D, f.I, f.O, f.L, f.seed);
+        check_mimic_layout(ref, m, names[mi]);
+        /* the initial values, bit for bit: sampled elements exactly, sums to rounding */
+        check_mimic_sampled_values(ref, m, names[mi]);
+        const json_t *params = json_object_get(ref, "params");
         for (int i = 0; i < m->params.n; i++) {
             const sb_param *p = &m->params.p[i];
-            json_t *rp = json_array_get(params, (size_t)i);
-            const char *rname = json_string_value(json_object_get(rp, "name"));
-            if (strcmp(p->name, rname) != 0)
-                fail_msg("%s: parameter %d is %s, the reference has %s", names[mi], i, p->name,
-                         rname);
-            json_t *shape = json_object_get(rp, "shape");
-            assert_int_equal(json_array_size(shape), (size_t)p->ndim);
-            for (int d = 0; d < p->ndim; d++)
-                assert_int_equal(json_integer_value(json_array_get(shape, (size_t)d)), p->shape[d]);
-            /* the initial values, bit for bit: sampled elements exactly, sums to rounding */
-            json_t *at = json_object_get(rp, "at"), *vals = json_object_get(rp, "values");
-            for (size_t k = 0; k < json_array_size(at); k++) {
-                size_t e = (size_t)json_integer_value(json_array_get(at, k));
-                double rv = json_real_value(json_array_get(vals, k));
-                if ((float)p->tensor.data[e] != (float)rv)
-                    fail_msg("%s: %s[%zu] = %.9g, torch %.9g", names[mi], p->name, e,
-                             (double)p->tensor.data[e], rv);
-            }
+            const json_t *rp = json_array_get(params, (size_t)i);
             double sum = 0, sumsq = 0;
             for (size_t k = 0; k < p->size; k++) {
                 sum += p->tensor.data[k];
@@ -458,28 +434,10 @@ static void test_mimic(void **state)
                 fail_msg("%s: %s sums to %.15g (squares %.15g), torch %.15g (%.15g)", names[mi],
                          p->name, sum, sumsq, rs, rq);
         }
-        /* forward */
-        sb_graph g;
-        sb_graph_init(&g, 1 << 22);
-        int xs[3] = {B, T, F};
-        sb_tensor *x = sb_tensor_new(&g, 3, xs);
-        for (size_t i = 0; i < x->size; i++)
-            x->data[i] = json_real_value(json_array_get(input, i));
-        sb_tensor *y = sb_model_forward(&g, m, x);
-        json_t *logits = json_object_get(ref, "logits");
-        assert_int_equal(json_array_size(logits), y->size);
-        double worst = 0;
-        for (size_t i = 0; i < y->size; i++) {
-            double rv = json_real_value(json_array_get(logits, i));
-            double e = fabs(y->data[i] - rv) / (1e-3 + fabs(rv));
-            worst = e > worst || isnan(e) ? e : worst;
-        }
-        if (!(worst < 1e-9))
-            fail_msg("%s: logits differ from the mimic by %g (relative)", names[mi], worst);
-        sb_graph_free(&g);
+        check_mimic_logits(ref, m, &f, 1e-3, 1e-9, names[mi]);
         sb_model_free(m);
     }
-    json_decref(root);
+    mimic_close(&f);
 }
 
 /* ---- initial distributions (spec 2.4) ------------------------------------------------------------------- */
@@ -607,7 +565,6 @@ static void test_stream(void **state)
     const int chunks[4] = {5, 1, 33, 36};
     for (int mi = 0; mi < 4; mi++) {
         sb_model *m = make_model(names[mi], dims[mi], F, C, L, 9);
-        const int D = dims[mi];
         lcg = 23;
         perturb(m);
         sb_graph g;
@@ -617,6 +574,7 @@ static void test_stream(void **state)
         for (size_t i = 0; i < x->size; i++)
             x->data[i] = urand(-1, 1);
         sb_tensor *whole = sb_model_hidden(&g, m, x, 0);
+        assert_int_equal(whole->size, (size_t)B * T * dims[mi]);
         /* evaluation: the arena released block by block */
         sb_tensor *eval = sb_model_hidden(&g, m, x, 1);
         for (size_t i = 0; i < whole->size; i++)
@@ -630,33 +588,7 @@ static void test_stream(void **state)
             sb_model_free(m);
             continue;
         }
-        assert_true(sb_model_can_stream(m));
-        const size_t sf = m->type->stream_state_floats(&m->cfg);
-        real *buf = calloc((size_t)L * B * sf, sizeof(real));
-        real *states[2] = {buf, buf + (size_t)B * sf};
-        int t0 = 0;
-        double worst = 0;
-        for (int c = 0; c < 4; c++) {
-            int cs[3] = {B, chunks[c], F};
-            sb_arena_mark mark = sb_arena_get_mark(&g.arena);
-            sb_tensor *xc = sb_tensor_new(&g, 3, cs);
-            for (int b = 0; b < B; b++)
-                memcpy(xc->data + (size_t)b * chunks[c] * F, x->data + ((size_t)b * T + t0) * F,
-                       (size_t)chunks[c] * F * sizeof(real));
-            sb_tensor *yc = sb_model_hidden_stream(&g, m, xc, states);
-            for (int b = 0; b < B; b++)
-                for (int t = 0; t < chunks[c]; t++)
-                    for (int j = 0; j < D; j++) {
-                        double e = fabs(yc->data[((size_t)b * chunks[c] + t) * D + j] -
-                                        whole->data[((size_t)b * T + t0 + t) * D + j]);
-                        worst = e > worst || isnan(e) ? e : worst;
-                    }
-            sb_arena_reset_to(&g.arena, mark);
-            t0 += chunks[c];
-        }
-        if (!(worst < 1e-12))
-            fail_msg("%s: streaming differs from the whole sequence by %g", names[mi], worst);
-        free(buf);
+        check_stream_matches_whole(m, x->data, B, T, chunks, 4, 1e-12, names[mi]);
         sb_graph_free(&g);
         sb_model_free(m);
     }

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "model_checks.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops_layered.h"
 #include "test_util.h"
@@ -48,50 +49,17 @@ static sb_model *make_model(const char *name, int D, int F, int C, int L, uint64
 static void test_mimic_float(void **state)
 {
     (void)state;
-    json_t *root = test_load_json("layered/layered_mimic.json");
-    json_t *cfg = json_object_get(root, "config");
-    const int F = (int)json_integer_value(json_object_get(cfg, "F"));
-    const int C = (int)json_integer_value(json_object_get(cfg, "C"));
-    const int L = (int)json_integer_value(json_object_get(cfg, "L"));
-    const int B = (int)json_integer_value(json_object_get(cfg, "B"));
-    const int T = (int)json_integer_value(json_object_get(cfg, "T"));
-    const uint64_t seed = (uint64_t)json_integer_value(json_object_get(cfg, "seed"));
-    json_t *input = json_object_get(root, "input");
+    mimic_file f;
+    mimic_open(&f, "layered/layered_mimic.json");
     for (int mi = 0; mi < 4; mi++) {
-        json_t *ref = json_object_get(json_object_get(root, "models"), names[mi]);
+        const json_t *ref = mimic_model(&f, names[mi]);
         const int D = (int)json_integer_value(json_object_get(ref, "d"));
-        sb_model *m = make_model(names[mi], D, F, C, L, seed);
-        json_t *params = json_object_get(ref, "params");
-        for (int i = 0; i < m->params.n; i++) {
-            json_t *rp = json_array_get(params, (size_t)i);
-            json_t *at = json_object_get(rp, "at"), *vals = json_object_get(rp, "values");
-            for (size_t k = 0; k < json_array_size(at); k++) {
-                size_t e = (size_t)json_integer_value(json_array_get(at, k));
-                if ((float)m->params.p[i].tensor.data[e] !=
-                    (float)json_real_value(json_array_get(vals, k)))
-                    fail_msg("%s: %s[%zu] differs from torch's", names[mi], m->params.p[i].name, e);
-            }
-        }
-        sb_graph g;
-        sb_graph_init(&g, 1 << 22);
-        int xs[3] = {B, T, F};
-        sb_tensor *x = sb_tensor_new(&g, 3, xs);
-        for (size_t i = 0; i < x->size; i++)
-            x->data[i] = (real)json_real_value(json_array_get(input, i));
-        sb_tensor *y = sb_model_forward(&g, m, x);
-        json_t *logits = json_object_get(ref, "logits");
-        double worst = 0;
-        for (size_t i = 0; i < y->size; i++) {
-            double rv = json_real_value(json_array_get(logits, i));
-            double e = fabs((double)y->data[i] - rv) / (0.1 + fabs(rv));
-            worst = e > worst || isnan(e) ? e : worst;
-        }
-        if (!(worst < 1e-5))
-            fail_msg("%s: float logits differ from the mimic by %g", names[mi], worst);
-        sb_graph_free(&g);
+        sb_model *m = make_model(names[mi], D, f.I, f.O, f.L, f.seed);
+        check_mimic_sampled_values(ref, m, names[mi]);
+        check_mimic_logits(ref, m, &f, 0.1, 1e-5, names[mi]);
         sb_model_free(m);
     }
-    json_decref(root);
+    mimic_close(&f);
 }
 
 static void test_k4_float(void **state)
