@@ -6,7 +6,9 @@
  *     products;
  *   - chunked == step-by-step: outputs, final states and gradients;
  *   - the Householder-product form of the delta rule == the interleaved sequence;
- *   - identical results with 1 and 2 threads.
+ *   - identical results with 1 and 2 threads;
+ *   - the small-matrix kernel of the chunked forms (sb_fla_gemm) equals a plain loop exactly,
+ *     through every block shape (8/4/1 rows; 32/16/8/4/fewer columns) and triangle mode.
  * spec/models-fla.md section 19 lists these checks.
  */
 #include <math.h>
@@ -20,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "../../src/nn/ops/fla_kernels.h"
 #include "gradcheck.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
@@ -599,6 +602,85 @@ static void test_threads(void **state)
     free(results[1][0]);
 }
 
+/* ---- the small-matrix kernel ------------------------------------------------------------------ */
+
+/* sb_fla_gemm against the plain triple loop it promises to equal: every C entry is one fma
+ * sum over p in increasing order, so the blocked kernel must match bit for bit (== also
+ * accepts a signed zero, which an fma with a skipped zero of A could flip). Shapes sweep
+ * every block path: 8, 4 and 1 rows; 32, 16, 8, 4 and fewer columns; both layouts of A;
+ * accumulate or not; lower and upper triangular inputs and triangular outputs. */
+static void test_fla_gemm(void **state)
+{
+    (void)state;
+    const int max_dim = 70;
+    real *A = malloc(sizeof(real) * (size_t)(max_dim + 3) * (size_t)(max_dim + 3));
+    real *B = malloc(sizeof(real) * (size_t)max_dim * (size_t)(max_dim + 3));
+    real *C = malloc(sizeof(real) * (size_t)max_dim * (size_t)(max_dim + 3));
+    real *R = malloc(sizeof(real) * (size_t)max_dim * (size_t)(max_dim + 3));
+    assert_non_null(A);
+    assert_non_null(B);
+    assert_non_null(C);
+    assert_non_null(R);
+    const int Ms[] = {1, 3, 4, 5, 8, 12, 13, 16, 21, 64};
+    const int Ns[] = {1, 3, 4, 7, 8, 12, 16, 20, 28, 32, 48, 52, 64, 70};
+    const int Ps[] = {1, 5, 16, 33, 64};
+    long checked = 0;
+    for (int mi = 0; mi < 10; mi++)
+        for (int ni = 0; ni < 14; ni++)
+            for (int pi = 0; pi < 5; pi++)
+                for (int mode = 0; mode < 6; mode++) {
+                    const int M = Ms[mi], N = Ns[ni], P = Ps[pi];
+                    const int ta = mode & 1, accumulate = (mode >> 1) & 1;
+                    /* triangle: none, lower in (n = 1, 2), upper in (n = 1, 2), lower out */
+                    const int tri_kind = (mi + ni + pi + mode) % 6;
+                    const int tri_in = tri_kind == 1 ? 1 : tri_kind == 2 ? 2 : tri_kind == 3 ? -1
+                                       : tri_kind == 4 ? -2 : 0;
+                    const int tri_out = tri_kind == 5 ? 1 : 0;
+                    const size_t lda = (size_t)(ta ? M : P) + 2, ldb = (size_t)N + 1,
+                                 ldc = (size_t)N + 3;
+                    for (int i = 0; i < M; i++)
+                        for (int p = 0; p < P; p++) {
+                            const int zero = (tri_in > 0 && p >= (i + 1) * tri_in) ||
+                                             (tri_in < 0 && p < i / -tri_in);
+                            real *a = ta ? &A[(size_t)p * lda + (size_t)i] : &A[(size_t)i * lda + (size_t)p];
+                            *a = zero ? 0 : (real)urand(-1, 1);
+                        }
+                    for (int p = 0; p < P; p++)
+                        for (int j = 0; j < N; j++)
+                            B[(size_t)p * ldb + (size_t)j] = (real)urand(-1, 1);
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < N; j++)
+                            C[(size_t)i * ldc + (size_t)j] = R[(size_t)i * ldc + (size_t)j] =
+                                (real)urand(-1, 1);
+                    const real alpha = (real)0.375;
+                    sb_fla_gemm(ta, M, N, P, alpha, A, lda, B, ldb, C, ldc, accumulate, tri_in, tri_out);
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < N; j++) {
+                            if (tri_out > 0 && j >= (i + 1) * tri_out)
+                                continue;
+                            real acc = 0;
+                            for (int p = 0; p < P; p++) {
+                                const real a = ta ? A[(size_t)p * lda + (size_t)i] : A[(size_t)i * lda + (size_t)p];
+                                acc = fma(a, B[(size_t)p * ldb + (size_t)j], acc);
+                            }
+                            const real c0 = R[(size_t)i * ldc + (size_t)j];
+                            const real want = accumulate ? c0 + alpha * acc : alpha * acc;
+                            const real got = C[(size_t)i * ldc + (size_t)j];
+                            if (!(got == want))
+                                fail_msg("sb_fla_gemm ta %d M %d N %d P %d acc %d tri %d/%d: C[%d][%d] = %.17g, "
+                                         "plain loop %.17g",
+                                         ta, M, N, P, accumulate, tri_in, tri_out, i, j, (double)got,
+                                         (double)want);
+                            checked++;
+                        }
+                }
+    assert_true(checked > 100000);
+    free(A);
+    free(B);
+    free(C);
+    free(R);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -613,6 +695,7 @@ int main(void)
         cmocka_unit_test(test_k2_chunked_vs_ref),
         cmocka_unit_test(test_k2_householder_product),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_fla_gemm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

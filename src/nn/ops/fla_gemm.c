@@ -5,8 +5,10 @@
  * too many for its overhead, so they get a register-blocked kernel of their own: blocks of
  * 8 rows x 32 columns of C (16 accumulator vectors), each step of p one row of B and 8
  * scalars of A, explicit fused multiply-adds (the build disables contraction). The compiler
- * vectorises the 32-wide rows (AVX-512: two registers). Every element of C is one sum over p
- * in increasing order, so the result does not depend on the blocking or the threads.
+ * vectorises the 32-wide rows (AVX-512: two registers). Narrower blocks (16, 8, 4 columns;
+ * 4 rows) serve narrow heads and the last rows of a chunk, so head widths 4..16 do not fall
+ * to the scalar tail kernel. Every element of C is one sum over p in increasing order, so
+ * the result does not depend on the blocking or the threads.
  *
  * Triangular structure (chunk-local causal masks) is skipped block by block:
  *   tri_in = n > 0   op(A)[i][p] = 0 for p >= (i + 1) n      (lower; n = 1: p > i)
@@ -34,6 +36,8 @@
             const real *b = B + (size_t)p * ldb;                                                   \
             for (int r = 0; r < R; r++) {                                                          \
                 const real x = A[(size_t)r * sa_i + (size_t)p * sa_p];                             \
+                /* without this, gcc 12 vectorises W = 16 across r with shuffles, 12x slower */    \
+                _Pragma("omp simd")                                                                \
                 for (int j = 0; j < W; j++)                                                        \
                     acc[r][j] = fma(x, b[j], acc[r][j]);                                           \
             }                                                                                      \
@@ -51,6 +55,12 @@
 
 FLA_BLOCK(block_8x32, 8, 32)
 FLA_BLOCK(block_8x16, 8, 16)
+FLA_BLOCK(block_8x8, 8, 8)
+FLA_BLOCK(block_8x4, 8, 4)
+FLA_BLOCK(block_4x32, 4, 32)
+FLA_BLOCK(block_4x16, 4, 16)
+FLA_BLOCK(block_4x8, 4, 8)
+FLA_BLOCK(block_4x4, 4, 4)
 FLA_BLOCK(block_1x32, 1, 32)
 FLA_BLOCK(block_1x16, 1, 16)
 
@@ -72,7 +82,7 @@ static void block_rxw(int R, int W, int p0, int p1, real alpha, const real *A, s
     }
 }
 
-/* The columns [0, ncols) of one row block of R rows (8 or 1). */
+/* The columns [0, ncols) of one row block of R rows (8, 4 or 1). */
 static void row_block(int R, int ncols, int p0, int p1, real alpha, const real *A, size_t sa_i,
                       size_t sa_p, const real *B, size_t ldb, real *C, size_t ldc, int accumulate)
 {
@@ -82,6 +92,19 @@ static void row_block(int R, int ncols, int p0, int p1, real alpha, const real *
             block_8x32(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
         for (; j + 16 <= ncols; j += 16)
             block_8x16(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
+        for (; j + 8 <= ncols; j += 8)
+            block_8x8(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
+        for (; j + 4 <= ncols; j += 4)
+            block_8x4(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
+    } else if (R == 4) {
+        for (; j + 32 <= ncols; j += 32)
+            block_4x32(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
+        for (; j + 16 <= ncols; j += 16)
+            block_4x16(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
+        for (; j + 8 <= ncols; j += 8)
+            block_4x8(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
+        for (; j + 4 <= ncols; j += 4)
+            block_4x4(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
     } else {
         for (; j + 32 <= ncols; j += 32)
             block_1x32(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
@@ -98,7 +121,7 @@ void sb_fla_gemm(int ta, int M, int N, int P, real alpha, const real *A, size_t 
     /* op(A)[i][p] = A[i * sa_i + p * sa_p] */
     const size_t sa_i = ta ? 1 : lda, sa_p = ta ? lda : 1;
     for (int i = 0; i < M;) {
-        const int R = M - i >= BR ? BR : 1;
+        const int R = M - i >= BR ? BR : M - i >= 4 ? 4 : 1;
         int p0 = 0, p1 = P;
         if (tri_in > 0) {
             const long end = (long)(i + R) * tri_in;
