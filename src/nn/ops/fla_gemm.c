@@ -5,7 +5,7 @@
  * too many for its overhead, so they get a register-blocked kernel of their own: blocks of
  * 8 rows x 32 columns of C (16 accumulator vectors), each step of p one row of B and 8
  * scalars of A, explicit fused multiply-adds (the build disables contraction). The compiler
- * vectorises the 32-wide rows (AVX-512: two registers). Narrower blocks (16, 8, 4 columns;
+ * vectorises the 32-wide rows (AVX-512: two registers). Narrower blocks (16 down to 1 column;
  * 4 rows) serve narrow heads and the last rows of a chunk, so head widths 4..16 do not fall
  * to the scalar tail kernel. Every element of C is one sum over p in increasing order, so
  * the result does not depend on the blocking or the threads.
@@ -57,29 +57,30 @@ FLA_BLOCK(block_8x32, 8, 32)
 FLA_BLOCK(block_8x16, 8, 16)
 FLA_BLOCK(block_8x8, 8, 8)
 FLA_BLOCK(block_8x4, 8, 4)
+FLA_BLOCK(block_8x2, 8, 2)
+FLA_BLOCK(block_8x1, 8, 1)
 FLA_BLOCK(block_4x32, 4, 32)
 FLA_BLOCK(block_4x16, 4, 16)
 FLA_BLOCK(block_4x8, 4, 8)
 FLA_BLOCK(block_4x4, 4, 4)
+FLA_BLOCK(block_4x2, 4, 2)
+FLA_BLOCK(block_4x1, 4, 1)
 FLA_BLOCK(block_1x32, 1, 32)
 FLA_BLOCK(block_1x16, 1, 16)
 
-/* Fewer than 16 columns (head widths that are not multiples of 16). */
-static void block_rxw(int R, int W, int p0, int p1, real alpha, const real *A, size_t sa_i,
-                      size_t sa_p, const real *B, size_t ldb, real *C, size_t ldc, int accumulate)
+/* The last columns (fewer than 16) of a single row. */
+static void block_1xw(int W, int p0, int p1, real alpha, const real *A, size_t sa_p, const real *B,
+                      size_t ldb, real *C, int accumulate)
 {
-    for (int r = 0; r < R; r++) {
-        real acc[16] = {0};
-        for (int p = p0; p < p1; p++) {
-            const real x = A[(size_t)r * sa_i + (size_t)p * sa_p];
-            const real *b = B + (size_t)p * ldb;
-            for (int j = 0; j < W; j++)
-                acc[j] = fma(x, b[j], acc[j]);
-        }
-        real *c = C + (size_t)r * ldc;
+    real acc[16] = {0};
+    for (int p = p0; p < p1; p++) {
+        const real x = A[(size_t)p * sa_p];
+        const real *b = B + (size_t)p * ldb;
         for (int j = 0; j < W; j++)
-            c[j] = (accumulate ? c[j] : 0) + alpha * acc[j];
+            acc[j] = fma(x, b[j], acc[j]);
     }
+    for (int j = 0; j < W; j++)
+        C[j] = (accumulate ? C[j] : 0) + alpha * acc[j];
 }
 
 /* The columns [0, ncols) of one row block of R rows (8, 4 or 1). */
@@ -96,6 +97,10 @@ static void row_block(int R, int ncols, int p0, int p1, real alpha, const real *
             block_8x8(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
         for (; j + 4 <= ncols; j += 4)
             block_8x4(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
+        for (; j + 2 <= ncols; j += 2)
+            block_8x2(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
+        for (; j < ncols; j++)
+            block_8x1(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
     } else if (R == 4) {
         for (; j + 32 <= ncols; j += 32)
             block_4x32(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
@@ -105,14 +110,18 @@ static void row_block(int R, int ncols, int p0, int p1, real alpha, const real *
             block_4x8(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
         for (; j + 4 <= ncols; j += 4)
             block_4x4(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
+        for (; j + 2 <= ncols; j += 2)
+            block_4x2(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
+        for (; j < ncols; j++)
+            block_4x1(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
     } else {
         for (; j + 32 <= ncols; j += 32)
             block_1x32(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
         for (; j + 16 <= ncols; j += 16)
             block_1x16(p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
+        if (j < ncols)
+            block_1xw(ncols - j, p0, p1, alpha, A, sa_p, B + j, ldb, C + j, accumulate);
     }
-    if (j < ncols)
-        block_rxw(R, ncols - j, p0, p1, alpha, A, sa_i, sa_p, B + j, ldb, C + j, ldc, accumulate);
 }
 
 void sb_fla_gemm(int ta, int M, int N, int P, real alpha, const real *A, size_t lda, const real *B,
