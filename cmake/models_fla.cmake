@@ -5,7 +5,6 @@ list(APPEND SB_NN_SOURCES
     src/nn/ops/linear_attn.c
     src/nn/ops/delta_rule.c
     src/nn/ops/fla_blocks.c
-    src/nn/ops/fla_gemm.c
     src/nn/layers/gla.c
     src/nn/layers/delta_net.c
     src/nn/layers/gated_delta_net.c

@@ -12,11 +12,9 @@
  * with T: task 4's 20 000-frame test sequences fit. Work is split over (b, h) pairs, each
  * pair's sums are done in a fixed order: results do not depend on the thread count.
  *
- * The products go to sb_fla_gemm (fla_gemm.c), not BLAS: with a head width of 16 to 128
- * they are small and thin, where the register-blocked kernel runs about twice as fast as
- * a serial sgemm call, and it skips the masked half of each diagonal QB x QB block (the
- * keys after the query), a third of the work at T = 256. The kernel reads B row-major, so
- * K and V are transposed once per (b, h) into [Dh, T] scratch for the score products.
+ * The block products are in causal_blocks.c (the register-blocked small-matrix kernel,
+ * masked halves of the diagonal blocks skipped); K and V are transposed once per (b, h)
+ * into [Dh, T] scratch for the score products.
  */
 #include <math.h>
 #include <omp.h>
@@ -26,7 +24,7 @@
 #include "selectivbench/ops.h"
 
 #include "../fastmath.h"
-#include "fla_kernels.h"
+#include "causal_blocks.h"
 
 #define QB 128 /* queries per block */
 
@@ -36,20 +34,6 @@ typedef struct attention_ctx {
     int B, T, H, Dh;
 } attention_ctx;
 
-/* S[rows, t1] <- Q[t0:t1] X for X = [Dh, T] (a transposed K or V): the keys before the block
- * in full, the diagonal block only on and below its diagonal (entries above it are left
- * undefined; callers never read them). */
-static void causal_scores(const real *Q, int ld, int Dh, int t0, int rows, real alpha,
-                          const real *X, int T, real *S)
-{
-    const int t1 = t0 + rows;
-    const real *Qb = Q + (size_t)t0 * (size_t)ld;
-    if (t0 > 0)
-        sb_fla_gemm(0, rows, t0, Dh, alpha, Qb, (size_t)ld, X, (size_t)T, S, (size_t)t1, 0, 0, 0);
-    sb_fla_gemm(0, rows, rows, Dh, alpha, Qb, (size_t)ld, X + t0, (size_t)T, S + t0, (size_t)t1,
-                0, 0, 1);
-}
-
 /* S[rows, t1] <- scale Q K^T for queries [t0, t0 + rows) with the causal mask, then
  * exponentiated: with lse == NULL, softmax rows (writing lse_out); else exp(S - lse).
  * KT is K transposed, [Dh, T]. Masked entries are set to 0. */
@@ -57,7 +41,7 @@ static void attention_block_probs(const real *Q, const real *KT, int ld, int Dh,
                                   int rows, real scale, real *S, const real *lse, real *lse_out)
 {
     const int t1 = t0 + rows;
-    causal_scores(Q, ld, Dh, t0, rows, scale, KT, T, S);
+    sb_causal_scores(Q, ld, Dh, t0, rows, scale, KT, T, S);
     for (int i = 0; i < rows; i++) {
         real *s = S + (size_t)i * (size_t)t1;
         int last = t0 + i; /* keys 0..last are visible */
@@ -77,43 +61,6 @@ static void attention_block_probs(const real *Q, const real *KT, int ld, int Dh,
     }
 }
 
-/* C[0:t1, Dh] (+)= alpha A^T Y[t0:t1] for A = [rows, t1] lower-triangular in its diagonal
- * block (P or dS): rows [0, t0) of C in full, rows [t0, t1) skipping the masked zeros. */
-static void causal_at_y(const real *A, int t0, int rows, real alpha, const real *Y, int ld,
-                        int Dh, real *C, int accumulate)
-{
-    const int t1 = t0 + rows;
-    const real *Yb = Y + (size_t)t0 * (size_t)ld;
-    if (t0 > 0)
-        sb_fla_gemm(1, t0, Dh, rows, alpha, A, (size_t)t1, Yb, (size_t)ld, C, (size_t)ld,
-                    accumulate, 0, 0);
-    sb_fla_gemm(1, rows, Dh, rows, alpha, A + t0, (size_t)t1, Yb, (size_t)ld,
-                C + (size_t)t0 * (size_t)ld, (size_t)ld, accumulate, -1, 0);
-}
-
-/* C[rows, Dh] (+)= alpha A Y[0:t1] for A = [rows, t1] as above: keys before the block, then
- * the diagonal block's lower triangle (the sum over keys stays in increasing order). */
-static void causal_a_y(const real *A, int t0, int rows, real alpha, const real *Y, int ld, int Dh,
-                       real *C, int accumulate)
-{
-    const int t1 = t0 + rows;
-    if (t0 > 0) {
-        sb_fla_gemm(0, rows, Dh, t0, alpha, A, (size_t)t1, Y, (size_t)ld, C, (size_t)ld,
-                    accumulate, 0, 0);
-        accumulate = 1;
-    }
-    sb_fla_gemm(0, rows, Dh, rows, alpha, A + t0, (size_t)t1, Y + (size_t)t0 * (size_t)ld,
-                (size_t)ld, C, (size_t)ld, accumulate, 1, 0);
-}
-
-/* XT[Dh, T] = X^T for the [T, Dh] slice X with row stride ld. */
-static void transpose_head(const real *X, int ld, int T, int Dh, real *XT)
-{
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < Dh; i++)
-            XT[(size_t)i * (size_t)T + (size_t)t] = X[(size_t)t * (size_t)ld + (size_t)i];
-}
-
 static void attention_backward(sb_graph *g, void *ctx)
 {
     attention_ctx *c = ctx;
@@ -124,7 +71,8 @@ static void attention_backward(sb_graph *g, void *ctx)
     real *dq = sb_tensor_grad(g, c->q), *dk = sb_tensor_grad(g, c->k);
     real *dv = sb_tensor_grad(g, c->v);
     const int threads = omp_get_max_threads();
-    const size_t scratch = (size_t)2 * QB * (size_t)T + (size_t)T + (size_t)2 * (size_t)Dh * (size_t)T;
+    const size_t scratch =
+        (size_t)2 * QB * (size_t)T + (size_t)T + (size_t)2 * (size_t)Dh * (size_t)T;
     real *work = sb_graph_alloc(g, (size_t)threads * scratch * sizeof *work);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int bh = 0; bh < B * H; bh++) {
@@ -137,21 +85,22 @@ static void attention_backward(sb_graph *g, void *ctx)
         real *P = work + (size_t)omp_get_thread_num() * scratch;
         real *dP = P + (size_t)QB * (size_t)T, *delta = dP + (size_t)QB * (size_t)T;
         real *KT = delta + T, *VT = KT + (size_t)Dh * (size_t)T;
-        transpose_head(K, ld, T, Dh, KT);
-        transpose_head(V, ld, T, Dh, VT);
+        sb_transpose_head(K, ld, T, Dh, KT);
+        sb_transpose_head(V, ld, T, Dh, VT);
         for (int t = 0; t < T; t++) {
             real acc = 0;
             for (int i = 0; i < Dh; i++)
-                acc += dO[(size_t)t * (size_t)ld + (size_t)i] * O[(size_t)t * (size_t)ld + (size_t)i];
+                acc +=
+                    dO[(size_t)t * (size_t)ld + (size_t)i] * O[(size_t)t * (size_t)ld + (size_t)i];
             delta[t] = acc;
         }
         for (int t0 = 0; t0 < T; t0 += QB) {
             int rows = T - t0 < QB ? T - t0 : QB, t1 = t0 + rows;
             attention_block_probs(Q, KT, ld, Dh, T, t0, rows, scale, P, lse, NULL);
             /* dV[0:t1] += P^T dO[t0:t1] */
-            causal_at_y(P, t0, rows, 1, dO, ld, Dh, dV, 1);
+            sb_causal_at_y(P, t0, rows, 1, dO, ld, Dh, dV, 1);
             /* dP = dO[t0:t1] V[0:t1]^T, then dS = P (dP - delta) in place (0 where masked) */
-            causal_scores(dO, ld, Dh, t0, rows, 1, VT, T, dP);
+            sb_causal_scores(dO, ld, Dh, t0, rows, 1, VT, T, dP);
             for (int i = 0; i < rows; i++) {
                 real *p = P + (size_t)i * (size_t)t1, *dp = dP + (size_t)i * (size_t)t1;
                 real d = delta[t0 + i];
@@ -162,8 +111,8 @@ static void attention_backward(sb_graph *g, void *ctx)
                     dp[j] = 0;
             }
             /* dQ[t0:t1] += s dS K[0:t1];  dK[0:t1] += s dS^T Q[t0:t1] */
-            causal_a_y(dP, t0, rows, scale, K, ld, Dh, dQ + (size_t)t0 * (size_t)ld, 1);
-            causal_at_y(dP, t0, rows, scale, Q, ld, Dh, dK, 1);
+            sb_causal_a_y(dP, t0, rows, scale, K, ld, Dh, dQ + (size_t)t0 * (size_t)ld, 1);
+            sb_causal_at_y(dP, t0, rows, scale, Q, ld, Dh, dK, 1);
         }
     }
 }
@@ -195,11 +144,11 @@ sb_tensor *sb_attention_causal(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tenso
         real *P = work + (size_t)omp_get_thread_num() * scratch;
         real *KT = P + (size_t)QB * (size_t)T;
         real *lse_bh = lse != NULL ? lse + (size_t)bh * (size_t)T : NULL;
-        transpose_head(K, ld, T, Dh, KT);
+        sb_transpose_head(K, ld, T, Dh, KT);
         for (int t0 = 0; t0 < T; t0 += QB) {
             int rows = T - t0 < QB ? T - t0 : QB;
             attention_block_probs(Q, KT, ld, Dh, T, t0, rows, scale, P, NULL, lse_bh);
-            causal_a_y(P, t0, rows, 1, V, ld, Dh, O + (size_t)t0 * (size_t)ld, 0);
+            sb_causal_a_y(P, t0, rows, 1, V, ld, Dh, O + (size_t)t0 * (size_t)ld, 0);
         }
     }
     return o;

@@ -15,6 +15,7 @@
  * Fr_j = F_j - F_t0 rounded to `real`: keys whose Fr is large are also those whose weight
  * exp(F_i - F_j) vanishes, so the rounding of a large |F| never reaches a visible weight.
  * Forward and backward use the same blocks, so the recomputed probabilities are exact.
+ * The block products are those of attention.c (causal_blocks.c).
  * Work is split over (b, h) pairs, each summed in a fixed order: results do not depend on
  * the thread count.
  */
@@ -26,6 +27,7 @@
 #include "selectivbench/ops_layered.h"
 
 #include "../fastmath.h"
+#include "causal_blocks.h"
 
 #define QB 128 /* queries per block */
 
@@ -46,15 +48,16 @@ static void cum_gates(const real *f, int T, int H, double *F)
 }
 
 /* S[rows, t1] <- the probabilities of queries [t0, t0 + rows) over keys [0, t1): with
- * lse == NULL a softmax of each row (writing lse_out), else exp(Z - lse). Fr: scratch [t1]. */
-static void fattn_block_probs(const real *Q, const real *K, int ld, int Dh, const double *F,
+ * lse == NULL a softmax of each row (writing lse_out), else exp(Z - lse); 0 where masked.
+ * KT: K transposed, [Dh, T]. Fr: scratch [t1]. */
+static void fattn_block_probs(const real *Q, const real *KT, int ld, int Dh, int T, const double *F,
                               int t0, int rows, real scale, real *S, real *Fr, const real *lse,
                               real *lse_out)
 {
     const int t1 = t0 + rows;
     for (int j = 0; j < t1; j++)
         Fr[j] = (real)(F[j] - F[t0]);
-    sb_gemm(0, 1, rows, t1, Dh, scale, Q + (size_t)t0 * (size_t)ld, ld, K, ld, 0, S, t1);
+    sb_causal_scores(Q, ld, Dh, t0, rows, scale, KT, T, S);
     for (int i = 0; i < rows; i++) {
         real *s = S + (size_t)i * (size_t)t1;
         const int last = t0 + i; /* keys 0..last are visible */
@@ -89,8 +92,10 @@ static void fattn_backward(sb_graph *g, void *ctx)
     real *dv = c->v->requires_grad ? sb_tensor_grad(g, c->v) : NULL;
     real *df = c->f->requires_grad ? sb_tensor_grad(g, c->f) : NULL;
     const int threads = omp_get_max_threads();
-    /* per thread: P and dP blocks, Delta, Fr and column-sum rows (reals); F and dF (doubles) */
-    const size_t scratch = (size_t)2 * QB * (size_t)T + 3 * (size_t)T;
+    /* per thread: P and dP blocks, Delta, Fr and column-sum rows, K and V transposed (reals);
+     * F and dF (doubles) */
+    const size_t scratch =
+        (size_t)2 * QB * (size_t)T + 3 * (size_t)T + (size_t)2 * (size_t)Dh * (size_t)T;
     real *work = sb_graph_alloc(g, (size_t)threads * scratch * sizeof *work);
     double *dwork = sb_graph_alloc(g, (size_t)threads * 2 * (size_t)T * sizeof *dwork);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
@@ -103,30 +108,36 @@ static void fattn_backward(sb_graph *g, void *ctx)
         real *P = work + (size_t)tid * scratch;
         real *dP = P + (size_t)QB * (size_t)T, *delta = dP + (size_t)QB * (size_t)T;
         real *Fr = delta + T, *cs = Fr + T;
+        real *KT = cs + T, *VT = KT + (size_t)Dh * (size_t)T;
         double *F = dwork + (size_t)tid * 2 * (size_t)T, *dF = F + T;
+        sb_transpose_head(K, ld, T, Dh, KT);
+        sb_transpose_head(V, ld, T, Dh, VT);
         cum_gates(c->f->data + (size_t)b * (size_t)T * (size_t)H + (size_t)h, T, H, F);
         for (int t = 0; t < T; t++) {
             real acc = 0;
             for (int i = 0; i < Dh; i++)
-                acc += dO[(size_t)t * (size_t)ld + (size_t)i] * O[(size_t)t * (size_t)ld + (size_t)i];
+                acc +=
+                    dO[(size_t)t * (size_t)ld + (size_t)i] * O[(size_t)t * (size_t)ld + (size_t)i];
             delta[t] = acc;
             dF[t] = 0;
         }
         for (int t0 = 0; t0 < T; t0 += QB) {
             const int rows = T - t0 < QB ? T - t0 : QB, t1 = t0 + rows;
-            fattn_block_probs(Q, K, ld, Dh, F, t0, rows, scale, P, Fr, lse, NULL);
+            fattn_block_probs(Q, KT, ld, Dh, T, F, t0, rows, scale, P, Fr, lse, NULL);
             /* dV[0:t1] += P^T dO[t0:t1] */
             if (dv != NULL)
-                sb_gemm(1, 0, t1, Dh, rows, 1, P, t1, dO + (size_t)t0 * (size_t)ld, ld, 1,
-                        dv + base, ld);
-            /* dP = dO[t0:t1] V[0:t1]^T, then dZ = P (dP - delta) in place */
-            sb_gemm(0, 1, rows, t1, Dh, 1, dO + (size_t)t0 * (size_t)ld, ld, V, ld, 0, dP, t1);
+                sb_causal_at_y(P, t0, rows, 1, dO, ld, Dh, dv + base, 1);
+            /* dP = dO[t0:t1] V[0:t1]^T, then dZ = P (dP - delta) in place (0 where masked) */
+            sb_causal_scores(dO, ld, Dh, t0, rows, 1, VT, T, dP);
             for (int i = 0; i < rows; i++) {
                 const real *p = P + (size_t)i * (size_t)t1;
                 real *dp = dP + (size_t)i * (size_t)t1;
                 const real d = delta[t0 + i];
-                for (int j = 0; j < t1; j++)
+                const int last = t0 + i;
+                for (int j = 0; j <= last; j++)
                     dp[j] = p[j] * (dp[j] - d);
+                for (int j = last + 1; j < t1; j++)
+                    dp[j] = 0;
             }
             if (df != NULL) {
                 /* column sums of the block in cs (rows in order), then into dF */
@@ -143,11 +154,10 @@ static void fattn_backward(sb_graph *g, void *ctx)
             }
             /* dQ[t0:t1] += s dZ K[0:t1];  dK[0:t1] += s dZ^T Q[t0:t1] */
             if (dq != NULL)
-                sb_gemm(0, 0, rows, Dh, t1, scale, dP, t1, K, ld, 1, dq + base + (size_t)t0 * (size_t)ld,
-                        ld);
+                sb_causal_a_y(dP, t0, rows, scale, K, ld, Dh, dq + base + (size_t)t0 * (size_t)ld,
+                              1);
             if (dk != NULL)
-                sb_gemm(1, 0, t1, Dh, rows, scale, dP, t1, Q + (size_t)t0 * (size_t)ld, ld, 1,
-                        dk + base, ld);
+                sb_causal_at_y(dP, t0, rows, scale, Q, ld, Dh, dk + base, 1);
         }
         if (df != NULL) {
             double acc = 0;
@@ -183,7 +193,7 @@ sb_tensor *sb_forgetting_attn(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor
         c->B = B, c->T = T, c->H = H, c->Dh = Dh;
     }
     const int threads = omp_get_max_threads();
-    const size_t scratch = (size_t)QB * (size_t)T + (size_t)T;
+    const size_t scratch = (size_t)QB * (size_t)T + (size_t)T + (size_t)Dh * (size_t)T;
     real *work = sb_graph_alloc(g, (size_t)threads * scratch * sizeof *work);
     double *dwork = sb_graph_alloc(g, (size_t)threads * (size_t)T * sizeof *dwork);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
@@ -193,13 +203,15 @@ sb_tensor *sb_forgetting_attn(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor
         const real *Q = q->data + base, *K = k->data + base, *V = v->data + base;
         real *O = o->data + base;
         real *P = work + (size_t)tid * scratch, *Fr = P + (size_t)QB * (size_t)T;
+        real *KT = Fr + T;
         double *F = dwork + (size_t)tid * (size_t)T;
         real *lse_bh = lse != NULL ? lse + (size_t)bh * (size_t)T : NULL;
         cum_gates(f->data + (size_t)b * (size_t)T * (size_t)H + (size_t)h, T, H, F);
+        sb_transpose_head(K, ld, T, Dh, KT);
         for (int t0 = 0; t0 < T; t0 += QB) {
-            const int rows = T - t0 < QB ? T - t0 : QB, t1 = t0 + rows;
-            fattn_block_probs(Q, K, ld, Dh, F, t0, rows, scale, P, Fr, NULL, lse_bh);
-            sb_gemm(0, 0, rows, Dh, t1, 1, P, t1, V, ld, 0, O + (size_t)t0 * (size_t)ld, ld);
+            const int rows = T - t0 < QB ? T - t0 : QB;
+            fattn_block_probs(Q, KT, ld, Dh, T, F, t0, rows, scale, P, Fr, NULL, lse_bh);
+            sb_causal_a_y(P, t0, rows, 1, V, ld, Dh, O + (size_t)t0 * (size_t)ld, 0);
         }
     }
     return o;
@@ -253,9 +265,11 @@ static void fattn_ref_backward(sb_graph *g, void *ctx)
                     dF[j] -= (double)z;
                     for (int e = 0; e < Dh; e++) {
                         if (dq != NULL)
-                            dq[base + (size_t)i * ld + e] += scale * z * c->k->data[base + (size_t)j * ld + e];
+                            dq[base + (size_t)i * ld + e] +=
+                                scale * z * c->k->data[base + (size_t)j * ld + e];
                         if (dk != NULL)
-                            dk[base + (size_t)j * ld + e] += scale * z * c->q->data[base + (size_t)i * ld + e];
+                            dk[base + (size_t)j * ld + e] +=
+                                scale * z * c->q->data[base + (size_t)i * ld + e];
                         if (dv != NULL)
                             dv[base + (size_t)j * ld + e] += p * dO[(size_t)i * ld + e];
                     }
@@ -290,7 +304,8 @@ sb_tensor *sb_forgetting_attn_ref(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_te
                 for (int j = 0; j <= i; j++) {
                     real z = 0;
                     for (int e = 0; e < Dh; e++)
-                        z += q->data[base + (size_t)i * ld + e] * k->data[base + (size_t)j * ld + e];
+                        z +=
+                            q->data[base + (size_t)i * ld + e] * k->data[base + (size_t)j * ld + e];
                     p[j] = scale * z + (real)(F[i] - F[j]);
                     mx = p[j] > mx ? p[j] : mx;
                 }
@@ -302,7 +317,8 @@ sb_tensor *sb_forgetting_attn_ref(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_te
                     p[j] = j <= i ? p[j] / sum : 0;
                 for (int j = 0; j <= i; j++)
                     for (int e = 0; e < Dh; e++)
-                        o->data[base + (size_t)i * ld + e] += p[j] * v->data[base + (size_t)j * ld + e];
+                        o->data[base + (size_t)i * ld + e] +=
+                            p[j] * v->data[base + (size_t)j * ld + e];
             }
         }
     o->requires_grad = q->requires_grad || k->requires_grad || v->requires_grad || f->requires_grad;
