@@ -1,4 +1,5 @@
-/* fla_gemm.c - the small matrix products of the chunked recurrences (see fla_kernels.h).
+/* fla_gemm.c - the small matrix products of the chunked recurrences and of attention's query
+ * blocks (causal_blocks.c); see fla_kernels.h.
  *
  * C[M, N] = (C or 0) + alpha op(A)[M, P] B[P, N], row-major, op(A) = A or A^T. The products
  * are tiny (chunk x head width: 16..256 on a side), too small for a BLAS call to pay and

@@ -1,7 +1,7 @@
 /* fla_kernels.h - dense helpers shared by the chunked recurrences (linear_attn.c,
- * delta_rule.c) and the fla blocks (fla_blocks.c): the products of the tiny per-chunk
- * matrices (chunk x head width, at most a few hundred on a side), an exp and a log1p that the
- * compiler can vectorise, and lane-split sums.
+ * delta_rule.c), the fla blocks (fla_blocks.c) and attention (causal_blocks.c): the
+ * products of tiny matrices (chunk x head width, at most a few hundred on a side), an exp
+ * and a log1p that the compiler can vectorise, and lane-split sums.
  *
  * The per-chunk products are too small and too many for BLAS calls to pay, so they go to
  * sb_fla_gemm (fla_gemm.c), a register-blocked kernel (about twice OpenBLAS's speed on this
