@@ -70,6 +70,12 @@ sb_tensor *sb_delta_rule_ref(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor 
 sb_tensor *sb_short_conv(sb_graph *g, sb_tensor *x, sb_tensor *w);
 /* Streaming form (not recorded): history [B][W-1][C] as sb_conv1d_causal_stream. */
 sb_tensor *sb_short_conv_stream(sb_graph *g, sb_tensor *x, sb_tensor *w, real *history);
+/* The short convolutions of a layer's n projections, xs[i] through ws[i] in place. With
+ * history NULL, whole sequences from zero history (recorded); else streaming, with the
+ * histories of the n convolutions stored one after the other from `history` (in the
+ * order given). Returns the first float after them (NULL when history is NULL): where a
+ * layer's streaming state continues. */
+real *sb_short_convs(sb_graph *g, int n, sb_tensor **xs, sb_tensor *const *ws, real *history);
 
 /* L2 normalisation over groups of D values (the last dimension must be a multiple of D):
  * y = x / sqrt(sum x^2 + eps) (eps inside the root, added to the sum; fla uses 1e-6). */

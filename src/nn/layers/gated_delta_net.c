@@ -119,26 +119,16 @@ static int gdn_add_params(sb_params *ps, const char *prefix, const sb_model_conf
 sb_tensor *sb_gdn_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state,
                         const sb_fla_mixer *mx)
 {
-    const int B = x->shape[0], K = mx->K, V = mx->V;
+    const int K = mx->K, V = mx->V;
     sb_tensor *p[P_COUNT];
     for (int i = 0; i < P_COUNT; i++)
         p[i] = sb_model_param(m, l, i);
     sb_tensor *q = sb_linear(g, x, p[P_Q], NULL), *k = sb_linear(g, x, p[P_K], NULL);
     sb_tensor *v = sb_linear(g, x, p[P_V], NULL);
-    real *S = NULL;
-    if (state == NULL) {
-        q = sb_short_conv(g, q, p[P_Q_CONV]);
-        k = sb_short_conv(g, k, p[P_K_CONV]);
-        v = sb_short_conv(g, v, p[P_V_CONV]);
-    } else {
-        /* see sb_gdn_mixer_stream_floats */
-        const size_t hk = (size_t)B * (CONV_SIZE - 1) * (size_t)(mx->H * K);
-        const size_t hv = (size_t)B * (CONV_SIZE - 1) * (size_t)(mx->H * V);
-        q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
-        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hk);
-        v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hk);
-        S = state + 2 * hk + hv;
-    }
+    /* streaming state: sb_gdn_mixer_stream_floats */
+    sb_tensor *qkv[3] = {q, k, v}, *const conv[3] = {p[P_Q_CONV], p[P_K_CONV], p[P_V_CONV]};
+    real *S = sb_short_convs(g, 3, qkv, conv, state);
+    q = qkv[0], k = qkv[1], v = qkv[2];
     sb_tensor *beta = sb_beta_gate(g, sb_linear(g, x, p[P_B], NULL), 1);
     sb_tensor *gate = sb_decay_gate(g, sb_linear(g, x, p[P_A], NULL), p[P_A_LOG], p[P_DT_BIAS]);
     q = sb_fla_heads(g, sb_l2norm(g, q, K, L2_EPS), K);

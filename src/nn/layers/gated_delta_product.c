@@ -84,26 +84,17 @@ static int gdp_add_params(sb_params *ps, const char *prefix, const sb_model_conf
 
 static sb_tensor *gdp_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
 {
-    const int B = x->shape[0], D = x->shape[2], n = N_HOUSEHOLDER;
+    const int D = x->shape[2];
     const int H = m->cfg.n_head, K = D / H, V = 2 * D / H;
     sb_tensor *p[P_COUNT];
     for (int i = 0; i < P_COUNT; i++)
         p[i] = sb_model_param(m, l, i);
     sb_tensor *q = sb_linear(g, x, p[P_Q], NULL), *k = sb_linear(g, x, p[P_K], NULL);
     sb_tensor *v = sb_linear(g, x, p[P_V], NULL);
-    real *S = NULL;
-    if (state == NULL) {
-        q = sb_short_conv(g, q, p[P_Q_CONV]);
-        k = sb_short_conv(g, k, p[P_K_CONV]);
-        v = sb_short_conv(g, v, p[P_V_CONV]);
-    } else {
-        /* layout: gdp_stream_state */
-        const size_t hist = (size_t)B * (CONV_SIZE - 1) * (size_t)D;
-        q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
-        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hist);
-        v = sb_short_conv_stream(g, v, p[P_V_CONV], state + (1 + n) * hist);
-        S = state + (1 + 3 * n) * hist;
-    }
+    /* streaming state: gdp_stream_state */
+    sb_tensor *qkv[3] = {q, k, v}, *const conv[3] = {p[P_Q_CONV], p[P_K_CONV], p[P_V_CONV]};
+    real *S = sb_short_convs(g, 3, qkv, conv, state);
+    q = qkv[0], k = qkv[1], v = qkv[2];
     sb_tensor *beta = sb_beta_gate(g, sb_linear(g, x, p[P_B], NULL), 2);
     sb_tensor *gate = sb_decay_gate(g, sb_linear(g, x, p[P_A], NULL), p[P_A_LOG], p[P_DT_BIAS]);
     q = sb_fla_heads(g, sb_l2norm(g, q, K, L2_EPS), K);

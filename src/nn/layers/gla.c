@@ -94,7 +94,7 @@ static int gla_add_params(sb_params *ps, const char *prefix, const sb_model_conf
 sb_tensor *sb_gla_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state,
                         const sb_fla_mixer *mx)
 {
-    const int B = x->shape[0], H = mx->H, K = mx->K, V = mx->V;
+    const int K = mx->K, V = mx->V;
     sb_tensor *p[P_COUNT];
     for (int i = 0, k = 0; i < P_COUNT; i++) {
         const int conv = i == P_Q_CONV || i == P_K_CONV || i == P_V_CONV;
@@ -103,20 +103,10 @@ sb_tensor *sb_gla_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x, rea
     sb_tensor *q = sb_linear(g, x, p[P_Q], NULL), *k = sb_linear(g, x, p[P_K], NULL);
     sb_tensor *v = sb_linear(g, x, p[P_V], NULL);
     real *S = state;
-    if (mx->short_conv) {
-        if (state == NULL) {
-            q = sb_short_conv(g, q, p[P_Q_CONV]);
-            k = sb_short_conv(g, k, p[P_K_CONV]);
-            v = sb_short_conv(g, v, p[P_V_CONV]);
-        } else {
-            /* layout: sb_gla_mixer_stream_floats */
-            const size_t hk = (size_t)B * (CONV_SIZE - 1) * (size_t)(H * K);
-            const size_t hv = (size_t)B * (CONV_SIZE - 1) * (size_t)(H * V);
-            q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
-            k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hk);
-            v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hk);
-            S = state + 2 * hk + hv;
-        }
+    if (mx->short_conv) { /* streaming state: sb_gla_mixer_stream_floats */
+        sb_tensor *qkv[3] = {q, k, v}, *const conv[3] = {p[P_Q_CONV], p[P_K_CONV], p[P_V_CONV]};
+        S = sb_short_convs(g, 3, qkv, conv, state);
+        q = qkv[0], k = qkv[1], v = qkv[2];
     }
     sb_tensor *gk = sb_gla_gate(g, x, p[P_GK0], p[P_GK1], p[P_GK1_B], GATE_NORMALIZER);
     q = sb_fla_heads(g, q, K);

@@ -70,23 +70,17 @@ static int mesa_net_add_params(sb_params *ps, const char *prefix, const sb_model
 static sb_tensor *mesa_net_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state,
                                int cg_steps)
 {
-    const int B = x->shape[0], D = x->shape[2];
+    const int D = x->shape[2];
     const int H = m->cfg.n_head, K = D / H;
     sb_tensor *p[P_COUNT];
     for (int i = 0; i < P_COUNT; i++)
         p[i] = sb_model_param(m, l, i);
     sb_tensor *q = sb_linear(g, x, p[P_Q], NULL), *k = sb_linear(g, x, p[P_K], NULL);
     sb_tensor *v = sb_linear(g, x, p[P_V], NULL);
-    real *S = NULL;
-    if (state == NULL) {
-        q = sb_short_conv(g, q, p[P_Q_CONV]);
-        k = sb_short_conv(g, k, p[P_K_CONV]);
-    } else {
-        const size_t hist = (size_t)B * (CONV_SIZE - 1) * (size_t)D; /* mesa_net_stream_state */
-        q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
-        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hist);
-        S = state + 2 * hist;
-    }
+    /* streaming state: mesa_net_stream_state (v has no convolution) */
+    sb_tensor *qk[2] = {q, k}, *const conv[2] = {p[P_Q_CONV], p[P_K_CONV]};
+    real *S = sb_short_convs(g, 2, qk, conv, state);
+    q = qk[0], k = qk[1];
     sb_tensor *beta = sb_beta_gate(g, sb_linear(g, x, p[P_B], p[P_B_B]), 1);
     sb_tensor *gate = sb_logsigmoid(g, sb_linear(g, x, p[P_A], p[P_A_B]), 1);
     sb_tensor *lam = sb_mesa_lambda(g, p[P_LAMBDA], LAMBDA_LOWER);

@@ -121,20 +121,11 @@ static sb_tensor *retnet_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x
         p[i] = sb_model_param(m, l, i);
     sb_tensor *q = sb_linear(g, x, p[P_Q], NULL), *k = sb_linear(g, x, p[P_K], NULL);
     sb_tensor *v = sb_linear(g, x, p[P_V], NULL);
-    real *S = NULL, *pos = NULL;
-    if (state == NULL) {
-        q = sb_short_conv(g, q, p[P_Q_CONV]);
-        k = sb_short_conv(g, k, p[P_K_CONV]);
-        v = sb_short_conv(g, v, p[P_V_CONV]);
-    } else {
-        /* layout: retnet_stream_state */
-        const size_t hist = (size_t)B * (CONV_SIZE - 1) * (size_t)D;
-        q = sb_short_conv_stream(g, q, p[P_Q_CONV], state);
-        k = sb_short_conv_stream(g, k, p[P_K_CONV], state + hist);
-        v = sb_short_conv_stream(g, v, p[P_V_CONV], state + 2 * hist);
-        S = state + 4 * hist;
-        pos = S + (size_t)B * (size_t)H * (size_t)K * (size_t)V;
-    }
+    /* streaming state: retnet_stream_state */
+    sb_tensor *qkv[3] = {q, k, v}, *const conv[3] = {p[P_Q_CONV], p[P_K_CONV], p[P_V_CONV]};
+    real *S = sb_short_convs(g, 3, qkv, conv, state);
+    q = qkv[0], k = qkv[1], v = qkv[2];
+    real *pos = S != NULL ? S + (size_t)B * (size_t)H * (size_t)K * (size_t)V : NULL;
     const long pos0 = pos != NULL ? (long)pos[0] : 0;
     const real *inv_freq = rope_inv_freq(g, K);
     q = retnet_rotary(g, sb_fla_heads(g, q, K), inv_freq, pos0);

@@ -202,6 +202,21 @@ sb_tensor *sb_short_conv_stream(sb_graph *g, sb_tensor *x, sb_tensor *w, real *h
     return y;
 }
 
+real *sb_short_convs(sb_graph *g, int n, sb_tensor **xs, sb_tensor *const *ws, real *history)
+{
+    for (int i = 0; i < n; i++) {
+        if (history == NULL) {
+            xs[i] = sb_short_conv(g, xs[i], ws[i]);
+            continue;
+        }
+        const int B = xs[i]->shape[0], C = xs[i]->shape[2];
+        const size_t taps = ws[i]->size / (size_t)C;
+        xs[i] = sb_short_conv_stream(g, xs[i], ws[i], history);
+        history += (size_t)B * (taps - 1) * (size_t)C;
+    }
+    return history;
+}
+
 /* ---- L2 norm -------------------------------------------------------------------------------- */
 
 typedef struct l2norm_ctx {
