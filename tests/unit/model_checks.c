@@ -2,6 +2,7 @@
 #include "model_checks.h"
 
 #include <math.h>
+#include <omp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "selectivbench/ops.h"
 #include "test_util.h"
 
 /* ---- streaming ------------------------------------------------------------------------------ */
@@ -65,6 +67,94 @@ void check_stream_matches_whole(const sb_model *m, const real *x, int B, int T, 
     free(states);
     free(buf);
     sb_graph_free(&g);
+}
+
+/* ---- threads and streaming memory ------------------------------------------------------------ */
+
+real *model_train_step(sb_model *m, int threads, int B, int T, size_t *count)
+{
+    const int I = m->cfg.d_input, O = m->cfg.d_output;
+    omp_set_num_threads(threads);
+    sb_graph g;
+    sb_graph_init(&g, 1 << 26);
+    g.record = 1;
+    g.training = 1;
+    g.dropout_seed = 5;
+    int shape[3] = {B, T, I};
+    sb_tensor *x = sb_tensor_zeros(&g, 3, shape);
+    int32_t *target = malloc((size_t)B * T * sizeof *target);
+    uint8_t *valid = malloc((size_t)B * T);
+    assert_true(target != NULL && valid != NULL);
+    for (int f = 0; f < B * T; f++) {
+        x->data[(size_t)f * I + (size_t)((f * 7 + f / 5) % I)] = 1;
+        target[f] = (f * 5 + f / 11) % O;
+        valid[f] = 1;
+    }
+    sb_tensor *logits = sb_model_forward(&g, m, x);
+    const size_t n_logits = logits->size;
+    real *out = malloc((n_logits + m->params.total) * sizeof(real));
+    assert_non_null(out);
+    memcpy(out, logits->data, n_logits * sizeof(real));
+    sb_tensor *loss = sb_cross_entropy(&g, logits, target, valid, 1, NULL);
+    sb_tensor_grad(&g, loss)[0] = 1;
+    sb_params_zero_grad(&m->params);
+    sb_graph_backward(&g);
+    memcpy(out + n_logits, m->params.grad, m->params.total * sizeof(real));
+    *count = n_logits + m->params.total;
+    free(target);
+    free(valid);
+    sb_graph_free(&g);
+    return out;
+}
+
+void check_threads_identical(sb_model *m, int B, int T, const char *label)
+{
+    const int saved = omp_get_max_threads();
+    size_t n1 = 0, n2 = 0;
+    real *one = model_train_step(m, 1, B, T, &n1);
+    real *two = model_train_step(m, 2, B, T, &n2);
+    omp_set_num_threads(saved);
+    assert_int_equal(n1, n2);
+    if (memcmp(one, two, n1 * sizeof(real)) != 0)
+        fail_msg("%s: 1 and 2 threads differ", label);
+    free(one);
+    free(two);
+}
+
+void check_stream_memory_flat(const sb_model *m, int B, int Tc, int chunks, const char *label)
+{
+    const int I = m->cfg.d_input, L = m->cfg.n_layers;
+    const size_t per = m->type->stream_state_floats(&m->cfg);
+    real *buf = calloc((size_t)L * B * per, sizeof(real));
+    real **states = malloc((size_t)L * sizeof *states);
+    assert_true(states != NULL && (buf != NULL || per == 0));
+    for (int l = 0; l < L; l++)
+        states[l] = buf + (size_t)l * B * per;
+    sb_graph g;
+    sb_graph_init(&g, 1 << 24);
+    size_t first_peak = 0;
+    for (int c = 0; c < chunks; c++) {
+        sb_graph_reset(&g);
+        int shape[3] = {B, Tc, I};
+        sb_tensor *x = sb_tensor_zeros(&g, 3, shape);
+        for (int f = 0; f < B * Tc; f++)
+            x->data[(size_t)f * I + (size_t)((f + c) % I)] = 1;
+        sb_tensor *h = sb_model_hidden_stream(&g, m, x, states);
+        for (size_t i = 0; i < h->size; i++)
+            if (!isfinite((double)h->data[i]))
+                fail_msg("%s: streamed output %zu of chunk %d is not finite", label, i, c);
+        if (c == 0)
+            first_peak = g.arena.peak;
+    }
+    if (g.arena.peak != first_peak)
+        fail_msg("%s: streaming memory grew from %zu to %zu bytes", label, first_peak,
+                 g.arena.peak);
+    for (size_t i = 0; i < (size_t)L * B * per; i++)
+        if (!isfinite((double)buf[i]))
+            fail_msg("%s: streamed state %zu is not finite", label, i);
+    sb_graph_free(&g);
+    free(states);
+    free(buf);
 }
 
 /* ---- the PyTorch mimic ---------------------------------------------------------------------- */

@@ -21,6 +21,24 @@
 void check_stream_matches_whole(const sb_model *m, const real *x, int B, int T, const int *chunks,
                                 int n_chunks, double tol, const char *label);
 
+/* ---- threads and streaming memory ------------------------------------------------------------ */
+
+/* One training step of m with `threads` OpenMP threads: forward on a fixed one-hot input
+ * [B, T, d_input] with dropout on (fixed seed), cross-entropy against fixed targets,
+ * backward. Returns the logits followed by every parameter gradient (*count values; the
+ * caller frees). */
+real *model_train_step(sb_model *m, int threads, int B, int T, size_t *count);
+
+/* The step above with 1 and with 2 threads: logits and gradients identical bit for bit.
+ * Restores the thread count it found. */
+void check_threads_identical(sb_model *m, int B, int T, const char *label);
+
+/* Streams `chunks` chunks of Tc frames (B rows, one-hot input) through
+ * sb_model_hidden_stream with zeroed states: every output finite, the arena's peak after the
+ * last chunk equal to the peak after the first (nothing grows with the frames), and the
+ * carried states finite at the end. */
+void check_stream_memory_flat(const sb_model *m, int B, int Tc, int chunks, const char *label);
+
 /* ---- the PyTorch mimic ---------------------------------------------------------------------- */
 
 /* A mimic file (tests/data/<family>/<name>.json): "config", "input" [B, T, I] and "models" by

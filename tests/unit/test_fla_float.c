@@ -219,47 +219,13 @@ static void test_mimic_float(void **state)
     mimic_close(&f);
 }
 
-/* One training step (forward, a weighted sum of the logits, backward) with dropout on;
- * returns a copy of the logits followed by every parameter gradient. */
-static real *train_step(sb_model *m, int B, int T, size_t *n_out)
-{
-    sb_graph g;
-    sb_graph_init(&g, 1 << 24);
-    g.record = 1;
-    g.training = 1;
-    g.dropout_seed = 77;
-    lcg = 31;
-    int xs[3] = {B, T, m->cfg.d_input};
-    sb_tensor *x = rand_tensor(&g, 3, xs, -1, 1);
-    sb_params_zero_grad(&m->params);
-    sb_tensor *y = sb_model_forward(&g, m, x);
-    real *dy = sb_tensor_grad(&g, y);
-    for (size_t i = 0; i < y->size; i++)
-        dy[i] = (real)sin(0.1 * (double)i);
-    sb_graph_backward(&g);
-    *n_out = y->size + m->params.total;
-    real *out = malloc(*n_out * sizeof *out);
-    memcpy(out, y->data, y->size * sizeof *out);
-    memcpy(out + y->size, m->params.grad, m->params.total * sizeof *out);
-    sb_graph_free(&g);
-    return out;
-}
 
 static void test_threads(void **state)
 {
     (void)state;
     for (int mi = 0; mi < 4; mi++) {
         sb_model *m = make_model(model_names[mi], 32, 4, 5, 9, 2, 1);
-        size_t n1, n2;
-        omp_set_num_threads(1);
-        real *a = train_step(m, 3, 77, &n1);
-        omp_set_num_threads(2);
-        real *b = train_step(m, 3, 77, &n2);
-        assert_int_equal(n1, n2);
-        if (memcmp(a, b, n1 * sizeof *a) != 0)
-            fail_msg("%s: 1 and 2 threads differ", model_names[mi]);
-        free(a);
-        free(b);
+        check_threads_identical(m, 3, 77, model_names[mi]);
         sb_model_free(m);
     }
 }
@@ -272,29 +238,7 @@ static void test_stream_memory(void **state)
     (void)state;
     for (int mi = 0; mi < 4; mi++) {
         sb_model *m = make_model(model_names[mi], 32, 4, 5, 9, 2, 1);
-        const int B = 2, Tc = 500, chunks = 40, I = 5;
-        const size_t sf = m->type->stream_state_floats(&m->cfg);
-        real *buf = calloc((size_t)2 * B * sf, sizeof(real));
-        real *states[2] = {buf, buf + (size_t)B * sf};
-        sb_graph g;
-        sb_graph_init(&g, 1 << 20);
-        size_t peak_first = 0;
-        lcg = 3;
-        for (int c = 0; c < chunks; c++) {
-            sb_graph_reset(&g);
-            int xs[3] = {B, Tc, I};
-            sb_tensor *x = rand_tensor(&g, 3, xs, 0, 1);
-            sb_tensor *y = sb_model_hidden_stream(&g, m, x, states);
-            for (size_t i = 0; i < y->size; i++)
-                assert_true(isfinite((double)y->data[i]));
-            if (c == 0)
-                peak_first = g.arena.peak;
-        }
-        assert_int_equal(g.arena.peak, peak_first);
-        for (size_t i = 0; i < 2 * (size_t)B * sf; i++)
-            assert_true(isfinite((double)buf[i]));
-        sb_graph_free(&g);
-        free(buf);
+        check_stream_memory_flat(m, 2, 500, 40, model_names[mi]);
         sb_model_free(m);
     }
 }

@@ -25,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "model_checks.h"
+
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_s4.h"
@@ -159,9 +161,9 @@ static void test_fft_vs_recurrence(void **state)
 
 /* ---- threads ------------------------------------------------------------------------------ */
 
-static real *model_step(int threads, size_t *count)
+static void test_threads(void **state)
 {
-    omp_set_num_threads(threads);
+    (void)state;
     sb_model_config mc = {.d_input = 9,
                           .d_output = 13,
                           .d_model = 48,
@@ -175,49 +177,8 @@ static real *model_step(int threads, size_t *count)
     sb_error err = {0};
     if (sb_model_create(&mc, 3, &m, &err) != SB_OK)
         fail_msg("%s", err.msg);
-    const int B = 4, T = 150;
-    sb_graph g;
-    sb_graph_init(&g, 1 << 26);
-    g.record = 1;
-    g.training = 1;
-    g.dropout_seed = 5;
-    int shape[3] = {B, T, 9};
-    sb_tensor *x = sb_tensor_zeros(&g, 3, shape);
-    int32_t *target = malloc((size_t)B * T * sizeof *target);
-    uint8_t *valid = malloc((size_t)B * T);
-    for (int f = 0; f < B * T; f++) {
-        x->data[(size_t)f * 9 + (size_t)((f * 7 + f / 5) % 9)] = 1;
-        target[f] = (f * 5 + f / 11) % 13;
-        valid[f] = 1;
-    }
-    sb_tensor *logits = sb_model_forward(&g, m, x);
-    size_t n_logits = logits->size;
-    real *out = malloc((n_logits + m->params.total) * sizeof(real));
-    memcpy(out, logits->data, n_logits * sizeof(real));
-    sb_tensor *loss = sb_cross_entropy(&g, logits, target, valid, 1, NULL);
-    sb_tensor_grad(&g, loss)[0] = 1;
-    sb_params_zero_grad(&m->params);
-    sb_graph_backward(&g);
-    memcpy(out + n_logits, m->params.grad, m->params.total * sizeof(real));
-    *count = n_logits + m->params.total;
-    free(target), free(valid);
-    sb_graph_free(&g);
+    check_threads_identical(m, 4, 150, "s4");
     sb_model_free(m);
-    return out;
-}
-
-static void test_threads(void **state)
-{
-    (void)state;
-    const int saved = omp_get_max_threads();
-    size_t n1, n2;
-    real *one = model_step(1, &n1);
-    real *two = model_step(2, &n2);
-    assert_int_equal(n1, n2);
-    if (memcmp(one, two, n1 * sizeof(real)) != 0)
-        fail_msg("s4: 1 and 2 threads differ");
-    free(one), free(two);
-    omp_set_num_threads(saved);
 }
 
 /* ---- parameter counts, state_dict, groups, initialisation ------------------------------------ */
@@ -547,29 +508,7 @@ static void test_stream_memory(void **state)
     sb_error err = {0};
     if (sb_model_create(&mc, 3, &m, &err) != SB_OK)
         fail_msg("%s", err.msg);
-    const int B = 2, Tc = 512, chunks = 20;
-    const size_t per = m->type->stream_state_floats(&mc);
-    real *buf = calloc((size_t)mc.n_layers * B * per, sizeof(real));
-    real *states[2] = {buf, buf + (size_t)B * per};
-    sb_graph g;
-    sb_graph_init(&g, 1 << 24);
-    size_t first_peak = 0;
-    for (int c = 0; c < chunks; c++) {
-        sb_graph_reset(&g);
-        int shape[3] = {B, Tc, 9};
-        sb_tensor *x = sb_tensor_zeros(&g, 3, shape);
-        for (int f = 0; f < B * Tc; f++)
-            x->data[(size_t)f * 9 + (size_t)((f + c) % 9)] = 1;
-        sb_tensor *h = sb_model_hidden_stream(&g, m, x, states);
-        for (size_t i = 0; i < h->size; i++)
-            assert_true(isfinite(h->data[i]));
-        if (c == 0)
-            first_peak = g.arena.peak;
-    }
-    if (g.arena.peak != first_peak)
-        fail_msg("s4: streaming memory grew from %zu to %zu bytes", first_peak, g.arena.peak);
-    sb_graph_free(&g);
-    free(buf);
+    check_stream_memory_flat(m, 2, 512, 20, "s4");
     sb_model_free(m);
 }
 

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "model_checks.h"
+
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_ssm.h"
@@ -143,70 +145,29 @@ static void test_ssd_float_vs_double(void **state)
 
 /* ---- 1 thread vs 2 threads ------------------------------------------------------------------ */
 
-/* Forward + backward of a small RecNet; returns logits and every gradient (malloc'd). */
-static real *model_step(const char *name, int threads, size_t *count)
-{
-    omp_set_num_threads(threads);
-    /* N = 128: the selective scan's backward runs in two 256-frame segments */
-    sb_model_config mc = {.d_input = 9,
-                          .d_output = 13,
-                          .d_model = 32,
-                          .n_layers = 2,
-                          .d_state = 128,
-                          .n_head = 4,
-                          .dropout = 0.1,
-                          .rope_base = 1000};
-    snprintf(mc.model, sizeof mc.model, "%s", name);
-    sb_model *m = NULL;
-    sb_error err = {0};
-    if (sb_model_create(&mc, 3, &m, &err) != SB_OK)
-        fail_msg("%s", err.msg);
-    const int B = 4, T = 300; /* two SSD chunks, many scan segments */
-    sb_graph g;
-    sb_graph_init(&g, 1 << 26);
-    g.record = 1;
-    g.training = 1;
-    g.dropout_seed = 5;
-    int shape[3] = {B, T, 9};
-    sb_tensor *x = sb_tensor_zeros(&g, 3, shape);
-    int32_t *target = malloc((size_t)B * T * sizeof *target);
-    uint8_t *valid = malloc((size_t)B * T);
-    for (int f = 0; f < B * T; f++) {
-        x->data[(size_t)f * 9 + (size_t)((f * 7 + f / 5) % 9)] = 1;
-        target[f] = (f * 5 + f / 11) % 13;
-        valid[f] = 1;
-    }
-    sb_tensor *logits = sb_model_forward(&g, m, x);
-    size_t n_logits = logits->size;
-    real *out = malloc((n_logits + m->params.total) * sizeof(real));
-    memcpy(out, logits->data, n_logits * sizeof(real));
-    sb_tensor *loss = sb_cross_entropy(&g, logits, target, valid, 1, NULL);
-    sb_tensor_grad(&g, loss)[0] = 1;
-    sb_params_zero_grad(&m->params);
-    sb_graph_backward(&g);
-    memcpy(out + n_logits, m->params.grad, m->params.total * sizeof(real));
-    *count = n_logits + m->params.total;
-    free(target), free(valid);
-    sb_graph_free(&g);
-    sb_model_free(m);
-    return out;
-}
-
+/* Forward + backward of a small RecNet (N = 128: the selective scan's backward runs in two
+ * 256-frame segments; T = 300: two SSD chunks) with 1 and 2 threads. */
 static void test_threads(void **state)
 {
     (void)state;
     const char *names[2] = {"mamba", "mamba2"};
-    const int saved = omp_get_max_threads();
     for (int k = 0; k < 2; k++) {
-        size_t n1, n2;
-        real *one = model_step(names[k], 1, &n1);
-        real *two = model_step(names[k], 2, &n2);
-        assert_int_equal(n1, n2);
-        if (memcmp(one, two, n1 * sizeof(real)) != 0)
-            fail_msg("%s: 1 and 2 threads differ", names[k]);
-        free(one), free(two);
+        sb_model_config mc = {.d_input = 9,
+                              .d_output = 13,
+                              .d_model = 32,
+                              .n_layers = 2,
+                              .d_state = 128,
+                              .n_head = 4,
+                              .dropout = 0.1,
+                              .rope_base = 1000};
+        snprintf(mc.model, sizeof mc.model, "%s", names[k]);
+        sb_model *m = NULL;
+        sb_error err = {0};
+        if (sb_model_create(&mc, 3, &m, &err) != SB_OK)
+            fail_msg("%s", err.msg);
+        check_threads_identical(m, 4, 300, names[k]);
+        sb_model_free(m);
     }
-    omp_set_num_threads(saved);
 }
 
 /* ---- parameter counts, state_dict, initialisation ---------------------------------------------
@@ -434,30 +395,7 @@ static void test_stream_memory(void **state)
         sb_error err = {0};
         if (sb_model_create(&mc, 3, &m, &err) != SB_OK)
             fail_msg("%s", err.msg);
-        const int B = 2, Tc = 512, chunks = 40; /* 20 480 frames */
-        const size_t per = m->type->stream_state_floats(&mc);
-        real *buf = calloc((size_t)mc.n_layers * B * per, sizeof(real));
-        real *states[2] = {buf, buf + (size_t)B * per};
-        sb_graph g;
-        sb_graph_init(&g, 1 << 24);
-        size_t first_peak = 0;
-        for (int c = 0; c < chunks; c++) {
-            sb_graph_reset(&g);
-            int shape[3] = {B, Tc, 9};
-            sb_tensor *x = sb_tensor_zeros(&g, 3, shape);
-            for (int f = 0; f < B * Tc; f++)
-                x->data[(size_t)f * 9 + (size_t)((f + c) % 9)] = 1;
-            sb_tensor *h = sb_model_hidden_stream(&g, m, x, states);
-            for (size_t i = 0; i < h->size; i++)
-                assert_true(isfinite(h->data[i]));
-            if (c == 0)
-                first_peak = g.arena.peak;
-        }
-        if (g.arena.peak != first_peak)
-            fail_msg("%s: streaming memory grew from %zu to %zu bytes", names[k], first_peak,
-                     g.arena.peak);
-        sb_graph_free(&g);
-        free(buf);
+        check_stream_memory_flat(m, 2, 512, 40, names[k]); /* 20 480 frames */
         sb_model_free(m);
     }
 }
