@@ -2,7 +2,7 @@
  * test_float_double.c - float and double builds agree.
  *
  * Compiled twice: against the double library it writes the logits, loss and parameter
- * gradients of small RecNets (transformer, gru; fixed seed and batch) to a file; against
+ * gradients of a small instance of every model (fixed seed and batch) to a file; against
  * the float library it computes the same and compares with that file. Agreement within
  * float rounding (relative 1e-5 on logits, 1e-3 of each tensor's largest gradient) shows
  * the float path has no precision loss beyond float's own.
@@ -72,12 +72,20 @@ int main(int argc, char **argv)
 {
     if (argc != 2)
         return 2;
-    const char *models[2] = {"transformer", "gru"};
+    const char *models[] = {"transformer",     "gru",
+                            "mamba",           "mamba2",
+                            "gla",             "delta_net",
+                            "gated_delta_net", "gated_delta_product",
+                            "retnet",          "mesa_net",
+                            "s4",              "gla_layered",
+                            "delta_net_layered", "gated_delta_net_layered",
+                            "fox_layered"};
+    const int n_models = (int)(sizeof models / sizeof models[0]);
 #ifdef SB_REAL_DOUBLE
     FILE *f = fopen(argv[1], "wb");
     if (f == NULL)
         return 1;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < n_models; k++) {
         size_t n;
         double *v = run_model(models[k], &n);
         fwrite(&n, sizeof n, 1, f);
@@ -92,7 +100,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int failures = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < n_models; k++) {
         size_t n_ref, n;
         if (fread(&n_ref, sizeof n_ref, 1, f) != 1)
             return 1;
