@@ -318,6 +318,62 @@ static void test_checkpoint_roundtrip_and_errors(void **state)
     sb_model_free(wide);
 }
 
+/* train.py's feat_size work-arounds for the transformer: 648 -> 768 and 1296 -> 1280 (960
+ * is refused by sb_run_config_check); every other width and model is built as asked. */
+static void test_feat_size_workarounds(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("transformer");
+    const int asked[4] = {648, 1296, 512, 64}, built[4] = {768, 1280, 512, 64};
+    for (int i = 0; i < 4; i++) {
+        c.feat_size = asked[i];
+        assert_int_equal(sb_run_config_effective_width(&c), built[i]);
+    }
+    snprintf(c.model, sizeof c.model, "gla");
+    c.feat_size = 648;
+    assert_int_equal(sb_run_config_effective_width(&c), 648);
+    snprintf(c.model, sizeof c.model, "transformer");
+    c.feat_size = 960;
+    sb_error err = {0};
+    assert_int_not_equal(sb_run_config_check(&c, &err), SB_OK);
+    assert_non_null(strstr(err.msg, "960"));
+}
+
+/* Gradient accumulation: an explicit factor is kept, 0 means 1, train.py forces 16 for long
+ * gaps on wide models under the reference protocol, and -1 takes the smallest power of two
+ * whose micro-batch step fits the memory budget (while keeping micro-batches of more than
+ * 2 samples). */
+static void test_grad_acc_rules(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("gru");
+    c.batch_size = 64;
+    sb_task *task = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_task_create(&c.task, &task, &err), SB_OK);
+    c.grad_acc = 4;
+    assert_int_equal(sb_train_grad_acc(&c, task, 1.0), 4);
+    c.grad_acc = 0;
+    assert_int_equal(sb_train_grad_acc(&c, task, 1.0), 1);
+    c.grad_acc = -1;
+    assert_int_equal(sb_train_grad_acc(&c, task, 100.0), 1); /* everything fits */
+    const int acc_small = sb_train_grad_acc(&c, task, 1e-9); /* nothing fits */
+    assert_int_equal(acc_small, 16); /* micro-batches of 4: 64 / (2 * 16) = 2 stops halving */
+    for (double budget = 1e-6; budget < 1.0; budget *= 2) {
+        int acc = sb_train_grad_acc(&c, task, budget);
+        assert_true(acc >= 1 && acc <= acc_small && (acc & (acc - 1)) == 0);
+        assert_true(sb_train_grad_acc(&c, task, budget * 2) <= acc); /* more memory, fewer */
+    }
+    c.task.protocol = SB_PROTOCOL_REFERENCE;
+    c.task.train_gap_max = 1.0;
+    c.feat_size = 768;
+    c.grad_acc = 1;
+    assert_int_equal(sb_train_grad_acc(&c, task, 100.0), 16);
+    c.task.protocol = SB_PROTOCOL_CLEAN;
+    assert_int_equal(sb_train_grad_acc(&c, task, 100.0), 1);
+    sb_task_free(task);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +385,8 @@ int main(void)
         cmocka_unit_test(test_divergence_stops),
         cmocka_unit_test(test_early_stop),
         cmocka_unit_test(test_checkpoint_roundtrip_and_errors),
+        cmocka_unit_test(test_feat_size_workarounds),
+        cmocka_unit_test(test_grad_acc_rules),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
