@@ -72,7 +72,7 @@ static void print_markdown(int D, int N, int I, int C, int L)
 
 int sb_cmd_models(int argc, char **argv)
 {
-    int D = 256, N = 128, I = 41, C = 1601, L = 8, json = 0, markdown = 0;
+    int D = 256, N = 128, I = 41, C = 1601, L = 8, json = 0, markdown = 0, threads = 0;
     sb_option opts[] = {
         {"feat_size", SB_OPT_INT, &D, 1, 65536, NULL, "D", "model width (default 256)", 0},
         {"d_state", SB_OPT_INT, &N, 1, 65536, NULL, "N", "SSM state size (default 128)", 0},
@@ -82,11 +82,13 @@ int sb_cmd_models(int argc, char **argv)
         {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL, "print JSON", 0},
         {"markdown", SB_OPT_SWITCH, &markdown, 0, 1, NULL, NULL,
          "print docs/models/README.md (sizes and taxonomy tables)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
     };
     int rc = sb_cli_parse("models", "[--feat_size D --d_state N --inp I --classes C --layers L] [--json | --markdown]",
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
+    sb_cli_threads(threads);
     if (markdown) {
         print_markdown(D, N, I, C, L);
         return 0;

@@ -9,11 +9,13 @@
 int sb_cmd_report(int argc, char **argv)
 {
     const char *db_path = "results/selectivbench.db", *out = NULL;
+    int threads = 0;
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
          "results database (default results/selectivbench.db)", 0},
         {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
          "where the figures and report.md go (default: report/ beside the database)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
     };
     const char *pos[1];
     int n_pos = 0;
@@ -21,6 +23,7 @@ int sb_cmd_report(int argc, char **argv)
                           argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
+    sb_cli_threads(threads);
     if (n_pos == 1)
         db_path = pos[0];
     sb_error err = {0};

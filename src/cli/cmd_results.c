@@ -75,7 +75,7 @@ static void csv_value(json_t *v)
 int sb_cmd_results(int argc, char **argv)
 {
     const char *db_path = "results/selectivbench.db", *model = NULL, *status = NULL;
-    int json = 0, csv = 0, check = 0;
+    int json = 0, csv = 0, check = 0, threads = 0;
     const char *filters[MAX_FILTERS];
     int n_filters = 0;
     const char *filter_dummy = NULL;
@@ -92,6 +92,7 @@ int sb_cmd_results(int argc, char **argv)
          0},
         {"check", SB_OPT_SWITCH, &check, 0, 1, NULL, NULL,
          "run SQLite's integrity check on the database and print ok or corrupt", 0},
+        {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
     };
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc && n_filters < MAX_FILTERS)
@@ -105,6 +106,7 @@ int sb_cmd_results(int argc, char **argv)
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
+    sb_cli_threads(threads);
     if (n_pos == 1)
         db_path = pos[0];
     sb_error err = {0};

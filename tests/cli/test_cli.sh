@@ -183,5 +183,27 @@ grep -q "| transformer |" "$TMP/out" || fail "demo: no results table"
 [ -s "$TMP/demo/report/fig2a_d32.png" ] || fail "demo: no figure"
 expect_error 2 "unknown model 'nosuch'" demo --models transformer,nosuch --out "$TMP/demo2"
 
+# results --csv: a header with the configuration keys and the metrics, one row per run
+expect_ok results --db "$TMP/demo/selectivbench.db" --json
+n_json=$(grep -o '"hash"' "$TMP/out" | wc -l)
+expect_ok results --db "$TMP/demo/selectivbench.db" --csv
+head -1 "$TMP/out" | grep -q "model" || fail "results --csv: no model column: $(head -1 "$TMP/out")"
+head -1 "$TMP/out" | grep -q "test_acc" || fail "results --csv: no test_acc column"
+n_csv=$(($(wc -l <"$TMP/out") - 1))
+[ "$n_json" -ge 1 ] && [ "$n_csv" -eq "$n_json" ] ||
+  fail "results --csv: $n_csv rows for $n_json runs"
+
+# the data-generation benchmark runs on a small task and reports every stage
+expect_ok bench data --vocab 5 --amb 2 --amb_depth 2 --train_seqlen_max 20 --dataset_size 200
+for stage in sequences samples batches; do
+  grep -q "^$stage " "$TMP/out" || fail "bench data: no '$stage' line"
+done
+
+# every command takes --threads N
+for c in grammar data demo bench train models sweep results report; do
+  expect_ok $c --threads 1 --help
+  grep -q -- "--threads" "$TMP/out" || fail "$c --help does not list --threads"
+done
+
 echo "$checks CLI checks, $failures failures"
 [ "$failures" -eq 0 ]
