@@ -78,6 +78,20 @@ P\ *) [ "$steps" = "$total" ] && [ "$total" -gt 0 ] || fail "last progress recor
 esac
 [ "$(echo "$last" | wc -w)" -eq 8 ] || fail "progress record fields: '$last'"
 
+# ---- a failed run is recorded with its reason and the sweep goes on ----------------------
+# test_pretrained True comes first in the grid and has no checkpoint to evaluate
+sed -e 's/values: \[transformer, gru\]/values: [gru]/' -e 's/values: \[1, 2\]/values: [1]/' \
+  -e 's/^  lr:$/  test_pretrained:\n    values: [True, False]\n  lr:/' \
+  "$SRC/tests/data/sweeps/tiny.yaml" >"$TMP/fail.yaml"
+"$SB" sweep "$TMP/fail.yaml" --workers 1 --results "$TMP/f" --quiet >"$TMP/out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q "1 trained, 1 failed" "$TMP/out" ||
+  fail "sweep with a failing run: rc $rc, $(cat "$TMP/out")"
+"$SB" results --db "$TMP/f/selectivbench.db" --json >"$TMP/f.json"
+grep -q '"status":"failed"' "$TMP/f.json" && grep -q '"status":"finished"' "$TMP/f.json" ||
+  fail "failed and finished runs not both recorded: $(cat "$TMP/f.json")"
+grep -q '"reason":"no checkpoint at' "$TMP/f.json" || fail "the failed run has no reason recorded"
+
 # ---- kill -9 in the middle ----------------------------------------------------------------
 sed -e 's/- 640$/- 40000/' -e 's/values: \[1, 2\]/values: [1, 2, 3]/' \
   "$SRC/tests/data/sweeps/tiny.yaml" >"$TMP/slow.yaml"
