@@ -38,6 +38,9 @@ sb_grammar_config sb_grammar_config_default(void);
 /* Checks a configuration (after applying grammar_scale) without generating anything.
  * Returns SB_ERR_INVALID with a message naming the offending flag. */
 sb_status sb_grammar_config_check(const sb_grammar_config *cfg, sb_error *err);
+/* The configuration actually built: with grammar_scale, vocab = amb + 1 and amb_depth = amb
+ * (the reference's rule); otherwise cfg itself. */
+sb_grammar_config sb_grammar_config_effective(const sb_grammar_config *cfg);
 
 typedef struct sb_grammar {
     sb_grammar_config config; /* effective configuration (grammar_scale applied) */

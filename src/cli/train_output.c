@@ -32,11 +32,12 @@ void sb_train_output_init(sb_train_output *o, const sb_run_config *cfg, int quie
     if (!quiet) {
         char hash[17];
         sb_run_config_hash(cfg, 0, hash);
+        const sb_grammar_config gc = sb_grammar_config_effective(&cfg->task.grammar);
         fprintf(o->f, "run %s: %s, feat_size %d, layers %d, lr %g, seed %llu; task vocab %d amb "
                       "%d depth %d, %lld samples (protocol %s)\n",
                 hash, cfg->model, cfg->feat_size, cfg->layers, cfg->lr,
-                (unsigned long long)cfg->seed, cfg->task.grammar.vocab, cfg->task.grammar.amb,
-                cfg->task.grammar.amb_depth, (long long)cfg->task.dataset_size,
+                (unsigned long long)cfg->seed, gc.vocab, gc.amb, gc.amb_depth,
+                (long long)cfg->task.dataset_size,
                 cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference");
     }
 }

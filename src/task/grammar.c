@@ -34,8 +34,8 @@ char sb_class_letter(int c)
     return (char)('a' + c - 27);
 }
 
-/* Applies grammar_scale: the reference sets vocab = amb + 1 and depth = amb. */
-static sb_grammar_config grammar_effective_config(const sb_grammar_config *cfg)
+/* Applies grammar_scale (see grammar.h). */
+sb_grammar_config sb_grammar_config_effective(const sb_grammar_config *cfg)
 {
     sb_grammar_config eff = *cfg;
     if (eff.grammar_scale) {
@@ -47,7 +47,7 @@ static sb_grammar_config grammar_effective_config(const sb_grammar_config *cfg)
 
 sb_status sb_grammar_config_check(const sb_grammar_config *cfg_in, sb_error *err)
 {
-    sb_grammar_config cfg = grammar_effective_config(cfg_in);
+    sb_grammar_config cfg = sb_grammar_config_effective(cfg_in);
     const char *scaled = cfg_in->grammar_scale ? " (set by --grammar_scale from --amb)" : "";
     if (cfg.amb < 0)
         return sb_error_set(err, SB_ERR_INVALID, "--amb %d is negative; use 0 or more", cfg.amb);
@@ -313,7 +313,7 @@ sb_status sb_grammar_generate(const sb_grammar_config *cfg_in, sb_grammar **out,
     sb_status st = sb_grammar_config_check(cfg_in, err);
     if (st != SB_OK)
         return st;
-    sb_grammar_config cfg = grammar_effective_config(cfg_in);
+    sb_grammar_config cfg = sb_grammar_config_effective(cfg_in);
     int n_letters = cfg.vocab - 1;
     int n_classes = n_letters + 1;
     int amb = cfg.amb, depth = cfg.amb_depth;

@@ -199,6 +199,24 @@ for stage in sequences samples batches; do
   grep -q "^$stage " "$TMP/out" || fail "bench data: no '$stage' line"
 done
 
+# train on a terminal: a live progress line rewritten in place (step, loss, accuracy,
+# tokens/s, ETA); into a file: no carriage returns. The header names the grammar built
+# (--grammar_scale: vocab amb + 1, depth amb).
+tiny_train="train --model gru --vocab 9 --amb 8 --grammar_scale True --train_seqlen_max 20
+  --test_seqlen_max 20 --dataset_size 640 --test_size 40 --batch_size 16 --feat_size 16
+  --layers 1"
+if command -v script >/dev/null 2>&1; then
+  checks=$((checks + 1))
+  script -qec "$SB $(echo $tiny_train) --results $TMP/tty" /dev/null >"$TMP/tty.out" 2>&1 ||
+    fail "train in a pseudo-terminal failed: $(cat "$TMP/tty.out")"
+  tr '\r' '\n' <"$TMP/tty.out" | grep -E -q '^  step [0-9]+/[0-9]+  loss [0-9.]+  acc [0-9.]+ .* tok/s  ETA ' ||
+    fail "train on a terminal: no live progress line: $(cat -v "$TMP/tty.out" | head -c 600)"
+fi
+expect_ok $tiny_train --results "$TMP/plain"
+grep -q "$(printf '\r')" "$TMP/out" && fail "train into a file wrote carriage returns"
+grep -q "task vocab 9 amb 8 depth 8," "$TMP/out" ||
+  fail "train header: the effective grammar is not shown: $(head -1 "$TMP/out")"
+
 # every command takes --threads N
 for c in grammar data demo bench train models sweep results report; do
   expect_ok $c --threads 1 --help
