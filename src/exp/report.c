@@ -190,9 +190,10 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
         r->lr = c.lr;
         r->warmup = c.warmup_steps;
         r->acc = row->metrics.test_acc;
-        r->vocab = c.task.grammar.grammar_scale ? c.task.grammar.amb + 1 : c.task.grammar.vocab;
-        r->amb = c.task.grammar.amb;
-        r->depth = c.task.grammar.grammar_scale ? c.task.grammar.amb : c.task.grammar.amb_depth;
+        const sb_grammar_config gc = sb_grammar_config_effective(&c.task.grammar);
+        r->vocab = gc.vocab;
+        r->amb = gc.amb;
+        r->depth = gc.amb_depth;
         r->task_seed = c.task.grammar.seed;
     }
     sb_results_run_rows_free(rows, n_rows);

@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "selectivbench/results.h"
+#include "selectivbench/run_config.h"
+#include "selectivbench/report.h"
 
 /* ---- fixture: a temporary folder ----------------------------------------------------- */
 
@@ -813,6 +815,72 @@ static void test_bad_input_refused(void **state)
     sb_results_close(db);
 }
 
+/* ---- report: the point each figure shows ----------------------------------------------- */
+
+/* Task 1b runs of one model at one width: two learning rates x two seeds. The report must
+ * take the learning rate with the best mean test accuracy (3e-3: mean 0.64 over 0.62 and
+ * 0.66, against 0.60 for 1e-3, which has the single best run), give its population standard
+ * deviation (0.02) and seed count, and write the figure as PNG, SVG and PDF plus
+ * report.md. */
+static void test_report_best_setting(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    const double lrs[2] = {1e-3, 3e-3}, accs[2][2] = {{0.50, 0.70}, {0.62, 0.66}};
+    for (int i = 0; i < 2; i++)
+        for (int s = 0; s < 2; s++) {
+            sb_run_config c = sb_run_config_default();
+            snprintf(c.model, sizeof c.model, "gru");
+            c.feat_size = 16;
+            c.lr = lrs[i];
+            c.seed = (uint64_t)s + 1;
+            char hash[17];
+            sb_run_config_hash(&c, 0, hash);
+            char *json = sb_run_config_json_string(&c, 0);
+            assert_non_null(json);
+            sb_run_info run = run_info(hash, "gru");
+            run.config_json = json;
+            run.params = 2929;
+            int64_t id = begin_ok(db, &run);
+            sb_run_metrics m = sb_results_metrics_unknown();
+            m.test_acc = accs[i][s];
+            end_ok(db, id, "finished", NULL, &m);
+            free(json);
+        }
+    sb_results_close(db);
+
+    char out[700];
+    snprintf(out, sizeof out, "%s/report", fx->dir);
+    sb_report_summary sum;
+    sb_error err = {0};
+    if (sb_report_generate(fx->path, out, &sum, &err) != SB_OK)
+        fail_msg("report: %s", err.msg);
+    assert_int_equal(sum.runs_read, 4);
+    assert_int_equal(sum.runs_used, 4);
+    assert_int_equal(sum.figures, 1);
+    const char *ext[3] = {"png", "svg", "pdf"};
+    for (int e = 0; e < 3; e++) {
+        char path[800];
+        snprintf(path, sizeof path, "%s/fig2b.%s", out, ext[e]);
+        struct stat st;
+        if (stat(path, &st) != 0 || st.st_size == 0)
+            fail_msg("no figure %s", path);
+    }
+    FILE *f = fopen(sum.table_path, "r");
+    assert_non_null(f);
+    char line[512];
+    int rows = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "| gru |", 7) != 0)
+            continue;
+        rows++;
+        if (strstr(line, "| 0.6400 | 0.0200 | 2 | 0.003 |") == NULL)
+            fail_msg("report.md row: %s", line);
+    }
+    fclose(f);
+    assert_int_equal(rows, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -829,6 +897,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_best_setting, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
