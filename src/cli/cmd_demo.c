@@ -3,7 +3,7 @@
  *
  *   1. the paper's grammar (1601 states) and its topological entropy, and how fast the
  *      paper's training set is generated;
- *   2. one task 2 sample, gaps visible;
+ *   2. two task 2 samples, gaps visible;
  *   3. the tiny presets of tasks 1 (complexity) and 2 (noisy gaps) with four models
  *      (transformer, mamba, gla, gated_delta_net), as sweeps in worker processes;
  *   4. a results table and the figures, written with the database into
@@ -153,9 +153,9 @@ int sb_cmd_demo(int argc, char **argv)
     printf("   training samples: %.0f per second here (the paper's 200 000-sample set in %.1f s;\n"
            "   the reference needs 3 to 5 s per sample)\n\n",
            rate, 200000.0 / rate);
-    printf("2. One training sample of task 2 (after each symbol a gap of 1 to 10 noisy frames):\n");
-    int64_t idx[1] = {0};
-    if (sb_data_show(task, SB_SPLIT_TRAIN, idx, 1, stdout, &err) != SB_OK) {
+    printf("2. Two training samples of task 2 (after each symbol a gap of 1 to 10 noisy frames):\n");
+    int64_t idx[2] = {0, 1};
+    if (sb_data_show(task, SB_SPLIT_TRAIN, idx, 2, stdout, &err) != SB_OK) {
         sb_task_free(task);
         return sb_cli_fail("demo", &err);
     }

@@ -180,6 +180,8 @@ grep -q '"tokens_per_s"' "$TMP/out" || fail "bench --json: no tokens_per_s"
 expect_ok demo --quick --models transformer --seeds 1 --out "$TMP/demo"
 grep -q "topological entropy 2.776" "$TMP/out" || fail "demo: paper grammar TE missing"
 grep -q "| transformer |" "$TMP/out" || fail "demo: no results table"
+grep -q "^sample 0 (train" "$TMP/out" && grep -q "^sample 1 (train" "$TMP/out" ||
+  fail "demo: the two task-2 samples are not shown"
 [ -s "$TMP/demo/report/fig2a_d32.png" ] || fail "demo: no figure"
 expect_error 2 "unknown model 'nosuch'" demo --models transformer,nosuch --out "$TMP/demo2"
 
