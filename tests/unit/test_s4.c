@@ -67,20 +67,6 @@ static sb_tensor *random_tensor(sb_graph *g, int ndim, const int *shape, double 
     return t;
 }
 
-/* largest |a - b| over the largest |b| */
-static double max_rel_diff(const real *a, const real *b, size_t n)
-{
-    double scale = 0, worst = 0;
-    for (size_t i = 0; i < n; i++)
-        scale = fmax(scale, fabs((double)b[i]));
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (!(d <= worst))
-            worst = d;
-    }
-    return scale > 0 ? worst / scale : worst;
-}
-
 /* ---- float FFT path against the double recurrence ----------------------------------------- */
 
 enum { S_U, S_LOG_DT, S_C, S_LAR, S_AIM, S_D, S_COUNT };
@@ -143,12 +129,12 @@ static void test_fft_vs_recurrence(void **state)
             y[0] = sb_tensor_wrap(&hold, keep, 3, u);
         }
     }
-    double d = max_rel_diff(y[0]->data, y[1]->data, y[1]->size);
+    double d = test_max_rel_diff(y[0]->data, y[1]->data, y[1]->size);
     if (!(d < OUT_TOL))
         fail_msg("FFT path vs recurrence: outputs differ by %.3g", d);
     const char *names[S_COUNT] = {"u", "log_dt", "C", "log_A_real", "A_imag", "D"};
     for (int i = 0; i < S_COUNT; i++) {
-        d = max_rel_diff(grads[0][i], grads[1][i], in[i]->size);
+        d = test_max_rel_diff(grads[0][i], grads[1][i], in[i]->size);
         if (!(d < GRAD_TOL))
             fail_msg("FFT path vs recurrence: gradient of %s differs by %.3g", names[i], d);
         free(grads[0][i]);

@@ -47,31 +47,6 @@ static sb_tensor *random_tensor(sb_graph *g, int ndim, const int *shape, double 
     return t;
 }
 
-/* frames [t0, t0 + len) of x [B, T, W] as a new tensor */
-static sb_tensor *time_slice(sb_graph *g, const sb_tensor *x, int t0, int len)
-{
-    const int B = x->shape[0], T = x->shape[1], W = x->shape[2];
-    int shape[3] = {B, len, W};
-    sb_tensor *y = sb_tensor_new(g, 3, shape);
-    for (int b = 0; b < B; b++)
-        memcpy(y->data + (size_t)b * len * W, x->data + ((size_t)b * T + t0) * W,
-               (size_t)len * W * sizeof(real));
-    return y;
-}
-
-static double max_rel_diff(const real *a, const real *b, size_t n)
-{
-    double scale = 0, worst = 0;
-    for (size_t i = 0; i < n; i++)
-        scale = fmax(scale, fabs(b[i]));
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs(a[i] - b[i]);
-        if (!(d <= worst))
-            worst = d; /* NaN-safe: a NaN difference becomes the worst */
-    }
-    return scale > 0 ? worst / scale : worst;
-}
-
 /* the SSM's inputs: u, log_dt, C, log_A_real, A_imag, D. log_dt spans dt in [0.05, 0.37]
  * and A_imag [0, 12] so that decays and rotations both matter within T frames */
 enum { S_U, S_LOG_DT, S_C, S_LAR, S_AIM, S_D, S_COUNT };
@@ -313,11 +288,11 @@ static void test_forms_agree(void **state)
         run_with_grads(fn_ssm, &forms[1], in, S_COUNT, &g2, &y[1], gr[1]);
         run_with_grads(fn_ssm, &forms[2], in, S_COUNT, &g3, &y[2], gr[2]);
         for (int f = 0; f < 2; f++) {
-            double d = max_rel_diff(y[f]->data, y[2]->data, y[2]->size);
+            double d = test_max_rel_diff(y[f]->data, y[2]->data, y[2]->size);
             if (!(d < 1e-12))
                 fail_msg("size %zu: form %d vs recurrence: outputs differ by %.3g", c, f, d);
             for (int i = 0; i < S_COUNT; i++) {
-                d = max_rel_diff(gr[f][i], gr[2][i], in[i]->size);
+                d = test_max_rel_diff(gr[f][i], gr[2][i], in[i]->size);
                 if (!(d < 1e-11))
                     fail_msg("size %zu: form %d vs recurrence: gradient %d differs by %.3g", c,
                              f, i, d);
@@ -341,14 +316,14 @@ static void test_forms_agree(void **state)
             int n = t0 + len <= T ? len : T - t0;
             sb_tensor *part[S_COUNT];
             memcpy(part, in, sizeof part);
-            part[S_U] = time_slice(&g3, in[S_U], t0, n);
+            part[S_U] = test_time_slice(&g3, in[S_U], t0, n);
             sb_tensor *yp = run_ssm(&g3, part, FORM_RECURRENCE, s_pieces);
-            sb_tensor *ref = time_slice(&g3, whole, t0, n);
-            assert_true(max_rel_diff(yp->data, ref->data, yp->size) < 1e-14);
+            sb_tensor *ref = test_time_slice(&g3, whole, t0, n);
+            assert_true(test_max_rel_diff(yp->data, ref->data, yp->size) < 1e-14);
             t0 += n;
             len = len * 3 + 1;
         }
-        assert_true(max_rel_diff(s_pieces, s_one, ns) < 1e-14);
+        assert_true(test_max_rel_diff(s_pieces, s_one, ns) < 1e-14);
         free(s_one);
         free(s_pieces);
         sb_graph_free(&hold), sb_graph_free(&g1), sb_graph_free(&g2), sb_graph_free(&g3);
@@ -369,7 +344,7 @@ static void test_fft_lengths(void **state)
         sb_tensor *k = random_tensor(&g, 2, K, -1, 1, 100u + (unsigned)T);
         sb_tensor *D = random_tensor(&g, 1, h1, -1, 1, 200u + (unsigned)T);
         sb_tensor *a = sb_s4d_conv(&g, x, k, D), *b = sb_s4d_conv_ref(&g, x, k, D);
-        double d = max_rel_diff(a->data, b->data, a->size);
+        double d = test_max_rel_diff(a->data, b->data, a->size);
         if (!(d < 1e-13))
             fail_msg("T = %d: FFT convolution differs from the direct sums by %.3g", T, d);
     }
@@ -524,10 +499,10 @@ static void test_stream(void **state)
     real *states[2] = {buf, buf + (size_t)B * per};
     int pieces[4] = {6, 1, 3, 13}, t0 = 0;
     for (int k = 0; k < 4; k++) {
-        sb_tensor *xp = time_slice(&g, x, t0, pieces[k]);
+        sb_tensor *xp = test_time_slice(&g, x, t0, pieces[k]);
         sb_tensor *yp = sb_model_hidden_stream(&g, m, xp, states);
-        sb_tensor *ref = time_slice(&g, full, t0, pieces[k]);
-        double d = max_rel_diff(yp->data, ref->data, yp->size);
+        sb_tensor *ref = test_time_slice(&g, full, t0, pieces[k]);
+        double d = test_max_rel_diff(yp->data, ref->data, yp->size);
         if (!(d < 1e-12))
             fail_msg("s4: streaming piece %d differs by %.3g", k, d);
         t0 += pieces[k];

@@ -44,31 +44,6 @@ static sb_tensor *random_tensor(sb_graph *g, int ndim, const int *shape, double 
     return t;
 }
 
-/* frames [t0, t0 + len) of x [B, T, W] as a new tensor */
-static sb_tensor *time_slice(sb_graph *g, const sb_tensor *x, int t0, int len)
-{
-    const int B = x->shape[0], T = x->shape[1], W = x->shape[2];
-    int shape[3] = {B, len, W};
-    sb_tensor *y = sb_tensor_new(g, 3, shape);
-    for (int b = 0; b < B; b++)
-        memcpy(y->data + (size_t)b * len * W, x->data + ((size_t)b * T + t0) * W,
-               (size_t)len * W * sizeof(real));
-    return y;
-}
-
-static double max_rel_diff(const real *a, const real *b, size_t n)
-{
-    double scale = 0, worst = 0;
-    for (size_t i = 0; i < n; i++)
-        scale = fmax(scale, fabs(b[i]));
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs(a[i] - b[i]);
-        if (!(d <= worst))
-            worst = d; /* NaN-safe: a NaN difference becomes the worst */
-    }
-    return scale > 0 ? worst / scale : worst;
-}
-
 /* ---- selective scan --------------------------------------------------------------------- */
 
 enum { SC_U, SC_DELTA, SC_BIAS, SC_ALOG, SC_B, SC_C, SC_D, SC_Z, SC_COUNT };
@@ -193,9 +168,9 @@ static void test_scan_fast_vs_ref(void **state)
     real *gf[SC_COUNT], *gr[SC_COUNT];
     run_with_grads(fn_scan, &fast, in, SC_COUNT, &g1, &yf, gf);
     run_with_grads(fn_scan, &ref, in, SC_COUNT, &g2, &yr, gr);
-    assert_true(max_rel_diff(yf->data, yr->data, yf->size) < 1e-13);
+    assert_true(test_max_rel_diff(yf->data, yr->data, yf->size) < 1e-13);
     for (int i = 0; i < SC_COUNT; i++) {
-        double d = max_rel_diff(gf[i], gr[i], in[i]->size);
+        double d = test_max_rel_diff(gf[i], gr[i], in[i]->size);
         if (!(d < 1e-12))
             fail_msg("selective scan gradient %d: fast vs ref %.3g", i, d);
         free(gf[i]);
@@ -213,19 +188,19 @@ static void test_scan_fast_vs_ref(void **state)
     sb_graph_reset(&g2);
     sb_tensor *y1 = run_scan(&g1, in, &fast, s_fast);
     sb_tensor *y2 = run_scan(&g2, in, &ref, s_ref);
-    assert_true(max_rel_diff(y1->data, y2->data, y1->size) < 1e-13);
-    assert_true(max_rel_diff(s_fast, s_ref, ns) < 1e-13);
+    assert_true(test_max_rel_diff(y1->data, y2->data, y1->size) < 1e-13);
+    assert_true(test_max_rel_diff(s_fast, s_ref, ns) < 1e-13);
     int pieces[3] = {20, 1, 32}, t0 = 0;
     for (int k = 0; k < 3; k++) {
         sb_tensor *part[SC_COUNT];
         for (int i = 0; i < SC_COUNT; i++)
-            part[i] = in[i]->ndim == 3 ? time_slice(&g2, in[i], t0, pieces[k]) : in[i];
+            part[i] = in[i]->ndim == 3 ? test_time_slice(&g2, in[i], t0, pieces[k]) : in[i];
         sb_tensor *yp = run_scan(&g2, part, &fast, s_stream);
-        sb_tensor *ref_part = time_slice(&g2, y1, t0, pieces[k]);
-        assert_true(max_rel_diff(yp->data, ref_part->data, yp->size) < 1e-13);
+        sb_tensor *ref_part = test_time_slice(&g2, y1, t0, pieces[k]);
+        assert_true(test_max_rel_diff(yp->data, ref_part->data, yp->size) < 1e-13);
         t0 += pieces[k];
     }
-    assert_true(max_rel_diff(s_stream, s_fast, ns) < 1e-13);
+    assert_true(test_max_rel_diff(s_stream, s_fast, ns) < 1e-13);
     free(s_fast), free(s_ref), free(s_stream);
     sb_graph_free(&hold), sb_graph_free(&g1), sb_graph_free(&g2);
 }
@@ -327,11 +302,11 @@ static void test_ssd_chunked_vs_ref(void **state)
         sb_tensor *yf;
         real *gf[SD_COUNT];
         run_with_grads(fn_ssd, &o, in, SD_COUNT, &g1, &yf, gf);
-        double dy = max_rel_diff(yf->data, yr->data, yf->size);
+        double dy = test_max_rel_diff(yf->data, yr->data, yf->size);
         if (!(dy < 1e-12))
             fail_msg("ssd chunk %d: output differs from the recurrence by %.3g", chunks[c], dy);
         for (int i = 0; i < SD_COUNT; i++) {
-            double d = max_rel_diff(gf[i], gr[i], in[i]->size);
+            double d = test_max_rel_diff(gf[i], gr[i], in[i]->size);
             if (!(d < 1e-11))
                 fail_msg("ssd chunk %d: gradient %d differs from the recurrence by %.3g", chunks[c],
                          i, d);
@@ -352,19 +327,19 @@ static void test_ssd_chunked_vs_ref(void **state)
     ssd_opts c4 = {4, 1, 1};
     sb_tensor *y1 = run_ssd(&g1, in, &c4, s_fast);
     sb_tensor *y2 = run_ssd(&g2, in, &ref, s_ref);
-    assert_true(max_rel_diff(y1->data, y2->data, y1->size) < 1e-12);
-    assert_true(max_rel_diff(s_fast, s_ref, ns) < 1e-12);
+    assert_true(test_max_rel_diff(y1->data, y2->data, y1->size) < 1e-12);
+    assert_true(test_max_rel_diff(s_fast, s_ref, ns) < 1e-12);
     int pieces[3] = {9, 1, 19}, t0 = 0;
     for (int k = 0; k < 3; k++) {
         sb_tensor *part[SD_COUNT];
         for (int i = 0; i < SD_COUNT; i++)
-            part[i] = in[i]->ndim == 3 ? time_slice(&g2, in[i], t0, pieces[k]) : in[i];
+            part[i] = in[i]->ndim == 3 ? test_time_slice(&g2, in[i], t0, pieces[k]) : in[i];
         sb_tensor *yp = run_ssd(&g2, part, &c4, s_stream);
-        sb_tensor *ref_part = time_slice(&g2, y1, t0, pieces[k]);
-        assert_true(max_rel_diff(yp->data, ref_part->data, yp->size) < 1e-12);
+        sb_tensor *ref_part = test_time_slice(&g2, y1, t0, pieces[k]);
+        assert_true(test_max_rel_diff(yp->data, ref_part->data, yp->size) < 1e-12);
         t0 += pieces[k];
     }
-    assert_true(max_rel_diff(s_stream, s_fast, ns) < 1e-12);
+    assert_true(test_max_rel_diff(s_stream, s_fast, ns) < 1e-12);
     free(s_fast), free(s_ref), free(s_stream);
     sb_graph_free(&hold), sb_graph_free(&g1), sb_graph_free(&g2);
 }
@@ -450,19 +425,19 @@ static void test_conv_silu(void **state)
     real *gr1[3], *gr2[3];
     run_with_grads(fn_conv_silu, NULL, in, 3, &g1, &y1, gr1);
     run_with_grads(fn_conv_then_silu, NULL, in, 3, &g2, &y2, gr2);
-    assert_true(max_rel_diff(y1->data, y2->data, y1->size) < 1e-14);
+    assert_true(test_max_rel_diff(y1->data, y2->data, y1->size) < 1e-14);
     for (int i = 0; i < 3; i++) {
-        assert_true(max_rel_diff(gr1[i], gr2[i], in[i]->size) < 1e-13);
+        assert_true(test_max_rel_diff(gr1[i], gr2[i], in[i]->size) < 1e-13);
         free(gr1[i]), free(gr2[i]);
     }
     real history[3 * 3 * 21] = {0};
     int pieces[3] = {2, 1, 10}, t0 = 0;
     g1.record = 0;
     for (int k = 0; k < 3; k++) {
-        sb_tensor *xp = time_slice(&g1, in[0], t0, pieces[k]);
+        sb_tensor *xp = test_time_slice(&g1, in[0], t0, pieces[k]);
         sb_tensor *yp = sb_conv1d_silu(&g1, xp, in[1], in[2], history);
-        sb_tensor *ref = time_slice(&g1, y1, t0, pieces[k]);
-        assert_true(max_rel_diff(yp->data, ref->data, yp->size) < 1e-14);
+        sb_tensor *ref = test_time_slice(&g1, y1, t0, pieces[k]);
+        assert_true(test_max_rel_diff(yp->data, ref->data, yp->size) < 1e-14);
         t0 += pieces[k];
     }
     sb_graph_free(&hold), sb_graph_free(&g1), sb_graph_free(&g2);
@@ -634,10 +609,10 @@ static void check_stream(const sb_layer_type *type)
     real *states[2] = {buf, buf + (size_t)B * per};
     int pieces[4] = {6, 1, 3, 13}, t0 = 0;
     for (int k = 0; k < 4; k++) {
-        sb_tensor *xp = time_slice(&g, x, t0, pieces[k]);
+        sb_tensor *xp = test_time_slice(&g, x, t0, pieces[k]);
         sb_tensor *yp = sb_model_hidden_stream(&g, m, xp, states);
-        sb_tensor *ref = time_slice(&g, full, t0, pieces[k]);
-        double d = max_rel_diff(yp->data, ref->data, yp->size);
+        sb_tensor *ref = test_time_slice(&g, full, t0, pieces[k]);
+        double d = test_max_rel_diff(yp->data, ref->data, yp->size);
         if (!(d < 1e-12))
             fail_msg("%s: streaming piece %d differs by %.3g", type->name, k, d);
         t0 += pieces[k];

@@ -1,6 +1,7 @@
 /* test_util.c - helpers shared by the unit tests (see test_util.h). */
 #include "test_util.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,4 +40,28 @@ uint64_t test_json_u64(const json_t *v)
         return (uint64_t)json_integer_value(v);
     fail_msg("expected an integer");
     return 0;
+}
+
+double test_max_rel_diff(const real *a, const real *b, size_t n)
+{
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < n; i++)
+        scale = fmax(scale, fabs((double)b[i]));
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= worst))
+            worst = d; /* NaN-safe: a NaN difference becomes the worst */
+    }
+    return scale > 0 ? worst / scale : worst;
+}
+
+sb_tensor *test_time_slice(sb_graph *g, const sb_tensor *x, int t0, int len)
+{
+    const int B = x->shape[0], T = x->shape[1], W = x->shape[2];
+    int shape[3] = {B, len, W};
+    sb_tensor *y = sb_tensor_new(g, 3, shape);
+    for (int b = 0; b < B; b++)
+        memcpy(y->data + (size_t)b * len * W, x->data + ((size_t)b * T + t0) * W,
+               (size_t)len * W * sizeof(real));
+    return y;
 }

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "selectivbench/nn.h"
 #include "selectivbench/rng.h"
 
 /* Loads tests/data/<relpath> as JSON; fails the test if it cannot. */
@@ -15,5 +16,12 @@ sb_u128 test_parse_u128(const char *s);
 
 /* The integer value of a JSON integer or decimal string. */
 uint64_t test_json_u64(const json_t *v);
+
+/* The largest |a_i - b_i| over the largest |b_i| (the absolute difference when b is all
+ * zero); a NaN difference makes the result NaN-safe large (it wins the maximum). */
+double test_max_rel_diff(const real *a, const real *b, size_t n);
+
+/* Frames [t0, t0 + len) of x [B, T, W] as a new tensor of g. */
+sb_tensor *test_time_slice(sb_graph *g, const sb_tensor *x, int t0, int len);
 
 #endif
