@@ -78,16 +78,39 @@ P\ *) [ "$steps" = "$total" ] && [ "$total" -gt 0 ] || fail "last progress recor
 esac
 [ "$(echo "$last" | wc -w)" -eq 8 ] || fail "progress record fields: '$last'"
 
+# configs/paper holds the reference's five sweep files unchanged (SHA-256 of
+# ../shared/reference/wb_configs/*.yaml as shipped with the task)
+while read -r sum name; do
+  got=$(sha256sum "$SRC/configs/paper/$name" | cut -d' ' -f1)
+  [ "$got" = "$sum" ] || fail "configs/paper/$name differs from the reference's file"
+done <<'SUMS'
+f9176696c84c07ff608d36f1660a6be03554c51e1f7d1729516892acefc203a1 task1_complexity.yaml
+05bd857bea12a9d557be79226a1af719e55879c4b4345b12cc088cb8427b16f7 task1_model_size.yaml
+cedbe4fe0bc0ee413b5c0a87a5619ceda84e5c195fb00cab3ad5c3287864d31d task2.yaml
+3524cee38a9500c4d30dd1bf3bde1b3dd47f84f97743d01ebf2ff15dd9f1671a task3.yaml
+e63bdc103cf5b1b1c6e8cce9c61d2079e0a0acca8c2a26cde79346823dffd153 task4.yaml
+SUMS
+
+# `{value: x}` fixes a parameter; --limit keeps the first N runs
+sed -e 's/^  lr:$/  lr:\n    value: 0.005\n  lr_unused:/' "$SRC/tests/data/sweeps/tiny.yaml" |
+  sed -e '/^  lr_unused:$/,+1d' >"$TMP/value.yaml"
+"$SB" sweep "$TMP/value.yaml" --dry_run >"$TMP/out" 2>&1 || fail "value.yaml: $(cat "$TMP/out")"
+[ "$(tail -n 1 "$TMP/out")" = "4 runs" ] || fail "value.yaml: $(tail -n 1 "$TMP/out")"
+[ "$(grep -c -- '--lr=0.005' "$TMP/out")" -eq 4 ] || fail "{value: x} not passed to every run"
+n=$("$SB" sweep "$SRC/tests/data/sweeps/tiny.yaml" --dry_run --limit 3 | tail -n 1)
+[ "$n" = "3 runs" ] || fail "--limit 3: '$n'"
+
 # ---- a failed run is recorded with its reason and the sweep goes on ----------------------
 # test_pretrained True comes first in the grid and has no checkpoint to evaluate
 sed -e 's/values: \[transformer, gru\]/values: [gru]/' -e 's/values: \[1, 2\]/values: [1]/' \
   -e 's/^  lr:$/  test_pretrained:\n    values: [True, False]\n  lr:/' \
   "$SRC/tests/data/sweeps/tiny.yaml" >"$TMP/fail.yaml"
-"$SB" sweep "$TMP/fail.yaml" --workers 1 --results "$TMP/f" --quiet >"$TMP/out" 2>&1
+"$SB" sweep "$TMP/fail.yaml" --workers 1 --results "$TMP/f" --db "$TMP/f.db" --quiet >"$TMP/out" 2>&1
 rc=$?
 [ $rc -ne 0 ] && grep -q "1 trained, 1 failed" "$TMP/out" ||
   fail "sweep with a failing run: rc $rc, $(cat "$TMP/out")"
-"$SB" results --db "$TMP/f/selectivbench.db" --json >"$TMP/f.json"
+[ -f "$TMP/f.db" ] && [ ! -f "$TMP/f/selectivbench.db" ] || fail "sweep --db: the database is not where asked"
+"$SB" results --db "$TMP/f.db" --json >"$TMP/f.json"
 grep -q '"status":"failed"' "$TMP/f.json" && grep -q '"status":"finished"' "$TMP/f.json" ||
   fail "failed and finished runs not both recorded: $(cat "$TMP/f.json")"
 grep -q '"reason":"no checkpoint at' "$TMP/f.json" || fail "the failed run has no reason recorded"
