@@ -219,6 +219,23 @@ grep -q "$(printf '\r')" "$TMP/out" && fail "train into a file wrote carriage re
 grep -q "task vocab 9 amb 8 depth 8," "$TMP/out" ||
   fail "train header: the effective grammar is not shown: $(head -1 "$TMP/out")"
 
+# every registered model benches, trains on a tiny task (with its evaluations) and its
+# checkpoint evaluates with longer test gaps
+all_models=$("$SB" train --model nosuch 2>&1 | sed -n 's/.*available: //p' | tr -d ',')
+[ -n "$all_models" ] || fail "no model list in the unknown-model error"
+for m in $all_models; do
+  expect_ok bench --model "$m" --batch_size 2 --frames 16 --feat_size 32 --layers 1 --inp 9 \
+    --classes 11 --steps 1 --json
+  grep -q '"tokens_per_s"' "$TMP/out" || fail "bench --model $m: no tokens_per_s"
+  expect_ok train --model "$m" --vocab 5 --amb 4 --grammar_scale True --train_seqlen_max 10 \
+    --test_seqlen_max 10 --dataset_size 64 --test_size 8 --batch_size 16 --feat_size 32 \
+    --layers 1 --results "$TMP/all" --json
+  grep -q '"status":"finished"' "$TMP/out" || fail "train --model $m did not finish"
+  ck=$(grep -o '"checkpoint":"[^"]*"' "$TMP/out" | cut -d'"' -f4)
+  expect_ok eval "$ck" --test_dur 0.5
+  grep -q "test acc" "$TMP/out" || fail "eval of the $m checkpoint: $(cat "$TMP/out")"
+done
+
 # every command takes --threads N
 for c in grammar data demo bench train models sweep results report; do
   expect_ok $c --threads 1 --help
