@@ -115,6 +115,18 @@ grep -q '"status":"failed"' "$TMP/f.json" && grep -q '"status":"finished"' "$TMP
   fail "failed and finished runs not both recorded: $(cat "$TMP/f.json")"
 grep -q '"reason":"no checkpoint at' "$TMP/f.json" || fail "the failed run has no reason recorded"
 
+# on a terminal: a live line per running run (step, loss, accuracy, tokens/s) under the
+# sweep line, redrawn in place (cursor-up + clear), and the per-run end lines
+if command -v script >/dev/null 2>&1; then
+  script -qec "$SB sweep $SRC/tests/data/sweeps/tiny.yaml --workers 2 --results $TMP/tty" \
+    /dev/null >"$TMP/tty.out" 2>&1 || fail "sweep in a pseudo-terminal failed"
+  tr '\r' '\n' <"$TMP/tty.out" >"$TMP/tty.txt"
+  grep -E -q '^  #[0-3] .*: step [0-9]+/[0-9]+ loss [0-9.]+ acc [0-9.]+ [0-9.]+k? tok/s' \
+    "$TMP/tty.txt" || fail "sweep on a terminal: no live run line: $(head -c 400 "$TMP/tty.txt")"
+  grep -q "$(printf '\033')\[[0-9]A" "$TMP/tty.out" || fail "sweep on a terminal: block not redrawn"
+  grep -c '^sweep: [0-4]/4 runs' "$TMP/tty.txt" | grep -q -v '^0$' || fail "no sweep line on a terminal"
+fi
+
 # ---- kill -9 in the middle ----------------------------------------------------------------
 sed -e 's/- 640$/- 40000/' -e 's/values: \[1, 2\]/values: [1, 2, 3]/' \
   "$SRC/tests/data/sweeps/tiny.yaml" >"$TMP/slow.yaml"
