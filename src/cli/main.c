@@ -25,6 +25,8 @@ static void print_usage(FILE *f)
             "             export the reference's dataset files\n"
             "  train      train and evaluate one configuration (the reference's train.py flags)\n"
             "  eval       evaluate a checkpoint, e.g. at longer test gaps (--test_dur)\n"
+            "  ceiling    the ideal observer of a task: the best possible accuracy, and the\n"
+            "             accuracy of observers that remember only the last k elements\n"
             "  sweep      run a W&B grid sweep file offline (resumable, parallel, sharded)\n"
             "  results    list the runs of a results database (--json, --csv)\n"
             "  report     the paper's figures and tables from a results database\n"
@@ -119,6 +121,8 @@ int main(int argc, char **argv)
         return sb_cmd_bench(argc, argv);
     if (strcmp(cmd, "train") == 0)
         return sb_cmd_train(argc, argv);
+    if (strcmp(cmd, "ceiling") == 0)
+        return sb_cmd_ceiling(argc, argv);
     if (strcmp(cmd, "eval") == 0)
         return sb_cmd_eval(argc, argv);
     if (strcmp(cmd, "models") == 0)

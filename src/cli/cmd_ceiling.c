@@ -1,0 +1,100 @@
+/*
+ * cmd_ceiling.c - `selectivbench ceiling [train flags]`: the ideal observer of a task and
+ * the window observers (include/selectivbench/ceiling.h, docs/reading-results.md).
+ *
+ * Takes every flag `train` takes, so a train command line becomes a ceiling command line
+ * by changing the word; only the task flags matter.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "data_show.h"
+#include "run_options.h"
+#include "selectivbench/ceiling.h"
+#include "selectivbench/json_writer.h"
+
+static const char *const split_names[] = {"train", "test", NULL};
+
+static void print_table(const sb_task *task, const sb_ceiling *c, int split, int threads)
+{
+    sb_data_print_task(task, stdout);
+    printf("\nideal observer of the %s split: %lld samples, %lld elements\n", split_names[split],
+           (long long)c->n_samples, (long long)c->n_elements);
+    printf("  expected_acc  %.4f   (the Bayes accuracy: mean of the largest posterior)\n",
+           c->expected_acc);
+    printf("  realized_acc  %.4f   (argmax == true state; a model's test accuracy on these "
+           "samples\n                         scatters around its own expectation by about "
+           "%.4f)\n",
+           c->realized_acc, c->expected_acc_se);
+    if (c->segmented)
+        printf("  Distractor gaps: the observer is told which frames are distractors and sees "
+               "each\n  element's own ones, an upper bound for any model scored by the window "
+               "metric.\n");
+    else
+        printf("  Zero and noisy gaps carry no information about the state: no model can "
+               "beat this\n  on these samples.\n");
+    printf("\nwindow observers (only the symbols of the last k elements; the prior from %lld "
+           "training samples):\n       k   accuracy\n",
+           (long long)c->prior_samples);
+    for (int w = 0; w < SB_CEILING_N_WINDOWS; w++)
+        printf("  %6d   %.4f%s\n", sb_ceiling_window_k[w], c->window_acc[w],
+               w == 0 ? "   (the prior alone: the floor)" : "");
+    printf("\nA model at accuracy a behaves like the observer whose curve reaches a: its "
+           "effective\nmemory in elements. Computed in %.2f s on %d thread%s.\n",
+           c->seconds, threads, threads == 1 ? "" : "s");
+}
+
+int sb_cmd_ceiling(int argc, char **argv)
+{
+    sb_run_flags rf;
+    sb_option opts[SB_RUN_MAX_OPTIONS + 4];
+    int n = 0;
+    sb_run_options_add(&rf, opts, &n);
+    int split = SB_SPLIT_TEST;
+    int64_t samples = 0, prior_samples = 0;
+    opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "test|train",
+                            "the samples scored (default test, the ones models are tested on)",
+                            0};
+    opts[n++] = (sb_option){"samples", SB_OPT_INT64, &samples, 0, 1e12, NULL, "N",
+                            "score the first N samples of the split (default: all)", 0};
+    opts[n++] = (sb_option){"prior_samples", SB_OPT_INT64, &prior_samples, 0, 1e12, NULL, "N",
+                            "training samples behind the window observers' prior (default "
+                            "min(2000, all))",
+                            0};
+    int rc = sb_cli_parse("ceiling", "[task flags as for train] [--split test|train] "
+                                     "[--samples N] [--json]",
+                          opts, n, argc, argv, NULL, 0, NULL);
+    if (rc >= 0)
+        return rc;
+    int threads = sb_cli_threads(rf.threads);
+    sb_error err = {0};
+    if (sb_run_options_finish(&rf, &err) != SB_OK)
+        return sb_cli_fail("ceiling", &err);
+    if (sb_task_config_check(&rf.cfg.task, &err) != SB_OK)
+        return sb_cli_fail("ceiling", &err);
+    sb_task *task = NULL;
+    if (sb_task_create(&rf.cfg.task, &task, &err) != SB_OK)
+        return sb_cli_fail("ceiling", &err);
+    sb_ceiling_options o = sb_ceiling_options_default();
+    o.split = (sb_split)split;
+    o.samples = samples;
+    o.prior_samples = prior_samples;
+    o.threads = threads;
+    sb_ceiling c;
+    sb_status st = sb_ceiling_compute(task, &o, &c, &err);
+    if (st == SB_OK) {
+        if (rf.json) {
+            sb_json j;
+            sb_json_init(&j, stdout, 0);
+            sb_ceiling_write_json(&c, &j);
+            printf("\n");
+        } else {
+            print_table(task, &c, split, threads);
+        }
+    }
+    sb_task_free(task);
+    if (st != SB_OK)
+        return sb_cli_fail("ceiling", &err);
+    return 0;
+}

@@ -1,0 +1,442 @@
+/*
+ * test_ceiling.c - the ideal observer against brute-force enumeration of every hidden path
+ * on tiny grammars and against Monte-Carlo estimates on medium ones; the window curve, the
+ * effective memory, thread independence, the cache hash and JSON, bad options.
+ *
+ * The brute force shares nothing with the filter: it lists every string the grammar can
+ * emit with its probability (walk probability / acceptance probability), and for each
+ * element sums, over every concatenation of strings that agrees with the observed symbols
+ * (and distractors) up to that element, the probability by the state at the element.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "selectivbench/ceiling.h"
+#include "selectivbench/task.h"
+
+/* ---- brute force ------------------------------------------------------------------------ */
+
+#define MAX_STRINGS 200000
+#define MAX_LEN 16
+
+typedef struct string_list {
+    int n;
+    int len[MAX_STRINGS];
+    uint16_t st[MAX_STRINGS][MAX_LEN];
+    double p[MAX_STRINGS];
+} string_list;
+
+static string_list strings;
+
+static void walk(const sb_grammar *g, uint16_t *path, int len, double p, int lo, int hi,
+                 double *accepted)
+{
+    int s = path[len - 1];
+    if (s == g->end_state) {
+        if (len >= lo && len <= hi) {
+            assert_true(strings.n < MAX_STRINGS);
+            memcpy(strings.st[strings.n], path, (size_t)len * sizeof *path);
+            strings.len[strings.n] = len;
+            strings.p[strings.n++] = p;
+            *accepted += p;
+        }
+        return;
+    }
+    if (len >= hi)
+        return;
+    int k = g->succ_offset[s + 1] - g->succ_offset[s];
+    for (int e = g->succ_offset[s]; e < g->succ_offset[s + 1]; e++) {
+        path[len] = g->succ[e];
+        walk(g, path, len + 1, p / k, lo, hi, accepted);
+    }
+}
+
+static void list_strings(const sb_grammar *g, int lo, int hi)
+{
+    assert_true(hi <= MAX_LEN);
+    strings.n = 0;
+    double accepted = 0.0;
+    uint16_t path[MAX_LEN];
+    for (int i = 0; i < SB_START_STATES; i++) {
+        path[0] = (uint16_t)g->start_states[i];
+        walk(g, path, 1, 0.25, lo, hi, &accepted);
+    }
+    for (int i = 0; i < strings.n; i++)
+        strings.p[i] /= accepted; /* rejection sampling: renormalise over accepted strings */
+}
+
+/* P(element k's observed gap | its state s) for non-grammatical gaps, from the generative
+ * description: from gap_start on, a gap with probability q, of n frames, each a uniform
+ * class the state forbids; none when it forbids nothing. */
+static double brute_gap(const sb_task *task, int k, int s, int gap, const uint8_t *cls)
+{
+    const sb_task_config *c = &task->cfg;
+    if (!c->grammar_gap || k < c->gap_start)
+        return 1.0;
+    int n = (int)rint(sb_task_test_duration(task) / SB_TIMESTEP);
+    uint64_t forbidden = task->grammar->forbidden_classes[s];
+    int m = 0;
+    for (int b = 0; b < 64; b++)
+        m += (int)((forbidden >> b) & 1u);
+    double q = c->gap_prob;
+    if (gap == 0)
+        return (1.0 - q) + q * ((n == 0 || m == 0) ? 1.0 : 0.0);
+    if (gap != n || m == 0)
+        return 0.0;
+    double p = q;
+    for (int r = 0; r < gap; r++)
+        p *= ((forbidden >> cls[r]) & 1u) ? 1.0 / m : 0.0;
+    return p;
+}
+
+typedef struct observed {
+    const sb_task *task;
+    const sb_sample *s;
+    const int *dist_start; /* [E] first distractor of each element */
+    int target;            /* the element whose posterior is summed */
+    double *post;          /* [n_states] */
+} observed;
+
+static void concat(const observed *o, int pos, double p)
+{
+    const sb_grammar *g = o->task->grammar;
+    for (int i = 0; i < strings.n; i++) {
+        double q = p * strings.p[i];
+        int ok = 1;
+        for (int r = 0; r < strings.len[i] && pos + r <= o->target && ok; r++) {
+            int k = pos + r, s = strings.st[i][r];
+            if (g->state_class[s] != g->state_class[o->s->state[k]]) {
+                ok = 0;
+                break;
+            }
+            q *= brute_gap(o->task, k, s, o->s->gap[k], o->s->gap_class + o->dist_start[k]);
+        }
+        if (!ok || q == 0.0)
+            continue;
+        if (pos + strings.len[i] > o->target)
+            o->post[strings.st[i][o->target - pos]] += q;
+        else
+            concat(o, pos + strings.len[i], q);
+    }
+}
+
+typedef struct brute_result {
+    double expected, realized, p_true, p_sq;
+    int64_t elements;
+} brute_result;
+
+static void brute_force(const sb_task *task, int64_t n_samples, brute_result *r)
+{
+    const sb_grammar *g = task->grammar;
+    list_strings(g, task->cfg.test_seqlen_min, task->cfg.test_seqlen_max);
+    memset(r, 0, sizeof *r);
+    sb_sample s;
+    sb_error err = {0};
+    assert_int_equal(sb_sample_alloc(task, &s, &err), SB_OK);
+    double *post = calloc((size_t)g->n_states, sizeof *post);
+    int *dist_start = calloc((size_t)task->n_elements[SB_SPLIT_TEST], sizeof *dist_start);
+    for (int64_t i = 0; i < n_samples; i++) {
+        assert_int_equal(sb_task_sample(task, SB_SPLIT_TEST, i, &s, &err), SB_OK);
+        for (int k = 0, d = 0; k < s.n_elements; k++) {
+            dist_start[k] = d;
+            d += task->cfg.grammar_gap ? s.gap[k] : 0;
+        }
+        for (int e = 0; e < s.n_elements; e++) {
+            memset(post, 0, (size_t)g->n_states * sizeof *post);
+            observed o = {task, &s, dist_start, e, post};
+            concat(&o, 0, 1.0);
+            double z = 0.0;
+            for (int q = 0; q < g->n_states; q++)
+                z += post[q];
+            assert_true(z > 0.0);
+            int best = 0;
+            double sq = 0.0;
+            for (int q = 0; q < g->n_states; q++) {
+                post[q] /= z;
+                sq += post[q] * post[q];
+                if (post[q] > post[best] ||
+                    (post[q] == post[best] && g->state_id[q] < g->state_id[best]))
+                    best = q;
+            }
+            r->expected += post[best];
+            r->realized += best == s.state[e];
+            r->p_true += post[s.state[e]];
+            r->p_sq += sq;
+            r->elements++;
+        }
+    }
+    r->expected /= (double)r->elements;
+    r->realized /= (double)r->elements;
+    r->p_true /= (double)r->elements;
+    r->p_sq /= (double)r->elements;
+    free(post);
+    free(dist_start);
+    sb_sample_free(&s);
+}
+
+/* A tiny task configuration: vocab V (V-1 letters), amb ambiguous letters of depth d,
+ * strings of length [lo, hi], test samples of hi elements. */
+static sb_task_config tiny_config(int V, int amb, int d, uint64_t seed, int lo, int hi,
+                                  int64_t test_size)
+{
+    sb_task_config cfg = sb_task_config_default();
+    cfg.grammar.vocab = V;
+    cfg.grammar.amb = amb;
+    cfg.grammar.amb_depth = d;
+    cfg.grammar.seed = seed;
+    cfg.train_seqlen_min = cfg.test_seqlen_min = lo;
+    cfg.train_seqlen_max = cfg.test_seqlen_max = hi;
+    cfg.combined_seq_length = 0;
+    cfg.dataset_size = 300;
+    cfg.test_size = test_size;
+    return cfg;
+}
+
+static sb_task *make_task(const sb_task_config *cfg)
+{
+    sb_task *task = NULL;
+    sb_error err = {0};
+    if (sb_task_create(cfg, &task, &err) != SB_OK)
+        fail_msg("task: %s", err.msg);
+    return task;
+}
+
+static sb_ceiling compute(const sb_task *task, int64_t samples, int threads)
+{
+    sb_ceiling_options o = sb_ceiling_options_default();
+    o.samples = samples;
+    o.threads = threads;
+    sb_ceiling c;
+    sb_error err = {0};
+    if (sb_ceiling_compute(task, &o, &c, &err) != SB_OK)
+        fail_msg("ceiling: %s", err.msg);
+    return c;
+}
+
+static void check_against_brute_force(const sb_task_config *cfg, int64_t samples)
+{
+    sb_task *task = make_task(cfg);
+    sb_ceiling c = compute(task, samples, 1);
+    brute_result b;
+    brute_force(task, samples, &b);
+    assert_int_equal(c.n_elements, b.elements);
+    if (fabs(c.expected_acc - b.expected) > 1e-12 || fabs(c.realized_acc - b.realized) > 1e-12 ||
+        fabs(c.p_true_mean - b.p_true) > 1e-12 || fabs(c.p_sq_mean - b.p_sq) > 1e-12)
+        fail_msg("V%d amb%d d%d seed %llu len %d-%d gap %d: filter %.15f %.15f %.15f %.15f, "
+                 "brute force %.15f %.15f %.15f %.15f",
+                 cfg->grammar.vocab, cfg->grammar.amb, cfg->grammar.amb_depth,
+                 (unsigned long long)cfg->grammar.seed, cfg->test_seqlen_min, cfg->test_seqlen_max,
+                 cfg->grammar_gap, c.expected_acc, c.realized_acc, c.p_true_mean, c.p_sq_mean,
+                 b.expected, b.realized, b.p_true, b.p_sq);
+    /* the posterior is not trivial on these tasks: the check has something to check */
+    assert_true(b.expected < 0.99);
+    for (int w = 0; w < SB_CEILING_N_WINDOWS; w++)
+        assert_true(c.window_acc[w] <= c.expected_acc + 1e-12);
+    sb_task_free(task);
+}
+
+/* Zero gaps: several grammars, the length rule binding at both ends. */
+static void test_brute_force_plain(void **state)
+{
+    (void)state;
+    static const int grid[][6] = {
+        /* V, amb, d, seed, lo, hi */
+        {5, 2, 2, 1, 1, 7},  {5, 2, 2, 1, 4, 8}, {5, 2, 3, 2, 2, 7}, {4, 2, 2, 3, 1, 8},
+        {6, 3, 2, 4, 3, 7},  {5, 1, 3, 5, 1, 9},
+    };
+    for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
+        sb_task_config cfg = tiny_config(grid[i][0], grid[i][1], grid[i][2],
+                                         (uint64_t)grid[i][3], grid[i][4], grid[i][5], 12);
+        check_against_brute_force(&cfg, 12);
+    }
+}
+
+/* Non-grammatical gaps: the distractors of an element inform about its state. */
+static void test_brute_force_distractors(void **state)
+{
+    (void)state;
+    static const int grid[][6] = {
+        {5, 2, 2, 1, 1, 7}, {6, 3, 2, 4, 2, 7}, {5, 2, 3, 2, 1, 7},
+    };
+    static const double durations[] = {0.1, 0.2};
+    for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
+        for (size_t d = 0; d < 2; d++) {
+            sb_task_config cfg = tiny_config(grid[i][0], grid[i][1], grid[i][2],
+                                             (uint64_t)grid[i][3], grid[i][4], grid[i][5], 12);
+            cfg.grammar_gap = 1;
+            cfg.gap_start = 2;
+            cfg.gap_prob = 0.5;
+            cfg.train_gap_min = cfg.train_gap_max = durations[d];
+            cfg.test_dur = durations[d];
+            check_against_brute_force(&cfg, 12);
+        }
+    }
+}
+
+/* Medium grammars, too large to enumerate: the realized accuracy of the Bayes decision is
+ * a Monte-Carlo estimate of the expected one, and a calibrated posterior gives the true
+ * state the probability it expects (mean p(true) = mean sum p^2). A filter that got the
+ * length rule or the distractors wrong is miscalibrated and fails these. */
+static void test_monte_carlo(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 3; variant++) {
+        sb_task_config cfg = tiny_config(13, 8, 6, 7, 5, 30, 3000);
+        if (variant == 1) {
+            cfg.grammar.amb_depth = 10;
+            cfg.test_seqlen_min = cfg.train_seqlen_min = 12;
+        }
+        if (variant == 2) {
+            cfg.grammar_gap = 1;
+            cfg.gap_start = 3;
+            cfg.gap_prob = 0.3;
+        }
+        sb_task *task = make_task(&cfg);
+        sb_ceiling c = compute(task, 0, 2);
+        double gap = fabs(c.realized_acc - c.expected_acc);
+        double cal = fabs(c.p_true_mean - c.p_sq_mean);
+        if (gap > 4.0 * c.expected_acc_se || cal > 4.0 * c.expected_acc_se + 1e-3)
+            fail_msg("variant %d: expected %.5f realized %.5f (se %.5f), p_true %.5f p_sq %.5f",
+                     variant, c.expected_acc, c.realized_acc, c.expected_acc_se, c.p_true_mean,
+                     c.p_sq_mean);
+        assert_true(c.expected_acc > 0.3 && c.expected_acc < 0.995);
+        assert_true(c.expected_acc_se > 0.0);
+        sb_task_free(task);
+    }
+}
+
+/* The window curve: from the prior floor up to the ideal observer, never above it. */
+static void test_window_curve(void **state)
+{
+    (void)state;
+    sb_task_config cfg = tiny_config(13, 8, 6, 7, 5, 60, 400);
+    sb_task *task = make_task(&cfg);
+    sb_ceiling c = compute(task, 0, 2);
+    for (int w = 0; w < SB_CEILING_N_WINDOWS; w++)
+        assert_true(c.window_acc[w] <= c.expected_acc + 1e-12);
+    assert_true(c.window_acc[0] < c.window_acc[1]);
+    assert_true(c.window_acc[1] < c.window_acc[3]);
+    assert_true(c.window_acc[3] < c.window_acc[6]);
+    /* the prior's choice is one state: its accuracy is that state's share at most */
+    assert_true(c.window_acc[0] < 0.5);
+    /* 32 elements of history get close to everything */
+    assert_true(c.expected_acc - c.window_acc[6] < 0.05);
+    sb_task_free(task);
+}
+
+static void test_threads_identical(void **state)
+{
+    (void)state;
+    sb_task_config cfg = tiny_config(13, 8, 6, 7, 5, 40, 300);
+    cfg.grammar_gap = 1;
+    cfg.gap_start = 3;
+    cfg.gap_prob = 0.3;
+    sb_task *task = make_task(&cfg);
+    sb_ceiling a = compute(task, 0, 1), b = compute(task, 0, 2);
+    assert_true(a.expected_acc == b.expected_acc && a.realized_acc == b.realized_acc);
+    assert_memory_equal(a.window_acc, b.window_acc, sizeof a.window_acc);
+    assert_true(a.expected_acc_se == b.expected_acc_se);
+    sb_task_free(task);
+}
+
+static void test_effective_memory(void **state)
+{
+    (void)state;
+    sb_ceiling c;
+    memset(&c, 0, sizeof c);
+    const double curve[SB_CEILING_N_WINDOWS] = {0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9};
+    memcpy(c.window_acc, curve, sizeof curve);
+    assert_true(sb_ceiling_effective_memory(&c, 0.05) == 0.0);
+    assert_true(sb_ceiling_effective_memory(&c, 0.1) == 0.0);
+    assert_true(fabs(sb_ceiling_effective_memory(&c, 0.15) - 0.5) < 1e-12); /* linear in k */
+    assert_true(fabs(sb_ceiling_effective_memory(&c, 0.2) - 1.0) < 1e-12);
+    assert_true(fabs(sb_ceiling_effective_memory(&c, 0.25) - sqrt(2.0)) < 1e-12); /* log k */
+    assert_true(fabs(sb_ceiling_effective_memory(&c, 0.4) - sqrt(8.0)) < 1e-12);
+    assert_true(fabs(sb_ceiling_effective_memory(&c, 0.9) - 32.0) < 1e-12);
+    assert_true(isinf(sb_ceiling_effective_memory(&c, 0.95)));
+    assert_true(isnan(sb_ceiling_effective_memory(&c, NAN)));
+    /* a dip at k = 4: the curve is first at 0.4 between k = 4 and 8, interpolated from the
+     * dip */
+    c.window_acc[3] = 0.25;
+    assert_true(fabs(sb_ceiling_effective_memory(&c, 0.28) - pow(2.0, 0.8)) < 1e-12);
+    assert_true(fabs(sb_ceiling_effective_memory(&c, 0.4) - 4.0 * pow(2.0, 1.0 / 3.0)) < 1e-12);
+}
+
+static void test_json_and_hash(void **state)
+{
+    (void)state;
+    sb_task_config cfg = tiny_config(13, 8, 6, 7, 5, 30, 100);
+    sb_task *task = make_task(&cfg);
+    sb_ceiling c = compute(task, 0, 1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    sb_json j;
+    sb_json_init(&j, f, 0);
+    sb_ceiling_write_json(&c, &j);
+    fclose(f);
+    sb_ceiling back;
+    sb_error err = {0};
+    assert_int_equal(sb_ceiling_from_json(buf, &back, &err), SB_OK);
+    assert_true(back.expected_acc == c.expected_acc && back.realized_acc == c.realized_acc);
+    assert_memory_equal(back.window_acc, c.window_acc, sizeof c.window_acc);
+    assert_int_equal(back.n_elements, c.n_elements);
+    free(buf);
+    assert_int_equal(sb_ceiling_from_json("{\"expected_acc\": 1}", &back, &err), SB_ERR_INVALID);
+    assert_int_equal(sb_ceiling_from_json("not json", &back, &err), SB_ERR_INVALID);
+
+    char h1[17], h2[17], h3[17];
+    sb_ceiling_options o = sb_ceiling_options_default();
+    sb_ceiling_hash(&cfg, &o, h1);
+    sb_ceiling_hash(&cfg, &o, h2);
+    assert_string_equal(h1, h2);
+    cfg.grammar.amb_depth = 7;
+    sb_ceiling_hash(&cfg, &o, h3);
+    assert_string_not_equal(h1, h3);
+    cfg.grammar.amb_depth = 6;
+    o.samples = 10;
+    sb_ceiling_hash(&cfg, &o, h3);
+    assert_string_not_equal(h1, h3);
+    sb_task_free(task);
+}
+
+static void test_bad_options(void **state)
+{
+    (void)state;
+    sb_task_config cfg = tiny_config(13, 8, 6, 7, 5, 30, 100);
+    sb_task *task = make_task(&cfg);
+    sb_ceiling_options o = sb_ceiling_options_default();
+    sb_ceiling c;
+    sb_error err = {0};
+    o.samples = 101;
+    assert_int_equal(sb_ceiling_compute(task, &o, &c, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "100 samples"));
+    o.samples = -1;
+    assert_int_equal(sb_ceiling_compute(task, &o, &c, &err), SB_ERR_INVALID);
+    o.samples = 0;
+    o.prior_samples = 301;
+    assert_int_equal(sb_ceiling_compute(task, &o, &c, &err), SB_ERR_INVALID);
+    sb_task_free(task);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_brute_force_plain),
+        cmocka_unit_test(test_brute_force_distractors),
+        cmocka_unit_test(test_monte_carlo),
+        cmocka_unit_test(test_window_curve),
+        cmocka_unit_test(test_threads_identical),
+        cmocka_unit_test(test_effective_memory),
+        cmocka_unit_test(test_json_and_hash),
+        cmocka_unit_test(test_bad_options),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
