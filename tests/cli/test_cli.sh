@@ -123,6 +123,47 @@ first="[3, 1, 1, 1, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 3, 1, 0]::['C', 'A1',
 grep -qx "B0, D, 0.3333333333333333" "$TMP/ds/transitions" || fail "--export: transitions"
 ls -a "$TMP/ds" | grep -q '\.tmp$' && fail "--export: temporary file left behind"
 
+# ---- ceiling: the ideal observer ---------------------------------------------------------
+small_task="--vocab 9 --amb 8 --amb_depth 4 --train_seqlen_max 30 --test_seqlen_max 30 \
+--dataset_size 300 --test_size 40"
+# shellcheck disable=SC2086
+expect_ok ceiling $small_task --json
+for key in '"expected_acc":' '"realized_acc":' '"window_acc":{"0":' '"1":' '"2":' '"4":' \
+  '"8":' '"16":' '"32":' '"n_elements":1200'; do
+  grep -q -- "$key" "$TMP/out" || fail "ceiling --json lacks $key: $(cat "$TMP/out")"
+done
+# shellcheck disable=SC2086
+expect_ok ceiling $small_task
+grep -q "expected_acc" "$TMP/out" && grep -q "no model can beat this" "$TMP/out" ||
+  fail "ceiling table: $(cat "$TMP/out")"
+# shellcheck disable=SC2086
+expect_ok ceiling $small_task --grammar_gap True --gap_prob 0.5 --gap_start 3
+grep -q "told which frames are distractors" "$TMP/out" || fail "ceiling task 3 note missing"
+# the same numbers on 1 and 2 threads
+# shellcheck disable=SC2086
+expect_ok ceiling $small_task --json --threads 1
+j1=$(sed 's/"seconds":[^}]*//' "$TMP/out")
+# shellcheck disable=SC2086
+expect_ok ceiling $small_task --json --threads 2
+j2=$(sed 's/"seconds":[^}]*//' "$TMP/out")
+[ "$j1" = "$j2" ] || fail "ceiling differs between 1 and 2 threads: $j1 / $j2"
+# a train command line is a ceiling command line: every train flag is accepted but train's
+# own bookkeeping (the results database, retraining, the NaN test aid)
+"$SB" train --help | grep -o -- '^  --[a-z_0-9]*' | grep -v -e '--db$' -e '--force$' \
+  -e '--inject_nan_at$' | sort >"$TMP/train_flags"
+"$SB" ceiling --help | grep -o -- '^  --[a-z_0-9]*' | sort >"$TMP/ceiling_flags"
+missing=$(comm -23 "$TMP/train_flags" "$TMP/ceiling_flags")
+[ -s "$TMP/train_flags" ] && [ -z "$missing" ] || fail "ceiling lacks train flags: $missing"
+# shellcheck disable=SC2086
+expect_error 2 "has 40 samples" ceiling $small_task --samples 41
+# shellcheck disable=SC2086
+expect_error 2 "--prior_samples" ceiling $small_task --prior_samples 301
+expect_error 2 "--amb 42" ceiling --vocab 41 --amb 42
+expect_error 2 "not one of" ceiling --split valid
+# shellcheck disable=SC2086
+expect_error 2 "length table" ceiling --vocab 41 --amb 40 --amb_depth 999 \
+  --train_seqlen_max 100000 --test_seqlen_max 100000 --test_size 1 --dataset_size 1
+
 # ---- training, evaluation, checkpoints ----------------------------------------------------
 tiny="--vocab 9 --amb 8 --grammar_scale True --train_seqlen_max 20 --test_seqlen_max 20 \
 --dataset_size 96 --test_size 12 --batch_size 16 --test_bs 6 --feat_size 16 --layers 1 \
@@ -237,7 +278,7 @@ for m in $all_models; do
 done
 
 # every command takes --threads N
-for c in grammar data demo bench train models sweep results report; do
+for c in grammar data demo bench train ceiling models sweep results report; do
   expect_ok $c --threads 1 --help
   grep -q -- "--threads" "$TMP/out" || fail "$c --help does not list --threads"
 done
