@@ -25,7 +25,10 @@
  * about it. The observer is then told which frames are distractors and sees the element's
  * own distractors (every frame of its accuracy window): an upper bound for any model scored
  * by the window metric, which sees no more than those frames and cannot do better than
- * knowing the segmentation (`segmented` = 1).
+ * knowing the segmentation (`segmented` = 1). bayes_model_acc is the tighter number: the
+ * accuracy of a model that outputs the exact frame posterior without being told which
+ * frames are distractors, with the gap process modelled exactly (gap_start, gap_prob, the
+ * split's duration distribution, the eligible-class rule).
  *
  * The window observers. Observer k sees only the symbols of the last k elements (the
  * current one included; k = 0: none) and does not know where inside a string the window
@@ -68,6 +71,13 @@ typedef struct sb_ceiling {
     double realized_acc;    /* argmax == true state */
     double expected_acc_se; /* standard error of a realized accuracy on these samples around
                                the expected one (from the spread over samples) */
+    /* the ideal model: a model that outputs, at every frame, the exact posterior of the
+     * frame's owner state given every frame so far (what cross-entropy training converges
+     * to with unlimited capacity and data), scored by the window metric; its expected
+     * accuracy and its accuracy on these samples. Equal to expected_acc / realized_acc for
+     * zero and noisy gaps; for distractor gaps it is not told which frames are distractors
+     * (src/task/ceiling_frames.c), so bayes_model_acc <= expected_acc. */
+    double bayes_model_acc, bayes_model_realized_acc;
     double window_acc[SB_CEILING_N_WINDOWS]; /* indexed like sb_ceiling_window_k */
     /* calibration: the mean posterior of the true state, and its expectation under the
      * observer's own posterior (mean of sum_s p(s)^2); equal up to noise when the filter
@@ -96,8 +106,8 @@ double sb_ceiling_effective_memory(const sb_ceiling *c, double acc);
  * the results database's cache. */
 void sb_ceiling_hash(const sb_task_config *cfg, const sb_ceiling_options *opt, char out[17]);
 
-/* Writes {"expected_acc", "realized_acc", "expected_acc_se", "window_acc": {"0": ..,
- * "1": .., ...}, "p_true_mean", "p_sq_mean", "n_samples", "n_elements", "prior_samples",
+/* Writes {"expected_acc", "realized_acc", "expected_acc_se", "bayes_model_acc",
+ * "bayes_model_realized_acc", "window_acc": {"0": .., "1": .., ...}, "p_true_mean", "p_sq_mean", "n_samples", "n_elements", "prior_samples",
  * "segmented", "seconds"} as one object. */
 void sb_ceiling_write_json(const sb_ceiling *c, sb_json *j);
 

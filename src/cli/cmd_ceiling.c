@@ -30,7 +30,11 @@ static void print_table(const sb_task *task, const sb_ceiling *c, int split, int
     if (c->segmented)
         printf("  Distractor gaps: the observer is told which frames are distractors and sees "
                "each\n  element's own ones, an upper bound for any model scored by the window "
-               "metric.\n");
+               "metric.\n"
+               "  bayes_model_acc %.4f (realized %.4f): a model that outputs the exact "
+               "posterior at\n  every frame without being told which frames are distractors "
+               "(what training\n  converges to with unlimited capacity and data).\n",
+               c->bayes_model_acc, c->bayes_model_realized_acc);
     else
         printf("  Zero and noisy gaps carry no information about the state: no model can "
                "beat this\n  on these samples.\n");

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ceiling_internal.h"
 #include "selectivbench/timer.h"
 
 const int sb_ceiling_window_k[SB_CEILING_N_WINDOWS] = {0, 1, 2, 4, 8, 16, 32};
@@ -34,21 +35,7 @@ sb_ceiling_options sb_ceiling_options_default(void)
 
 /* ---- what every sample shares -------------------------------------------------------- */
 
-typedef struct tables {
-    const sb_grammar *g;
-    int len_min, len_max; /* accepted string lengths of the scored split */
-    double *G;            /* [len_max][n_states] G(s, t): a walk from s at position t ends
-                             at a length in [len_min, len_max] */
-    int *class_offset;    /* [n_classes + 1] CSR of the states of each class */
-    int *class_state;     /* [n_states] */
-    double *prior;        /* [n_states] marginal state distribution of training elements */
-    int prior_argmax;     /* the k = 0 observer's choice */
-    /* non-grammatical gaps */
-    int grammar_gap, gap_start;
-    double nogap_any;     /* P(no distractor frames) whatever the state */
-    double nogap_if_empty;/* added when the state forbids no class (its gaps stay empty) */
-    double *inv_forbidden;/* [n_states] 1 / (number of classes the state forbids), 0 if none */
-} tables;
+
 
 static void tables_free(tables *tb)
 {
@@ -57,6 +44,7 @@ static void tables_free(tables *tb)
     free(tb->class_state);
     free(tb->prior);
     free(tb->inv_forbidden);
+    free(tb->gap_pmf);
     memset(tb, 0, sizeof *tb);
 }
 
@@ -104,28 +92,58 @@ static sb_status tables_length_rule(tables *tb, sb_error *err)
         }
     }
     free(f), free(f_next), free(cum);
+    tb->accept_prob = 0.0;
+    for (int i = 0; i < SB_START_STATES; i++)
+        tb->accept_prob += 0.25 * tb->G[g->start_states[i]];
+    if (!(tb->accept_prob > 0.0))
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "no string of the grammar has a length in [%d, %d]; widen the "
+                            "sequence length range",
+                            tb->len_min, tb->len_max);
     return SB_OK;
 }
 
-/* P(the gap of an element shows no frame, given that a gap was drawn): its duration
- * rounds to zero frames. */
-static double gap_zero_probability(const sb_task *task, sb_split split)
+/* The distribution of a drawn gap's length in frames (the assembly's rule: the duration
+ * rounded to 0.1 s, capped at SB_MAX_GAP_SECONDS; as many frames as tenths): test gaps
+ * have the fixed --test_dur, training gaps the uniform or lognormal duration. */
+static sb_status gap_length_pmf(const sb_task *task, sb_split split, tables *tb, sb_error *err)
 {
     const sb_task_config *c = &task->cfg;
+    const int cap = (int)rint(SB_MAX_GAP_SECONDS / SB_TIMESTEP);
+    int fixed = -1;
     if (split == SB_SPLIT_TEST)
-        return (int)rint(sb_task_test_duration(task) / SB_TIMESTEP) == 0 ? 1.0 : 0.0;
-    /* rint(rint(10 x) / 10 / 0.1) == 0 iff 10 x <= 0.5 (half to even): x <= 0.05 */
-    if (c->dist_dur == SB_GAP_DIST_UNIFORM) {
-        if (c->train_gap_max <= c->train_gap_min)
-            return c->train_gap_min <= 0.05 ? 1.0 : 0.0;
-        double p = (0.05 - c->train_gap_min) / (c->train_gap_max - c->train_gap_min);
-        return p < 0.0 ? 0.0 : p > 1.0 ? 1.0 : p;
+        fixed = (int)rint(sb_task_test_duration(task) / SB_TIMESTEP);
+    else if (c->dist_dur == SB_GAP_DIST_UNIFORM && c->train_gap_max <= c->train_gap_min)
+        fixed = (int)rint(rint(c->train_gap_min * 10.0) / 10.0 / SB_TIMESTEP);
+    else if (c->dist_dur == SB_GAP_DIST_LOGNORMAL && c->train_gap_max <= 0.0)
+        fixed = (int)rint(rint(exp(c->train_gap_min) * 10.0) / 10.0 / SB_TIMESTEP);
+    int n = fixed >= 0 ? (fixed < cap ? fixed : cap) + 1
+            : c->dist_dur == SB_GAP_DIST_UNIFORM ? (int)fmin(rint(c->train_gap_max * 10.0), cap) + 1
+                                                 : cap + 1;
+    tb->gap_pmf = calloc((size_t)n, sizeof *tb->gap_pmf);
+    if (tb->gap_pmf == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory for the gap length table");
+    tb->gap_pmf_n = n;
+    if (fixed >= 0) {
+        tb->gap_pmf[n - 1] = 1.0;
+        return SB_OK;
     }
-    /* lognormal: x = exp(mu + sigma z) */
-    if (c->train_gap_max <= 0.0)
-        return exp(c->train_gap_min) <= 0.05 ? 1.0 : 0.0;
-    double z = (log(0.05) - c->train_gap_min) / c->train_gap_max;
-    return 0.5 * erfc(-z / sqrt(2.0));
+    /* j frames iff the duration x rounds to j tenths: 10 x in [j - 0.5, j + 0.5] */
+    for (int j = 0; j < n; j++) {
+        double lo = (j - 0.5) / 10.0, hi = j == cap ? (double)INFINITY : (j + 0.5) / 10.0;
+        double p;
+        if (c->dist_dur == SB_GAP_DIST_UNIFORM) {
+            double a = fmax(lo, c->train_gap_min), b = fmin(hi, c->train_gap_max);
+            p = b > a ? (b - a) / (c->train_gap_max - c->train_gap_min) : 0.0;
+        } else { /* x = exp(mu + sigma z) */
+            double mu = c->train_gap_min, sigma = c->train_gap_max;
+            double za = lo > 0.0 ? (log(lo) - mu) / sigma : -(double)INFINITY;
+            double zb = isinf(hi) ? (double)INFINITY : (log(hi) - mu) / sigma;
+            p = 0.5 * erfc(-zb / sqrt(2.0)) - 0.5 * erfc(-za / sqrt(2.0));
+        }
+        tb->gap_pmf[j] = p;
+    }
+    return SB_OK;
 }
 
 static sb_status tables_init(tables *tb, const sb_task *task, sb_split split, sb_error *err)
@@ -161,14 +179,20 @@ static sb_status tables_init(tables *tb, const sb_task *task, sb_split split, sb
 
     tb->grammar_gap = task->cfg.grammar_gap;
     tb->gap_start = task->cfg.gap_start;
-    double q = task->cfg.gap_prob, zero = gap_zero_probability(task, split);
+    sb_status st = gap_length_pmf(task, split, tb, err);
+    if (st != SB_OK) {
+        tables_free(tb);
+        return st;
+    }
+    double q = task->cfg.gap_prob, zero = tb->gap_pmf[0];
+    tb->gap_prob = q;
     tb->nogap_any = (1.0 - q) + q * zero;
     tb->nogap_if_empty = q * (1.0 - zero);
     for (int s = 0; s < n; s++) {
         int m = __builtin_popcountll(g->forbidden_classes[s]);
         tb->inv_forbidden[s] = m > 0 ? 1.0 / m : 0.0;
     }
-    sb_status st = tables_length_rule(tb, err);
+    st = tables_length_rule(tb, err);
     if (st != SB_OK)
         tables_free(tb);
     return st;
@@ -189,15 +213,13 @@ typedef struct scratch {
     double *dense;    /* [n_states] accumulation row, zero between uses */
     int *stamp;       /* [n_states] */
     int stamp_now;
-    /* the exact posterior of every element of the sample (CSR) */
-    int *post_offset; /* [E + 1] */
-    int *post_state;  /* [capacity] */
-    double *post_p;
-    size_t post_cap;
+    posteriors post;  /* the exact posterior of every element of the sample */
+    frame_scratch *frames; /* non-grammatical gaps only */
 } scratch;
 
 typedef struct sample_sums {
     double expected, realized, p_true, p_sq;
+    double model_expected, model_realized; /* the frame-level predictor (distractor gaps) */
     double window[SB_CEILING_N_WINDOWS];
     int64_t elements;
 } sample_sums;
@@ -207,11 +229,12 @@ static void scratch_free(scratch *sc)
     sb_sample_free(&sc->sample);
     free(sc->cur.state), free(sc->cur.w), free(sc->next.state), free(sc->next.w);
     free(sc->dense), free(sc->stamp);
-    free(sc->post_offset), free(sc->post_state), free(sc->post_p);
+    free(sc->post.offset), free(sc->post.state), free(sc->post.p);
+    ceiling_frames_free(sc->frames);
     memset(sc, 0, sizeof *sc);
 }
 
-static sb_status scratch_init(scratch *sc, const sb_task *task, sb_error *err)
+static sb_status scratch_init(scratch *sc, const tables *tb, const sb_task *task, sb_error *err)
 {
     memset(sc, 0, sizeof *sc);
     size_t n = (size_t)task->grammar->n_states;
@@ -233,16 +256,18 @@ static sb_status scratch_init(scratch *sc, const sb_task *task, sb_error *err)
     sc->next.w = malloc(n * sizeof(double));
     sc->dense = calloc(n, sizeof(double));
     sc->stamp = calloc(n, sizeof(int));
-    sc->post_offset = malloc(((size_t)E + 1) * sizeof(int));
-    sc->post_cap = (size_t)E * (size_t)widest;
-    sc->post_state = malloc(sc->post_cap * sizeof(int));
-    sc->post_p = malloc(sc->post_cap * sizeof(double));
+    sc->post.offset = malloc(((size_t)E + 1) * sizeof(int));
+    sc->post.cap = (size_t)E * (size_t)widest;
+    sc->post.state = malloc(sc->post.cap * sizeof(int));
+    sc->post.p = malloc(sc->post.cap * sizeof(double));
     if (!sc->cur.state || !sc->cur.w || !sc->next.state || !sc->next.w || !sc->dense ||
-        !sc->stamp || !sc->post_offset || !sc->post_state || !sc->post_p) {
+        !sc->stamp || !sc->post.offset || !sc->post.state || !sc->post.p) {
         scratch_free(sc);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for the observer");
     }
-    return SB_OK;
+    if (tb->grammar_gap && (st = ceiling_frames_alloc(tb, &sc->frames, err)) != SB_OK)
+        scratch_free(sc);
+    return st;
 }
 
 /* Likelihood of element k's own gap frames given its state s (non-grammatical gaps; 1
@@ -359,12 +384,11 @@ static void swap_beliefs(scratch *sc)
     sc->next = tmp;
 }
 
-/* Exact posterior of element k (the readout of the filter), in sample order. */
-static double exact_posterior_of(const scratch *sc, int k, int s)
+double ceiling_posterior_of(const posteriors *post, int k, int s)
 {
-    for (int i = sc->post_offset[k]; i < sc->post_offset[k + 1]; i++)
-        if (sc->post_state[i] == s)
-            return sc->post_p[i];
+    for (int i = post->offset[k]; i < post->offset[k + 1]; i++)
+        if (post->state[i] == s)
+            return post->p[i];
     return 0.0;
 }
 
@@ -396,9 +420,9 @@ static sb_status exact_pass(const tables *tb, scratch *sc, sample_sums *out, sb_
                                 "please report it with the task flags)",
                                 k);
         /* readout: alpha * G, normalised */
-        if (used + (size_t)sc->cur.n > sc->post_cap)
+        if (used + (size_t)sc->cur.n > sc->post.cap)
             return sb_error_set(err, SB_ERR_RUNTIME, "observer posterior table overflow");
-        sc->post_offset[k] = (int)used;
+        sc->post.offset[k] = (int)used;
         double z = 0.0;
         for (int i = 0; i < sc->cur.n; i++)
             z += sc->cur.w[i] * tb->G[(size_t)t * n + sc->cur.state[i]];
@@ -412,8 +436,8 @@ static sb_status exact_pass(const tables *tb, scratch *sc, sample_sums *out, sb_
         for (int i = 0; i < sc->cur.n; i++) {
             int s = sc->cur.state[i];
             double p = sc->cur.w[i] * tb->G[(size_t)t * n + s] / z;
-            sc->post_state[used] = s;
-            sc->post_p[used++] = p;
+            sc->post.state[used] = s;
+            sc->post.p[used++] = p;
             if (p > best || (p == best && g->state_id[s] < g->state_id[best_s])) {
                 best = p;
                 best_s = s;
@@ -428,7 +452,7 @@ static sb_status exact_pass(const tables *tb, scratch *sc, sample_sums *out, sb_
         out->p_sq += p_sq;
         out->elements++;
     }
-    sc->post_offset[smp->n_elements] = (int)used;
+    sc->post.offset[smp->n_elements] = (int)used;
     return SB_OK;
 }
 
@@ -440,7 +464,7 @@ static void window_pass(const tables *tb, scratch *sc, sample_sums *out)
     const int E = smp->n_elements;
     int dist_pos = 0; /* where element j's distractors start */
     for (int k = 0; k < E; k++)
-        out->window[0] += exact_posterior_of(sc, k, tb->prior_argmax);
+        out->window[0] += ceiling_posterior_of(&sc->post, k, tb->prior_argmax);
     for (int j = 0; j < E; j++) {
         /* offset of element j's distractors */
         int pos = dist_pos;
@@ -473,7 +497,7 @@ static void window_pass(const tables *tb, scratch *sc, sample_sums *out)
                 int kw = sb_ceiling_window_k[w];
                 if (kw == window || (j == 0 && kw > window)) {
                     int choice = belief_argmax(g, &sc->cur);
-                    out->window[w] += exact_posterior_of(sc, k, choice);
+                    out->window[w] += ceiling_posterior_of(&sc->post, k, choice);
                 }
             }
         }
@@ -599,7 +623,7 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
     {
         scratch sc;
         sb_error e = {0};
-        sb_status mine = scratch_init(&sc, task, &e);
+        sb_status mine = scratch_init(&sc, &tb, task, &e);
         if (mine != SB_OK) {
 #pragma omp critical
             if (status == SB_OK) {
@@ -617,6 +641,9 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
                 s2 = exact_pass(&tb, &sc, &sums[i], &e);
             if (s2 == SB_OK)
                 window_pass(&tb, &sc, &sums[i]);
+            if (s2 == SB_OK && tb.grammar_gap)
+                s2 = ceiling_frames_pass(&tb, sc.frames, &sc.sample, &sc.post,
+                                         &sums[i].model_expected, &sums[i].model_realized, &e);
             if (s2 != SB_OK) {
 #pragma omp critical
                 if (i < failed_at) {
@@ -637,6 +664,7 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
     }
     /* sums in sample order: the same for any thread count */
     double expected = 0.0, realized = 0.0, p_true = 0.0, p_sq = 0.0, dev2 = 0.0;
+    double model_expected = 0.0, model_realized = 0.0;
     double window[SB_CEILING_N_WINDOWS] = {0};
     int64_t elements = 0;
     for (int64_t i = 0; i < n_samples; i++) {
@@ -644,6 +672,8 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
         realized += sums[i].realized;
         p_true += sums[i].p_true;
         p_sq += sums[i].p_sq;
+        model_expected += sums[i].model_expected;
+        model_realized += sums[i].model_realized;
         double d = sums[i].realized - sums[i].expected;
         dev2 += d * d;
         for (int w = 0; w < SB_CEILING_N_WINDOWS; w++)
@@ -654,6 +684,10 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
     out->expected_acc = expected / N;
     out->realized_acc = realized / N;
     out->expected_acc_se = sqrt(dev2) / N;
+    /* zero and noise gaps: the frame predictor's window sum is its symbol-frame posterior
+     * times the window length, so the ideal model is the ideal observer */
+    out->bayes_model_acc = tb.grammar_gap ? model_expected / N : out->expected_acc;
+    out->bayes_model_realized_acc = tb.grammar_gap ? model_realized / N : out->realized_acc;
     out->p_true_mean = p_true / N;
     out->p_sq_mean = p_sq / N;
     for (int w = 0; w < SB_CEILING_N_WINDOWS; w++)
@@ -725,6 +759,10 @@ void sb_ceiling_write_json(const sb_ceiling *c, sb_json *j)
     sb_json_double(j, c->realized_acc);
     sb_json_key(j, "expected_acc_se");
     sb_json_double(j, c->expected_acc_se);
+    sb_json_key(j, "bayes_model_acc");
+    sb_json_double(j, c->bayes_model_acc);
+    sb_json_key(j, "bayes_model_realized_acc");
+    sb_json_double(j, c->bayes_model_realized_acc);
     sb_json_key(j, "window_acc");
     sb_json_object_begin(j);
     for (int w = 0; w < SB_CEILING_N_WINDOWS; w++) {
@@ -787,6 +825,10 @@ sb_status sb_ceiling_from_json(const char *text, sb_ceiling *c, sb_error *err)
         c->prior_samples = (int64_t)v;
     if (ok && json_number(root, "seconds", &v))
         c->seconds = v;
+    c->bayes_model_acc = c->expected_acc;
+    c->bayes_model_realized_acc = c->realized_acc;
+    json_number(root, "bayes_model_acc", &c->bayes_model_acc);
+    json_number(root, "bayes_model_realized_acc", &c->bayes_model_realized_acc);
     json_number(root, "p_true_mean", &c->p_true_mean);
     json_number(root, "p_sq_mean", &c->p_sq_mean);
     json_t *seg = json_object_get(root, "segmented");

@@ -181,6 +181,133 @@ static void brute_force(const sb_task *task, int64_t n_samples, brute_result *r)
     sb_sample_free(&s);
 }
 
+/* ---- brute force, frame level: the owner of each frame, segmentation unknown ----------- */
+
+typedef struct frame_observed {
+    const sb_task *task;
+    const int *fc; /* [T] class shown by each frame */
+    int F;         /* the frame whose owner is summed */
+    double *post;  /* [n_states] */
+} frame_observed;
+
+static void frames_string(const frame_observed *o, int pos, int k, double p);
+
+/* Element k = str[i] with its symbol at frame pos: every gap it may draw. */
+static void frames_element(const frame_observed *o, int si, int i, int pos, int k, double p)
+{
+    const sb_task *task = o->task;
+    const sb_grammar *g = task->grammar;
+    if (i == strings.len[si]) {
+        frames_string(o, pos, k, p);
+        return;
+    }
+    int s = strings.st[si][i];
+    if (g->state_class[s] != o->fc[pos])
+        return;
+    uint64_t forbidden = g->forbidden_classes[s];
+    int m = 0;
+    for (int b = 0; b < 64; b++)
+        m += (int)((forbidden >> b) & 1u);
+    /* the gap options of element k: none, or a drawn gap of n frames (test: n fixed) */
+    const sb_task_config *c = &task->cfg;
+    int n_drawn = (int)rint(sb_task_test_duration(task) / SB_TIMESTEP);
+    double opt_p[2] = {1.0, 0.0};
+    int opt_frames[2] = {0, 0};
+    if (k >= c->gap_start) {
+        opt_p[0] = 1.0 - c->gap_prob;
+        opt_p[1] = c->gap_prob;
+        opt_frames[1] = m > 0 ? n_drawn : 0;
+    }
+    for (int op = 0; op < 2; op++) {
+        if (opt_p[op] == 0.0)
+            continue;
+        double q = p * opt_p[op];
+        int gap = opt_frames[op];
+        for (int r = 1; r <= gap && pos + r <= o->F && q > 0.0; r++)
+            q *= ((forbidden >> o->fc[pos + r]) & 1u) ? 1.0 / m : 0.0;
+        if (q == 0.0)
+            continue;
+        if (o->F <= pos + gap)
+            o->post[s] += q; /* frame F belongs to this element */
+        else
+            frames_element(o, si, i + 1, pos + gap + 1, k + 1, q);
+    }
+}
+
+static void frames_string(const frame_observed *o, int pos, int k, double p)
+{
+    for (int i = 0; i < strings.n; i++)
+        frames_element(o, i, 0, pos, k, p * strings.p[i]);
+}
+
+/* The ideal model through the window metric, by brute force: [lo, hi] brackets the
+ * expected accuracy over the decisions that tie within 1e-9, likewise the realized one. */
+static void brute_force_frames(const sb_task *task, int64_t n_samples, double *exp_lo,
+                               double *exp_hi, double *real_lo, double *real_hi)
+{
+    const sb_grammar *g = task->grammar;
+    list_strings(g, task->cfg.test_seqlen_min, task->cfg.test_seqlen_max);
+    sb_sample s;
+    sb_error err = {0};
+    assert_int_equal(sb_sample_alloc(task, &s, &err), SB_OK);
+    const int n = g->n_states;
+    double *post = calloc((size_t)n, sizeof *post), *wsum = calloc((size_t)n, sizeof *wsum);
+    double *seg = calloc((size_t)n, sizeof *seg);
+    int *fc = calloc(4096, sizeof *fc);
+    int *dist_start = calloc((size_t)task->n_elements[SB_SPLIT_TEST], sizeof *dist_start);
+    int64_t elements = 0;
+    *exp_lo = *exp_hi = *real_lo = *real_hi = 0.0;
+    for (int64_t i = 0; i < n_samples; i++) {
+        assert_int_equal(sb_task_sample(task, SB_SPLIT_TEST, i, &s, &err), SB_OK);
+        assert_true(s.n_frames <= 4096);
+        for (int k = 0, f = 0, d = 0; k < s.n_elements; k++) {
+            dist_start[k] = d;
+            fc[f++] = g->state_class[s.state[k]];
+            for (int r = 0; r < s.gap[k]; r++)
+                fc[f++] = s.gap_class[d++];
+        }
+        for (int k = 0; k < s.n_elements; k++) {
+            memset(wsum, 0, (size_t)n * sizeof *wsum);
+            for (int F = s.frame_start[k]; F <= s.frame_start[k] + s.gap[k]; F++) {
+                memset(post, 0, (size_t)n * sizeof *post);
+                frame_observed o = {task, fc, F, post};
+                frames_string(&o, 0, 0, 1.0);
+                double z = 0.0;
+                for (int q = 0; q < n; q++)
+                    z += post[q];
+                assert_true(z > 0.0);
+                for (int q = 0; q < n; q++)
+                    wsum[q] += post[q] / z;
+            }
+            /* the segmented posterior of element k scores the decision */
+            memset(seg, 0, (size_t)n * sizeof *seg);
+            observed so = {task, &s, dist_start, k, seg};
+            concat(&so, 0, 1.0);
+            double z = 0.0, best = -1.0;
+            for (int q = 0; q < n; q++) {
+                z += seg[q];
+                best = wsum[q] > best ? wsum[q] : best;
+            }
+            double e_lo = 2.0, e_hi = -1.0, r_lo = 2.0, r_hi = -1.0;
+            for (int q = 0; q < n; q++) {
+                if (wsum[q] < best - 1e-9)
+                    continue;
+                double e = seg[q] / z, r = q == s.state[k];
+                e_lo = e < e_lo ? e : e_lo;
+                e_hi = e > e_hi ? e : e_hi;
+                r_lo = r < r_lo ? r : r_lo;
+                r_hi = r > r_hi ? r : r_hi;
+            }
+            *exp_lo += e_lo, *exp_hi += e_hi, *real_lo += r_lo, *real_hi += r_hi;
+            elements++;
+        }
+    }
+    *exp_lo /= (double)elements, *exp_hi /= (double)elements;
+    *real_lo /= (double)elements, *real_hi /= (double)elements;
+    free(post), free(wsum), free(seg), free(fc), free(dist_start);
+    sb_sample_free(&s);
+}
+
 /* A tiny task configuration: vocab V (V-1 letters), amb ambiguous letters of depth d,
  * strings of length [lo, hi], test samples of hi elements. */
 static sb_task_config tiny_config(int V, int amb, int d, uint64_t seed, int lo, int hi,
@@ -276,6 +403,23 @@ static void test_brute_force_distractors(void **state)
             cfg.train_gap_min = cfg.train_gap_max = durations[d];
             cfg.test_dur = durations[d];
             check_against_brute_force(&cfg, 12);
+            /* the ideal model, not told which frames are distractors */
+            sb_task *task = make_task(&cfg);
+            sb_ceiling c = compute(task, 12, 1);
+            double e_lo, e_hi, r_lo, r_hi;
+            brute_force_frames(task, 12, &e_lo, &e_hi, &r_lo, &r_hi);
+            if (!(c.bayes_model_acc >= e_lo - 1e-12 && c.bayes_model_acc <= e_hi + 1e-12 &&
+                  c.bayes_model_realized_acc >= r_lo - 1e-12 &&
+                  c.bayes_model_realized_acc <= r_hi + 1e-12))
+                fail_msg("grid %zu dur %g: ideal model %.15f / %.15f, brute force [%.15f, "
+                         "%.15f] / [%.15f, %.15f]",
+                         i, durations[d], c.bayes_model_acc, c.bayes_model_realized_acc, e_lo,
+                         e_hi, r_lo, r_hi);
+            assert_true(c.bayes_model_acc <= c.expected_acc + 1e-12);
+            printf("  grid %zu dur %g: bayes_model_acc %.6f in [%.6f, %.6f], expected_acc "
+                   "%.6f\n",
+                   i, durations[d], c.bayes_model_acc, e_lo, e_hi, c.expected_acc);
+            sb_task_free(task);
         }
     }
 }
@@ -307,6 +451,11 @@ static void test_monte_carlo(void **state)
                      variant, c.expected_acc, c.realized_acc, c.expected_acc_se, c.p_true_mean,
                      c.p_sq_mean);
         assert_true(c.expected_acc > 0.3 && c.expected_acc < 0.995);
+        /* the ideal model's decisions: realized around expected, below the bound */
+        if (fabs(c.bayes_model_realized_acc - c.bayes_model_acc) > 4.0 * c.expected_acc_se + 1e-3)
+            fail_msg("variant %d: ideal model expected %.5f realized %.5f", variant,
+                     c.bayes_model_acc, c.bayes_model_realized_acc);
+        assert_true(c.bayes_model_acc <= c.expected_acc + 1e-12);
         assert_true(c.expected_acc_se > 0.0);
         sb_task_free(task);
     }
