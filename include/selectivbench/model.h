@@ -59,6 +59,16 @@ typedef struct sb_stack_desc {
                              for fla's causal-LM classes, "base_model." for a bare backbone) */
 } sb_stack_desc;
 
+/* A layer's input-dependent gates as its probe_gates returns them (the probe command,
+ * src/train/probe.c; docs/probe.md). */
+#define SB_GATE_KINDS_MAX 2
+typedef struct sb_gate_desc {
+    int n_kinds;                        /* gates of the layer (1, or 2: e.g. beta and decay) */
+    int n_groups;                       /* heads or channel groups of every kind */
+    const char *kind[SB_GATE_KINDS_MAX]; /* what each is, e.g. "decay exp(dt*A)", "beta" */
+    double hi[SB_GATE_KINDS_MAX];       /* each gate lies in [0, hi] */
+} sb_gate_desc;
+
 typedef struct sb_layer_type {
     const char *name;
     const char *summary; /* one line for `selectivbench models` */
@@ -84,6 +94,17 @@ typedef struct sb_layer_type {
                                  real *state);
     /* NULL: RecNet builds the model; else the LM stack does (see sb_stack_desc) */
     const sb_stack_desc *stack;
+    /* optional (probe): the layer's input-dependent gates, recomputed from its input x[B, T,
+     * D] (the x its forward receives), not recorded: returns [B, T, n_kinds * n_groups] with
+     * kind k of group h at column k * n_groups + h, and fills desc. gap[B * T] marks the gap
+     * frames (attention reports the share of its weight on them). NULL: the layer has no
+     * input-dependent gates. */
+    sb_tensor *(*probe_gates)(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const uint8_t *gap, sb_gate_desc *desc);
+    /* optional (probe): where the recurrent state lies in one sample's stream state: after
+     * *history reals (convolution histories), *count reals; in a buffer of B samples (laid
+     * out field by field) at B * history, B * count reals. NULL: the whole stream state. */
+    void (*stream_recurrent)(const sb_model_config *cfg, size_t *history, size_t *count);
 } sb_layer_type;
 
 struct sb_model {
@@ -149,6 +170,20 @@ sb_tensor *sb_model_hidden(sb_graph *g, const sb_model *m, sb_tensor *input, int
 sb_tensor *sb_model_hidden_stream(sb_graph *g, const sb_model *m, sb_tensor *input,
                                   real *const *states);
 int sb_model_can_stream(const sb_model *m);
+
+/* What sb_model_hidden_capture keeps of a forward (the probe command): arrays the caller
+ * provides, filled with tensors of the graph's arena. */
+typedef struct sb_model_capture {
+    sb_tensor **block_out; /* [L + 1] the encoder's (input projection's) output, then every
+                              block's; LM stacks: the last one after the final RMSNorm */
+    sb_tensor **layer_in;  /* [L] the x each layer's forward received (LM stacks: the mixer's
+                              input, after the block's first RMSNorm) */
+    sb_tensor **layer_out; /* [L] what each layer's forward returned */
+} sb_model_capture;
+
+/* As sb_model_hidden without keep_only_output, keeping every block's tensors in cap. */
+sb_tensor *sb_model_hidden_capture(sb_graph *g, const sb_model *m, sb_tensor *input,
+                                   sb_model_capture *cap);
 
 /* Forward FLOPs per token of the whole model at length T. */
 double sb_model_flops_per_token(const sb_model *m, int T);

@@ -11,6 +11,17 @@
  * One line per model; each point is the mean +- standard deviation over seeds of the
  * learning-rate / warm-up setting with the best mean test accuracy at that point. Runs of
  * the two protocols go to separate figures.
+ *
+ * The yardsticks (results.h, ceiling.h): every accuracy figure shows, as grey reference
+ * lines, the ceiling (the ideal observer's expected accuracy) and the window observers
+ * k = 1, 4 and 8 of the runs' tasks: horizontal where every point of the figure has the
+ * same value, otherwise a line through the mean over the runs at each x (fig2a and fig4,
+ * whose x varies the task). Each accuracy figure has a companion NAME_memory: the
+ * effective memory (elements, on a log2(1 + m) axis, beyond 32 drawn on a line of its own)
+ * of the same best settings against the same x (parameters for fig2b, fig3a and fig3b),
+ * mean +- std over seeds, a memory beyond 32 counted as 64 in the mean. Runs without
+ * yardsticks get them first (computed from their stored configuration and, when the
+ * database is writable, stored).
  */
 #ifndef SELECTIVBENCH_REPORT_H
 #define SELECTIVBENCH_REPORT_H
@@ -20,7 +31,9 @@
 typedef struct sb_report_summary {
     int runs_read;    /* runs in the database */
     int runs_used;    /* finished runs placed in a figure */
-    int figures;      /* figures written (each as PNG, SVG and PDF) */
+    int figures;      /* figures written (each as PNG, SVG and PDF), memory figures included */
+    int yardsticks_missing; /* runs placed whose yardsticks could not be computed */
+    char yardsticks_error[SB_ERROR_MSG_MAX]; /* why, for the first of them */
     char table_path[4096]; /* the markdown table */
 } sb_report_summary;
 

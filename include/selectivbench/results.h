@@ -11,9 +11,21 @@
  *   meta(key TEXT PRIMARY KEY, value TEXT)         schema_version, application, created_at
  *   runs(id, hash UNIQUE, config_json, model, protocol, status, reason, params,
  *        state_size, flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s,
- *        tokens_per_s, code_version, checkpoint, started_at, finished_at, host, attempts)
+ *        tokens_per_s, code_version, checkpoint, started_at, finished_at, host, attempts,
+ *        ceiling, effective_memory)
  *   evaluations(run_id -> runs.id ON DELETE CASCADE, step, samples, split, loss, acc, lr,
  *        tokens_per_s, wall_s; PRIMARY KEY (run_id, step, split))
+ *   ceilings(hash PRIMARY KEY, config_json, ceiling_json, created_at)
+ *        the ideal observer of a task (ceiling.h), computed once per task configuration:
+ *        hash is sb_ceiling_hash, config_json the task it was computed for, ceiling_json
+ *        what sb_ceiling_write_json writes.
+ * A run's yardsticks (the columns ceiling and effective_memory) compare it with its task:
+ * ceiling is the expected_acc of the ideal observer on the run's test split and
+ * effective_memory sb_ceiling_effective_memory of its final test accuracy, in elements
+ * (+infinity, stored as SQLite's Inf: beyond the k = 32 window observer).
+ * Version 1 (no yardsticks, no ceilings table) is upgraded in place when a writable
+ * connection opens it: one transaction adds the two columns (NULL for the runs already
+ * there) and the table; a read-only connection reads it as it is.
  * Timestamps are UTC ISO-8601 ("2025-01-31T12:00:00.000Z"), written by SQLite's clock.
  * Unknown values are SQL NULL: in the C structs NULL strings, NaN doubles and -1 integers.
  *
@@ -31,10 +43,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "selectivbench/ceiling.h"
 #include "selectivbench/status.h"
 #include "selectivbench/task.h"
 
-#define SB_RESULTS_SCHEMA_VERSION 1
+#define SB_RESULTS_SCHEMA_VERSION 2
 #define SB_RESULTS_BUSY_TIMEOUT_MS 30000
 
 /* An open results database (a SQLite connection). */
@@ -86,6 +99,8 @@ typedef struct sb_run_row {
     char *code_version, *checkpoint, *host;
     char *started_at, *finished_at; /* UTC ISO-8601; finished_at NULL while running */
     int64_t attempts;               /* times run_begin started this run (resets count) */
+    double ceiling;                 /* the yardsticks (see the schema); NaN: NULL */
+    double effective_memory;        /* elements; INFINITY: beyond 32; NaN: NULL */
 } sb_run_row;
 
 /* Metrics with every field NaN (unknown), to fill in field by field. */
@@ -100,6 +115,16 @@ sb_run_metrics sb_results_metrics_unknown(void);
  * SB_RESULTS_SCHEMA_VERSION (the message gives both). A file that is refused is not
  * modified. *out is NULL on failure. */
 sb_status sb_results_open(const char *path, sb_results **out, sb_error *err);
+
+/* Opens an existing results database for reading only: nothing is created, upgraded or
+ * written (a version-1 file is read as it is, its runs without yardsticks). Writes through
+ * this connection fail with SB_ERR_IO, except sb_results_put_ceiling (see there).
+ * Errors: SB_ERR_IO when the file is missing, cannot be read, is not a results database or
+ * records a newer schema_version. *out is NULL on failure. */
+sb_status sb_results_open_readonly(const char *path, sb_results **out, sb_error *err);
+
+/* Whether the connection was opened with sb_results_open_readonly. */
+int sb_results_is_readonly(const sb_results *db);
 
 /* Closes the connection (NULL is allowed). The last connection to close checkpoints the
  * write-ahead log into the database file. */
@@ -156,6 +181,55 @@ sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **r
  * no rows. Errors: SB_ERR_IO on a read failure, SB_ERR_NOMEM. */
 sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **rows, size_t *n,
                                 sb_error *err);
+
+/* ---- the yardsticks: the ideal observer of a run's task (ceiling.h) ---------------------- */
+
+/* Looks up the cached ceiling with this hash (sb_ceiling_hash). *found is 1 and *out holds
+ * it when there is one; otherwise *found is 0 (also for a cached text that no longer reads
+ * back: the caller computes it again and put replaces it).
+ * Errors: SB_ERR_IO on a read failure, SB_ERR_NOMEM. */
+sb_status sb_results_get_ceiling(sb_results *db, const char *hash, sb_ceiling *out, int *found,
+                                 sb_error *err);
+
+/* Stores a computed ceiling under hash, replacing an older entry. config_json (a JSON
+ * text, required) records the task it belongs to, for people reading the file. On a
+ * read-only connection the ceiling is kept in memory with the connection instead (get
+ * finds it until the connection closes). Errors: SB_ERR_INVALID for an empty hash or a
+ * config_json that is not JSON, SB_ERR_IO on a write failure, SB_ERR_NOMEM. */
+sb_status sb_results_put_ceiling(sb_results *db, const char *hash, const char *config_json,
+                                 const sb_ceiling *c, sb_error *err);
+
+/* Records the yardsticks of run run_id: ceiling (NaN: NULL) and effective_memory (NaN:
+ * NULL, INFINITY kept). Errors: SB_ERR_INVALID when no run has this id; SB_ERR_IO on a
+ * write failure (a read-only connection included). */
+sb_status sb_results_set_yardsticks(sb_results *db, int64_t run_id, double ceiling,
+                                    double effective_memory, sb_error *err);
+
+/* The ceiling of a task's test split with the default sb_ceiling_options (threads
+ * threads, 0: all cores): from the cache, or computed (sb_task_create, sb_ceiling_compute)
+ * and cached. *computed (may be NULL) is 1 when it was computed now.
+ * Errors: those of the task, of the computation and of the cache. (src/exp/yardsticks.c) */
+sb_status sb_results_task_ceiling(sb_results *db, const sb_task_config *task, int threads,
+                                  sb_ceiling *out, int *computed, sb_error *err);
+
+/* Computes and records the yardsticks of the finished run run_id of task with final test
+ * accuracy test_acc (NaN: the ceiling only). The values recorded are returned in *ceiling
+ * and *effective_memory (either may be NULL). Errors: those of sb_results_task_ceiling and
+ * sb_results_set_yardsticks. (src/exp/yardsticks.c) */
+sb_status sb_results_record_yardsticks(sb_results *db, int64_t run_id, const sb_task_config *task,
+                                       double test_acc, int threads, double *ceiling,
+                                       double *effective_memory, sb_error *err);
+
+/* Backfills a stored row: for a finished run whose yardsticks are missing (ceiling NULL,
+ * or effective_memory NULL with a test accuracy), builds its task from config_json
+ * (sb_run_config_from_json), gets its ceiling (sb_results_task_ceiling) and fills
+ * row->ceiling and row->effective_memory; they are written to the database unless the
+ * connection is read-only. *filled (may be NULL) is 1 when the row was given values.
+ * Other rows are left alone (SB_OK, *filled 0). Errors: a configuration that does not
+ * read back or builds no task, and those of sb_results_task_ceiling and
+ * sb_results_set_yardsticks; the row is unchanged then. (src/exp/yardsticks.c) */
+sb_status sb_results_fill_yardsticks(sb_results *db, sb_run_row *row, int threads, int *filled,
+                                     sb_error *err);
 
 /* Frees the strings of one row and zeroes it (NULL is allowed). */
 void sb_results_run_row_clear(sb_run_row *row);

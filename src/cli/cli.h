@@ -15,6 +15,7 @@ int sb_cmd_demo(int argc, char **argv);
 int sb_cmd_bench(int argc, char **argv);
 int sb_cmd_train(int argc, char **argv);
 int sb_cmd_eval(int argc, char **argv);
+int sb_cmd_probe(int argc, char **argv);
 int sb_cmd_ceiling(int argc, char **argv);
 int sb_cmd_models(int argc, char **argv);
 int sb_cmd_sweep(int argc, char **argv);

@@ -15,26 +15,6 @@
 #include "selectivbench/json_writer.h"
 #include "selectivbench/trainer.h"
 
-/* Puts a configuration into the flags' storage so that parsing overrides it field by field.
- * model_buf keeps the model name (the flag points at it). */
-static void flags_from_config(sb_run_flags *rf, const sb_run_config *cfg, char *model_buf,
-                              size_t size)
-{
-    rf->cfg = *cfg;
-    rf->task.cfg = cfg->task;
-    rf->task.seed = (int64_t)cfg->seed;
-    rf->task.protocol = (int)cfg->task.protocol;
-    rf->task.gap_rng = (int)cfg->task.gap_rng;
-    rf->task.dist_dur = (int)cfg->task.dist_dur;
-    rf->same_seed = cfg->task.grammar.seed == cfg->seed;
-    rf->task_seed = (int64_t)cfg->task.grammar.seed;
-    rf->optimizer = (int)cfg->optimizer;
-    rf->scheduler = (int)cfg->scheduler;
-    rf->warmup_steps = cfg->warmup_steps;
-    snprintf(model_buf, size, "%s", cfg->model);
-    rf->model = model_buf;
-}
-
 int sb_cmd_eval(int argc, char **argv)
 {
     if (argc < 3 || strncmp(argv[2], "--", 2) == 0) {
@@ -60,7 +40,7 @@ int sb_cmd_eval(int argc, char **argv)
     char model_buf[SB_MODEL_NAME_MAX];
     sb_status st = sb_checkpoint_read_config(ckpt, &recorded, &err);
     if (st == SB_OK)
-        flags_from_config(&rf, &recorded, model_buf, sizeof model_buf);
+        sb_run_flags_from_config(&rf, &recorded, model_buf, sizeof model_buf);
     else if (st != SB_ERR_INVALID) /* missing or corrupt file */
         return sb_cli_fail("eval", &err);
     /* parse from argv[3]: shift so that sb_cli_parse's first argument is argv[3] */

@@ -48,5 +48,11 @@ int sb_cmd_report(int argc, char **argv)
         return sb_cli_fail("report", &err);
     printf("%d runs read, %d used: %d figure%s (PNG, SVG, PDF) and %s\n", sum.runs_read,
            sum.runs_used, sum.figures, sum.figures == 1 ? "" : "s", sum.table_path);
+    if (sum.yardsticks_missing > 0)
+        fprintf(stderr,
+                "selectivbench report: warning: %d run%s drawn without yardsticks (ceiling, "
+                "effective memory): %s\n",
+                sum.yardsticks_missing, sum.yardsticks_missing == 1 ? "" : "s",
+                sum.yardsticks_error);
     return 0;
 }

@@ -1,16 +1,20 @@
 /*
  * cmd_results.c - `selectivbench results`: the runs of a results database, as a table,
  * JSON ({"runs": [...]}) or CSV for pandas; filtered by model, status or any
- * configuration key.
+ * configuration key. Every finished run is shown with its yardsticks (results.h): those
+ * missing (runs recorded before they existed) are computed from the run's stored
+ * configuration and written back, unless the database is read-only.
  */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "selectivbench/json_writer.h"
 #include "selectivbench/results.h"
+#include "selectivbench/run_config.h"
 
 #define MAX_FILTERS 16
 
@@ -50,6 +54,17 @@ static void print_number_or_empty(double v)
         sb_format_double(buf, sizeof buf, v);
         fputs(buf, stdout);
     }
+}
+
+/* Effective memory as text: ">32" beyond the k = 32 observer, empty when unknown. */
+static void format_memory(char *buf, size_t size, double v)
+{
+    if (isnan(v))
+        buf[0] = '\0';
+    else if (isinf(v))
+        snprintf(buf, size, ">32");
+    else
+        sb_format_double(buf, size, v);
 }
 
 /* configuration keys that are already fixed columns */
@@ -126,8 +141,12 @@ int sb_cmd_results(int argc, char **argv)
         return sb_cli_fail("results", &err);
     }
     fclose(probe);
+    /* a database we may not write is shown as it is, its missing yardsticks computed but
+     * not stored */
     sb_results *db = NULL;
-    if (sb_results_open(db_path, &db, &err) != SB_OK)
+    sb_status open_st = access(db_path, W_OK) == 0 ? sb_results_open(db_path, &db, &err)
+                                                    : sb_results_open_readonly(db_path, &db, &err);
+    if (open_st != SB_OK)
         return sb_cli_fail("results", &err);
     if (check) {
         int ok = 0;
@@ -154,6 +173,38 @@ int sb_cmd_results(int argc, char **argv)
         for (int f = 0; keep[i] && f < n_filters; f++)
             keep[i] = config_matches(configs[i], filters[f]);
         kept += keep[i] != 0;
+    }
+    /* the yardsticks of the runs shown, backfilled where missing, and the standard error
+     * of the ceiling (from the cache) */
+    int n_unfilled = 0;
+    sb_error fill_err = {0};
+    double *ceiling_se = malloc((n > 0 ? n : 1) * sizeof *ceiling_se);
+    for (size_t i = 0; ceiling_se != NULL && i < n; i++)
+        ceiling_se[i] = (double)NAN;
+    for (size_t i = 0; configs != NULL && keep != NULL && ceiling_se != NULL && i < n; i++) {
+        if (!keep[i] || strcmp(rows[i].status, "finished") != 0)
+            continue;
+        sb_error e = {0};
+        sb_run_config rc_i;
+        sb_ceiling c;
+        sb_status fst = sb_results_fill_yardsticks(db, &rows[i], threads, NULL, &e);
+        if (fst == SB_OK)
+            fst = sb_run_config_from_json(rows[i].config_json, &rc_i, &e);
+        if (fst == SB_OK)
+            fst = sb_results_task_ceiling(db, &rc_i.task, threads, &c, NULL, &e);
+        if (fst == SB_OK)
+            ceiling_se[i] = c.expected_acc_se;
+        else if (n_unfilled++ == 0)
+            fill_err = e;
+    }
+    if (configs == NULL || keep == NULL || ceiling_se == NULL) {
+        for (size_t i = 0; configs != NULL && i < n; i++)
+            json_decref(configs[i]);
+        free(configs), free(keep), free(ceiling_se);
+        sb_results_run_rows_free(rows, n);
+        sb_results_close(db);
+        sb_error_set(&err, SB_ERR_NOMEM, "out of memory listing %zu runs", n);
+        return sb_cli_fail("results", &err);
     }
     if (json) {
         sb_json j;
@@ -194,6 +245,15 @@ int sb_cmd_results(int argc, char **argv)
                 sb_json_key(&j, mk[k]);
                 sb_json_double(&j, mv[k]);
             }
+            sb_json_key(&j, "ceiling");
+            sb_json_double(&j, r->ceiling);
+            sb_json_key(&j, "ceiling_se");
+            sb_json_double(&j, ceiling_se[i]);
+            sb_json_key(&j, "effective_memory");
+            if (isinf(r->effective_memory))
+                sb_json_string(&j, ">32");
+            else
+                sb_json_double(&j, r->effective_memory);
             sb_json_key(&j, "flops_per_token");
             sb_json_double(&j, r->flops_per_token);
             sb_json_key(&j, "state_size");
@@ -218,7 +278,7 @@ int sb_cmd_results(int argc, char **argv)
             if (keep[i])
                 keys = configs[i];
         printf("hash,status,model,protocol,params,test_acc,test_loss,train_acc,train_loss,wall_s,"
-               "tokens_per_s");
+               "tokens_per_s,ceiling,effective_memory,ceiling_se");
         const char *key;
         json_t *v;
         if (keys != NULL)
@@ -240,6 +300,12 @@ int sb_cmd_results(int argc, char **argv)
                 printf(",");
                 print_number_or_empty(mv[k]);
             }
+            char mem[40];
+            format_memory(mem, sizeof mem, r->effective_memory);
+            printf(",");
+            print_number_or_empty(r->ceiling);
+            printf(",%s,", mem);
+            print_number_or_empty(ceiling_se[i]);
             if (keys != NULL)
                 json_object_foreach(keys, key, v) {
                     if (fixed_column(key))
@@ -250,8 +316,9 @@ int sb_cmd_results(int argc, char **argv)
             printf("\n");
         }
     } else {
-        printf("%-16s %-20s %6s %4s %8s %6s %5s %-9s %9s %9s %10s %8s\n", "hash", "model", "width",
-               "L", "lr", "warmup", "seed", "status", "test acc", "test loss", "params", "wall s");
+        printf("%-16s %-20s %6s %4s %8s %6s %5s %-9s %9s %9s %8s %7s %10s %8s\n", "hash", "model",
+               "width", "L", "lr", "warmup", "seed", "status", "test acc", "test loss", "ceiling",
+               "eff mem", "params", "wall s");
         for (size_t i = 0; i < n; i++) {
             if (!keep[i])
                 continue;
@@ -261,22 +328,37 @@ int sb_cmd_results(int argc, char **argv)
             char warm_s[16] = "5%";
             if (json_is_integer(warm))
                 snprintf(warm_s, sizeof warm_s, "%lld", (long long)json_integer_value(warm));
-            printf("%-16s %-20s %6lld %4lld %8g %6s %5lld %-9s %9.4f %9.4f %10lld %8.1f\n", r->hash,
-                   r->model != NULL ? r->model : "?",
+            /* yardsticks: "-" where unknown; effective memory in elements, ">32" beyond */
+            char ceil_s[16] = "-", mem_s[16] = "-";
+            if (!isnan(r->ceiling))
+                snprintf(ceil_s, sizeof ceil_s, "%.4f", r->ceiling);
+            if (isinf(r->effective_memory))
+                snprintf(mem_s, sizeof mem_s, ">32");
+            else if (!isnan(r->effective_memory))
+                snprintf(mem_s, sizeof mem_s, "%.2f", r->effective_memory);
+            printf("%-16s %-20s %6lld %4lld %8g %6s %5lld %-9s %9.4f %9.4f %8s %7s %10lld %8.1f\n",
+                   r->hash, r->model != NULL ? r->model : "?",
                    (long long)json_integer_value(json_object_get(c, "feat_size")),
                    (long long)json_integer_value(json_object_get(c, "layers")),
                    json_number_value(json_object_get(c, "lr")), warm_s,
                    (long long)json_integer_value(json_object_get(c, "seed")), r->status,
-                   r->metrics.test_acc, r->metrics.test_loss, (long long)r->params, r->metrics.wall_s);
+                   r->metrics.test_acc, r->metrics.test_loss, ceil_s, mem_s, (long long)r->params,
+                   r->metrics.wall_s);
             if (r->reason != NULL && strcmp(r->status, "finished") != 0)
                 printf("    %s\n", r->reason);
         }
         printf("%zu of %zu runs\n", kept, n);
     }
+    if (n_unfilled > 0)
+        fprintf(stderr,
+                "selectivbench results: warning: the yardsticks of %d finished run%s could not "
+                "be computed (shown empty): %s\n",
+                n_unfilled, n_unfilled == 1 ? "" : "s", fill_err.msg);
     for (size_t i = 0; configs != NULL && i < n; i++)
         json_decref(configs[i]);
     free(configs);
     free(keep);
+    free(ceiling_se);
     sb_results_run_rows_free(rows, n);
     sb_results_close(db);
     return 0;

@@ -164,6 +164,7 @@ int sb_cmd_train(int argc, char **argv)
         return 0;
     }
 
+    sinks.rec.threads = threads;
     sb_train_output_init(&sinks.out, cfg, rf.quiet, rf.json, threads);
     sb_train_options topt = {
         .threads = threads,

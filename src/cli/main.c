@@ -25,6 +25,8 @@ static void print_usage(FILE *f)
             "             export the reference's dataset files\n"
             "  train      train and evaluate one configuration (the reference's train.py flags)\n"
             "  eval       evaluate a checkpoint, e.g. at longer test gaps (--test_dur)\n"
+            "  probe      what a checkpoint keeps: linear readouts by depth and lag, gates on\n"
+            "             symbol vs gap frames, state norms along a long gap (figures, JSON)\n"
             "  ceiling    the ideal observer of a task: the best possible accuracy, and the\n"
             "             accuracy of observers that remember only the last k elements\n"
             "  sweep      run a W&B grid sweep file offline (resumable, parallel, sharded)\n"
@@ -125,6 +127,8 @@ int main(int argc, char **argv)
         return sb_cmd_ceiling(argc, argv);
     if (strcmp(cmd, "eval") == 0)
         return sb_cmd_eval(argc, argv);
+    if (strcmp(cmd, "probe") == 0)
+        return sb_cmd_probe(argc, argv);
     if (strcmp(cmd, "models") == 0)
         return sb_cmd_models(argc, argv);
     if (strcmp(cmd, "sweep") == 0)

@@ -113,6 +113,26 @@ void sb_run_options_add(sb_run_flags *rf, sb_option *opts, int *n)
         opts[(*n)++] = run[i];
 }
 
+/* Puts a configuration into the flags' storage so that parsing overrides it field by field.
+ * model_buf keeps the model name (the flag points at it). */
+void sb_run_flags_from_config(sb_run_flags *rf, const sb_run_config *cfg, char *model_buf,
+                              size_t size)
+{
+    rf->cfg = *cfg;
+    rf->task.cfg = cfg->task;
+    rf->task.seed = (int64_t)cfg->seed;
+    rf->task.protocol = (int)cfg->task.protocol;
+    rf->task.gap_rng = (int)cfg->task.gap_rng;
+    rf->task.dist_dur = (int)cfg->task.dist_dur;
+    rf->same_seed = cfg->task.grammar.seed == cfg->seed;
+    rf->task_seed = (int64_t)cfg->task.grammar.seed;
+    rf->optimizer = (int)cfg->optimizer;
+    rf->scheduler = (int)cfg->scheduler;
+    rf->warmup_steps = cfg->warmup_steps;
+    snprintf(model_buf, size, "%s", cfg->model);
+    rf->model = model_buf;
+}
+
 sb_status sb_run_options_finish(sb_run_flags *rf, sb_error *err)
 {
     sb_status st = sb_task_options_finish(&rf->task, err);

@@ -46,4 +46,10 @@ void sb_run_options_add(sb_run_flags *rf, sb_option *opts, int *n);
 /* Turns the parsed flags into rf->cfg (run seed, task seed, feat_size remapping...). */
 sb_status sb_run_options_finish(sb_run_flags *rf, sb_error *err);
 
+/* Puts a recorded configuration (a checkpoint's) into the flags' storage, so that parsing
+ * overrides it field by field; model_buf keeps the model name (the flag points at it).
+ * Shared by eval and probe. */
+void sb_run_flags_from_config(sb_run_flags *rf, const sb_run_config *cfg, char *model_buf,
+                              size_t size);
+
 #endif

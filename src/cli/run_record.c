@@ -13,6 +13,8 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
                               sb_error *err)
 {
     memset(rec, 0, sizeof *rec);
+    rec->task = cfg->task;
+    rec->ceiling = rec->effective_memory = (double)NAN;
     *finished = 0;
     sb_status st = sb_results_open(db_path, &rec->db, err);
     if (st != SB_OK)
@@ -110,6 +112,10 @@ sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_e
     const char *status = res->status[0] != '\0' ? res->status : "failed";
     sb_status st = sb_results_run_end(rec->db, rec->run_id, status,
                                       res->reason[0] != '\0' ? res->reason : NULL, &m, err);
+    if (st == SB_OK && strcmp(status, "finished") == 0)
+        st = sb_results_record_yardsticks(rec->db, rec->run_id, &rec->task, res->test_acc,
+                                          rec->threads, &rec->ceiling, &rec->effective_memory,
+                                          err);
     sb_run_record_close(rec);
     return st;
 }

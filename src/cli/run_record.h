@@ -10,7 +10,10 @@
 typedef struct sb_run_record {
     sb_results *db;
     int64_t run_id;
-    int warned; /* a write failed during the run (reported once) */
+    int warned;          /* a write failed during the run (reported once) */
+    sb_task_config task; /* the run's task, for its yardsticks at the end */
+    int threads;         /* threads for the yardsticks' computation (0: all cores) */
+    double ceiling, effective_memory; /* recorded at the end of a finished run; NaN: none */
 } sb_run_record;
 
 /* Opens db_path and records the start of the run. When the run already finished:
@@ -23,7 +26,10 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
 /* Records an evaluation event (train and test rows). Failures print one warning. */
 void sb_run_record_event(sb_run_record *rec, const sb_train_event *ev);
 
-/* Records the end of the run and closes the database. */
+/* Records the end of the run and, for a finished run, its yardsticks (the ceiling of its
+ * task's test split, from the database's cache or computed, and the effective memory of
+ * its test accuracy: sb_results_record_yardsticks), then closes the database. A failure
+ * to record the yardsticks is returned after the end is recorded. */
 sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_error *err);
 
 /* Closes without recording an end (after begin failed or was skipped). */

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "selectivbench/ceiling.h"
 #include "selectivbench/grammar.h"
 #include "selectivbench/model.h"
 #include "selectivbench/plot.h"
@@ -41,6 +43,9 @@ typedef struct rec {
     double lr;
     int warmup;
     double acc;
+    /* yardsticks: the ceiling and window observers k = 1, 4, 8 of the run's task, and the
+     * run's effective memory; NaN where unknown */
+    double ceiling, window[3], memory;
     /* for fig2a: the grammar of this run (its TE is averaged per amb) */
     int vocab, amb, depth;
     uint64_t task_seed;
@@ -133,11 +138,127 @@ static double grammar_te(te_cache **cache, int *n_cache, const rec *r)
     return te;
 }
 
+/* The window sizes k of the observers drawn on the accuracy figures. */
+static const int ref_k[3] = {1, 4, 8};
+
+/* Index of window size k in sb_ceiling_window_k. */
+static int window_index(int k)
+{
+    for (int i = 0; i < SB_CEILING_N_WINDOWS; i++)
+        if (sb_ceiling_window_k[i] == k)
+            return i;
+    return 0;
+}
+
+/* Effective memory beyond the k = 32 observer: plotted on a line at twice 32 and counted
+ * as that in means. */
+#define MEMORY_BEYOND 32.0
+
 /* One plotted point: the best setting's statistics. */
 typedef struct point {
     double x, mean, std, lr;
     int n, warmup;
+    double ceiling;            /* mean over the setting's seeds */
+    double mem_mean, mem_std;  /* effective memory over the seeds (beyond 32 as 64) */
+    int mem_n, mem_beyond;     /* seeds with a memory, of which beyond 32 */
 } point;
+
+/* The yardsticks' statistics of runs recs[a..b): ceiling mean, memory mean and std. */
+static void point_yardsticks(const rec *recs, int a, int b, point *pt)
+{
+    double sum_c = 0, sum_m = 0;
+    int n_c = 0, n_m = 0, beyond = 0;
+    for (int q = a; q < b; q++) {
+        if (!isnan(recs[q].ceiling))
+            sum_c += recs[q].ceiling, n_c++;
+        if (!isnan(recs[q].memory)) {
+            sum_m += fmin(recs[q].memory, 2 * MEMORY_BEYOND);
+            n_m++;
+            beyond += recs[q].memory > MEMORY_BEYOND;
+        }
+    }
+    pt->ceiling = n_c > 0 ? sum_c / n_c : (double)NAN;
+    pt->mem_n = n_m;
+    pt->mem_beyond = beyond;
+    pt->mem_mean = n_m > 0 ? sum_m / n_m : (double)NAN;
+    double var = 0;
+    for (int q = a; q < b; q++)
+        if (!isnan(recs[q].memory)) {
+            double d = fmin(recs[q].memory, 2 * MEMORY_BEYOND) - pt->mem_mean;
+            var += d * d;
+        }
+    pt->mem_std = n_m > 0 ? sqrt(var / n_m) : (double)NAN;
+    if (n_m > 0 && beyond == n_m)
+        pt->mem_mean = (double)INFINITY; /* every seed beyond 32 */
+}
+
+/* A figure's reference lines: per distinct x (over every model's runs there) the mean
+ * ceiling and window accuracies of the runs' tasks. */
+typedef struct ref_x {
+    double xkey, x;
+    double sum[4];
+    int n[4];
+    double te_sum;
+    int te_n;
+} ref_x;
+
+static int cmp_ref_x(const void *a, const void *b)
+{
+    const ref_x *x = a, *y = b;
+    return x->xkey < y->xkey ? -1 : x->xkey > y->xkey;
+}
+
+/* Builds up to 4 reference lines (ceiling, k = 8, 4, 1) of the runs recs[a..b) into refs,
+ * their points into xs/ys (4 * (b - a) each); returns how many. A line is horizontal
+ * when every x has the same value. */
+static int figure_refs(const rec *recs, int a, int b, int fig, te_cache **cache, int *n_cache,
+                       sb_plot_ref *refs, double *xs, double *ys, ref_x *rx)
+{
+    int n_x = 0;
+    for (int q = a; q < b; q++) {
+        int k = 0;
+        while (k < n_x && rx[k].xkey != recs[q].xkey)
+            k++;
+        if (k == n_x)
+            rx[n_x++] = (ref_x){.xkey = recs[q].xkey};
+        double v[4] = {recs[q].ceiling, recs[q].window[2], recs[q].window[1], recs[q].window[0]};
+        for (int r = 0; r < 4; r++)
+            if (!isnan(v[r]))
+                rx[k].sum[r] += v[r], rx[k].n[r]++;
+        if (fig == FIG_2A) {
+            double te = grammar_te(cache, n_cache, &recs[q]);
+            if (isfinite(te))
+                rx[k].te_sum += te, rx[k].te_n++;
+        }
+    }
+    qsort(rx, (size_t)n_x, sizeof *rx, cmp_ref_x);
+    for (int k = 0; k < n_x; k++)
+        rx[k].x = fig != FIG_2A ? rx[k].xkey
+                  : rx[k].te_n > 0 ? rx[k].te_sum / rx[k].te_n
+                                   : (double)NAN;
+    static const char *labels[4] = {"ceiling", "k = 8 window", "k = 4 window", "k = 1 window"};
+    int n_refs = 0;
+    for (int r = 0; r < 4; r++) {
+        double *x = xs + r * (b - a), *y = ys + r * (b - a);
+        double lo = HUGE_VAL, hi = -HUGE_VAL;
+        int n = 0;
+        for (int k = 0; k < n_x; k++) {
+            if (rx[k].n[r] == 0)
+                continue;
+            x[n] = rx[k].x;
+            y[n] = rx[k].sum[r] / rx[k].n[r];
+            lo = fmin(lo, y[n]), hi = fmax(hi, y[n]);
+            n++;
+        }
+        if (n == 0)
+            continue;
+        sb_plot_ref ref = {.label = labels[r], .style = r, .n = n, .x = x, .y_at = y};
+        if (hi - lo <= 1e-9)
+            ref.n = 0, ref.y = y[0];
+        refs[n_refs++] = ref;
+    }
+    return n_refs;
+}
 
 static sb_status make_dir(const char *dir, sb_error *err)
 {
@@ -155,17 +276,19 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
                              sb_error *err)
 {
     memset(sum, 0, sizeof *sum);
+    /* a database we may not write is read as it is (yardsticks computed, not stored) */
     sb_results *db = NULL;
-    sb_status st = sb_results_open(db_path, &db, err);
+    sb_status st = access(db_path, W_OK) == 0 ? sb_results_open(db_path, &db, err)
+                                               : sb_results_open_readonly(db_path, &db, err);
     if (st != SB_OK)
         return st;
     sb_run_row *rows = NULL;
     size_t n_rows = 0;
     st = sb_results_list_runs(db, NULL, &rows, &n_rows, err);
-    sb_results_close(db);
-    if (st != SB_OK)
-        return st;
-    if ((st = make_dir(out_dir, err)) != SB_OK) {
+    if (st == SB_OK)
+        st = make_dir(out_dir, err);
+    if (st != SB_OK) {
+        sb_results_close(db);
         sb_results_run_rows_free(rows, n_rows);
         return st;
     }
@@ -175,7 +298,7 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
     rec *recs = calloc(n_rows > 0 ? n_rows : 1, sizeof *recs);
     int n = 0;
     for (size_t i = 0; recs != NULL && i < n_rows; i++) {
-        const sb_run_row *row = &rows[i];
+        sb_run_row *row = &rows[i];
         if (strcmp(row->status, "finished") != 0 || !isfinite(row->metrics.test_acc))
             continue;
         sb_run_config c;
@@ -195,7 +318,23 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
         r->amb = gc.amb;
         r->depth = gc.amb_depth;
         r->task_seed = c.task.grammar.seed;
+        /* the yardsticks, backfilled where missing */
+        r->ceiling = r->memory = (double)NAN;
+        for (int w = 0; w < 3; w++)
+            r->window[w] = (double)NAN;
+        sb_ceiling ce;
+        sb_error yerr = {0};
+        if (sb_results_fill_yardsticks(db, row, 0, NULL, &yerr) == SB_OK &&
+            sb_results_task_ceiling(db, &c.task, 0, &ce, NULL, &yerr) == SB_OK) {
+            r->ceiling = row->ceiling;
+            r->memory = row->effective_memory;
+            for (int w = 0; w < 3; w++)
+                r->window[w] = ce.window_acc[window_index(ref_k[w])];
+        } else if (sum->yardsticks_missing++ == 0) {
+            snprintf(sum->yardsticks_error, sizeof sum->yardsticks_error, "%s", yerr.msg);
+        }
     }
+    sb_results_close(db);
     sb_results_run_rows_free(rows, n_rows);
     sum->runs_used = n;
     qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
@@ -214,7 +353,14 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
     }
     fprintf(md, "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished and placed in a "
                 "figure. Each point: the learning-rate / warm-up setting with the best mean test "
-                "accuracy; mean and standard deviation (ddof 0) over its seeds.\n",
+                "accuracy; mean and standard deviation (ddof 0) over its seeds.\n\n"
+                "Yardsticks: *ceiling* is the ideal observer's expected accuracy on the task's "
+                "test split (mean over the point's seeds); *eff. memory* is the window size k, "
+                "in elements, at which an observer that sees only the last k elements reaches "
+                "the run's accuracy (mean over the seeds, a memory beyond 32 counted as 64; "
+                "\">32\" when every seed is beyond the k = 32 observer). The accuracy figures "
+                "draw the ceiling and the k = 1, 4, 8 window observers as grey lines; each has "
+                "a `_memory` figure of the effective memory (log2(1 + m) axis).\n",
             db_path, sum->runs_read, sum->runs_used);
 
     point *pts = calloc((size_t)(n > 0 ? n : 1), sizeof *pts);
@@ -229,8 +375,18 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
         sb_plot_series series[64];
         char labels[64][SB_MODEL_NAME_MAX];
         int n_series = 0, n_pts = 0;
-        double *xs = calloc((size_t)(i - f0), sizeof *xs), *ys = calloc((size_t)(i - f0), sizeof *ys),
-               *es = calloc((size_t)(i - f0), sizeof *es);
+        size_t n_fig = (size_t)(i - f0);
+        double *xs = calloc(n_fig, sizeof *xs), *ys = calloc(n_fig, sizeof *ys),
+               *es = calloc(n_fig, sizeof *es), *ms = calloc(n_fig, sizeof *ms),
+               *mes = calloc(n_fig, sizeof *mes), *rxs = calloc(4 * n_fig, sizeof *rxs),
+               *rys = calloc(4 * n_fig, sizeof *rys);
+        ref_x *rx = calloc(n_fig, sizeof *rx);
+        if (xs == NULL || ys == NULL || es == NULL || ms == NULL || mes == NULL || rxs == NULL ||
+            rys == NULL || rx == NULL) {
+            free(xs), free(ys), free(es), free(ms), free(mes), free(rxs), free(rys), free(rx);
+            st = sb_error_set(err, SB_ERR_NOMEM, "out of memory drawing the figures");
+            break;
+        }
         char base[4096], title[256], subtitle[256];
         snprintf(base, sizeof base, "%s/%s", out_dir, fig_name[head->fig]);
         if (head->panel > 0)
@@ -246,7 +402,8 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
             snprintf(subtitle, sizeof subtitle, "protocol %s; mean \xC2\xB1 std over seeds, best lr / "
                      "warm-up per point", head->protocol == 1 ? "clean" : "reference");
         fprintf(md, "\n## %s (%s)\n\n%s.\n\n| model | %s | mean test acc | std | seeds | lr | "
-                    "warm-up |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+                    "warm-up | ceiling | eff. memory |\n"
+                    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
                 title, strrchr(base, '/') + 1, subtitle,
                 head->fig == FIG_2A ? "TE" : head->fig == FIG_4 ? "gap frames" : "params (M)");
         int j = f0;
@@ -279,6 +436,7 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
                         best.n = cnt;
                         best.lr = recs[s0].lr;
                         best.warmup = recs[s0].warmup;
+                        point_yardsticks(recs, s0, s, &best);
                     }
                 }
                 double x = recs[x0].xkey;
@@ -298,8 +456,15 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
                 char warm[16] = "5%";
                 if (best.warmup >= 0)
                     snprintf(warm, sizeof warm, "%d", best.warmup);
-                fprintf(md, "| %s | %.4g | %.4f | %.4f | %d | %g | %s |\n", recs[m0].model, x,
-                        best.mean, best.std, best.n, best.lr, warm);
+                char ceil_s[32] = "-", mem_s[32] = "-";
+                if (!isnan(best.ceiling))
+                    snprintf(ceil_s, sizeof ceil_s, "%.4f", best.ceiling);
+                if (best.mem_mean > MEMORY_BEYOND)
+                    snprintf(mem_s, sizeof mem_s, ">32");
+                else if (!isnan(best.mem_mean))
+                    snprintf(mem_s, sizeof mem_s, "%.3g \xC2\xB1 %.2g", best.mem_mean, best.mem_std);
+                fprintf(md, "| %s | %.4g | %.4f | %.4f | %d | %g | %s | %s | %s |\n", recs[m0].model,
+                        x, best.mean, best.std, best.n, best.lr, warm, ceil_s, mem_s);
             }
             snprintf(labels[n_series], sizeof labels[n_series], "%s", recs[m0].model);
             series[n_series] = (sb_plot_series){labels[n_series], n_pts - first_pt, NULL, NULL, NULL};
@@ -310,27 +475,49 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
             xs[q] = pts[q].x;
             ys[q] = pts[q].mean;
             es[q] = pts[q].std;
+            ms[q] = pts[q].mem_mean;
+            mes[q] = isinf(pts[q].mem_mean) ? 0 : pts[q].mem_std;
         }
         int offset = 0;
+        sb_plot_series mem_series[64];
         for (int s = 0; s < n_series; s++) {
             series[s].x = xs + offset;
             series[s].y = ys + offset;
             series[s].err = es + offset;
+            mem_series[s] = series[s];
+            mem_series[s].y = ms + offset;
+            mem_series[s].err = mes + offset;
             offset += series[s].n;
         }
+        sb_plot_ref refs[4];
+        int n_refs = figure_refs(recs, f0, i, head->fig, &cache, &n_cache, refs, rxs, rys, rx);
+        int logx = head->fig == FIG_2B || head->fig == FIG_3A || head->fig == FIG_3B;
         sb_plot plot = {.title = title, .subtitle = subtitle, .xlabel = fig_xlabel[head->fig],
-                        .ylabel = "test accuracy (fraction of elements)",
-                        .logx = head->fig == FIG_2B || head->fig == FIG_3A || head->fig == FIG_3B,
-                        .ymin = (double)NAN, .ymax = (double)NAN, .n_series = n_series, .series = series};
+                        .ylabel = "test accuracy (fraction of elements)", .logx = logx,
+                        .ymin = (double)NAN, .ymax = (double)NAN, .n_series = n_series,
+                        .series = series, .n_refs = n_refs, .refs = refs};
         st = sb_plot_write(&plot, base, err);
-        free(xs);
-        free(ys);
-        free(es);
+        /* the companion figure: effective memory of the same points */
+        char mem_base[4200], mem_title[300];
+        snprintf(mem_base, sizeof mem_base, "%s_memory", base);
+        snprintf(mem_title, sizeof mem_title, "%s: effective memory", title);
+        sb_plot mem_plot = {.title = mem_title, .subtitle = subtitle,
+                            .xlabel = fig_xlabel[head->fig],
+                            .ylabel = "effective memory (elements, log2(1 + m) axis)",
+                            .logx = logx, .ymin = 0, .ymax = (double)NAN, .n_series = n_series,
+                            .series = mem_series, .logy1p = 1, .ybeyond = MEMORY_BEYOND,
+                            .ybeyond_label = ">32"};
+        if (st == SB_OK)
+            sum->figures++;
+        if (st == SB_OK)
+            st = sb_plot_write(&mem_plot, mem_base, err);
+        free(xs), free(ys), free(es), free(ms), free(mes), free(rxs), free(rys), free(rx);
         n_pts = 0;
         if (st != SB_OK)
             break;
         sum->figures++;
-        fprintf(md, "\n![%s](%s.png)\n", title, strrchr(base, '/') + 1);
+        fprintf(md, "\n![%s](%s.png)\n\n![%s](%s.png)\n", title, strrchr(base, '/') + 1, mem_title,
+                strrchr(mem_base, '/') + 1);
     }
     free(pts);
     free(cache);

@@ -12,6 +12,8 @@
  */
 #include "selectivbench/results.h"
 
+#include "selectivbench/json_writer.h"
+
 #include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -21,14 +23,26 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* A ceiling kept in memory by a read-only connection (sb_results_put_ceiling). */
+typedef struct results_memo {
+    char *hash;
+    sb_ceiling c;
+} results_memo;
+
 struct sb_results {
     sqlite3 *db;
-    char *path; /* as given to sb_results_open, for messages */
+    char *path;       /* as given to sb_results_open, for messages */
+    int readonly;     /* opened with sb_results_open_readonly */
+    int64_t version;  /* the file's schema version (< current only when read-only) */
+    results_memo *memo;
+    int n_memo;
 };
 
 /* Timestamps: UTC ISO-8601 with milliseconds, from SQLite's clock. */
 #define RESULTS_NOW "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
+/* Version 1, as the first selectivbench wrote it; a new file gets it and then every
+ * upgrade below, so new and upgraded files have the same tables. */
 static const char results_schema_sql[] =
     "CREATE TABLE meta (\n"
     "  key TEXT PRIMARY KEY NOT NULL,\n"
@@ -73,11 +87,30 @@ static const char results_schema_sql[] =
     "  PRIMARY KEY (run_id, step, split)\n"
     ");\n";
 
-/* Columns of a run, in the order results_read_run reads them. */
-#define RESULTS_RUN_COLUMNS                                                                        \
+/* Version 1 -> 2: the yardsticks of a run and the cache of ceilings (results.h). */
+static const char results_upgrade_2_sql[] =
+    "ALTER TABLE runs ADD COLUMN ceiling REAL;\n"
+    "ALTER TABLE runs ADD COLUMN effective_memory REAL;\n"
+    "CREATE TABLE ceilings (\n"
+    "  hash TEXT PRIMARY KEY NOT NULL CONSTRAINT ceiling_hash_not_empty CHECK (hash <> ''),\n"
+    "  config_json TEXT NOT NULL\n"
+    "    CONSTRAINT ceiling_config_is_json CHECK (json_valid(config_json)),\n"
+    "  ceiling_json TEXT NOT NULL CONSTRAINT ceiling_is_json CHECK (json_valid(ceiling_json)),\n"
+    "  created_at TEXT NOT NULL\n"
+    ");\n";
+
+/* Columns of a run, in the order results_read_run reads them; a version-1 file (read-only)
+ * has no yardsticks, read as NULL. */
+#define RESULTS_RUN_COLUMNS_V1                                                                     \
     "id, hash, config_json, model, protocol, status, reason, params, state_size, "                 \
     "flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s, tokens_per_s, "          \
     "code_version, checkpoint, host, started_at, finished_at, attempts"
+#define RESULTS_RUN_COLUMNS RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory"
+
+static const char *results_run_columns(const sb_results *r)
+{
+    return r->version >= 2 ? RESULTS_RUN_COLUMNS : RESULTS_RUN_COLUMNS_V1 ", NULL, NULL";
+}
 
 /* ---- errors ------------------------------------------------------------------------- */
 
@@ -214,6 +247,8 @@ static int results_read_run(sqlite3_stmt *st, sb_run_row *row)
     for (int k = 0; k < 5 && rc == SQLITE_OK; k++)
         rc = results_col_text(st, 16 + k, text2[k]);
     row->attempts = (int64_t)sqlite3_column_int64(st, 21);
+    row->ceiling = results_col_real(st, 22);
+    row->effective_memory = results_col_real(st, 23);
     if (rc != SQLITE_OK)
         sb_results_run_row_clear(row);
     return rc;
@@ -423,6 +458,8 @@ static sb_status results_set_wal(sb_results *r, sb_error *err)
 static sb_status results_create_schema(sb_results *r, sb_error *err)
 {
     int rc = sqlite3_exec(r->db, results_schema_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(r->db, results_upgrade_2_sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return results_fail(r, rc, err, "cannot create the tables");
     sqlite3_stmt *st = NULL;
@@ -432,6 +469,26 @@ static sb_status results_create_schema(sb_results *r, sb_error *err)
                             -1, &st, NULL);
     rc = results_bind_int(rc, st, 1, SB_RESULTS_SCHEMA_VERSION);
     return results_exec_stmt(r, st, rc, err, "cannot write the meta table");
+}
+
+/* Upgrades a file of schema version `version` (>= 1) to the current one, inside the
+ * caller's transaction: a failure leaves the file as it was (the caller rolls back). */
+static sb_status results_upgrade(sb_results *r, int64_t version, sb_error *err)
+{
+    if (version >= SB_RESULTS_SCHEMA_VERSION)
+        return SB_OK;
+    /* version 1 -> 2 (the only older version) */
+    int rc = sqlite3_exec(r->db, results_upgrade_2_sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return results_fail(r, rc, err,
+                            "cannot upgrade the schema from version %lld to %d; the file is "
+                            "left as it was",
+                            (long long)version, SB_RESULTS_SCHEMA_VERSION);
+    sqlite3_stmt *st = NULL;
+    rc = sqlite3_prepare_v2(r->db, "UPDATE meta SET value = ?1 WHERE key = 'schema_version'", -1,
+                            &st, NULL);
+    rc = results_bind_int(rc, st, 1, SB_RESULTS_SCHEMA_VERSION);
+    return results_exec_stmt(r, st, rc, err, "cannot record the upgraded schema version");
 }
 
 /* Configures the connection and brings the file to the current schema. Everything that
@@ -474,8 +531,12 @@ static sb_status results_init(sb_results *r, sb_error *err)
         status = results_check_newer(r, version, err);
     if (status == SB_OK && version == 0)
         status = results_create_schema(r, err);
-    /* Older schemas are upgraded here, one step per version; version 1 is the first. */
-    return results_tx_end(r, status, err);
+    else if (status == SB_OK)
+        status = results_upgrade(r, version, err);
+    status = results_tx_end(r, status, err);
+    if (status == SB_OK)
+        r->version = SB_RESULTS_SCHEMA_VERSION;
+    return status;
 }
 
 sb_status sb_results_open(const char *path, sb_results **out, sb_error *err)
@@ -513,12 +574,65 @@ sb_status sb_results_open(const char *path, sb_results **out, sb_error *err)
     return SB_OK;
 }
 
+sb_status sb_results_open_readonly(const char *path, sb_results **out, sb_error *err)
+{
+    SB_ASSERT(path != NULL && out != NULL);
+    *out = NULL;
+    struct stat sbuf;
+    if (stat(path, &sbuf) != 0)
+        return sb_error_set(err, SB_ERR_IO, "cannot read results database '%s': %s", path,
+                            strerror(errno));
+    sb_results *r = calloc(1, sizeof *r);
+    size_t len = strlen(path);
+    char *copy = malloc(len + 1);
+    if (r == NULL || copy == NULL) {
+        free(r), free(copy);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'", path);
+    }
+    memcpy(copy, path, len + 1);
+    r->path = copy;
+    r->readonly = 1;
+    sb_status status = SB_OK;
+    int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_extended_result_codes(r->db, 1);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_busy_timeout(r->db, SB_RESULTS_BUSY_TIMEOUT_MS);
+    if (rc != SQLITE_OK)
+        status = results_fail(r, rc, err, "cannot open it for reading");
+    int64_t version = 0;
+    if (status == SB_OK)
+        status = results_read_version(r, &version, err);
+    if (status == SB_OK)
+        status = results_check_newer(r, version, err);
+    if (status == SB_OK && version == 0)
+        status = sb_error_set(err, SB_ERR_IO,
+                              "'%s' is an empty SQLite database, not a results database yet; "
+                              "train or sweep into it first",
+                              path);
+    if (status != SB_OK) {
+        sb_results_close(r);
+        return status;
+    }
+    r->version = version;
+    *out = r;
+    return SB_OK;
+}
+
+int sb_results_is_readonly(const sb_results *db)
+{
+    return db->readonly;
+}
+
 void sb_results_close(sb_results *db)
 {
     if (db == NULL)
         return;
     /* close_v2 cannot fail for a valid handle; every statement is finalized by now */
     (void)sqlite3_close_v2(db->db);
+    for (int i = 0; i < db->n_memo; i++)
+        free(db->memo[i].hash);
+    free(db->memo);
     free(db->path);
     free(db);
 }
@@ -644,7 +758,8 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
                 "flops_per_token = ?7, test_acc = NULL, test_loss = NULL, train_acc = NULL, "
                 "train_loss = NULL, wall_s = NULL, tokens_per_s = NULL, code_version = ?8, "
                 "checkpoint = ?9, host = ?10, started_at = " RESULTS_NOW ", "
-                "finished_at = NULL, attempts = attempts + 1 WHERE hash = ?1",
+                "finished_at = NULL, attempts = attempts + 1, ceiling = NULL, "
+                "effective_memory = NULL WHERE hash = ?1",
                 -1, &st, NULL);
             rc = results_bind_run(rc, st, run);
             status = results_exec_stmt(db, st, rc, err, "cannot restart run %s", run->hash);
@@ -790,8 +905,9 @@ sb_status sb_results_get_run(sb_results *db, const char *hash, sb_run_row *out, 
     memset(out, 0, sizeof *out);
     *found = 0;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->db, "SELECT " RESULTS_RUN_COLUMNS " FROM runs WHERE hash = ?1",
-                                -1, &st, NULL);
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT %s FROM runs WHERE hash = ?1", results_run_columns(db));
+    int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
     rc = results_bind_text(rc, st, 1, hash);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
@@ -834,10 +950,10 @@ sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **r
     *rows = NULL;
     *n = 0;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->db,
-                                "SELECT " RESULTS_RUN_COLUMNS " FROM runs "
-                                "WHERE ?1 IS NULL OR model = ?1 ORDER BY id",
-                                -1, &st, NULL);
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT %s FROM runs WHERE ?1 IS NULL OR model = ?1 ORDER BY id",
+             results_run_columns(db));
+    int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
     rc = results_bind_text(rc, st, 1, model);
     void *list = NULL;
     size_t count = 0, cap = 0;
@@ -932,6 +1048,136 @@ sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **ro
     *rows = list;
     *n = count;
     return SB_OK;
+}
+
+/* ---- the yardsticks -------------------------------------------------------------------- */
+
+sb_status sb_results_get_ceiling(sb_results *db, const char *hash, sb_ceiling *out, int *found,
+                                 sb_error *err)
+{
+    SB_ASSERT(db != NULL && hash != NULL && out != NULL && found != NULL);
+    memset(out, 0, sizeof *out);
+    *found = 0;
+    for (int i = 0; i < db->n_memo; i++)
+        if (strcmp(db->memo[i].hash, hash) == 0) {
+            *out = db->memo[i].c;
+            *found = 1;
+            return SB_OK;
+        }
+    if (db->version < 2)
+        return SB_OK; /* a version-1 file read as it is: no cache yet */
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db, "SELECT ceiling_json FROM ceilings WHERE hash = ?1", -1,
+                                &st, NULL);
+    rc = results_bind_text(rc, st, 1, hash);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    char *text = NULL;
+    if (rc == SQLITE_ROW)
+        rc = results_col_text(st, 0, &text);
+    else if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    sb_status status = SB_OK;
+    if (rc == SQLITE_NOMEM)
+        status = sb_error_set(err, SB_ERR_NOMEM,
+                              "out of memory reading ceiling %s from results database '%s'", hash,
+                              db->path);
+    else if (rc != SQLITE_OK)
+        status = results_fail(db, rc, err, "cannot read ceiling %s", hash);
+    (void)sqlite3_finalize(st);
+    if (status == SB_OK && text != NULL) {
+        sb_error perr = {0};
+        /* a text that does not read back counts as missing: it is computed again */
+        if (sb_ceiling_from_json(text, out, &perr) == SB_OK)
+            *found = 1;
+        else
+            memset(out, 0, sizeof *out);
+    }
+    free(text);
+    return status;
+}
+
+/* Keeps c under hash in the connection's memory (read-only connections). */
+static sb_status results_memo_put(sb_results *db, const char *hash, const sb_ceiling *c,
+                                  sb_error *err)
+{
+    for (int i = 0; i < db->n_memo; i++)
+        if (strcmp(db->memo[i].hash, hash) == 0) {
+            db->memo[i].c = *c;
+            return SB_OK;
+        }
+    results_memo *grown = realloc(db->memo, (size_t)(db->n_memo + 1) * sizeof *grown);
+    char *copy = strdup(hash);
+    if (grown != NULL)
+        db->memo = grown;
+    if (grown == NULL || copy == NULL) {
+        free(copy);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory keeping ceiling %s", hash);
+    }
+    db->memo[db->n_memo++] = (results_memo){copy, *c};
+    return SB_OK;
+}
+
+sb_status sb_results_put_ceiling(sb_results *db, const char *hash, const char *config_json,
+                                 const sb_ceiling *c, sb_error *err)
+{
+    SB_ASSERT(db != NULL && hash != NULL && c != NULL);
+    if (hash[0] == '\0' || config_json == NULL)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "results database '%s': a cached ceiling needs a hash and its task's "
+                            "configuration",
+                            db->path);
+    if (db->readonly)
+        return results_memo_put(db, hash, c, err);
+    char *json = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&json, &len);
+    if (f == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory writing ceiling %s", hash);
+    sb_json j;
+    sb_json_init(&j, f, 0);
+    sb_ceiling_write_json(c, &j);
+    if (fclose(f) != 0 || json == NULL) {
+        free(json);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory writing ceiling %s", hash);
+    }
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db,
+                                "INSERT OR REPLACE INTO ceilings (hash, config_json, ceiling_json, "
+                                "created_at) VALUES (?1, ?2, ?3, " RESULTS_NOW ")",
+                                -1, &st, NULL);
+    rc = results_bind_text(rc, st, 1, hash);
+    rc = results_bind_text(rc, st, 2, config_json);
+    rc = results_bind_text(rc, st, 3, json);
+    sb_status status = results_exec_stmt(db, st, rc, err, "cannot store ceiling %s", hash);
+    free(json);
+    return status;
+}
+
+sb_status sb_results_set_yardsticks(sb_results *db, int64_t run_id, double ceiling,
+                                    double effective_memory, sb_error *err)
+{
+    SB_ASSERT(db != NULL);
+    if (db->readonly)
+        return sb_error_set(err, SB_ERR_IO,
+                            "results database '%s' is open read-only; cannot record the "
+                            "yardsticks of run %lld",
+                            db->path, (long long)run_id);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db,
+                                "UPDATE runs SET ceiling = ?2, effective_memory = ?3 WHERE id = ?1",
+                                -1, &st, NULL);
+    rc = results_bind_int(rc, st, 1, run_id);
+    rc = results_bind_real(rc, st, 2, ceiling);
+    rc = results_bind_real(rc, st, 3, effective_memory);
+    sb_status status = results_exec_stmt(db, st, rc, err,
+                                         "cannot record the yardsticks of run %lld",
+                                         (long long)run_id);
+    if (status == SB_OK && sqlite3_changes(db->db) == 0)
+        status = sb_error_set(err, SB_ERR_INVALID,
+                              "results database '%s' has no run with id %lld to give yardsticks",
+                              db->path, (long long)run_id);
+    return status;
 }
 
 void sb_results_run_row_clear(sb_run_row *row)

@@ -415,8 +415,10 @@ static sb_tensor *param(const sb_model *m, int i)
     return &m->params.p[i].tensor;
 }
 
-/* One pre-norm block; state != NULL: the mixer streams from its carried state. */
-static sb_tensor *stack_block(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
+/* One pre-norm block; state != NULL: the mixer streams from its carried state; cap (may be
+ * NULL) keeps the mixer's input and output and the block's output. */
+static sb_tensor *stack_block(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state,
+                              sb_model_capture *cap)
 {
     const int *bi = m->stack->idx + (size_t)l * B_COUNT;
     sb_tensor *y = sb_rmsnorm_gated(g, x, NULL, param(m, bi[B_ATTN_NORM]), NORM_EPS);
@@ -426,7 +428,26 @@ static sb_tensor *stack_block(sb_graph *g, const sb_model *m, int l, sb_tensor *
     sb_tensor *z = sb_rmsnorm_gated(g, s, NULL, param(m, bi[B_MLP_NORM]), NORM_EPS);
     sb_tensor *h = sb_gated_mlp(g, z, param(m, bi[B_GATE]), param(m, bi[B_UP]),
                                 param(m, bi[B_DOWN]));
-    return sb_add(g, s, h);
+    sb_tensor *out = sb_add(g, s, h);
+    if (cap != NULL) {
+        cap->layer_in[l] = y;
+        cap->layer_out[l] = a;
+        cap->block_out[l + 1] = out;
+    }
+    return out;
+}
+
+sb_tensor *sb_lm_stack_hidden_capture(sb_graph *g, const sb_model *m, sb_tensor *input,
+                                      sb_model_capture *cap)
+{
+    sb_tensor *x = sb_linear(g, input, m->enc_w, m->enc_b);
+    cap->block_out[0] = x;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        x = stack_block(g, m, l, x, NULL, cap);
+    /* the last entry is what the head reads: after the final norm */
+    x = sb_rmsnorm_gated(g, x, NULL, param(m, m->stack->final_norm), NORM_EPS);
+    cap->block_out[m->cfg.n_layers] = x;
+    return x;
 }
 
 sb_tensor *sb_lm_stack_hidden(sb_graph *g, const sb_model *m, sb_tensor *input,
@@ -436,7 +457,7 @@ sb_tensor *sb_lm_stack_hidden(sb_graph *g, const sb_model *m, sb_tensor *input,
     sb_tensor *x = sb_linear(g, input, m->enc_w, m->enc_b);
     if (!keep_only_output) {
         for (int l = 0; l < m->cfg.n_layers; l++)
-            x = stack_block(g, m, l, x, NULL);
+            x = stack_block(g, m, l, x, NULL, NULL);
         return sb_rmsnorm_gated(g, x, NULL, param(m, s->final_norm), NORM_EPS);
     }
     /* evaluation: two buffers hold the running activation, everything a block allocates
@@ -449,7 +470,7 @@ sb_tensor *sb_lm_stack_hidden(sb_graph *g, const sb_model *m, sb_tensor *input,
     x = sb_tensor_wrap(g, buf[0], 3, x->shape);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         sb_arena_mark mark = sb_arena_get_mark(&g->arena);
-        sb_tensor *y = stack_block(g, m, l, x, NULL);
+        sb_tensor *y = stack_block(g, m, l, x, NULL, NULL);
         real *dst = buf[(l + 1) % 2];
         memcpy(dst, y->data, y->size * sizeof(real));
         int shape[3] = {y->shape[0], y->shape[1], y->shape[2]};
@@ -464,7 +485,7 @@ sb_tensor *sb_lm_stack_hidden_stream(sb_graph *g, const sb_model *m, sb_tensor *
 {
     sb_tensor *x = sb_linear(g, input, m->enc_w, m->enc_b);
     for (int l = 0; l < m->cfg.n_layers; l++)
-        x = stack_block(g, m, l, x, states[l]);
+        x = stack_block(g, m, l, x, states[l], NULL);
     return sb_rmsnorm_gated(g, x, NULL, param(m, m->stack->final_norm), NORM_EPS);
 }
 

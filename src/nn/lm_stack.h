@@ -23,6 +23,8 @@ sb_tensor *sb_lm_stack_hidden(sb_graph *g, const sb_model *m, sb_tensor *input,
                               int keep_only_output);
 sb_tensor *sb_lm_stack_hidden_stream(sb_graph *g, const sb_model *m, sb_tensor *input,
                                      real *const *states);
+sb_tensor *sb_lm_stack_hidden_capture(sb_graph *g, const sb_model *m, sb_tensor *input,
+                                      sb_model_capture *cap);
 double sb_lm_stack_flops(const sb_layer_type *type, const sb_model_config *c, int T);
 
 /* GatedMLP width of fla (hidden_ratio 4, no intermediate_size): two thirds of 4 D rounded up

@@ -160,12 +160,33 @@ sb_status sb_model_param_count(const sb_model_config *cfg, size_t *count, sb_err
     return SB_OK;
 }
 
-/* One block: x = LayerNorm(x + Dropout(layer(x))). */
-static sb_tensor *recnet_block(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
+/* One block: x = LayerNorm(x + Dropout(layer(x))); cap (may be NULL) keeps its tensors. */
+static sb_tensor *recnet_block(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                               sb_model_capture *cap)
 {
     sb_tensor *z = m->type->forward(g, m, l, x);
+    if (cap != NULL) {
+        cap->layer_in[l] = x;
+        cap->layer_out[l] = z;
+    }
     z = sb_dropout(g, z, (real)m->cfg.dropout);
-    return sb_layernorm(g, sb_add(g, x, z), m->norm_w[l], m->norm_b[l], LAYERNORM_EPS);
+    sb_tensor *y = sb_layernorm(g, sb_add(g, x, z), m->norm_w[l], m->norm_b[l], LAYERNORM_EPS);
+    if (cap != NULL)
+        cap->block_out[l + 1] = y;
+    return y;
+}
+
+sb_tensor *sb_model_hidden_capture(sb_graph *g, const sb_model *m, sb_tensor *input,
+                                   sb_model_capture *cap)
+{
+    SB_ASSERT(input->ndim == 3 && input->shape[2] == m->cfg.d_input);
+    if (m->stack != NULL)
+        return sb_lm_stack_hidden_capture(g, m, input, cap);
+    sb_tensor *x = sb_linear(g, input, m->enc_w, m->enc_b);
+    cap->block_out[0] = x;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        x = recnet_block(g, m, l, x, cap);
+    return x;
 }
 
 sb_tensor *sb_model_hidden(sb_graph *g, const sb_model *m, sb_tensor *input, int keep_only_output)
@@ -176,7 +197,7 @@ sb_tensor *sb_model_hidden(sb_graph *g, const sb_model *m, sb_tensor *input, int
     sb_tensor *x = sb_linear(g, input, m->enc_w, m->enc_b);
     if (!keep_only_output) {
         for (int l = 0; l < m->cfg.n_layers; l++)
-            x = recnet_block(g, m, l, x);
+            x = recnet_block(g, m, l, x, NULL);
         return x;
     }
     /* evaluation: two buffers hold the running activation; everything a layer allocates
@@ -189,7 +210,7 @@ sb_tensor *sb_model_hidden(sb_graph *g, const sb_model *m, sb_tensor *input, int
     x = sb_tensor_wrap(g, buf[0], 3, x->shape);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         sb_arena_mark mark = sb_arena_get_mark(&g->arena);
-        sb_tensor *y = recnet_block(g, m, l, x);
+        sb_tensor *y = recnet_block(g, m, l, x, NULL);
         real *dst = buf[(l + 1) % 2];
         memcpy(dst, y->data, y->size * sizeof(real));
         int shape[3] = {y->shape[0], y->shape[1], y->shape[2]};

@@ -1,6 +1,8 @@
 /*
  * test_results.c - the results database: schema, run life cycle, round trips, concurrent
- * connections and processes, and files that must be refused untouched.
+ * connections and processes, files that must be refused untouched, the yardsticks (the
+ * cache of ceilings, a run's ceiling and effective memory) and the upgrade of version-1
+ * files.
  *
  * Every test works in its own mkdtemp folder, removed afterwards. Checks on the file
  * itself (journal mode, meta table, NULLs, constraints) go through a raw SQLite
@@ -25,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "selectivbench/ceiling.h"
 #include "selectivbench/results.h"
 #include "selectivbench/run_config.h"
 #include "selectivbench/report.h"
@@ -251,12 +254,16 @@ static void test_schema_version(void **state)
     fixture *fx = *state;
     sb_results_close(open_ok(fx->path));
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "1");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "2");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'application'", "selectivbench");
     assert_raw_text(raw,
                     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
-                    "('meta', 'runs', 'evaluations')",
-                    "3");
+                    "('meta', 'runs', 'evaluations', 'ceilings')",
+                    "4");
+    assert_raw_text(raw,
+                    "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
+                    "('ceiling', 'effective_memory')",
+                    "2");
     sqlite3_close(raw);
     /* reopening an existing database leaves the version alone */
     sb_results_close(open_ok(fx->path));
@@ -724,7 +731,7 @@ static void test_newer_schema_refused(void **state)
     assert_null(db);
     assert_non_null(strstr(err.msg, fx->path));
     assert_non_null(strstr(err.msg, "schema_version 99"));
-    assert_non_null(strstr(err.msg, "schema_version 1 "));
+    assert_non_null(strstr(err.msg, "schema_version 2 "));
 
     unsigned char *after = read_file(fx->path, &n_after);
     assert_int_equal(n_after, n_before);
@@ -821,7 +828,8 @@ static void test_bad_input_refused(void **state)
  * take the learning rate with the best mean test accuracy (3e-3: mean 0.64 over 0.62 and
  * 0.66, against 0.60 for 1e-3, which has the single best run), give its population standard
  * deviation (0.02) and seed count, and write the figure as PNG, SVG and PDF plus
- * report.md. */
+ * report.md; with the figure of effective memory and the runs' ceilings (computed for the
+ * runs, which were recorded without them, and stored). */
 static void test_report_best_setting(void **state)
 {
     fixture *fx = *state;
@@ -857,15 +865,29 @@ static void test_report_best_setting(void **state)
         fail_msg("report: %s", err.msg);
     assert_int_equal(sum.runs_read, 4);
     assert_int_equal(sum.runs_used, 4);
-    assert_int_equal(sum.figures, 1);
+    assert_int_equal(sum.figures, 2); /* accuracy and effective memory */
+    assert_int_equal(sum.yardsticks_missing, 0);
     const char *ext[3] = {"png", "svg", "pdf"};
-    for (int e = 0; e < 3; e++) {
-        char path[800];
-        snprintf(path, sizeof path, "%s/fig2b.%s", out, ext[e]);
-        struct stat st;
-        if (stat(path, &st) != 0 || st.st_size == 0)
-            fail_msg("no figure %s", path);
-    }
+    for (int e = 0; e < 3; e++)
+        for (int m = 0; m < 2; m++) {
+            char path[800];
+            snprintf(path, sizeof path, "%s/fig2b%s.%s", out, m ? "_memory" : "", ext[e]);
+            struct stat st;
+            if (stat(path, &st) != 0 || st.st_size == 0)
+                fail_msg("no figure %s", path);
+        }
+    /* the report gave the runs their yardsticks (backfilled and stored) */
+    db = open_ok(fx->path);
+    sb_run_row *all = NULL;
+    size_t n_all = 0;
+    assert_int_equal(sb_results_list_runs(db, NULL, &all, &n_all, &err), SB_OK);
+    assert_int_equal(n_all, 4);
+    for (size_t i = 0; i < n_all; i++)
+        assert_true(all[i].ceiling > 0.5 && all[i].ceiling <= 1 && !isnan(all[i].effective_memory));
+    char want_ceiling[32];
+    snprintf(want_ceiling, sizeof want_ceiling, "| %.4f |", all[0].ceiling);
+    sb_results_run_rows_free(all, n_all);
+    sb_results_close(db);
     FILE *f = fopen(sum.table_path, "r");
     assert_non_null(f);
     char line[512];
@@ -874,11 +896,431 @@ static void test_report_best_setting(void **state)
         if (strncmp(line, "| gru |", 7) != 0)
             continue;
         rows++;
-        if (strstr(line, "| 0.6400 | 0.0200 | 2 | 0.003 |") == NULL)
+        if (strstr(line, "| 0.6400 | 0.0200 | 2 | 0.003 |") == NULL ||
+            strstr(line, want_ceiling) == NULL)
             fail_msg("report.md row: %s", line);
     }
     fclose(f);
     assert_int_equal(rows, 1);
+}
+
+/* ---- yardsticks: the cache of ceilings, a run's ceiling and effective memory ------------- */
+
+static sb_ceiling sample_ceiling(double expected)
+{
+    sb_ceiling c;
+    memset(&c, 0, sizeof c);
+    c.expected_acc = expected;
+    c.realized_acc = 0.8125;
+    c.expected_acc_se = 0.0125;
+    for (int k = 0; k < SB_CEILING_N_WINDOWS; k++)
+        c.window_acc[k] = 0.1 + 0.1 * k;
+    c.n_samples = 12;
+    c.n_elements = 240;
+    c.seconds = 0.5;
+    return c;
+}
+
+/* put then get returns what was stored, across connections; put replaces; bad entries are
+ * refused and change nothing; a cached text that does not read back counts as missing. */
+static void test_ceiling_cache(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_error err = {0};
+    sb_ceiling got;
+    int found = -1;
+    assert_int_equal(sb_results_get_ceiling(db, "0123456789abcdef", &got, &found, &err), SB_OK);
+    assert_int_equal(found, 0);
+
+    sb_ceiling c = sample_ceiling(0.875);
+    if (sb_results_put_ceiling(db, "0123456789abcdef", "{\"vocab\": 9}", &c, &err) != SB_OK)
+        fail_msg("put_ceiling: %s", err.msg);
+    sb_results_close(db);
+    db = open_ok(fx->path);
+    assert_int_equal(sb_results_get_ceiling(db, "0123456789abcdef", &got, &found, &err), SB_OK);
+    assert_int_equal(found, 1);
+    assert_same_double(got.expected_acc, 0.875);
+    assert_same_double(got.realized_acc, 0.8125);
+    assert_same_double(got.expected_acc_se, 0.0125);
+    for (int k = 0; k < SB_CEILING_N_WINDOWS; k++)
+        assert_same_double(got.window_acc[k], 0.1 + 0.1 * k);
+    assert_int_equal(got.n_samples, 12);
+    assert_int_equal(got.n_elements, 240);
+
+    /* a second put replaces the entry */
+    c = sample_ceiling(0.9375);
+    assert_int_equal(sb_results_put_ceiling(db, "0123456789abcdef", "{\"vocab\": 9}", &c, &err),
+                     SB_OK);
+    assert_int_equal(sb_results_get_ceiling(db, "0123456789abcdef", &got, &found, &err), SB_OK);
+    assert_same_double(got.expected_acc, 0.9375);
+    /* refused: no hash, no configuration, a configuration that is not JSON */
+    assert_int_equal(sb_results_put_ceiling(db, "", "{}", &c, &err), SB_ERR_INVALID);
+    assert_int_equal(sb_results_put_ceiling(db, "h2", NULL, &c, &err), SB_ERR_INVALID);
+    assert_int_equal(sb_results_put_ceiling(db, "h2", "{\"vocab\": ", &c, &err), SB_ERR_INVALID);
+    sqlite3 *raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT count(*) FROM ceilings", "1");
+    assert_raw_text(raw, "SELECT json_extract(config_json, '$.vocab') FROM ceilings", "9");
+    assert_raw_text(raw, "SELECT json_extract(ceiling_json, '$.expected_acc') FROM ceilings",
+                    "0.9375");
+    /* a damaged entry: missing, so that it is computed again */
+    assert_int_equal(sqlite3_exec(raw, "UPDATE ceilings SET ceiling_json = '[1]'", NULL, NULL,
+                                  NULL),
+                     SQLITE_OK);
+    sqlite3_close(raw);
+    assert_int_equal(sb_results_get_ceiling(db, "0123456789abcdef", &got, &found, &err), SB_OK);
+    assert_int_equal(found, 0);
+    sb_results_close(db);
+}
+
+/* set_yardsticks stores ceiling and effective memory (infinity kept, NaN as NULL); a run
+ * that starts again loses them; an unknown run is refused. */
+static void test_run_yardsticks(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_run_info run = run_info("h-yard", "gru");
+    int64_t id = begin_ok(db, &run);
+    sb_run_row row = get_ok(db, "h-yard");
+    assert_same_double(row.ceiling, (double)NAN);
+    assert_same_double(row.effective_memory, (double)NAN);
+    sb_results_run_row_clear(&row);
+    end_ok(db, id, "finished", NULL, &final_metrics);
+    sb_error err = {0};
+    if (sb_results_set_yardsticks(db, id, 0.96875, 3.5, &err) != SB_OK)
+        fail_msg("set_yardsticks: %s", err.msg);
+    row = get_ok(db, "h-yard");
+    assert_same_double(row.ceiling, 0.96875);
+    assert_same_double(row.effective_memory, 3.5);
+    sb_results_run_row_clear(&row);
+
+    assert_int_equal(sb_results_set_yardsticks(db, id, 0.96875, (double)INFINITY, &err), SB_OK);
+    sb_results_close(db);
+    db = open_ok(fx->path);
+    sb_run_row *rows = NULL;
+    size_t n = 0;
+    assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    assert_true(isinf(rows[0].effective_memory) && rows[0].effective_memory > 0);
+    assert_same_double(rows[0].ceiling, 0.96875);
+    sb_results_run_rows_free(rows, n);
+    sqlite3 *raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT effective_memory > 1e308 FROM runs", "1");
+    sqlite3_close(raw);
+
+    assert_int_equal(sb_results_set_yardsticks(db, id, (double)NAN, (double)NAN, &err), SB_OK);
+    raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT ceiling IS NULL AND effective_memory IS NULL FROM runs", "1");
+    sqlite3_close(raw);
+    assert_int_equal(sb_results_set_yardsticks(db, id + 100, 0.5, 1.0, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "no run with id"));
+
+    /* a failed run that starts again forgets its yardsticks */
+    sb_run_info other = run_info("h-again", "gru");
+    int64_t id2 = begin_ok(db, &other);
+    end_ok(db, id2, "failed", "killed", &final_metrics);
+    assert_int_equal(sb_results_set_yardsticks(db, id2, 0.5, 2.0, &err), SB_OK);
+    assert_int_equal(begin_ok(db, &other), id2);
+    row = get_ok(db, "h-again");
+    assert_same_double(row.ceiling, (double)NAN);
+    assert_same_double(row.effective_memory, (double)NAN);
+    sb_results_run_row_clear(&row);
+    sb_results_close(db);
+}
+
+/* A small task for the real ideal observer (milliseconds). */
+static sb_run_config tiny_run_config(uint64_t seed)
+{
+    sb_run_config c = sb_run_config_default();
+    snprintf(c.model, sizeof c.model, "gru");
+    c.feat_size = 16;
+    c.seed = seed;
+    c.task.grammar.vocab = 9;
+    c.task.grammar.amb = 8;
+    c.task.grammar.amb_depth = 8;
+    c.task.train_seqlen_max = c.task.test_seqlen_max = 20;
+    c.task.dataset_size = 96;
+    c.task.test_size = 12;
+    return c;
+}
+
+/* Inserts a finished run of configuration c with test accuracy acc; returns its id. */
+static int64_t finished_run(sb_results *db, const sb_run_config *c, double acc, char hash[17])
+{
+    sb_run_config_hash(c, 0, hash);
+    char *json = sb_run_config_json_string(c, 0);
+    assert_non_null(json);
+    sb_run_info run = run_info(hash, c->model);
+    run.config_json = json;
+    int64_t id = begin_ok(db, &run);
+    sb_run_metrics m = sb_results_metrics_unknown();
+    m.test_acc = acc;
+    end_ok(db, id, "finished", NULL, &m);
+    free(json);
+    return id;
+}
+
+/* The ceiling of a task is computed once, then read from the cache; recording a run's
+ * yardsticks stores its ceiling and the effective memory of its accuracy; backfill fills
+ * a run recorded without them (and writes them back). */
+static void test_task_ceiling_cached(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_run_config cfg = tiny_run_config(1);
+    sb_ceiling c1, c2;
+    int computed = -1;
+    sb_error err = {0};
+    if (sb_results_task_ceiling(db, &cfg.task, 1, &c1, &computed, &err) != SB_OK)
+        fail_msg("task_ceiling: %s", err.msg);
+    assert_int_equal(computed, 1);
+    assert_true(c1.expected_acc > 0 && c1.expected_acc <= 1);
+    assert_int_equal(sb_results_task_ceiling(db, &cfg.task, 1, &c2, &computed, &err), SB_OK);
+    assert_int_equal(computed, 0);
+    assert_same_double(c2.expected_acc, c1.expected_acc);
+    for (int k = 0; k < SB_CEILING_N_WINDOWS; k++)
+        assert_same_double(c2.window_acc[k], c1.window_acc[k]);
+
+    char hash[17];
+    int64_t id = finished_run(db, &cfg, 0.5, hash);
+    double ceil = 0, mem = 0;
+    if (sb_results_record_yardsticks(db, id, &cfg.task, 0.5, 1, &ceil, &mem, &err) != SB_OK)
+        fail_msg("record_yardsticks: %s", err.msg);
+    assert_same_double(ceil, c1.expected_acc);
+    assert_same_double(mem, sb_ceiling_effective_memory(&c1, 0.5));
+    sb_run_row row = get_ok(db, hash);
+    assert_same_double(row.ceiling, c1.expected_acc);
+    assert_same_double(row.effective_memory, mem);
+    sb_results_run_row_clear(&row);
+
+    /* a run recorded without yardsticks (as before they existed) is backfilled */
+    sb_run_config cfg2 = tiny_run_config(2);
+    cfg2.task.grammar.seed = 2;
+    char hash2[17];
+    (void)finished_run(db, &cfg2, 0.25, hash2);
+    row = get_ok(db, hash2);
+    assert_same_double(row.ceiling, (double)NAN);
+    int filled = -1;
+    if (sb_results_fill_yardsticks(db, &row, 1, &filled, &err) != SB_OK)
+        fail_msg("fill_yardsticks: %s", err.msg);
+    assert_int_equal(filled, 1);
+    sb_ceiling c3;
+    assert_int_equal(sb_results_task_ceiling(db, &cfg2.task, 1, &c3, &computed, &err), SB_OK);
+    assert_int_equal(computed, 0); /* cached by the backfill */
+    assert_same_double(row.ceiling, c3.expected_acc);
+    assert_same_double(row.effective_memory, sb_ceiling_effective_memory(&c3, 0.25));
+    double want_mem = row.effective_memory;
+    sb_results_run_row_clear(&row);
+    row = get_ok(db, hash2);
+    assert_same_double(row.ceiling, c3.expected_acc);
+    assert_same_double(row.effective_memory, want_mem);
+    /* nothing more to fill */
+    assert_int_equal(sb_results_fill_yardsticks(db, &row, 1, &filled, &err), SB_OK);
+    assert_int_equal(filled, 0);
+    sb_results_run_row_clear(&row);
+
+    /* a configuration that does not read back: an error naming the run, row unchanged */
+    sb_run_info bad = run_info("h-badconfig", "gru");
+    bad.config_json = "{\"no_such_key\": 1}";
+    int64_t id3 = begin_ok(db, &bad);
+    end_ok(db, id3, "finished", NULL, &final_metrics);
+    row = get_ok(db, "h-badconfig");
+    assert_int_equal(sb_results_fill_yardsticks(db, &row, 1, &filled, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "h-badconfig"));
+    assert_same_double(row.ceiling, (double)NAN);
+    sb_results_run_row_clear(&row);
+    sb_results_close(db);
+}
+
+/* The schema of version 1, as the first selectivbench wrote it. */
+static const char schema_v1_sql[] =
+    "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);\n"
+    "CREATE TABLE runs (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  hash TEXT UNIQUE NOT NULL CONSTRAINT hash_not_empty CHECK (hash <> ''),\n"
+    "  config_json TEXT NOT NULL CONSTRAINT config_is_json CHECK (json_valid(config_json)),\n"
+    "  model TEXT,\n"
+    "  protocol TEXT CONSTRAINT protocol_known CHECK (protocol IN ('reference', 'clean')),\n"
+    "  status TEXT NOT NULL CONSTRAINT status_known\n"
+    "    CHECK (status IN ('running', 'finished', 'failed', 'diverged')),\n"
+    "  reason TEXT, params INTEGER, state_size INTEGER, flops_per_token REAL,\n"
+    "  test_acc REAL, test_loss REAL, train_acc REAL, train_loss REAL, wall_s REAL,\n"
+    "  tokens_per_s REAL, code_version TEXT, checkpoint TEXT, started_at TEXT,\n"
+    "  finished_at TEXT, host TEXT, attempts INTEGER NOT NULL DEFAULT 1\n"
+    ");\n"
+    "CREATE INDEX runs_model ON runs (model);\n"
+    "CREATE TABLE evaluations (\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,\n"
+    "  step INTEGER NOT NULL CONSTRAINT step_not_negative CHECK (step >= 0),\n"
+    "  samples INTEGER,\n"
+    "  split TEXT NOT NULL CONSTRAINT split_known CHECK (split IN ('train', 'test')),\n"
+    "  loss REAL, acc REAL, lr REAL, tokens_per_s REAL, wall_s REAL,\n"
+    "  PRIMARY KEY (run_id, step, split)\n"
+    ");\n"
+    "INSERT INTO meta VALUES ('schema_version', '1'), ('application', 'selectivbench'),\n"
+    "  ('created_at', '2025-01-31T12:00:00.000Z');\n";
+
+/* Writes a version-1 file at path with one finished run of a tiny task (its
+ * configuration as run_config writes it) and two evaluations; extra_sql runs last. */
+static void write_v1_file(const char *path, const char *extra_sql)
+{
+    sqlite3 *raw = NULL;
+    assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(raw, "PRAGMA journal_mode = WAL", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    sqlite3_finalize(st);
+    if (sqlite3_exec(raw, schema_v1_sql, NULL, NULL, NULL) != SQLITE_OK)
+        fail_msg("v1 schema: %s", sqlite3_errmsg(raw));
+    sb_run_config cfg = tiny_run_config(1);
+    char hash[17];
+    sb_run_config_hash(&cfg, 0, hash);
+    char *json = sb_run_config_json_string(&cfg, 0);
+    assert_non_null(json);
+    assert_int_equal(sqlite3_prepare_v2(raw,
+                                        "INSERT INTO runs (hash, config_json, model, protocol, "
+                                        "status, params, test_acc, test_loss, started_at, "
+                                        "finished_at) VALUES (?1, ?2, 'gru', 'reference', "
+                                        "'finished', 2929, 0.625, 1.5, "
+                                        "'2025-01-31T12:00:00.000Z', '2025-01-31T12:01:00.000Z')",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, json, -1, SQLITE_TRANSIENT);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    free(json);
+    assert_int_equal(sqlite3_exec(raw,
+                                  "INSERT INTO evaluations (run_id, step, samples, split, loss, "
+                                  "acc) VALUES (1, 0, 0, 'test', 2.0, 0.25), "
+                                  "(1, 6, 96, 'test', 1.5, 0.625)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    if (extra_sql != NULL && sqlite3_exec(raw, extra_sql, NULL, NULL, NULL) != SQLITE_OK)
+        fail_msg("extra SQL: %s", sqlite3_errmsg(raw));
+    sqlite3_close(raw); /* checkpoints the WAL into the file */
+}
+
+/* A version-1 file: read as it is by a read-only connection (file untouched, runs without
+ * yardsticks, backfilled in memory only), upgraded in place by a writable one (columns
+ * added, every row and evaluation kept), then usable as a version-2 file. */
+static void test_migrate_v1(void **state)
+{
+    fixture *fx = *state;
+    write_v1_file(fx->path, NULL);
+    size_t n_before = 0, n_after = 0;
+    unsigned char *before = read_file(fx->path, &n_before);
+
+    sb_results *db = NULL;
+    sb_error err = {0};
+    if (sb_results_open_readonly(fx->path, &db, &err) != SB_OK)
+        fail_msg("open_readonly: %s", err.msg);
+    assert_true(sb_results_is_readonly(db));
+    sb_run_row *rows = NULL;
+    size_t n = 0;
+    assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    assert_same_double(rows[0].metrics.test_acc, 0.625);
+    assert_same_double(rows[0].ceiling, (double)NAN);
+    int filled = 0;
+    if (sb_results_fill_yardsticks(db, &rows[0], 1, &filled, &err) != SB_OK)
+        fail_msg("fill_yardsticks read-only: %s", err.msg);
+    assert_int_equal(filled, 1);
+    assert_true(rows[0].ceiling > 0 && rows[0].ceiling <= 1);
+    double ceiling_ro = rows[0].ceiling, memory_ro = rows[0].effective_memory;
+    /* the computed ceiling stays with the connection */
+    sb_run_config cfg = tiny_run_config(1);
+    int computed = -1;
+    sb_ceiling c;
+    assert_int_equal(sb_results_task_ceiling(db, &cfg.task, 1, &c, &computed, &err), SB_OK);
+    assert_int_equal(computed, 0);
+    assert_int_equal(sb_results_set_yardsticks(db, rows[0].id, 0.5, 1.0, &err), SB_ERR_IO);
+    int64_t id = -1;
+    sb_run_info run = run_info("h-ro", "gru");
+    assert_int_equal(sb_results_run_begin(db, &run, &id, &err), SB_ERR_IO);
+    sb_results_run_rows_free(rows, n);
+    sb_results_close(db);
+    unsigned char *after = read_file(fx->path, &n_after);
+    assert_int_equal(n_after, n_before);
+    assert_memory_equal(after, before, n_before);
+    free(after);
+    free(before);
+
+    /* a writable connection upgrades it */
+    db = open_ok(fx->path);
+    sb_results_close(db);
+    sqlite3 *raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "2");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'created_at'",
+                    "2025-01-31T12:00:00.000Z");
+    assert_raw_text(raw,
+                    "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
+                    "('ceiling', 'effective_memory')",
+                    "2");
+    assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'ceilings'", "1");
+    assert_raw_text(raw,
+                    "SELECT model || ' ' || status || ' ' || params || ' ' || test_acc || ' ' || "
+                    "finished_at FROM runs",
+                    "gru finished 2929 0.625 2025-01-31T12:01:00.000Z");
+    assert_raw_text(raw, "SELECT ceiling IS NULL AND effective_memory IS NULL FROM runs", "1");
+    assert_raw_text(raw, "SELECT count(*) || ' ' || sum(step) FROM evaluations", "2 6");
+    assert_raw_text(raw, "PRAGMA integrity_check", "ok");
+    sqlite3_close(raw);
+
+    /* and it is a version-2 database now: backfill writes, new runs carry yardsticks */
+    db = open_ok(fx->path);
+    assert_false(sb_results_is_readonly(db));
+    assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    if (sb_results_fill_yardsticks(db, &rows[0], 1, &filled, &err) != SB_OK)
+        fail_msg("fill_yardsticks: %s", err.msg);
+    assert_int_equal(filled, 1);
+    assert_same_double(rows[0].ceiling, ceiling_ro);
+    assert_same_double(rows[0].effective_memory, memory_ro);
+    sb_eval_row *evals = NULL;
+    size_t n_evals = 0;
+    assert_int_equal(sb_results_list_evals(db, rows[0].id, &evals, &n_evals, &err), SB_OK);
+    assert_int_equal(n_evals, 2);
+    free(evals);
+    sb_results_run_rows_free(rows, n);
+    sb_results_close(db);
+    raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT ceiling IS NOT NULL FROM runs", "1");
+    assert_raw_text(raw, "SELECT count(*) FROM ceilings", "1");
+    sqlite3_close(raw);
+}
+
+/* A version-1 file whose upgrade cannot be done (a damaged file: its runs table is not
+ * there) is refused with the reason and left byte for byte as it was, still version 1.
+ * read-only opens of missing files fail without creating them. */
+static void test_migrate_refused(void **state)
+{
+    fixture *fx = *state;
+    write_v1_file(fx->path, "DROP TABLE evaluations; DROP TABLE runs;");
+    size_t n_before = 0, n_after = 0;
+    unsigned char *before = read_file(fx->path, &n_before);
+    sb_results *db = (sb_results *)&db;
+    sb_error err = {0};
+    assert_int_equal(sb_results_open(fx->path, &db, &err), SB_ERR_IO);
+    assert_null(db);
+    assert_non_null(strstr(err.msg, fx->path));
+    assert_non_null(strstr(err.msg, "cannot upgrade the schema from version 1 to 2"));
+    unsigned char *after = read_file(fx->path, &n_after);
+    assert_int_equal(n_after, n_before);
+    assert_memory_equal(after, before, n_before);
+    free(before);
+    free(after);
+    sqlite3 *raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "1");
+    sqlite3_close(raw);
+
+    char missing[700];
+    snprintf(missing, sizeof missing, "%s/missing.db", fx->dir);
+    assert_int_equal(sb_results_open_readonly(missing, &db, &err), SB_ERR_IO);
+    assert_null(db);
+    assert_non_null(strstr(err.msg, missing));
+    assert_false(file_exists(missing));
 }
 
 int main(void)
@@ -898,6 +1340,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_best_setting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ceiling_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_yardsticks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_task_ceiling_cached, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

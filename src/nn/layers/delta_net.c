@@ -16,6 +16,7 @@
 
 #include "fla_layers.h"
 #include "fla_mixer.h"
+#include "probe_gates.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
@@ -91,6 +92,35 @@ sb_tensor *sb_delta_net_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *
     return sb_linear(g, sb_fla_flat(g, y), p[P_O], NULL);
 }
 
+sb_tensor *sb_delta_net_mixer_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                    const sb_fla_mixer *mx, sb_gate_desc *desc)
+{
+    const int B = x->shape[0], T = x->shape[1], H = mx->H;
+    sb_tensor *z = sb_linear(g, x, sb_model_param(m, l, P_B), NULL);
+    int shape[3] = {B, T, H};
+    sb_tensor *out = sb_tensor_new(g, 3, shape);
+    for (size_t i = 0; i < out->size; i++)
+        out->data[i] = (real)sb_probe_sigmoid((double)z->data[i]);
+    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = H, .kind = {"beta (write strength)"},
+                           .hi = {1.0}};
+    return out;
+}
+
+static sb_tensor *delta_net_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                        const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const sb_fla_mixer mx = delta_net_recnet(&m->cfg);
+    return sb_delta_net_mixer_gates(g, m, l, x, &mx, desc);
+}
+
+static void delta_net_stream_recurrent(const sb_model_config *cfg, size_t *history,
+                                       size_t *count)
+{
+    const sb_fla_mixer mx = delta_net_recnet(cfg);
+    sb_fla_mixer_stream_recurrent(&mx, history, count);
+}
+
 static sb_tensor *delta_net_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
 {
     const sb_fla_mixer mx = delta_net_recnet(&m->cfg);
@@ -155,4 +185,6 @@ const sb_layer_type sb_layer_delta_net = {
     .state_size = delta_net_state,
     .stream_state_floats = delta_net_stream_state,
     .forward_stream = delta_net_forward_stream,
+    .probe_gates = delta_net_probe_gates,
+    .stream_recurrent = delta_net_stream_recurrent,
 };

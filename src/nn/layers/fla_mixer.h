@@ -49,4 +49,28 @@ sb_tensor *sb_fox_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
                         const sb_fla_mixer *mx);
 double sb_fox_mixer_flops(int D, const sb_fla_mixer *mx, int T);
 
+/* probe (docs/probe.md): each mixer's input-dependent gates recomputed from its input x, as
+ * sb_layer_type.probe_gates returns them ([B, T, n_kinds * H], desc filled):
+ *   GLA: alpha = exp(gk) averaged over the K key channels of each head;
+ *   DeltaNet: beta; Gated DeltaNet: the decay exp(g) and beta; FoX: the forget gate exp(f). */
+sb_tensor *sb_gla_mixer_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const sb_fla_mixer *mx, sb_gate_desc *desc);
+sb_tensor *sb_delta_net_mixer_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                    const sb_fla_mixer *mx, sb_gate_desc *desc);
+sb_tensor *sb_gdn_mixer_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const sb_fla_mixer *mx, sb_gate_desc *desc);
+sb_tensor *sb_fox_mixer_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const sb_fla_mixer *mx, sb_gate_desc *desc);
+
+/* probe: where the recurrent state lies in one sample's stream state of the GLA, DeltaNet and
+ * Gated DeltaNet mixers: after the q, k (H K) and v (H V) conv histories (when the mixer has
+ * them), H K V reals. */
+static inline void sb_fla_mixer_stream_recurrent(const sb_fla_mixer *mx, size_t *history,
+                                                 size_t *count)
+{
+    const size_t H = (size_t)mx->H, K = (size_t)mx->K, V = (size_t)mx->V;
+    *history = mx->short_conv ? 3 * H * (2 * K + V) : 0; /* conv size 4: 3 frames kept */
+    *count = H * K * V;
+}
+
 #endif

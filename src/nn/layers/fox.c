@@ -11,6 +11,7 @@
  */
 #include "fla_layers.h"
 #include "fla_mixer.h"
+#include "probe_gates.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
 #include "selectivbench/ops_layered.h"
@@ -44,6 +45,19 @@ sb_tensor *sb_fox_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
     sb_tensor *f = sb_logsigmoid(g, sb_linear(g, x, p[P_F], p[P_F_B]), 1);
     sb_tensor *o = sb_forgetting_attn(g, q, k, v, f);
     return sb_linear(g, sb_fla_flat(g, o), p[P_O], NULL);
+}
+
+sb_tensor *sb_fox_mixer_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const sb_fla_mixer *mx, sb_gate_desc *desc)
+{
+    const int B = x->shape[0], T = x->shape[1], H = mx->H;
+    sb_tensor *f = sb_linear(g, x, sb_model_param(m, l, P_F), sb_model_param(m, l, P_F_B));
+    int shape[3] = {B, T, H};
+    sb_tensor *out = sb_tensor_new(g, 3, shape);
+    for (size_t i = 0; i < out->size; i++) /* exp(logsigmoid(z)) = sigmoid(z) */
+        out->data[i] = (real)sb_probe_sigmoid((double)f->data[i]);
+    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = H, .kind = {"forget exp(f)"}, .hi = {1.0}};
+    return out;
 }
 
 double sb_fox_mixer_flops(int Dm, const sb_fla_mixer *mx, int T)

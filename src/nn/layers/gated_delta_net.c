@@ -19,6 +19,7 @@
 
 #include "fla_layers.h"
 #include "fla_mixer.h"
+#include "probe_gates.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
@@ -141,6 +142,43 @@ sb_tensor *sb_gdn_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x, rea
     return sb_linear(g, sb_fla_flat(g, y), p[P_O], NULL);
 }
 
+sb_tensor *sb_gdn_mixer_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const sb_fla_mixer *mx, sb_gate_desc *desc)
+{
+    const int B = x->shape[0], T = x->shape[1], H = mx->H;
+    sb_tensor *a = sb_linear(g, x, sb_model_param(m, l, P_A), NULL);
+    sb_tensor *z = sb_linear(g, x, sb_model_param(m, l, P_B), NULL);
+    const real *A_log = sb_model_param(m, l, P_A_LOG)->data;
+    const real *dt_bias = sb_model_param(m, l, P_DT_BIAS)->data;
+    int shape[3] = {B, T, 2 * H};
+    sb_tensor *out = sb_tensor_new(g, 3, shape);
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (int h = 0; h < H; h++) {
+            /* g = -exp(A_log) softplus(a + dt_bias): the decay is exp(g) */
+            const double gl = -exp((double)A_log[h]) *
+                              sb_probe_softplus((double)(a->data[r * H + h] + dt_bias[h]));
+            out->data[r * 2 * H + h] = (real)exp(gl);
+            out->data[r * 2 * H + H + h] = (real)sb_probe_sigmoid((double)z->data[r * H + h]);
+        }
+    *desc = (sb_gate_desc){.n_kinds = 2, .n_groups = H,
+                           .kind = {"decay exp(g)", "beta (write strength)"}, .hi = {1.0, 1.0}};
+    return out;
+}
+
+static sb_tensor *gdn_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                  const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const sb_fla_mixer mx = gdn_recnet(&m->cfg);
+    return sb_gdn_mixer_gates(g, m, l, x, &mx, desc);
+}
+
+static void gdn_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const sb_fla_mixer mx = gdn_recnet(cfg);
+    sb_fla_mixer_stream_recurrent(&mx, history, count);
+}
+
 static sb_tensor *gdn_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
 {
     const sb_fla_mixer mx = gdn_recnet(&m->cfg);
@@ -203,4 +241,6 @@ const sb_layer_type sb_layer_gated_delta_net = {
     .state_size = gdn_state,
     .stream_state_floats = gdn_stream_state,
     .forward_stream = gdn_forward_stream,
+    .probe_gates = gdn_probe_gates,
+    .stream_recurrent = gdn_stream_recurrent,
 };

@@ -17,6 +17,7 @@
 #include <math.h>
 
 #include "fla_layers.h"
+#include "probe_gates.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
@@ -126,6 +127,42 @@ static size_t gdp_stream_state(const sb_model_config *cfg)
     return (CONV_SIZE - 1) * (1 + 3 * N_HOUSEHOLDER) * D + H * (D / H) * (2 * D / H);
 }
 
+/* probe: the decay exp(g) per head and beta = 2 sigmoid(.) averaged over the 4 Householder
+ * steps of each head. */
+static sb_tensor *gdp_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                  const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const int B = x->shape[0], T = x->shape[1], H = m->cfg.n_head, n = N_HOUSEHOLDER;
+    sb_tensor *a = sb_linear(g, x, sb_model_param(m, l, P_A), NULL);
+    sb_tensor *z = sb_linear(g, x, sb_model_param(m, l, P_B), NULL); /* [B, T, n H] */
+    const real *A_log = sb_model_param(m, l, P_A_LOG)->data;
+    const real *dt_bias = sb_model_param(m, l, P_DT_BIAS)->data;
+    int shape[3] = {B, T, 2 * H};
+    sb_tensor *out = sb_tensor_new(g, 3, shape);
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (int h = 0; h < H; h++) {
+            const double gl = -exp((double)A_log[h]) *
+                              sb_probe_softplus((double)(a->data[r * H + h] + dt_bias[h]));
+            double beta = 0.0;
+            for (int j = 0; j < n; j++)
+                beta += 2.0 * sb_probe_sigmoid((double)z->data[r * n * H + (size_t)j * H + h]);
+            out->data[r * 2 * H + h] = (real)exp(gl);
+            out->data[r * 2 * H + H + h] = (real)(beta / n);
+        }
+    *desc = (sb_gate_desc){.n_kinds = 2, .n_groups = H,
+                           .kind = {"decay exp(g)", "beta (mean of 4 steps)"}, .hi = {1.0, 2.0}};
+    return out;
+}
+
+/* probe: after the q (D), k (4D) and v (8D) conv histories, the H K V state */
+static void gdp_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_head;
+    *history = (CONV_SIZE - 1) * (1 + 3 * N_HOUSEHOLDER) * D;
+    *count = H * (D / H) * (2 * D / H);
+}
+
 static double gdp_flops(const sb_model_config *cfg, int T)
 {
     const double D = cfg->d_model, H = cfg->n_head, K = D / H, V = 2 * D / H, n = N_HOUSEHOLDER;
@@ -159,4 +196,6 @@ const sb_layer_type sb_layer_gated_delta_product = {
     .state_size = gdp_state,
     .stream_state_floats = gdp_stream_state,
     .forward_stream = gdp_forward_stream,
+    .probe_gates = gdp_probe_gates,
+    .stream_recurrent = gdp_stream_recurrent,
 };

@@ -16,6 +16,7 @@
 
 #include "fla_layers.h"
 #include "fla_mixer.h"
+#include "probe_gates.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
@@ -120,6 +121,44 @@ sb_tensor *sb_gla_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x, rea
     return sb_linear(g, sb_fla_flat(g, y), p[P_O], NULL);
 }
 
+sb_tensor *sb_gla_mixer_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const sb_fla_mixer *mx, sb_gate_desc *desc)
+{
+    const int B = x->shape[0], T = x->shape[1], H = mx->H, K = mx->K;
+    sb_tensor *p[P_COUNT];
+    for (int i = 0, k = 0; i < P_COUNT; i++) {
+        const int conv = i == P_Q_CONV || i == P_K_CONV || i == P_V_CONV;
+        p[i] = conv && !mx->short_conv ? NULL : sb_model_param(m, l, k++);
+    }
+    sb_tensor *gk = sb_gla_gate(g, x, p[P_GK0], p[P_GK1], p[P_GK1_B], GATE_NORMALIZER);
+    int shape[3] = {B, T, H};
+    sb_tensor *out = sb_tensor_new(g, 3, shape);
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (int h = 0; h < H; h++) {
+            double sum = 0.0;
+            for (int k = 0; k < K; k++)
+                sum += exp((double)gk->data[(r * H + h) * K + k]);
+            out->data[r * H + h] = (real)(sum / K);
+        }
+    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = H, .kind = {"decay alpha=exp(gk)"},
+                           .hi = {1.0}};
+    return out;
+}
+
+static sb_tensor *gla_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                  const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const sb_fla_mixer mx = gla_recnet(&m->cfg);
+    return sb_gla_mixer_gates(g, m, l, x, &mx, desc);
+}
+
+static void gla_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const sb_fla_mixer mx = gla_recnet(cfg);
+    sb_fla_mixer_stream_recurrent(&mx, history, count);
+}
+
 static sb_tensor *gla_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
 {
     const sb_fla_mixer mx = gla_recnet(&m->cfg);
@@ -183,4 +222,6 @@ const sb_layer_type sb_layer_gla = {
     .state_size = gla_state,
     .stream_state_floats = gla_stream_state,
     .forward_stream = gla_forward_stream,
+    .probe_gates = gla_probe_gates,
+    .stream_recurrent = gla_stream_recurrent,
 };

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "selectivbench/model.h"
+#include "probe_gates.h"
 #include "selectivbench/ops.h"
 
 enum { P_W_IH, P_W_HH, P_B_IH, P_B_HH, P_COUNT };
@@ -31,6 +32,39 @@ static sb_tensor *gru_forward_stream(sb_graph *g, const sb_model *m, int l, sb_t
 {
     return sb_gru_stream(g, x, sb_model_param(m, l, P_W_IH), sb_model_param(m, l, P_W_HH),
                          sb_model_param(m, l, P_B_IH), sb_model_param(m, l, P_B_HH), state);
+}
+
+/* probe: the update gate z_t = sigmoid(W_iz x_t + b_iz + W_hz h_{t-1} + b_hz) (the share of
+ * h_{t-1} kept), recomputed from the layer's outputs h; mean over the channels of each of
+ * n_head channel groups (one group when n_head does not divide D). */
+static sb_tensor *gru_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                  const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const int B = x->shape[0], T = x->shape[1], D = x->shape[2];
+    const int G = m->cfg.n_head > 0 && D % m->cfg.n_head == 0 ? m->cfg.n_head : 1, w = D / G;
+    sb_tensor *w_ih = sb_model_param(m, l, P_W_IH), *w_hh = sb_model_param(m, l, P_W_HH);
+    sb_tensor *b_ih = sb_model_param(m, l, P_B_IH), *b_hh = sb_model_param(m, l, P_B_HH);
+    sb_tensor *h = sb_gru(g, x, w_ih, w_hh, b_ih, b_hh);
+    sb_tensor *h_prev = sb_tensor_zeros(g, 3, x->shape); /* h shifted by one frame, h_-1 = 0 */
+    for (int b = 0; b < B; b++)
+        for (int t = 1; t < T; t++)
+            for (int j = 0; j < D; j++)
+                h_prev->data[((size_t)b * T + t) * D + j] = h->data[((size_t)b * T + t - 1) * D + j];
+    sb_tensor *gi = sb_linear(g, x, w_ih, b_ih), *gh = sb_linear(g, h_prev, w_hh, b_hh);
+    int shape[3] = {B, T, G};
+    sb_tensor *out = sb_tensor_new(g, 3, shape);
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (int q = 0; q < G; q++) {
+            double sum = 0.0;
+            for (int j = q * w; j < (q + 1) * w; j++) {
+                const double a = (double)(gi->data[r * 3 * D + D + j] + gh->data[r * 3 * D + D + j]);
+                sum += sb_probe_sigmoid(a);
+            }
+            out->data[r * G + q] = (real)(sum / w);
+        }
+    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = G, .kind = {"update z (keep)"}, .hi = {1.0}};
+    return out;
 }
 
 static size_t gru_stream_state(const sb_model_config *cfg)
@@ -63,4 +97,5 @@ const sb_layer_type sb_layer_gru = {
     .state_size = gru_state,
     .stream_state_floats = gru_stream_state,
     .forward_stream = gru_forward_stream,
+    .probe_gates = gru_probe_gates,
 };

@@ -70,6 +70,20 @@ static size_t gla_l_stream_floats(const sb_model_config *cfg)
     return sb_gla_mixer_stream_floats(&mx);
 }
 
+static sb_tensor *gla_l_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const sb_fla_mixer mx = gla_cfg(&m->cfg);
+    return sb_gla_mixer_gates(g, m, l, x, &mx, desc);
+}
+
+static void gla_l_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const sb_fla_mixer mx = gla_cfg(cfg);
+    sb_fla_mixer_stream_recurrent(&mx, history, count);
+}
+
 static double gla_l_flops(const sb_model_config *cfg, int T)
 {
     const sb_fla_mixer mx = gla_cfg(cfg);
@@ -95,6 +109,8 @@ const sb_layer_type sb_layer_gla_layered = {
     .state_size = gla_l_state,
     .stream_state_floats = gla_l_stream_floats,
     .forward_stream = gla_l_stream,
+    .probe_gates = gla_l_gates,
+    .stream_recurrent = gla_l_stream_recurrent,
     .stack = &causal_lm,
 };
 
@@ -143,6 +159,20 @@ static size_t delta_l_stream_floats(const sb_model_config *cfg)
     return sb_delta_net_mixer_stream_floats(&mx);
 }
 
+static sb_tensor *delta_l_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const sb_fla_mixer mx = delta_cfg(&m->cfg);
+    return sb_delta_net_mixer_gates(g, m, l, x, &mx, desc);
+}
+
+static void delta_l_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const sb_fla_mixer mx = delta_cfg(cfg);
+    sb_fla_mixer_stream_recurrent(&mx, history, count);
+}
+
 static double delta_l_flops(const sb_model_config *cfg, int T)
 {
     const sb_fla_mixer mx = delta_cfg(cfg);
@@ -170,6 +200,8 @@ const sb_layer_type sb_layer_delta_net_layered = {
     .state_size = delta_l_state,
     .stream_state_floats = delta_l_stream_floats,
     .forward_stream = delta_l_stream,
+    .probe_gates = delta_l_gates,
+    .stream_recurrent = delta_l_stream_recurrent,
     .stack = &causal_lm,
 };
 
@@ -217,6 +249,20 @@ static size_t gdn_l_stream_floats(const sb_model_config *cfg)
     return sb_gdn_mixer_stream_floats(&mx);
 }
 
+static sb_tensor *gdn_l_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const sb_fla_mixer mx = gdn_cfg(&m->cfg);
+    return sb_gdn_mixer_gates(g, m, l, x, &mx, desc);
+}
+
+static void gdn_l_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const sb_fla_mixer mx = gdn_cfg(cfg);
+    sb_fla_mixer_stream_recurrent(&mx, history, count);
+}
+
 static double gdn_l_flops(const sb_model_config *cfg, int T)
 {
     const sb_fla_mixer mx = gdn_cfg(cfg);
@@ -244,6 +290,8 @@ const sb_layer_type sb_layer_gated_delta_net_layered = {
     .state_size = gdn_l_state,
     .stream_state_floats = gdn_l_stream_floats,
     .forward_stream = gdn_l_stream,
+    .probe_gates = gdn_l_gates,
+    .stream_recurrent = gdn_l_stream_recurrent,
     .stack = &causal_lm,
 };
 
@@ -279,6 +327,14 @@ static sb_tensor *fox_l_forward(sb_graph *g, const sb_model *m, int l, sb_tensor
     return sb_fox_mixer(g, m, l, x, &mx);
 }
 
+static sb_tensor *fox_l_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const sb_fla_mixer mx = fox_cfg(&m->cfg);
+    return sb_fox_mixer_gates(g, m, l, x, &mx, desc);
+}
+
 static double fox_l_flops(const sb_model_config *cfg, int T)
 {
     const sb_fla_mixer mx = fox_cfg(cfg);
@@ -304,4 +360,5 @@ const sb_layer_type sb_layer_fox_layered = {
     .flops_per_token = fox_l_flops,
     .state_size = fox_l_state,
     .stack = &backbone_only,
+    .probe_gates = fox_l_gates,
 };

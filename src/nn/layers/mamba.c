@@ -16,6 +16,7 @@
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_ssm.h"
+#include "probe_gates.h"
 #include "ssm_init.h"
 
 #define D_CONV 4
@@ -136,6 +137,43 @@ static sb_tensor *mamba_forward_stream(sb_graph *g, const sb_model *m, int l, sb
     return sb_linear(g, y, sb_model_param(m, l, P_OUT_W), NULL);
 }
 
+/* probe: the per-frame decay exp(dt A) of the scan, dt = softplus(delta + dt_bias) and
+ * A = -exp(A_log), averaged over the N states of each channel and then over the channels of
+ * each of n_head channel groups (one group when n_head does not divide E). */
+static sb_tensor *mamba_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                    const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const int B = x->shape[0], T = x->shape[1], E = 2 * m->cfg.d_model, N = m->cfg.d_state;
+    const int G = m->cfg.n_head > 0 && E % m->cfg.n_head == 0 ? m->cfg.n_head : 1, w = E / G;
+    sb_tensor *u, *delta, *Bm, *Cm, *z;
+    mamba_inputs(g, m, l, x, NULL, &u, &delta, &Bm, &Cm, &z);
+    const real *dt_bias = sb_model_param(m, l, P_DT_B)->data;
+    const real *A_log = sb_model_param(m, l, P_A_LOG)->data;
+    int shape[3] = {B, T, G};
+    sb_tensor *out = sb_tensor_new(g, 3, shape);
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (int q = 0; q < G; q++) {
+            double sum = 0.0;
+            for (int e = q * w; e < (q + 1) * w; e++) {
+                const double dt = sb_probe_softplus((double)(delta->data[r * E + e] + dt_bias[e]));
+                for (int n = 0; n < N; n++)
+                    sum += exp(-dt * exp((double)A_log[(size_t)e * N + n]));
+            }
+            out->data[r * G + q] = (real)(sum / ((double)w * N));
+        }
+    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = G, .kind = {"decay exp(dt*A)"}, .hi = {1.0}};
+    return out;
+}
+
+/* probe: the stream state holds the conv history [B][K-1][E], then the scan state */
+static void mamba_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const size_t E = 2 * (size_t)cfg->d_model;
+    *history = (D_CONV - 1) * E;
+    *count = E * (size_t)cfg->d_state;
+}
+
 static double mamba_flops(const sb_model_config *cfg, int T)
 {
     (void)T;
@@ -162,4 +200,6 @@ const sb_layer_type sb_layer_mamba = {
     .state_size = mamba_state,
     .stream_state_floats = mamba_stream_state,
     .forward_stream = mamba_forward_stream,
+    .probe_gates = mamba_probe_gates,
+    .stream_recurrent = mamba_stream_recurrent,
 };

@@ -16,6 +16,7 @@
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_ssm.h"
+#include "probe_gates.h"
 #include "ssm_init.h"
 
 #define D_CONV 4
@@ -125,6 +126,37 @@ static sb_tensor *mamba2_forward_stream(sb_graph *g, const sb_model *m, int l, s
     return mamba2_block(g, m, l, x, CHUNK, state, state + B * (D_CONV - 1) * (E + 2 * N));
 }
 
+/* probe: the per-head decay a_t = exp(dt_t A) of the SSD, dt_t = softplus(dt_in + dt_bias)
+ * and A = -exp(A_log), with dt_in the last M columns of the input projection. */
+static sb_tensor *mamba2_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                     const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const int B = x->shape[0], T = x->shape[1], E = 2 * m->cfg.d_model, N = m->cfg.d_state;
+    const int M = n_ssm_heads(&m->cfg), W = 2 * E + 2 * N + M;
+    sb_tensor *zxbcdt = sb_linear(g, x, sb_model_param(m, l, P_IN_W), NULL);
+    const real *dt_bias = sb_model_param(m, l, P_DT_BIAS)->data;
+    const real *A_log = sb_model_param(m, l, P_A_LOG)->data;
+    int shape[3] = {B, T, M};
+    sb_tensor *out = sb_tensor_new(g, 3, shape);
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (int h = 0; h < M; h++) {
+            const double dt =
+                sb_probe_softplus((double)(zxbcdt->data[r * W + 2 * E + 2 * N + h] + dt_bias[h]));
+            out->data[r * M + h] = (real)exp(-dt * exp((double)A_log[h]));
+        }
+    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = M, .kind = {"decay exp(dt*A)"}, .hi = {1.0}};
+    return out;
+}
+
+/* probe: the stream state holds the conv history [B][K-1][E+2N], then the SSD state */
+static void mamba2_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const size_t E = 2 * (size_t)cfg->d_model, N = (size_t)cfg->d_state;
+    *history = (D_CONV - 1) * (E + 2 * N);
+    *count = E * N;
+}
+
 static double mamba2_flops(const sb_model_config *cfg, int T)
 {
     /* spec/models-ssm.md section 10, chunked SSD with q = min(256, T):
@@ -154,6 +186,8 @@ const sb_layer_type sb_layer_mamba2 = {
     .state_size = mamba2_state,
     .stream_state_floats = mamba2_stream_state,
     .forward_stream = mamba2_forward_stream,
+    .probe_gates = mamba2_probe_gates,
+    .stream_recurrent = mamba2_stream_recurrent,
 };
 
 /* The same layer with 4-frame chunks, so that whole-model tests at a few frames cross

@@ -15,6 +15,7 @@
 
 #include "../ops/mesa.h"
 #include "fla_layers.h"
+#include "probe_gates.h"
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_fla.h"
@@ -123,6 +124,35 @@ static size_t mesa_net_stream_state(const sb_model_config *cfg)
     return (CONV_SIZE - 1) * 2 * D + H * 2 * K * K;
 }
 
+/* probe: the decay exp(g) = sigmoid(x Wa^T + ba) of both states and beta per head */
+static sb_tensor *mesa_net_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                       const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const int B = x->shape[0], T = x->shape[1], H = m->cfg.n_head;
+    sb_tensor *a = sb_linear(g, x, sb_model_param(m, l, P_A), sb_model_param(m, l, P_A_B));
+    sb_tensor *z = sb_linear(g, x, sb_model_param(m, l, P_B), sb_model_param(m, l, P_B_B));
+    int shape[3] = {B, T, 2 * H};
+    sb_tensor *out = sb_tensor_new(g, 3, shape);
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (int h = 0; h < H; h++) {
+            out->data[r * 2 * H + h] = (real)sb_probe_sigmoid((double)a->data[r * H + h]);
+            out->data[r * 2 * H + H + h] = (real)sb_probe_sigmoid((double)z->data[r * H + h]);
+        }
+    *desc = (sb_gate_desc){.n_kinds = 2, .n_groups = H,
+                           .kind = {"decay exp(g)", "beta (write strength)"}, .hi = {1.0, 1.0}};
+    return out;
+}
+
+/* probe: after the q and k conv histories (D each), the two states of every head */
+static void mesa_net_stream_recurrent(const sb_model_config *cfg, size_t *history,
+                                      size_t *count)
+{
+    const size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_head, K = D / H;
+    *history = (CONV_SIZE - 1) * 2 * D;
+    *count = H * 2 * K * K;
+}
+
 static double mesa_net_flops(const sb_model_config *cfg, int T)
 {
     (void)T;
@@ -155,6 +185,8 @@ const sb_layer_type sb_layer_mesa_net = {
     .state_size = mesa_net_state,
     .stream_state_floats = mesa_net_stream_state,
     .forward_stream = mesa_net_forward_stream,
+    .probe_gates = mesa_net_probe_gates,
+    .stream_recurrent = mesa_net_stream_recurrent,
 };
 
 /* The same layer with exact solves instead of the CG (not in the registry): the function

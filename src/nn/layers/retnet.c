@@ -170,6 +170,15 @@ static size_t retnet_stream_state(const sb_model_config *cfg)
     return (CONV_SIZE - 1) * 4 * D + H * (D / H) * (2 * D / H) + 1;
 }
 
+/* probe: after the q, k (D each) and v (2D) conv histories, the H K V state (the position
+ * that follows it is not part of the recurrent state) */
+static void retnet_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_head;
+    *history = (CONV_SIZE - 1) * 4 * D;
+    *count = H * (D / H) * (2 * D / H);
+}
+
 static double retnet_flops(const sb_model_config *cfg, int T)
 {
     const double D = cfg->d_model, H = cfg->n_head, K = D / H, V = 2 * D / H;
@@ -199,4 +208,5 @@ const sb_layer_type sb_layer_retnet = {
     .state_size = retnet_state,
     .stream_state_floats = retnet_stream_state,
     .forward_stream = retnet_forward_stream,
+    .stream_recurrent = retnet_stream_recurrent,
 };

@@ -110,6 +110,53 @@ static sb_tensor *transformer_forward(sb_graph *g, const sb_model *m, int l, sb_
     return sb_add(g, x1, f);
 }
 
+/* probe: for every query frame t and head, the share of its attention weight on gap frames,
+ * sum over gap keys s <= t of softmax_s(q_t . k_s / sqrt(Dh)), with q and k normalised and
+ * rotated as in the forward. On symbol frames this is the attention mass from symbol frames
+ * that falls on gap frames (docs/probe.md). */
+static sb_tensor *transformer_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                          const uint8_t *gap, sb_gate_desc *desc)
+{
+    const int B = x->shape[0], T = x->shape[1], D = x->shape[2];
+    const int H = m->cfg.n_head, Dh = D / H;
+    sb_tensor *p[P_COUNT];
+    for (int k = 0; k < P_COUNT; k++)
+        p[k] = sb_model_param(m, l, k);
+    int heads[4] = {B, T, H, Dh};
+    sb_tensor *q = sb_tensor_reshape(g, sb_linear(g, x, p[P_Q_W], p[P_Q_B]), 4, heads);
+    sb_tensor *k = sb_tensor_reshape(g, sb_linear(g, x, p[P_K_W], p[P_K_B]), 4, heads);
+    q = sb_rope(g, sb_rmsnorm_rms_eps(g, q, p[P_Q_NORM], RMS_EPS), p[P_INV_FREQ]->data);
+    k = sb_rope(g, sb_rmsnorm_rms_eps(g, k, p[P_K_NORM], RMS_EPS), p[P_INV_FREQ]->data);
+    int shape[3] = {B, T, H};
+    sb_tensor *out = sb_tensor_new(g, 3, shape);
+    double *score = sb_graph_alloc(g, (size_t)T * sizeof *score);
+    const double scale = 1.0 / sqrt((double)Dh);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++) {
+                const real *qt = q->data + (((size_t)b * T + t) * H + h) * Dh;
+                double mx = -INFINITY;
+                for (int s = 0; s <= t; s++) {
+                    const real *ks = k->data + (((size_t)b * T + s) * H + h) * Dh;
+                    double dot = 0.0;
+                    for (int i = 0; i < Dh; i++)
+                        dot += (double)qt[i] * (double)ks[i];
+                    score[s] = dot * scale;
+                    mx = score[s] > mx ? score[s] : mx;
+                }
+                double sum = 0.0, on_gap = 0.0;
+                for (int s = 0; s <= t; s++) {
+                    const double e = exp(score[s] - mx);
+                    sum += e;
+                    on_gap += gap[(size_t)b * T + s] ? e : 0.0;
+                }
+                out->data[((size_t)b * T + t) * H + h] = (real)(on_gap / sum);
+            }
+    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = H, .kind = {"attention on gap frames"},
+                           .hi = {1.0}};
+    return out;
+}
+
 static double transformer_flops(const sb_model_config *cfg, int T)
 {
     /* spec/models-ssm.md section 10: 32 D^2 + (2D + 2H)(T + 1) + ~60 D, averaged over t */
@@ -133,4 +180,5 @@ const sb_layer_type sb_layer_transformer = {
     .forward = transformer_forward,
     .flops_per_token = transformer_flops,
     .state_size = transformer_state,
+    .probe_gates = transformer_probe_gates,
 };

@@ -1,0 +1,1127 @@
+/* probe.c - linear readouts, gate statistics and state retention of a trained model (see
+ * probe.h; definitions: docs/probe.md).
+ *
+ * Three passes over the data, each a forward that keeps every block's tensors
+ * (sb_model_hidden_capture):
+ *   1. training samples: per depth, the ridge normal equations X^T X and X^T Y, accumulated
+ *      row by row in double (rows = elements, features = the element's frame);
+ *   2. test samples: the readouts' accuracies, the model's own windowed accuracy, and the
+ *      layers' gates (probe_gates on the captured layer inputs) on symbol and gap frames;
+ *   3. long-gap test samples: per layer and frame, ||output|| from the whole forward and
+ *      ||recurrent state|| from the streaming forward, one frame per chunk.
+ * Everything is deterministic: fixed summation orders, a plain Cholesky, sb_gemm.
+ */
+#include "selectivbench/probe.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "selectivbench/batch.h"
+#include "selectivbench/ops.h"
+#include "selectivbench/plot.h"
+
+const int sb_probe_lags[SB_PROBE_N_LAGS] = {0, 1, 2, 4, 8};
+
+sb_probe_options sb_probe_options_default(void)
+{
+    sb_probe_options o = {.sections = SB_PROBE_ALL,
+                          .gates_required = 0,
+                          .train_samples = 256,
+                          .test_samples = 0,
+                          .ridge = 1e-3,
+                          .frame = SB_PROBE_FRAME_SYMBOL,
+                          .retention_samples = 4,
+                          .retention_element = 4,
+                          .batch = 16};
+    return o;
+}
+
+void sb_probe_result_free(sb_probe_result *res)
+{
+    if (res == NULL)
+        return;
+    free(res->readout_acc);
+    free(res->readout_n);
+    if (res->gates != NULL)
+        for (int l = 0; l < res->L; l++)
+            for (int k = 0; k < res->gates[l].n_kinds; k++) {
+                free(res->gates[l].kind[k].mean_symbol);
+                free(res->gates[l].kind[k].mean_gap);
+                free(res->gates[l].kind[k].selectivity);
+            }
+    free(res->gates);
+    free(res->output_norm);
+    free(res->state_norm);
+    memset(res, 0, sizeof *res);
+}
+
+/* ---- ridge regression ---------------------------------------------------------------------- */
+
+sb_status sb_probe_cholesky_solve(double *A, int n, double *B, int c, sb_error *err)
+{
+    /* A = L L^T, L in the lower triangle of A */
+    for (int j = 0; j < n; j++) {
+        double d = A[(size_t)j * n + j];
+        for (int k = 0; k < j; k++)
+            d -= A[(size_t)j * n + k] * A[(size_t)j * n + k];
+        if (!(d > 0.0))
+            return sb_error_set(err, SB_ERR_RUNTIME,
+                                "probe: the ridge system is not positive definite (pivot %d); "
+                                "raise --ridge",
+                                j);
+        const double ljj = sqrt(d);
+        A[(size_t)j * n + j] = ljj;
+        for (int i = j + 1; i < n; i++) {
+            double s = A[(size_t)i * n + j];
+            for (int k = 0; k < j; k++)
+                s -= A[(size_t)i * n + k] * A[(size_t)j * n + k];
+            A[(size_t)i * n + j] = s / ljj;
+        }
+    }
+    /* L Z = B, then L^T W = Z, row by row over all c right-hand sides at once */
+    for (int i = 0; i < n; i++) {
+        double *bi = B + (size_t)i * c;
+        for (int k = 0; k < i; k++) {
+            const double lik = A[(size_t)i * n + k];
+            const double *bk = B + (size_t)k * c;
+            for (int r = 0; r < c; r++)
+                bi[r] -= lik * bk[r];
+        }
+        const double inv = 1.0 / A[(size_t)i * n + i];
+        for (int r = 0; r < c; r++)
+            bi[r] *= inv;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double *bi = B + (size_t)i * c;
+        for (int k = i + 1; k < n; k++) {
+            const double lki = A[(size_t)k * n + i];
+            const double *bk = B + (size_t)k * c;
+            for (int r = 0; r < c; r++)
+                bi[r] -= lki * bk[r];
+        }
+        const double inv = 1.0 / A[(size_t)i * n + i];
+        for (int r = 0; r < c; r++)
+            bi[r] *= inv;
+    }
+    return SB_OK;
+}
+
+/* xtx [n x n] (lower triangle) += xa xa^T; xa has n = d + 1 entries, the last one 1 */
+static void ridge_add_gram(double *xtx, int n, const double *xa)
+{
+    for (int i = 0; i < n; i++) {
+        double *row = xtx + (size_t)i * n;
+        const double xi = xa[i];
+        for (int k = 0; k <= i; k++)
+            row[k] += xi * xa[k];
+    }
+}
+
+/* xty [n x C]: column y += xa */
+static void ridge_add_target(double *xty, int n, int C, const double *xa, int y)
+{
+    for (int i = 0; i < n; i++)
+        xty[(size_t)i * C + y] += xa[i];
+}
+
+/* Adds the ridge term to xtx (the last, bias, row unregularised) and solves for W in xty. */
+static sb_status ridge_solve(double *xtx, double *xty, int n, int C, double lambda, sb_error *err)
+{
+    double scale = 0.0;
+    for (int i = 0; i < n - 1; i++)
+        scale += xtx[(size_t)i * n + i];
+    scale = n > 1 ? scale / (n - 1) : 0.0;
+    if (!(scale > 0.0))
+        scale = 1.0; /* every feature zero: any lambda keeps the system definite */
+    for (int i = 0; i < n - 1; i++)
+        xtx[(size_t)i * n + i] += lambda * scale;
+    return sb_probe_cholesky_solve(xtx, n, xty, C, err);
+}
+
+sb_status sb_probe_ridge_fit(const double *X, const int32_t *y, int64_t rows, int d, int C,
+                             double lambda, double *W, sb_error *err)
+{
+    const int n = d + 1;
+    double *xtx = calloc((size_t)n * n, sizeof *xtx), *xa = malloc((size_t)n * sizeof *xa);
+    if (xtx == NULL || xa == NULL) {
+        free(xtx);
+        free(xa);
+        return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the ridge system");
+    }
+    memset(W, 0, (size_t)n * C * sizeof *W);
+    for (int64_t r = 0; r < rows; r++) {
+        memcpy(xa, X + (size_t)r * d, (size_t)d * sizeof *xa);
+        xa[d] = 1.0;
+        ridge_add_gram(xtx, n, xa);
+        ridge_add_target(W, n, C, xa, y[r]);
+    }
+    sb_status st = ridge_solve(xtx, W, n, C, lambda, err);
+    free(xtx);
+    free(xa);
+    return st;
+}
+
+/* ---- forward with capture ------------------------------------------------------------------ */
+
+typedef struct fwd_args {
+    const sb_model *m;
+    const sb_batch *batch;   /* whole batches, or NULL with input/T given */
+    const float *input;      /* [1, T, V] when batch is NULL */
+    int T;
+    sb_model_capture cap;
+    const uint8_t *gap;      /* [B * T], NULL: no gates */
+    sb_tensor **gates;       /* [L] */
+    sb_gate_desc *desc;      /* [L] */
+} fwd_args;
+
+static void probe_forward(sb_graph *g, void *arg)
+{
+    fwd_args *a = arg;
+    const sb_model *m = a->m;
+    const int B = a->batch != NULL ? a->batch->B : 1, T = a->batch != NULL ? a->batch->T : a->T;
+    const int V = m->cfg.d_input;
+    const float *src = a->batch != NULL ? a->batch->data : a->input;
+    int shape[3] = {B, T, V};
+    sb_tensor *x = sb_tensor_new(g, 3, shape);
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = (real)src[i];
+    sb_model_hidden_capture(g, m, x, &a->cap);
+    if (a->gap == NULL)
+        return;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        a->gates[l] = NULL;
+        if (m->type->probe_gates != NULL)
+            a->gates[l] = m->type->probe_gates(g, m, l, a->cap.layer_in[l], a->gap, &a->desc[l]);
+    }
+}
+
+typedef struct stream_args {
+    const sb_model *m;
+    const float *frame; /* [V] */
+    real *const *states;
+} stream_args;
+
+static void probe_stream_frame(sb_graph *g, void *arg)
+{
+    stream_args *a = arg;
+    const int V = a->m->cfg.d_input;
+    int shape[3] = {1, 1, V};
+    sb_tensor *x = sb_tensor_new(g, 3, shape);
+    for (int v = 0; v < V; v++)
+        x->data[v] = (real)a->frame[v];
+    sb_model_hidden_stream(g, a->m, x, a->states);
+}
+
+/* Frame of element e used as its feature row. */
+static int feature_frame(const sb_batch *b, int s, int e, sb_probe_frame frame)
+{
+    const size_t i = (size_t)s * (size_t)b->E + (size_t)e;
+    return frame == SB_PROBE_FRAME_LAST ? b->elem_start[i] + b->elem_len[i] - 1 : b->elem_start[i];
+}
+
+/* State id of element e of sample s (the target of its window). */
+static int element_target(const sb_batch *b, int s, int e)
+{
+    return b->target[(size_t)s * (size_t)b->T + (size_t)b->elem_start[(size_t)s * (size_t)b->E + (size_t)e]];
+}
+
+/* The bucket of element index e: the largest lag index whose lag is <= e. The Gram matrix of
+ * lag index k is the sum of the buckets >= k (elements e >= lag). */
+static int lag_bucket(int e)
+{
+    int k = 0;
+    while (k + 1 < SB_PROBE_N_LAGS && sb_probe_lags[k + 1] <= e)
+        k++;
+    return k;
+}
+
+/* ---- pass 1: fit the readouts ---------------------------------------------------------------- */
+
+typedef struct probe_ctx {
+    const sb_task *task;
+    const sb_model *m;
+    const sb_probe_options *opt;
+    sb_probe_result *res;
+    sb_graph g;
+    sb_batch batch;
+    int n_depths, n, C; /* n = D + 1 features with the bias */
+    int64_t *index;
+    sb_tensor **cap_tensors; /* [3 L + 1] storage of the capture */
+    real *W;                 /* [n_depths][N_LAGS][n x C] readouts, NULL rows when unfitted */
+    uint8_t *fitted;         /* [n_depths][N_LAGS] */
+} probe_ctx;
+
+static void ctx_capture(probe_ctx *c, fwd_args *a)
+{
+    const int L = c->m->cfg.n_layers;
+    a->cap.block_out = c->cap_tensors;
+    a->cap.layer_in = c->cap_tensors + L + 1;
+    a->cap.layer_out = c->cap_tensors + 2 * L + 1;
+}
+
+static sb_status fill_and_run(probe_ctx *c, sb_split split, int64_t first, int cnt, fwd_args *a,
+                              sb_error *err)
+{
+    for (int i = 0; i < cnt; i++)
+        c->index[i] = first + i;
+    sb_status st = sb_batch_fill(&c->batch, c->task, split, c->index, cnt, 0, err);
+    if (st != SB_OK)
+        return st;
+    sb_graph_reset(&c->g);
+    c->g.record = 0;
+    c->g.training = 0;
+    a->m = c->m;
+    a->batch = &c->batch;
+    ctx_capture(c, a);
+    return sb_graph_run(&c->g, probe_forward, a, err);
+}
+
+static sb_status fit_readouts(probe_ctx *c, sb_error *err)
+{
+    const sb_probe_options *opt = c->opt;
+    const int n = c->n, C = c->C, D = c->m->cfg.d_model, ND = c->n_depths;
+    const size_t nn = (size_t)n * n, nc = (size_t)n * C;
+    int64_t total = sb_task_split_size(c->task, SB_SPLIT_TRAIN);
+    if (opt->train_samples < total)
+        total = opt->train_samples;
+    /* per depth: N_LAGS Gram buckets and N_LAGS right-hand sides */
+    double *gram = calloc((size_t)ND * SB_PROBE_N_LAGS * nn, sizeof *gram);
+    double *rhs = calloc((size_t)ND * SB_PROBE_N_LAGS * nc, sizeof *rhs);
+    double *xa = malloc((size_t)n * sizeof *xa);
+    int64_t rows[SB_PROBE_N_LAGS] = {0};
+    sb_status st = SB_OK;
+    if (gram == NULL || rhs == NULL || xa == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the ridge systems "
+                                             "(%d depths, %d features, %d classes)",
+                          ND, n, C);
+        goto done;
+    }
+    c->res->train_samples = total;
+    for (int64_t first = 0; first < total && st == SB_OK; first += opt->batch) {
+        const int cnt = (int)(total - first < opt->batch ? total - first : opt->batch);
+        fwd_args a = {0};
+        if ((st = fill_and_run(c, SB_SPLIT_TRAIN, first, cnt, &a, err)) != SB_OK)
+            break;
+        const sb_batch *b = &c->batch;
+        for (int s = 0; s < cnt; s++)
+            for (int e = 0; e < b->E; e++) {
+                if (b->elem_len[(size_t)s * b->E + e] <= 0)
+                    continue;
+                const int f = feature_frame(b, s, e, opt->frame), bucket = lag_bucket(e);
+                c->res->train_elements++;
+                for (int k = 0; k < SB_PROBE_N_LAGS; k++)
+                    rows[k] += e >= sb_probe_lags[k];
+                for (int d = 0; d < ND; d++) {
+                    const real *x = a.cap.block_out[d]->data + ((size_t)s * b->T + f) * D;
+                    for (int i = 0; i < D; i++)
+                        xa[i] = (double)x[i];
+                    xa[D] = 1.0;
+                    ridge_add_gram(gram + ((size_t)d * SB_PROBE_N_LAGS + bucket) * nn, n, xa);
+                    for (int k = 0; k < SB_PROBE_N_LAGS && e >= sb_probe_lags[k]; k++)
+                        ridge_add_target(rhs + ((size_t)d * SB_PROBE_N_LAGS + k) * nc, n, C, xa,
+                                         element_target(b, s, e - sb_probe_lags[k]));
+                }
+            }
+    }
+    if (st != SB_OK)
+        goto done;
+    /* solve: the Gram matrix of lag k sums the buckets k.. (elements at least lag k in) */
+    for (int d = 0; d < ND && st == SB_OK; d++) {
+        double *g0 = gram + (size_t)d * SB_PROBE_N_LAGS * nn;
+        for (int k = SB_PROBE_N_LAGS - 2; k >= 0; k--)
+            for (size_t i = 0; i < nn; i++)
+                g0[(size_t)k * nn + i] += g0[(size_t)(k + 1) * nn + i];
+        for (int k = 0; k < SB_PROBE_N_LAGS && st == SB_OK; k++) {
+            if (rows[k] == 0)
+                continue;
+            double *A = g0 + (size_t)k * nn, *Bm = rhs + ((size_t)d * SB_PROBE_N_LAGS + k) * nc;
+            if ((st = ridge_solve(A, Bm, n, C, opt->ridge, err)) != SB_OK)
+                break;
+            real *W = c->W + ((size_t)d * SB_PROBE_N_LAGS + k) * nc;
+            for (size_t i = 0; i < nc; i++)
+                W[i] = (real)Bm[i];
+            c->fitted[d * SB_PROBE_N_LAGS + k] = 1;
+        }
+    }
+done:
+    free(gram);
+    free(rhs);
+    free(xa);
+    return st;
+}
+
+/* ---- pass 2: score on the test split, gate statistics ---------------------------------------- */
+
+typedef struct gate_acc {
+    double *sum;      /* [L][KINDS][G][2] sums over symbol (0) and gap (1) frames */
+    int64_t *hist;    /* [L][KINDS][2][BINS] */
+    int64_t n[2];     /* frames of each kind (per group) */
+    int G_max;
+} gate_acc;
+
+static int first_argmax(const real *x, int C)
+{
+    int best = 0;
+    for (int j = 1; j < C; j++)
+        if (x[j] > x[best])
+            best = j;
+    return best;
+}
+
+static sb_status score_test(probe_ctx *c, int want_gates, gate_acc *ga, sb_error *err)
+{
+    const sb_probe_options *opt = c->opt;
+    const sb_model *m = c->m;
+    const int n = c->n, C = c->C, D = m->cfg.d_model, L = m->cfg.n_layers, ND = c->n_depths;
+    sb_probe_result *res = c->res;
+    int64_t total = sb_task_split_size(c->task, SB_SPLIT_TEST);
+    if (opt->test_samples > 0 && opt->test_samples < total)
+        total = opt->test_samples;
+    res->test_samples = total;
+    int64_t *correct = calloc((size_t)ND * SB_PROBE_N_LAGS, sizeof *correct);
+    int64_t model_correct = 0;
+    real *xr = NULL, *logits = NULL, *probs_sum = NULL;
+    uint8_t *gap = NULL;
+    sb_tensor **gates = calloc((size_t)L, sizeof *gates);
+    sb_gate_desc *desc = calloc((size_t)L, sizeof *desc);
+    size_t cap_rows = 0;
+    int cap_T = 0;
+    sb_status st = SB_OK;
+    if (gates == NULL || desc == NULL || correct == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
+        goto done;
+    }
+    for (int64_t first = 0; first < total && st == SB_OK; first += opt->batch) {
+        const int cnt = (int)(total - first < opt->batch ? total - first : opt->batch);
+        for (int i = 0; i < cnt; i++)
+            c->index[i] = first + i;
+        if ((st = sb_batch_fill(&c->batch, c->task, SB_SPLIT_TEST, c->index, cnt, 0, err)) != SB_OK)
+            break;
+        const sb_batch *b = &c->batch;
+        const size_t BT = (size_t)b->B * b->T;
+        if (BT > cap_rows || b->T > cap_T) { /* elements <= frames: T rows hold either */
+            cap_rows = BT > cap_rows ? BT : cap_rows;
+            cap_T = b->T > cap_T ? b->T : cap_T;
+            free(gap);
+            free(logits);
+            free(xr);
+            gap = calloc(cap_rows, 1);
+            logits = malloc((size_t)cap_T * C * sizeof *logits);
+            xr = malloc((size_t)cap_T * n * sizeof *xr);
+            if (gap == NULL || logits == NULL || xr == NULL) {
+                st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
+                break;
+            }
+        }
+        if (probs_sum == NULL && (probs_sum = malloc((size_t)C * sizeof *probs_sum)) == NULL) {
+            st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
+            break;
+        }
+        memset(gap, 0, BT);
+        for (int s = 0; s < cnt; s++)
+            for (int e = 0; e < b->E; e++) {
+                const size_t i = (size_t)s * b->E + e;
+                for (int t = b->elem_start[i] + 1; t < b->elem_start[i] + b->elem_len[i]; t++)
+                    gap[(size_t)s * b->T + t] = 1;
+            }
+        sb_graph_reset(&c->g);
+        c->g.record = 0;
+        c->g.training = 0;
+        fwd_args a = {.m = m, .batch = b, .gap = want_gates ? gap : NULL, .gates = gates,
+                      .desc = desc};
+        ctx_capture(c, &a);
+        if ((st = sb_graph_run(&c->g, probe_forward, &a, err)) != SB_OK)
+            break;
+        for (int s = 0; s < cnt; s++) {
+            const int32_t *es = b->elem_start + (size_t)s * b->E, *el = b->elem_len + (size_t)s * b->E;
+            const int Tb = b->n_frames[s];
+            /* the model's own decision: first argmax of the window's summed probabilities */
+            const real *h = a.cap.block_out[L]->data + (size_t)s * b->T * D;
+            for (int t = 0; t < Tb; t++)
+                memcpy(logits + (size_t)t * C, m->dec_b->data, (size_t)C * sizeof(real));
+            sb_gemm(0, 1, Tb, C, D, 1, h, D, m->dec_w->data, D, 1, logits, C);
+            for (int t = 0; t < Tb; t++) {
+                real *x = logits + (size_t)t * C;
+                real mx = x[first_argmax(x, C)];
+                double sum = 0.0;
+                for (int j = 0; j < C; j++) {
+                    x[j] = (real)exp((double)(x[j] - mx));
+                    sum += (double)x[j];
+                }
+                for (int j = 0; j < C; j++)
+                    x[j] = (real)((double)x[j] / sum);
+            }
+            for (int e = 0; e < b->E; e++) {
+                if (el[e] <= 0)
+                    continue;
+                res->test_elements++;
+                for (int j = 0; j < C; j++)
+                    probs_sum[j] = 0;
+                for (int t = es[e]; t < es[e] + el[e]; t++)
+                    for (int j = 0; j < C; j++)
+                        probs_sum[j] += logits[(size_t)t * C + j];
+                model_correct += first_argmax(probs_sum, C) == element_target(b, s, e);
+            }
+            /* the readouts, one product per depth and lag over the sample's elements */
+            for (int d = 0; d < ND; d++) {
+                int rows = 0;
+                for (int e = 0; e < b->E; e++) {
+                    if (el[e] <= 0)
+                        continue;
+                    const int f = feature_frame(b, s, e, opt->frame);
+                    const real *x = a.cap.block_out[d]->data + ((size_t)s * b->T + f) * D;
+                    memcpy(xr + (size_t)rows * n, x, (size_t)D * sizeof(real));
+                    xr[(size_t)rows * n + D] = 1;
+                    rows++;
+                }
+                for (int k = 0; k < SB_PROBE_N_LAGS; k++) {
+                    if (!c->fitted[d * SB_PROBE_N_LAGS + k] || rows == 0)
+                        continue;
+                    const real *W = c->W + ((size_t)d * SB_PROBE_N_LAGS + k) * (size_t)n * C;
+                    sb_gemm(0, 0, rows, C, n, 1, xr, n, W, C, 0, logits, C);
+                    for (int e = 0, r = 0; e < b->E; e++) {
+                        if (el[e] <= 0)
+                            continue;
+                        if (e >= sb_probe_lags[k]) {
+                            res->readout_n[d * SB_PROBE_N_LAGS + k]++;
+                            correct[d * SB_PROBE_N_LAGS + k] +=
+                                first_argmax(logits + (size_t)r * C, C) ==
+                                element_target(b, s, e - sb_probe_lags[k]);
+                        }
+                        r++;
+                    }
+                }
+            }
+            /* gates on the sample's symbol (0) and gap (1) frames */
+            if (!want_gates)
+                continue;
+            for (int t = 0; t < Tb; t++) {
+                const int kind = gap[(size_t)s * b->T + t];
+                ga->n[kind]++;
+            }
+            for (int l = 0; l < L; l++) {
+                if (gates[l] == NULL)
+                    continue;
+                const sb_gate_desc *gd = &desc[l];
+                const int G = gd->n_groups, KG = gd->n_kinds * G;
+                SB_ASSERT(G <= ga->G_max && gates[l]->shape[2] == KG);
+                for (int t = 0; t < Tb; t++) {
+                    const int kind = gap[(size_t)s * b->T + t];
+                    const real *v = gates[l]->data + ((size_t)s * b->T + t) * KG;
+                    for (int q = 0; q < gd->n_kinds; q++) {
+                        double *sum = ga->sum + (((size_t)l * SB_GATE_KINDS_MAX + q) * ga->G_max) * 2;
+                        int64_t *hist = ga->hist + (((size_t)l * SB_GATE_KINDS_MAX + q) * 2 + kind) *
+                                                       SB_PROBE_HIST_BINS;
+                        for (int hh = 0; hh < G; hh++) {
+                            const double val = (double)v[q * G + hh];
+                            sum[hh * 2 + kind] += val;
+                            int bin = (int)(val / gd->hi[q] * SB_PROBE_HIST_BINS);
+                            bin = bin < 0 ? 0 : bin >= SB_PROBE_HIST_BINS ? SB_PROBE_HIST_BINS - 1 : bin;
+                            hist[bin]++;
+                        }
+                    }
+                }
+            }
+        }
+        /* the gate descriptions, once */
+        if (want_gates && res->gates != NULL)
+            for (int l = 0; l < L; l++)
+                if (gates[l] != NULL && res->gates[l].n_kinds == 0) {
+                    res->gates[l].n_kinds = desc[l].n_kinds;
+                    res->gates[l].n_groups = desc[l].n_groups;
+                    for (int q = 0; q < desc[l].n_kinds; q++) {
+                        snprintf(res->gates[l].kind[q].name, sizeof res->gates[l].kind[q].name,
+                                 "%s", desc[l].kind[q]);
+                        res->gates[l].kind[q].hi = desc[l].hi[q];
+                    }
+                }
+    }
+    if (st != SB_OK)
+        goto done;
+    res->model_test_acc =
+        res->test_elements > 0 ? (double)model_correct / (double)res->test_elements : (double)NAN;
+    for (int i = 0; i < ND * SB_PROBE_N_LAGS; i++)
+        res->readout_acc[i] =
+            res->readout_n[i] > 0 ? (double)correct[i] / (double)res->readout_n[i] : (double)NAN;
+done:
+    free(correct);
+    free(gates);
+    free(desc);
+    free(gap);
+    free(logits);
+    free(xr);
+    free(probs_sum);
+    return st;
+}
+
+/* Turns the gate sums into means, selectivities and histogram fractions. */
+static sb_status gate_finish(sb_probe_result *res, const gate_acc *ga, sb_error *err)
+{
+    res->gate_symbol_frames = ga->n[0];
+    res->gate_gap_frames = ga->n[1];
+    for (int l = 0; l < res->L; l++) {
+        sb_probe_gate_layer *gl = &res->gates[l];
+        for (int q = 0; q < gl->n_kinds; q++) {
+            sb_probe_gate_kind *k = &gl->kind[q];
+            const int G = gl->n_groups;
+            k->mean_symbol = malloc((size_t)G * sizeof(double));
+            k->mean_gap = malloc((size_t)G * sizeof(double));
+            k->selectivity = malloc((size_t)G * sizeof(double));
+            if (!k->mean_symbol || !k->mean_gap || !k->selectivity)
+                return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the gates");
+            const double *sum = ga->sum + (((size_t)l * SB_GATE_KINDS_MAX + q) * ga->G_max) * 2;
+            double total = 0.0;
+            for (int h = 0; h < G; h++) {
+                k->mean_symbol[h] = ga->n[0] > 0 ? sum[h * 2] / (double)ga->n[0] : (double)NAN;
+                k->mean_gap[h] = ga->n[1] > 0 ? sum[h * 2 + 1] / (double)ga->n[1] : (double)NAN;
+                k->selectivity[h] = k->mean_gap[h] - k->mean_symbol[h];
+                total += k->selectivity[h];
+            }
+            k->layer_selectivity = G > 0 ? total / G : (double)NAN;
+            for (int kind = 0; kind < 2; kind++) {
+                const int64_t *hist = ga->hist + (((size_t)l * SB_GATE_KINDS_MAX + q) * 2 + kind) *
+                                                     SB_PROBE_HIST_BINS;
+                double *out = kind == 0 ? k->hist_symbol : k->hist_gap;
+                const double cnt = (double)ga->n[kind] * G;
+                for (int i = 0; i < SB_PROBE_HIST_BINS; i++)
+                    out[i] = cnt > 0 ? (double)hist[i] / cnt : (double)NAN;
+            }
+        }
+    }
+    return SB_OK;
+}
+
+/* ---- pass 3: retention along one long gap ------------------------------------------------------ */
+
+static double norm2(const real *x, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)x[i] * (double)x[i];
+    return sqrt(s);
+}
+
+static sb_status retention(const sb_task *lt, const sb_model *m, const sb_probe_options *opt,
+                           sb_probe_result *res, sb_graph *g, sb_tensor **cap_tensors,
+                           sb_error *err)
+{
+    const int L = m->cfg.n_layers, V = m->cfg.d_input, D = m->cfg.d_model;
+    const int stream = sb_model_can_stream(m);
+    sb_sample smp;
+    sb_status st = sb_sample_alloc(lt, &smp, err);
+    if (st != SB_OK)
+        return st;
+    int64_t n_test = sb_task_split_size(lt, SB_SPLIT_TEST);
+    int64_t want = opt->retention_samples < n_test ? opt->retention_samples : n_test;
+    /* the first element with a gap in each sample; the gap length is the task's test gap */
+    int64_t *which = calloc((size_t)(want > 0 ? want : 1), sizeof *which);
+    int *elem = calloc((size_t)(want > 0 ? want : 1), sizeof *elem);
+    float *data = NULL;
+    int32_t *target = NULL;
+    real *state_buf = NULL, **states = NULL;
+    size_t sf = stream ? m->type->stream_state_floats(&m->cfg) : 0, hist = 0, count = sf;
+    if (stream && m->type->stream_recurrent != NULL)
+        m->type->stream_recurrent(&m->cfg, &hist, &count);
+    int found = 0, G = 0;
+    if (which == NULL || elem == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the retention pass");
+        goto done;
+    }
+    for (int64_t i = 0; i < n_test && found < want; i++) {
+        if ((st = sb_task_sample(lt, SB_SPLIT_TEST, i, &smp, err)) != SB_OK)
+            goto done;
+        /* the first element at index >= retention_element with a gap, else the last one
+         * with a gap: the state has then seen a few elements before the long gap */
+        int pick = -1;
+        for (int e = 0; e < smp.n_elements; e++)
+            if (smp.gap[e] > 0) {
+                pick = e;
+                if (e >= opt->retention_element)
+                    break;
+            }
+        if (pick >= 0) {
+            if (found == 0 || smp.gap[pick] < G)
+                G = smp.gap[pick];
+            which[found] = i;
+            elem[found++] = pick;
+        }
+    }
+    if (found == 0) {
+        snprintf(res->retention_reason, sizeof res->retention_reason,
+                 "no long-gap test sample has an element with a gap");
+        goto done;
+    }
+    res->gap_frames = G;
+    res->retention_samples = found;
+    res->retention_element = opt->retention_element;
+    const size_t per_layer = (size_t)G + 1;
+    res->output_norm = calloc((size_t)L * per_layer, sizeof(double));
+    res->state_norm = stream ? calloc((size_t)L * per_layer, sizeof(double)) : NULL;
+    if (!stream)
+        snprintf(res->retention_reason, sizeof res->retention_reason,
+                 "model '%s' has no streaming form: output norms only", m->cfg.model);
+    state_buf = stream ? malloc((size_t)L * (sf > 0 ? sf : 1) * sizeof(real)) : NULL;
+    states = stream ? malloc((size_t)L * sizeof *states) : NULL;
+    if (res->output_norm == NULL || (stream && (!res->state_norm || !state_buf || !states))) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the retention pass");
+        goto done;
+    }
+    for (int l = 0; stream && l < L; l++)
+        states[l] = state_buf + (size_t)l * sf;
+    for (int r = 0; r < found && st == SB_OK; r++) {
+        if ((st = sb_task_sample(lt, SB_SPLIT_TEST, which[r], &smp, err)) != SB_OK)
+            break;
+        free(data);
+        free(target);
+        data = malloc((size_t)smp.n_frames * V * sizeof *data);
+        target = malloc((size_t)smp.n_frames * sizeof *target);
+        if (data == NULL || target == NULL) {
+            st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the retention pass");
+            break;
+        }
+        sb_task_sample_frames(lt, SB_SPLIT_TEST, which[r], &smp, data, target);
+        const int t0 = smp.frame_start[elem[r]], Tn = t0 + G + 1;
+        /* whole forward over the prefix: the layers' outputs */
+        sb_graph_reset(g);
+        g->record = 0;
+        g->training = 0;
+        fwd_args a = {.m = m, .input = data, .T = Tn};
+        a.cap.block_out = cap_tensors;
+        a.cap.layer_in = cap_tensors + L + 1;
+        a.cap.layer_out = cap_tensors + 2 * L + 1;
+        if ((st = sb_graph_run(g, probe_forward, &a, err)) != SB_OK)
+            break;
+        for (int l = 0; l < L; l++)
+            for (int t = 0; t <= G; t++)
+                res->output_norm[(size_t)l * per_layer + t] +=
+                    norm2(a.cap.layer_out[l]->data + (size_t)(t0 + t) * D, (size_t)D) / found;
+        if (!stream)
+            continue;
+        /* streaming, one frame per chunk: the recurrent states after every frame */
+        memset(state_buf, 0, (size_t)L * sf * sizeof(real));
+        for (int t = 0; t < Tn && st == SB_OK; t++) {
+            sb_graph_reset(g);
+            g->record = 0;
+            g->training = 0;
+            stream_args sa = {.m = m, .frame = data + (size_t)t * V, .states = states};
+            if ((st = sb_graph_run(g, probe_stream_frame, &sa, err)) != SB_OK)
+                break;
+            if (t >= t0)
+                for (int l = 0; l < L; l++)
+                    res->state_norm[(size_t)l * per_layer + (t - t0)] +=
+                        norm2(states[l] + hist, count) / found;
+        }
+    }
+done:
+    free(which);
+    free(elem);
+    free(data);
+    free(target);
+    free(state_buf);
+    free(states);
+    sb_sample_free(&smp);
+    return st;
+}
+
+/* ---- the run --------------------------------------------------------------------------------- */
+
+static int model_has_gates(const sb_model *m)
+{
+    return m->type->probe_gates != NULL;
+}
+
+sb_status sb_probe_run(const sb_task *task, const sb_task *long_task, const sb_model *m,
+                       const sb_probe_options *opt, sb_probe_result *res, sb_error *err)
+{
+    memset(res, 0, sizeof *res);
+    const int L = m->cfg.n_layers, D = m->cfg.d_model, C = m->cfg.d_output;
+    snprintf(res->model, sizeof res->model, "%s", m->cfg.model);
+    res->L = L;
+    res->D = D;
+    res->C = C;
+    res->V = m->cfg.d_input;
+    res->sections = opt->sections;
+    res->frame = opt->frame;
+    res->ridge = opt->ridge;
+    res->model_test_acc = (double)NAN;
+    if (opt->batch < 1 || opt->train_samples < 1 || !(opt->ridge >= 0.0))
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "probe: the batch (%d), the training samples (%lld) must be positive "
+                            "and the ridge (%g) non-negative",
+                            opt->batch, (long long)opt->train_samples, opt->ridge);
+    const int want_gates = (opt->sections & SB_PROBE_GATES) && model_has_gates(m);
+    if ((opt->sections & SB_PROBE_GATES) && !model_has_gates(m)) {
+        snprintf(res->gates_reason, sizeof res->gates_reason,
+                 "model '%s' has no input-dependent gates (its gating: %s)", m->cfg.model,
+                 m->type->taxonomy.gating);
+        if (opt->gates_required)
+            return sb_error_set(err, SB_ERR_INVALID, "%s; run --section readout or retention",
+                                res->gates_reason);
+    } else if (!(opt->sections & SB_PROBE_GATES))
+        snprintf(res->gates_reason, sizeof res->gates_reason, "section not requested");
+    if (!(opt->sections & SB_PROBE_RETENTION))
+        snprintf(res->retention_reason, sizeof res->retention_reason, "section not requested");
+
+    probe_ctx c = {.task = task, .m = m, .opt = opt, .res = res, .n_depths = L + 1, .n = D + 1,
+                   .C = C};
+    const size_t wsize = (size_t)(L + 1) * SB_PROBE_N_LAGS * (size_t)(D + 1) * (size_t)C;
+    sb_status st = sb_batch_init(&c.batch, task, opt->batch, err);
+    if (st != SB_OK)
+        return st;
+    sb_graph_init(&c.g, (size_t)64 << 20);
+    gate_acc ga = {0};
+    c.index = malloc((size_t)opt->batch * sizeof *c.index);
+    c.cap_tensors = calloc((size_t)(3 * L + 1), sizeof *c.cap_tensors);
+    c.fitted = calloc((size_t)(L + 1) * SB_PROBE_N_LAGS, 1);
+    res->readout_acc = malloc((size_t)(L + 1) * SB_PROBE_N_LAGS * sizeof *res->readout_acc);
+    res->readout_n = calloc((size_t)(L + 1) * SB_PROBE_N_LAGS, sizeof *res->readout_n);
+    if (!c.index || !c.cap_tensors || !c.fitted || !res->readout_acc || !res->readout_n) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < (L + 1) * SB_PROBE_N_LAGS; i++)
+        res->readout_acc[i] = (double)NAN;
+    if (opt->sections & SB_PROBE_READOUT) {
+        if ((c.W = malloc(wsize * sizeof *c.W)) == NULL) {
+            st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the readouts");
+            goto done;
+        }
+        if ((st = fit_readouts(&c, err)) != SB_OK)
+            goto done;
+    }
+    if (want_gates) {
+        res->gates = calloc((size_t)L, sizeof *res->gates);
+        /* groups are heads or channel groups: never more than the model width */
+        ga.G_max = 4 * D > 64 ? 4 * D : 64;
+        ga.sum = calloc((size_t)L * SB_GATE_KINDS_MAX * ga.G_max * 2, sizeof *ga.sum);
+        ga.hist = calloc((size_t)L * SB_GATE_KINDS_MAX * 2 * SB_PROBE_HIST_BINS, sizeof *ga.hist);
+        if (res->gates == NULL || ga.sum == NULL || ga.hist == NULL) {
+            st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the gates");
+            goto done;
+        }
+    }
+    if ((opt->sections & (SB_PROBE_READOUT | SB_PROBE_GATES)) &&
+        (st = score_test(&c, want_gates, &ga, err)) != SB_OK)
+        goto done;
+    if (want_gates && (st = gate_finish(res, &ga, err)) != SB_OK)
+        goto done;
+    if ((opt->sections & SB_PROBE_RETENTION) && long_task != NULL)
+        st = retention(long_task, m, opt, res, &c.g, c.cap_tensors, err);
+done:
+    free(c.index);
+    free(c.cap_tensors);
+    free(c.fitted);
+    free(c.W);
+    free(ga.sum);
+    free(ga.hist);
+    sb_graph_free(&c.g);
+    sb_batch_free(&c.batch);
+    return st;
+}
+
+/* ---- output ------------------------------------------------------------------------------------ */
+
+static void json_num(sb_json *j, double v)
+{
+    if (isfinite(v))
+        sb_json_double(j, v);
+    else
+        sb_json_null(j);
+}
+
+static void json_array(sb_json *j, const double *v, int n)
+{
+    sb_json_array_begin(j);
+    for (int i = 0; i < n; i++)
+        json_num(j, v[i]);
+    sb_json_array_end(j);
+}
+
+static void depth_name(const sb_probe_result *res, int d, char *buf, size_t size)
+{
+    if (d == 0)
+        snprintf(buf, size, "embedding");
+    else
+        snprintf(buf, size, "block %d", d);
+    (void)res;
+}
+
+void sb_probe_write_json(const sb_probe_result *res, const char *checkpoint, sb_json *j)
+{
+    sb_json_object_begin(j);
+    if (checkpoint != NULL) {
+        sb_json_key(j, "checkpoint");
+        sb_json_string(j, checkpoint);
+    }
+    sb_json_key(j, "model");
+    sb_json_string(j, res->model);
+    sb_json_key(j, "layers");
+    sb_json_int(j, res->L);
+    sb_json_key(j, "d_model");
+    sb_json_int(j, res->D);
+    sb_json_key(j, "classes");
+    sb_json_int(j, res->C);
+    sb_json_key(j, "inputs");
+    sb_json_int(j, res->V);
+    sb_json_key(j, "test_samples");
+    sb_json_int(j, res->test_samples);
+    sb_json_key(j, "test_elements");
+    sb_json_int(j, res->test_elements);
+    sb_json_key(j, "model_test_acc");
+    json_num(j, res->model_test_acc);
+
+    sb_json_key(j, "readout");
+    if (!(res->sections & SB_PROBE_READOUT)) {
+        sb_json_null(j);
+    } else {
+        sb_json_object_begin(j);
+        sb_json_key(j, "feature_frame");
+        sb_json_string(j, res->frame == SB_PROBE_FRAME_LAST ? "last" : "symbol");
+        sb_json_key(j, "ridge");
+        sb_json_double(j, res->ridge);
+        sb_json_key(j, "train_samples");
+        sb_json_int(j, res->train_samples);
+        sb_json_key(j, "train_elements");
+        sb_json_int(j, res->train_elements);
+        sb_json_key(j, "lags");
+        sb_json_array_begin(j);
+        for (int k = 0; k < SB_PROBE_N_LAGS; k++)
+            sb_json_int(j, sb_probe_lags[k]);
+        sb_json_array_end(j);
+        sb_json_key(j, "depths");
+        sb_json_array_begin(j);
+        for (int d = 0; d <= res->L; d++) {
+            char name[32];
+            depth_name(res, d, name, sizeof name);
+            sb_json_object_begin(j);
+            sb_json_key(j, "name");
+            sb_json_string(j, name);
+            sb_json_key(j, "acc");
+            json_array(j, res->readout_acc + (size_t)d * SB_PROBE_N_LAGS, SB_PROBE_N_LAGS);
+            sb_json_key(j, "n_test");
+            sb_json_array_begin(j);
+            for (int k = 0; k < SB_PROBE_N_LAGS; k++)
+                sb_json_int(j, res->readout_n[(size_t)d * SB_PROBE_N_LAGS + k]);
+            sb_json_array_end(j);
+            sb_json_object_end(j);
+        }
+        sb_json_array_end(j);
+        sb_json_object_end(j);
+    }
+
+    sb_json_key(j, "gates");
+    if (res->gates == NULL) {
+        sb_json_null(j);
+    } else {
+        sb_json_object_begin(j);
+        sb_json_key(j, "selectivity");
+        sb_json_string(j, "mean on gap frames - mean on symbol frames");
+        sb_json_key(j, "symbol_frames");
+        sb_json_int(j, res->gate_symbol_frames);
+        sb_json_key(j, "gap_frames");
+        sb_json_int(j, res->gate_gap_frames);
+        sb_json_key(j, "layers");
+        sb_json_array_begin(j);
+        for (int l = 0; l < res->L; l++) {
+            const sb_probe_gate_layer *gl = &res->gates[l];
+            sb_json_object_begin(j);
+            sb_json_key(j, "layer");
+            sb_json_int(j, l + 1);
+            sb_json_key(j, "groups");
+            sb_json_int(j, gl->n_groups);
+            sb_json_key(j, "kinds");
+            sb_json_array_begin(j);
+            for (int q = 0; q < gl->n_kinds; q++) {
+                const sb_probe_gate_kind *k = &gl->kind[q];
+                sb_json_object_begin(j);
+                sb_json_key(j, "name");
+                sb_json_string(j, k->name);
+                sb_json_key(j, "range");
+                sb_json_array_begin(j);
+                sb_json_double(j, 0.0);
+                sb_json_double(j, k->hi);
+                sb_json_array_end(j);
+                sb_json_key(j, "gap_selectivity");
+                json_num(j, k->layer_selectivity);
+                sb_json_key(j, "mean_symbol");
+                json_array(j, k->mean_symbol, gl->n_groups);
+                sb_json_key(j, "mean_gap");
+                json_array(j, k->mean_gap, gl->n_groups);
+                sb_json_key(j, "selectivity");
+                json_array(j, k->selectivity, gl->n_groups);
+                sb_json_key(j, "hist_symbol");
+                json_array(j, k->hist_symbol, SB_PROBE_HIST_BINS);
+                sb_json_key(j, "hist_gap");
+                json_array(j, k->hist_gap, SB_PROBE_HIST_BINS);
+                sb_json_object_end(j);
+            }
+            sb_json_array_end(j);
+            sb_json_object_end(j);
+        }
+        sb_json_array_end(j);
+        sb_json_object_end(j);
+    }
+    if (res->gates == NULL) {
+        sb_json_key(j, "gates_reason");
+        sb_json_string(j, res->gates_reason);
+    }
+
+    sb_json_key(j, "retention");
+    if (res->output_norm == NULL) {
+        sb_json_null(j);
+    } else {
+        sb_json_object_begin(j);
+        sb_json_key(j, "gap_frames");
+        sb_json_int(j, res->gap_frames);
+        sb_json_key(j, "samples");
+        sb_json_int(j, res->retention_samples);
+        sb_json_key(j, "from_element");
+        sb_json_int(j, res->retention_element);
+        sb_json_key(j, "layers");
+        sb_json_array_begin(j);
+        const int n = res->gap_frames + 1;
+        for (int l = 0; l < res->L; l++) {
+            const double *on = res->output_norm + (size_t)l * n;
+            sb_json_object_begin(j);
+            sb_json_key(j, "layer");
+            sb_json_int(j, l + 1);
+            sb_json_key(j, "output_retention");
+            json_num(j, on[0] > 0 ? on[n - 1] / on[0] : (double)NAN);
+            sb_json_key(j, "state_retention");
+            if (res->state_norm != NULL) {
+                const double *sn = res->state_norm + (size_t)l * n;
+                json_num(j, sn[0] > 0 ? sn[n - 1] / sn[0] : (double)NAN);
+            } else {
+                sb_json_null(j);
+            }
+            sb_json_key(j, "output_norm");
+            json_array(j, on, n);
+            sb_json_key(j, "state_norm");
+            if (res->state_norm != NULL)
+                json_array(j, res->state_norm + (size_t)l * n, n);
+            else
+                sb_json_null(j);
+            sb_json_object_end(j);
+        }
+        sb_json_array_end(j);
+        sb_json_object_end(j);
+    }
+    if (res->retention_reason[0] != '\0') {
+        sb_json_key(j, "retention_reason");
+        sb_json_string(j, res->retention_reason);
+    }
+    sb_json_object_end(j);
+}
+
+#define MAX_SERIES 64
+
+sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb_error *err)
+{
+    char path[4096], subtitle[256];
+    char labels[MAX_SERIES][48];
+    sb_plot_series series[MAX_SERIES];
+    sb_status st = SB_OK;
+    const int L = res->L;
+    /* readouts: accuracy against the lag, one line per depth */
+    if (res->sections & SB_PROBE_READOUT) {
+        double x[SB_PROBE_N_LAGS];
+        for (int k = 0; k < SB_PROBE_N_LAGS; k++)
+            x[k] = sb_probe_lags[k];
+        int ns = 0;
+        for (int d = 0; d <= L && ns < MAX_SERIES; d++, ns++) {
+            depth_name(res, d, labels[ns], sizeof labels[ns]);
+            series[ns] = (sb_plot_series){labels[ns], SB_PROBE_N_LAGS, x,
+                                          res->readout_acc + (size_t)d * SB_PROBE_N_LAGS, NULL};
+        }
+        snprintf(subtitle, sizeof subtitle,
+                 "%s: ridge readout of the state id j elements back (model test acc %.3f)",
+                 res->model, res->model_test_acc);
+        sb_plot p = {.title = "Linear decodability by depth", .subtitle = subtitle,
+                     .xlabel = "elements back (j)", .ylabel = "test accuracy", .ymin = 0.0,
+                     .ymax = 1.0, .n_series = ns, .series = series};
+        snprintf(path, sizeof path, "%s/readout", dir);
+        if ((st = sb_plot_write(&p, path, err)) != SB_OK)
+            return st;
+    }
+    /* gates: mean over heads on symbol and gap frames against the layer, +- std over heads */
+    if (res->gates != NULL) {
+        double xs[256], ys[2 * SB_GATE_KINDS_MAX][256], es[2 * SB_GATE_KINDS_MAX][256];
+        const int nl = L < 256 ? L : 256;
+        int ns = 0;
+        for (int q = 0; q < SB_GATE_KINDS_MAX; q++)
+            for (int kind = 0; kind < 2; kind++) {
+                const char *name = NULL;
+                for (int l = 0; l < nl; l++) {
+                    const sb_probe_gate_layer *gl = &res->gates[l];
+                    xs[l] = l + 1;
+                    ys[ns][l] = (double)NAN;
+                    es[ns][l] = 0.0;
+                    if (q >= gl->n_kinds)
+                        continue;
+                    name = gl->kind[q].name;
+                    const double *v = kind == 0 ? gl->kind[q].mean_symbol : gl->kind[q].mean_gap;
+                    double s = 0.0, s2 = 0.0;
+                    for (int h = 0; h < gl->n_groups; h++)
+                        s += v[h];
+                    s /= gl->n_groups;
+                    for (int h = 0; h < gl->n_groups; h++)
+                        s2 += (v[h] - s) * (v[h] - s);
+                    ys[ns][l] = s;
+                    es[ns][l] = sqrt(s2 / gl->n_groups);
+                }
+                if (name == NULL)
+                    continue;
+                snprintf(labels[ns], sizeof labels[ns], "%.30s, %s", name,
+                         kind == 0 ? "symbol" : "gap");
+                series[ns] = (sb_plot_series){labels[ns], nl, xs, ys[ns], es[ns]};
+                ns++;
+            }
+        snprintf(subtitle, sizeof subtitle,
+                 "%s: mean gate over heads (+- std over heads) on symbol vs gap frames", res->model);
+        sb_plot p = {.title = "Gates on symbol and gap frames", .subtitle = subtitle,
+                     .xlabel = "layer", .ylabel = "gate value", .ymin = NAN, .ymax = NAN,
+                     .n_series = ns, .series = series};
+        snprintf(path, sizeof path, "%s/gates", dir);
+        if (ns > 0 && (st = sb_plot_write(&p, path, err)) != SB_OK)
+            return st;
+    }
+    /* retention: norms relative to the symbol frame, against the frames into the gap */
+    if (res->output_norm != NULL) {
+        const int n = res->gap_frames + 1;
+        double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)2 * L * n * sizeof *y);
+        if (x == NULL || y == NULL) {
+            free(x);
+            free(y);
+            return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the figures");
+        }
+        int ns = 0;
+        for (int t = 0; t < n; t++)
+            x[t] = t;
+        for (int l = 0; l < L && ns + 2 <= MAX_SERIES; l++)
+            for (int src = 0; src < 2; src++) {
+                const double *v = src == 0 ? res->state_norm : res->output_norm;
+                if (v == NULL)
+                    continue;
+                v += (size_t)l * n;
+                double *yy = y + (size_t)ns * n;
+                for (int t = 0; t < n; t++)
+                    yy[t] = v[0] > 0 ? v[t] / v[0] : (double)NAN;
+                snprintf(labels[ns], sizeof labels[ns], "layer %d %s", l + 1,
+                         src == 0 ? "state" : "output");
+                series[ns] = (sb_plot_series){labels[ns], n, x, yy, NULL};
+                ns++;
+            }
+        snprintf(subtitle, sizeof subtitle,
+                 "%s: norm / norm at the symbol frame along a gap of %d frames (%d samples)",
+                 res->model, res->gap_frames, res->retention_samples);
+        sb_plot p = {.title = "State retention along a long gap", .subtitle = subtitle,
+                     .xlabel = "frames after the symbol", .ylabel = "relative norm", .ymin = NAN,
+                     .ymax = NAN, .n_series = ns, .series = series};
+        snprintf(path, sizeof path, "%s/retention", dir);
+        st = sb_plot_write(&p, path, err);
+        free(x);
+        free(y);
+    }
+    return st;
+}

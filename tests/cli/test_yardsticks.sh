@@ -1,0 +1,114 @@
+#!/bin/sh
+# test_yardsticks.sh - every run carries its yardsticks: after a tiny `train`, `results`
+# shows the ceiling and the effective memory of every finished run (table, JSON, CSV);
+# runs recorded without them are backfilled and written back; `report` draws the
+# effective-memory figure; and in a small trained sweep no run beats its task's ceiling
+# by more than 2 standard errors.
+#
+# usage: test_yardsticks.sh PATH/TO/selectivbench
+set -u
+SB=$1
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# ---- a tiny train: the run has its yardsticks ------------------------------------------
+"$SB" train --model gru --vocab 7 --amb 6 --amb_depth 6 --train_seqlen_max 20 \
+  --test_seqlen_max 20 --dataset_size 96 --test_size 12 --batch_size 16 --test_bs 6 \
+  --feat_size 16 --layers 1 --epoch_size 48 --results "$TMP/t" --quiet >"$TMP/out" 2>&1 ||
+  fail "tiny train failed: $(cat "$TMP/out")"
+grep -q "warning" "$TMP/out" && fail "tiny train warned: $(cat "$TMP/out")"
+db="$TMP/t/selectivbench.db"
+"$SB" results --db "$db" --json >"$TMP/runs.json" 2>"$TMP/err" || fail "results --json: $(cat "$TMP/err")"
+[ -s "$TMP/err" ] && fail "results --json wrote on stderr: $(cat "$TMP/err")"
+nf=$(grep -o '"status":"finished"' "$TMP/runs.json" | wc -l)
+nc=$(grep -o '"ceiling":[01][.0-9e-]*' "$TMP/runs.json" | wc -l)
+nm=$(grep -E -o '"effective_memory":([0-9][.0-9e+-]*|">32")' "$TMP/runs.json" | wc -l)
+[ "$nf" -eq 1 ] && [ "$nc" -eq "$nf" ] && [ "$nm" -eq "$nf" ] ||
+  fail "results --json: $nf finished runs, $nc ceilings, $nm effective memories: $(cat "$TMP/runs.json")"
+"$SB" results --db "$db" >"$TMP/table" || fail "results table"
+head -n 1 "$TMP/table" | grep -q "ceiling  *eff mem" || fail "results table header: $(head -n 1 "$TMP/table")"
+"$SB" results --db "$db" --csv >"$TMP/runs.csv" || fail "results --csv"
+head -n 1 "$TMP/runs.csv" | grep -q ",ceiling,effective_memory," || fail "results --csv header"
+
+# ---- runs recorded before the yardsticks existed are backfilled -------------------------
+if command -v sqlite3 >/dev/null 2>&1; then
+  sqlite3 "$db" "UPDATE runs SET ceiling = NULL, effective_memory = NULL; DELETE FROM ceilings;" ||
+    fail "sqlite3 could not clear the yardsticks"
+  "$SB" results --db "$db" --json >"$TMP/again.json" || fail "results --json after clearing"
+  cmp -s "$TMP/runs.json" "$TMP/again.json" || fail "backfilled yardsticks differ: $(cat "$TMP/again.json")"
+  [ "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE ceiling IS NOT NULL")" -eq 1 ] &&
+    [ "$(sqlite3 "$db" "SELECT count(*) FROM ceilings")" -eq 1 ] ||
+    fail "backfilled yardsticks not written back"
+fi
+
+# ---- the report draws them ----------------------------------------------------------------
+"$SB" report --db "$db" --out "$TMP/report" >"$TMP/out" 2>&1 || fail "report: $(cat "$TMP/out")"
+ls "$TMP/report"/*_memory.png >/dev/null 2>&1 || fail "report: no effective-memory figure: $(ls "$TMP/report")"
+grep -q "| ceiling | eff. memory |" "$TMP/report/report.md" || fail "report.md: no yardstick columns"
+
+# ---- no run beats its ceiling: a small sweep of three tiny models -------------------------
+# the clean protocol (test samples disjoint from the training ones), where the ideal
+# observer bounds every model
+cat >"$TMP/sweep.yaml" <<'YAML'
+program: train.py
+method: grid
+metric:
+  name: test_acc
+  goal: maximize
+parameters:
+  model:
+    values: [transformer, gru, mamba]
+  seed:
+    values: [1]
+  feat_size:
+    values: [32]
+  lr:
+    values: [0.005]
+command:
+  - ${env}
+  - python
+  - ${program}
+  - "--vocab"
+  - 7
+  - "--amb"
+  - 6
+  - "--amb_depth"
+  - 6
+  - "--train_seqlen_max"
+  - 30
+  - "--test_seqlen_max"
+  - 30
+  - "--dataset_size"
+  - 6000
+  - "--test_size"
+  - 100
+  - "--batch_size"
+  - 32
+  - "--layers"
+  - 2
+  - "--protocol"
+  - clean
+  - ${args}
+YAML
+"$SB" sweep "$TMP/sweep.yaml" --workers 2 --results "$TMP/s" --quiet >"$TMP/out" 2>&1 ||
+  fail "sweep failed: $(cat "$TMP/out")"
+"$SB" results --db "$TMP/s/selectivbench.db" --csv >"$TMP/s.csv" || fail "results --csv of the sweep"
+awk -F, '
+  NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+  {
+    n++
+    acc = $col["test_acc"]; c = $col["ceiling"]; se = $col["ceiling_se"]
+    if ($col["status"] != "finished" || c == "" || se == "") { print "no yardsticks: " $0; bad++; next }
+    if (acc + 0 > c + 2 * se) { printf "%s: test acc %s above ceiling %s + 2 x %s\n", $col["model"], acc, c, se; bad++ }
+  }
+  END { if (n != 3) { print n " runs, expected 3"; bad++ } exit bad > 0 }
+' "$TMP/s.csv" >"$TMP/check" || fail "ceiling check: $(cat "$TMP/check")"
+
+echo "yardstick checks done, $failures failures"
+[ "$failures" -eq 0 ]
