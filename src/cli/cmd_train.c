@@ -180,7 +180,8 @@ int sb_cmd_train(int argc, char **argv)
     sb_error db_err = {0};
     if (sb_run_record_end(&sinks.rec, &res, &db_err) != SB_OK)
         fprintf(stderr, "selectivbench train: warning: %s\n", db_err.msg);
-    sb_train_output_finish(&sinks.out, cfg, &res, topt.ckpt_path);
+    sb_train_output_finish(&sinks.out, cfg, &res, topt.ckpt_path, sinks.rec.ceiling,
+                           sinks.rec.effective_memory);
     sb_train_output_close(&sinks.out);
     if (st != SB_OK)
         return sb_cli_fail("train", &err);

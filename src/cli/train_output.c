@@ -124,7 +124,8 @@ void sb_train_output_close(sb_train_output *o)
 }
 
 void sb_train_output_finish(sb_train_output *o, const sb_run_config *cfg,
-                            const sb_train_result *res, const char *ckpt)
+                            const sb_train_result *res, const char *ckpt, double ceiling,
+                            double effective_memory)
 {
     if (o->live_open) {
         fputc('\n', o->f);
@@ -167,6 +168,13 @@ void sb_train_output_finish(sb_train_output *o, const sb_run_config *cfg,
             sb_json_string(&j, ckpt);
         else
             sb_json_null(&j);
+        sb_json_key(&j, "ceiling");
+        sb_json_double(&j, ceiling);
+        sb_json_key(&j, "effective_memory");
+        if (isinf(effective_memory))
+            sb_json_string(&j, ">32");
+        else
+            sb_json_double(&j, effective_memory);
         sb_json_object_end(&j);
         fputc('\n', stdout);
         return;
@@ -178,4 +186,14 @@ void sb_train_output_finish(sb_train_output *o, const sb_run_config *cfg,
             res->wall_s);
     if (ckpt != NULL && strcmp(res->status, "finished") == 0 && !cfg->test_pretrained)
         fprintf(o->f, "checkpoint: %s\n", ckpt);
+    if (!isnan(ceiling)) {
+        char mem[32];
+        if (isinf(effective_memory))
+            snprintf(mem, sizeof mem, "beyond 32 elements");
+        else
+            snprintf(mem, sizeof mem, "%.1f elements", effective_memory);
+        fprintf(o->f, "yardsticks: ceiling %.4f (the ideal observer), effective memory %s "
+                      "(docs/reading-results.md)\n",
+                ceiling, mem);
+    }
 }

@@ -31,9 +31,11 @@ void sb_train_output_init(sb_train_output *o, const sb_run_config *cfg, int quie
 void sb_train_output_event(const sb_train_event *ev, void *user);
 /* Closes the progress pipe, if any. */
 void sb_train_output_close(sb_train_output *o);
-/* Summary line(s), or the JSON object with --json. */
+/* Summary line(s), or the JSON object with --json; ceiling and effective_memory are the
+ * run's yardsticks (NaN: not recorded; INFINITY: memory beyond the window curve). */
 void sb_train_output_finish(sb_train_output *o, const sb_run_config *cfg,
-                            const sb_train_result *res, const char *ckpt);
+                            const sb_train_result *res, const char *ckpt, double ceiling,
+                            double effective_memory);
 
 /* Creates a folder if missing; the default checkpoint path of a configuration. */
 sb_status sb_cli_make_dir(const char *dir, sb_error *err);
