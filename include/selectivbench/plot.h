@@ -34,6 +34,7 @@ typedef struct sb_plot {
     const char *subtitle; /* a second line under the title (may be NULL) */
     const char *xlabel, *ylabel;
     int logx;
+    int xinteger;         /* x is a count (layers): ticks at whole numbers only */
     double ymin, ymax;    /* NAN for automatic */
     int n_series;
     const sb_plot_series *series;

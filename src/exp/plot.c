@@ -290,7 +290,18 @@ static void draw(cairo_t *cr, const sb_plot *p)
 {
     frame f;
     data_ranges(p, &f);
-    f.x0 = 90, f.x1 = PLOT_W - 215, f.y0 = 95, f.y1 = PLOT_H - 75;
+    /* the legend's room: its longest label, within a third of the width */
+    double legend = 0.0;
+    cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, 13);
+    for (int s = 0; s < p->n_series + p->n_refs; s++) {
+        const char *label = s < p->n_series ? p->series[s].label : p->refs[s - p->n_series].label;
+        cairo_text_extents_t e;
+        cairo_text_extents(cr, label != NULL ? label : "", &e);
+        legend = fmax(legend, e.x_advance);
+    }
+    legend = fmin(fmax(legend + 70.0, 215.0), PLOT_W / 3.0);
+    f.x0 = 90, f.x1 = PLOT_W - legend, f.y0 = 95, f.y1 = PLOT_H - 75;
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_paint(cr);
 
@@ -325,6 +336,8 @@ static void draw(cairo_t *cr, const sb_plot *p)
         }
     } else {
         double xstep = nice_step(f.xmax - f.xmin, 7);
+        if (p->xinteger) /* counts (layers, heads): whole ticks only */
+            xstep = fmax(1.0, round(xstep));
         for (double x = ceil(f.xmin / xstep) * xstep; x <= f.xmax + 1e-9 * xstep; x += xstep) {
             double px = map_x(&f, x);
             cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);

@@ -1080,7 +1080,8 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
         snprintf(subtitle, sizeof subtitle,
                  "%s: mean gate over heads (+- std over heads) on symbol vs gap frames", res->model);
         sb_plot p = {.title = "Gates on symbol and gap frames", .subtitle = subtitle,
-                     .xlabel = "layer", .ylabel = "gate value", .ymin = NAN, .ymax = NAN,
+                     .xlabel = "layer", .xinteger = 1, .ylabel = "gate value", .ymin = NAN,
+                     .ymax = NAN,
                      .n_series = ns, .series = series};
         snprintf(path, sizeof path, "%s/gates", dir);
         if (ns > 0 && (st = sb_plot_write(&p, path, err)) != SB_OK)
