@@ -30,6 +30,12 @@ int sb_cli_fail(const char *cmd, const sb_error *err);
 int sb_cli_parse(const char *cmd, const char *usage, sb_option *opts, int n_opts, int argc,
                  char **argv, const char **positional, int max_positional, int *n_positional);
 
+/* Commands that take a checkpoint first (`eval CKPT [flags]`, `probe CKPT [flags]`): returns
+ * -1 to go on with *ckpt = argv[2]; otherwise prints the usage (--help, exit code 0) or one
+ * error line (exit code 2) and returns the code. */
+int sb_cli_checkpoint_first(const char *cmd, const char *usage, int argc, char **argv,
+                            const char **ckpt);
+
 /* The --threads flag: applies it (0 = all cores) and returns the thread count. */
 int sb_cli_threads(int requested);
 

@@ -17,17 +17,11 @@
 
 int sb_cmd_eval(int argc, char **argv)
 {
-    if (argc < 3 || strncmp(argv[2], "--", 2) == 0) {
-        if (argc >= 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
-            printf("usage: selectivbench eval CKPT [train.py flags to override] [--dump FILE] "
-                   "[--json]\n");
-            return 0;
-        }
-        fprintf(stderr, "selectivbench eval: error: name the checkpoint first: selectivbench "
-                        "eval CKPT [flags]\n");
-        return 2;
-    }
-    const char *ckpt = argv[2];
+    const char *ckpt = NULL;
+    int first = sb_cli_checkpoint_first(
+        "eval", "CKPT [train.py flags to override] [--dump FILE] [--json]", argc, argv, &ckpt);
+    if (first >= 0)
+        return first;
     sb_run_flags rf;
     sb_option opts[SB_RUN_MAX_OPTIONS + 2];
     int n = 0;

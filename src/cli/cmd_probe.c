@@ -158,18 +158,14 @@ static void print_summary(const sb_probe_result *res, const char *ckpt, const ch
 
 int sb_cmd_probe(int argc, char **argv)
 {
-    if (argc < 3 || strncmp(argv[2], "--", 2) == 0) {
-        if (argc >= 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
-            printf("usage: selectivbench probe CKPT [train.py flags to override] [--section "
-                   "all|readout|gates|retention] [--json] [--out DIR]\n"
-                   "(selectivbench probe CKPT --help lists every flag)\n");
-            return 0;
-        }
-        fprintf(stderr, "selectivbench probe: error: name the checkpoint first: selectivbench "
-                        "probe CKPT [flags]\n");
-        return 2;
-    }
-    const char *ckpt = argv[2];
+    const char *ckpt = NULL;
+    int first = sb_cli_checkpoint_first("probe",
+                                        "CKPT [train.py flags to override] [--section "
+                                        "all|readout|gates|retention] [--json] [--out DIR]\n"
+                                        "(selectivbench probe CKPT --help lists every flag)",
+                                        argc, argv, &ckpt);
+    if (first >= 0)
+        return first;
     sb_run_flags rf;
     sb_option opts[SB_RUN_MAX_OPTIONS + 12];
     int n = 0;

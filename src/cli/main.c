@@ -71,6 +71,23 @@ int sb_cli_parse(const char *cmd, const char *usage, sb_option *opts, int n_opts
     return -1;
 }
 
+int sb_cli_checkpoint_first(const char *cmd, const char *usage, int argc, char **argv,
+                            const char **ckpt)
+{
+    if (argc >= 3 && strncmp(argv[2], "--", 2) != 0) {
+        *ckpt = argv[2];
+        return -1;
+    }
+    if (argc >= 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+        printf("usage: selectivbench %s %s\n", cmd, usage);
+        return 0;
+    }
+    fprintf(stderr, "selectivbench %s: error: name the checkpoint first: selectivbench %s CKPT "
+                    "[flags]\n",
+            cmd, cmd);
+    return 2;
+}
+
 int sb_cli_threads(int requested)
 {
     int n = requested > 0 ? requested : omp_get_num_procs();

@@ -5,44 +5,7 @@
 # usage: test_cli.sh PATH/TO/selectivbench DATA_DIR
 set -u
 SB=$1
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-checks=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-
-# expect_error EXIT_CODE NEEDLE ARGS...: the command must exit with EXIT_CODE and print
-# exactly one line on stderr, starting with "selectivbench" and containing NEEDLE.
-expect_error() {
-  want=$1
-  needle=$2
-  shift 2
-  checks=$((checks + 1))
-  "$SB" "$@" >"$TMP/out" 2>"$TMP/err"
-  rc=$?
-  lines=$(wc -l <"$TMP/err")
-  if [ "$rc" -ne "$want" ]; then
-    fail "'$*' exited $rc, expected $want (stderr: $(cat "$TMP/err"))"
-  elif [ "$lines" -ne 1 ]; then
-    fail "'$*' printed $lines lines on stderr, expected 1: $(cat "$TMP/err")"
-  elif ! grep -q "^selectivbench" "$TMP/err"; then
-    fail "'$*': error line does not start with 'selectivbench': $(cat "$TMP/err")"
-  elif ! grep -q -- "$needle" "$TMP/err"; then
-    fail "'$*': error line does not mention '$needle': $(cat "$TMP/err")"
-  fi
-}
-
-# expect_ok ARGS...: exit 0, stdout kept in $TMP/out
-expect_ok() {
-  checks=$((checks + 1))
-  "$SB" "$@" >"$TMP/out" 2>"$TMP/err"
-  rc=$?
-  [ "$rc" -eq 0 ] || fail "'$*' exited $rc: $(cat "$TMP/err")"
-}
+. "$(dirname "$0")/common.sh"
 
 # ---- bad input: impossible grammars --------------------------------------------------
 expect_error 2 "--amb 42" grammar --vocab 41 --amb 42

@@ -8,14 +8,7 @@
 set -u
 SB=$1
 SRC=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+. "$(dirname "$0")/common.sh"
 
 # ---- the paper's grids ----------------------------------------------------------------
 for pair in task1_complexity:10584 task1_model_size:1512 task2:1512 task3:1344 task4:896; do

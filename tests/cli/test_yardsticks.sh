@@ -8,14 +8,7 @@
 # usage: test_yardsticks.sh PATH/TO/selectivbench
 set -u
 SB=$1
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+. "$(dirname "$0")/common.sh"
 
 # ---- a tiny train: the run has its yardsticks ------------------------------------------
 "$SB" train --model gru --vocab 7 --amb 6 --amb_depth 6 --train_seqlen_max 20 \
