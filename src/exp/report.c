@@ -150,8 +150,9 @@ static int window_index(int k)
     return 0;
 }
 
-/* Effective memory beyond the k = 32 observer: plotted on a line at twice 32 and counted
- * as that in means. */
+/* Effective memory beyond the k = 32 observer: plotted on a line of its own (at twice 32)
+ * when every seed of a point is beyond; in a mean over seeds it counts as 32, so the mean is
+ * a lower bound (the window curve says no more than "at least 32"). */
 #define MEMORY_BEYOND 32.0
 
 /* One plotted point: the best setting's statistics. */
@@ -159,7 +160,7 @@ typedef struct point {
     double x, mean, std, lr;
     int n, warmup;
     double ceiling;            /* mean over the setting's seeds */
-    double mem_mean, mem_std;  /* effective memory over the seeds (beyond 32 as 64) */
+    double mem_mean, mem_std;  /* effective memory over the seeds (beyond 32 as 32) */
     int mem_n, mem_beyond;     /* seeds with a memory, of which beyond 32 */
 } point;
 
@@ -172,7 +173,7 @@ static void point_yardsticks(const rec *recs, int a, int b, point *pt)
         if (!isnan(recs[q].ceiling))
             sum_c += recs[q].ceiling, n_c++;
         if (!isnan(recs[q].memory)) {
-            sum_m += fmin(recs[q].memory, 2 * MEMORY_BEYOND);
+            sum_m += fmin(recs[q].memory, MEMORY_BEYOND);
             n_m++;
             beyond += recs[q].memory > MEMORY_BEYOND;
         }
@@ -184,7 +185,7 @@ static void point_yardsticks(const rec *recs, int a, int b, point *pt)
     double var = 0;
     for (int q = a; q < b; q++)
         if (!isnan(recs[q].memory)) {
-            double d = fmin(recs[q].memory, 2 * MEMORY_BEYOND) - pt->mem_mean;
+            double d = fmin(recs[q].memory, MEMORY_BEYOND) - pt->mem_mean;
             var += d * d;
         }
     pt->mem_std = n_m > 0 ? sqrt(var / n_m) : (double)NAN;
@@ -357,8 +358,9 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
                 "Yardsticks: *ceiling* is the ideal observer's expected accuracy on the task's "
                 "test split (mean over the point's seeds); *eff. memory* is the window size k, "
                 "in elements, at which an observer that sees only the last k elements reaches "
-                "the run's accuracy (mean over the seeds, a memory beyond 32 counted as 64; "
-                "\">32\" when every seed is beyond the k = 32 observer). The accuracy figures "
+                "the run's accuracy (mean over the seeds, a memory beyond 32 counted as 32, so "
+                "the mean is a lower bound; \">32\" when every seed is beyond the k = 32 "
+                "observer). The accuracy figures "
                 "draw the ceiling and the k = 1, 4, 8 window observers as grey lines; each has "
                 "a `_memory` figure of the effective memory (log2(1 + m) axis).\n",
             db_path, sum->runs_read, sum->runs_used);
