@@ -3,9 +3,10 @@
  * definitions and how to read the figures: docs/probe.md).
  *
  * Three sections, each optional:
- *   readout    linear decodability: for the encoder's output and every block's, a ridge
- *              regression onto one-hot state ids, fitted on training samples and scored on
- *              test samples, for the current element and the elements j = 1, 2, 4, 8 back;
+ *   readout    linear decodability: for the encoder's output and every block's, a linear
+ *              readout of the state ids (LDA, or ridge regression onto one-hot targets),
+ *              fitted on training samples and scored on test samples, for the current
+ *              element and the elements j = 1, 2, 4, 8 back;
  *   gates      every input-dependent gate (the layer type's probe_gates) on symbol frames
  *              versus gap frames, per layer and head, with a gap selectivity;
  *   retention  along one long gap (task 4's test gaps), frame by frame, the norm of every
@@ -30,6 +31,11 @@ enum {
     SB_PROBE_ALL = 7,
 };
 
+typedef enum sb_probe_readout {
+    SB_PROBE_LDA = 0,   /* linear discriminant analysis: shared covariance, closed form */
+    SB_PROBE_RIDGE = 1, /* ridge regression onto one-hot targets */
+} sb_probe_readout;
+
 typedef enum sb_probe_frame {
     SB_PROBE_FRAME_SYMBOL = 0, /* an element's feature row: its symbol frame */
     SB_PROBE_FRAME_LAST = 1,   /* the last frame of its window (its last gap frame) */
@@ -46,7 +52,9 @@ typedef struct sb_probe_options {
     int gates_required;      /* 1: a model without gates is an error, else reported absent */
     int64_t train_samples;   /* training samples the readouts are fitted on */
     int64_t test_samples;    /* test samples scored (0: the whole test split) */
-    double ridge;            /* lambda, relative to the mean diagonal of X^T X */
+    sb_probe_readout readout; /* the linear readout fitted (default LDA) */
+    double ridge;            /* shrinkage lambda: ridge, relative to the mean diagonal of X^T X;
+                                LDA, relative to the features' mean variance */
     sb_probe_frame frame;
     int retention_samples;   /* long-gap test samples averaged */
     int retention_element;   /* the gap after the first element at this index or later (the
@@ -54,8 +62,8 @@ typedef struct sb_probe_options {
     int batch;               /* samples per forward */
 } sb_probe_options;
 
-/* Defaults: every section, 256 training samples, the whole test split, ridge 1e-3, symbol
- * frames, 4 retention samples at element 4, batches of 16. */
+/* Defaults: every section, 256 training samples, the whole test split, LDA with shrinkage
+ * 1e-3, symbol frames, 4 retention samples at element 4, batches of 16. */
 sb_probe_options sb_probe_options_default(void);
 
 typedef struct sb_probe_gate_kind {
@@ -82,6 +90,7 @@ typedef struct sb_probe_result {
     /* readout */
     int64_t train_samples, train_elements;
     sb_probe_frame frame;
+    sb_probe_readout readout;
     double ridge;
     double *readout_acc;          /* [L + 1][SB_PROBE_N_LAGS]; NAN: no element that far back */
     int64_t *readout_n;           /* [L + 1][SB_PROBE_N_LAGS] test elements scored */
@@ -116,7 +125,7 @@ void sb_probe_write_json(const sb_probe_result *res, const char *checkpoint, sb_
  * holds (dir must exist). Errors: SB_ERR_IO naming the file. */
 sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb_error *err);
 
-/* ---- the ridge regression (exposed for the tests) ---------------------------------------- */
+/* ---- the readouts (exposed for the tests) ----------------------------------------------- */
 
 /* Solves A W = B in place for a symmetric positive definite A [n x n] (row-major; only its
  * lower triangle is read and it is overwritten by the Cholesky factor) and B [n x c]
@@ -129,5 +138,13 @@ sb_status sb_probe_cholesky_solve(double *A, int n, double *B, int c, sb_error *
  * lambda' = lambda * mean_i (X^T X)_ii; X [rows x d] (rows >= 1), y [rows] in [0, C). */
 sb_status sb_probe_ridge_fit(const double *X, const int32_t *y, int64_t rows, int d, int C,
                              double lambda, double *W, sb_error *err);
+
+/* Linear discriminant analysis: class means mu_c, the pooled within-class covariance S
+ * shrunk by lambda times the features' mean variance; W [(d + 1) x C] holds S^-1 mu_c and,
+ * in its last row, -mu_c . S^-1 mu_c / 2 + log(n_c / N) (-1e30 for a class without rows),
+ * so that argmax_c [x, 1] W is the LDA decision. Least squares onto one-hot targets does
+ * poorly with many classes (hundreds of states); LDA from the same sums does not. */
+sb_status sb_probe_lda_fit(const double *X, const int32_t *y, int64_t rows, int d, int C,
+                           double lambda, double *W, sb_error *err);
 
 #endif

@@ -23,6 +23,7 @@ static const char *const section_names[] = {"all", "readout", "gates", "retentio
 static const int section_bits[] = {SB_PROBE_ALL, SB_PROBE_READOUT, SB_PROBE_GATES,
                                    SB_PROBE_RETENTION};
 static const char *const frame_names[] = {"symbol", "last", NULL};
+static const char *const readout_names[] = {"lda", "ridge", NULL};
 
 /* The grammar of the recorded configuration and of the flags must be the same (same inputs,
  * states and generator settings): else the checkpoint was trained on another task and its
@@ -90,9 +91,9 @@ static void print_summary(const sb_probe_result *res, const char *ckpt, const ch
            ckpt, res->model, res->L, res->D, res->C, res->model_test_acc,
            (long long)res->test_samples);
     if (res->sections & SB_PROBE_READOUT) {
-        printf("\nlinear readout (ridge %g, %s frames, fitted on %lld training samples): test "
-               "accuracy of the state id j elements back\n",
-               res->ridge, res->frame == SB_PROBE_FRAME_LAST ? "last window" : "symbol",
+        printf("\nlinear readout (%s, shrinkage %g, %s frames, fitted on %lld training "
+               "samples): test accuracy of the state id j elements back\n",
+               res->readout == SB_PROBE_LDA ? "LDA" : "ridge", res->ridge, res->frame == SB_PROBE_FRAME_LAST ? "last window" : "symbol",
                (long long)res->train_samples);
         printf("  %-10s", "depth");
         for (int k = 0; k < SB_PROBE_N_LAGS; k++)
@@ -182,8 +183,14 @@ int sb_cmd_probe(int argc, char **argv)
                             "training samples the readouts are fitted on (default 256)", 0};
     opts[n++] = (sb_option){"samples", SB_OPT_INT64, &po.test_samples, 0, 1e12, NULL, "N",
                             "test samples scored (default 0: the whole test split)", 0};
+    int readout = (int)po.readout;
+    opts[n++] = (sb_option){"readout", SB_OPT_CHOICE, &readout, 0, 0, readout_names, "lda|ridge",
+                            "the linear readout: LDA (class means, pooled covariance) or ridge "
+                            "regression onto one-hot targets (default lda)",
+                            0};
     opts[n++] = (sb_option){"ridge", SB_OPT_DOUBLE, &po.ridge, 0, 1e6, NULL, "LAMBDA",
-                            "ridge lambda relative to the mean diagonal of X^T X (default 1e-3)",
+                            "shrinkage, relative to the mean diagonal of X^T X (ridge) or the "
+                            "features' mean variance (LDA) (default 1e-3)",
                             0};
     opts[n++] = (sb_option){"probe_frame", SB_OPT_CHOICE, &frame, 0, 0, frame_names,
                             "symbol|last",
@@ -222,6 +229,7 @@ int sb_cmd_probe(int argc, char **argv)
     po.sections = section_bits[section];
     po.gates_required = section_bits[section] == SB_PROBE_GATES;
     po.frame = (sb_probe_frame)frame;
+    po.readout = (sb_probe_readout)readout;
     const sb_run_config *cfg = &rf.cfg;
 
     char dir[4096];

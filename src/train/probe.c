@@ -3,8 +3,10 @@
  *
  * Three passes over the data, each a forward that keeps every block's tensors
  * (sb_model_hidden_capture):
- *   1. training samples: per depth, the ridge normal equations X^T X and X^T Y, accumulated
- *      row by row in double (rows = elements, features = the element's frame);
+ *   1. training samples: per depth, the sums X^T X and X^T Y (one-hot Y), accumulated row
+ *      by row in double (rows = elements, features = the element's frame), from which
+ *      either readout is solved: LDA (class means and pooled covariance, the default) or
+ *      ridge regression onto one-hot targets;
  *   2. test samples: the readouts' accuracies, the model's own windowed accuracy, and the
  *      layers' gates (probe_gates on the captured layer inputs) on symbol and gap frames;
  *   3. long-gap test samples: per layer and frame, ||output|| from the whole forward and
@@ -29,6 +31,7 @@ sb_probe_options sb_probe_options_default(void)
                           .gates_required = 0,
                           .train_samples = 256,
                           .test_samples = 0,
+                          .readout = SB_PROBE_LDA,
                           .ridge = 1e-3,
                           .frame = SB_PROBE_FRAME_SYMBOL,
                           .retention_samples = 4,
@@ -139,8 +142,68 @@ static sb_status ridge_solve(double *xtx, double *xty, int n, int C, double lamb
     return sb_probe_cholesky_solve(xtx, n, xty, C, err);
 }
 
-sb_status sb_probe_ridge_fit(const double *X, const int32_t *y, int64_t rows, int d, int C,
-                             double lambda, double *W, sb_error *err)
+/* Linear discriminant analysis from the same sums: xtx = sum of xa xa^T (lower triangle,
+ * the last entry of xa the constant 1), xty column c = sum of xa over the rows of class c
+ * (its last entry the class count). Shared within-class covariance S = (sum x x^T -
+ * sum_c n_c mu_c mu_c^T) / N, shrunk by lambda times its mean diagonal; class c scores
+ * x . S^-1 mu_c - mu_c . S^-1 mu_c / 2 + log(n_c / N). Writes W like ridge_solve: rows
+ * 0..n-2 the weights, row n-1 the biases; a class never seen gets a bias of -1e30. */
+static sb_status lda_solve(double *xtx, double *xty, int n, int C, double lambda, sb_error *err)
+{
+    const int d = n - 1;
+    double N = 0.0;
+    for (int c = 0; c < C; c++)
+        N += xty[(size_t)d * C + c];
+    if (!(N > 0.0))
+        return sb_error_set(err, SB_ERR_INVALID, "probe: no training rows for a readout");
+    double *S = calloc((size_t)d * d, sizeof *S), *mu = malloc((size_t)d * C * sizeof *mu);
+    if (S == NULL || mu == NULL) {
+        free(S), free(mu);
+        return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the LDA system");
+    }
+    for (int c = 0; c < C; c++) {
+        const double nc = xty[(size_t)d * C + c];
+        for (int i = 0; i < d; i++)
+            mu[(size_t)i * C + c] = nc > 0.0 ? xty[(size_t)i * C + c] / nc : 0.0;
+    }
+    for (int i = 0; i < d; i++)
+        for (int k = 0; k <= i; k++) {
+            double between = 0.0;
+            for (int c = 0; c < C; c++)
+                between += xty[(size_t)d * C + c] * mu[(size_t)i * C + c] * mu[(size_t)k * C + c];
+            S[(size_t)i * d + k] = (xtx[(size_t)i * n + k] - between) / N;
+        }
+    /* the shrinkage scale: the mean variance of the features over all rows (the within-class
+     * one can vanish, e.g. for the embedding, which the symbol alone determines) */
+    double scale = 0.0;
+    for (int i = 0; i < d; i++) {
+        const double mean = xtx[(size_t)d * n + i] / N;
+        scale += xtx[(size_t)i * n + i] / N - mean * mean;
+    }
+    scale = d > 0 ? scale / d : 0.0;
+    if (!(scale > 0.0))
+        scale = 1.0;
+    for (int i = 0; i < d; i++)
+        S[(size_t)i * d + i] += (lambda > 0.0 ? lambda : 1e-9) * scale;
+    memcpy(xty, mu, (size_t)d * C * sizeof *mu); /* S^-1 mu in place of the sums */
+    sb_status st = sb_probe_cholesky_solve(S, d, xty, C, err);
+    if (st == SB_OK)
+        for (int c = 0; c < C; c++) {
+            const double nc = xty[(size_t)d * C + c]; /* the count row is untouched */
+            double quad = 0.0;
+            for (int i = 0; i < d; i++)
+                quad += mu[(size_t)i * C + c] * xty[(size_t)i * C + c];
+            xty[(size_t)d * C + c] = nc > 0.0 ? -0.5 * quad + log(nc / N) : -1e30;
+        }
+    free(S), free(mu);
+    return st;
+}
+
+/* The normal sums of X (and the ones column) and y, then `solve` in place: W. */
+static sb_status readout_fit(const double *X, const int32_t *y, int64_t rows, int d, int C,
+                             double lambda, double *W,
+                             sb_status (*solve)(double *, double *, int, int, double, sb_error *),
+                             sb_error *err)
 {
     const int n = d + 1;
     double *xtx = calloc((size_t)n * n, sizeof *xtx), *xa = malloc((size_t)n * sizeof *xa);
@@ -156,10 +219,22 @@ sb_status sb_probe_ridge_fit(const double *X, const int32_t *y, int64_t rows, in
         ridge_add_gram(xtx, n, xa);
         ridge_add_target(W, n, C, xa, y[r]);
     }
-    sb_status st = ridge_solve(xtx, W, n, C, lambda, err);
+    sb_status st = solve(xtx, W, n, C, lambda, err);
     free(xtx);
     free(xa);
     return st;
+}
+
+sb_status sb_probe_ridge_fit(const double *X, const int32_t *y, int64_t rows, int d, int C,
+                             double lambda, double *W, sb_error *err)
+{
+    return readout_fit(X, y, rows, d, C, lambda, W, ridge_solve, err);
+}
+
+sb_status sb_probe_lda_fit(const double *X, const int32_t *y, int64_t rows, int d, int C,
+                           double lambda, double *W, sb_error *err)
+{
+    return readout_fit(X, y, rows, d, C, lambda, W, lda_solve, err);
 }
 
 /* ---- forward with capture ------------------------------------------------------------------ */
@@ -336,7 +411,9 @@ static sb_status fit_readouts(probe_ctx *c, sb_error *err)
             if (rows[k] == 0)
                 continue;
             double *A = g0 + (size_t)k * nn, *Bm = rhs + ((size_t)d * SB_PROBE_N_LAGS + k) * nc;
-            if ((st = ridge_solve(A, Bm, n, C, opt->ridge, err)) != SB_OK)
+            if ((st = (opt->readout == SB_PROBE_LDA ? lda_solve : ridge_solve)(A, Bm, n, C,
+                                                                            opt->ridge, err)) !=
+                SB_OK)
                 break;
             real *W = c->W + ((size_t)d * SB_PROBE_N_LAGS + k) * nc;
             for (size_t i = 0; i < nc; i++)
@@ -744,6 +821,7 @@ sb_status sb_probe_run(const sb_task *task, const sb_task *long_task, const sb_m
     res->sections = opt->sections;
     res->frame = opt->frame;
     res->ridge = opt->ridge;
+    res->readout = opt->readout;
     res->model_test_acc = (double)NAN;
     if (opt->batch < 1 || opt->train_samples < 1 || !(opt->ridge >= 0.0))
         return sb_error_set(err, SB_ERR_INVALID,
@@ -878,6 +956,8 @@ void sb_probe_write_json(const sb_probe_result *res, const char *checkpoint, sb_
         sb_json_object_begin(j);
         sb_json_key(j, "feature_frame");
         sb_json_string(j, res->frame == SB_PROBE_FRAME_LAST ? "last" : "symbol");
+        sb_json_key(j, "method");
+        sb_json_string(j, res->readout == SB_PROBE_LDA ? "lda" : "ridge");
         sb_json_key(j, "ridge");
         sb_json_double(j, res->ridge);
         sb_json_key(j, "train_samples");
@@ -1035,8 +1115,9 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
                                           res->readout_acc + (size_t)d * SB_PROBE_N_LAGS, NULL};
         }
         snprintf(subtitle, sizeof subtitle,
-                 "%s: ridge readout of the state id j elements back (model test acc %.3f)",
-                 res->model, res->model_test_acc);
+                 "%s: %s readout of the state id j elements back (model test acc %.3f)",
+                 res->model, res->readout == SB_PROBE_LDA ? "LDA" : "ridge",
+                 res->model_test_acc);
         sb_plot p = {.title = "Linear decodability by depth", .subtitle = subtitle,
                      .xlabel = "elements back (j)", .ylabel = "test accuracy", .ymin = 0.0,
                      .ymax = 1.0, .n_series = ns, .series = series};

@@ -141,6 +141,82 @@ static void test_ridge_fit(void **state)
     free(X);
 }
 
+/* LDA against a direct computation: class means, the pooled covariance from centred rows,
+ * the shrinkage on the features' variance, solved by Gaussian elimination; then on well
+ * separated Gaussian classes it classifies (nearly) everything, where least squares onto
+ * one-hot targets of many classes does visibly worse. */
+static void test_lda_fit(void **state)
+{
+    (void)state;
+    enum { R = 600, D = 4, C = 5, N = D + 1 };
+    uint64_t s = 23;
+    double *X = malloc(R * D * sizeof *X), W[N * C];
+    int32_t y[R];
+    double centre[C][D];
+    for (int c = 0; c < C; c++)
+        for (int d = 0; d < D; d++)
+            centre[c][d] = 3.0 * urand(&s);
+    for (int r = 0; r < R; r++) {
+        y[r] = r % C == 4 && r % 3 ? 0 : r % C; /* unequal class sizes: the log prior matters */
+        for (int d = 0; d < D; d++)
+            X[r * D + d] = centre[y[r]][d] + 0.3 * urand(&s) + (d == 1 ? 0.2 * X[r * D] : 0.0);
+    }
+    const double lambda = 0.01;
+    sb_error err = {0};
+    assert_int_equal(sb_probe_lda_fit(X, y, R, D, C, lambda, W, &err), SB_OK);
+    double mu[C][D] = {{0}}, cnt[C] = {0}, mean[D] = {0}, S[D * D] = {0};
+    for (int r = 0; r < R; r++) {
+        cnt[y[r]] += 1.0;
+        for (int d = 0; d < D; d++)
+            mu[y[r]][d] += X[r * D + d], mean[d] += X[r * D + d] / R;
+    }
+    for (int c = 0; c < C; c++)
+        for (int d = 0; d < D; d++)
+            mu[c][d] /= cnt[c];
+    double var = 0.0;
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < D; i++) {
+            var += (X[r * D + i] - mean[i]) * (X[r * D + i] - mean[i]) / (R * D);
+            for (int j = 0; j < D; j++)
+                S[i * D + j] += (X[r * D + i] - mu[y[r]][i]) * (X[r * D + j] - mu[y[r]][j]) / R;
+        }
+    for (int i = 0; i < D; i++)
+        S[i * D + i] += lambda * var;
+    double B[D * C];
+    for (int i = 0; i < D; i++)
+        for (int c = 0; c < C; c++)
+            B[i * C + c] = mu[c][i];
+    gauss_solve(S, D, B, C);
+    for (int c = 0; c < C; c++) {
+        double quad = 0.0;
+        for (int i = 0; i < D; i++) {
+            assert_true(fabs(W[i * C + c] - B[i * C + c]) <= 1e-8 * (1.0 + fabs(B[i * C + c])));
+            quad += mu[c][i] * B[i * C + c];
+        }
+        const double bias = -0.5 * quad + log(cnt[c] / R);
+        assert_true(fabs(W[D * C + c] - bias) <= 1e-8 * (1.0 + fabs(bias)));
+    }
+    int right = 0;
+    for (int r = 0; r < R; r++) {
+        int best = 0;
+        double bs = -HUGE_VAL;
+        for (int c = 0; c < C; c++) {
+            double v = W[D * C + c];
+            for (int i = 0; i < D; i++)
+                v += X[r * D + i] * W[i * C + c];
+            if (v > bs)
+                bs = v, best = c;
+        }
+        right += best == y[r];
+    }
+    assert_true(right >= R * 95 / 100);
+    /* a class without rows is never predicted */
+    double W6[N * (C + 1)];
+    assert_int_equal(sb_probe_lda_fit(X, y, R, D, C + 1, lambda, W6, &err), SB_OK);
+    assert_true(W6[D * (C + 1) + C] < -1e29);
+    free(X);
+}
+
 static sb_model *make_model(const char *name, int D, int L)
 {
     sb_model_config cfg = {.d_input = 7, .d_output = 9, .d_model = D, .n_layers = L,
@@ -303,6 +379,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cholesky_solve),
         cmocka_unit_test(test_ridge_fit),
+        cmocka_unit_test(test_lda_fit),
         cmocka_unit_test(test_mamba2_gates),
         cmocka_unit_test(test_gated_delta_net_gates),
         cmocka_unit_test(test_transformer_gap_attention),
