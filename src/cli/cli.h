@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "options.h"
+#include "selectivbench/run_config.h"
 #include "selectivbench/status.h"
 #include "selectivbench/sweep.h"
 
@@ -42,7 +43,7 @@ int sb_cli_threads(int requested);
 /* Sweep execution, shared by `sweep` and `demo` (src/cli/cmd_sweep.c). */
 #define SB_SWEEP_MAX_FILTERS 16
 typedef struct sb_sweep_opts {
-    int dry_run, workers, threads, limit, quiet;
+    int dry_run, hashes, workers, threads, limit, quiet;
     const char *db, *results;
     const char *shard;
     const char *filters[SB_SWEEP_MAX_FILTERS];
@@ -57,6 +58,13 @@ typedef struct sb_sweep_tally {
  * SB_OK or the status of a setup failure (results folder, database), with err set. */
 int sb_cli_sweep_execute(const sb_sweep *s, const char *label, const int64_t *runs, int64_t n_runs,
                          sb_sweep_opts *o, sb_sweep_tally *tally, sb_error *err);
+
+/* The configuration of run k of a sweep, as its `train` worker will see it. */
+sb_status sb_cli_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg,
+                                  sb_error *err);
+
+/* --print_hashes: prints "RUN_HASH TRAINING_HASH" and returns 0. */
+int sb_cli_print_hashes(const sb_run_config *cfg);
 
 /* Whether stdout is a terminal (for live progress lines). */
 int sb_cli_stdout_is_tty(void);

@@ -77,6 +77,8 @@ int sb_cmd_ceiling(int argc, char **argv)
         return sb_cli_fail("ceiling", &err);
     if (sb_task_config_check(&rf.cfg.task, &err) != SB_OK)
         return sb_cli_fail("ceiling", &err);
+    if (rf.print_hashes)
+        return sb_cli_print_hashes(&rf.cfg);
     sb_task *task = NULL;
     if (sb_task_create(&rf.cfg.task, &task, &err) != SB_OK)
         return sb_cli_fail("ceiling", &err);

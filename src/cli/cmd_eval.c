@@ -44,6 +44,8 @@ int sb_cmd_eval(int argc, char **argv)
     int threads = sb_cli_threads(rf.threads);
     if (sb_run_options_finish(&rf, &err) != SB_OK || sb_run_config_check(&rf.cfg, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
+    if (rf.print_hashes)
+        return sb_cli_print_hashes(&rf.cfg);
     const sb_run_config *cfg = &rf.cfg;
 
     sb_task *task = NULL;

@@ -226,6 +226,8 @@ int sb_cmd_probe(int argc, char **argv)
     sb_cli_threads(rf.threads);
     if (sb_run_options_finish(&rf, &err) != SB_OK || sb_run_config_check(&rf.cfg, &err) != SB_OK)
         return sb_cli_fail("probe", &err);
+    if (rf.print_hashes)
+        return sb_cli_print_hashes(&rf.cfg);
     po.sections = section_bits[section];
     po.gates_required = section_bits[section] == SB_PROBE_GATES;
     po.frame = (sb_probe_frame)frame;

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "presets.h"
+#include "selectivbench/run_config.h"
 #include "selectivbench/sweep.h"
 
 
@@ -37,6 +38,8 @@ int sb_cmd_sweep(int argc, char **argv)
     sb_option opts[] = {
         {"dry_run", SB_OPT_SWITCH, &o.dry_run, 0, 1, NULL, NULL,
          "print one line per run (its train flags) and the count; run nothing", 0},
+        {"hashes", SB_OPT_SWITCH, &o.hashes, 0, 1, NULL, NULL,
+         "print each selected run's run hash and training hash and the count; run nothing", 0},
         {"workers", SB_OPT_INT, &o.workers, 1, 1024, NULL, "N", "runs at a time (default 1)", 0},
         {"threads", SB_OPT_INT, &o.threads, 0, 1024, NULL, "T",
          "threads per run (default: cores / workers)", 0},
@@ -127,6 +130,24 @@ int sb_cmd_sweep(int argc, char **argv)
         if (o.limit > 0 && n_runs >= o.limit)
             break;
         runs[n_runs++] = k;
+    }
+
+    if (o.hashes) {
+        for (int64_t r = 0; r < n_runs; r++) {
+            sb_run_config cfg;
+            char run_hash[17], training_hash[17];
+            if (sb_cli_sweep_run_config(s, runs[r], &cfg, &err) != SB_OK) {
+                printf("%lld refused: %s\n", (long long)runs[r], err.msg);
+                continue;
+            }
+            sb_run_config_hash(&cfg, 0, run_hash);
+            sb_run_config_hash(&cfg, 1, training_hash);
+            printf("%lld %s %s\n", (long long)runs[r], run_hash, training_hash);
+        }
+        printf("%lld runs\n", (long long)n_runs);
+        free(runs);
+        sb_sweep_free(s);
+        return 0;
     }
 
     if (o.dry_run) {

@@ -104,7 +104,7 @@ static void print_stored(const sb_run_row *row, int json)
 int sb_cmd_train(int argc, char **argv)
 {
     sb_run_flags rf;
-    sb_option opts[SB_RUN_MAX_OPTIONS + 2];
+    sb_option opts[SB_RUN_MAX_OPTIONS + 4];
     int n = 0;
     sb_run_options_add(&rf, opts, &n);
     int force = 0;
@@ -125,6 +125,9 @@ int sb_cmd_train(int argc, char **argv)
         sb_run_config_check(&rf.cfg, &err) != SB_OK)
         return sb_cli_fail("train", &err);
     const sb_run_config *cfg = &rf.cfg;
+
+    if (rf.print_hashes)
+        return sb_cli_print_hashes(cfg);
 
     if (rf.only_createset) {
         sb_task *task = NULL;

@@ -88,6 +88,15 @@ int sb_cli_checkpoint_first(const char *cmd, const char *usage, int argc, char *
     return 2;
 }
 
+int sb_cli_print_hashes(const sb_run_config *cfg)
+{
+    char run_hash[17], training_hash[17];
+    sb_run_config_hash(cfg, 0, run_hash);
+    sb_run_config_hash(cfg, 1, training_hash);
+    printf("%s %s\n", run_hash, training_hash);
+    return 0;
+}
+
 int sb_cli_threads(int requested)
 {
     int n = requested > 0 ? requested : omp_get_num_procs();

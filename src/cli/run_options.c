@@ -81,6 +81,8 @@ void sb_run_options_add(sb_run_flags *rf, sb_option *opts, int *n)
         {"json", SB_OPT_SWITCH, &rf->json, 0, 1, NULL, NULL,
          "end with one JSON object of final metrics on stdout", 0},
         {"quiet", SB_OPT_SWITCH, &rf->quiet, 0, 1, NULL, NULL, "no progress output", 0},
+        {"print_hashes", SB_OPT_SWITCH, &rf->print_hashes, 0, 1, NULL, NULL,
+         "print the run hash and the training hash of the configuration and stop", 0},
         /* train.py flags without effect here */
         {"gpu_device", SB_OPT_INT, &rf->noop_int, -1, BIG, NULL, NULL, "no-op (CPU)", 0},
         {"hash_save", SB_OPT_SWITCH, &rf->noop_flag, 0, 1, NULL, NULL,

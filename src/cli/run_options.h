@@ -29,6 +29,7 @@ typedef struct sb_run_flags {
     const char *ckpt;
     int json;
     int quiet;
+    int print_hashes;
     double mem_budget;
     /* accepted, no effect here */
     int noop_int;

@@ -32,6 +32,14 @@
 
 /* The configuration of run k, parsed exactly as `train` would parse its flags. */
 static sb_status sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, char ***argv_out,
+                                  int *argc_out, sb_error *err);
+
+sb_status sb_cli_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, sb_error *err)
+{
+    return sweep_run_config(s, k, cfg, NULL, NULL, err);
+}
+
+static sb_status sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, char ***argv_out,
                                   int *argc_out, sb_error *err)
 {
     char **args = NULL;
