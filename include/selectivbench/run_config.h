@@ -43,6 +43,10 @@ typedef struct sb_run_config {
     int test_pretrained;          /* evaluation-only run of a trained configuration */
     int early_stop;               /* stop when the update loss stops improving */
     int patience;                 /* updates without improvement; < 0: 10% of the updates */
+    /* inputs of the seed logic (not in the JSON; see config.h): with same_seed the task
+     * seed is the model seed, otherwise requested_task_seed (--task_seed, default 42) */
+    int same_seed;
+    uint64_t requested_task_seed;
 } sb_run_config;
 
 /* train.py's defaults for training flags, the paper's main task as the task. */

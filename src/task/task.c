@@ -5,30 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-sb_task_config sb_task_config_default(void)
-{
-    sb_task_config cfg = {
-        .grammar = sb_grammar_config_default(),
-        .train_seqlen_min = 1,
-        .train_seqlen_max = 200,
-        .test_seqlen_min = 1,
-        .test_seqlen_max = 200,
-        .combined_seq_length = 0,
-        .train_gap_min = 0.1,
-        .train_gap_max = 0.1,
-        .dist_dur = SB_GAP_DIST_UNIFORM,
-        .test_dur = -1.0,
-        .train_noise = 0.0,
-        .grammar_gap = 0,
-        .gap_start = 0,
-        .gap_prob = 1.0,
-        .dataset_size = 200000,
-        .test_size = 1000,
-        .protocol = SB_PROTOCOL_REFERENCE,
-        .gap_rng = SB_GAP_RNG_DERIVED,
-    };
-    return cfg;
-}
+/* sb_task_config_default is generated from the key table (src/config/config.c). */
 
 static sb_status check_seconds(const char *flag, double v, sb_error *err)
 {
