@@ -154,9 +154,9 @@ static int bench_data(int argc, char **argv)
     int n_opts = 0;
     sb_task_options_add(&tf, opts, &n_opts, 0);
     /* the paper's task 2 configuration: noisy gaps U(0.1, 1.0) s */
-    tf.cfg.train_gap_max = 1.0;
-    tf.cfg.train_noise = 0.2;
-    tf.cfg.dataset_size = 20000;
+    tf.run.task.train_gap_max = 1.0;
+    tf.run.task.train_noise = 0.2;
+    tf.run.task.dataset_size = 20000;
     int threads = 0;
     opts[n_opts++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL,
                                  "threads for the parallel runs (default: all cores)", 0};

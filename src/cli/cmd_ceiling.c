@@ -73,8 +73,6 @@ int sb_cmd_ceiling(int argc, char **argv)
         return rc;
     int threads = sb_cli_threads(rf.threads);
     sb_error err = {0};
-    if (sb_run_options_finish(&rf, &err) != SB_OK)
-        return sb_cli_fail("ceiling", &err);
     if (sb_task_config_check(&rf.cfg.task, &err) != SB_OK)
         return sb_cli_fail("ceiling", &err);
     if (rf.print_hashes)

@@ -30,11 +30,11 @@ int sb_cmd_eval(int argc, char **argv)
     opts[n++] = (sb_option){"dump", SB_OPT_STRING, &dump, 0, 0, NULL, "FILE",
                             "write the first test batch (inputs, logits, mask) as safetensors", 0};
     sb_error err = {0};
+    /* the recorded configuration, then the flags set its keys by name */
     sb_run_config recorded;
-    char model_buf[SB_MODEL_NAME_MAX];
     sb_status st = sb_checkpoint_read_config(ckpt, &recorded, &err);
     if (st == SB_OK)
-        sb_run_flags_from_config(&rf, &recorded, model_buf, sizeof model_buf);
+        rf.cfg = recorded;
     else if (st != SB_ERR_INVALID) /* missing or corrupt file */
         return sb_cli_fail("eval", &err);
     /* parse from argv[3]: shift so that sb_cli_parse's first argument is argv[3] */
@@ -42,7 +42,7 @@ int sb_cmd_eval(int argc, char **argv)
     if (rc >= 0)
         return rc;
     int threads = sb_cli_threads(rf.threads);
-    if (sb_run_options_finish(&rf, &err) != SB_OK || sb_run_config_check(&rf.cfg, &err) != SB_OK)
+    if (sb_run_config_check(&rf.cfg, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
     if (rf.print_hashes)
         return sb_cli_print_hashes(&rf.cfg);

@@ -212,19 +212,19 @@ int sb_cmd_probe(int argc, char **argv)
                             "folder of the figures and probe.json (default: CKPT without "
                             ".safetensors, plus _probe)", 0};
     sb_error err = {0};
+    /* the recorded configuration, then the flags set its keys by name */
     sb_run_config recorded;
-    char model_buf[SB_MODEL_NAME_MAX];
     sb_status st = sb_checkpoint_read_config(ckpt, &recorded, &err);
     const int have_recorded = st == SB_OK;
     if (st == SB_OK)
-        sb_run_flags_from_config(&rf, &recorded, model_buf, sizeof model_buf);
+        rf.cfg = recorded;
     else if (st != SB_ERR_INVALID) /* missing or corrupt file */
         return sb_cli_fail("probe", &err);
     int rc = sb_cli_parse("probe", "CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
     sb_cli_threads(rf.threads);
-    if (sb_run_options_finish(&rf, &err) != SB_OK || sb_run_config_check(&rf.cfg, &err) != SB_OK)
+    if (sb_run_config_check(&rf.cfg, &err) != SB_OK)
         return sb_cli_fail("probe", &err);
     if (rf.print_hashes)
         return sb_cli_print_hashes(&rf.cfg);

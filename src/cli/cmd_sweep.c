@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "presets.h"
+#include "run_options.h"
 #include "selectivbench/run_config.h"
 #include "selectivbench/sweep.h"
 
@@ -96,6 +97,23 @@ int sb_cmd_sweep(int argc, char **argv)
     }
     if (load != SB_OK)
         return sb_cli_fail("sweep", &err);
+    /* every parameter must be a train flag: a key of the table or one of train's switches */
+    {
+        sb_run_flags rf;
+        sb_option train_opts[SB_RUN_MAX_OPTIONS];
+        int n_train = 0;
+        sb_run_options_add(&rf, train_opts, &n_train);
+        for (int p = 0; p < s->n_params; p++) {
+            if (sb_options_find(train_opts, n_train, s->params[p].name) != NULL)
+                continue;
+            sb_error_set(&err, SB_ERR_INVALID,
+                         "sweep file '%s': parameter '%s' is not a train flag (selectivbench "
+                         "train --help lists them)",
+                         pos[0], s->params[p].name);
+            sb_sweep_free(s);
+            return sb_cli_fail("sweep", &err);
+        }
+    }
     for (int f = 0; f < o.n_filters; f++) {
         const char *eq = strchr(o.filters[f], '=');
         int known = 0;

@@ -121,8 +121,7 @@ int sb_cmd_train(int argc, char **argv)
         return rc;
     int threads = sb_cli_threads(rf.threads);
     sb_error err = {0};
-    if (sb_run_options_finish(&rf, &err) != SB_OK ||
-        sb_run_config_check(&rf.cfg, &err) != SB_OK)
+    if (sb_run_config_check(&rf.cfg, &err) != SB_OK)
         return sb_cli_fail("train", &err);
     const sb_run_config *cfg = &rf.cfg;
 

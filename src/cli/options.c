@@ -15,59 +15,32 @@ sb_option *sb_options_find(sb_option *opts, int n_opts, const char *name)
     return NULL;
 }
 
-/* train.py's str2bool */
-static int parse_bool(const char *s, int *out)
+int sb_option_is_switch(const sb_option *o)
 {
-    static const char *yes[] = {"yes", "true", "t", "y", "1"};
-    static const char *no[] = {"no", "false", "f", "n", "0"};
-    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
-        if (strcasecmp(s, yes[i]) == 0) {
-            *out = 1;
-            return 1;
-        }
-        if (strcasecmp(s, no[i]) == 0) {
-            *out = 0;
-            return 1;
-        }
+    if (o->type == SB_OPT_SWITCH)
+        return 1;
+    if (o->type == SB_OPT_KEY) {
+        const sb_config_key *k = sb_config_find(o->name);
+        return k != NULL && k->kind == SB_KEY_SWITCH;
     }
     return 0;
 }
 
-/* Parses an integer as Python's int() does for argparse: optional sign and decimal
- * digits only ("64.0" is rejected there, so it is here). */
-static int parse_int64(const char *s, long long *out)
+sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
 {
-    if (*s == '\0')
-        return 0;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return 0;
-    *out = v;
-    return 1;
-}
-
-static int parse_double(const char *s, double *out)
-{
-    if (*s == '\0')
-        return 0;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno == ERANGE || *end != '\0' || !isfinite(v))
-        return 0;
-    *out = v;
-    return 1;
-}
-
-static sb_status set_value(sb_option *o, const char *value, sb_error *err)
-{
+    if (value == NULL && !sb_option_is_switch(o))
+        return sb_error_set(err, SB_ERR_INVALID, "--%s needs a value", o->name);
     switch (o->type) {
+    case SB_OPT_KEY: {
+        sb_status st = sb_config_set(o->dest, o->name, value != NULL ? value : "True", err);
+        if (st == SB_OK)
+            o->seen = 1;
+        return st;
+    }
     case SB_OPT_INT:
     case SB_OPT_INT64: {
         long long v;
-        if (!parse_int64(value, &v))
+        if (!sb_config_parse_int(value, &v))
             return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not an integer", o->name,
                                 value);
         if ((double)v < o->min || (double)v > o->max)
@@ -81,7 +54,7 @@ static sb_status set_value(sb_option *o, const char *value, sb_error *err)
     }
     case SB_OPT_DOUBLE: {
         double v;
-        if (!parse_double(value, &v))
+        if (!sb_config_parse_double(value, &v))
             return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not a finite number",
                                 o->name, value);
         if (v < o->min || v > o->max)
@@ -92,7 +65,7 @@ static sb_status set_value(sb_option *o, const char *value, sb_error *err)
     }
     case SB_OPT_BOOL: {
         int v;
-        if (!parse_bool(value, &v))
+        if (!sb_config_parse_bool(value, &v))
             return sb_error_set(err, SB_ERR_INVALID,
                                 "--%s: '%s' is not a boolean; use True or False", o->name, value);
         *(int *)o->dest = v;
@@ -105,6 +78,7 @@ static sb_status set_value(sb_option *o, const char *value, sb_error *err)
         for (int c = 0; o->choices[c] != NULL; c++) {
             if (strcmp(o->choices[c], value) == 0) {
                 *(int *)o->dest = c;
+                o->seen = 1;
                 return SB_OK;
             }
         }
@@ -117,10 +91,17 @@ static sb_status set_value(sb_option *o, const char *value, sb_error *err)
         return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not one of: %s", o->name, value,
                             list);
     }
-    case SB_OPT_SWITCH:
-        *(int *)o->dest = 1;
+    case SB_OPT_SWITCH: {
+        int v = 1;
+        if (value != NULL && !sb_config_parse_bool(value, &v))
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--%s is a switch; write it alone or as --%s=True", o->name,
+                                o->name);
+        *(int *)o->dest = v;
         break;
     }
+    }
+    o->seen = 1;
     return SB_OK;
 }
 
@@ -159,31 +140,13 @@ sb_status sb_options_parse(sb_option *opts, int n_opts, int argc, char **argv, i
         if (o == NULL)
             return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; see --help for the list",
                                 name);
-        if (o->type == SB_OPT_SWITCH) {
-            if (eq != NULL) {
-                int v;
-                if (!parse_bool(eq + 1, &v))
-                    return sb_error_set(err, SB_ERR_INVALID,
-                                        "--%s is a switch; write it alone or as --%s=True", name,
-                                        name);
-                *(int *)o->dest = v;
-            } else {
-                *(int *)o->dest = 1;
-            }
-            o->seen = 1;
-            continue;
-        }
-        if (eq != NULL) {
+        if (eq != NULL)
             value = eq + 1;
-        } else {
-            if (i + 1 >= argc)
-                return sb_error_set(err, SB_ERR_INVALID, "--%s needs a value", name);
+        else if (!sb_option_is_switch(o) && i + 1 < argc)
             value = argv[++i];
-        }
-        sb_status st = set_value(o, value, err);
+        sb_status st = sb_option_set(o, value, err);
         if (st != SB_OK)
             return st;
-        o->seen = 1;
     }
     return SB_OK;
 }
@@ -203,6 +166,7 @@ void sb_options_print_help(FILE *f, const sb_option *opts, int n_opts)
             case SB_OPT_STRING: meta = "S"; break;
             case SB_OPT_CHOICE: meta = "NAME"; break;
             case SB_OPT_SWITCH: meta = ""; break;
+            case SB_OPT_KEY: meta = ""; break;
             }
         }
         snprintf(left, sizeof left, "--%s%s%s", o->name, meta[0] ? " " : "", meta);

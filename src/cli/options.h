@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "selectivbench/config.h"
 #include "selectivbench/status.h"
 
 typedef enum sb_opt_type {
@@ -20,6 +21,8 @@ typedef enum sb_opt_type {
     SB_OPT_SWITCH, /* int set to 1 by the bare flag (argparse store_true) */
     SB_OPT_STRING, /* const char * pointing into argv */
     SB_OPT_CHOICE, /* int index into choices[] */
+    SB_OPT_KEY,    /* a key of the table (config.h): dest is the sb_run_config, the value
+                      goes through sb_config_set (a switch key may stand alone) */
 } sb_opt_type;
 
 typedef struct sb_option {
@@ -39,6 +42,13 @@ typedef struct sb_option {
 sb_status sb_options_parse(sb_option *opts, int n_opts, int argc, char **argv, int first,
                            const char **positional, int max_positional, int *n_positional,
                            int *help, sb_error *err);
+
+/* Sets one option from its value as written after "--name=" (NULL: the bare flag, for a
+ * switch). Errors name the flag. */
+sb_status sb_option_set(sb_option *o, const char *value, sb_error *err);
+
+/* Whether the option is written alone (a switch, or a switch key of the table). */
+int sb_option_is_switch(const sb_option *o);
 
 /* The option of that name, or NULL. */
 sb_option *sb_options_find(sb_option *opts, int n_opts, const char *name);

@@ -30,51 +30,89 @@
 #define PLAIN_PROGRESS_EVERY_S 60.0 /* progress lines when stdout is not a terminal */
 #define REFRESH_S 0.5               /* live display refresh */
 
-/* The configuration of run k, parsed exactly as `train` would parse its flags. */
+/* Sets one train flag of a sweep (a fixed command flag or a parameter) by name: a key of
+ * the table sets cfg; a CLI switch of train (--save_model, --mem_budget...) is checked and
+ * left to the worker; anything else is an unknown flag. value NULL: the bare flag. */
+static sb_status sweep_set(sb_option *opts, int n_opts, const char *name, const char *value,
+                           sb_error *err)
+{
+    sb_option *o = sb_options_find(opts, n_opts, name);
+    if (o == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; see --help for the list",
+                            name);
+    return sb_option_set(o, value, err);
+}
+
+/* Whether the sweep's train flag `name` is written alone. */
+static int sweep_is_switch(sb_option *opts, int n_opts, const char *name)
+{
+    sb_option *o = sb_options_find(opts, n_opts, name);
+    return o != NULL && sb_option_is_switch(o);
+}
+
+/* Sets the run's parameters (the values of run k) by name. */
+static sb_status sweep_set_params(const sb_sweep *s, int64_t k, sb_option *opts, int n_opts,
+                                  sb_error *err)
+{
+    for (int p = 0; p < s->n_params; p++) {
+        const char *value = s->params[p].values[sb_sweep_value_index(s, k, p)];
+        sb_status st = sweep_set(opts, n_opts, s->params[p].name, value, err);
+        if (st != SB_OK)
+            return st;
+    }
+    return SB_OK;
+}
+
+/* The configuration of run k, built from the sweep file's values by name in the order
+ * `train` will read its flags: the fixed flags of `command`, the run's parameters where
+ * ${args} stands (at the end without it). With argv_out, also the worker's flags. */
 static sb_status sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, char ***argv_out,
-                                  int *argc_out, sb_error *err);
+                                  int *argc_out, sb_error *err)
+{
+    sb_run_flags rf;
+    sb_option opts[SB_RUN_MAX_OPTIONS];
+    int n = 0, has_args = 0;
+    sb_run_options_add(&rf, opts, &n);
+    sb_status st = SB_OK;
+    for (int i = 0; i < s->n_command && st == SB_OK; i++) {
+        const char *c = s->command[i];
+        if (strcmp(c, "${args}") == 0) {
+            has_args = 1;
+            st = sweep_set_params(s, k, opts, n, err);
+            continue;
+        }
+        if (strcmp(c, "${env}") == 0 || strcmp(c, "${interpreter}") == 0 ||
+            strcmp(c, "${program}") == 0 || strcmp(c, "python") == 0 || strcmp(c, "python3") == 0)
+            continue; /* the program here is `selectivbench train` */
+        if (strncmp(c, "${", 2) == 0)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "sweep file '%s': command macro %s is not supported (use ${args})",
+                                s->path, c);
+        if (strncmp(c, "--", 2) != 0 || c[2] == '\0')
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "sweep file '%s': command item '%s' is not a --flag", s->path, c);
+        char name[128];
+        const char *eq = strchr(c + 2, '=');
+        size_t len = eq != NULL ? (size_t)(eq - (c + 2)) : strlen(c + 2);
+        snprintf(name, sizeof name, "%.*s", (int)len, c + 2);
+        const char *value = eq != NULL ? eq + 1 : NULL;
+        if (value == NULL && !sweep_is_switch(opts, n, name) && i + 1 < s->n_command)
+            value = s->command[++i];
+        st = sweep_set(opts, n, name, value, err);
+    }
+    if (st == SB_OK && !has_args)
+        st = sweep_set_params(s, k, opts, n, err);
+    if (st != SB_OK)
+        return st;
+    *cfg = rf.cfg;
+    if (argv_out != NULL)
+        return sb_sweep_run_args(s, k, argv_out, argc_out, err);
+    return SB_OK;
+}
 
 sb_status sb_cli_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, sb_error *err)
 {
     return sweep_run_config(s, k, cfg, NULL, NULL, err);
-}
-
-static sb_status sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, char ***argv_out,
-                                  int *argc_out, sb_error *err)
-{
-    char **args = NULL;
-    int n_args = 0;
-    sb_status st = sb_sweep_run_args(s, k, &args, &n_args, err);
-    if (st != SB_OK)
-        return st;
-    /* sb_options_parse reads argv[2..]: put two placeholders in front */
-    char **argv = calloc((size_t)n_args + 3, sizeof *argv);
-    if (argv == NULL) {
-        sb_sweep_args_free(args);
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
-    }
-    argv[0] = "selectivbench";
-    argv[1] = "train";
-    for (int i = 0; i < n_args; i++)
-        argv[2 + i] = args[i];
-    sb_run_flags rf;
-    sb_option opts[SB_RUN_MAX_OPTIONS];
-    int n = 0, help = 0, n_pos = 0;
-    sb_run_options_add(&rf, opts, &n);
-    const char *pos[1];
-    st = sb_options_parse(opts, n, n_args + 2, argv, 2, pos, 0, &n_pos, &help, err);
-    if (st == SB_OK)
-        st = sb_run_options_finish(&rf, err);
-    if (st == SB_OK)
-        *cfg = rf.cfg;
-    free(argv);
-    if (st != SB_OK || argv_out == NULL) {
-        sb_sweep_args_free(args);
-        return st;
-    }
-    *argv_out = args;
-    *argc_out = n_args;
-    return SB_OK;
 }
 
 /* Records a run that never started (its configuration is refused) as failed. */

@@ -1,31 +1,31 @@
 /*
- * task_options.h - the reference's task flags (train.py names and meanings), shared by
- * every subcommand that builds a task.
+ * task_options.h - the flags of the key table (src/config/keys.def) as CLI options: the
+ * task keys for the subcommands that build a task (grammar, data, bench), and the
+ * function that makes the options of any group of keys.
  */
 #ifndef SELECTIVBENCH_CLI_TASK_OPTIONS_H
 #define SELECTIVBENCH_CLI_TASK_OPTIONS_H
 
 #include "options.h"
-#include "selectivbench/task.h"
+#include "selectivbench/config.h"
+#include "selectivbench/run_config.h"
+
+/* Appends one SB_OPT_KEY option per key of the table in groups up to `group` (keys.def
+ * order), each setting its key of *cfg by name. opts must have room for
+ * sb_config_key_count() more entries. */
+void sb_key_options_add(sb_run_config *cfg, sb_key_group group, sb_option *opts, int *n);
 
 typedef struct sb_task_flags {
-    sb_task_config cfg;
-    int64_t seed;
-    int dist_dur;      /* index into {"uniform", "lognormal"} */
-    int protocol;      /* index into {"reference", "clean"} */
-    int gap_rng;       /* index into {"derived", "reference"} */
-    double test_noise; /* accepted like train.py, never used (reference quirk) */
-    int classify;      /* accepted: classification is the only mode */
-    const char *base_set;
+    sb_run_config run; /* every key, set by name while parsing (defaults first) */
+    sb_task_config cfg; /* the task part, filled by sb_task_options_finish */
 } sb_task_flags;
 
 /* Fills tf with the defaults and appends the task flags to opts[*n] (grammar flags only
  * when grammar_only). opts must have room for SB_TASK_MAX_OPTIONS more entries. */
-#define SB_TASK_MAX_OPTIONS 32
+#define SB_TASK_MAX_OPTIONS 96
 void sb_task_options_add(sb_task_flags *tf, sb_option *opts, int *n, int grammar_only);
 
-/* Copies the parsed flags into tf->cfg; SB_ERR_INVALID for combinations the parser
- * cannot see (e.g. an unsupported --base_set). */
+/* Copies the parsed task keys into tf->cfg. */
 sb_status sb_task_options_finish(sb_task_flags *tf, sb_error *err);
 
 #endif
