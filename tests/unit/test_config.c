@@ -1,0 +1,264 @@
+/*
+ * test_config.c - the key table (src/config/keys.def): every key round-trips through the
+ * canonical JSON (write, then read, gives the same value) and through sb_config_set (its
+ * value as text sets the same value), no-ops change nothing, bad values give one error
+ * naming the flag, the seed logic, and `train --help` lists every key of the table.
+ *
+ * usage: test_config PATH/TO/selectivbench
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "selectivbench/config.h"
+
+static const char *binary;
+
+/* A valid value of key k that differs from its default. */
+static void other_value(const sb_config_key *k, char *buf, size_t size)
+{
+    switch (k->kind) {
+    case SB_KEY_INT:
+    case SB_KEY_INT64:
+    case SB_KEY_U64:
+    case SB_KEY_OPT_INT: {
+        long long v = (long long)k->min + 3;
+        if (strcmp(k->def, "none") != 0 && v == atoll(k->def))
+            v++;
+        snprintf(buf, size, "%lld", v);
+        break;
+    }
+    case SB_KEY_DOUBLE:
+    case SB_KEY_OPT_DOUBLE: {
+        double v = k->min + 0.375 * (k->max - k->min > 1 ? 1 : k->max - k->min);
+        snprintf(buf, size, "%.17g", v);
+        break;
+    }
+    case SB_KEY_BOOL:
+    case SB_KEY_SWITCH:
+        snprintf(buf, size, "%s", strcmp(k->def, "True") == 0 ? "False" : "True");
+        break;
+    case SB_KEY_CHOICE: snprintf(buf, size, "%s", k->choices[1]); break;
+    case SB_KEY_STRING: snprintf(buf, size, "%s", "gru"); break;
+    }
+}
+
+static void test_every_key_round_trips(void **state)
+{
+    (void)state;
+    assert_true(sb_config_key_count() > 40);
+    int n_json = 0;
+    for (int i = 0; i < sb_config_key_count(); i++) {
+        const sb_config_key *k = sb_config_key_at(i);
+        if (k->noop || strcmp(k->name, "att_dropout") == 0)
+            continue; /* att_dropout True is refused: tested below */
+        sb_run_config c = sb_run_config_default();
+        sb_error err = {0};
+        char want[128], got[128];
+        other_value(k, want, sizeof want);
+        if (sb_config_set(&c, k->name, want, &err) != SB_OK)
+            fail_msg("--%s %s: %s", k->name, want, err.msg);
+        /* set-by-name: the value as text reads back as the same value */
+        sb_config_format(&c, k, got, sizeof got);
+        sb_run_config again = sb_run_config_default();
+        assert_int_equal(sb_config_set(&again, k->name, got, &err), SB_OK);
+        char got2[128];
+        sb_config_format(&again, k, got2, sizeof got2);
+        if (strcmp(got, got2) != 0)
+            fail_msg("--%s: set '%s' reads back '%s'", k->name, got, got2);
+        /* JSON: write then read gives the same value of every key, and the same text */
+        char *text = sb_run_config_json_string(&c, 0);
+        assert_non_null(text);
+        sb_run_config back;
+        if (sb_run_config_from_json(text, &back, &err) != SB_OK)
+            fail_msg("--%s: %s", k->name, err.msg);
+        for (int j = 0; j < sb_config_key_count(); j++) {
+            const sb_config_key *q = sb_config_key_at(j);
+            if (q->noop || q->hash == SB_KEY_HASH_NONE)
+                continue;
+            char a[128], b[128];
+            sb_config_format(&c, q, a, sizeof a);
+            sb_config_format(&back, q, b, sizeof b);
+            if (strcmp(a, b) != 0)
+                fail_msg("after --%s %s: JSON key %s wrote %s, read %s", k->name, want, q->name,
+                         a, b);
+        }
+        char *text2 = sb_run_config_json_string(&back, 0);
+        assert_string_equal(text, text2);
+        if (k->hash != SB_KEY_HASH_NONE) {
+            n_json++;
+            assert_non_null(strstr(text, k->name));
+            /* a non-default value changes the hash of its kind */
+            char h0[17], h1[17];
+            sb_run_config d = sb_run_config_default();
+            sb_run_config_hash(&d, k->hash == SB_KEY_HASH_TRAINING, h0);
+            sb_run_config_hash(&c, k->hash == SB_KEY_HASH_TRAINING, h1);
+            /* --task_seed counts only with --same_seed False (test_seeds) */
+            if (strcmp(h0, h1) == 0 && strcmp(k->name, "task_seed") != 0)
+                fail_msg("--%s %s leaves the hash unchanged", k->name, want);
+            char t0[17], t1[17];
+            sb_run_config_hash(&d, 1, t0);
+            sb_run_config_hash(&c, 1, t1);
+            if (k->hash == SB_KEY_HASH_RUN && strcmp(t0, t1) != 0)
+                fail_msg("--%s is a test setting but changes the training hash", k->name);
+        }
+        free(text);
+        free(text2);
+    }
+    assert_true(n_json >= 40);
+}
+
+static void test_noops_change_nothing(void **state)
+{
+    (void)state;
+    sb_run_config d = sb_run_config_default();
+    char *want = sb_run_config_json_string(&d, 0);
+    for (int i = 0; i < sb_config_key_count(); i++) {
+        const sb_config_key *k = sb_config_key_at(i);
+        if (!k->noop)
+            continue;
+        char v[128];
+        other_value(k, v, sizeof v);
+        if (strcmp(k->name, "base_set") == 0)
+            snprintf(v, sizeof v, "one_hot");
+        sb_run_config c = sb_run_config_default();
+        sb_error err = {0};
+        if (sb_config_set(&c, k->name, v, &err) != SB_OK)
+            fail_msg("no-op --%s %s: %s", k->name, v, err.msg);
+        char *got = sb_run_config_json_string(&c, 0);
+        assert_string_equal(want, got);
+        free(got);
+    }
+    free(want);
+}
+
+static void expect_error(const char *name, const char *value, const char *needle)
+{
+    sb_run_config c = sb_run_config_default();
+    sb_error err = {0};
+    assert_int_equal(sb_config_set(&c, name, value, &err), SB_ERR_INVALID);
+    if (strstr(err.msg, needle) == NULL || strchr(err.msg, '\n') != NULL)
+        fail_msg("--%s %s: '%s' does not say '%s'", name, value, err.msg, needle);
+}
+
+static void test_bad_values(void **state)
+{
+    (void)state;
+    expect_error("nosuch", "1", "unknown flag --nosuch");
+    expect_error("layers", "1.5", "--layers: '1.5' is not an integer");
+    expect_error("layers", "0", "--layers 0 is out of range [1, 1024]");
+    expect_error("dropout", "1.5", "--dropout 1.5 is out of range [0, 0.999]");
+    expect_error("lr", "nan", "not a finite number");
+    expect_error("grammar_gap", "maybe", "not a boolean");
+    expect_error("early_stop", "maybe", "is a switch");
+    expect_error("optimizer", "sgd", "--optimizer: 'sgd' is not one of: adam, adamw");
+    expect_error("seed", "4294967296", "out of range");
+    expect_error("att_dropout", "True", "--att_dropout True is not supported");
+    expect_error("base_set", "gsc", "--base_set gsc is not supported");
+    expect_error("gpu_device", "x", "--gpu_device: 'x' is not an integer");
+    char long_name[200];
+    memset(long_name, 'm', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    expect_error("model", long_name, "is too long");
+}
+
+static void test_seeds(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    sb_run_config a = sb_run_config_default(), b = sb_run_config_default();
+    assert_int_equal(a.task.grammar.seed, 1);
+    assert_int_equal(a.seed, 1);
+    /* train.py: task_seed = seed if same_seed else task_seed, in any flag order */
+    assert_int_equal(sb_config_set(&a, "task_seed", "7", &err), SB_OK);
+    assert_int_equal(a.task.grammar.seed, 1);
+    assert_int_equal(sb_config_set(&a, "seed", "3", &err), SB_OK);
+    assert_int_equal(a.task.grammar.seed, 3);
+    assert_int_equal(sb_config_set(&a, "same_seed", "False", &err), SB_OK);
+    assert_int_equal(a.task.grammar.seed, 7);
+    assert_int_equal(sb_config_set(&b, "same_seed", "False", &err), SB_OK);
+    assert_int_equal(b.task.grammar.seed, 42); /* --task_seed's default */
+    assert_int_equal(sb_config_set(&b, "seed", "3", &err), SB_OK);
+    assert_int_equal(sb_config_set(&b, "task_seed", "7", &err), SB_OK);
+    char ha[17], hb[17];
+    sb_run_config_hash(&a, 0, ha);
+    sb_run_config_hash(&b, 0, hb);
+    assert_string_equal(ha, hb);
+    /* read back from JSON, the seed inputs follow the recorded seeds */
+    char *text = sb_run_config_json_string(&a, 0);
+    sb_run_config r;
+    assert_int_equal(sb_run_config_from_json(text, &r, &err), SB_OK);
+    free(text);
+    assert_int_equal(r.same_seed, 0);
+    assert_int_equal(r.task.grammar.seed, 7);
+    assert_int_equal(sb_config_set(&r, "seed", "5", &err), SB_OK);
+    assert_int_equal(r.task.grammar.seed, 7);
+}
+
+static void test_defaults_match_the_table(void **state)
+{
+    (void)state;
+    sb_run_config d = sb_run_config_default();
+    for (int i = 0; i < sb_config_key_count(); i++) {
+        const sb_config_key *k = sb_config_key_at(i);
+        if (k->noop)
+            continue;
+        char got[128];
+        sb_config_format(&d, k, got, sizeof got);
+        sb_run_config c = sb_run_config_default();
+        sb_error err = {0};
+        if (strcmp(k->def, "none") != 0 && strcmp(k->name, "task_seed") != 0) {
+            assert_int_equal(sb_config_set(&c, k->name, k->def, &err), SB_OK);
+            char again[128];
+            sb_config_format(&c, k, again, sizeof again);
+            assert_string_equal(got, again);
+        }
+    }
+    sb_error err = {0};
+    assert_int_equal(sb_config_check_ranges(&d, &err), SB_OK);
+    assert_int_equal(sb_run_config_check(&d, &err), SB_OK);
+}
+
+static void test_help_lists_every_key(void **state)
+{
+    (void)state;
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s train --help", binary);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    static char help[1 << 16];
+    size_t len = fread(help, 1, sizeof help - 1, p);
+    help[len] = '\0';
+    assert_int_equal(pclose(p), 0);
+    for (int i = 0; i < sb_config_key_count(); i++) {
+        const sb_config_key *k = sb_config_key_at(i);
+        char needle[160];
+        snprintf(needle, sizeof needle, "\n  --%s ", k->name);
+        if (strstr(help, needle) == NULL)
+            fail_msg("train --help does not list --%s", k->name);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_config PATH/TO/selectivbench\n");
+        return 2;
+    }
+    binary = argv[1];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_key_round_trips),
+        cmocka_unit_test(test_noops_change_nothing),
+        cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_seeds),
+        cmocka_unit_test(test_defaults_match_the_table),
+        cmocka_unit_test(test_help_lists_every_key),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
