@@ -340,6 +340,337 @@ static sb_status run_failed(sb_train_result *res, const char *status, sb_status 
     return st;
 }
 
+/* What the steps of one run share: the inputs, what set-up made, the plan, the loop's
+ * running state. */
+typedef struct train_run {
+    const sb_run_config *cfg;
+    const sb_train_options *opt;
+    sb_train_result *res;
+    double budget;  /* GiB of activations for a step (grad_acc -1) and for evaluation */
+    double t_start; /* when the run began, for elapsed times */
+
+    /* set up: the task, the model, its optimiser (and a checkpoint loaded into them) */
+    sb_task *task;
+    sb_model *m;
+    sb_optimizer optim;
+    int s4_schedule;       /* train.py's own optimiser and epoch schedule for S4 */
+    int64_t start_samples; /* samples consumed before this process (resume) */
+
+    /* the plan */
+    int acc_steps;          /* micro-batches per update */
+    int micro;              /* samples per micro-batch */
+    int64_t n_train;        /* training samples (one pass) */
+    int64_t n_micro;        /* micro-batches in the pass */
+    int64_t total_updates;  /* updates in the pass */
+    int64_t eval_every;     /* updates between evaluations */
+    double sched_total, warmup; /* the schedule's horizon and warm-up, in updates */
+    real loss_scale;        /* 1 / acc_steps (averaged, clean) or 1 (summed, reference) */
+    int64_t first_micro;    /* the first micro-batch of this process (resume) */
+    int64_t patience;       /* early stopping: updates without a better loss */
+
+    /* buffers of the loop */
+    sb_batch batch;
+    sb_graph g;
+    int64_t *index; /* [micro] sample indices of a micro-batch */
+    int have_batch, have_graph;
+
+    /* the loop's state */
+    int64_t updates;
+    int dropout_on;
+    double best_loss;
+    int64_t since_best;
+    int stop_early;         /* early stopping has fired: evaluate, save and end */
+    int stopped;            /* --stop_after ended the run; res is filled ("stopped") */
+    double train_time, tokens; /* seconds and frames of training steps (evaluation excluded) */
+    double sum_loss, sum_acc;  /* over the updates since the last evaluation */
+    int n_since_eval;
+    double last_lr;
+} train_run;
+
+/* The task, the model and its optimiser; the checkpoint loaded for --test_pretrained
+ * (weights) or --resume (weights, optimiser state and the samples consumed). */
+static sb_status train_setup(train_run *r, sb_error *err)
+{
+    const sb_run_config *cfg = r->cfg;
+    const sb_train_options *opt = r->opt;
+    sb_status st;
+    if ((st = sb_task_create(&cfg->task, &r->task, err)) != SB_OK)
+        return st;
+    sb_model_config mc = sb_run_config_model(cfg, r->task->n_inputs, r->task->grammar->d_output);
+    if ((st = sb_model_create(&mc, cfg->seed, &r->m, err)) != SB_OK)
+        return st;
+    r->res->params = r->m->params.count;
+    r->res->flops_per_token = sb_model_flops_per_token(r->m, r->task->n_elements[SB_SPLIT_TRAIN]);
+
+    /* train.py gives the S4 model its own optimiser and schedule (setup_optimizer): AdamW
+     * with a second group for the kernel parameters, and CosineAnnealingLR over epochs */
+    r->s4_schedule = strcmp(cfg->model, "s4") == 0;
+    if (r->s4_schedule)
+        sb_optimizer_init_s4(&r->optim, cfg->lr);
+    else
+        sb_optimizer_init(&r->optim, cfg->optimizer, cfg->lr, cfg->wd);
+    r->start_samples = 0;
+    if (!cfg->test_pretrained && !opt->resume)
+        return SB_OK;
+    if (!file_exists(opt->ckpt_path))
+        return sb_error_set(err, SB_ERR_IO,
+                            "no checkpoint at '%s': the training run of this configuration has "
+                            "not saved one (train it first, with the same flags)",
+                            opt->ckpt_path != NULL ? opt->ckpt_path : "(none)");
+    return sb_checkpoint_load(opt->ckpt_path, r->m, cfg->test_pretrained ? NULL : &r->optim,
+                              &r->start_samples, err);
+}
+
+/* --test_pretrained: one evaluation of the loaded weights, no training. */
+static sb_status train_test_pretrained(train_run *r, sb_error *err)
+{
+    sb_train_result *res = r->res;
+    double loss, acc;
+    sb_status st = sb_evaluate(r->task, r->m, r->cfg->test_bs, r->budget, &loss, &acc, err);
+    if (st != SB_OK)
+        return st;
+    res->test_loss = loss;
+    res->test_acc = acc;
+    res->n_evals = 1;
+    res->wall_s = sb_time_now() - r->t_start;
+    snprintf(res->status, sizeof res->status, "finished");
+    sb_train_event ev = {.kind = SB_EVENT_EVAL, .test_loss = loss, .test_acc = acc,
+                         .loss = (double)NAN, .acc = (double)NAN, .params = res->params,
+                         .elapsed_s = res->wall_s};
+    emit(r->opt, &ev);
+    return SB_OK;
+}
+
+/* The plan: micro-batches and updates of one pass over the training set, the schedule,
+ * the evaluation cadence, the loss scale, and where a resumed run picks up. */
+static void train_plan(train_run *r)
+{
+    const sb_run_config *cfg = r->cfg;
+    r->acc_steps = sb_train_grad_acc(cfg, r->task, r->budget);
+    r->micro = cfg->batch_size / r->acc_steps;
+    r->res->grad_acc = r->acc_steps;
+    r->n_train = cfg->task.dataset_size;
+    r->n_micro = (r->n_train + r->micro - 1) / r->micro;
+    r->total_updates = r->n_micro / r->acc_steps;
+    r->sched_total = sb_run_config_total_updates(cfg);
+    r->warmup = sb_run_config_warmup(cfg);
+    r->eval_every = cfg->epoch_size / ((int64_t)r->micro * r->acc_steps);
+    if (r->eval_every < 1)
+        r->eval_every = 1;
+    /* the clean protocol averages the micro-batches' gradients; the reference sums them */
+    r->loss_scale = cfg->task.protocol == SB_PROTOCOL_CLEAN ? (real)(1.0 / r->acc_steps) : 1;
+
+    /* resume: skip what was consumed; dropout is already off after the first evaluation */
+    r->first_micro = r->start_samples / r->micro;
+    r->updates = r->first_micro / r->acc_steps;
+    r->dropout_on = cfg->task.protocol == SB_PROTOCOL_CLEAN || r->updates < r->eval_every;
+
+    /* train.py's early stopping: on the loss of each update, patience 10% of the updates */
+    r->best_loss = HUGE_VAL;
+    r->patience = cfg->patience >= 0 ? cfg->patience : (int64_t)(r->sched_total * 0.1);
+}
+
+/* The loop's batch, graph (arena, dropout seed) and index buffer. */
+static sb_status train_buffers_init(train_run *r, sb_error *err)
+{
+    sb_status st = sb_batch_init(&r->batch, r->task, r->micro, err);
+    if (st != SB_OK)
+        return st;
+    r->have_batch = 1;
+    sb_graph_init(&r->g, (size_t)64 << 20);
+    r->have_graph = 1;
+    r->g.record = 1;
+    r->g.dropout_seed = r->cfg->seed * 0x9e3779b97f4a7c15ull + 0x5eedu;
+    r->index = malloc((size_t)r->micro * sizeof *r->index);
+    if (r->index == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    return SB_OK;
+}
+
+/* One optimiser update from the accumulated gradients: clip, the learning rate of the
+ * schedule, the step; then the running training averages. */
+static void train_update(train_run *r, const step_args *sa)
+{
+    const sb_run_config *cfg = r->cfg;
+    sb_params *params = &r->m->params;
+    sb_clip_grad_norm(params, 1.0);
+    if (r->s4_schedule) {
+        /* T_max = dataset_size // EPOCH_SIZE; one scheduler step after every periodic
+         * evaluation, none within an epoch, no warm-up */
+        const int64_t epoch = r->updates / r->eval_every, t_max = r->n_train / cfg->epoch_size;
+        r->last_lr = sb_cosine_annealing_lr(r->optim.lr, epoch, t_max);
+        sb_optimizer_step_lr(&r->optim, params, r->last_lr,
+                             sb_cosine_annealing_lr(r->optim.group2_lr, epoch, t_max));
+    } else {
+        double factor =
+            sb_schedule_factor(cfg->scheduler, (double)r->updates, r->warmup, r->sched_total);
+        r->last_lr = cfg->lr * factor;
+        sb_optimizer_step(&r->optim, params, factor);
+    }
+    sb_params_zero_grad(params);
+    r->updates++;
+    r->sum_loss += sa->loss;
+    r->sum_acc += sa->counted > 0 ? (double)sa->correct / (double)sa->counted : 0.0;
+    r->n_since_eval++;
+}
+
+/* The progress event of an update; samples: consumed so far. */
+static void train_report_progress(const train_run *r, const step_args *sa, int64_t samples)
+{
+    sb_train_event ev = {.kind = SB_EVENT_PROGRESS, .step = r->updates,
+                         .total_steps = r->total_updates, .samples = samples, .loss = sa->loss,
+                         .acc = sa->counted > 0 ? (double)sa->correct / (double)sa->counted : 0,
+                         .lr = r->last_lr, .tokens_per_s = r->tokens / r->train_time,
+                         .elapsed_s = sb_time_now() - r->t_start, .params = r->res->params,
+                         .grad_acc = r->acc_steps};
+    ev.eta_s = (double)(r->total_updates - r->updates) * r->train_time /
+               (double)(r->updates - r->first_micro / r->acc_steps);
+    emit(r->opt, &ev);
+}
+
+/* Early stopping: counts the updates since the best loss; sets stop_early at patience. */
+static void train_check_patience(train_run *r, double loss)
+{
+    if (loss < r->best_loss) {
+        r->best_loss = loss;
+        r->since_best = 0;
+    } else if (++r->since_best >= r->patience) {
+        r->stop_early = 1;
+    }
+}
+
+/* An evaluation after an update: the test split, the training averages since the last
+ * one, the event, the checkpoint; then --stop_after, unless this was the last update.
+ * samples: consumed so far. */
+static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last_update,
+                                         sb_error *err)
+{
+    const sb_run_config *cfg = r->cfg;
+    sb_train_result *res = r->res;
+    double test_loss, test_acc;
+    sb_status st = sb_evaluate(r->task, r->m, cfg->test_bs, r->budget, &test_loss, &test_acc, err);
+    if (st != SB_OK)
+        return st;
+    res->train_loss = r->sum_loss / r->n_since_eval;
+    res->train_acc = r->sum_acc / r->n_since_eval;
+    res->test_loss = test_loss;
+    res->test_acc = test_acc;
+    res->n_evals++;
+    if (cfg->task.protocol == SB_PROTOCOL_REFERENCE)
+        r->dropout_on = 0; /* train.py's evaluation leaves the model in eval mode */
+    sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = r->updates,
+                         .total_steps = r->total_updates, .samples = samples,
+                         .loss = res->train_loss, .acc = res->train_acc, .test_loss = test_loss,
+                         .test_acc = test_acc, .lr = r->last_lr,
+                         .tokens_per_s = r->tokens / r->train_time,
+                         .elapsed_s = sb_time_now() - r->t_start, .params = res->params,
+                         .grad_acc = r->acc_steps};
+    emit(r->opt, &ev);
+    r->sum_loss = r->sum_acc = 0.0;
+    r->n_since_eval = 0;
+    if (r->opt->ckpt_path != NULL &&
+        (st = sb_checkpoint_save(r->opt->ckpt_path, r->m, cfg, &r->optim, samples, err)) != SB_OK)
+        return st;
+    if (r->stop_early)
+        return SB_OK;
+    if (r->opt->stop_after > 0 && r->updates >= r->opt->stop_after && !last_update) {
+        res->steps = r->updates;
+        res->samples = samples;
+        res->tokens_per_s = r->train_time > 0 ? r->tokens / r->train_time : 0.0;
+        snprintf(res->status, sizeof res->status, "stopped");
+        r->stopped = 1;
+    }
+    return SB_OK;
+}
+
+/* Micro-batch k: forward and backward (gradients accumulate), the divergence check, and
+ * at the end of an update the optimiser step, progress, early stopping and, on the
+ * evaluation cadence or at the last update, an evaluation and a checkpoint. */
+static sb_status train_step(train_run *r, int64_t k, sb_error *err)
+{
+    const sb_train_options *opt = r->opt;
+    double t0 = sb_time_now();
+    int64_t first = k * r->micro;
+    int count = (int)(r->n_train - first < r->micro ? r->n_train - first : r->micro);
+    for (int i = 0; i < count; i++)
+        r->index[i] = first + i;
+    sb_status st = sb_batch_fill(&r->batch, r->task, SB_SPLIT_TRAIN, r->index, count, 0, err);
+    if (st != SB_OK)
+        return st;
+    int is_update = (k + 1) % r->acc_steps == 0;
+    sb_graph_reset(&r->g);
+    r->g.training = r->dropout_on;
+    r->g.step = (uint64_t)k;
+    step_args sa = {.m = r->m, .batch = &r->batch, .loss_scale = r->loss_scale,
+                    .want_acc = is_update};
+    if ((st = sb_graph_run(&r->g, train_micro_step, &sa, err)) != SB_OK)
+        return st;
+    if (opt->inject_nan_at > 0 && k + 1 == opt->inject_nan_at)
+        sa.loss = (double)NAN;
+    if (!isfinite(sa.loss)) {
+        r->res->steps = r->updates;
+        r->res->samples = first;
+        return sb_error_set(err, SB_ERR_DIVERGED,
+                            "the training loss became %s at update %lld (sample %lld): the run "
+                            "diverged; try a lower --lr",
+                            isnan(sa.loss) ? "NaN" : "infinite", (long long)r->updates,
+                            (long long)first);
+    }
+    for (int b = 0; b < count; b++)
+        r->tokens += r->batch.n_frames[b];
+    if (is_update)
+        train_update(r, &sa);
+    r->train_time += sb_time_now() - t0;
+    if (!is_update)
+        return SB_OK;
+    train_report_progress(r, &sa, first + count);
+    if (r->cfg->early_stop)
+        train_check_patience(r, sa.loss);
+    /* the last update is always evaluated (and saved), on the cadence or not */
+    int last_update = r->updates == r->total_updates || r->stop_early;
+    if (r->updates % r->eval_every == 0 || last_update)
+        return train_evaluate_and_save(r, first + count, last_update, err);
+    return SB_OK;
+}
+
+/* The micro-batches from where this process starts to the end of the pass, unless early
+ * stopping or --stop_after ends the run first. */
+static sb_status train_loop(train_run *r, sb_error *err)
+{
+    sb_train_event ev0 = {.kind = SB_EVENT_START, .total_steps = r->total_updates,
+                          .params = r->res->params, .grad_acc = r->acc_steps,
+                          .step = r->updates, .samples = r->start_samples};
+    emit(r->opt, &ev0);
+    for (int64_t k = r->first_micro; k < r->n_micro && !r->stop_early && !r->stopped; k++) {
+        sb_status st = train_step(r, k, err);
+        if (st != SB_OK)
+            return st;
+    }
+    return SB_OK;
+}
+
+/* The result of a run that ended at the end of the pass or by early stopping. */
+static void train_finish(train_run *r)
+{
+    sb_train_result *res = r->res;
+    int64_t consumed = r->updates * r->micro * r->acc_steps;
+    res->steps = r->updates;
+    res->samples = consumed < r->n_train ? consumed : r->n_train;
+    res->tokens_per_s = r->train_time > 0 ? r->tokens / r->train_time : 0.0;
+    snprintf(res->status, sizeof res->status, "finished");
+}
+
+static void train_run_free(train_run *r)
+{
+    free(r->index);
+    if (r->have_graph)
+        sb_graph_free(&r->g);
+    if (r->have_batch)
+        sb_batch_free(&r->batch);
+    sb_model_free(r->m);
+    sb_task_free(r->task);
+}
+
 sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_train_result *res,
                    sb_error *err)
 {
@@ -350,233 +681,28 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
         return run_failed(res, "failed", st, err);
     if (opt->threads > 0)
         omp_set_num_threads(opt->threads);
-    const double budget = opt->mem_budget_gb > 0 ? opt->mem_budget_gb : 4.0;
-    double t_start = sb_time_now();
+    train_run r = {.cfg = cfg, .opt = opt, .res = res,
+                   .budget = opt->mem_budget_gb > 0 ? opt->mem_budget_gb : 4.0,
+                   .t_start = sb_time_now()};
 
-    sb_task *task = NULL;
-    sb_model *m = NULL;
-    sb_batch batch = {0};
-    sb_graph g = {0};
-    int64_t *index = NULL;
-    int have_batch = 0, have_graph = 0;
-    if ((st = sb_task_create(&cfg->task, &task, err)) != SB_OK)
-        goto out;
-    sb_model_config mc = sb_run_config_model(cfg, task->n_inputs, task->grammar->d_output);
-    if ((st = sb_model_create(&mc, cfg->seed, &m, err)) != SB_OK)
-        goto out;
-    res->params = m->params.count;
-    res->flops_per_token = sb_model_flops_per_token(m, task->n_elements[SB_SPLIT_TRAIN]);
-
-    sb_optimizer optim;
-    /* train.py gives the S4 model its own optimiser and schedule (setup_optimizer): AdamW
-     * with a second group for the kernel parameters, and CosineAnnealingLR over epochs */
-    const int s4_schedule = strcmp(cfg->model, "s4") == 0;
-    if (s4_schedule)
-        sb_optimizer_init_s4(&optim, cfg->lr);
-    else
-        sb_optimizer_init(&optim, cfg->optimizer, cfg->lr, cfg->wd);
-    int64_t start_samples = 0;
-    if (cfg->test_pretrained || opt->resume) {
-        if (!file_exists(opt->ckpt_path)) {
-            st = sb_error_set(err, SB_ERR_IO,
-                              "no checkpoint at '%s': the training run of this configuration has "
-                              "not saved one (train it first, with the same flags)",
-                              opt->ckpt_path != NULL ? opt->ckpt_path : "(none)");
-            goto out;
-        }
-        st = sb_checkpoint_load(opt->ckpt_path, m, cfg->test_pretrained ? NULL : &optim,
-                                &start_samples, err);
-        if (st != SB_OK)
-            goto out;
-    }
-    if (cfg->test_pretrained) {
-        double loss, acc;
-        if ((st = sb_evaluate(task, m, cfg->test_bs, budget, &loss, &acc, err)) != SB_OK)
-            goto out;
-        res->test_loss = loss;
-        res->test_acc = acc;
-        res->n_evals = 1;
-        res->wall_s = sb_time_now() - t_start;
-        snprintf(res->status, sizeof res->status, "finished");
-        sb_train_event ev = {.kind = SB_EVENT_EVAL, .test_loss = loss, .test_acc = acc,
-                             .loss = (double)NAN, .acc = (double)NAN, .params = res->params,
-                             .elapsed_s = res->wall_s};
-        emit(opt, &ev);
-        goto out;
+    st = train_setup(&r, err);
+    if (st == SB_OK && cfg->test_pretrained) {
+        st = train_test_pretrained(&r, err);
+    } else if (st == SB_OK) {
+        train_plan(&r);
+        st = train_buffers_init(&r, err);
+        if (st == SB_OK)
+            st = train_loop(&r, err);
+        if (st == SB_OK && !r.stopped)
+            train_finish(&r);
     }
 
-    const int acc_steps = sb_train_grad_acc(cfg, task, budget);
-    const int micro = cfg->batch_size / acc_steps;
-    res->grad_acc = acc_steps;
-    const int64_t n_train = cfg->task.dataset_size;
-    const int64_t n_micro = (n_train + micro - 1) / micro;
-    const int64_t total_updates = n_micro / acc_steps;
-    const double sched_total = sb_run_config_total_updates(cfg);
-    const double warmup = sb_run_config_warmup(cfg);
-    int64_t eval_every = cfg->epoch_size / ((int64_t)micro * acc_steps);
-    if (eval_every < 1)
-        eval_every = 1;
-    const real loss_scale = cfg->task.protocol == SB_PROTOCOL_CLEAN ? (real)(1.0 / acc_steps) : 1;
-
-    if ((st = sb_batch_init(&batch, task, micro, err)) != SB_OK)
-        goto out;
-    have_batch = 1;
-    sb_graph_init(&g, (size_t)64 << 20);
-    have_graph = 1;
-    g.record = 1;
-    g.dropout_seed = cfg->seed * 0x9e3779b97f4a7c15ull + 0x5eedu;
-    index = malloc((size_t)micro * sizeof *index);
-    if (index == NULL) {
-        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-
-    /* resume: skip what was consumed; dropout is already off after the first evaluation */
-    int64_t first_micro = start_samples / micro;
-    int64_t updates = first_micro / acc_steps;
-    int dropout_on = cfg->task.protocol == SB_PROTOCOL_CLEAN || updates < eval_every;
-    sb_train_event ev0 = {.kind = SB_EVENT_START, .total_steps = total_updates,
-                          .params = res->params, .grad_acc = acc_steps, .step = updates,
-                          .samples = start_samples};
-    emit(opt, &ev0);
-
-    /* train.py's early stopping: on the loss of each update, patience 10% of the updates */
-    double best_loss = HUGE_VAL;
-    int64_t patience = cfg->patience >= 0 ? cfg->patience : (int64_t)(sched_total * 0.1);
-    int64_t since_best = 0;
-    double train_time = 0.0, tokens = 0.0;
-    double sum_loss = 0.0, sum_acc = 0.0;
-    int n_since_eval = 0, evaluated_last = 0;
-    double last_lr = 0.0;
-    for (int64_t k = first_micro; k < n_micro; k++) {
-        double t0 = sb_time_now();
-        int64_t first = k * micro;
-        int count = (int)(n_train - first < micro ? n_train - first : micro);
-        for (int i = 0; i < count; i++)
-            index[i] = first + i;
-        if ((st = sb_batch_fill(&batch, task, SB_SPLIT_TRAIN, index, count, 0, err)) != SB_OK)
-            goto out;
-        int is_update = (k + 1) % acc_steps == 0;
-        sb_graph_reset(&g);
-        g.training = dropout_on;
-        g.step = (uint64_t)k;
-        step_args sa = {.m = m, .batch = &batch, .loss_scale = loss_scale, .want_acc = is_update};
-        if ((st = sb_graph_run(&g, train_micro_step, &sa, err)) != SB_OK)
-            goto out;
-        if (opt->inject_nan_at > 0 && k + 1 == opt->inject_nan_at)
-            sa.loss = (double)NAN;
-        if (!isfinite(sa.loss)) {
-            st = sb_error_set(err, SB_ERR_DIVERGED,
-                              "the training loss became %s at update %lld (sample %lld): the run "
-                              "diverged; try a lower --lr",
-                              isnan(sa.loss) ? "NaN" : "infinite", (long long)updates,
-                              (long long)first);
-            res->steps = updates;
-            res->samples = first;
-            goto out;
-        }
-        for (int b = 0; b < count; b++)
-            tokens += batch.n_frames[b];
-        evaluated_last = 0;
-        if (is_update) {
-            sb_clip_grad_norm(&m->params, 1.0);
-            if (s4_schedule) {
-                /* T_max = dataset_size // EPOCH_SIZE; one scheduler step after every
-                 * periodic evaluation, none within an epoch, no warm-up */
-                const int64_t epoch = updates / eval_every, t_max = n_train / cfg->epoch_size;
-                last_lr = sb_cosine_annealing_lr(optim.lr, epoch, t_max);
-                sb_optimizer_step_lr(&optim, &m->params, last_lr,
-                                     sb_cosine_annealing_lr(optim.group2_lr, epoch, t_max));
-            } else {
-                double factor =
-                    sb_schedule_factor(cfg->scheduler, (double)updates, warmup, sched_total);
-                last_lr = cfg->lr * factor;
-                sb_optimizer_step(&optim, &m->params, factor);
-            }
-            sb_params_zero_grad(&m->params);
-            updates++;
-            sum_loss += sa.loss;
-            sum_acc += sa.counted > 0 ? (double)sa.correct / (double)sa.counted : 0.0;
-            n_since_eval++;
-        }
-        train_time += sb_time_now() - t0;
-        if (is_update) {
-            sb_train_event ev = {.kind = SB_EVENT_PROGRESS, .step = updates,
-                                 .total_steps = total_updates, .samples = first + count,
-                                 .loss = sa.loss,
-                                 .acc = sa.counted > 0 ? (double)sa.correct / (double)sa.counted : 0,
-                                 .lr = last_lr, .tokens_per_s = tokens / train_time,
-                                 .elapsed_s = sb_time_now() - t_start, .params = res->params,
-                                 .grad_acc = acc_steps};
-            ev.eta_s = (double)(total_updates - updates) * train_time /
-                       (double)(updates - first_micro / acc_steps);
-            emit(opt, &ev);
-        }
-        int stop_early = 0;
-        if (is_update && cfg->early_stop) {
-            if (sa.loss < best_loss) {
-                best_loss = sa.loss;
-                since_best = 0;
-            } else if (++since_best >= patience) {
-                stop_early = 1;
-            }
-        }
-        int last_update = is_update && (updates == total_updates || stop_early);
-        if (is_update && (updates % eval_every == 0 || last_update)) {
-            double test_loss, test_acc;
-            if ((st = sb_evaluate(task, m, cfg->test_bs, budget, &test_loss, &test_acc, err)) != SB_OK)
-                goto out;
-            res->train_loss = sum_loss / n_since_eval;
-            res->train_acc = sum_acc / n_since_eval;
-            res->test_loss = test_loss;
-            res->test_acc = test_acc;
-            res->n_evals++;
-            evaluated_last = 1;
-            if (cfg->task.protocol == SB_PROTOCOL_REFERENCE)
-                dropout_on = 0; /* train.py's evaluation leaves the model in eval mode */
-            sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = updates,
-                                 .total_steps = total_updates, .samples = first + count,
-                                 .loss = res->train_loss, .acc = res->train_acc,
-                                 .test_loss = test_loss, .test_acc = test_acc, .lr = last_lr,
-                                 .tokens_per_s = tokens / train_time,
-                                 .elapsed_s = sb_time_now() - t_start, .params = res->params,
-                                 .grad_acc = acc_steps};
-            emit(opt, &ev);
-            sum_loss = sum_acc = 0.0;
-            n_since_eval = 0;
-            if (opt->ckpt_path != NULL &&
-                (st = sb_checkpoint_save(opt->ckpt_path, m, cfg, &optim, first + count, err)) != SB_OK)
-                goto out;
-            if (stop_early)
-                break;
-            if (opt->stop_after > 0 && updates >= opt->stop_after && !last_update) {
-                res->steps = updates;
-                res->samples = first + count;
-                res->tokens_per_s = train_time > 0 ? tokens / train_time : 0.0;
-                snprintf(res->status, sizeof res->status, "stopped");
-                goto out;
-            }
-        }
-    }
-    (void)evaluated_last;
-    res->steps = updates;
-    res->samples = updates * micro * acc_steps < n_train ? updates * micro * acc_steps : n_train;
-    res->tokens_per_s = train_time > 0 ? tokens / train_time : 0.0;
-    snprintf(res->status, sizeof res->status, "finished");
-
-out:
-    res->wall_s = sb_time_now() - t_start;
+    res->wall_s = sb_time_now() - r.t_start;
     if (st == SB_ERR_DIVERGED)
         run_failed(res, "diverged", st, err);
     else if (st != SB_OK)
         run_failed(res, "failed", st, err);
-    free(index);
-    if (have_graph)
-        sb_graph_free(&g);
-    if (have_batch)
-        sb_batch_free(&batch);
-    sb_model_free(m);
-    sb_task_free(task);
+    train_run_free(&r);
     return st;
 }
 
