@@ -87,33 +87,51 @@ static void csv_value(json_t *v)
         printf("%s", json_is_true(v) ? "True" : "False");
 }
 
-int sb_cmd_results(int argc, char **argv)
+/* The command line of `results`. */
+typedef struct results_args {
+    const char *db_path, *model, *status;
+    int json, csv, check, threads;
+    const char *filters[MAX_FILTERS]; /* KEY=VALUE, each --filter in order */
+    int n_filters;
+} results_args;
+
+/* The runs of the database and which of them are shown. */
+typedef struct results_rows {
+    sb_run_row *rows;
+    size_t n;
+    json_t **configs;   /* [n] each run's configuration, parsed (NULL: unreadable) */
+    int *keep;          /* [n] shown: passes --status and every --filter */
+    size_t kept;
+    double *ceiling_se; /* [n] standard error of the ceiling, NaN where unknown */
+    int n_unfilled;     /* finished runs shown whose yardsticks could not be computed */
+    sb_error fill_err;  /* why, for the first of them */
+} results_rows;
+
+/* Parses the flags into a; returns -1 to go on, else the exit code. */
+static int results_parse(int argc, char **argv, results_args *a)
 {
-    const char *db_path = "results/selectivbench.db", *model = NULL, *status = NULL;
-    int json = 0, csv = 0, check = 0, threads = 0;
-    const char *filters[MAX_FILTERS];
-    int n_filters = 0;
     const char *filter_dummy = NULL;
     sb_option opts[] = {
-        {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
+        {"db", SB_OPT_STRING, &a->db_path, 0, 0, NULL, "PATH",
          "results database (default results/selectivbench.db)", 0},
-        {"model", SB_OPT_STRING, &model, 0, 0, NULL, "NAME", "only runs of this model", 0},
-        {"status", SB_OPT_STRING, &status, 0, 0, NULL, "S",
+        {"model", SB_OPT_STRING, &a->model, 0, 0, NULL, "NAME", "only runs of this model", 0},
+        {"status", SB_OPT_STRING, &a->status, 0, 0, NULL, "S",
          "only runs with this status (finished, running, failed, diverged)", 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
          "only runs whose configuration has KEY = VALUE (repeatable)", 0},
-        {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL, "print {\"runs\": [...]}", 0},
-        {"csv", SB_OPT_SWITCH, &csv, 0, 1, NULL, NULL, "print CSV with every configuration key",
+        {"json", SB_OPT_SWITCH, &a->json, 0, 1, NULL, NULL, "print {\"runs\": [...]}", 0},
+        {"csv", SB_OPT_SWITCH, &a->csv, 0, 1, NULL, NULL, "print CSV with every configuration key",
          0},
-        {"check", SB_OPT_SWITCH, &check, 0, 1, NULL, NULL,
+        {"check", SB_OPT_SWITCH, &a->check, 0, 1, NULL, NULL,
          "run SQLite's integrity check on the database and print ok or corrupt", 0},
-        {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
+        {"threads", SB_OPT_INT, &a->threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
     };
+    /* the option table keeps one value per flag: the repeatable --filter is collected here */
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc && n_filters < MAX_FILTERS)
-            filters[n_filters++] = argv[i + 1];
-        else if (strncmp(argv[i], "--filter=", 9) == 0 && n_filters < MAX_FILTERS)
-            filters[n_filters++] = argv[i] + 9;
+        if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc && a->n_filters < MAX_FILTERS)
+            a->filters[a->n_filters++] = argv[i + 1];
+        else if (strncmp(argv[i], "--filter=", 9) == 0 && a->n_filters < MAX_FILTERS)
+            a->filters[a->n_filters++] = argv[i] + 9;
     }
     const char *pos[1];
     int n_pos = 0;
@@ -121,19 +139,27 @@ int sb_cmd_results(int argc, char **argv)
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
-    sb_cli_threads(threads);
+    sb_cli_threads(a->threads);
     if (n_pos == 1)
-        db_path = pos[0];
+        a->db_path = pos[0];
     sb_error err = {0};
-    for (int f = 0; f < n_filters; f++)
-        if (strchr(filters[f], '=') == NULL) {
-            sb_error_set(&err, SB_ERR_INVALID, "--filter '%s': write KEY=VALUE", filters[f]);
+    for (int f = 0; f < a->n_filters; f++)
+        if (strchr(a->filters[f], '=') == NULL) {
+            sb_error_set(&err, SB_ERR_INVALID, "--filter '%s': write KEY=VALUE", a->filters[f]);
             return sb_cli_fail("results", &err);
         }
-    if (json && csv) {
+    if (a->json && a->csv) {
         sb_error_set(&err, SB_ERR_INVALID, "choose one of --json and --csv");
         return sb_cli_fail("results", &err);
     }
+    return -1;
+}
+
+/* Opens the database (read-only when we may not write it); returns -1 to go on, else the
+ * exit code. */
+static int results_open(const char *db_path, sb_results **db)
+{
+    sb_error err = {0};
     FILE *probe = fopen(db_path, "rb");
     if (probe == NULL) {
         sb_error_set(&err, SB_ERR_IO, "no results database at '%s' (train or sweep first, or "
@@ -143,223 +169,279 @@ int sb_cmd_results(int argc, char **argv)
     fclose(probe);
     /* a database we may not write is shown as it is, its missing yardsticks computed but
      * not stored */
-    sb_results *db = NULL;
-    sb_status open_st = access(db_path, W_OK) == 0 ? sb_results_open(db_path, &db, &err)
-                                                    : sb_results_open_readonly(db_path, &db, &err);
+    sb_status open_st = access(db_path, W_OK) == 0 ? sb_results_open(db_path, db, &err)
+                                                    : sb_results_open_readonly(db_path, db, &err);
     if (open_st != SB_OK)
         return sb_cli_fail("results", &err);
-    if (check) {
-        int ok = 0;
-        sb_status st = sb_results_integrity_check(db, &ok, &err);
-        sb_results_close(db);
-        if (st != SB_OK)
-            return sb_cli_fail("results", &err);
-        printf("%s: %s\n", db_path, ok ? "ok" : "corrupt");
-        return ok ? 0 : 1;
-    }
-    sb_run_row *rows = NULL;
-    size_t n = 0;
-    if (sb_results_list_runs(db, model, &rows, &n, &err) != SB_OK) {
-        sb_results_close(db);
+    return -1;
+}
+
+/* --check: SQLite's integrity check; closes db and returns the exit code. */
+static int results_check(sb_results *db, const char *db_path)
+{
+    sb_error err = {0};
+    int ok = 0;
+    sb_status st = sb_results_integrity_check(db, &ok, &err);
+    sb_results_close(db);
+    if (st != SB_OK)
         return sb_cli_fail("results", &err);
+    printf("%s: %s\n", db_path, ok ? "ok" : "corrupt");
+    return ok ? 0 : 1;
+}
+
+static void results_rows_free(results_rows *t)
+{
+    for (size_t i = 0; t->configs != NULL && i < t->n; i++)
+        json_decref(t->configs[i]);
+    free(t->configs);
+    free(t->keep);
+    free(t->ceiling_se);
+    sb_results_run_rows_free(t->rows, t->n);
+}
+
+/* The runs (of --model), their configurations parsed, and those shown. */
+static sb_status results_select(sb_results *db, const results_args *a, results_rows *t,
+                                sb_error *err)
+{
+    sb_status st = sb_results_list_runs(db, a->model, &t->rows, &t->n, err);
+    if (st != SB_OK)
+        return st;
+    size_t n = t->n;
+    t->configs = calloc(n > 0 ? n : 1, sizeof *t->configs);
+    t->keep = calloc(n > 0 ? n : 1, sizeof *t->keep);
+    t->ceiling_se = malloc((n > 0 ? n : 1) * sizeof *t->ceiling_se);
+    if (t->configs == NULL || t->keep == NULL || t->ceiling_se == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %zu runs", n);
+    for (size_t i = 0; i < n; i++) {
+        const sb_run_row *r = &t->rows[i];
+        t->configs[i] = json_loads(r->config_json != NULL ? r->config_json : "{}", 0, NULL);
+        t->keep[i] = t->configs[i] != NULL && (a->status == NULL || strcmp(r->status, a->status) == 0);
+        for (int f = 0; t->keep[i] && f < a->n_filters; f++)
+            t->keep[i] = config_matches(t->configs[i], a->filters[f]);
+        t->kept += t->keep[i] != 0;
+        t->ceiling_se[i] = (double)NAN;
     }
-    /* the selected rows, with their configurations parsed */
-    json_t **configs = calloc(n > 0 ? n : 1, sizeof *configs);
-    int *keep = calloc(n > 0 ? n : 1, sizeof *keep);
-    size_t kept = 0;
-    for (size_t i = 0; configs != NULL && keep != NULL && i < n; i++) {
-        configs[i] = json_loads(rows[i].config_json != NULL ? rows[i].config_json : "{}", 0, NULL);
-        keep[i] = configs[i] != NULL && (status == NULL || strcmp(rows[i].status, status) == 0);
-        for (int f = 0; keep[i] && f < n_filters; f++)
-            keep[i] = config_matches(configs[i], filters[f]);
-        kept += keep[i] != 0;
-    }
-    /* the yardsticks of the runs shown, backfilled where missing, and the standard error
-     * of the ceiling (from the cache) */
-    int n_unfilled = 0;
-    sb_error fill_err = {0};
-    double *ceiling_se = malloc((n > 0 ? n : 1) * sizeof *ceiling_se);
-    for (size_t i = 0; ceiling_se != NULL && i < n; i++)
-        ceiling_se[i] = (double)NAN;
-    for (size_t i = 0; configs != NULL && keep != NULL && ceiling_se != NULL && i < n; i++) {
-        if (!keep[i] || strcmp(rows[i].status, "finished") != 0)
+    return SB_OK;
+}
+
+/* The yardsticks of the finished runs shown, backfilled where missing, and the standard
+ * error of their ceiling (from the cache); a run that fails is counted, not fatal. */
+static void results_backfill(sb_results *db, int threads, results_rows *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        if (!t->keep[i] || strcmp(t->rows[i].status, "finished") != 0)
             continue;
         sb_error e = {0};
         sb_run_config rc_i;
         sb_ceiling c;
-        sb_status fst = sb_results_fill_yardsticks(db, &rows[i], threads, NULL, &e);
+        sb_status fst = sb_results_fill_yardsticks(db, &t->rows[i], threads, NULL, &e);
         if (fst == SB_OK)
-            fst = sb_run_config_from_json(rows[i].config_json, &rc_i, &e);
+            fst = sb_run_config_from_json(t->rows[i].config_json, &rc_i, &e);
         if (fst == SB_OK)
             fst = sb_results_task_ceiling(db, &rc_i.task, threads, &c, NULL, &e);
         if (fst == SB_OK)
-            ceiling_se[i] = c.expected_acc_se;
-        else if (n_unfilled++ == 0)
-            fill_err = e;
+            t->ceiling_se[i] = c.expected_acc_se;
+        else if (t->n_unfilled++ == 0)
+            t->fill_err = e;
     }
-    if (configs == NULL || keep == NULL || ceiling_se == NULL) {
-        for (size_t i = 0; configs != NULL && i < n; i++)
-            json_decref(configs[i]);
-        free(configs), free(keep), free(ceiling_se);
-        sb_results_run_rows_free(rows, n);
+}
+
+/* --json: one run as an object. */
+static void print_json_run(sb_json *j, const sb_run_row *r, double ceiling_se)
+{
+    sb_json_object_begin(j);
+    sb_json_key(j, "hash");
+    sb_json_string(j, r->hash);
+    sb_json_key(j, "status");
+    sb_json_string(j, r->status);
+    sb_json_key(j, "model");
+    sb_json_string(j, r->model != NULL ? r->model : "");
+    sb_json_key(j, "protocol");
+    sb_json_string(j, r->protocol != NULL ? r->protocol : "");
+    if (r->reason != NULL) {
+        sb_json_key(j, "reason");
+        sb_json_string(j, r->reason);
+    }
+    /* the configuration as an object (already canonical JSON text) */
+    sb_json_key(j, "config");
+    sb_json_raw(j, r->config_json != NULL ? r->config_json : "{}");
+    sb_json_key(j, "params");
+    if (r->params >= 0)
+        sb_json_int(j, r->params);
+    else
+        sb_json_null(j);
+    const char *mk[6] = {"test_acc", "test_loss", "train_acc", "train_loss", "wall_s",
+                         "tokens_per_s"};
+    double mv[6] = {r->metrics.test_acc, r->metrics.test_loss, r->metrics.train_acc,
+                    r->metrics.train_loss, r->metrics.wall_s, r->metrics.tokens_per_s};
+    for (int k = 0; k < 6; k++) {
+        sb_json_key(j, mk[k]);
+        sb_json_double(j, mv[k]);
+    }
+    sb_json_key(j, "ceiling");
+    sb_json_double(j, r->ceiling);
+    sb_json_key(j, "ceiling_se");
+    sb_json_double(j, ceiling_se);
+    sb_json_key(j, "effective_memory");
+    if (isinf(r->effective_memory))
+        sb_json_string(j, ">32");
+    else
+        sb_json_double(j, r->effective_memory);
+    sb_json_key(j, "flops_per_token");
+    sb_json_double(j, r->flops_per_token);
+    sb_json_key(j, "state_size");
+    if (r->state_size >= 0)
+        sb_json_int(j, r->state_size);
+    else
+        sb_json_null(j);
+    sb_json_key(j, "finished_at");
+    if (r->finished_at != NULL)
+        sb_json_string(j, r->finished_at);
+    else
+        sb_json_null(j);
+    sb_json_object_end(j);
+}
+
+/* --json: {"runs": [...]} of the runs shown. */
+static void print_json(const results_rows *t)
+{
+    sb_json j;
+    sb_json_init(&j, stdout, 0);
+    sb_json_object_begin(&j);
+    sb_json_key(&j, "runs");
+    sb_json_array_begin(&j);
+    for (size_t i = 0; i < t->n; i++)
+        if (t->keep[i])
+            print_json_run(&j, &t->rows[i], t->ceiling_se[i]);
+    sb_json_array_end(&j);
+    sb_json_object_end(&j);
+    printf("\n");
+}
+
+/* --csv: one run's line; keys: the configuration whose keys are the columns (or NULL). */
+static void print_csv_run(const sb_run_row *r, json_t *config, double ceiling_se, json_t *keys)
+{
+    printf("%s,%s,%s,%s,", r->hash, r->status, r->model != NULL ? r->model : "",
+           r->protocol != NULL ? r->protocol : "");
+    if (r->params >= 0)
+        printf("%lld", (long long)r->params);
+    double mv[6] = {r->metrics.test_acc, r->metrics.test_loss, r->metrics.train_acc,
+                    r->metrics.train_loss, r->metrics.wall_s, r->metrics.tokens_per_s};
+    for (int k = 0; k < 6; k++) {
+        printf(",");
+        print_number_or_empty(mv[k]);
+    }
+    char mem[40];
+    format_memory(mem, sizeof mem, r->effective_memory);
+    printf(",");
+    print_number_or_empty(r->ceiling);
+    printf(",%s,", mem);
+    print_number_or_empty(ceiling_se);
+    const char *key;
+    json_t *v;
+    if (keys != NULL)
+        json_object_foreach(keys, key, v) {
+            if (fixed_column(key))
+                continue;
+            printf(",");
+            csv_value(json_object_get(config, key));
+        }
+    printf("\n");
+}
+
+/* --csv: a header line, then one line per run shown. */
+static void print_csv(const results_rows *t)
+{
+    /* columns: fixed ones, then the configuration keys of the first kept run */
+    json_t *keys = NULL;
+    for (size_t i = 0; i < t->n && keys == NULL; i++)
+        if (t->keep[i])
+            keys = t->configs[i];
+    printf("hash,status,model,protocol,params,test_acc,test_loss,train_acc,train_loss,wall_s,"
+           "tokens_per_s,ceiling,effective_memory,ceiling_se");
+    const char *key;
+    json_t *v;
+    if (keys != NULL)
+        json_object_foreach(keys, key, v)
+            if (!fixed_column(key))
+                printf(",%s", key);
+    printf("\n");
+    for (size_t i = 0; i < t->n; i++)
+        if (t->keep[i])
+            print_csv_run(&t->rows[i], t->configs[i], t->ceiling_se[i], keys);
+}
+
+/* The table: one run's line, and its reason when it did not finish. */
+static void print_table_run(const sb_run_row *r, json_t *c)
+{
+    json_t *warm = json_object_get(c, "warmup_steps");
+    char warm_s[16] = "5%";
+    if (json_is_integer(warm))
+        snprintf(warm_s, sizeof warm_s, "%lld", (long long)json_integer_value(warm));
+    /* yardsticks: "-" where unknown; effective memory in elements, ">32" beyond */
+    char ceil_s[16] = "-", mem_s[16] = "-";
+    if (!isnan(r->ceiling))
+        snprintf(ceil_s, sizeof ceil_s, "%.4f", r->ceiling);
+    if (isinf(r->effective_memory))
+        snprintf(mem_s, sizeof mem_s, ">32");
+    else if (!isnan(r->effective_memory))
+        snprintf(mem_s, sizeof mem_s, "%.2f", r->effective_memory);
+    printf("%-16s %-20s %6lld %4lld %8g %6s %5lld %-9s %9.4f %9.4f %8s %7s %10lld %8.1f\n",
+           r->hash, r->model != NULL ? r->model : "?",
+           (long long)json_integer_value(json_object_get(c, "feat_size")),
+           (long long)json_integer_value(json_object_get(c, "layers")),
+           json_number_value(json_object_get(c, "lr")), warm_s,
+           (long long)json_integer_value(json_object_get(c, "seed")), r->status,
+           r->metrics.test_acc, r->metrics.test_loss, ceil_s, mem_s, (long long)r->params,
+           r->metrics.wall_s);
+    if (r->reason != NULL && strcmp(r->status, "finished") != 0)
+        printf("    %s\n", r->reason);
+}
+
+/* The default output: a header, one line per run shown, the count. */
+static void print_table(const results_rows *t)
+{
+    printf("%-16s %-20s %6s %4s %8s %6s %5s %-9s %9s %9s %8s %7s %10s %8s\n", "hash", "model",
+           "width", "L", "lr", "warmup", "seed", "status", "test acc", "test loss", "ceiling",
+           "eff mem", "params", "wall s");
+    for (size_t i = 0; i < t->n; i++)
+        if (t->keep[i])
+            print_table_run(&t->rows[i], t->configs[i]);
+    printf("%zu of %zu runs\n", t->kept, t->n);
+}
+
+int sb_cmd_results(int argc, char **argv)
+{
+    results_args a = {.db_path = "results/selectivbench.db"};
+    int rc = results_parse(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    sb_results *db = NULL;
+    if ((rc = results_open(a.db_path, &db)) >= 0)
+        return rc;
+    if (a.check)
+        return results_check(db, a.db_path);
+
+    results_rows t = {0};
+    sb_error err = {0};
+    if (results_select(db, &a, &t, &err) != SB_OK) {
+        results_rows_free(&t);
         sb_results_close(db);
-        sb_error_set(&err, SB_ERR_NOMEM, "out of memory listing %zu runs", n);
         return sb_cli_fail("results", &err);
     }
-    if (json) {
-        sb_json j;
-        sb_json_init(&j, stdout, 0);
-        sb_json_object_begin(&j);
-        sb_json_key(&j, "runs");
-        sb_json_array_begin(&j);
-        for (size_t i = 0; i < n; i++) {
-            if (!keep[i])
-                continue;
-            const sb_run_row *r = &rows[i];
-            sb_json_object_begin(&j);
-            sb_json_key(&j, "hash");
-            sb_json_string(&j, r->hash);
-            sb_json_key(&j, "status");
-            sb_json_string(&j, r->status);
-            sb_json_key(&j, "model");
-            sb_json_string(&j, r->model != NULL ? r->model : "");
-            sb_json_key(&j, "protocol");
-            sb_json_string(&j, r->protocol != NULL ? r->protocol : "");
-            if (r->reason != NULL) {
-                sb_json_key(&j, "reason");
-                sb_json_string(&j, r->reason);
-            }
-            /* the configuration as an object (already canonical JSON text) */
-            sb_json_key(&j, "config");
-            sb_json_raw(&j, r->config_json != NULL ? r->config_json : "{}");
-            sb_json_key(&j, "params");
-            if (r->params >= 0)
-                sb_json_int(&j, r->params);
-            else
-                sb_json_null(&j);
-            const char *mk[6] = {"test_acc", "test_loss", "train_acc", "train_loss", "wall_s",
-                                 "tokens_per_s"};
-            double mv[6] = {r->metrics.test_acc, r->metrics.test_loss, r->metrics.train_acc,
-                            r->metrics.train_loss, r->metrics.wall_s, r->metrics.tokens_per_s};
-            for (int k = 0; k < 6; k++) {
-                sb_json_key(&j, mk[k]);
-                sb_json_double(&j, mv[k]);
-            }
-            sb_json_key(&j, "ceiling");
-            sb_json_double(&j, r->ceiling);
-            sb_json_key(&j, "ceiling_se");
-            sb_json_double(&j, ceiling_se[i]);
-            sb_json_key(&j, "effective_memory");
-            if (isinf(r->effective_memory))
-                sb_json_string(&j, ">32");
-            else
-                sb_json_double(&j, r->effective_memory);
-            sb_json_key(&j, "flops_per_token");
-            sb_json_double(&j, r->flops_per_token);
-            sb_json_key(&j, "state_size");
-            if (r->state_size >= 0)
-                sb_json_int(&j, r->state_size);
-            else
-                sb_json_null(&j);
-            sb_json_key(&j, "finished_at");
-            if (r->finished_at != NULL)
-                sb_json_string(&j, r->finished_at);
-            else
-                sb_json_null(&j);
-            sb_json_object_end(&j);
-        }
-        sb_json_array_end(&j);
-        sb_json_object_end(&j);
-        printf("\n");
-    } else if (csv) {
-        /* columns: fixed ones, then the configuration keys of the first kept run */
-        json_t *keys = NULL;
-        for (size_t i = 0; i < n && keys == NULL; i++)
-            if (keep[i])
-                keys = configs[i];
-        printf("hash,status,model,protocol,params,test_acc,test_loss,train_acc,train_loss,wall_s,"
-               "tokens_per_s,ceiling,effective_memory,ceiling_se");
-        const char *key;
-        json_t *v;
-        if (keys != NULL)
-            json_object_foreach(keys, key, v)
-                if (!fixed_column(key))
-                    printf(",%s", key);
-        printf("\n");
-        for (size_t i = 0; i < n; i++) {
-            if (!keep[i])
-                continue;
-            const sb_run_row *r = &rows[i];
-            printf("%s,%s,%s,%s,", r->hash, r->status, r->model != NULL ? r->model : "",
-                   r->protocol != NULL ? r->protocol : "");
-            if (r->params >= 0)
-                printf("%lld", (long long)r->params);
-            double mv[6] = {r->metrics.test_acc, r->metrics.test_loss, r->metrics.train_acc,
-                            r->metrics.train_loss, r->metrics.wall_s, r->metrics.tokens_per_s};
-            for (int k = 0; k < 6; k++) {
-                printf(",");
-                print_number_or_empty(mv[k]);
-            }
-            char mem[40];
-            format_memory(mem, sizeof mem, r->effective_memory);
-            printf(",");
-            print_number_or_empty(r->ceiling);
-            printf(",%s,", mem);
-            print_number_or_empty(ceiling_se[i]);
-            if (keys != NULL)
-                json_object_foreach(keys, key, v) {
-                    if (fixed_column(key))
-                        continue;
-                    printf(",");
-                    csv_value(json_object_get(configs[i], key));
-                }
-            printf("\n");
-        }
-    } else {
-        printf("%-16s %-20s %6s %4s %8s %6s %5s %-9s %9s %9s %8s %7s %10s %8s\n", "hash", "model",
-               "width", "L", "lr", "warmup", "seed", "status", "test acc", "test loss", "ceiling",
-               "eff mem", "params", "wall s");
-        for (size_t i = 0; i < n; i++) {
-            if (!keep[i])
-                continue;
-            const sb_run_row *r = &rows[i];
-            json_t *c = configs[i];
-            json_t *warm = json_object_get(c, "warmup_steps");
-            char warm_s[16] = "5%";
-            if (json_is_integer(warm))
-                snprintf(warm_s, sizeof warm_s, "%lld", (long long)json_integer_value(warm));
-            /* yardsticks: "-" where unknown; effective memory in elements, ">32" beyond */
-            char ceil_s[16] = "-", mem_s[16] = "-";
-            if (!isnan(r->ceiling))
-                snprintf(ceil_s, sizeof ceil_s, "%.4f", r->ceiling);
-            if (isinf(r->effective_memory))
-                snprintf(mem_s, sizeof mem_s, ">32");
-            else if (!isnan(r->effective_memory))
-                snprintf(mem_s, sizeof mem_s, "%.2f", r->effective_memory);
-            printf("%-16s %-20s %6lld %4lld %8g %6s %5lld %-9s %9.4f %9.4f %8s %7s %10lld %8.1f\n",
-                   r->hash, r->model != NULL ? r->model : "?",
-                   (long long)json_integer_value(json_object_get(c, "feat_size")),
-                   (long long)json_integer_value(json_object_get(c, "layers")),
-                   json_number_value(json_object_get(c, "lr")), warm_s,
-                   (long long)json_integer_value(json_object_get(c, "seed")), r->status,
-                   r->metrics.test_acc, r->metrics.test_loss, ceil_s, mem_s, (long long)r->params,
-                   r->metrics.wall_s);
-            if (r->reason != NULL && strcmp(r->status, "finished") != 0)
-                printf("    %s\n", r->reason);
-        }
-        printf("%zu of %zu runs\n", kept, n);
-    }
-    if (n_unfilled > 0)
+    results_backfill(db, a.threads, &t);
+    if (a.json)
+        print_json(&t);
+    else if (a.csv)
+        print_csv(&t);
+    else
+        print_table(&t);
+    if (t.n_unfilled > 0)
         fprintf(stderr,
                 "selectivbench results: warning: the yardsticks of %d finished run%s could not "
                 "be computed (shown empty): %s\n",
-                n_unfilled, n_unfilled == 1 ? "" : "s", fill_err.msg);
-    for (size_t i = 0; configs != NULL && i < n; i++)
-        json_decref(configs[i]);
-    free(configs);
-    free(keep);
-    free(ceiling_se);
-    sb_results_run_rows_free(rows, n);
+                t.n_unfilled, t.n_unfilled == 1 ? "" : "s", t.fill_err.msg);
+    results_rows_free(&t);
     sb_results_close(db);
     return 0;
 }
