@@ -273,31 +273,67 @@ static sb_status make_dir(const char *dir, sb_error *err)
     return SB_OK;
 }
 
-sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report_summary *sum,
-                             sb_error *err)
+/* Opens the database (read-only when we may not write it), lists its runs and makes
+ * out_dir; on failure nothing is left open. */
+static sb_status report_open(const char *db_path, const char *out_dir, sb_results **db,
+                             sb_run_row **rows, size_t *n_rows, sb_error *err)
 {
-    memset(sum, 0, sizeof *sum);
     /* a database we may not write is read as it is (yardsticks computed, not stored) */
-    sb_results *db = NULL;
-    sb_status st = access(db_path, W_OK) == 0 ? sb_results_open(db_path, &db, err)
-                                               : sb_results_open_readonly(db_path, &db, err);
+    sb_status st = access(db_path, W_OK) == 0 ? sb_results_open(db_path, db, err)
+                                               : sb_results_open_readonly(db_path, db, err);
     if (st != SB_OK)
         return st;
-    sb_run_row *rows = NULL;
-    size_t n_rows = 0;
-    st = sb_results_list_runs(db, NULL, &rows, &n_rows, err);
+    st = sb_results_list_runs(*db, NULL, rows, n_rows, err);
     if (st == SB_OK)
         st = make_dir(out_dir, err);
     if (st != SB_OK) {
-        sb_results_close(db);
-        sb_results_run_rows_free(rows, n_rows);
-        return st;
+        sb_results_close(*db);
+        sb_results_run_rows_free(*rows, *n_rows);
+        *rows = NULL;
     }
-    sum->runs_read = (int)n_rows;
+    return st;
+}
 
-    /* finished runs with a test accuracy, classified */
+/* A finished run as a rec: its figure and place, its setting and accuracy, its grammar,
+ * and its yardsticks (backfilled where missing; a failure is counted in sum). */
+static void rec_from_run(sb_results *db, sb_run_row *row, const sb_run_config *c, rec *r,
+                         sb_report_summary *sum)
+{
+    classify(c, row->params > 0 ? (size_t)row->params : 0, r);
+    r->protocol = (int)c->task.protocol;
+    snprintf(r->model, sizeof r->model, "%s", c->model);
+    r->model_rank = model_rank(c->model);
+    r->lr = c->lr;
+    r->warmup = c->warmup_steps;
+    r->acc = row->metrics.test_acc;
+    const sb_grammar_config gc = sb_grammar_config_effective(&c->task.grammar);
+    r->vocab = gc.vocab;
+    r->amb = gc.amb;
+    r->depth = gc.amb_depth;
+    r->task_seed = c->task.grammar.seed;
+    r->ceiling = r->memory = (double)NAN;
+    for (int w = 0; w < 3; w++)
+        r->window[w] = (double)NAN;
+    sb_ceiling ce;
+    sb_error yerr = {0};
+    if (sb_results_fill_yardsticks(db, row, 0, NULL, &yerr) == SB_OK &&
+        sb_results_task_ceiling(db, &c->task, 0, &ce, NULL, &yerr) == SB_OK) {
+        r->ceiling = row->ceiling;
+        r->memory = row->effective_memory;
+        for (int w = 0; w < 3; w++)
+            r->window[w] = ce.window_acc[window_index(ref_k[w])];
+    } else if (sum->yardsticks_missing++ == 0) {
+        snprintf(sum->yardsticks_error, sizeof sum->yardsticks_error, "%s", yerr.msg);
+    }
+}
+
+/* The finished runs with a test accuracy and a readable configuration, as recs (NULL when
+ * out of memory: then none); *n: how many. */
+static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows,
+                             sb_report_summary *sum, int *n)
+{
     rec *recs = calloc(n_rows > 0 ? n_rows : 1, sizeof *recs);
-    int n = 0;
+    *n = 0;
     for (size_t i = 0; recs != NULL && i < n_rows; i++) {
         sb_run_row *row = &rows[i];
         if (strcmp(row->status, "finished") != 0 || !isfinite(row->metrics.test_acc))
@@ -306,52 +342,14 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
         sb_error cerr = {0};
         if (row->config_json == NULL || sb_run_config_from_json(row->config_json, &c, &cerr) != SB_OK)
             continue;
-        rec *r = &recs[n++];
-        classify(&c, row->params > 0 ? (size_t)row->params : 0, r);
-        r->protocol = (int)c.task.protocol;
-        snprintf(r->model, sizeof r->model, "%s", c.model);
-        r->model_rank = model_rank(c.model);
-        r->lr = c.lr;
-        r->warmup = c.warmup_steps;
-        r->acc = row->metrics.test_acc;
-        const sb_grammar_config gc = sb_grammar_config_effective(&c.task.grammar);
-        r->vocab = gc.vocab;
-        r->amb = gc.amb;
-        r->depth = gc.amb_depth;
-        r->task_seed = c.task.grammar.seed;
-        /* the yardsticks, backfilled where missing */
-        r->ceiling = r->memory = (double)NAN;
-        for (int w = 0; w < 3; w++)
-            r->window[w] = (double)NAN;
-        sb_ceiling ce;
-        sb_error yerr = {0};
-        if (sb_results_fill_yardsticks(db, row, 0, NULL, &yerr) == SB_OK &&
-            sb_results_task_ceiling(db, &c.task, 0, &ce, NULL, &yerr) == SB_OK) {
-            r->ceiling = row->ceiling;
-            r->memory = row->effective_memory;
-            for (int w = 0; w < 3; w++)
-                r->window[w] = ce.window_acc[window_index(ref_k[w])];
-        } else if (sum->yardsticks_missing++ == 0) {
-            snprintf(sum->yardsticks_error, sizeof sum->yardsticks_error, "%s", yerr.msg);
-        }
+        rec_from_run(db, row, &c, &recs[(*n)++], sum);
     }
-    sb_results_close(db);
-    sb_results_run_rows_free(rows, n_rows);
-    sum->runs_used = n;
-    qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
+    return recs;
+}
 
-    /* fig2a: x = mean TE over the seeds present for each amb */
-    te_cache *cache = NULL;
-    int n_cache = 0;
-
-    snprintf(sum->table_path, sizeof sum->table_path, "%s/report.md", out_dir);
-    char tmp_table[4200];
-    snprintf(tmp_table, sizeof tmp_table, "%s.tmp", sum->table_path);
-    FILE *md = fopen(tmp_table, "w");
-    if (md == NULL) {
-        free(recs);
-        return sb_error_set(err, SB_ERR_IO, "cannot write '%s': %s", tmp_table, strerror(errno));
-    }
+/* report.md's title and the paragraph on how to read it. */
+static void write_report_intro(FILE *md, const char *db_path, const sb_report_summary *sum)
+{
     fprintf(md, "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished and placed in a "
                 "figure. Each point: the learning-rate / warm-up setting with the best mean test "
                 "accuracy; mean and standard deviation (ddof 0) over its seeds.\n\n"
@@ -364,165 +362,306 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
                 "draw the ceiling and the k = 1, 4, 8 window observers as grey lines; each has "
                 "a `_memory` figure of the effective memory (log2(1 + m) axis).\n",
             db_path, sum->runs_read, sum->runs_used);
+}
 
-    point *pts = calloc((size_t)(n > 0 ? n : 1), sizeof *pts);
-    int i = 0;
-    while (i < n && pts != NULL) {
-        /* one figure: same fig, protocol, panel */
-        int f0 = i;
-        while (i < n && recs[i].fig == recs[f0].fig && recs[i].protocol == recs[f0].protocol &&
-               recs[i].panel == recs[f0].panel)
-            i++;
-        const rec *head = &recs[f0];
-        sb_plot_series series[64];
-        char labels[64][SB_MODEL_NAME_MAX];
-        int n_series = 0, n_pts = 0;
-        size_t n_fig = (size_t)(i - f0);
-        double *xs = calloc(n_fig, sizeof *xs), *ys = calloc(n_fig, sizeof *ys),
-               *es = calloc(n_fig, sizeof *es), *ms = calloc(n_fig, sizeof *ms),
-               *mes = calloc(n_fig, sizeof *mes), *rxs = calloc(4 * n_fig, sizeof *rxs),
-               *rys = calloc(4 * n_fig, sizeof *rys);
-        ref_x *rx = calloc(n_fig, sizeof *rx);
-        if (xs == NULL || ys == NULL || es == NULL || ms == NULL || mes == NULL || rxs == NULL ||
-            rys == NULL || rx == NULL) {
-            free(xs), free(ys), free(es), free(ms), free(mes), free(rxs), free(rys), free(rx);
-            st = sb_error_set(err, SB_ERR_NOMEM, "out of memory drawing the figures");
-            break;
-        }
-        char base[4096], title[256], subtitle[256];
-        snprintf(base, sizeof base, "%s/%s", out_dir, fig_name[head->fig]);
-        if (head->panel > 0)
-            snprintf(base + strlen(base), sizeof base - strlen(base), "_d%d", head->panel);
-        if (head->protocol == 1)
-            snprintf(base + strlen(base), sizeof base - strlen(base), "_clean");
-        snprintf(title, sizeof title, "%s", fig_title[head->fig]);
-        if (head->panel > 0)
-            snprintf(subtitle, sizeof subtitle, "width %d, protocol %s; mean \xC2\xB1 std over seeds, "
-                     "best lr / warm-up per point", head->panel,
-                     head->protocol == 1 ? "clean" : "reference");
-        else
-            snprintf(subtitle, sizeof subtitle, "protocol %s; mean \xC2\xB1 std over seeds, best lr / "
-                     "warm-up per point", head->protocol == 1 ? "clean" : "reference");
-        fprintf(md, "\n## %s (%s)\n\n%s.\n\n| model | %s | mean test acc | std | seeds | lr | "
-                    "warm-up | ceiling | eff. memory |\n"
-                    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-                title, strrchr(base, '/') + 1, subtitle,
-                head->fig == FIG_2A ? "TE" : head->fig == FIG_4 ? "gap frames" : "params (M)");
-        int j = f0;
-        while (j < i && n_series < 64) {
-            /* one model */
-            int m0 = j;
-            while (j < i && strcmp(recs[j].model, recs[m0].model) == 0)
-                j++;
-            int first_pt = n_pts;
-            int k = m0;
-            while (k < j) {
-                /* one x: the best (lr, warm-up) setting */
-                int x0 = k;
-                while (k < j && recs[k].xkey == recs[x0].xkey)
-                    k++;
-                point best = {.mean = -HUGE_VAL};
-                int s = x0;
-                while (s < k) {
-                    int s0 = s;
-                    double sum_acc = 0;
-                    while (s < k && recs[s].lr == recs[s0].lr && recs[s].warmup == recs[s0].warmup)
-                        sum_acc += recs[s++].acc;
-                    int cnt = s - s0;
-                    double mean = sum_acc / cnt, var = 0;
-                    for (int q = s0; q < s; q++)
-                        var += (recs[q].acc - mean) * (recs[q].acc - mean);
-                    if (mean > best.mean) {
-                        best.mean = mean;
-                        best.std = sqrt(var / cnt);
-                        best.n = cnt;
-                        best.lr = recs[s0].lr;
-                        best.warmup = recs[s0].warmup;
-                        point_yardsticks(recs, s0, s, &best);
-                    }
-                }
-                double x = recs[x0].xkey;
-                if (head->fig == FIG_2A) {
-                    /* the TE of this amb: mean over the grammars (seeds) of its runs */
-                    double te_sum = 0;
-                    int te_n = 0;
-                    for (int q = x0; q < k; q++) {
-                        double te = grammar_te(&cache, &n_cache, &recs[q]);
-                        if (isfinite(te))
-                            te_sum += te, te_n++;
-                    }
-                    x = te_n > 0 ? te_sum / te_n : (double)NAN;
-                }
-                best.x = x;
-                pts[n_pts++] = best;
-                char warm[16] = "5%";
-                if (best.warmup >= 0)
-                    snprintf(warm, sizeof warm, "%d", best.warmup);
-                char ceil_s[32] = "-", mem_s[32] = "-";
-                if (!isnan(best.ceiling))
-                    snprintf(ceil_s, sizeof ceil_s, "%.4f", best.ceiling);
-                if (best.mem_mean > MEMORY_BEYOND)
-                    snprintf(mem_s, sizeof mem_s, ">32");
-                else if (!isnan(best.mem_mean))
-                    snprintf(mem_s, sizeof mem_s, "%.3g \xC2\xB1 %.2g", best.mem_mean, best.mem_std);
-                fprintf(md, "| %s | %.4g | %.4f | %.4f | %d | %g | %s | %s | %s |\n", recs[m0].model,
-                        x, best.mean, best.std, best.n, best.lr, warm, ceil_s, mem_s);
-            }
-            snprintf(labels[n_series], sizeof labels[n_series], "%s", recs[m0].model);
-            series[n_series] = (sb_plot_series){labels[n_series], n_pts - first_pt, NULL, NULL, NULL};
-            n_series++;
-        }
-        /* the series' arrays: slices of xs, ys, es in point order */
-        for (int q = 0; q < n_pts; q++) {
-            xs[q] = pts[q].x;
-            ys[q] = pts[q].mean;
-            es[q] = pts[q].std;
-            ms[q] = pts[q].mem_mean;
-            mes[q] = isinf(pts[q].mem_mean) ? 0 : pts[q].mem_std;
-        }
-        int offset = 0;
-        sb_plot_series mem_series[64];
-        for (int s = 0; s < n_series; s++) {
-            series[s].x = xs + offset;
-            series[s].y = ys + offset;
-            series[s].err = es + offset;
-            mem_series[s] = series[s];
-            mem_series[s].y = ms + offset;
-            mem_series[s].err = mes + offset;
-            offset += series[s].n;
-        }
-        sb_plot_ref refs[4];
-        int n_refs = figure_refs(recs, f0, i, head->fig, &cache, &n_cache, refs, rxs, rys, rx);
-        int logx = head->fig == FIG_2B || head->fig == FIG_3A || head->fig == FIG_3B;
-        sb_plot plot = {.title = title, .subtitle = subtitle, .xlabel = fig_xlabel[head->fig],
-                        .ylabel = "test accuracy (fraction of elements)", .logx = logx,
-                        .ymin = (double)NAN, .ymax = (double)NAN, .n_series = n_series,
-                        .series = series, .n_refs = n_refs, .refs = refs};
-        st = sb_plot_write(&plot, base, err);
-        /* the companion figure: effective memory of the same points */
-        char mem_base[4200], mem_title[300];
-        snprintf(mem_base, sizeof mem_base, "%s_memory", base);
-        snprintf(mem_title, sizeof mem_title, "%s: effective memory", title);
-        sb_plot mem_plot = {.title = mem_title, .subtitle = subtitle,
-                            .xlabel = fig_xlabel[head->fig],
-                            .ylabel = "effective memory (elements, log2(1 + m) axis)",
-                            .logx = logx, .ymin = 0, .ymax = (double)NAN, .n_series = n_series,
-                            .series = mem_series, .logy1p = 1, .ybeyond = MEMORY_BEYOND,
-                            .ybeyond_label = ">32"};
-        if (st == SB_OK)
-            sum->figures++;
-        if (st == SB_OK)
-            st = sb_plot_write(&mem_plot, mem_base, err);
-        free(xs), free(ys), free(es), free(ms), free(mes), free(rxs), free(rys), free(rx);
-        n_pts = 0;
-        if (st != SB_OK)
-            break;
-        sum->figures++;
-        fprintf(md, "\n![%s](%s.png)\n\n![%s](%s.png)\n", title, strrchr(base, '/') + 1, mem_title,
-                strrchr(mem_base, '/') + 1);
+/* What the figures share while they are written. */
+typedef struct report_ctx {
+    const rec *recs; /* sorted by figure, model, x, setting */
+    int n;
+    const char *out_dir;
+    FILE *md;
+    te_cache *cache; /* fig2a: the TE of each grammar met */
+    int n_cache;
+    point *pts;      /* [n] the points of the current figure */
+    sb_report_summary *sum;
+} report_ctx;
+
+/* The end of the figure that starts at recs[f0]: the runs with its fig, protocol, panel. */
+static int figure_end(const rec *recs, int n, int f0)
+{
+    int i = f0;
+    while (i < n && recs[i].fig == recs[f0].fig && recs[i].protocol == recs[f0].protocol &&
+           recs[i].panel == recs[f0].panel)
+        i++;
+    return i;
+}
+
+/* The scratch arrays of one figure of n runs. */
+typedef struct figure_buffers {
+    double *xs, *ys, *es;    /* [n] points: x, mean accuracy, its std */
+    double *ms, *mes;        /* [n] effective memory: mean, std */
+    double *rxs, *rys;       /* [4 n] the reference lines' points */
+    ref_x *rx;               /* [n] the reference lines' per-x sums */
+} figure_buffers;
+
+static void figure_buffers_free(figure_buffers *fb)
+{
+    free(fb->xs), free(fb->ys), free(fb->es), free(fb->ms), free(fb->mes), free(fb->rxs),
+        free(fb->rys), free(fb->rx);
+}
+
+/* Returns 0 when out of memory (then nothing is left allocated). */
+static int figure_buffers_alloc(figure_buffers *fb, size_t n)
+{
+    fb->xs = calloc(n, sizeof *fb->xs), fb->ys = calloc(n, sizeof *fb->ys),
+    fb->es = calloc(n, sizeof *fb->es), fb->ms = calloc(n, sizeof *fb->ms),
+    fb->mes = calloc(n, sizeof *fb->mes), fb->rxs = calloc(4 * n, sizeof *fb->rxs),
+    fb->rys = calloc(4 * n, sizeof *fb->rys);
+    fb->rx = calloc(n, sizeof *fb->rx);
+    if (fb->xs == NULL || fb->ys == NULL || fb->es == NULL || fb->ms == NULL ||
+        fb->mes == NULL || fb->rxs == NULL || fb->rys == NULL || fb->rx == NULL) {
+        figure_buffers_free(fb);
+        return 0;
     }
-    free(pts);
-    free(cache);
+    return 1;
+}
+
+/* A figure's file names (without extension) and texts. */
+typedef struct figure_names {
+    char base[4096], title[256], subtitle[256];
+    char mem_base[4200], mem_title[300]; /* the effective-memory companion */
+} figure_names;
+
+static void figure_names_make(const rec *head, const char *out_dir, figure_names *fn)
+{
+    char *base = fn->base;
+    snprintf(base, sizeof fn->base, "%s/%s", out_dir, fig_name[head->fig]);
+    if (head->panel > 0)
+        snprintf(base + strlen(base), sizeof fn->base - strlen(base), "_d%d", head->panel);
+    if (head->protocol == 1)
+        snprintf(base + strlen(base), sizeof fn->base - strlen(base), "_clean");
+    snprintf(fn->title, sizeof fn->title, "%s", fig_title[head->fig]);
+    if (head->panel > 0)
+        snprintf(fn->subtitle, sizeof fn->subtitle, "width %d, protocol %s; mean \xC2\xB1 std over seeds, "
+                 "best lr / warm-up per point", head->panel,
+                 head->protocol == 1 ? "clean" : "reference");
+    else
+        snprintf(fn->subtitle, sizeof fn->subtitle, "protocol %s; mean \xC2\xB1 std over seeds, best lr / "
+                 "warm-up per point", head->protocol == 1 ? "clean" : "reference");
+    snprintf(fn->mem_base, sizeof fn->mem_base, "%s_memory", base);
+    snprintf(fn->mem_title, sizeof fn->mem_title, "%s: effective memory", fn->title);
+}
+
+/* The figure's section of report.md: its heading and the head of its table. */
+static void write_table_head(FILE *md, const rec *head, const figure_names *fn)
+{
+    fprintf(md, "\n## %s (%s)\n\n%s.\n\n| model | %s | mean test acc | std | seeds | lr | "
+                "warm-up | ceiling | eff. memory |\n"
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+            fn->title, strrchr(fn->base, '/') + 1, fn->subtitle,
+            head->fig == FIG_2A ? "TE" : head->fig == FIG_4 ? "gap frames" : "params (M)");
+}
+
+/* The best (lr, warm-up) setting of runs recs[a..b) (one model at one x, sorted by
+ * setting): the highest mean test accuracy over its seeds, the first on a tie. */
+static point best_setting(const rec *recs, int a, int b)
+{
+    point best = {.mean = -HUGE_VAL};
+    int s = a;
+    while (s < b) {
+        int s0 = s;
+        double sum_acc = 0;
+        while (s < b && recs[s].lr == recs[s0].lr && recs[s].warmup == recs[s0].warmup)
+            sum_acc += recs[s++].acc;
+        int cnt = s - s0;
+        double mean = sum_acc / cnt, var = 0;
+        for (int q = s0; q < s; q++)
+            var += (recs[q].acc - mean) * (recs[q].acc - mean);
+        if (mean > best.mean) {
+            best.mean = mean;
+            best.std = sqrt(var / cnt);
+            best.n = cnt;
+            best.lr = recs[s0].lr;
+            best.warmup = recs[s0].warmup;
+            point_yardsticks(recs, s0, s, &best);
+        }
+    }
+    return best;
+}
+
+/* The plotted x of runs recs[a..b) (one x key): the key, or for fig2a the TE of this amb,
+ * the mean over the grammars (seeds) of its runs. */
+static double point_x(report_ctx *rc, int a, int b, int fig)
+{
+    if (fig != FIG_2A)
+        return rc->recs[a].xkey;
+    double te_sum = 0;
+    int te_n = 0;
+    for (int q = a; q < b; q++) {
+        double te = grammar_te(&rc->cache, &rc->n_cache, &rc->recs[q]);
+        if (isfinite(te))
+            te_sum += te, te_n++;
+    }
+    return te_n > 0 ? te_sum / te_n : (double)NAN;
+}
+
+/* One row of a figure's table in report.md. */
+static void write_point_row(FILE *md, const char *model, const point *p)
+{
+    char warm[16] = "5%";
+    if (p->warmup >= 0)
+        snprintf(warm, sizeof warm, "%d", p->warmup);
+    char ceil_s[32] = "-", mem_s[32] = "-";
+    if (!isnan(p->ceiling))
+        snprintf(ceil_s, sizeof ceil_s, "%.4f", p->ceiling);
+    if (p->mem_mean > MEMORY_BEYOND)
+        snprintf(mem_s, sizeof mem_s, ">32");
+    else if (!isnan(p->mem_mean))
+        snprintf(mem_s, sizeof mem_s, "%.3g \xC2\xB1 %.2g", p->mem_mean, p->mem_std);
+    fprintf(md, "| %s | %.4g | %.4f | %.4f | %d | %g | %s | %s | %s |\n", model, p->x, p->mean,
+            p->std, p->n, p->lr, warm, ceil_s, mem_s);
+}
+
+/* The points of the figure recs[f0..f1) into rc->pts, model after model (at most 64
+ * models), each point's row into report.md; one series per model (labels: their names;
+ * the arrays are set later). Returns the number of points. */
+static int figure_points(report_ctx *rc, int f0, int f1, sb_plot_series *series,
+                         char labels[][SB_MODEL_NAME_MAX], int *n_series)
+{
+    const rec *recs = rc->recs;
+    int n_pts = 0;
+    *n_series = 0;
+    int j = f0;
+    while (j < f1 && *n_series < 64) {
+        /* one model */
+        int m0 = j;
+        while (j < f1 && strcmp(recs[j].model, recs[m0].model) == 0)
+            j++;
+        int first_pt = n_pts;
+        int k = m0;
+        while (k < j) {
+            /* one x */
+            int x0 = k;
+            while (k < j && recs[k].xkey == recs[x0].xkey)
+                k++;
+            point best = best_setting(recs, x0, k);
+            best.x = point_x(rc, x0, k, recs[f0].fig);
+            rc->pts[n_pts++] = best;
+            write_point_row(rc->md, recs[m0].model, &best);
+        }
+        snprintf(labels[*n_series], sizeof labels[*n_series], "%s", recs[m0].model);
+        series[*n_series] = (sb_plot_series){labels[*n_series], n_pts - first_pt, NULL, NULL, NULL};
+        (*n_series)++;
+    }
+    return n_pts;
+}
+
+/* The series' arrays: slices of fb's, in point order; mem_series: the same points'
+ * effective memory (beyond 32: no error bar). */
+static void figure_series(const point *pts, int n_pts, figure_buffers *fb,
+                          sb_plot_series *series, sb_plot_series *mem_series, int n_series)
+{
+    for (int q = 0; q < n_pts; q++) {
+        fb->xs[q] = pts[q].x;
+        fb->ys[q] = pts[q].mean;
+        fb->es[q] = pts[q].std;
+        fb->ms[q] = pts[q].mem_mean;
+        fb->mes[q] = isinf(pts[q].mem_mean) ? 0 : pts[q].mem_std;
+    }
+    int offset = 0;
+    for (int s = 0; s < n_series; s++) {
+        series[s].x = fb->xs + offset;
+        series[s].y = fb->ys + offset;
+        series[s].err = fb->es + offset;
+        mem_series[s] = series[s];
+        mem_series[s].y = fb->ms + offset;
+        mem_series[s].err = fb->mes + offset;
+        offset += series[s].n;
+    }
+}
+
+/* The figure of runs recs[f0..f1): its table in report.md, the accuracy figure with its
+ * reference lines, the effective-memory companion, and their links in report.md. */
+static sb_status write_figure(report_ctx *rc, int f0, int f1, sb_error *err)
+{
+    const rec *head = &rc->recs[f0];
+    figure_buffers fb;
+    if (!figure_buffers_alloc(&fb, (size_t)(f1 - f0)))
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory drawing the figures");
+    figure_names fn;
+    figure_names_make(head, rc->out_dir, &fn);
+    write_table_head(rc->md, head, &fn);
+
+    sb_plot_series series[64], mem_series[64];
+    char labels[64][SB_MODEL_NAME_MAX];
+    int n_series;
+    int n_pts = figure_points(rc, f0, f1, series, labels, &n_series);
+    figure_series(rc->pts, n_pts, &fb, series, mem_series, n_series);
+    sb_plot_ref refs[4];
+    int n_refs = figure_refs(rc->recs, f0, f1, head->fig, &rc->cache, &rc->n_cache, refs, fb.rxs,
+                             fb.rys, fb.rx);
+
+    int logx = head->fig == FIG_2B || head->fig == FIG_3A || head->fig == FIG_3B;
+    sb_plot plot = {.title = fn.title, .subtitle = fn.subtitle, .xlabel = fig_xlabel[head->fig],
+                    .ylabel = "test accuracy (fraction of elements)", .logx = logx,
+                    .ymin = (double)NAN, .ymax = (double)NAN, .n_series = n_series,
+                    .series = series, .n_refs = n_refs, .refs = refs};
+    sb_plot mem_plot = {.title = fn.mem_title, .subtitle = fn.subtitle,
+                        .xlabel = fig_xlabel[head->fig],
+                        .ylabel = "effective memory (elements, log2(1 + m) axis)",
+                        .logx = logx, .ymin = 0, .ymax = (double)NAN, .n_series = n_series,
+                        .series = mem_series, .logy1p = 1, .ybeyond = MEMORY_BEYOND,
+                        .ybeyond_label = ">32"};
+    sb_status st = sb_plot_write(&plot, fn.base, err);
+    if (st == SB_OK) {
+        rc->sum->figures++;
+        st = sb_plot_write(&mem_plot, fn.mem_base, err);
+    }
+    figure_buffers_free(&fb);
+    if (st != SB_OK)
+        return st;
+    rc->sum->figures++;
+    fprintf(rc->md, "\n![%s](%s.png)\n\n![%s](%s.png)\n", fn.title, strrchr(fn.base, '/') + 1,
+            fn.mem_title, strrchr(fn.mem_base, '/') + 1);
+    return SB_OK;
+}
+
+/* Every figure of the sorted recs, in order, until one fails. */
+static sb_status write_figures(const rec *recs, int n, const char *out_dir, FILE *md,
+                               sb_report_summary *sum, sb_error *err)
+{
+    report_ctx rc = {.recs = recs, .n = n, .out_dir = out_dir, .md = md, .sum = sum};
+    rc.pts = calloc((size_t)(n > 0 ? n : 1), sizeof *rc.pts);
+    sb_status st = SB_OK;
+    for (int f0 = 0; f0 < n && rc.pts != NULL && st == SB_OK;) {
+        int f1 = figure_end(recs, n, f0);
+        st = write_figure(&rc, f0, f1, err);
+        f0 = f1;
+    }
+    free(rc.pts);
+    free(rc.cache);
+    return st;
+}
+
+sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report_summary *sum,
+                             sb_error *err)
+{
+    memset(sum, 0, sizeof *sum);
+    sb_results *db = NULL;
+    sb_run_row *rows = NULL;
+    size_t n_rows = 0;
+    sb_status st = report_open(db_path, out_dir, &db, &rows, &n_rows, err);
+    if (st != SB_OK)
+        return st;
+    sum->runs_read = (int)n_rows;
+    int n = 0;
+    rec *recs = report_read_runs(db, rows, n_rows, sum, &n);
+    sb_results_close(db);
+    sb_results_run_rows_free(rows, n_rows);
+    sum->runs_used = n;
+    qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
+
+    /* report.md is written under a temporary name and renamed into place at the end */
+    snprintf(sum->table_path, sizeof sum->table_path, "%s/report.md", out_dir);
+    char tmp_table[4200];
+    snprintf(tmp_table, sizeof tmp_table, "%s.tmp", sum->table_path);
+    FILE *md = fopen(tmp_table, "w");
+    if (md == NULL) {
+        free(recs);
+        return sb_error_set(err, SB_ERR_IO, "cannot write '%s': %s", tmp_table, strerror(errno));
+    }
+    write_report_intro(md, db_path, sum);
+    st = write_figures(recs, n, out_dir, md, sum, err);
     free(recs);
     int bad = fclose(md) != 0;
     if (st == SB_OK && bad)
