@@ -446,29 +446,212 @@ static int first_argmax(const real *x, int C)
     return best;
 }
 
+/* The buffers and counts of the test pass; the buffers grow to the largest batch. */
+typedef struct test_pass {
+    int64_t *correct;      /* [ND][N_LAGS] readouts right */
+    int64_t model_correct; /* elements the model's own decision got right */
+    real *xr;              /* [cap_T][n] one sample's readout features, bias last */
+    real *logits;          /* [cap_T][C] one sample's logits, then probabilities */
+    real *probs_sum;       /* [C] probabilities summed over an element's window */
+    uint8_t *gap;          /* [cap_rows] 1 on an element's gap frames (all but its first) */
+    sb_tensor **gates;     /* [L] each layer's gates of the batch (NULL: none) */
+    sb_gate_desc *desc;    /* [L] what the gates are */
+    size_t cap_rows;
+    int cap_T;
+} test_pass;
+
+static void test_pass_free(test_pass *tp)
+{
+    free(tp->correct);
+    free(tp->gates);
+    free(tp->desc);
+    free(tp->gap);
+    free(tp->logits);
+    free(tp->xr);
+    free(tp->probs_sum);
+}
+
+/* Grows the per-batch buffers of tp to batch b (n features, C classes). */
+static sb_status test_pass_grow(test_pass *tp, const sb_batch *b, int n, int C, sb_error *err)
+{
+    const size_t BT = (size_t)b->B * b->T;
+    if (BT > tp->cap_rows || b->T > tp->cap_T) { /* elements <= frames: T rows hold either */
+        tp->cap_rows = BT > tp->cap_rows ? BT : tp->cap_rows;
+        tp->cap_T = b->T > tp->cap_T ? b->T : tp->cap_T;
+        free(tp->gap);
+        free(tp->logits);
+        free(tp->xr);
+        tp->gap = calloc(tp->cap_rows, 1);
+        tp->logits = malloc((size_t)tp->cap_T * C * sizeof *tp->logits);
+        tp->xr = malloc((size_t)tp->cap_T * n * sizeof *tp->xr);
+        if (tp->gap == NULL || tp->logits == NULL || tp->xr == NULL)
+            return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
+    }
+    if (tp->probs_sum == NULL && (tp->probs_sum = malloc((size_t)C * sizeof *tp->probs_sum)) == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
+    return SB_OK;
+}
+
+/* gap [B][T]: 1 on the frames of each element after its first, for the first cnt samples. */
+static void mark_gap_frames(uint8_t *gap, const sb_batch *b, int cnt)
+{
+    memset(gap, 0, (size_t)b->B * b->T);
+    for (int s = 0; s < cnt; s++)
+        for (int e = 0; e < b->E; e++) {
+            const size_t i = (size_t)s * b->E + e;
+            for (int t = b->elem_start[i] + 1; t < b->elem_start[i] + b->elem_len[i]; t++)
+                gap[(size_t)s * b->T + t] = 1;
+        }
+}
+
+/* The model's own decision on sample s: the first argmax of each window's summed
+ * probabilities; counts its elements and those right. */
+static void score_model_sample(const probe_ctx *c, const fwd_args *a, int s, test_pass *tp)
+{
+    const sb_model *m = c->m;
+    const sb_batch *b = a->batch;
+    const int C = c->C, D = m->cfg.d_model, L = m->cfg.n_layers;
+    const int32_t *es = b->elem_start + (size_t)s * b->E, *el = b->elem_len + (size_t)s * b->E;
+    const int Tb = b->n_frames[s];
+    real *logits = tp->logits, *probs_sum = tp->probs_sum;
+    const real *h = a->cap.block_out[L]->data + (size_t)s * b->T * D;
+    for (int t = 0; t < Tb; t++)
+        memcpy(logits + (size_t)t * C, m->dec_b->data, (size_t)C * sizeof(real));
+    sb_gemm(0, 1, Tb, C, D, 1, h, D, m->dec_w->data, D, 1, logits, C);
+    for (int t = 0; t < Tb; t++) {
+        real *x = logits + (size_t)t * C;
+        real mx = x[first_argmax(x, C)];
+        double sum = 0.0;
+        for (int j = 0; j < C; j++) {
+            x[j] = (real)exp((double)(x[j] - mx));
+            sum += (double)x[j];
+        }
+        for (int j = 0; j < C; j++)
+            x[j] = (real)((double)x[j] / sum);
+    }
+    for (int e = 0; e < b->E; e++) {
+        if (el[e] <= 0)
+            continue;
+        c->res->test_elements++;
+        for (int j = 0; j < C; j++)
+            probs_sum[j] = 0;
+        for (int t = es[e]; t < es[e] + el[e]; t++)
+            for (int j = 0; j < C; j++)
+                probs_sum[j] += logits[(size_t)t * C + j];
+        tp->model_correct += first_argmax(probs_sum, C) == element_target(b, s, e);
+    }
+}
+
+/* The fitted readouts on sample s: one product per depth and lag over its elements;
+ * counts, per depth and lag, the elements scored and those right. */
+static void score_readouts_sample(const probe_ctx *c, const fwd_args *a, int s, test_pass *tp)
+{
+    const sb_batch *b = a->batch;
+    const int n = c->n, C = c->C, D = c->m->cfg.d_model;
+    const int32_t *el = b->elem_len + (size_t)s * b->E;
+    real *xr = tp->xr, *logits = tp->logits;
+    for (int d = 0; d < c->n_depths; d++) {
+        int rows = 0;
+        for (int e = 0; e < b->E; e++) {
+            if (el[e] <= 0)
+                continue;
+            const int f = feature_frame(b, s, e, c->opt->frame);
+            const real *x = a->cap.block_out[d]->data + ((size_t)s * b->T + f) * D;
+            memcpy(xr + (size_t)rows * n, x, (size_t)D * sizeof(real));
+            xr[(size_t)rows * n + D] = 1;
+            rows++;
+        }
+        for (int k = 0; k < SB_PROBE_N_LAGS; k++) {
+            if (!c->fitted[d * SB_PROBE_N_LAGS + k] || rows == 0)
+                continue;
+            const real *W = c->W + ((size_t)d * SB_PROBE_N_LAGS + k) * (size_t)n * C;
+            sb_gemm(0, 0, rows, C, n, 1, xr, n, W, C, 0, logits, C);
+            for (int e = 0, r = 0; e < b->E; e++) {
+                if (el[e] <= 0)
+                    continue;
+                if (e >= sb_probe_lags[k]) {
+                    c->res->readout_n[d * SB_PROBE_N_LAGS + k]++;
+                    tp->correct[d * SB_PROBE_N_LAGS + k] +=
+                        first_argmax(logits + (size_t)r * C, C) ==
+                        element_target(b, s, e - sb_probe_lags[k]);
+                }
+                r++;
+            }
+        }
+    }
+}
+
+/* The gates of sample s on its symbol (0) and gap (1) frames: frame counts, sums and
+ * histograms into ga. */
+static void accumulate_gates_sample(const sb_batch *b, int s, int L, const test_pass *tp,
+                                    gate_acc *ga)
+{
+    const int Tb = b->n_frames[s];
+    const uint8_t *gap = tp->gap;
+    for (int t = 0; t < Tb; t++) {
+        const int kind = gap[(size_t)s * b->T + t];
+        ga->n[kind]++;
+    }
+    for (int l = 0; l < L; l++) {
+        if (tp->gates[l] == NULL)
+            continue;
+        const sb_gate_desc *gd = &tp->desc[l];
+        const int G = gd->n_groups, KG = gd->n_kinds * G;
+        SB_ASSERT(G <= ga->G_max && tp->gates[l]->shape[2] == KG);
+        for (int t = 0; t < Tb; t++) {
+            const int kind = gap[(size_t)s * b->T + t];
+            const real *v = tp->gates[l]->data + ((size_t)s * b->T + t) * KG;
+            for (int q = 0; q < gd->n_kinds; q++) {
+                double *sum = ga->sum + (((size_t)l * SB_GATE_KINDS_MAX + q) * ga->G_max) * 2;
+                int64_t *hist = ga->hist + (((size_t)l * SB_GATE_KINDS_MAX + q) * 2 + kind) *
+                                               SB_PROBE_HIST_BINS;
+                for (int hh = 0; hh < G; hh++) {
+                    const double val = (double)v[q * G + hh];
+                    sum[hh * 2 + kind] += val;
+                    int bin = (int)(val / gd->hi[q] * SB_PROBE_HIST_BINS);
+                    bin = bin < 0 ? 0 : bin >= SB_PROBE_HIST_BINS ? SB_PROBE_HIST_BINS - 1 : bin;
+                    hist[bin]++;
+                }
+            }
+        }
+    }
+}
+
+/* The gate descriptions into res, once per layer (the first batch that has them). */
+static void record_gate_descs(sb_probe_result *res, const test_pass *tp, int L)
+{
+    if (res->gates == NULL)
+        return;
+    for (int l = 0; l < L; l++)
+        if (tp->gates[l] != NULL && res->gates[l].n_kinds == 0) {
+            res->gates[l].n_kinds = tp->desc[l].n_kinds;
+            res->gates[l].n_groups = tp->desc[l].n_groups;
+            for (int q = 0; q < tp->desc[l].n_kinds; q++) {
+                snprintf(res->gates[l].kind[q].name, sizeof res->gates[l].kind[q].name, "%s",
+                         tp->desc[l].kind[q]);
+                res->gates[l].kind[q].hi = tp->desc[l].hi[q];
+            }
+        }
+}
+
+/* Pass 2: the model's accuracy and the readouts' on the test split (opt->test_samples of
+ * it), and with want_gates the gate statistics into ga. */
 static sb_status score_test(probe_ctx *c, int want_gates, gate_acc *ga, sb_error *err)
 {
     const sb_probe_options *opt = c->opt;
-    const sb_model *m = c->m;
-    const int n = c->n, C = c->C, D = m->cfg.d_model, L = m->cfg.n_layers, ND = c->n_depths;
+    const int L = c->m->cfg.n_layers, ND = c->n_depths;
     sb_probe_result *res = c->res;
     int64_t total = sb_task_split_size(c->task, SB_SPLIT_TEST);
     if (opt->test_samples > 0 && opt->test_samples < total)
         total = opt->test_samples;
     res->test_samples = total;
-    int64_t *correct = calloc((size_t)ND * SB_PROBE_N_LAGS, sizeof *correct);
-    int64_t model_correct = 0;
-    real *xr = NULL, *logits = NULL, *probs_sum = NULL;
-    uint8_t *gap = NULL;
-    sb_tensor **gates = calloc((size_t)L, sizeof *gates);
-    sb_gate_desc *desc = calloc((size_t)L, sizeof *desc);
-    size_t cap_rows = 0;
-    int cap_T = 0;
+    test_pass tp = {0};
+    tp.correct = calloc((size_t)ND * SB_PROBE_N_LAGS, sizeof *tp.correct);
+    tp.gates = calloc((size_t)L, sizeof *tp.gates);
+    tp.desc = calloc((size_t)L, sizeof *tp.desc);
     sb_status st = SB_OK;
-    if (gates == NULL || desc == NULL || correct == NULL) {
+    if (tp.gates == NULL || tp.desc == NULL || tp.correct == NULL)
         st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
-        goto done;
-    }
     for (int64_t first = 0; first < total && st == SB_OK; first += opt->batch) {
         const int cnt = (int)(total - first < opt->batch ? total - first : opt->batch);
         for (int i = 0; i < cnt; i++)
@@ -476,159 +659,36 @@ static sb_status score_test(probe_ctx *c, int want_gates, gate_acc *ga, sb_error
         if ((st = sb_batch_fill(&c->batch, c->task, SB_SPLIT_TEST, c->index, cnt, 0, err)) != SB_OK)
             break;
         const sb_batch *b = &c->batch;
-        const size_t BT = (size_t)b->B * b->T;
-        if (BT > cap_rows || b->T > cap_T) { /* elements <= frames: T rows hold either */
-            cap_rows = BT > cap_rows ? BT : cap_rows;
-            cap_T = b->T > cap_T ? b->T : cap_T;
-            free(gap);
-            free(logits);
-            free(xr);
-            gap = calloc(cap_rows, 1);
-            logits = malloc((size_t)cap_T * C * sizeof *logits);
-            xr = malloc((size_t)cap_T * n * sizeof *xr);
-            if (gap == NULL || logits == NULL || xr == NULL) {
-                st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
-                break;
-            }
-        }
-        if (probs_sum == NULL && (probs_sum = malloc((size_t)C * sizeof *probs_sum)) == NULL) {
-            st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
+        if ((st = test_pass_grow(&tp, b, c->n, c->C, err)) != SB_OK)
             break;
-        }
-        memset(gap, 0, BT);
-        for (int s = 0; s < cnt; s++)
-            for (int e = 0; e < b->E; e++) {
-                const size_t i = (size_t)s * b->E + e;
-                for (int t = b->elem_start[i] + 1; t < b->elem_start[i] + b->elem_len[i]; t++)
-                    gap[(size_t)s * b->T + t] = 1;
-            }
+        mark_gap_frames(tp.gap, b, cnt);
         sb_graph_reset(&c->g);
         c->g.record = 0;
         c->g.training = 0;
-        fwd_args a = {.m = m, .batch = b, .gap = want_gates ? gap : NULL, .gates = gates,
-                      .desc = desc};
+        fwd_args a = {.m = c->m, .batch = b, .gap = want_gates ? tp.gap : NULL,
+                      .gates = tp.gates, .desc = tp.desc};
         ctx_capture(c, &a);
         if ((st = sb_graph_run(&c->g, probe_forward, &a, err)) != SB_OK)
             break;
         for (int s = 0; s < cnt; s++) {
-            const int32_t *es = b->elem_start + (size_t)s * b->E, *el = b->elem_len + (size_t)s * b->E;
-            const int Tb = b->n_frames[s];
-            /* the model's own decision: first argmax of the window's summed probabilities */
-            const real *h = a.cap.block_out[L]->data + (size_t)s * b->T * D;
-            for (int t = 0; t < Tb; t++)
-                memcpy(logits + (size_t)t * C, m->dec_b->data, (size_t)C * sizeof(real));
-            sb_gemm(0, 1, Tb, C, D, 1, h, D, m->dec_w->data, D, 1, logits, C);
-            for (int t = 0; t < Tb; t++) {
-                real *x = logits + (size_t)t * C;
-                real mx = x[first_argmax(x, C)];
-                double sum = 0.0;
-                for (int j = 0; j < C; j++) {
-                    x[j] = (real)exp((double)(x[j] - mx));
-                    sum += (double)x[j];
-                }
-                for (int j = 0; j < C; j++)
-                    x[j] = (real)((double)x[j] / sum);
-            }
-            for (int e = 0; e < b->E; e++) {
-                if (el[e] <= 0)
-                    continue;
-                res->test_elements++;
-                for (int j = 0; j < C; j++)
-                    probs_sum[j] = 0;
-                for (int t = es[e]; t < es[e] + el[e]; t++)
-                    for (int j = 0; j < C; j++)
-                        probs_sum[j] += logits[(size_t)t * C + j];
-                model_correct += first_argmax(probs_sum, C) == element_target(b, s, e);
-            }
-            /* the readouts, one product per depth and lag over the sample's elements */
-            for (int d = 0; d < ND; d++) {
-                int rows = 0;
-                for (int e = 0; e < b->E; e++) {
-                    if (el[e] <= 0)
-                        continue;
-                    const int f = feature_frame(b, s, e, opt->frame);
-                    const real *x = a.cap.block_out[d]->data + ((size_t)s * b->T + f) * D;
-                    memcpy(xr + (size_t)rows * n, x, (size_t)D * sizeof(real));
-                    xr[(size_t)rows * n + D] = 1;
-                    rows++;
-                }
-                for (int k = 0; k < SB_PROBE_N_LAGS; k++) {
-                    if (!c->fitted[d * SB_PROBE_N_LAGS + k] || rows == 0)
-                        continue;
-                    const real *W = c->W + ((size_t)d * SB_PROBE_N_LAGS + k) * (size_t)n * C;
-                    sb_gemm(0, 0, rows, C, n, 1, xr, n, W, C, 0, logits, C);
-                    for (int e = 0, r = 0; e < b->E; e++) {
-                        if (el[e] <= 0)
-                            continue;
-                        if (e >= sb_probe_lags[k]) {
-                            res->readout_n[d * SB_PROBE_N_LAGS + k]++;
-                            correct[d * SB_PROBE_N_LAGS + k] +=
-                                first_argmax(logits + (size_t)r * C, C) ==
-                                element_target(b, s, e - sb_probe_lags[k]);
-                        }
-                        r++;
-                    }
-                }
-            }
-            /* gates on the sample's symbol (0) and gap (1) frames */
-            if (!want_gates)
-                continue;
-            for (int t = 0; t < Tb; t++) {
-                const int kind = gap[(size_t)s * b->T + t];
-                ga->n[kind]++;
-            }
-            for (int l = 0; l < L; l++) {
-                if (gates[l] == NULL)
-                    continue;
-                const sb_gate_desc *gd = &desc[l];
-                const int G = gd->n_groups, KG = gd->n_kinds * G;
-                SB_ASSERT(G <= ga->G_max && gates[l]->shape[2] == KG);
-                for (int t = 0; t < Tb; t++) {
-                    const int kind = gap[(size_t)s * b->T + t];
-                    const real *v = gates[l]->data + ((size_t)s * b->T + t) * KG;
-                    for (int q = 0; q < gd->n_kinds; q++) {
-                        double *sum = ga->sum + (((size_t)l * SB_GATE_KINDS_MAX + q) * ga->G_max) * 2;
-                        int64_t *hist = ga->hist + (((size_t)l * SB_GATE_KINDS_MAX + q) * 2 + kind) *
-                                                       SB_PROBE_HIST_BINS;
-                        for (int hh = 0; hh < G; hh++) {
-                            const double val = (double)v[q * G + hh];
-                            sum[hh * 2 + kind] += val;
-                            int bin = (int)(val / gd->hi[q] * SB_PROBE_HIST_BINS);
-                            bin = bin < 0 ? 0 : bin >= SB_PROBE_HIST_BINS ? SB_PROBE_HIST_BINS - 1 : bin;
-                            hist[bin]++;
-                        }
-                    }
-                }
-            }
+            score_model_sample(c, &a, s, &tp);
+            score_readouts_sample(c, &a, s, &tp);
+            if (want_gates)
+                accumulate_gates_sample(b, s, L, &tp, ga);
         }
-        /* the gate descriptions, once */
-        if (want_gates && res->gates != NULL)
-            for (int l = 0; l < L; l++)
-                if (gates[l] != NULL && res->gates[l].n_kinds == 0) {
-                    res->gates[l].n_kinds = desc[l].n_kinds;
-                    res->gates[l].n_groups = desc[l].n_groups;
-                    for (int q = 0; q < desc[l].n_kinds; q++) {
-                        snprintf(res->gates[l].kind[q].name, sizeof res->gates[l].kind[q].name,
-                                 "%s", desc[l].kind[q]);
-                        res->gates[l].kind[q].hi = desc[l].hi[q];
-                    }
-                }
+        if (want_gates)
+            record_gate_descs(res, &tp, L);
     }
-    if (st != SB_OK)
-        goto done;
-    res->model_test_acc =
-        res->test_elements > 0 ? (double)model_correct / (double)res->test_elements : (double)NAN;
-    for (int i = 0; i < ND * SB_PROBE_N_LAGS; i++)
-        res->readout_acc[i] =
-            res->readout_n[i] > 0 ? (double)correct[i] / (double)res->readout_n[i] : (double)NAN;
-done:
-    free(correct);
-    free(gates);
-    free(desc);
-    free(gap);
-    free(logits);
-    free(xr);
-    free(probs_sum);
+    if (st == SB_OK) {
+        res->model_test_acc = res->test_elements > 0
+                                  ? (double)tp.model_correct / (double)res->test_elements
+                                  : (double)NAN;
+        for (int i = 0; i < ND * SB_PROBE_N_LAGS; i++)
+            res->readout_acc[i] = res->readout_n[i] > 0
+                                      ? (double)tp.correct[i] / (double)res->readout_n[i]
+                                      : (double)NAN;
+    }
+    test_pass_free(&tp);
     return st;
 }
 
