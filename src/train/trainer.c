@@ -368,11 +368,12 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
     res->flops_per_token = sb_model_flops_per_token(m, task->n_elements[SB_SPLIT_TRAIN]);
 
     sb_optimizer optim;
-    /* train.py gives the S4 model its own optimiser and schedule (setup_optimizer): AdamW
-     * with a second group for the kernel parameters, and CosineAnnealingLR over epochs */
-    const int s4_schedule = strcmp(cfg->model, "s4") == 0;
+    /* train.py gives some layers their own optimiser and schedule (the layer type's
+     * init_optimizer: S4's setup_optimizer, AdamW with a second group for the kernel
+     * parameters, and CosineAnnealingLR over epochs) */
+    const int s4_schedule = m->type->init_optimizer != NULL;
     if (s4_schedule)
-        sb_optimizer_init_s4(&optim, cfg->lr);
+        m->type->init_optimizer(&optim, cfg->lr);
     else
         sb_optimizer_init(&optim, cfg->optimizer, cfg->lr, cfg->wd);
     int64_t start_samples = 0;

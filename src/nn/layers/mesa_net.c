@@ -187,6 +187,7 @@ const sb_layer_type sb_layer_mesa_net = {
     .forward_stream = mesa_net_forward_stream,
     .probe_gates = mesa_net_probe_gates,
     .stream_recurrent = mesa_net_stream_recurrent,
+    .test_chunk = SB_MESA_CHUNK,
 };
 
 /* The same layer with exact solves instead of the CG (not in the registry): the function
