@@ -127,9 +127,15 @@ typedef struct sb_layer_type {
      * attention's query block): the tests use sequences that cross it with a ragged tail.
      * 0: no chunking (step by step or one piece). */
     int test_chunk;
+    /* the smallest model width the layer builds (heads it fixes must divide it); 0: 8 */
+    int test_width;
     /* relative tolerance of the whole-model finite-difference gradient check (double build);
      * 0: 1e-5 */
     double grad_rtol;
+    /* optional: a twin whose forward is the function this layer's backward differentiates,
+     * checked in its place (MesaNet's backward is that of the exact ridge solve, its forward
+     * runs 30 CG steps); not registered */
+    const struct sb_layer_type *grad_check_type;
 } sb_layer_type;
 
 struct sb_model {

@@ -206,6 +206,7 @@ const sb_layer_type sb_layer_delta_net_layered = {
     .stream_recurrent = delta_l_stream_recurrent,
     .stack = &causal_lm,
     .test_chunk = SB_DELTA_RULE_CHUNK,
+    .test_width = 32, /* 16 heads of key width 2 (at width 1 the keys' L2 norm is a sign) */
 };
 
 /* ---- gated_delta_net_layered ---------------------------------------------------------------------- */
@@ -366,4 +367,5 @@ const sb_layer_type sb_layer_fox_layered = {
     .stack = &backbone_only,
     .probe_gates = fox_l_gates,
     .test_chunk = 128 /* the forgetting attention's query blocks */,
+    .test_width = 32, /* 32 heads */
 };
