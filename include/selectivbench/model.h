@@ -5,10 +5,12 @@
  *   for l in 0..L-1: x = LayerNorm_l(x + Dropout(layer_l(x)))
  *   logits = decoder(x)                          Linear(D -> C), every frame
  *
- * A layer type is one file in src/nn/layers/ and one line in the registry
- * (src/nn/registry.c): it registers its parameters (reference state_dict names, shapes,
- * init) and writes its forward as straight-line op calls. Adding a model = one file +
- * one registry line (+ its docs page); see docs/ADDING_A_MODEL.md.
+ * A layer type is one file in src/nn/layers/ (the build takes every file there) and one
+ * SB_LAYER line in src/nn/layers/layers.def (the registry, src/nn/registry.c): it registers
+ * its parameters (reference state_dict names, shapes, init) and writes its forward as
+ * straight-line op calls; its record also carries the training rules of train.py that are
+ * specific to it and the shapes its tests need. Adding a model = one file + one line (+ its
+ * docs page); see docs/ADDING_A_MODEL.md.
  *
  * A layer type with a stack descriptor (sb_stack_desc: the reference's *_layered models) is
  * built by the second wrapper instead, the LM stack of src/nn/lm_stack.c (input projection,
@@ -39,6 +41,7 @@ typedef struct sb_model_config {
 } sb_model_config;
 
 typedef struct sb_model sb_model;
+struct sb_optimizer; /* optim.h */
 
 /* Taxonomy of a layer (spec/models-fla.md section 7). */
 typedef struct sb_taxonomy {
@@ -105,6 +108,34 @@ typedef struct sb_layer_type {
      * *history reals (convolution histories), *count reals; in a buffer of B samples (laid
      * out field by field) at B * history, B * count reals. NULL: the whole stream state. */
     void (*stream_recurrent)(const sb_model_config *cfg, size_t *history, size_t *count);
+
+    /* ---- training rules of the reference's train.py that belong to this layer ---- */
+    /* optional: the model width train.py builds for --feat_size feat_size (the transformer
+     * maps 648 -> 768 and 1296 -> 1280). NULL: feat_size itself. */
+    int (*model_width)(int feat_size);
+    /* optional: refuses a --feat_size that train.py skips for this layer (the transformer's
+     * positional code fails at 960). NULL: every width is accepted here. */
+    sb_status (*check_feat_size)(int feat_size, sb_error *err);
+    /* optional: train.py's own optimiser for this layer, whatever --optimizer and --wd say
+     * (S4's setup_optimizer: AdamW with a second group for SB_PARAM_GROUP2 parameters); the
+     * trainer then steps CosineAnnealingLR over epochs instead of the warm-up schedule.
+     * NULL: the flags' optimiser and schedule. */
+    void (*init_optimizer)(struct sb_optimizer *opt, double lr);
+
+    /* ---- what the registry-driven tests need (tests/unit/test_every_model.c) ---- */
+    /* the longest block of frames the layer processes at once (a chunk of its recurrence,
+     * attention's query block): the tests use sequences that cross it with a ragged tail.
+     * 0: no chunking (step by step or one piece). */
+    int test_chunk;
+    /* the smallest model width the layer builds (heads it fixes must divide it); 0: 8 */
+    int test_width;
+    /* relative tolerance of the whole-model finite-difference gradient check (double build);
+     * 0: 1e-5 */
+    double grad_rtol;
+    /* optional: a twin whose forward is the function this layer's backward differentiates,
+     * checked in its place (MesaNet's backward is that of the exact ridge solve, its forward
+     * runs 30 CG steps); not registered */
+    const struct sb_layer_type *grad_check_type;
 } sb_layer_type;
 
 struct sb_model {

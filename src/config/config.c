@@ -225,16 +225,13 @@ static sb_status apply_derived(sb_run_config *cfg, const sb_config_key *k, const
     return SB_OK;
 }
 
-/* train.py maps the transformer's 648 -> 768 and 1296 -> 1280 (960 is refused in
- * sb_run_config_check); --feat_size stores the requested width. */
+/* train.py remaps some widths for some layers (the layer type's model_width: the
+ * transformer's 648 -> 768 and 1296 -> 1280); --feat_size stores the requested width. */
 int sb_run_config_effective_width(const sb_run_config *cfg)
 {
-    if (strcmp(cfg->model, "transformer") == 0) {
-        if (cfg->feat_size == 648)
-            return 768;
-        if (cfg->feat_size == 1296)
-            return 1280;
-    }
+    const sb_layer_type *type = sb_layer_type_find(cfg->model);
+    if (type != NULL && type->model_width != NULL)
+        return type->model_width(cfg->feat_size);
     return cfg->feat_size;
 }
 

@@ -1,41 +1,20 @@
 /* registry.c - every layer type the CLI, the tests and the benchmarks can build.
- * Adding a model: write src/nn/layers/<name>.c and add one line below. */
+ * Adding a model: write src/nn/layers/<name>.c and add one SB_LAYER(<name>) line to
+ * src/nn/layers/layers.def (the build compiles every file of src/nn/layers/). */
 #include <string.h>
 
 #include "selectivbench/model.h"
 
-extern const sb_layer_type sb_layer_transformer;
-extern const sb_layer_type sb_layer_gru;
-extern const sb_layer_type sb_layer_mamba;
-extern const sb_layer_type sb_layer_mamba2;
-extern const sb_layer_type sb_layer_gla;
-extern const sb_layer_type sb_layer_delta_net;
-extern const sb_layer_type sb_layer_gated_delta_net;
-extern const sb_layer_type sb_layer_gated_delta_product;
-extern const sb_layer_type sb_layer_retnet;
-extern const sb_layer_type sb_layer_mesa_net;
-extern const sb_layer_type sb_layer_gla_layered;
-extern const sb_layer_type sb_layer_delta_net_layered;
-extern const sb_layer_type sb_layer_gated_delta_net_layered;
-extern const sb_layer_type sb_layer_fox_layered;
-extern const sb_layer_type sb_layer_s4;
+/* one SB_LAYER(x) line per type in layers/layers.def: first the declarations of the
+ * records, then the table */
+#define SB_LAYER(x) extern const sb_layer_type sb_layer_##x;
+#include "layers/layers.def"
+#undef SB_LAYER
 
 static const sb_layer_type *const registry[] = {
-    &sb_layer_transformer,
-    &sb_layer_gru,
-    &sb_layer_mamba,
-    &sb_layer_mamba2,
-    &sb_layer_gla,
-    &sb_layer_delta_net,
-    &sb_layer_gated_delta_net,
-    &sb_layer_gated_delta_product,
-    &sb_layer_retnet,
-    &sb_layer_mesa_net,
-    &sb_layer_gla_layered,
-    &sb_layer_delta_net_layered,
-    &sb_layer_gated_delta_net_layered,
-    &sb_layer_fox_layered,
-    &sb_layer_s4,
+#define SB_LAYER(x) &sb_layer_##x,
+#include "layers/layers.def"
+#undef SB_LAYER
     NULL,
 };
 

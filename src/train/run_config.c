@@ -18,10 +18,9 @@ sb_status sb_run_config_check(const sb_run_config *cfg, sb_error *err)
         return sb_error_set(err, SB_ERR_INVALID, "unknown --model '%s'; available: %s",
                             cfg->model, list);
     }
-    if (strcmp(cfg->model, "transformer") == 0 && cfg->feat_size == 960)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "--feat_size 960 with the transformer: train.py skips this run (its "
-                            "positional code fails there); use another width");
+    const sb_layer_type *type = sb_layer_type_find(cfg->model);
+    if (type->check_feat_size != NULL && (st = type->check_feat_size(cfg->feat_size, err)) != SB_OK)
+        return st;
     if (cfg->feat_size < 1 || cfg->feat_size > 65536)
         return sb_error_set(err, SB_ERR_INVALID, "--feat_size %d must lie in [1, 65536]",
                             cfg->feat_size);

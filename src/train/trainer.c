@@ -353,7 +353,7 @@ typedef struct train_run {
     sb_task *task;
     sb_model *m;
     sb_optimizer optim;
-    int s4_schedule;       /* train.py's own optimiser and epoch schedule for S4 */
+    int s4_schedule;       /* the layer's own optimiser and epoch schedule (S4's) */
     int64_t start_samples; /* samples consumed before this process (resume) */
 
     /* the plan */
@@ -402,11 +402,12 @@ static sb_status train_setup(train_run *r, sb_error *err)
     r->res->params = r->m->params.count;
     r->res->flops_per_token = sb_model_flops_per_token(r->m, r->task->n_elements[SB_SPLIT_TRAIN]);
 
-    /* train.py gives the S4 model its own optimiser and schedule (setup_optimizer): AdamW
-     * with a second group for the kernel parameters, and CosineAnnealingLR over epochs */
-    r->s4_schedule = strcmp(cfg->model, "s4") == 0;
+    /* train.py gives some layers their own optimiser and schedule (the layer type's
+     * init_optimizer: S4's setup_optimizer, AdamW with a second group for the kernel
+     * parameters, and CosineAnnealingLR over epochs) */
+    r->s4_schedule = r->m->type->init_optimizer != NULL;
     if (r->s4_schedule)
-        sb_optimizer_init_s4(&r->optim, cfg->lr);
+        r->m->type->init_optimizer(&r->optim, cfg->lr);
     else
         sb_optimizer_init(&r->optim, cfg->optimizer, cfg->lr, cfg->wd);
     r->start_samples = 0;

@@ -2,8 +2,8 @@
  * test_float_double.c - float and double builds agree.
  *
  * Compiled twice: against the double library it writes the logits, loss and parameter
- * gradients of a small instance of every model (fixed seed and batch) to a file; against
- * the float library it computes the same and compares with that file. Agreement within
+ * gradients of a small instance of every registered model (fixed seed and batch) to a file;
+ * against the float library it computes the same and compares with that file. Agreement within
  * float rounding (relative 1e-5 on logits, 1e-3 of each tensor's largest gradient) shows
  * the float path has no precision loss beyond float's own.
  *
@@ -72,15 +72,12 @@ int main(int argc, char **argv)
 {
     if (argc != 2)
         return 2;
-    const char *models[] = {"transformer",     "gru",
-                            "mamba",           "mamba2",
-                            "gla",             "delta_net",
-                            "gated_delta_net", "gated_delta_product",
-                            "retnet",          "mesa_net",
-                            "s4",              "gla_layered",
-                            "delta_net_layered", "gated_delta_net_layered",
-                            "fox_layered"};
-    const int n_models = (int)(sizeof models / sizeof models[0]);
+    /* every registered model, in the registry's order (the same in both builds) */
+    const sb_layer_type *const *types = sb_layer_types();
+    const char *models[64];
+    int n_models = 0;
+    for (; types[n_models] != NULL && n_models < 64; n_models++)
+        models[n_models] = types[n_models]->name;
 #ifdef SB_REAL_DOUBLE
     FILE *f = fopen(argv[1], "wb");
     if (f == NULL)

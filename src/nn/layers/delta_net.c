@@ -187,4 +187,5 @@ const sb_layer_type sb_layer_delta_net = {
     .forward_stream = delta_net_forward_stream,
     .probe_gates = delta_net_probe_gates,
     .stream_recurrent = delta_net_stream_recurrent,
+    .test_chunk = SB_DELTA_RULE_CHUNK,
 };

@@ -243,4 +243,5 @@ const sb_layer_type sb_layer_gated_delta_net = {
     .forward_stream = gdn_forward_stream,
     .probe_gates = gdn_probe_gates,
     .stream_recurrent = gdn_stream_recurrent,
+    .test_chunk = SB_DELTA_RULE_CHUNK,
 };

@@ -198,4 +198,5 @@ const sb_layer_type sb_layer_gated_delta_product = {
     .forward_stream = gdp_forward_stream,
     .probe_gates = gdp_probe_gates,
     .stream_recurrent = gdp_stream_recurrent,
+    .test_chunk = GDP_CHUNK,
 };

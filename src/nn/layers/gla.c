@@ -224,4 +224,5 @@ const sb_layer_type sb_layer_gla = {
     .forward_stream = gla_forward_stream,
     .probe_gates = gla_probe_gates,
     .stream_recurrent = gla_stream_recurrent,
+    .test_chunk = SB_LINEAR_ATTN_CHUNK,
 };

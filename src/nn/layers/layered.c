@@ -17,6 +17,7 @@
  */
 #include "fla_mixer.h"
 #include "selectivbench/model.h"
+#include "selectivbench/ops_fla.h"
 
 #define NORM_EPS 1e-6
 
@@ -112,6 +113,7 @@ const sb_layer_type sb_layer_gla_layered = {
     .probe_gates = gla_l_gates,
     .stream_recurrent = gla_l_stream_recurrent,
     .stack = &causal_lm,
+    .test_chunk = SB_LINEAR_ATTN_CHUNK,
 };
 
 /* ---- delta_net_layered ------------------------------------------------------------------------- */
@@ -203,6 +205,8 @@ const sb_layer_type sb_layer_delta_net_layered = {
     .probe_gates = delta_l_gates,
     .stream_recurrent = delta_l_stream_recurrent,
     .stack = &causal_lm,
+    .test_chunk = SB_DELTA_RULE_CHUNK,
+    .test_width = 32, /* 16 heads of key width 2 (at width 1 the keys' L2 norm is a sign) */
 };
 
 /* ---- gated_delta_net_layered ---------------------------------------------------------------------- */
@@ -293,6 +297,7 @@ const sb_layer_type sb_layer_gated_delta_net_layered = {
     .probe_gates = gdn_l_gates,
     .stream_recurrent = gdn_l_stream_recurrent,
     .stack = &causal_lm,
+    .test_chunk = SB_DELTA_RULE_CHUNK,
 };
 
 /* ---- fox_layered ------------------------------------------------------------------------------ */
@@ -361,4 +366,6 @@ const sb_layer_type sb_layer_fox_layered = {
     .state_size = fox_l_state,
     .stack = &backbone_only,
     .probe_gates = fox_l_gates,
+    .test_chunk = 128 /* the forgetting attention's query blocks */,
+    .test_width = 32, /* 32 heads */
 };

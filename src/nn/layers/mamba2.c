@@ -188,6 +188,7 @@ const sb_layer_type sb_layer_mamba2 = {
     .forward_stream = mamba2_forward_stream,
     .probe_gates = mamba2_probe_gates,
     .stream_recurrent = mamba2_stream_recurrent,
+    .test_chunk = CHUNK,
 };
 
 /* The same layer with 4-frame chunks, so that whole-model tests at a few frames cross

@@ -171,6 +171,8 @@ static double mesa_net_state(const sb_model_config *cfg)
     return H * 2 * K * K;
 }
 
+extern const sb_layer_type sb_layer_mesa_net_exact; /* below */
+
 const sb_layer_type sb_layer_mesa_net = {
     .name = "mesa_net",
     .summary = "MesaNet (fla 0.3.2): decayed K x K and K x V states, ridge readout by 30 CG steps",
@@ -187,6 +189,8 @@ const sb_layer_type sb_layer_mesa_net = {
     .forward_stream = mesa_net_forward_stream,
     .probe_gates = mesa_net_probe_gates,
     .stream_recurrent = mesa_net_stream_recurrent,
+    .test_chunk = SB_MESA_CHUNK,
+    .grad_check_type = &sb_layer_mesa_net_exact,
 };
 
 /* The same layer with exact solves instead of the CG (not in the registry): the function

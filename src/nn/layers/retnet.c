@@ -209,4 +209,5 @@ const sb_layer_type sb_layer_retnet = {
     .stream_state_floats = retnet_stream_state,
     .forward_stream = retnet_forward_stream,
     .stream_recurrent = retnet_stream_recurrent,
+    .test_chunk = SB_LINEAR_ATTN_CHUNK,
 };

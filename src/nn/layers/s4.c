@@ -19,6 +19,7 @@
 #include "selectivbench/model.h"
 #include "selectivbench/ops.h"
 #include "selectivbench/ops_s4.h"
+#include "selectivbench/optim.h"
 
 /* parameters in state_dict order: S4D.D, then kernel.{C, log_dt, log_A_real, A_imag},
  * then output_linear.0.{weight, bias} */
@@ -322,4 +323,5 @@ const sb_layer_type sb_layer_s4 = {
     .state_size = s4_state,
     .stream_state_floats = s4_stream_state,
     .forward_stream = s4_forward_stream,
+    .init_optimizer = sb_optimizer_init_s4, /* train.py's setup_optimizer */
 };

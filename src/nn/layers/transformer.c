@@ -55,6 +55,25 @@ static sb_status transformer_check(const sb_model_config *cfg, sb_error *err)
     return SB_OK;
 }
 
+/* train.py builds the transformer 768 wide for --feat_size 648 and 1280 wide for 1296 */
+static int transformer_model_width(int feat_size)
+{
+    if (feat_size == 648)
+        return 768;
+    if (feat_size == 1296)
+        return 1280;
+    return feat_size;
+}
+
+static sb_status transformer_check_feat_size(int feat_size, sb_error *err)
+{
+    if (feat_size == 960)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--feat_size 960 with the transformer: train.py skips this run (its "
+                            "positional code fails there); use another width");
+    return SB_OK;
+}
+
 static int transformer_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
 {
     const int D = cfg->d_model, Dh = D / cfg->n_head;
@@ -181,4 +200,7 @@ const sb_layer_type sb_layer_transformer = {
     .flops_per_token = transformer_flops,
     .state_size = transformer_state,
     .probe_gates = transformer_probe_gates,
+    .model_width = transformer_model_width,
+    .check_feat_size = transformer_check_feat_size,
+    .test_chunk = 128, /* the attention's query blocks */
 };
