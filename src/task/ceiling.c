@@ -707,7 +707,7 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
 double sb_ceiling_effective_memory(const sb_ceiling *c, double acc)
 {
     if (isnan(acc))
-        return NAN;
+        return (double)NAN;
     const double *a = c->window_acc;
     if (acc <= a[0])
         return 0.0;
@@ -721,7 +721,7 @@ double sb_ceiling_effective_memory(const sb_ceiling *c, double acc)
             return k0 + frac * (k1 - k0); /* between 0 and 1: linear in k */
         return exp(log(k0) + frac * (log(k1) - log(k0)));
     }
-    return INFINITY;
+    return (double)INFINITY;
 }
 
 void sb_ceiling_hash(const sb_task_config *cfg, const sb_ceiling_options *opt, char out[17])

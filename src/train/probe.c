@@ -1221,8 +1221,8 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
         snprintf(subtitle, sizeof subtitle,
                  "%s: mean gate over heads (+- std over heads) on symbol vs gap frames", res->model);
         sb_plot p = {.title = "Gates on symbol and gap frames", .subtitle = subtitle,
-                     .xlabel = "layer", .xinteger = 1, .ylabel = "gate value", .ymin = NAN,
-                     .ymax = NAN,
+                     .xlabel = "layer", .xinteger = 1, .ylabel = "gate value", .ymin = (double)NAN,
+                     .ymax = (double)NAN,
                      .n_series = ns, .series = series};
         snprintf(path, sizeof path, "%s/gates", dir);
         if (ns > 0 && (st = sb_plot_write(&p, path, err)) != SB_OK)
@@ -1258,8 +1258,8 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
                  "%s: norm / norm at the symbol frame along a gap of %d frames (%d samples)",
                  res->model, res->gap_frames, res->retention_samples);
         sb_plot p = {.title = "State retention along a long gap", .subtitle = subtitle,
-                     .xlabel = "frames after the symbol", .ylabel = "relative norm", .ymin = NAN,
-                     .ymax = NAN, .n_series = ns, .series = series};
+                     .xlabel = "frames after the symbol", .ylabel = "relative norm", .ymin = (double)NAN,
+                     .ymax = (double)NAN, .n_series = ns, .series = series};
         snprintf(path, sizeof path, "%s/retention", dir);
         st = sb_plot_write(&p, path, err);
         free(x);

@@ -510,7 +510,7 @@ static void test_effective_memory(void **state)
     assert_true(fabs(sb_ceiling_effective_memory(&c, 0.4) - sqrt(8.0)) < 1e-12);
     assert_true(fabs(sb_ceiling_effective_memory(&c, 0.9) - 32.0) < 1e-12);
     assert_true(isinf(sb_ceiling_effective_memory(&c, 0.95)));
-    assert_true(isnan(sb_ceiling_effective_memory(&c, NAN)));
+    assert_true(isnan(sb_ceiling_effective_memory(&c, (double)NAN)));
     /* a dip at k = 4: the curve is first at 0.4 between k = 4 and 8, interpolated from the
      * dip */
     c.window_acc[3] = 0.25;

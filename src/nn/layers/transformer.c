@@ -154,7 +154,7 @@ static sb_tensor *transformer_probe_gates(sb_graph *g, const sb_model *m, int l,
         for (int h = 0; h < H; h++)
             for (int t = 0; t < T; t++) {
                 const real *qt = q->data + (((size_t)b * T + t) * H + h) * Dh;
-                double mx = -INFINITY;
+                double mx = -(double)INFINITY;
                 for (int s = 0; s <= t; s++) {
                     const real *ks = k->data + (((size_t)b * T + s) * H + h) * Dh;
                     double dot = 0.0;
