@@ -17,6 +17,7 @@
 #include "presets.h"
 #include "selectivbench/model.h"
 #include "selectivbench/report.h"
+#include "selectivbench/run_store.h"
 #include "selectivbench/sweep.h"
 #include "selectivbench/task.h"
 #include "selectivbench/timer.h"
@@ -166,7 +167,8 @@ int sb_cmd_demo(int argc, char **argv)
            n_models, n_models == 1 ? "" : "s", seeds, seeds == 1 ? "" : "s", workers, out);
     fflush(stdout);
     char db[4096];
-    snprintf(db, sizeof db, "%s/selectivbench.db", out);
+    if (sb_run_store_db_path(out, db, sizeof db, &err) != SB_OK)
+        return sb_cli_fail("demo", &err);
     sb_sweep_opts o = {.workers = workers, .results = out, .db = db, .quiet = 0};
     o.threads = threads / workers > 0 ? threads / workers : 1;
     const char *presets[2] = {"tiny/task1_complexity", "tiny/task2"};

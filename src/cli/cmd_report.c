@@ -5,14 +5,15 @@
 
 #include "cli.h"
 #include "selectivbench/report.h"
+#include "selectivbench/run_store.h"
 
 int sb_cmd_report(int argc, char **argv)
 {
-    const char *db_path = "results/selectivbench.db", *out = NULL;
+    const char *db_path = "results/" SB_RUN_STORE_DB_NAME, *out = NULL;
     int threads = 0;
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
-         "results database (default results/selectivbench.db)", 0},
+         "results database (default results/" SB_RUN_STORE_DB_NAME ")", 0},
         {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
          "where the figures and report.md go (default: report/ beside the database)", 0},
         {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},

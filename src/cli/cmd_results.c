@@ -15,6 +15,7 @@
 #include "selectivbench/json_writer.h"
 #include "selectivbench/results.h"
 #include "selectivbench/run_config.h"
+#include "selectivbench/run_store.h"
 
 #define MAX_FILTERS 16
 
@@ -113,7 +114,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     const char *filter_dummy = NULL;
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &a->db_path, 0, 0, NULL, "PATH",
-         "results database (default results/selectivbench.db)", 0},
+         "results database (default results/" SB_RUN_STORE_DB_NAME ")", 0},
         {"model", SB_OPT_STRING, &a->model, 0, 0, NULL, "NAME", "only runs of this model", 0},
         {"status", SB_OPT_STRING, &a->status, 0, 0, NULL, "S",
          "only runs with this status (finished, running, failed, diverged)", 0},
@@ -412,7 +413,7 @@ static void print_table(const results_rows *t)
 
 int sb_cmd_results(int argc, char **argv)
 {
-    results_args a = {.db_path = "results/selectivbench.db"};
+    results_args a = {.db_path = "results/" SB_RUN_STORE_DB_NAME};
     int rc = results_parse(argc, argv, &a);
     if (rc >= 0)
         return rc;

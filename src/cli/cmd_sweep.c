@@ -15,6 +15,7 @@
 #include "presets.h"
 #include "run_options.h"
 #include "selectivbench/run_config.h"
+#include "selectivbench/run_store.h"
 #include "selectivbench/sweep.h"
 
 
@@ -47,7 +48,7 @@ int sb_cmd_sweep(int argc, char **argv)
         {"results", SB_OPT_STRING, &o.results, 0, 0, NULL, "DIR",
          "results folder (default ./results)", 0},
         {"db", SB_OPT_STRING, &o.db, 0, 0, NULL, "PATH",
-         "results database (default DIR/selectivbench.db)", 0},
+         "results database (default DIR/" SB_RUN_STORE_DB_NAME ")", 0},
         {"limit", SB_OPT_INT, &o.limit, 0, 1e9, NULL, "K", "only the first K selected runs", 0},
         {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
          "only runs with this parameter value (repeat the flag for several)", 0},

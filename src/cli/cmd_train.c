@@ -1,67 +1,34 @@
 /* cmd_train.c - `selectivbench train`: one run of the reference's train.py. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
-#include "run_record.h"
 #include "run_options.h"
 #include "selectivbench/json_writer.h"
 #include "selectivbench/results.h"
+#include "selectivbench/run_store.h"
 #include "selectivbench/timer.h"
 #include "selectivbench/trainer.h"
 #include "train_output.h"
-
-/* Creates dir (one level) if missing; SB_ERR_IO naming it when that fails. */
-sb_status sb_cli_make_dir(const char *dir, sb_error *err)
-{
-    struct stat sbuf;
-    if (stat(dir, &sbuf) == 0) {
-        if (!S_ISDIR(sbuf.st_mode))
-            return sb_error_set(err, SB_ERR_IO, "'%s' exists and is not a folder", dir);
-        return SB_OK;
-    }
-    /* another process (a parallel sweep worker) may create it at the same moment */
-    if (mkdir(dir, 0777) != 0 && !(errno == EEXIST && stat(dir, &sbuf) == 0 && S_ISDIR(sbuf.st_mode)))
-        return sb_error_set(err, SB_ERR_IO, "cannot create the results folder '%s': %s", dir,
-                            strerror(errno));
-    return SB_OK;
-}
-
-sb_status sb_cli_default_ckpt(const char *results_dir, const sb_run_config *cfg, char *out,
-                              size_t size, int create, sb_error *err)
-{
-    char dir[3072];
-    if (snprintf(dir, sizeof dir, "%s/checkpoints", results_dir) >= (int)sizeof dir)
-        return sb_error_set(err, SB_ERR_INVALID, "results path '%s' is too long", results_dir);
-    if (create) {
-        sb_status st = sb_cli_make_dir(results_dir, err);
-        if (st == SB_OK)
-            st = sb_cli_make_dir(dir, err);
-        if (st != SB_OK)
-            return st;
-    }
-    char hash[17];
-    sb_run_config_hash(cfg, 1, hash);
-    int len = snprintf(out, size, "%s/%s.safetensors", dir, hash);
-    if (len < 0 || (size_t)len >= size)
-        return sb_error_set(err, SB_ERR_INVALID, "results path '%s' is too long", results_dir);
-    return SB_OK;
-}
 
 /* Progress printing and database recording share the trainer's callback. */
 typedef struct train_sinks {
     sb_train_output out;
     sb_run_record rec;
+    int warned; /* a database write failed during the run (reported once) */
 } train_sinks;
 
 static void train_event(const sb_train_event *ev, void *user)
 {
     train_sinks *s = user;
     sb_train_output_event(ev, &s->out);
-    sb_run_record_event(&s->rec, ev);
+    sb_error err = {0};
+    if (sb_run_record_event(&s->rec, ev, &err) != SB_OK && !s->warned) {
+        fprintf(stderr, "selectivbench: warning: results database: %s (the run goes on)\n",
+                err.msg);
+        s->warned = 1;
+    }
 }
 
 /* The stored result of a finished run, as train would have printed it. */
@@ -113,7 +80,7 @@ int sb_cmd_train(int argc, char **argv)
     opts[n++] = (sb_option){"force", SB_OPT_SWITCH, &force, 0, 1, NULL, NULL,
                             "train again even if the results database has this run finished", 0};
     opts[n++] = (sb_option){"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
-                            "results database (default DIR/selectivbench.db)", 0};
+                            "results database (default DIR/" SB_RUN_STORE_DB_NAME ")", 0};
     opts[n++] = (sb_option){"inject_nan_at", SB_OPT_INT64, &inject_nan_at, 0, 1e15, NULL, "K",
                             "testing aid: treat micro-batch K's loss as NaN (default 0: off)", 0};
     int rc = sb_cli_parse("train", "[train.py flags]", opts, n, argc, argv, NULL, 0, NULL);
@@ -141,16 +108,17 @@ int sb_cmd_train(int argc, char **argv)
 
     /* the results folder, its checkpoint and its database */
     char ckpt[4096], db[4096];
-    if (sb_cli_make_dir(rf.results_dir, &err) != SB_OK)
+    if (sb_run_store_make_dir(rf.results_dir, &err) != SB_OK)
         return sb_cli_fail("train", &err);
     if (rf.ckpt != NULL)
         snprintf(ckpt, sizeof ckpt, "%s", rf.ckpt);
-    else if (sb_cli_default_ckpt(rf.results_dir, cfg, ckpt, sizeof ckpt, rf.save_model, &err) != SB_OK)
+    else if (sb_run_store_ckpt_path(rf.results_dir, cfg, ckpt, sizeof ckpt, rf.save_model, &err) !=
+             SB_OK)
         return sb_cli_fail("train", &err);
     if (db_path != NULL)
         snprintf(db, sizeof db, "%s", db_path);
-    else if (snprintf(db, sizeof db, "%s/selectivbench.db", rf.results_dir) >= (int)sizeof db)
-        return sb_cli_fail("train", &(sb_error){SB_ERR_INVALID, "results path too long"});
+    else if (sb_run_store_db_path(rf.results_dir, db, sizeof db, &err) != SB_OK)
+        return sb_cli_fail("train", &err);
 
     train_sinks sinks;
     memset(&sinks, 0, sizeof sinks);

@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "run_options.h"
 #include "selectivbench/results.h"
+#include "selectivbench/run_store.h"
 #include "selectivbench/sweep.h"
 #include "selectivbench/timer.h"
 #include "train_output.h"
@@ -166,7 +167,11 @@ static pid_t spawn_run(char **args, int n_args, const sb_sweep_opts *o, int thre
                        const char *hash, int *progress_fd)
 {
     char log[4096], threads_s[16];
-    snprintf(log, sizeof log, "%s/logs/%s.log", o->results, hash);
+    sb_error log_err = {0};
+    if (sb_run_store_log_path(o->results, hash, log, sizeof log, &log_err) != SB_OK) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
     snprintf(threads_s, sizeof threads_s, "%d", threads);
     const char *extra[] = {"--results", o->results, "--db", o->db, "--threads", threads_s, NULL};
     char **argv = calloc((size_t)n_args + 16, sizeof *argv);
@@ -411,15 +416,14 @@ int sb_cli_sweep_execute(const sb_sweep *s, const char *label, const int64_t *ru
     int64_t total = sb_sweep_count(s);
     /* the results folder, its logs and its database */
     char db_path[4096], logs[4096];
+    sb_status st = SB_OK;
     if (o.db == NULL) {
-        snprintf(db_path, sizeof db_path, "%s/selectivbench.db", o.results);
+        st = sb_run_store_db_path(o.results, db_path, sizeof db_path, err);
         o.db = db_path;
     }
-    snprintf(logs, sizeof logs, "%s/logs", o.results);
     sb_results *db = NULL;
-    sb_status st = sb_cli_make_dir(o.results, err);
     if (st == SB_OK)
-        st = sb_cli_make_dir(logs, err);
+        st = sb_run_store_log_dir(o.results, logs, sizeof logs, 1, err);
     if (st == SB_OK)
         st = sb_results_open(o.db, &db, err);
     if (st != SB_OK)

@@ -37,9 +37,4 @@ void sb_train_output_finish(sb_train_output *o, const sb_run_config *cfg,
                             const sb_train_result *res, const char *ckpt, double ceiling,
                             double effective_memory);
 
-/* Creates a folder if missing; the default checkpoint path of a configuration. */
-sb_status sb_cli_make_dir(const char *dir, sb_error *err);
-sb_status sb_cli_default_ckpt(const char *results_dir, const sb_run_config *cfg, char *out,
-                              size_t size, int create, sb_error *err);
-
 #endif

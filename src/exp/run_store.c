@@ -1,12 +1,87 @@
-/* run_record.c - results-database rows of one run (see run_record.h). */
-#include "run_record.h"
+/* run_store.c - a results folder's layout and the results-database rows of one run (see
+ * run_store.h). */
+#include "selectivbench/run_store.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "selectivbench/model.h"
+
+/* ---- the folder layout ------------------------------------------------------------------ */
+
+sb_status sb_run_store_make_dir(const char *dir, sb_error *err)
+{
+    struct stat sbuf;
+    if (stat(dir, &sbuf) == 0) {
+        if (!S_ISDIR(sbuf.st_mode))
+            return sb_error_set(err, SB_ERR_IO, "'%s' exists and is not a folder", dir);
+        return SB_OK;
+    }
+    /* another process (a parallel sweep worker) may create it at the same moment */
+    if (mkdir(dir, 0777) != 0 && !(errno == EEXIST && stat(dir, &sbuf) == 0 && S_ISDIR(sbuf.st_mode)))
+        return sb_error_set(err, SB_ERR_IO, "cannot create the results folder '%s': %s", dir,
+                            strerror(errno));
+    return SB_OK;
+}
+
+sb_status sb_run_store_db_path(const char *results_dir, char *out, size_t size, sb_error *err)
+{
+    int len = snprintf(out, size, "%s/" SB_RUN_STORE_DB_NAME, results_dir);
+    if (len < 0 || (size_t)len >= size)
+        return sb_error_set(err, SB_ERR_INVALID, "results path too long");
+    return SB_OK;
+}
+
+sb_status sb_run_store_ckpt_path(const char *results_dir, const sb_run_config *cfg, char *out,
+                                 size_t size, int create, sb_error *err)
+{
+    char dir[3072];
+    if (snprintf(dir, sizeof dir, "%s/checkpoints", results_dir) >= (int)sizeof dir)
+        return sb_error_set(err, SB_ERR_INVALID, "results path '%s' is too long", results_dir);
+    if (create) {
+        sb_status st = sb_run_store_make_dir(results_dir, err);
+        if (st == SB_OK)
+            st = sb_run_store_make_dir(dir, err);
+        if (st != SB_OK)
+            return st;
+    }
+    char hash[17];
+    sb_run_config_hash(cfg, 1, hash);
+    int len = snprintf(out, size, "%s/%s.safetensors", dir, hash);
+    if (len < 0 || (size_t)len >= size)
+        return sb_error_set(err, SB_ERR_INVALID, "results path '%s' is too long", results_dir);
+    return SB_OK;
+}
+
+sb_status sb_run_store_log_dir(const char *results_dir, char *out, size_t size, int create,
+                               sb_error *err)
+{
+    int len = snprintf(out, size, "%s/logs", results_dir);
+    if (len < 0 || (size_t)len >= size)
+        return sb_error_set(err, SB_ERR_INVALID, "results path '%s' is too long", results_dir);
+    if (!create)
+        return SB_OK;
+    sb_status st = sb_run_store_make_dir(results_dir, err);
+    if (st == SB_OK)
+        st = sb_run_store_make_dir(out, err);
+    return st;
+}
+
+sb_status sb_run_store_log_path(const char *results_dir, const char *hash, char *out,
+                                size_t size, sb_error *err)
+{
+    int len = snprintf(out, size, "%s/logs/%s.log", results_dir, hash);
+    if (len < 0 || (size_t)len >= size)
+        return sb_error_set(err, SB_ERR_INVALID, "results path '%s' is too long", results_dir);
+    return SB_OK;
+}
+
+/* ---- a run's rows in the results database ----------------------------------------------- */
 
 sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
                               const char *ckpt, int force, int *finished, sb_run_row *stored,
@@ -74,32 +149,28 @@ fail:
     return st;
 }
 
-static void record_warn(sb_run_record *rec, const sb_error *err)
-{
-    if (!rec->warned)
-        fprintf(stderr, "selectivbench: warning: results database: %s (the run goes on)\n",
-                err->msg);
-    rec->warned = 1;
-}
-
-void sb_run_record_event(sb_run_record *rec, const sb_train_event *ev)
+sb_status sb_run_record_event(sb_run_record *rec, const sb_train_event *ev, sb_error *err)
 {
     if (rec->db == NULL || ev->kind != SB_EVENT_EVAL)
-        return;
-    sb_error err = {0};
+        return SB_OK;
     sb_eval_row test = {.step = ev->step, .samples = ev->samples, .split = SB_SPLIT_TEST,
                         .loss = ev->test_loss, .acc = ev->test_acc, .lr = ev->lr,
                         .tokens_per_s = ev->tokens_per_s, .wall_s = ev->elapsed_s};
-    if (sb_results_add_eval(rec->db, rec->run_id, &test, &err) != SB_OK)
-        record_warn(rec, &err);
+    sb_status st = sb_results_add_eval(rec->db, rec->run_id, &test, err);
     if (!isnan(ev->loss)) {
         sb_eval_row train = test;
         train.split = SB_SPLIT_TRAIN;
         train.loss = ev->loss;
         train.acc = ev->acc;
-        if (sb_results_add_eval(rec->db, rec->run_id, &train, &err) != SB_OK)
-            record_warn(rec, &err);
+        /* the train row is written even when the test row failed; err keeps the first */
+        sb_error train_err = {0};
+        sb_status st_train = sb_results_add_eval(rec->db, rec->run_id, &train, &train_err);
+        if (st == SB_OK && st_train != SB_OK) {
+            st = st_train;
+            *err = train_err;
+        }
     }
+    return st;
 }
 
 sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_error *err)
