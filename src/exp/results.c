@@ -539,6 +539,22 @@ static sb_status results_init(sb_results *r, sb_error *err)
     return status;
 }
 
+/* A connection handle without its SQLite connection yet, owning a copy of path. */
+static sb_status results_handle_new(const char *path, sb_results **out, sb_error *err)
+{
+    sb_results *r = calloc(1, sizeof *r);
+    size_t len = strlen(path);
+    char *copy = malloc(len + 1);
+    if (r == NULL || copy == NULL) {
+        free(r), free(copy);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'", path);
+    }
+    memcpy(copy, path, len + 1);
+    r->path = copy;
+    *out = r;
+    return SB_OK;
+}
+
 sb_status sb_results_open(const char *path, sb_results **out, sb_error *err)
 {
     SB_ASSERT(path != NULL && out != NULL);
@@ -551,15 +567,10 @@ sb_status sb_results_open(const char *path, sb_results **out, sb_error *err)
     if (status != SB_OK)
         return status;
 
-    sb_results *r = calloc(1, sizeof *r);
-    size_t len = strlen(path);
-    char *copy = malloc(len + 1);
-    if (r == NULL || copy == NULL) {
-        free(r), free(copy);
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'", path);
-    }
-    memcpy(copy, path, len + 1);
-    r->path = copy;
+    sb_results *r = NULL;
+    sb_status st_new = results_handle_new(path, &r, err);
+    if (st_new != SB_OK)
+        return st_new;
     /* A failed open still returns a handle (or NULL when out of memory), for the message */
     int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK)
@@ -582,15 +593,10 @@ sb_status sb_results_open_readonly(const char *path, sb_results **out, sb_error 
     if (stat(path, &sbuf) != 0)
         return sb_error_set(err, SB_ERR_IO, "cannot read results database '%s': %s", path,
                             strerror(errno));
-    sb_results *r = calloc(1, sizeof *r);
-    size_t len = strlen(path);
-    char *copy = malloc(len + 1);
-    if (r == NULL || copy == NULL) {
-        free(r), free(copy);
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'", path);
-    }
-    memcpy(copy, path, len + 1);
-    r->path = copy;
+    sb_results *r = NULL;
+    sb_status st_new = results_handle_new(path, &r, err);
+    if (st_new != SB_OK)
+        return st_new;
     r->readonly = 1;
     sb_status status = SB_OK;
     int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL);

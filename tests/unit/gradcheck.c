@@ -139,3 +139,29 @@ double gc_check(gc_problem *p)
     sb_graph_free(&g);
     return worst;
 }
+
+void gc_check_every_param_has_gradient(gc_problem *p, const sb_model *m, int skip_buffers,
+                                       const char *label)
+{
+    sb_graph g;
+    sb_graph_init(&g, 1 << 22);
+    g.record = 1;
+    sb_tensor *in[2] = {&p->inputs[0].tensor, &p->inputs[1].tensor};
+    in[0]->grad = in[1]->grad = NULL;
+    sb_tensor *y = p->fn(&g, in, p->ctx);
+    real *dy = sb_tensor_grad(&g, y);
+    for (size_t i = 0; i < y->size; i++)
+        dy[i] = (real)sin(0.37 * (double)i + 1);
+    sb_graph_backward(&g);
+    for (int i = 0; i < m->params.n; i++) {
+        const sb_param *pp = &m->params.p[i];
+        if (skip_buffers && (pp->flags & SB_PARAM_BUFFER))
+            continue;
+        double mx = 0;
+        for (size_t k = 0; k < pp->size; k++)
+            mx = fmax(mx, fabs(m->params.grad[pp->offset + k]));
+        if (!(mx > 0))
+            fail_msg("%s: the gradient of %s is zero", label, pp->name);
+    }
+    sb_graph_free(&g);
+}

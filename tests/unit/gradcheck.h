@@ -10,6 +10,7 @@
 #ifndef SELECTIVBENCH_GRADCHECK_H
 #define SELECTIVBENCH_GRADCHECK_H
 
+#include "selectivbench/model.h"
 #include "selectivbench/nn.h"
 
 #define GC_MAX_INPUTS 256
@@ -47,5 +48,11 @@ double gc_check(gc_problem *p);
 
 /* Frees the inputs. */
 void gc_free(gc_problem *p);
+
+/* For a whole-model problem whose inputs are (input, flat parameters): one backward of p->fn
+ * with a fixed output gradient, then a failure naming every parameter tensor of m whose
+ * gradient is all zero (buffers skipped when skip_buffers). */
+void gc_check_every_param_has_gradient(gc_problem *p, const sb_model *m, int skip_buffers,
+                                       const char *label);
 
 #endif

@@ -248,27 +248,7 @@ static void check_gradients(const sb_layer_type *type)
     memcpy(flat->data, theta0, total * sizeof(real));
     gc_check(&p);
     /* every trained parameter tensor gets a non-zero gradient */
-    sb_graph g;
-    sb_graph_init(&g, 1 << 22);
-    g.record = 1;
-    sb_tensor *in[2] = {&p.inputs[0].tensor, flat};
-    in[0]->grad = in[1]->grad = NULL;
-    sb_tensor *y = fn_flat(&g, in, &c);
-    real *dy = sb_tensor_grad(&g, y);
-    for (size_t i = 0; i < y->size; i++)
-        dy[i] = (real)sin(0.37 * (double)i + 1);
-    sb_graph_backward(&g);
-    for (int i = 0; i < m->params.n; i++) {
-        const sb_param *pp = &m->params.p[i];
-        if (pp->flags & SB_PARAM_BUFFER)
-            continue;
-        double mx = 0;
-        for (size_t k = 0; k < pp->size; k++)
-            mx = fmax(mx, fabs(m->params.grad[pp->offset + k]));
-        if (!(mx > 0))
-            fail_msg("%s: the gradient of %s is zero", title, pp->name);
-    }
-    sb_graph_free(&g);
+    gc_check_every_param_has_gradient(&p, m, 1, title);
     gc_free(&p);
 
     /* (2) along random directions of all parameters, on a sequence crossing the layer's chunk
