@@ -1,29 +1,16 @@
-/* cli.h - the subcommands of the selectivbench tool and their shared helpers. */
+/* cli.h - what the subcommands share (src/cli/cli.c); the subcommands themselves are
+ * declared in commands.h. */
 #ifndef SELECTIVBENCH_CLI_H
 #define SELECTIVBENCH_CLI_H
 
 #include <stdio.h>
 
-#include "options.h"
-#include "selectivbench/run_config.h"
-#include "selectivbench/status.h"
-#include "selectivbench/sweep.h"
+#include "cli/options.h"
+#include "config/run_config.h"
+#include "core/status.h"
+#include "exp/sweep.h"
 
-/* Each subcommand parses argv[2..] and returns the process exit code. */
-int sb_cmd_grammar(int argc, char **argv);
-int sb_cmd_data(int argc, char **argv);
-int sb_cmd_demo(int argc, char **argv);
-int sb_cmd_bench(int argc, char **argv);
-int sb_cmd_train(int argc, char **argv);
-int sb_cmd_eval(int argc, char **argv);
-int sb_cmd_probe(int argc, char **argv);
-int sb_cmd_ceiling(int argc, char **argv);
-int sb_cmd_models(int argc, char **argv);
-int sb_cmd_sweep(int argc, char **argv);
-int sb_cmd_results(int argc, char **argv);
-int sb_cmd_report(int argc, char **argv);
-
-/* Prints "selectivbench CMD: error: MSG" and returns the exit code of err->status. */
+/* Prints err as one line on stderr and returns the exit code of its status. */
 int sb_cli_fail(const char *cmd, const sb_error *err);
 
 /* Parses the options; on error prints it and returns the exit code (2), on --help

@@ -12,14 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "selectivbench/batch.h"
-#include "selectivbench/bench.h"
-#include "selectivbench/json_writer.h"
-#include "selectivbench/model.h"
-#include "selectivbench/task.h"
-#include "selectivbench/timer.h"
-#include "task_options.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "task/batch.h"
+#include "train/bench.h"
+#include "core/json_writer.h"
+#include "model/model.h"
+#include "task/task.h"
+#include "core/timer.h"
+#include "cli/task_options.h"
 
 #define BENCH_REPEATS 3
 

@@ -1,6 +1,6 @@
 /*
  * cmd_ceiling.c - `selectivbench ceiling [train flags]`: the ideal observer of a task and
- * the window observers (include/selectivbench/ceiling.h, docs/reading-results.md).
+ * the window observers (src/task/ceiling.h, docs/reading-results.md).
  *
  * Takes every flag `train` takes, so a train command line becomes a ceiling command line
  * by changing the word; only the task flags matter.
@@ -8,11 +8,12 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "cli.h"
-#include "data_show.h"
-#include "run_options.h"
-#include "selectivbench/ceiling.h"
-#include "selectivbench/json_writer.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/data_show.h"
+#include "cli/run_options.h"
+#include "task/ceiling.h"
+#include "core/json_writer.h"
 
 static const char *const split_names[] = {"train", "test", NULL};
 

@@ -3,12 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "data_show.h"
-#include "selectivbench/json_writer.h"
-#include "selectivbench/task.h"
-#include "selectivbench/timer.h"
-#include "task_options.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/data_show.h"
+#include "core/json_writer.h"
+#include "task/task.h"
+#include "core/timer.h"
+#include "cli/task_options.h"
 
 static const char *const split_names[] = {"train", "test", NULL};
 

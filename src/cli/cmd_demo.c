@@ -12,16 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "data_show.h"
-#include "presets.h"
-#include "selectivbench/model.h"
-#include "selectivbench/report.h"
-#include "selectivbench/run_store.h"
-#include "selectivbench/sweep.h"
-#include "selectivbench/task.h"
-#include "selectivbench/timer.h"
-#include "task_options.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/data_show.h"
+#include "cli/presets.h"
+#include "model/model.h"
+#include "exp/report.h"
+#include "exp/run_store.h"
+#include "exp/sweep.h"
+#include "task/task.h"
+#include "core/timer.h"
+#include "cli/task_options.h"
 
 #define DEMO_MAX_MODELS 16
 

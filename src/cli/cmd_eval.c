@@ -9,11 +9,13 @@
  */
 #include <string.h>
 
-#include "cli.h"
-#include "run_options.h"
-#include "selectivbench/checkpoint.h"
-#include "selectivbench/json_writer.h"
-#include "selectivbench/trainer.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/run_options.h"
+#include "train/checkpoint.h"
+#include "core/json_writer.h"
+#include "train/trainer.h"
+#include "train/run_setup.h"
 
 int sb_cmd_eval(int argc, char **argv)
 {

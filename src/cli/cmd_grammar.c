@@ -2,10 +2,11 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cli.h"
-#include "selectivbench/grammar.h"
-#include "selectivbench/timer.h"
-#include "task_options.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "task/grammar.h"
+#include "core/timer.h"
+#include "cli/task_options.h"
 
 /* Prints the summary block; lists the transitions of small grammars (or with --list). */
 static void grammar_print_summary(const sb_grammar *g, double seconds, int list)

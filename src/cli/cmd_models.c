@@ -2,9 +2,10 @@
  * generated from the registry. */
 #include <string.h>
 
-#include "cli.h"
-#include "selectivbench/json_writer.h"
-#include "selectivbench/model.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "core/json_writer.h"
+#include "model/model.h"
 
 static const char *or_dash(const char *s)
 {

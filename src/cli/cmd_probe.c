@@ -13,11 +13,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
-#include "run_options.h"
-#include "selectivbench/checkpoint.h"
-#include "selectivbench/json_writer.h"
-#include "selectivbench/probe.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/run_options.h"
+#include "train/checkpoint.h"
+#include "core/json_writer.h"
+#include "train/probe.h"
+#include "train/run_setup.h"
 
 static const char *const section_names[] = {"all", "readout", "gates", "retention", NULL};
 static const int section_bits[] = {SB_PROBE_ALL, SB_PROBE_READOUT, SB_PROBE_GATES,

@@ -3,9 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "selectivbench/report.h"
-#include "selectivbench/run_store.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "exp/report.h"
+#include "exp/run_store.h"
 
 int sb_cmd_report(int argc, char **argv)
 {

@@ -11,11 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "selectivbench/json_writer.h"
-#include "selectivbench/results.h"
-#include "selectivbench/run_config.h"
-#include "selectivbench/run_store.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "core/json_writer.h"
+#include "exp/results.h"
+#include "config/run_config.h"
+#include "exp/run_store.h"
 
 #define MAX_FILTERS 16
 

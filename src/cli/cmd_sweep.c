@@ -11,12 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "presets.h"
-#include "run_options.h"
-#include "selectivbench/run_config.h"
-#include "selectivbench/run_store.h"
-#include "selectivbench/sweep.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/presets.h"
+#include "cli/run_options.h"
+#include "config/run_config.h"
+#include "exp/run_store.h"
+#include "exp/sweep.h"
 
 
 static int parse_shard(const char *text, int *index, int *count)

@@ -3,14 +3,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "run_options.h"
-#include "selectivbench/json_writer.h"
-#include "selectivbench/results.h"
-#include "selectivbench/run_store.h"
-#include "selectivbench/timer.h"
-#include "selectivbench/trainer.h"
-#include "train_output.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/run_options.h"
+#include "core/json_writer.h"
+#include "exp/results.h"
+#include "exp/run_store.h"
+#include "core/timer.h"
+#include "train/trainer.h"
+#include "cli/train_output.h"
+#include "train/run_setup.h"
 
 /* Progress printing and database recording share the trainer's callback. */
 typedef struct train_sinks {

@@ -1,5 +1,5 @@
 /* data_show.c - human-readable views of a task and its samples (see data_show.h). */
-#include "data_show.h"
+#include "cli/data_show.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "selectivbench/task.h"
+#include "task/task.h"
 
 /* One paragraph: grammar size, TE, lengths, gaps of train and test. */
 void sb_data_print_task(const sb_task *task, FILE *f);

@@ -1,5 +1,5 @@
 /* options.c - argparse-style flag parsing for the CLI (see options.h). */
-#include "options.h"
+#include "cli/options.h"
 
 #include <errno.h>
 #include <math.h>

@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "selectivbench/config.h"
-#include "selectivbench/status.h"
+#include "config/config.h"
+#include "core/status.h"
 
 typedef enum sb_opt_type {
     SB_OPT_INT,    /* int, range [min, max] */

@@ -1,5 +1,5 @@
 /* run_options.c - the flags of train, eval, probe and ceiling (see run_options.h). */
-#include "run_options.h"
+#include "cli/run_options.h"
 
 #include <string.h>
 

@@ -7,9 +7,9 @@
 #ifndef SELECTIVBENCH_CLI_RUN_OPTIONS_H
 #define SELECTIVBENCH_CLI_RUN_OPTIONS_H
 
-#include "options.h"
-#include "selectivbench/run_config.h"
-#include "task_options.h"
+#include "cli/options.h"
+#include "config/run_config.h"
+#include "cli/task_options.h"
 
 typedef struct sb_run_flags {
     sb_run_config cfg; /* every key, defaults first; a caller may put a recorded one here */

@@ -20,13 +20,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "run_options.h"
-#include "selectivbench/results.h"
-#include "selectivbench/run_store.h"
-#include "selectivbench/sweep.h"
-#include "selectivbench/timer.h"
-#include "train_output.h"
+#include "cli/cli.h"
+#include "cli/run_options.h"
+#include "exp/results.h"
+#include "exp/run_store.h"
+#include "exp/sweep.h"
+#include "core/timer.h"
+#include "cli/train_output.h"
+#include "train/run_setup.h"
 
 #define PLAIN_PROGRESS_EVERY_S 60.0 /* progress lines when stdout is not a terminal */
 #define REFRESH_S 0.5               /* live display refresh */

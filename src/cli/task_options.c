@@ -1,5 +1,5 @@
 /* task_options.c - CLI options generated from the key table (see task_options.h). */
-#include "task_options.h"
+#include "cli/task_options.h"
 
 #include <string.h>
 

@@ -6,9 +6,9 @@
 #ifndef SELECTIVBENCH_CLI_TASK_OPTIONS_H
 #define SELECTIVBENCH_CLI_TASK_OPTIONS_H
 
-#include "options.h"
-#include "selectivbench/config.h"
-#include "selectivbench/run_config.h"
+#include "cli/options.h"
+#include "config/config.h"
+#include "config/run_config.h"
 
 /* Appends one SB_OPT_KEY option per key of the table in groups up to `group` (keys.def
  * order), each setting its key of *cfg by name. opts must have room for

@@ -1,5 +1,5 @@
 /* train_output.c - progress and summaries of training runs (see train_output.h). */
-#include "train_output.h"
+#include "cli/train_output.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "selectivbench/json_writer.h"
-#include "selectivbench/timer.h"
+#include "core/json_writer.h"
+#include "core/timer.h"
 
 void sb_train_output_init(sb_train_output *o, const sb_run_config *cfg, int quiet, int json,
                           int threads)

@@ -5,8 +5,8 @@
 
 #include <stdio.h>
 
-#include "selectivbench/run_config.h"
-#include "selectivbench/trainer.h"
+#include "config/run_config.h"
+#include "train/trainer.h"
 
 typedef struct sb_train_output {
     FILE *f;          /* progress goes here (stderr with --json) */

@@ -1,5 +1,5 @@
 /* config.c - the key table and what is generated from it (see config.h, keys.def). */
-#include "selectivbench/config.h"
+#include "config/config.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -28,7 +28,7 @@ static const sb_config_key keys[] = {
 #define SB_NOOP(name, kind, min, max, group, help)                                            \
     {#name, SB_KEY_##kind, 1, 0, 0, "", min, max, NULL, SB_KEY_HASH_NONE, SB_KEY_GROUP_##group, \
      help},
-#include "keys.def"
+#include "config/keys.def"
 #undef SB_KEY
 #undef SB_NOOP
 };
@@ -223,16 +223,6 @@ static sb_status apply_derived(sb_run_config *cfg, const sb_config_key *k, const
                             "--base_set %s is not supported: only one_hot (the paper's input) is",
                             value);
     return SB_OK;
-}
-
-/* train.py remaps some widths for some layers (the layer type's model_width: the
- * transformer's 648 -> 768 and 1296 -> 1280); --feat_size stores the requested width. */
-int sb_run_config_effective_width(const sb_run_config *cfg)
-{
-    const sb_layer_type *type = sb_layer_type_find(cfg->model);
-    if (type != NULL && type->model_width != NULL)
-        return type->model_width(cfg->feat_size);
-    return cfg->feat_size;
 }
 
 /* The seed inputs of a configuration read from JSON, which records only their result. */

@@ -1,12 +1,12 @@
 /* json_writer.c - streaming JSON output (see json_writer.h). */
-#include "selectivbench/json_writer.h"
+#include "core/json_writer.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "selectivbench/status.h"
+#include "core/status.h"
 
 void sb_format_double(char *buf, size_t size, double v)
 {

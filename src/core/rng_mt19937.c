@@ -2,8 +2,8 @@
  * rng_mt19937.c - MT19937 as CPython's `random` module and numpy's legacy RandomState
  * use it (spec/task.md sections 2.4 and 6.2).
  */
-#include "selectivbench/rng.h"
-#include "selectivbench/status.h"
+#include "core/rng.h"
+#include "core/status.h"
 
 #define MT_N 624
 #define MT_M 397

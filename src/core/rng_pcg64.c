@@ -5,8 +5,8 @@
  * 2.1-2.3 give the algorithms and tests/test_rng.c checks them against vectors recorded
  * from numpy.
  */
-#include "selectivbench/rng.h"
-#include "selectivbench/status.h"
+#include "core/rng.h"
+#include "core/status.h"
 
 /* ---- SeedSequence ---------------------------------------------------------------- */
 

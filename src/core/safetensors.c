@@ -7,7 +7,7 @@
  * pointers are aligned even when our writer (which keeps the caller's order instead of
  * sorting by alignment) left an F64 tensor at an odd offset.
  */
-#include "selectivbench/safetensors.h"
+#include "core/safetensors.h"
 
 #include <errno.h>
 #include <jansson.h>

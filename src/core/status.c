@@ -1,5 +1,5 @@
 /* status.c - error recording for the library (see status.h). */
-#include "selectivbench/status.h"
+#include "core/status.h"
 
 sb_status sb_error_set(sb_error *err, sb_status status, const char *fmt, ...)
 {
@@ -34,4 +34,24 @@ int sb_status_exit_code(sb_status status)
     case SB_ERR_DIVERGED: return 3;
     default: return 1;
     }
+}
+
+static sb_assert_hook assert_hook;
+
+sb_assert_hook sb_set_assert_hook(sb_assert_hook hook)
+{
+    sb_assert_hook previous = assert_hook;
+    assert_hook = hook;
+    return previous;
+}
+
+/* The one place the library writes to the terminal and stops the process: a broken
+ * invariant (a bug), never bad input. */
+_Noreturn void sb_assert_fail(const char *file, int line, const char *cond)
+{
+    if (assert_hook != NULL)
+        assert_hook(file, line, cond);
+    fprintf(stderr, "selectivbench: internal error: %s:%d: assertion '%s' failed\n", file, /* floors: allowed */
+            line, cond);
+    abort(); /* floors: allowed */
 }

@@ -1,5 +1,5 @@
 /* timer.c - monotonic time and peak memory (see timer.h). */
-#include "selectivbench/timer.h"
+#include "core/timer.h"
 
 #include <sys/resource.h>
 #include <time.h>

@@ -1,6 +1,6 @@
 /* report.c - the paper's figures and a markdown table from a results database
  * (see report.h). */
-#include "selectivbench/report.h"
+#include "exp/report.h"
 
 #include <errno.h>
 #include <math.h>
@@ -9,12 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "selectivbench/ceiling.h"
-#include "selectivbench/grammar.h"
-#include "selectivbench/model.h"
-#include "selectivbench/plot.h"
-#include "selectivbench/results.h"
-#include "selectivbench/run_config.h"
+#include "task/ceiling.h"
+#include "task/grammar.h"
+#include "model/model.h"
+#include "core/plot.h"
+#include "exp/results.h"
+#include "config/run_config.h"
+#include "train/run_setup.h"
 
 enum { FIG_2A, FIG_2B, FIG_3A, FIG_3B, FIG_4, N_FIGS };
 

@@ -10,9 +10,9 @@
  * FOREIGN KEY constraints in the schema back up the checks done here, so a rejected value
  * never reaches the file.
  */
-#include "selectivbench/results.h"
+#include "exp/results.h"
 
-#include "selectivbench/json_writer.h"
+#include "core/json_writer.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* run_store.c - a results folder's layout and the results-database rows of one run (see
  * run_store.h). */
-#include "selectivbench/run_store.h"
+#include "exp/run_store.h"
 
 #include <errno.h>
 #include <math.h>
@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "selectivbench/model.h"
+#include "model/model.h"
+#include "train/run_setup.h"
 
 /* ---- the folder layout ------------------------------------------------------------------ */
 

@@ -1,5 +1,5 @@
 /* sweep.c - W&B grid sweep files (see sweep.h), read with libyaml. */
-#include "selectivbench/sweep.h"
+#include "exp/sweep.h"
 
 #include <errno.h>
 #include <stdlib.h>

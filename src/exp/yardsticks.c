@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "selectivbench/ceiling.h"
-#include "selectivbench/json_writer.h"
-#include "selectivbench/results.h"
-#include "selectivbench/run_config.h"
+#include "task/ceiling.h"
+#include "core/json_writer.h"
+#include "exp/results.h"
+#include "config/run_config.h"
 
 /* What a cached ceiling was computed for, as a JSON text (train.py's flag names), for
  * people reading the database; the cache is keyed by the hash, not by this text. */

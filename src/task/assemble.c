@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "selectivbench/rng.h"
-#include "selectivbench/task.h"
+#include "core/rng.h"
+#include "task/task.h"
 
 #define STREAM_TAG_GAPS 0x53424750u  /* "SBGP" */
 #define STREAM_TAG_NOISE 0x53424e5au /* "SBNZ" */

@@ -1,5 +1,5 @@
 /* batch.c - padded batches assembled on the fly (see batch.h). */
-#include "selectivbench/batch.h"
+#include "task/batch.h"
 
 #include <omp.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * Samples are independent, so they are spread over threads; the per-sample sums are added
  * in sample order, so the numbers do not depend on the thread count.
  */
-#include "selectivbench/ceiling.h"
+#include "task/ceiling.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ceiling_internal.h"
-#include "selectivbench/timer.h"
+#include "task/ceiling_internal.h"
+#include "core/timer.h"
 
 const int sb_ceiling_window_k[SB_CEILING_N_WINDOWS] = {0, 1, 2, 4, 8, 16, 32};
 #define WINDOW_MAX 32

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ceiling_internal.h"
+#include "task/ceiling_internal.h"
 
 typedef struct entry {
     int s, t, r;

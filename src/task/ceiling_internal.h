@@ -6,7 +6,7 @@
 #ifndef SELECTIVBENCH_CEILING_INTERNAL_H
 #define SELECTIVBENCH_CEILING_INTERNAL_H
 
-#include "selectivbench/ceiling.h"
+#include "task/ceiling.h"
 
 typedef struct tables {
     const sb_grammar *g;

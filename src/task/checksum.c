@@ -2,7 +2,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
-#include "selectivbench/task.h"
+#include "task/task.h"
 
 #define CHECKSUM_CHUNK 32 /* samples assembled together by one thread */
 

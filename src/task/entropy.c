@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "selectivbench/grammar.h"
+#include "task/grammar.h"
 
 #define TE_REL_TOL 1e-13
 #define TE_MAX_ITER 20000

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "selectivbench/json_writer.h"
-#include "selectivbench/task.h"
+#include "core/json_writer.h"
+#include "task/task.h"
 
 #define EXPORT_CHUNK 1024
 

@@ -5,12 +5,12 @@
  * The draw order is the reference's, call for call: one numpy Generator for every grammar
  * draw and CPython's MT19937 for the choice of ambiguous letters.
  */
-#include "selectivbench/grammar.h"
+#include "task/grammar.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "selectivbench/rng.h"
+#include "core/rng.h"
 
 sb_grammar_config sb_grammar_config_default(void)
 {

@@ -1,8 +1,8 @@
 /* grammar_io.c - writing a grammar as JSON, Graphviz and the reference's text format. */
 #include <string.h>
 
-#include "selectivbench/grammar.h"
-#include "selectivbench/json_writer.h"
+#include "task/grammar.h"
+#include "core/json_writer.h"
 
 /* The state ids map of the reference: per letter in class order, "B" and its alias "B0"
  * for a plain letter, "C0".."C{d-1}" for an ambiguous one; '#' last. */

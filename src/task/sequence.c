@@ -16,13 +16,13 @@
  *                             processor overlaps their dependent loads.
  * Both make the same draws in the same order: equal outputs to the last element.
  */
-#include "selectivbench/sequence.h"
+#include "task/sequence.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "selectivbench/rng.h"
+#include "core/rng.h"
 
 #define LANES 4 /* interleaved walks per call of the fast form */
 

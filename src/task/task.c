@@ -1,5 +1,5 @@
 /* task.c - task configuration, creation and split bookkeeping (see task.h). */
-#include "selectivbench/task.h"
+#include "task/task.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,15 +1,15 @@
 /* bench.c - training-step benchmarks (see bench.h). */
-#include "selectivbench/bench.h"
+#include "train/bench.h"
 
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "selectivbench/model.h"
-#include "selectivbench/ops.h"
-#include "selectivbench/optim.h"
-#include "selectivbench/timer.h"
+#include "model/model.h"
+#include "ops/ops.h"
+#include "tensor/optim.h"
+#include "core/timer.h"
 
 typedef struct bench_step {
     const sb_model *m;

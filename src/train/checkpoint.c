@@ -1,11 +1,11 @@
 /* checkpoint.c - model and optimiser state as safetensors (see checkpoint.h). */
-#include "selectivbench/checkpoint.h"
+#include "train/checkpoint.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "selectivbench/safetensors.h"
+#include "core/safetensors.h"
 
 void sb_checkpoint_optim_path(const char *path, char *out, size_t size)
 {

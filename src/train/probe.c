@@ -13,15 +13,15 @@
  *      ||recurrent state|| from the streaming forward, one frame per chunk.
  * Everything is deterministic: fixed summation orders, a plain Cholesky, sb_gemm.
  */
-#include "selectivbench/probe.h"
+#include "train/probe.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "selectivbench/batch.h"
-#include "selectivbench/ops.h"
-#include "selectivbench/plot.h"
+#include "task/batch.h"
+#include "ops/ops.h"
+#include "core/plot.h"
 
 const int sb_probe_lags[SB_PROBE_N_LAGS] = {0, 1, 2, 4, 8};
 

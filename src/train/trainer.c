@@ -1,5 +1,5 @@
 /* trainer.c - the training loop and the evaluation of the reference (see trainer.h). */
-#include "selectivbench/trainer.h"
+#include "train/trainer.h"
 
 #include <math.h>
 #include <omp.h>
@@ -7,14 +7,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "selectivbench/batch.h"
-#include "selectivbench/checkpoint.h"
-#include "selectivbench/ops.h"
-#include "selectivbench/optim.h"
-#include "selectivbench/safetensors.h"
-#include "selectivbench/timer.h"
+#include "task/batch.h"
+#include "train/checkpoint.h"
+#include "ops/ops.h"
+#include "tensor/optim.h"
+#include "core/safetensors.h"
+#include "core/timer.h"
 
-#include "../nn/fastmath.h"
+#include "tensor/fastmath.h"
+#include "train/run_setup.h"
 
 #define DECODE_CHUNK 1024 /* frames decoded at once in evaluation */
 

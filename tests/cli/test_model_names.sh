@@ -1,6 +1,6 @@
 #!/bin/sh
-# test_model_names.sh - the registry (src/nn/layers/layers.def) is the one list of models:
-#   (a) no model name is compared as a string outside src/nn/layers/ and src/nn/registry.c: a
+# test_model_names.sh - the registry (src/layers/layers.def) is the one list of models:
+#   (a) no model name is compared as a string outside src/layers/ and src/layers/registry.c: a
 #       rule of one model is a field or hook of its layer type record (include/selectivbench/
 #       model.h), not `strcmp(cfg->model, "s4")` somewhere else;
 #   (b) the learning check (configs/checks/learning.yaml) lists every registered model and no
@@ -9,16 +9,16 @@
 # usage: test_model_names.sh SOURCE_DIR
 SRC=$1
 failures=0
-names=$(sed -n 's/^SB_LAYER(\([a-z0-9_]*\))$/\1/p' "$SRC/src/nn/layers/layers.def")
+names=$(sed -n 's/^SB_LAYER(\([a-z0-9_]*\))$/\1/p' "$SRC/src/layers/layers.def")
 if [ -z "$names" ]; then
-  echo "FAIL: no SB_LAYER line in $SRC/src/nn/layers/layers.def" >&2
+  echo "FAIL: no SB_LAYER line in $SRC/src/layers/layers.def" >&2
   exit 1
 fi
 
 # (a) strcmp, strncmp, strcasecmp ... with a model's name as a literal argument
 for n in $names; do
   hits=$(grep -rnE "str(n)?(case)?cmp\([^;]*\"$n\"" "$SRC/src" "$SRC/include" |
-         grep -v "^$SRC/src/nn/layers/" | grep -v "^$SRC/src/nn/registry.c:")
+         grep -v "^$SRC/src/layers/" | grep -v "^$SRC/src/layers/registry.c:")
   if [ -n "$hits" ]; then
     echo "FAIL: the model name \"$n\" is compared as a string outside its layer file (make the" \
          "rule a field or hook of its sb_layer_type):" >&2

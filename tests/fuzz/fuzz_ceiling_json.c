@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "selectivbench/ceiling.h"
+#include "task/ceiling.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,8 +10,8 @@
 #ifndef SELECTIVBENCH_GRADCHECK_H
 #define SELECTIVBENCH_GRADCHECK_H
 
-#include "selectivbench/model.h"
-#include "selectivbench/nn.h"
+#include "model/model.h"
+#include "tensor/nn.h"
 
 #define GC_MAX_INPUTS 256
 

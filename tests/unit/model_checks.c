@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/ops.h"
+#include "ops/ops.h"
 #include "test_util.h"
 
 /* ---- streaming ------------------------------------------------------------------------------ */

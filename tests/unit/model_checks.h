@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "selectivbench/model.h"
+#include "model/model.h"
 
 /* ---- streaming ------------------------------------------------------------------------------ */
 

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/task.h"
+#include "task/task.h"
 #include "test_util.h"
 
 static json_t *vectors;

@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/batch.h"
-#include "selectivbench/task.h"
+#include "task/batch.h"
+#include "task/task.h"
 
 static sb_task *make_task(double noise)
 {

@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/ceiling.h"
-#include "selectivbench/task.h"
+#include "task/ceiling.h"
+#include "task/task.h"
 
 /* ---- brute force ------------------------------------------------------------------------ */
 

@@ -16,7 +16,8 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/config.h"
+#include "config/config.h"
+#include "train/run_setup.h"
 
 static const char *binary;
 

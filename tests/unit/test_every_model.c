@@ -32,9 +32,9 @@
 #include <cmocka.h>
 
 #include "model_checks.h"
-#include "selectivbench/checkpoint.h"
-#include "selectivbench/model.h"
-#include "selectivbench/ops.h"
+#include "train/checkpoint.h"
+#include "model/model.h"
+#include "ops/ops.h"
 #include "test_util.h"
 #ifdef SB_REAL_DOUBLE
 #include "gradcheck.h"
@@ -130,7 +130,7 @@ static void test_registry_is_layers_def(void **state)
     (void)state;
     static const char *const names[] = {
 #define SB_LAYER(x) #x,
-#include "../../src/nn/layers/layers.def"
+#include "layers/layers.def"
 #undef SB_LAYER
     };
     const int n = (int)(sizeof names / sizeof names[0]);

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "../../src/nn/fastmath.h"
+#include "tensor/fastmath.h"
 
 /* distance in units in the last place between two positive floats */
 static int64_t ulp_distance(float a, float b)

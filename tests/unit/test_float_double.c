@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "selectivbench/model.h"
-#include "selectivbench/ops.h"
+#include "model/model.h"
+#include "ops/ops.h"
 
 /* Forward and backward of one model; returns a malloc'd array: logits, loss, grads. */
 static double *run_model(const char *name, size_t *count)

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/grammar.h"
-#include "selectivbench/timer.h"
+#include "task/grammar.h"
+#include "core/timer.h"
 #include "test_util.h"
 
 extern void dgeev_(const char *jobvl, const char *jobvr, const int *n, double *a, const int *lda,

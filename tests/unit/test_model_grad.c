@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "gradcheck.h"
-#include "selectivbench/model.h"
-#include "selectivbench/ops.h"
+#include "model/model.h"
+#include "ops/ops.h"
 
 typedef struct model_ctx {
     sb_model *m;

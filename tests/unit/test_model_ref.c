@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/model.h"
-#include "selectivbench/ops.h"
+#include "model/model.h"
+#include "ops/ops.h"
 #include "test_util.h"
 
 static double rel_err(double a, double b)

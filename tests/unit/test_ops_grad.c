@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "gradcheck.h"
-#include "selectivbench/ops.h"
+#include "ops/ops.h"
 
 /* ---- linear ------------------------------------------------------------------------------ */
 

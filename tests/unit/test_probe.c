@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/model.h"
-#include "selectivbench/probe.h"
-#include "selectivbench/rng.h"
+#include "model/model.h"
+#include "train/probe.h"
+#include "core/rng.h"
 
 /* a small deterministic generator for the test data (uniform in [-1, 1)) */
 static double urand(uint64_t *s)

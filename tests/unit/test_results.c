@@ -27,10 +27,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "selectivbench/ceiling.h"
-#include "selectivbench/results.h"
-#include "selectivbench/run_config.h"
-#include "selectivbench/report.h"
+#include "task/ceiling.h"
+#include "exp/results.h"
+#include "config/run_config.h"
+#include "exp/report.h"
 
 /* ---- fixture: a temporary folder ----------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/rng.h"
+#include "core/rng.h"
 #include "test_util.h"
 
 static json_t *vectors;

@@ -27,11 +27,11 @@
 
 #include "model_checks.h"
 
-#include "selectivbench/model.h"
-#include "selectivbench/ops.h"
-#include "selectivbench/ops_s4.h"
-#include "selectivbench/optim.h"
-#include "selectivbench/trainer.h"
+#include "model/model.h"
+#include "ops/ops.h"
+#include "ops/ops_s4.h"
+#include "tensor/optim.h"
+#include "train/trainer.h"
 #include "test_util.h"
 
 static char tmpdir[256];

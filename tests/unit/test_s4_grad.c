@@ -24,9 +24,9 @@
 #include <cmocka.h>
 
 #include "gradcheck.h"
-#include "selectivbench/model.h"
-#include "selectivbench/ops.h"
-#include "selectivbench/ops_s4.h"
+#include "model/model.h"
+#include "ops/ops.h"
+#include "ops/ops_s4.h"
 #include "test_util.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "selectivbench/safetensors.h"
+#include "core/safetensors.h"
 
 static char g_dir[64]; /* a fresh temporary folder for the whole group */
 

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/grammar.h"
-#include "selectivbench/sequence.h"
+#include "task/grammar.h"
+#include "task/sequence.h"
 #include "test_util.h"
 
 static int samples_checked;

@@ -15,11 +15,12 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/checkpoint.h"
-#include "selectivbench/model.h"
-#include "selectivbench/optim.h"
-#include "selectivbench/trainer.h"
+#include "train/checkpoint.h"
+#include "model/model.h"
+#include "tensor/optim.h"
+#include "train/trainer.h"
 #include "test_util.h"
+#include "train/run_setup.h"
 
 static char tmpdir[256];
 

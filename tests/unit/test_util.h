@@ -5,8 +5,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "selectivbench/nn.h"
-#include "selectivbench/rng.h"
+#include "tensor/nn.h"
+#include "core/rng.h"
 
 /* Loads tests/data/<relpath> as JSON; fails the test if it cannot. */
 json_t *test_load_json(const char *relpath);

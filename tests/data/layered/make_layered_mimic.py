@@ -1,6 +1,6 @@
 # Pure-PyTorch mimic of the reference's four *_layered models (train.py: an fla causal-LM
 # model, its embedding replaced by an identity, inside CustomModel), for
-# tests/unit/test_layered.c. fla cannot run here (no triton), so the modules are rebuilt from
+# tests/unit/test_lm_stack.c. fla cannot run here (no triton), so the modules are rebuilt from
 # fla v0.3.2's constructors in their construction order, and transformers' post_init is
 # replayed: _init_weights on every module, children before parents, each module once
 # (spec/models-fla-stacks.md 2.4). The forward follows the spec with naive recurrences, in

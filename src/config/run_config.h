@@ -1,0 +1,76 @@
+/*
+ * run_config.h - everything that defines one run (the reference's train.py arguments),
+ * its canonical JSON form and its hashes.
+ *
+ * Two hashes identify a run:
+ *   - the training hash covers what determines the trained weights (task, model,
+ *     optimisation, seeds, protocol): checkpoints are named by it, so an evaluation-only
+ *     run (task 4's --test_pretrained) finds the weights its training configuration made;
+ *   - the run hash covers everything, including the test settings and the mode: the
+ *     results database keys runs by it.
+ */
+#ifndef SELECTIVBENCH_RUN_CONFIG_H
+#define SELECTIVBENCH_RUN_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config/task_config.h"
+#include "core/json_writer.h"
+#include "core/status.h"
+
+#define SB_MODEL_NAME_MAX 32 /* a layer type's name ("transformer", "gated_delta_product") */
+
+typedef enum sb_optimizer_kind { SB_OPT_ADAM = 0, SB_OPT_ADAMW = 1 } sb_optimizer_kind;
+
+typedef enum sb_schedule_kind {
+    SB_SCHED_COSINE_WARMUP = 0,        /* cosine_schedule_with_warmup */
+    SB_SCHED_COSINE_WARMUP_LR_MIN = 1, /* cosine_schedule_with_warmup_lr_min (floor 0.1 lr) */
+} sb_schedule_kind;
+
+
+typedef struct sb_run_config {
+    sb_task_config task;          /* task.grammar.seed is the task seed */
+    char model[SB_MODEL_NAME_MAX];
+    int feat_size;                /* as requested (--feat_size) */
+    int layers;
+    int d_state;
+    double dropout;
+    double rope_base;
+    int att_dropout;
+    int batch_size;
+    int test_bs;
+    int grad_acc;                 /* 0: none, -1: from the memory budget, k: k micro-batches */
+    double lr;
+    double wd;
+    sb_optimizer_kind optimizer;
+    sb_schedule_kind scheduler;
+    int warmup_steps;             /* < 0: 5% of the updates (train.py's default) */
+    uint64_t seed;                /* model seed (= task seed with same_seed) */
+    int64_t epoch_size;           /* training samples between evaluations (5000) */
+    int test_pretrained;          /* evaluation-only run of a trained configuration */
+    int early_stop;               /* stop when the update loss stops improving */
+    int patience;                 /* updates without improvement; < 0: 10% of the updates */
+    /* inputs of the seed logic (not in the JSON; see config.h): with same_seed the task
+     * seed is the model seed, otherwise requested_task_seed (--task_seed, default 42) */
+    int same_seed;
+    uint64_t requested_task_seed;
+} sb_run_config;
+
+/* train.py's defaults for training flags, the paper's main task as the task. */
+sb_run_config sb_run_config_default(void);
+
+/* Canonical JSON (fixed key order, train.py names). training_only leaves out the test
+ * settings and the mode. */
+void sb_run_config_write_json(const sb_run_config *cfg, sb_json *j, int training_only);
+/* The same as a malloc'd string. */
+char *sb_run_config_json_string(const sb_run_config *cfg, int training_only);
+
+/* Reads a configuration written by sb_run_config_write_json (every key optional,
+ * defaults otherwise; unknown keys are errors). */
+sb_status sb_run_config_from_json(const char *text, sb_run_config *cfg, sb_error *err);
+
+/* 64-bit FNV-1a of the canonical JSON, as 16 hex digits in out[17]. */
+void sb_run_config_hash(const sb_run_config *cfg, int training_only, char out[17]);
+
+#endif

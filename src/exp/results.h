@@ -1,0 +1,240 @@
+/*
+ * results.h - the results database: one SQLite file per results folder, with a row per
+ * training run and a row per evaluation (DESIGN.md section 4, "results").
+ *
+ * Several worker processes write to the same file at once: the database runs in WAL
+ * journal mode (readers never block the writer), every connection waits up to
+ * SB_RESULTS_BUSY_TIMEOUT_MS for the write lock, and every write is one transaction, so a
+ * crash or a rejected value leaves the file as it was before the call.
+ *
+ * Schema (version SB_RESULTS_SCHEMA_VERSION, recorded in table `meta`):
+ *   meta(key TEXT PRIMARY KEY, value TEXT)         schema_version, application, created_at
+ *   runs(id, hash UNIQUE, config_json, model, protocol, status, reason, params,
+ *        state_size, flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s,
+ *        tokens_per_s, code_version, checkpoint, started_at, finished_at, host, attempts,
+ *        ceiling, effective_memory)
+ *   evaluations(run_id -> runs.id ON DELETE CASCADE, step, samples, split, loss, acc, lr,
+ *        tokens_per_s, wall_s; PRIMARY KEY (run_id, step, split))
+ *   ceilings(hash PRIMARY KEY, config_json, ceiling_json, created_at)
+ *        the ideal observer of a task (ceiling.h), computed once per task configuration:
+ *        hash is sb_ceiling_hash, config_json the task it was computed for, ceiling_json
+ *        what sb_ceiling_write_json writes.
+ * A run's yardsticks (the columns ceiling and effective_memory) compare it with its task:
+ * ceiling is the expected_acc of the ideal observer on the run's test split and
+ * effective_memory sb_ceiling_effective_memory of its final test accuracy, in elements
+ * (+infinity, stored as SQLite's Inf: beyond the k = 32 window observer).
+ * Version 1 (no yardsticks, no ceilings table) is upgraded in place when a writable
+ * connection opens it: one transaction adds the two columns (NULL for the runs already
+ * there) and the table; a read-only connection reads it as it is.
+ * Timestamps are UTC ISO-8601 ("2025-01-31T12:00:00.000Z"), written by SQLite's clock.
+ * Unknown values are SQL NULL: in the C structs NULL strings, NaN doubles and -1 integers.
+ *
+ * A run's life: sb_results_run_begin (status 'running') -> sb_results_add_eval per
+ * evaluation -> sb_results_run_end ('finished', 'failed' or 'diverged'). A run is keyed
+ * by the hash of its configuration, so a sweep asks sb_results_get_run (or lets
+ * run_begin refuse) to skip runs that already finished and resumes the others.
+ *
+ * A connection (sb_results) belongs to one thread at a time; each worker process opens
+ * its own.
+ */
+#ifndef SELECTIVBENCH_RESULTS_H
+#define SELECTIVBENCH_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "task/ceiling.h"
+#include "core/status.h"
+#include "task/task.h"
+
+#define SB_RESULTS_SCHEMA_VERSION 2
+#define SB_RESULTS_BUSY_TIMEOUT_MS 30000
+
+/* An open results database (a SQLite connection). */
+typedef struct sb_results sb_results;
+
+/* What a run is, known before it trains. Strings are borrowed for the call. */
+typedef struct sb_run_info {
+    const char *hash;         /* configuration hash, the run's key; required, non-empty */
+    const char *config_json;  /* the whole run configuration as a JSON text; required */
+    const char *model;        /* model name, or NULL */
+    const char *protocol;     /* "reference", "clean" or NULL */
+    int64_t params;           /* trainable parameters; < 0: unknown (NULL) */
+    int64_t state_size;       /* recurrent state size per sequence; < 0: unknown */
+    double flops_per_token;   /* NaN: unknown */
+    const char *code_version; /* program version or commit, or NULL */
+    const char *checkpoint;   /* checkpoint path, or NULL */
+    const char *host;         /* machine that runs it, or NULL */
+} sb_run_info;
+
+/* Final metrics of a run; NaN where unknown (stored as NULL). */
+typedef struct sb_run_metrics {
+    double test_acc, test_loss;
+    double train_acc, train_loss;
+    double wall_s;       /* training wall time in seconds */
+    double tokens_per_s; /* training throughput */
+} sb_run_metrics;
+
+/* One evaluation of a run on one split. */
+typedef struct sb_eval_row {
+    int64_t step;        /* optimiser update step, >= 0 */
+    int64_t samples;     /* training samples seen; < 0: unknown (NULL) */
+    sb_split split;      /* SB_SPLIT_TRAIN or SB_SPLIT_TEST */
+    double loss, acc;    /* NaN: unknown */
+    double lr;           /* learning rate at this step; NaN: unknown */
+    double tokens_per_s; /* NaN: unknown */
+    double wall_s;       /* seconds since the run started; NaN: unknown */
+} sb_eval_row;
+
+/* A run as stored. Every string is owned by the row (NULL where the column is NULL) and
+ * freed by sb_results_run_row_clear / sb_results_run_rows_free. */
+typedef struct sb_run_row {
+    int64_t id;
+    char *hash, *config_json, *model, *protocol;
+    char *status;               /* "running", "finished", "failed" or "diverged" */
+    char *reason;               /* why it failed or diverged, or NULL */
+    int64_t params, state_size; /* -1: NULL */
+    double flops_per_token;     /* NaN: NULL */
+    sb_run_metrics metrics;     /* NaN: NULL */
+    char *code_version, *checkpoint, *host;
+    char *started_at, *finished_at; /* UTC ISO-8601; finished_at NULL while running */
+    int64_t attempts;               /* times run_begin started this run (resets count) */
+    double ceiling;                 /* the yardsticks (see the schema); NaN: NULL */
+    double effective_memory;        /* elements; INFINITY: beyond 32; NaN: NULL */
+} sb_run_row;
+
+/* Metrics with every field NaN (unknown), to fill in field by field. */
+sb_run_metrics sb_results_metrics_unknown(void);
+
+/* Opens the results database at path, creating the file, and its parent folder if that is
+ * missing (one level, not a chain), when needed; a new file gets the current schema.
+ * On success *out is an open connection, closed with sb_results_close.
+ * Errors, each one line naming path: SB_ERR_INVALID for an empty path; SB_ERR_IO when
+ * the folder cannot be created or written, the file is not a SQLite database, is a SQLite
+ * database of something else, is read-only, or records a schema_version newer than
+ * SB_RESULTS_SCHEMA_VERSION (the message gives both). A file that is refused is not
+ * modified. *out is NULL on failure. */
+sb_status sb_results_open(const char *path, sb_results **out, sb_error *err);
+
+/* Opens an existing results database for reading only: nothing is created, upgraded or
+ * written (a version-1 file is read as it is, its runs without yardsticks). Writes through
+ * this connection fail with SB_ERR_IO, except sb_results_put_ceiling (see there).
+ * Errors: SB_ERR_IO when the file is missing, cannot be read, is not a results database or
+ * records a newer schema_version. *out is NULL on failure. */
+sb_status sb_results_open_readonly(const char *path, sb_results **out, sb_error *err);
+
+/* Whether the connection was opened with sb_results_open_readonly. */
+int sb_results_is_readonly(const sb_results *db);
+
+/* Closes the connection (NULL is allowed). The last connection to close checkpoints the
+ * write-ahead log into the database file. */
+void sb_results_close(sb_results *db);
+
+/* Records the start of a run: inserts it with status 'running', started_at = now and
+ * attempts = 1, and sets *run_id. If a run with the same hash exists and is not
+ * 'finished' (a crashed, failed or diverged attempt), it is reused: its evaluations are
+ * deleted, its metrics, reason and finished_at cleared, its fields replaced by run's,
+ * its status set to 'running' and attempts incremented; *run_id is its old id.
+ * Errors: SB_ERR_INVALID when the run already finished (the message says so; callers
+ * skip it) or when run's fields are invalid (empty hash, config_json not JSON, unknown
+ * protocol); SB_ERR_IO when the database cannot be written. Nothing changes on error.
+ * Note: a 'running' row may belong to a live worker; giving each run to one worker is
+ * the caller's job. */
+sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *run_id,
+                               sb_error *err);
+
+/* Records one evaluation of run run_id, replacing a previous row with the same (step,
+ * split). Errors: SB_ERR_INVALID when step < 0, the split is unknown or no run has this
+ * id; SB_ERR_IO when the database cannot be written. */
+sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row *row,
+                              sb_error *err);
+
+/* Records the end of a running run: status ("finished", "failed" or "diverged"),
+ * reason (why it failed or diverged; may be NULL), the final metrics m (NaN fields are
+ * stored as NULL) and finished_at = now.
+ * Errors: SB_ERR_INVALID when status is not one of the three, when no run has this id or
+ * the run is not 'running' (its row is left unchanged); SB_ERR_IO on a write failure. */
+sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status, const char *reason,
+                             const sb_run_metrics *m, sb_error *err);
+
+/* Deletes the run with this hash and its evaluations (to train a finished run again);
+ * *deleted is 1 if it existed. Errors: SB_ERR_IO on a write failure. */
+sb_status sb_results_delete_run(sb_results *db, const char *hash, int *deleted, sb_error *err);
+
+/* SQLite's PRAGMA integrity_check: *ok = 1 when the file is intact. */
+sb_status sb_results_integrity_check(sb_results *db, int *ok, sb_error *err);
+
+/* Looks up the run with this configuration hash. *found is 1 and *out holds the row
+ * (clear it with sb_results_run_row_clear) when it exists; otherwise *found is 0 and
+ * *out is zeroed. Errors: SB_ERR_IO on a read failure, SB_ERR_NOMEM. */
+sb_status sb_results_get_run(sb_results *db, const char *hash, sb_run_row *out, int *found,
+                             sb_error *err);
+
+/* Every run (model == NULL) or the runs of one model, in id (insertion) order. *rows is a
+ * new array of *n rows (NULL when *n is 0), freed with sb_results_run_rows_free.
+ * Errors: SB_ERR_IO on a read failure, SB_ERR_NOMEM; *rows is NULL and *n 0 then. */
+sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **rows, size_t *n,
+                               sb_error *err);
+
+/* The evaluations of run run_id ordered by step, then split (test before train). *rows is
+ * a new array of *n rows (NULL when *n is 0), freed with free(). An unknown run_id gives
+ * no rows. Errors: SB_ERR_IO on a read failure, SB_ERR_NOMEM. */
+sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **rows, size_t *n,
+                                sb_error *err);
+
+/* ---- the yardsticks: the ideal observer of a run's task (ceiling.h) ---------------------- */
+
+/* Looks up the cached ceiling with this hash (sb_ceiling_hash). *found is 1 and *out holds
+ * it when there is one; otherwise *found is 0 (also for a cached text that no longer reads
+ * back: the caller computes it again and put replaces it).
+ * Errors: SB_ERR_IO on a read failure, SB_ERR_NOMEM. */
+sb_status sb_results_get_ceiling(sb_results *db, const char *hash, sb_ceiling *out, int *found,
+                                 sb_error *err);
+
+/* Stores a computed ceiling under hash, replacing an older entry. config_json (a JSON
+ * text, required) records the task it belongs to, for people reading the file. On a
+ * read-only connection the ceiling is kept in memory with the connection instead (get
+ * finds it until the connection closes). Errors: SB_ERR_INVALID for an empty hash or a
+ * config_json that is not JSON, SB_ERR_IO on a write failure, SB_ERR_NOMEM. */
+sb_status sb_results_put_ceiling(sb_results *db, const char *hash, const char *config_json,
+                                 const sb_ceiling *c, sb_error *err);
+
+/* Records the yardsticks of run run_id: ceiling (NaN: NULL) and effective_memory (NaN:
+ * NULL, INFINITY kept). Errors: SB_ERR_INVALID when no run has this id; SB_ERR_IO on a
+ * write failure (a read-only connection included). */
+sb_status sb_results_set_yardsticks(sb_results *db, int64_t run_id, double ceiling,
+                                    double effective_memory, sb_error *err);
+
+/* The ceiling of a task's test split with the default sb_ceiling_options (threads
+ * threads, 0: all cores): from the cache, or computed (sb_task_create, sb_ceiling_compute)
+ * and cached. *computed (may be NULL) is 1 when it was computed now.
+ * Errors: those of the task, of the computation and of the cache. (src/exp/yardsticks.c) */
+sb_status sb_results_task_ceiling(sb_results *db, const sb_task_config *task, int threads,
+                                  sb_ceiling *out, int *computed, sb_error *err);
+
+/* Computes and records the yardsticks of the finished run run_id of task with final test
+ * accuracy test_acc (NaN: the ceiling only). The values recorded are returned in *ceiling
+ * and *effective_memory (either may be NULL). Errors: those of sb_results_task_ceiling and
+ * sb_results_set_yardsticks. (src/exp/yardsticks.c) */
+sb_status sb_results_record_yardsticks(sb_results *db, int64_t run_id, const sb_task_config *task,
+                                       double test_acc, int threads, double *ceiling,
+                                       double *effective_memory, sb_error *err);
+
+/* Backfills a stored row: for a finished run whose yardsticks are missing (ceiling NULL,
+ * or effective_memory NULL with a test accuracy), builds its task from config_json
+ * (sb_run_config_from_json), gets its ceiling (sb_results_task_ceiling) and fills
+ * row->ceiling and row->effective_memory; they are written to the database unless the
+ * connection is read-only. *filled (may be NULL) is 1 when the row was given values.
+ * Other rows are left alone (SB_OK, *filled 0). Errors: a configuration that does not
+ * read back or builds no task, and those of sb_results_task_ceiling and
+ * sb_results_set_yardsticks; the row is unchanged then. (src/exp/yardsticks.c) */
+sb_status sb_results_fill_yardsticks(sb_results *db, sb_run_row *row, int threads, int *filled,
+                                     sb_error *err);
+
+/* Frees the strings of one row and zeroes it (NULL is allowed). */
+void sb_results_run_row_clear(sb_run_row *row);
+
+/* Frees an array of n rows from sb_results_list_runs (NULL is allowed). */
+void sb_results_run_rows_free(sb_run_row *rows, size_t n);
+
+#endif

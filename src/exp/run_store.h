@@ -1,0 +1,85 @@
+/*
+ * run_store.h - where a run's files go in a results folder, and its rows in the results
+ * database: begin, evaluations, end (with its yardsticks). Used by `train`, `sweep` and
+ * `demo`. (src/exp/run_store.c)
+ *
+ * The layout of a results folder RESULTS:
+ *   RESULTS/selectivbench.db                 the results database (results.h)
+ *   RESULTS/checkpoints/HASH.safetensors     a run's checkpoint, HASH its training hash
+ *   RESULTS/logs/HASH.log                    a sweep worker's output, HASH its run hash
+ */
+#ifndef SELECTIVBENCH_RUN_STORE_H
+#define SELECTIVBENCH_RUN_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exp/results.h"
+#include "config/run_config.h"
+#include "core/status.h"
+#include "train/trainer.h"
+
+/* The results database's file name inside a results folder. */
+#define SB_RUN_STORE_DB_NAME "selectivbench.db"
+
+/* ---- the folder layout ------------------------------------------------------------------ */
+
+/* Creates the folder dir (one level) if it is missing; SB_ERR_IO naming it when that fails
+ * or when dir exists and is not a folder. Safe against another process creating it at the
+ * same moment (parallel sweep workers). */
+sb_status sb_run_store_make_dir(const char *dir, sb_error *err);
+
+/* Writes RESULTS/selectivbench.db into out[size]. SB_ERR_INVALID when it does not fit. */
+sb_status sb_run_store_db_path(const char *results_dir, char *out, size_t size, sb_error *err);
+
+/* Writes the default checkpoint path of cfg, RESULTS/checkpoints/HASH.safetensors with HASH
+ * its training hash, into out[size]. With create, makes RESULTS and RESULTS/checkpoints if
+ * missing. SB_ERR_INVALID when the path does not fit; SB_ERR_IO from the folders. */
+sb_status sb_run_store_ckpt_path(const char *results_dir, const sb_run_config *cfg, char *out,
+                                 size_t size, int create, sb_error *err);
+
+/* Writes the logs folder RESULTS/logs into out[size]; with create, makes RESULTS and it if
+ * missing. SB_ERR_INVALID when the path does not fit; SB_ERR_IO from the folders. */
+sb_status sb_run_store_log_dir(const char *results_dir, char *out, size_t size, int create,
+                               sb_error *err);
+
+/* Writes RESULTS/logs/HASH.log, the log of the run with run hash hash, into out[size].
+ * SB_ERR_INVALID when it does not fit. */
+sb_status sb_run_store_log_path(const char *results_dir, const char *hash, char *out,
+                                size_t size, sb_error *err);
+
+/* ---- a run's rows in the results database ----------------------------------------------- */
+
+typedef struct sb_run_record {
+    sb_results *db;
+    int64_t run_id;
+    sb_task_config task; /* the run's task, for its yardsticks at the end */
+    int threads;         /* threads for the yardsticks' computation (0: all cores) */
+    double ceiling, effective_memory; /* recorded at the end of a finished run; NaN: none */
+} sb_run_record;
+
+/* Opens db_path and records the start of the run (its configuration, parameter count, state
+ * size, FLOPs per token, checkpoint path ckpt, code version and host). When the run already
+ * finished: with force, its rows are deleted and it starts again; otherwise *finished = 1,
+ * *stored holds its row (clear with sb_results_run_row_clear) and nothing is begun (close
+ * rec with sb_run_record_close). On failure the database is closed. */
+sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
+                              const char *ckpt, int force, int *finished, sb_run_row *stored,
+                              sb_error *err);
+
+/* Records an evaluation event (its test row, and its train row when it has a training
+ * loss); other events and a closed record are ignored. Both rows are attempted; the first
+ * failure is returned in err (the caller warns and the run goes on). */
+sb_status sb_run_record_event(sb_run_record *rec, const sb_train_event *ev, sb_error *err);
+
+/* Records the end of the run and, for a finished run, its yardsticks (the ceiling of its
+ * task's test split, from the database's cache or computed, and the effective memory of
+ * its test accuracy: sb_results_record_yardsticks) into rec->ceiling and
+ * rec->effective_memory, then closes the database. A failure to record the yardsticks is
+ * returned after the end is recorded. */
+sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_error *err);
+
+/* Closes without recording an end (after begin failed or found the run finished). */
+void sb_run_record_close(sb_run_record *rec);
+
+#endif

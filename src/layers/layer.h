@@ -1,0 +1,165 @@
+/*
+ * layer.h - what a layer type is: the model configuration it is built from, its record in
+ * the registry (parameters, forward, streaming form, training rules, test shapes), and the
+ * model data its forward reads its parameters from.
+ *
+ * A layer type is one file in src/layers/ (the build takes every file there) and one
+ * SB_LAYER line in src/layers/layers.def (the registry, src/layers/registry.c): it
+ * registers its parameters (reference state_dict names, shapes, init) and writes its
+ * forward as straight-line op calls; its record also carries the training rules of
+ * train.py that are specific to it and the shapes its tests need. Adding a model = one file
+ * + one line (+ its docs page); see docs/ADDING_A_MODEL.md. The wrappers that build whole
+ * models from a layer type are the floor above (model/model.h).
+ */
+#ifndef SELECTIVBENCH_LAYER_H
+#define SELECTIVBENCH_LAYER_H
+
+#include <stdio.h>
+
+#include "config/run_config.h" /* SB_MODEL_NAME_MAX */
+#include "tensor/nn.h"
+#include "tensor/params.h"
+
+typedef struct sb_model_config {
+    char model[SB_MODEL_NAME_MAX]; /* layer type name ("transformer", "gru", ...) */
+    int d_input;     /* I: one-hot width (vocab) */
+    int d_output;    /* C: classes (grammar states) */
+    int d_model;     /* D: --feat_size (after the transformer's remapping) */
+    int n_layers;    /* L: --layers */
+    int d_state;     /* N: --d_state */
+    int n_head;      /* get_num_heads(D, 128) */
+    double dropout;  /* --dropout */
+    double rope_base;/* --rope_base (1000 in train.py) */
+    int att_dropout; /* --att_dropout */
+} sb_model_config;
+
+typedef struct sb_model sb_model;
+struct sb_optimizer; /* optim.h */
+
+/* Taxonomy of a layer (spec/models-fla.md section 7). */
+typedef struct sb_taxonomy {
+    const char *gating;
+    const char *transition;   /* state transition structure */
+    const char *update_rank;  /* rank of the information written per token */
+    const char *normalisation;
+    const char *negative_eigenvalues;
+    const char *state;        /* state per head (or per layer) */
+} sb_taxonomy;
+
+/* Set by a layer type whose models are not RecNets but LM stacks (src/nn/lm_stack.c): the
+ * reference's *_layered models, an fla causal-LM stack around the layer as token mixer
+ * (input projection, pre-norm blocks with a GatedMLP, final RMSNorm, head; see
+ * docs/models/layered.md). The type's functions then describe the mixer alone. */
+typedef struct sb_stack_desc {
+    const char *backbone; /* state_dict prefix of the backbone's modules ("base_model.model."
+                             for fla's causal-LM classes, "base_model." for a bare backbone) */
+} sb_stack_desc;
+
+/* A layer's input-dependent gates as its probe_gates returns them (the probe command,
+ * src/train/probe.c; docs/probe.md). */
+#define SB_GATE_KINDS_MAX 2
+typedef struct sb_gate_desc {
+    int n_kinds;                        /* gates of the layer (1, or 2: e.g. beta and decay) */
+    int n_groups;                       /* heads or channel groups of every kind */
+    const char *kind[SB_GATE_KINDS_MAX]; /* what each is, e.g. "decay exp(dt*A)", "beta" */
+    double hi[SB_GATE_KINDS_MAX];       /* each gate lies in [0, hi] */
+} sb_gate_desc;
+
+typedef struct sb_layer_type {
+    const char *name;
+    const char *summary; /* one line for `selectivbench models` */
+    sb_taxonomy taxonomy;
+    /* optional: refuse configurations the layer cannot build */
+    sb_status (*check)(const sb_model_config *cfg, sb_error *err);
+    /* registers the layer's parameters under `prefix` ("layers.3."), in state_dict order,
+     * with draw ranks in construction order; returns how many it registered */
+    int (*add_params)(sb_params *ps, const char *prefix, const sb_model_config *cfg);
+    /* x[B, T, D] -> [B, T, D]; its parameters are sb_model_param(m, l, k) */
+    sb_tensor *(*forward)(sb_graph *g, const sb_model *m, int l, sb_tensor *x);
+    /* forward FLOPs per token of one layer at sequence length T (for reports) */
+    double (*flops_per_token)(const sb_model_config *cfg, int T);
+    /* recurrent state size per layer in floats (0 for attention: it grows with T) */
+    double (*state_size)(const sb_model_config *cfg);
+    /* optional streaming form, used by evaluation so that memory does not grow with the
+     * number of frames: processes x[B, Tc, D] (a chunk of frames) starting from the
+     * layer's state after the previous chunk, and leaves the state after this chunk in
+     * place. state holds B * stream_state_floats(cfg) reals, zeroed at sequence start.
+     * The graph does not record. NULL when the layer has no recurrent form. */
+    size_t (*stream_state_floats)(const sb_model_config *cfg);
+    sb_tensor *(*forward_stream)(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                 real *state);
+    /* NULL: RecNet builds the model; else the LM stack does (see sb_stack_desc) */
+    const sb_stack_desc *stack;
+    /* optional (probe): the layer's input-dependent gates, recomputed from its input x[B, T,
+     * D] (the x its forward receives), not recorded: returns [B, T, n_kinds * n_groups] with
+     * kind k of group h at column k * n_groups + h, and fills desc. gap[B * T] marks the gap
+     * frames (attention reports the share of its weight on them). NULL: the layer has no
+     * input-dependent gates. */
+    sb_tensor *(*probe_gates)(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const uint8_t *gap, sb_gate_desc *desc);
+    /* optional (probe): where the recurrent state lies in one sample's stream state: after
+     * *history reals (convolution histories), *count reals; in a buffer of B samples (laid
+     * out field by field) at B * history, B * count reals. NULL: the whole stream state. */
+    void (*stream_recurrent)(const sb_model_config *cfg, size_t *history, size_t *count);
+
+    /* ---- training rules of the reference's train.py that belong to this layer ---- */
+    /* optional: the model width train.py builds for --feat_size feat_size (the transformer
+     * maps 648 -> 768 and 1296 -> 1280). NULL: feat_size itself. */
+    int (*model_width)(int feat_size);
+    /* optional: refuses a --feat_size that train.py skips for this layer (the transformer's
+     * positional code fails at 960). NULL: every width is accepted here. */
+    sb_status (*check_feat_size)(int feat_size, sb_error *err);
+    /* optional: train.py's own optimiser for this layer, whatever --optimizer and --wd say
+     * (S4's setup_optimizer: AdamW with a second group for SB_PARAM_GROUP2 parameters); the
+     * trainer then steps CosineAnnealingLR over epochs instead of the warm-up schedule.
+     * NULL: the flags' optimiser and schedule. */
+    void (*init_optimizer)(struct sb_optimizer *opt, double lr);
+
+    /* ---- what the registry-driven tests need (tests/unit/test_every_model.c) ---- */
+    /* the longest block of frames the layer processes at once (a chunk of its recurrence,
+     * attention's query block): the tests use sequences that cross it with a ragged tail.
+     * 0: no chunking (step by step or one piece). */
+    int test_chunk;
+    /* the smallest model width the layer builds (heads it fixes must divide it); 0: 8 */
+    int test_width;
+    /* relative tolerance of the whole-model finite-difference gradient check (double build);
+     * 0: 1e-5 */
+    double grad_rtol;
+    /* optional: a twin whose forward is the function this layer's backward differentiates,
+     * checked in its place (MesaNet's backward is that of the exact ridge solve, its forward
+     * runs 30 CG steps); not registered */
+    const struct sb_layer_type *grad_check_type;
+} sb_layer_type;
+
+struct sb_model {
+    sb_model_config cfg;
+    const sb_layer_type *type;
+    sb_params params;
+    int *layer_first; /* [L] index of each layer's first parameter */
+    sb_tensor *enc_w, *enc_b, *dec_w, *dec_b;
+    sb_tensor **norm_w, **norm_b; /* [L] */
+    /* LM stacks (type->stack != NULL): their blocks' tensors (src/nn/lm_stack.c); enc_w,
+     * enc_b are then the input projection, dec_w the head and dec_b a zero vector (the head
+     * has no bias); norm_w, norm_b are unused. NULL for RecNets. */
+    struct sb_lm_stack *stack;
+};
+
+/* ---- registry (src/layers/registry.c) ---------------------------------------------------- */
+
+/* The layer type of that name, or NULL. */
+const sb_layer_type *sb_layer_type_find(const char *name);
+/* All registered types (NULL-terminated). */
+const sb_layer_type *const *sb_layer_types(void);
+/* "transformer, gru, ..." */
+void sb_layer_type_list(char *buf, size_t size);
+
+/* get_num_heads(d, 128) of the reference's utils.py; 0 if none exists. */
+int sb_num_heads(int d_model);
+
+/* Parameter k of layer l (in the layer's registration order). */
+static inline sb_tensor *sb_model_param(const sb_model *m, int l, int k)
+{
+    return &m->params.p[m->layer_first[l] + k].tensor;
+}
+
+#endif

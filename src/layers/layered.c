@@ -1,0 +1,371 @@
+/* layered.c - the reference's four *_layered models (spec/models-fla-stacks.md): fla causal-LM
+ * stacks that the LM stack (src/model/lm_stack.c) builds around these mixers, configured with
+ * the fla model configs' defaults rather than the benchmark's layer arguments (section 3):
+ *
+ *   gla_layered              GLA, 4 heads, expand_k 0.5 (K = D/8), expand_v 1 (V = D/4),
+ *                            no short convolutions, eps 1e-6
+ *   delta_net_layered        DeltaNet, 16 heads, K = V = D/16, short convolutions, eps 1e-6
+ *   gated_delta_net_layered  Gated DeltaNet, 6 heads of the benchmark's width K = D/n_b
+ *                            (n_b = get_num_heads(D)), V = 2K, short convolutions, eps 1e-6
+ *   fox_layered              ForgettingAttention, 32 heads of width D/32
+ *
+ * The mixers are the RecNet layers' code (gla.c, delta_net.c, gated_delta_net.c) and fox.c,
+ * given these configurations (fla_mixer.h). The functions below describe the mixer alone;
+ * the stack adds its norms, GatedMLPs, head and input projection. fox_layered gets an
+ * lm_head like the other three (the reference returns the normed hidden state as logits and
+ * cannot train on the classification task; docs/models/layered.md).
+ */
+#include "layers/fla_mixer.h"
+#include "layers/layer.h"
+#include "ops/ops_fla.h"
+
+#define NORM_EPS 1e-6
+
+/* fla's causal-LM classes; FoX: the reference builds the bare backbone (no lm_head: the stack
+ * adds one anyway, named base_model.lm_head.weight, a documented deviation) */
+static const sb_stack_desc causal_lm = {.backbone = "base_model.model."};
+static const sb_stack_desc backbone_only = {.backbone = "base_model."};
+
+/* ---- gla_layered -------------------------------------------------------------------------- */
+
+static sb_fla_mixer gla_cfg(const sb_model_config *cfg)
+{
+    /* key_dim = int(D * 0.5), value_dim = D, over 4 heads */
+    sb_fla_mixer mx = {.H = 4, .K = cfg->d_model / 2 / 4, .V = cfg->d_model / 4,
+                       .short_conv = 0, .norm_eps = NORM_EPS};
+    return mx;
+}
+
+static sb_status gla_l_check(const sb_model_config *cfg, sb_error *err)
+{
+    if (cfg->d_model % 8 != 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "gla_layered: --feat_size %d must be a multiple of 8 (fla's "
+                            "GatedLinearAttention splits key width D/2 and value width D over "
+                            "4 heads)",
+                            cfg->d_model);
+    return SB_OK;
+}
+
+static int gla_l_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
+{
+    const sb_fla_mixer mx = gla_cfg(cfg);
+    return sb_gla_mixer_params(ps, prefix, cfg->d_model, &mx);
+}
+
+static sb_tensor *gla_l_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
+{
+    const sb_fla_mixer mx = gla_cfg(&m->cfg);
+    return sb_gla_mixer(g, m, l, x, NULL, &mx);
+}
+
+static sb_tensor *gla_l_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
+{
+    const sb_fla_mixer mx = gla_cfg(&m->cfg);
+    return sb_gla_mixer(g, m, l, x, state, &mx);
+}
+
+static size_t gla_l_stream_floats(const sb_model_config *cfg)
+{
+    const sb_fla_mixer mx = gla_cfg(cfg);
+    return sb_gla_mixer_stream_floats(&mx);
+}
+
+static sb_tensor *gla_l_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const sb_fla_mixer mx = gla_cfg(&m->cfg);
+    return sb_gla_mixer_gates(g, m, l, x, &mx, desc);
+}
+
+static void gla_l_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const sb_fla_mixer mx = gla_cfg(cfg);
+    sb_fla_mixer_stream_recurrent(&mx, history, count);
+}
+
+static double gla_l_flops(const sb_model_config *cfg, int T)
+{
+    const sb_fla_mixer mx = gla_cfg(cfg);
+    return sb_gla_mixer_flops(cfg->d_model, &mx, T);
+}
+
+static double gla_l_state(const sb_model_config *cfg)
+{
+    const sb_fla_mixer mx = gla_cfg(cfg);
+    return (double)mx.H * mx.K * mx.V;
+}
+
+const sb_layer_type sb_layer_gla_layered = {
+    .name = "gla_layered",
+    .summary = "GLA in fla's causal-LM stack (pre-norm blocks + GatedMLP, final RMSNorm, "
+               "head; 4 heads, key width D/2, no short conv)",
+    .taxonomy = {"data-dependent per key channel (low-rank, logsigmoid/16)", "diagonal", "1",
+                 "gated RMSNorm; pre-norm RMSNorm blocks", "no", "D/8 x D/4 per head, 4 heads"},
+    .check = gla_l_check,
+    .add_params = gla_l_params,
+    .forward = gla_l_forward,
+    .flops_per_token = gla_l_flops,
+    .state_size = gla_l_state,
+    .stream_state_floats = gla_l_stream_floats,
+    .forward_stream = gla_l_stream,
+    .probe_gates = gla_l_gates,
+    .stream_recurrent = gla_l_stream_recurrent,
+    .stack = &causal_lm,
+    .test_chunk = SB_LINEAR_ATTN_CHUNK,
+};
+
+/* ---- delta_net_layered ------------------------------------------------------------------------- */
+
+static sb_fla_mixer delta_cfg(const sb_model_config *cfg)
+{
+    sb_fla_mixer mx = {.H = 16, .K = cfg->d_model / 16, .V = cfg->d_model / 16,
+                       .short_conv = 1, .norm_eps = NORM_EPS};
+    return mx;
+}
+
+static sb_status delta_l_check(const sb_model_config *cfg, sb_error *err)
+{
+    if (cfg->d_model % 16 != 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "delta_net_layered: --feat_size %d must be a multiple of 16 (fla's "
+                            "DeltaNet asserts that its 16 heads divide the key width D; the "
+                            "reference fails there too)",
+                            cfg->d_model);
+    return SB_OK;
+}
+
+static int delta_l_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
+{
+    const sb_fla_mixer mx = delta_cfg(cfg);
+    return sb_delta_net_mixer_params(ps, prefix, cfg->d_model, &mx);
+}
+
+static sb_tensor *delta_l_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
+{
+    const sb_fla_mixer mx = delta_cfg(&m->cfg);
+    return sb_delta_net_mixer(g, m, l, x, NULL, &mx);
+}
+
+static sb_tensor *delta_l_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                 real *state)
+{
+    const sb_fla_mixer mx = delta_cfg(&m->cfg);
+    return sb_delta_net_mixer(g, m, l, x, state, &mx);
+}
+
+static size_t delta_l_stream_floats(const sb_model_config *cfg)
+{
+    const sb_fla_mixer mx = delta_cfg(cfg);
+    return sb_delta_net_mixer_stream_floats(&mx);
+}
+
+static sb_tensor *delta_l_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const sb_fla_mixer mx = delta_cfg(&m->cfg);
+    return sb_delta_net_mixer_gates(g, m, l, x, &mx, desc);
+}
+
+static void delta_l_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const sb_fla_mixer mx = delta_cfg(cfg);
+    sb_fla_mixer_stream_recurrent(&mx, history, count);
+}
+
+static double delta_l_flops(const sb_model_config *cfg, int T)
+{
+    const sb_fla_mixer mx = delta_cfg(cfg);
+    return sb_delta_net_mixer_flops(cfg->d_model, &mx, T);
+}
+
+static double delta_l_state(const sb_model_config *cfg)
+{
+    const sb_fla_mixer mx = delta_cfg(cfg);
+    return (double)mx.H * mx.K * mx.V;
+}
+
+const sb_layer_type sb_layer_delta_net_layered = {
+    .name = "delta_net_layered",
+    .summary = "DeltaNet in fla's causal-LM stack (pre-norm blocks + GatedMLP, final RMSNorm, "
+               "head; 16 heads of D/16, value width D)",
+    .taxonomy = {"none (data-dependent write strength beta per head)",
+                 "identity + rank-1 (I - beta k k^T)", "1", "L2 q, k; RMSNorm; pre-norm RMSNorm "
+                 "blocks",
+                 "no (beta in (0, 1): eigenvalues in [0, 1])", "D/16 x D/16 per head, 16 heads"},
+    .check = delta_l_check,
+    .add_params = delta_l_params,
+    .forward = delta_l_forward,
+    .flops_per_token = delta_l_flops,
+    .state_size = delta_l_state,
+    .stream_state_floats = delta_l_stream_floats,
+    .forward_stream = delta_l_stream,
+    .probe_gates = delta_l_gates,
+    .stream_recurrent = delta_l_stream_recurrent,
+    .stack = &causal_lm,
+    .test_chunk = SB_DELTA_RULE_CHUNK,
+    .test_width = 32, /* 16 heads of key width 2 (at width 1 the keys' L2 norm is a sign) */
+};
+
+/* ---- gated_delta_net_layered ---------------------------------------------------------------------- */
+
+static sb_fla_mixer gdn_cfg(const sb_model_config *cfg)
+{
+    /* train.py passes head_dim = D / n_b; num_heads stays at the config's 6, expand_v 2 */
+    const int K = cfg->n_head > 0 ? cfg->d_model / cfg->n_head : 0;
+    sb_fla_mixer mx = {.H = 6, .K = K, .V = 2 * K, .short_conv = 1, .norm_eps = NORM_EPS};
+    return mx;
+}
+
+static sb_status gdn_l_check(const sb_model_config *cfg, sb_error *err)
+{
+    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "gated_delta_net_layered: --feat_size %d is not divisible by the "
+                            "benchmark's %d heads (train.py asserts it)",
+                            cfg->d_model, cfg->n_head);
+    return SB_OK;
+}
+
+static int gdn_l_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
+{
+    const sb_fla_mixer mx = gdn_cfg(cfg);
+    return sb_gdn_mixer_params(ps, prefix, cfg->d_model, &mx);
+}
+
+static sb_tensor *gdn_l_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
+{
+    const sb_fla_mixer mx = gdn_cfg(&m->cfg);
+    return sb_gdn_mixer(g, m, l, x, NULL, &mx);
+}
+
+static sb_tensor *gdn_l_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
+{
+    const sb_fla_mixer mx = gdn_cfg(&m->cfg);
+    return sb_gdn_mixer(g, m, l, x, state, &mx);
+}
+
+static size_t gdn_l_stream_floats(const sb_model_config *cfg)
+{
+    const sb_fla_mixer mx = gdn_cfg(cfg);
+    return sb_gdn_mixer_stream_floats(&mx);
+}
+
+static sb_tensor *gdn_l_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const sb_fla_mixer mx = gdn_cfg(&m->cfg);
+    return sb_gdn_mixer_gates(g, m, l, x, &mx, desc);
+}
+
+static void gdn_l_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
+{
+    const sb_fla_mixer mx = gdn_cfg(cfg);
+    sb_fla_mixer_stream_recurrent(&mx, history, count);
+}
+
+static double gdn_l_flops(const sb_model_config *cfg, int T)
+{
+    const sb_fla_mixer mx = gdn_cfg(cfg);
+    return sb_gdn_mixer_flops(cfg->d_model, &mx, T);
+}
+
+static double gdn_l_state(const sb_model_config *cfg)
+{
+    const sb_fla_mixer mx = gdn_cfg(cfg);
+    return (double)mx.H * mx.K * mx.V;
+}
+
+const sb_layer_type sb_layer_gated_delta_net_layered = {
+    .name = "gated_delta_net_layered",
+    .summary = "Gated DeltaNet in fla's causal-LM stack (pre-norm blocks + GatedMLP, final "
+               "RMSNorm, head; 6 heads of D/n_b, expand_v 2)",
+    .taxonomy = {"data-dependent scalar decay per head (exp(-e^A_log softplus)) + beta",
+                 "scalar x (identity + rank-1)", "1",
+                 "L2 q, k; gated RMSNorm; pre-norm RMSNorm blocks",
+                 "no (eigenvalues in [0, alpha])", "d_k x 2 d_k per head (d_k = D/n_b), 6 heads"},
+    .check = gdn_l_check,
+    .add_params = gdn_l_params,
+    .forward = gdn_l_forward,
+    .flops_per_token = gdn_l_flops,
+    .state_size = gdn_l_state,
+    .stream_state_floats = gdn_l_stream_floats,
+    .forward_stream = gdn_l_stream,
+    .probe_gates = gdn_l_gates,
+    .stream_recurrent = gdn_l_stream_recurrent,
+    .stack = &causal_lm,
+    .test_chunk = SB_DELTA_RULE_CHUNK,
+};
+
+/* ---- fox_layered ------------------------------------------------------------------------------ */
+
+static sb_fla_mixer fox_cfg(const sb_model_config *cfg)
+{
+    sb_fla_mixer mx = {.H = 32, .K = cfg->d_model / 32, .V = cfg->d_model / 32,
+                       .short_conv = 0, .norm_eps = NORM_EPS};
+    return mx;
+}
+
+static sb_status fox_l_check(const sb_model_config *cfg, sb_error *err)
+{
+    if (cfg->d_model % 32 != 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "fox_layered: --feat_size %d must be a multiple of 32 (fla's "
+                            "ForgettingAttention has 32 heads of width D // 32; the reference "
+                            "fails at its head reshape otherwise)",
+                            cfg->d_model);
+    return SB_OK;
+}
+
+static int fox_l_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)
+{
+    const sb_fla_mixer mx = fox_cfg(cfg);
+    return sb_fox_mixer_params(ps, prefix, cfg->d_model, &mx);
+}
+
+static sb_tensor *fox_l_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
+{
+    const sb_fla_mixer mx = fox_cfg(&m->cfg);
+    return sb_fox_mixer(g, m, l, x, &mx);
+}
+
+static sb_tensor *fox_l_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                              const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const sb_fla_mixer mx = fox_cfg(&m->cfg);
+    return sb_fox_mixer_gates(g, m, l, x, &mx, desc);
+}
+
+static double fox_l_flops(const sb_model_config *cfg, int T)
+{
+    const sb_fla_mixer mx = fox_cfg(cfg);
+    return sb_fox_mixer_flops(cfg->d_model, &mx, T);
+}
+
+static double fox_l_state(const sb_model_config *cfg)
+{
+    (void)cfg;
+    return 0.0; /* attention: the key/value cache grows with T */
+}
+
+const sb_layer_type sb_layer_fox_layered = {
+    .name = "fox_layered",
+    .summary = "Forgetting Transformer (FoX) in fla's stack (pre-norm blocks + GatedMLP, final "
+               "RMSNorm; 32 heads); lm_head added (the reference has none)",
+    .taxonomy = {"data-dependent scalar forget gate per head (additive log-bias in softmax)",
+                 "none: softmax attention", "n/a (appends k, v)",
+                 "softmax; pre-norm RMSNorm blocks", "n/a", "O(T) (key/value cache)"},
+    .check = fox_l_check,
+    .add_params = fox_l_params,
+    .forward = fox_l_forward,
+    .flops_per_token = fox_l_flops,
+    .state_size = fox_l_state,
+    .stack = &backbone_only,
+    .probe_gates = fox_l_gates,
+    .test_chunk = 128 /* the forgetting attention's query blocks */,
+    .test_width = 32, /* 32 heads */
+};

@@ -1,0 +1,110 @@
+/*
+ * task.h - a SelectivBench task: grammar + sequences + gaps, as the model sees them
+ * (spec/task.md section 6, spec/training.md "Runs and datasets").
+ *
+ * A task is created once from its configuration (the reference's task flags). Samples
+ * are assembled on demand and are pure functions of (configuration, split, index): no
+ * dataset is materialised, the result does not depend on threads or on the order in
+ * which samples are requested.
+ *
+ * Randomness of the gaps (whether an element gets a gap, its duration, the distractor
+ * symbols) and of the additive noise:
+ *   - SB_GAP_RNG_DERIVED (default): every draw comes from a PCG64 stream seeded from
+ *     (task seed, split, sample index); train and test draws are independent.
+ *   - SB_GAP_RNG_REFERENCE: the streams of the reference's on-the-fly mode, exactly:
+ *     gap decisions from default_rng(seed) shared by the samples in index order (jumped
+ *     ahead to sample i with PCG64 advance), durations and distractors from the legacy
+ *     MT19937 seeded with seed * idx. Used to check the assembly against the reference.
+ *   Additive noise has no reproducible reference stream; it always uses the derived one.
+ */
+#ifndef SELECTIVBENCH_TASK_H
+#define SELECTIVBENCH_TASK_H
+
+#include <stdint.h>
+
+#include "task/grammar.h"
+#include "task/sequence.h"
+#include "core/status.h"
+#include "config/task_config.h"
+
+#define SB_TIMESTEP 0.1        /* seconds per frame */
+#define SB_MAX_GAP_SECONDS 1000.0 /* 10 000 frames per gap at most */
+
+typedef enum sb_split { SB_SPLIT_TRAIN = 0, SB_SPLIT_TEST = 1 } sb_split;
+
+
+
+/* Checks every field; one error line naming the flag. */
+sb_status sb_task_config_check(const sb_task_config *cfg, sb_error *err);
+
+typedef struct sb_task {
+    sb_task_config cfg;
+    sb_grammar *grammar;
+    sb_sampler sampler[2];   /* per split */
+    int n_elements[2];       /* elements per sample, per split */
+    int n_inputs;            /* one-hot width = vocab */
+} sb_task;
+
+/* Builds the grammar and the samplers. *out is freed with sb_task_free. */
+sb_status sb_task_create(const sb_task_config *cfg, sb_task **out, sb_error *err);
+void sb_task_free(sb_task *task);
+
+/* Number of samples of a split, and the sequence index behind sample i of the split:
+ * the reference protocol uses idx i for both splits (its test sequences are the first
+ * training sequences), the clean protocol moves the test set to dataset_size + i. */
+int64_t sb_task_split_size(const sb_task *task, sb_split split);
+uint64_t sb_task_sequence_index(const sb_task *task, sb_split split, int64_t i);
+
+/* Gap duration of a test sample (seconds). */
+double sb_task_test_duration(const sb_task *task);
+
+/* One assembled sample before it becomes frames: per element its state and its gap. */
+typedef struct sb_sample {
+    int n_elements;       /* E */
+    int n_frames;         /* T = E + sum of gaps */
+    uint16_t *state;      /* [E] state index (class and target id follow from it) */
+    int32_t *gap;         /* [E] gap frames after the element's symbol frame */
+    int32_t *frame_start; /* [E] frame of the element's symbol */
+    uint8_t *gap_class;   /* [n_gap_classes] distractor classes, in frame order */
+    int n_gap_classes;
+    int capacity_gap_classes;
+} sb_sample;
+
+/* Allocates a sample able to hold any sample of the task. */
+sb_status sb_sample_alloc(const sb_task *task, sb_sample *s, sb_error *err);
+void sb_sample_free(sb_sample *s);
+
+/* Assembles sample i of a split: state sequence, gap decisions, durations and
+ * distractor symbols. Errors: SB_ERR_RUNTIME from the sampler; SB_ERR_INVALID when the
+ * reference gap stream is asked for seed * idx >= 2^32 (numpy's legacy seed limit). */
+sb_status sb_task_sample(const sb_task *task, sb_split split, int64_t i, sb_sample *s,
+                         sb_error *err);
+
+/* Assembles samples i[0..n-1] of a split into samples[0..n-1]: the same result as n calls
+ * of sb_task_sample, faster (their sequences are walked together). */
+sb_status sb_task_sample_many(const sb_task *task, sb_split split, const int64_t *i, int n,
+                              sb_sample *samples, sb_error *err);
+
+/* Writes the frames of an assembled sample: data[T][V] one-hot rows (zero or
+ * distractor gap frames, plus noise when configured), target[T] state ids.
+ * data must hold n_frames * n_inputs floats, target n_frames ints. */
+void sb_task_sample_frames(const sb_task *task, sb_split split, int64_t i, const sb_sample *s,
+                           float *data, int32_t *target);
+
+/* A 64-bit FNV-1a hash of an assembled sample: sequence index, states, class ids, state
+ * ids, gaps and distractors (not the noise). */
+uint64_t sb_sample_hash(const sb_task *task, const sb_sample *s, uint64_t seq_idx);
+
+/* Hash of a whole split: generates every sample on `threads` threads (0: all) and
+ * combines the per-sample hashes in index order, so the result is the same for any
+ * thread count. *n_symbols receives the number of elements generated. */
+sb_status sb_task_split_checksum(const sb_task *task, sb_split split, int threads,
+                                 uint64_t *hash, int64_t *n_symbols, sb_error *err);
+
+/* Writes the reference's dataset folder: `train` and `test` (one sample per line,
+ * "[classes]::['states']::length", index order), `transitions` and `config.yaml`, so
+ * the original PyTorch code reads our data. Files are written under a temporary name
+ * and renamed. Errors: SB_ERR_IO naming the path. */
+sb_status sb_task_export(const sb_task *task, const char *dir, int threads, sb_error *err);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * checkpoint.h - model checkpoints as safetensors.
+ *
+ * The checkpoint file holds exactly the reference RecNet's state_dict (same names and
+ * shapes, float32), so `model.load_state_dict(safetensors.torch.load_file(path))` works on
+ * the reference model, and a state_dict saved there loads here. The header metadata
+ * records the format, the full run configuration (JSON), the model, the protocol and the
+ * training progress. The optimiser state (Adam moments and step) needed by --resume goes
+ * to a sidecar file `<name>.optim.safetensors`, so the main file stays loadable as is.
+ * Both are written to a temporary name and renamed.
+ */
+#ifndef SELECTIVBENCH_CHECKPOINT_H
+#define SELECTIVBENCH_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "model/model.h"
+#include "tensor/optim.h"
+#include "config/run_config.h"
+#include "core/status.h"
+
+#define SB_CHECKPOINT_FORMAT "selectivbench-checkpoint-1"
+
+/* Saves the model (and, if opt is not NULL, the optimiser state to the sidecar).
+ * samples_seen: training samples consumed so far. Errors: SB_ERR_IO naming the path. */
+sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_config *cfg,
+                             const sb_optimizer *opt, int64_t samples_seen, sb_error *err);
+
+/* Reads the run configuration recorded in a checkpoint written here. Errors: missing or
+ * corrupt file (SB_ERR_IO), a file without our metadata (SB_ERR_INVALID). */
+sb_status sb_checkpoint_read_config(const char *path, sb_run_config *cfg, sb_error *err);
+
+/* Loads the weights into m: every parameter must be present with the same shape and no
+ * other tensor may be (else SB_ERR_INVALID: a different model or size). With opt, also
+ * the optimiser state from the sidecar; *samples_seen receives the progress (0 for a
+ * file without it, e.g. a reference state_dict). */
+sb_status sb_checkpoint_load(const char *path, sb_model *m, sb_optimizer *opt,
+                             int64_t *samples_seen, sb_error *err);
+
+/* The sidecar path for a checkpoint path (".safetensors" -> ".optim.safetensors"). */
+void sb_checkpoint_optim_path(const char *path, char *out, size_t size);
+
+#endif

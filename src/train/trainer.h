@@ -1,0 +1,99 @@
+/*
+ * trainer.h - one run of the reference's train.py: one pass over the training set in index
+ * order, evaluation of the whole test set every epoch_size samples, checkpoints, metrics.
+ *
+ * What happens, per spec/training.md:
+ *   - micro-batches of batch_size / grad_acc samples; one update every grad_acc of them,
+ *     gradients summed (protocol reference) or averaged (clean) over the micro-batches;
+ *   - before each update: global-norm clipping at 1, then Adam/AdamW with the learning
+ *     rate lr * schedule(update index) (0 at the first update, as LambdaLR gives);
+ *   - every epoch_size // (batch_size) updates: train loss/accuracy averaged over the
+ *     updates since the last evaluation, test loss/accuracy, a checkpoint; under the
+ *     reference protocol dropout stops after the first evaluation (train.py never switches
+ *     the model back to training mode), under clean it stays on;
+ *   - a final evaluation after the last update if it did not just happen;
+ *   - a NaN or infinite loss stops the run: status "diverged", SB_ERR_DIVERGED.
+ * Deterministic for a seed: the same numbers for 1 and 2 threads.
+ * The library does not print: progress and evaluations are reported through a callback.
+ */
+#ifndef SELECTIVBENCH_TRAINER_H
+#define SELECTIVBENCH_TRAINER_H
+
+#include <stdint.h>
+
+#include "model/model.h"
+#include "config/run_config.h"
+#include "core/status.h"
+#include "task/task.h"
+
+typedef enum sb_event_kind {
+    SB_EVENT_START,    /* the run is set up: params, grad_acc, updates known */
+    SB_EVENT_PROGRESS, /* after an update */
+    SB_EVENT_EVAL,     /* after an evaluation */
+} sb_event_kind;
+
+typedef struct sb_train_event {
+    sb_event_kind kind;
+    int64_t step;          /* updates done */
+    int64_t total_steps;   /* updates of the whole run */
+    int64_t samples;       /* training samples consumed */
+    double loss, acc;      /* EVENT_PROGRESS: last micro-batch; EVENT_EVAL: train averages */
+    double test_loss, test_acc;
+    double lr;             /* learning rate of the last update */
+    double tokens_per_s;   /* training frames per second so far (evaluation excluded) */
+    double elapsed_s, eta_s;
+    size_t params;
+    int grad_acc;
+} sb_train_event;
+
+typedef void (*sb_train_callback)(const sb_train_event *ev, void *user);
+
+typedef struct sb_train_options {
+    int threads;             /* 0: all cores */
+    const char *ckpt_path;   /* where checkpoints go (NULL: none) */
+    int resume;              /* continue from ckpt_path and its optimiser state */
+    double mem_budget_gb;    /* activation memory for a step (grad_acc -1) and evaluation */
+    sb_train_callback callback;
+    void *user;
+    /* stop at the first checkpoint after this many updates (0: never), with status
+     * "stopped": an interruption that --resume continues (used by tests and time limits) */
+    int64_t stop_after;
+    /* testing aid: treat the loss of this micro-batch (1-based) as NaN (0: never) */
+    int64_t inject_nan_at;
+} sb_train_options;
+
+typedef struct sb_train_result {
+    char status[16];         /* "finished", "diverged", "failed", "stopped" */
+    char reason[SB_ERROR_MSG_MAX];
+    double test_acc, test_loss, train_acc, train_loss;
+    size_t params;
+    double tokens_per_s, wall_s, flops_per_token;
+    int64_t steps, samples;
+    int grad_acc;
+    int n_evals;
+} sb_train_result;
+
+/* Trains (or, with cfg->test_pretrained, only evaluates the checkpoint at
+ * opt->ckpt_path). res is filled even on failure (status and reason). */
+sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_train_result *res,
+                   sb_error *err);
+
+/* Evaluates model m on the test split of task: mean loss (per-batch means weighted by
+ * batch size, as train.py) and per-element accuracy. Batches of test_bs samples are cut
+ * into smaller ones when the memory budget requires it; the decoder is applied in chunks
+ * of frames, so no [B, T, classes] tensor is ever formed. */
+sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
+                      double *loss, double *acc, sb_error *err);
+
+/* Gradient accumulation the run will use (train.py's rules, the memory budget for -1). */
+int sb_train_grad_acc(const sb_run_config *cfg, const sb_task *task, double mem_budget_gb);
+
+/* Estimated peak bytes of one training step on `samples` samples of `frames` frames. */
+double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames);
+
+/* A safetensors file with the first test batch: inputs [B, T, I], logits [B, T, C] and
+ * mask [B, T] (float32), for cross-checks against the reference model. */
+sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_model *m,
+                              int test_bs, sb_error *err);
+
+#endif
