@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
-#include "config/run_config.h"
+#include "train/run_setup.h"
 #include "core/status.h"
 #include "task/task.h"
 

@@ -32,10 +32,10 @@
 
 #include <cmocka.h>
 
-#include "selectivbench/batch.h"
-#include "selectivbench/checkpoint.h"
-#include "selectivbench/model.h"
-#include "selectivbench/trainer.h"
+#include "task/batch.h"
+#include "train/checkpoint.h"
+#include "model/model.h"
+#include "train/trainer.h"
 #include "test_util.h"
 
 #define TRAJ_UPDATES 10
