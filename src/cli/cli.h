@@ -8,7 +8,6 @@
 #include "cli/options.h"
 #include "config/run_config.h"
 #include "core/status.h"
-#include "exp/sweep.h"
 
 /* Prints err as one line on stderr and returns the exit code of its status. */
 int sb_cli_fail(const char *cmd, const sb_error *err);
@@ -26,29 +25,6 @@ int sb_cli_checkpoint_first(const char *cmd, const char *usage, int argc, char *
 
 /* The --threads flag: applies it (0 = all cores) and returns the thread count. */
 int sb_cli_threads(int requested);
-
-/* Sweep execution, shared by `sweep` and `demo` (src/cli/cmd_sweep.c). */
-#define SB_SWEEP_MAX_FILTERS 16
-typedef struct sb_sweep_opts {
-    int dry_run, hashes, workers, threads, limit, quiet;
-    const char *db, *results;
-    const char *shard;
-    const char *filters[SB_SWEEP_MAX_FILTERS];
-    int n_filters;
-} sb_sweep_opts;
-
-typedef struct sb_sweep_tally {
-    int done, failed, skipped, refused;
-} sb_sweep_tally;
-
-/* Runs the selected runs of a sweep in worker processes (see cmd_sweep.c); returns
- * SB_OK or the status of a setup failure (results folder, database), with err set. */
-int sb_cli_sweep_execute(const sb_sweep *s, const char *label, const int64_t *runs, int64_t n_runs,
-                         sb_sweep_opts *o, sb_sweep_tally *tally, sb_error *err);
-
-/* The configuration of run k of a sweep, as its `train` worker will see it. */
-sb_status sb_cli_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg,
-                                  sb_error *err);
 
 /* --print_hashes: prints "RUN_HASH TRAINING_HASH" and returns 0. */
 int sb_cli_print_hashes(const sb_run_config *cfg);

@@ -16,10 +16,12 @@
 #include "cli/commands.h"
 #include "cli/data_show.h"
 #include "cli/presets.h"
+#include "cli/sweep_view.h"
 #include "model/model.h"
 #include "exp/report.h"
 #include "exp/run_store.h"
 #include "exp/sweep.h"
+#include "exp/sweep_exec.h"
 #include "task/task.h"
 #include "core/timer.h"
 #include "cli/task_options.h"
@@ -36,7 +38,7 @@ static const sb_preset *find_preset(const char *name)
 
 /* Runs one tiny preset with the chosen models and seeds. */
 static int demo_sweep(const char *preset, char *const *models, int n_models, int max_seed,
-                      sb_sweep_opts *o, sb_error *err)
+                      const sb_sweep_exec_opts *o, sb_error *err)
 {
     const sb_preset *p = find_preset(preset);
     if (p == NULL)
@@ -61,7 +63,7 @@ static int demo_sweep(const char *preset, char *const *models, int n_models, int
             runs[n_runs++] = k;
     }
     sb_sweep_tally tally;
-    int status = sb_cli_sweep_execute(s, preset, runs, n_runs, o, &tally, err);
+    sb_status status = sb_cli_sweep_run(s, preset, runs, n_runs, o, 0, &tally, err);
     free(runs);
     sb_sweep_free(s);
     if (status != SB_OK)
@@ -170,8 +172,9 @@ int sb_cmd_demo(int argc, char **argv)
     char db[4096];
     if (sb_run_store_db_path(out, db, sizeof db, &err) != SB_OK)
         return sb_cli_fail("demo", &err);
-    sb_sweep_opts o = {.workers = workers, .results = out, .db = db, .quiet = 0};
-    o.threads = threads / workers > 0 ? threads / workers : 1;
+    sb_sweep_exec_opts o = {.workers = workers, .results = out, .db = db,
+                            .threads = threads / workers > 0 ? threads / workers : 1,
+                            .worker_exe = "/proc/self/exe"}; /* this very program */
     const char *presets[2] = {"tiny/task1_complexity", "tiny/task2"};
     for (int p = 0; p < (quick ? 1 : 2); p++)
         if (demo_sweep(presets[p], models, n_models, seeds, &o, &err) != SB_OK)

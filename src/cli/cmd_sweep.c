@@ -2,8 +2,9 @@
  * cmd_sweep.c - `selectivbench sweep FILE.yaml`: run a W&B grid offline.
  *
  * Every run of the grid is `selectivbench train <the file's command flags> --name=value...`
- * in a worker process of its own (sweep_runner.c), writing to one results database. Runs the database has as finished are skipped, so running a sweep
- * again resumes it. A run that cannot start (invalid configuration) or dies is recorded
+ * in a worker process of its own (the library's src/exp/sweep_exec.c; sweep_view.c prints
+ * its progress), writing to one results database. Runs the database has as finished are
+ * skipped, so running a sweep again resumes it. A run that cannot start (invalid configuration) or dies is recorded
  * with its reason. --shard i/N splits the grid across machines with no coordinator:
  * machine i takes runs k with k % N == i.
  */
@@ -14,11 +15,22 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/presets.h"
-#include "cli/run_options.h"
+#include "cli/sweep_view.h"
 #include "config/run_config.h"
 #include "exp/run_store.h"
 #include "exp/sweep.h"
+#include "exp/sweep_exec.h"
 
+#define SWEEP_MAX_FILTERS 16
+
+/* The flags of `sweep`. */
+typedef struct sweep_flags {
+    int dry_run, hashes, workers, threads, limit, quiet;
+    const char *db, *results;
+    const char *shard;
+    const char *filters[SWEEP_MAX_FILTERS];
+    int n_filters;
+} sweep_flags;
 
 static int parse_shard(const char *text, int *index, int *count)
 {
@@ -36,7 +48,7 @@ static int parse_shard(const char *text, int *index, int *count)
 
 int sb_cmd_sweep(int argc, char **argv)
 {
-    sb_sweep_opts o = {.workers = 1, .results = "results"};
+    sweep_flags o = {.workers = 1, .results = "results"};
     const char *filter = NULL;
     sb_option opts[] = {
         {"dry_run", SB_OPT_SWITCH, &o.dry_run, 0, 1, NULL, NULL,
@@ -61,9 +73,9 @@ int sb_cmd_sweep(int argc, char **argv)
     /* --filter may repeat: collect every occurrence before the table parser sees them */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--filter") == 0 && i + 1 < argc && o.n_filters < SB_SWEEP_MAX_FILTERS)
+        if (strcmp(a, "--filter") == 0 && i + 1 < argc && o.n_filters < SWEEP_MAX_FILTERS)
             o.filters[o.n_filters++] = argv[i + 1];
-        else if (strncmp(a, "--filter=", 9) == 0 && o.n_filters < SB_SWEEP_MAX_FILTERS)
+        else if (strncmp(a, "--filter=", 9) == 0 && o.n_filters < SWEEP_MAX_FILTERS)
             o.filters[o.n_filters++] = a + 9;
     }
     const char *pos[1];
@@ -100,21 +112,9 @@ int sb_cmd_sweep(int argc, char **argv)
     if (load != SB_OK)
         return sb_cli_fail("sweep", &err);
     /* every parameter must be a train flag: a key of the table or one of train's switches */
-    {
-        sb_run_flags rf;
-        sb_option train_opts[SB_RUN_MAX_OPTIONS];
-        int n_train = 0;
-        sb_run_options_add(&rf, train_opts, &n_train);
-        for (int p = 0; p < s->n_params; p++) {
-            if (sb_options_find(train_opts, n_train, s->params[p].name) != NULL)
-                continue;
-            sb_error_set(&err, SB_ERR_INVALID,
-                         "sweep file '%s': parameter '%s' is not a train flag (selectivbench "
-                         "train --help lists them)",
-                         pos[0], s->params[p].name);
-            sb_sweep_free(s);
-            return sb_cli_fail("sweep", &err);
-        }
+    if (sb_sweep_check_params(s, &err) != SB_OK) {
+        sb_sweep_free(s);
+        return sb_cli_fail("sweep", &err);
     }
     for (int f = 0; f < o.n_filters; f++) {
         const char *eq = strchr(o.filters[f], '=');
@@ -156,7 +156,7 @@ int sb_cmd_sweep(int argc, char **argv)
         for (int64_t r = 0; r < n_runs; r++) {
             sb_run_config cfg;
             char run_hash[17], training_hash[17];
-            if (sb_cli_sweep_run_config(s, runs[r], &cfg, &err) != SB_OK) {
+            if (sb_sweep_run_config(s, runs[r], &cfg, &err) != SB_OK) {
                 printf("%lld refused: %s\n", (long long)runs[r], err.msg);
                 continue;
             }
@@ -191,11 +191,22 @@ int sb_cmd_sweep(int argc, char **argv)
         return 0;
     }
 
+    char db[4096];
+    if (o.db == NULL && sb_run_store_db_path(o.results, db, sizeof db, &err) != SB_OK) {
+        free(runs);
+        sb_sweep_free(s);
+        return sb_cli_fail("sweep", &err);
+    }
+    /* a worker is this very program: /proc/self/exe is its image even if the file was
+     * rebuilt or moved since it started */
+    sb_sweep_exec_opts exec = {.workers = o.workers, .threads = o.threads,
+                               .results = o.results, .db = o.db != NULL ? o.db : db,
+                               .worker_exe = "/proc/self/exe"};
     sb_sweep_tally tally;
-    int status = sb_cli_sweep_execute(s, pos[0], runs, n_runs, &o, &tally, &err);
+    sb_status st = sb_cli_sweep_run(s, pos[0], runs, n_runs, &exec, o.quiet, &tally, &err);
     free(runs);
     sb_sweep_free(s);
-    if (status == SB_ERR_INVALID || status == SB_ERR_IO || status == SB_ERR_NOMEM)
+    if (st != SB_OK)
         return sb_cli_fail("sweep", &err);
     return tally.failed > 0 ? 1 : 0;
 }

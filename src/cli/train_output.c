@@ -9,6 +9,7 @@
 
 #include "core/json_writer.h"
 #include "core/timer.h"
+#include "exp/sweep_exec.h"
 
 void sb_train_output_init(sb_train_output *o, const sb_run_config *cfg, int quiet, int json,
                           int threads)
@@ -72,9 +73,12 @@ void sb_train_output_event(const sb_train_event *ev, void *user)
         double t = sb_time_now();
         if (o->progress != NULL && (t - o->last_progress >= 0.5 || ev->step == ev->total_steps)) {
             o->last_progress = t;
-            fprintf(o->progress, "P %lld %lld %.6g %.6g %.6g %.6g %.6g\n", (long long)ev->step,
-                    (long long)ev->total_steps, ev->loss, ev->acc, ev->tokens_per_s, ev->eta_s,
-                    o->test_acc);
+            sb_sweep_progress rec = {.step = ev->step, .total_steps = ev->total_steps,
+                                     .loss = ev->loss, .acc = ev->acc,
+                                     .tokens_per_s = ev->tokens_per_s, .eta_s = ev->eta_s,
+                                     .test_acc = o->test_acc};
+            fprintf(o->progress, SB_PROGRESS_RECORD_FORMAT, rec.step, rec.total_steps, rec.loss,
+                    rec.acc, rec.tokens_per_s, rec.eta_s, rec.test_acc);
             fflush(o->progress);
         }
         if (o->quiet || !o->tty)

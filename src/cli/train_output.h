@@ -13,17 +13,12 @@ typedef struct sb_train_output {
     int quiet, json, tty, threads;
     double last_live; /* time of the last live-line refresh */
     int live_open;    /* a live line is on screen */
-    /* a sweep's worker: the sweep reads progress records from this pipe (see
-     * SB_PROGRESS_FD_ENV); NULL otherwise */
+    /* a sweep's worker: the sweep reads progress records from this pipe (the record and
+     * SB_PROGRESS_FD_ENV are defined in exp/sweep_exec.h); NULL otherwise */
     FILE *progress;
     double last_progress;
     double test_acc; /* last evaluation's test accuracy (NaN before the first) */
 } sb_train_output;
-
-/* Environment variable through which a sweep gives its worker the number of a pipe's
- * write end. The worker writes one line per record, about twice a second:
- *   "P step total_steps loss acc tokens_per_s eta_s last_test_acc" */
-#define SB_PROGRESS_FD_ENV "SELECTIVBENCH_PROGRESS_FD"
 
 void sb_train_output_init(sb_train_output *o, const sb_run_config *cfg, int quiet, int json,
                           int threads);

@@ -1,0 +1,265 @@
+/*
+ * sweep_view.c - the terminal side of a sweep (see sweep_view.h): an event handler for
+ * sb_sweep_execute that keeps one line per worker slot and draws them.
+ */
+#include "cli/sweep_view.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "core/timer.h"
+
+#define PLAIN_PROGRESS_EVERY_S 60.0 /* progress lines when stdout is not a terminal */
+#define REFRESH_S 0.5               /* live block refresh */
+
+/* What the view knows of the run on one worker slot. */
+typedef struct slot_line {
+    int busy;
+    int64_t run;
+    char desc[96];           /* model, width, depth, lr, seed */
+    int have;                /* a progress record arrived */
+    sb_sweep_progress progress;
+    double last_plain;       /* when its last plain line was printed */
+} slot_line;
+
+typedef struct view {
+    int tty, quiet, columns;
+    int lines_drawn;         /* lines of the live block on screen */
+    double last_draw, last_sweep_plain;
+    slot_line *slots;
+    int n_slots;
+} view;
+
+static void format_eta(double s, char *buf, size_t size)
+{
+    if (!(s >= 0) || s > 1e7)
+        snprintf(buf, size, "?");
+    else if (s >= 3600)
+        snprintf(buf, size, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
+    else
+        snprintf(buf, size, "%d:%02d", (int)s / 60, (int)s % 60);
+}
+
+static void run_line(const slot_line *l, char *out, size_t size)
+{
+    int n = snprintf(out, size, "  #%lld %s: ", (long long)l->run, l->desc);
+    if (n < 0 || (size_t)n >= size)
+        return;
+    if (!l->have) {
+        snprintf(out + n, size - (size_t)n, "starting");
+        return;
+    }
+    const sb_sweep_progress *p = &l->progress;
+    char eta[32], test[32] = "", speed[32];
+    format_eta(p->eta_s, eta, sizeof eta);
+    if (!isnan(p->test_acc))
+        snprintf(test, sizeof test, " test %.3f", p->test_acc);
+    if (p->tokens_per_s >= 1e4)
+        snprintf(speed, sizeof speed, "%.0fk", p->tokens_per_s / 1e3);
+    else
+        snprintf(speed, sizeof speed, "%.0f", p->tokens_per_s);
+    snprintf(out + n, size - (size_t)n, "step %lld/%lld loss %.3f acc %.3f%s %s tok/s ETA %s",
+             (long long)p->step, (long long)p->total_steps, p->loss, p->acc, test, speed, eta);
+}
+
+static void sweep_line(const sb_sweep_event *ev, char *out, size_t size)
+{
+    const sb_sweep_tally *t = &ev->tally;
+    int64_t settled = t->done + t->failed + t->skipped + t->refused;
+    double elapsed_s = ev->sweep_elapsed_s;
+    int ran = t->done + t->failed;
+    char eta[32], elapsed[32];
+    format_eta(ran > 0 ? elapsed_s / ran * (double)(ev->n_runs - settled) : -1.0, eta,
+               sizeof eta);
+    format_eta(elapsed_s, elapsed, sizeof elapsed);
+    snprintf(out, size,
+             "sweep: %lld/%lld runs (%d done, %d failed, %d skipped, %d refused), %d running, "
+             "%s, ETA %s",
+             (long long)settled, (long long)ev->n_runs, t->done, t->failed, t->skipped,
+             t->refused, ev->running, elapsed, eta);
+}
+
+/* Erases the live block (the lines drawn below the last plain output). */
+static void view_clear(view *v)
+{
+    if (v->lines_drawn > 0) {
+        printf("\033[%dA\r\033[J", v->lines_drawn);
+        v->lines_drawn = 0;
+    }
+}
+
+/* Prints a line above the live block. */
+static void view_message(view *v, const char *line)
+{
+    if (v->quiet)
+        return;
+    if (v->tty)
+        view_clear(v);
+    printf("%s\n", line);
+    fflush(stdout);
+    v->last_draw = 0; /* redraw at once */
+}
+
+/* The live block on a terminal: one line per running run, then the sweep line. Lines are
+ * cut to the terminal's width so that moving the cursor up over them stays exact. */
+static void view_draw(view *v, const char *sweep)
+{
+    double now = sb_time_now();
+    if (now - v->last_draw < REFRESH_S)
+        return;
+    v->last_draw = now;
+    view_clear(v);
+    char line[512];
+    int width = v->columns > 1 ? v->columns - 1 : 79;
+    for (int i = 0; i < v->n_slots; i++) {
+        if (!v->slots[i].busy)
+            continue;
+        run_line(&v->slots[i], line, sizeof line);
+        printf("%.*s\n", width, line);
+        v->lines_drawn++;
+    }
+    printf("%.*s\n", width, sweep);
+    v->lines_drawn++;
+    fflush(stdout);
+}
+
+/* A run that ended without a worker: a refusal before its configuration existed or a
+ * worker that could not start goes to stderr; skipped and recorded refusals are quiet. */
+static void view_unstarted(view *v, const sb_sweep_event *ev)
+{
+    const char *what = NULL;
+    if (ev->outcome == SB_SWEEP_REFUSED && ev->cfg == NULL)
+        what = "run";
+    else if (ev->outcome == SB_SWEEP_FAILED)
+        what = "error";
+    if (what == NULL)
+        return;
+    if (v->tty)
+        view_clear(v);
+    if (ev->outcome == SB_SWEEP_REFUSED)
+        fprintf(stderr, "selectivbench sweep: run %lld: %s\n", (long long)ev->run, ev->reason);
+    else
+        fprintf(stderr, "selectivbench sweep: error: %s\n", ev->reason);
+}
+
+/* One line for an ended run: how it ended and how long it took. */
+static void view_ended(view *v, const sb_sweep_event *ev)
+{
+    slot_line *l = &v->slots[ev->slot];
+    char msg[1024];
+    if (ev->outcome == SB_SWEEP_DONE) {
+        snprintf(msg, sizeof msg, "#%lld [%s] %s: finished, test acc %.4f (%.0f s)",
+                 (long long)ev->run, ev->hash, l->desc, ev->metrics.test_acc, ev->run_elapsed_s);
+    } else {
+        const char *status = !ev->recorded                        ? "not recorded (see its log)"
+                             : ev->outcome == SB_SWEEP_DIVERGED ? "diverged"
+                                                                : "failed";
+        snprintf(msg, sizeof msg, "#%lld [%s] %s: %s%s%s (%.0f s)", (long long)ev->run, ev->hash,
+                 l->desc, status, ev->recorded && ev->reason != NULL ? ": " : "",
+                 ev->recorded && ev->reason != NULL ? ev->reason : "", ev->run_elapsed_s);
+    }
+    view_message(v, msg);
+    l->busy = 0;
+    if (!v->tty && !v->quiet) {
+        sweep_line(ev, msg, sizeof msg);
+        printf("%s\n", msg);
+        fflush(stdout);
+        v->last_sweep_plain = sb_time_now();
+    }
+}
+
+/* Not on a terminal: a line per running run and a sweep line, each once a minute. */
+static void view_plain(view *v, const sb_sweep_event *ev)
+{
+    double now = sb_time_now();
+    char line[1024];
+    for (int i = 0; i < v->n_slots; i++) {
+        slot_line *l = &v->slots[i];
+        if (!l->busy || !l->have || now - l->last_plain < PLAIN_PROGRESS_EVERY_S)
+            continue;
+        run_line(l, line, sizeof line);
+        printf("%s\n", line + 2);
+        l->last_plain = now;
+    }
+    if (now - v->last_sweep_plain >= PLAIN_PROGRESS_EVERY_S) {
+        sweep_line(ev, line, sizeof line);
+        printf("%s\n", line);
+        v->last_sweep_plain = now;
+    }
+    fflush(stdout);
+}
+
+static void view_event(const sb_sweep_event *ev, void *user)
+{
+    view *v = user;
+    slot_line *l = ev->slot >= 0 && ev->slot < v->n_slots ? &v->slots[ev->slot] : NULL;
+    switch (ev->kind) {
+    case SB_SWEEP_RUN_STARTED:
+        if (l == NULL)
+            break;
+        memset(l, 0, sizeof *l);
+        l->busy = 1;
+        l->run = ev->run;
+        l->last_plain = sb_time_now();
+        snprintf(l->desc, sizeof l->desc, "%s d%d L%d lr %g s%llu", ev->cfg->model,
+                 ev->cfg->feat_size, ev->cfg->layers, ev->cfg->lr,
+                 (unsigned long long)ev->cfg->seed);
+        break;
+    case SB_SWEEP_RUN_PROGRESS:
+        if (l == NULL)
+            break;
+        l->have = 1;
+        l->progress = ev->progress;
+        break;
+    case SB_SWEEP_RUN_ENDED:
+        if (l == NULL)
+            view_unstarted(v, ev);
+        else
+            view_ended(v, ev);
+        break;
+    case SB_SWEEP_TICK: {
+        if (v->quiet)
+            break;
+        if (v->tty) {
+            char line[1024];
+            sweep_line(ev, line, sizeof line);
+            view_draw(v, line);
+        } else {
+            view_plain(v, ev);
+        }
+        break;
+    }
+    }
+}
+
+sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const int64_t *runs,
+                           int64_t n_runs, const sb_sweep_exec_opts *opts, int quiet,
+                           sb_sweep_tally *tally, sb_error *err)
+{
+    view v = {.tty = isatty(STDOUT_FILENO), .quiet = quiet, .columns = 80,
+              .n_slots = opts->workers};
+    struct winsize ws;
+    if (v.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+        v.columns = ws.ws_col;
+    v.slots = calloc((size_t)(opts->workers > 0 ? opts->workers : 1), sizeof *v.slots);
+    if (v.slots == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    sb_sweep_exec_opts o = *opts;
+    o.on_event = view_event;
+    o.user = &v;
+    sb_status st = sb_sweep_execute(s, runs, n_runs, &o, tally, err);
+    if (v.tty)
+        view_clear(&v);
+    free(v.slots);
+    if (st != SB_OK)
+        return st;
+    printf("sweep %s: %lld runs selected of %lld: %d trained, %d failed, %d already finished, "
+           "%d refused; database %s\n",
+           label, (long long)n_runs, (long long)sb_sweep_count(s), tally->done, tally->failed,
+           tally->skipped, tally->refused, opts->db != NULL ? opts->db : "(default)");
+    return SB_OK;
+}

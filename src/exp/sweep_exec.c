@@ -1,0 +1,692 @@
+/*
+ * sweep_exec.c - the worker pool behind `sweep` and `demo` (see sweep_exec.h).
+ *
+ * One loop: start runs on free workers, wait up to half a second for progress records on
+ * the workers' pipes, reap the workers that ended and settle their runs from the
+ * database, tell the caller. Nothing here writes to the terminal; a worker's output goes
+ * to its log file.
+ */
+#include "exp/sweep_exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h> /* sscanf */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "core/timer.h"
+#include "exp/run_store.h"
+#include "train/run_setup.h"
+
+#define POLL_MS 500 /* the longest wait for progress before the next tick */
+
+/* ---- train's worker switches ---------------------------------------------------------- */
+
+/* Must match the switches of src/cli/run_options.c (test_sweep_exec checks the names
+ * against `train --help`). */
+static const sb_worker_switch worker_switches[] = {
+    {"save_model", SB_WORKER_BOOL, 0, 1},
+    {"continued_training", SB_WORKER_SWITCH, 0, 1},
+    {"resume", SB_WORKER_SWITCH, 0, 1},
+    {"only_createset", SB_WORKER_SWITCH, 0, 1},
+    {"threads", SB_WORKER_INT, 0, 1024},
+    {"results", SB_WORKER_STRING, 0, 0},
+    {"ckpt", SB_WORKER_STRING, 0, 0},
+    {"mem_budget", SB_WORKER_DOUBLE, 0.01, 1e6},
+    {"json", SB_WORKER_SWITCH, 0, 1},
+    {"quiet", SB_WORKER_SWITCH, 0, 1},
+    {"print_hashes", SB_WORKER_SWITCH, 0, 1},
+};
+
+int sb_sweep_worker_switch_count(void)
+{
+    return (int)(sizeof worker_switches / sizeof *worker_switches);
+}
+
+const sb_worker_switch *sb_sweep_worker_switch_at(int i)
+{
+    return i >= 0 && i < sb_sweep_worker_switch_count() ? &worker_switches[i] : NULL;
+}
+
+const sb_worker_switch *sb_sweep_worker_switch_find(const char *name)
+{
+    for (int i = 0; i < sb_sweep_worker_switch_count(); i++)
+        if (strcmp(worker_switches[i].name, name) == 0)
+            return &worker_switches[i];
+    return NULL;
+}
+
+/* Checks a worker switch's value as `train` will read it (value NULL: the bare flag). */
+static sb_status check_worker_value(const sb_worker_switch *ws, const char *value, sb_error *err)
+{
+    if (value == NULL && ws->kind != SB_WORKER_SWITCH)
+        return sb_error_set(err, SB_ERR_INVALID, "--%s needs a value", ws->name);
+    int flag;
+    long long whole;
+    double number;
+    switch (ws->kind) {
+    case SB_WORKER_SWITCH:
+        if (value != NULL && !sb_config_parse_bool(value, &flag))
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--%s is a switch; write it alone or as --%s=True", ws->name,
+                                ws->name);
+        break;
+    case SB_WORKER_BOOL:
+        if (!sb_config_parse_bool(value, &flag))
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--%s: '%s' is not a boolean; use True or False", ws->name, value);
+        break;
+    case SB_WORKER_INT:
+        if (!sb_config_parse_int(value, &whole))
+            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not an integer", ws->name,
+                                value);
+        if ((double)whole < ws->min || (double)whole > ws->max)
+            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%.0f, %.0f]",
+                                ws->name, value, ws->min, ws->max);
+        break;
+    case SB_WORKER_DOUBLE:
+        if (!sb_config_parse_double(value, &number))
+            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not a finite number",
+                                ws->name, value);
+        if (number < ws->min || number > ws->max)
+            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%g, %g]",
+                                ws->name, value, ws->min, ws->max);
+        break;
+    case SB_WORKER_STRING:
+        break;
+    }
+    return SB_OK;
+}
+
+/* ---- a run's configuration ------------------------------------------------------------ */
+
+/* Whether the train flag `name` is written alone (a switch key or a worker switch). */
+static int flag_is_switch(const char *name)
+{
+    const sb_config_key *key = sb_config_find(name);
+    if (key != NULL)
+        return key->kind == SB_KEY_SWITCH;
+    const sb_worker_switch *ws = sb_sweep_worker_switch_find(name);
+    return ws != NULL && ws->kind == SB_WORKER_SWITCH;
+}
+
+/* Sets one train flag of a sweep by name: a key sets cfg; a worker switch is checked and
+ * left to the worker; anything else is an unknown flag. value NULL: the bare flag. */
+static sb_status set_flag(sb_run_config *cfg, const char *name, const char *value, sb_error *err)
+{
+    const sb_config_key *key = sb_config_find(name);
+    if (key != NULL) {
+        if (value == NULL && key->kind != SB_KEY_SWITCH)
+            return sb_error_set(err, SB_ERR_INVALID, "--%s needs a value", name);
+        return sb_config_set(cfg, name, value != NULL ? value : "True", err);
+    }
+    const sb_worker_switch *ws = sb_sweep_worker_switch_find(name);
+    if (ws == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; see --help for the list",
+                            name);
+    return check_worker_value(ws, value, err);
+}
+
+/* Sets the parameters of run k (its values in the grid) by name. */
+static sb_status set_params(const sb_sweep *s, int64_t k, sb_run_config *cfg, sb_error *err)
+{
+    for (int p = 0; p < s->n_params; p++) {
+        const char *value = s->params[p].values[sb_sweep_value_index(s, k, p)];
+        sb_status st = set_flag(cfg, s->params[p].name, value, err);
+        if (st != SB_OK)
+            return st;
+    }
+    return SB_OK;
+}
+
+sb_status sb_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg_out, sb_error *err)
+{
+    sb_run_config cfg = sb_run_config_default();
+    int has_args = 0;
+    sb_status st = SB_OK;
+    for (int i = 0; i < s->n_command && st == SB_OK; i++) {
+        const char *item = s->command[i];
+        if (strcmp(item, "${args}") == 0) {
+            has_args = 1;
+            st = set_params(s, k, &cfg, err);
+            continue;
+        }
+        if (strcmp(item, "${env}") == 0 || strcmp(item, "${interpreter}") == 0 ||
+            strcmp(item, "${program}") == 0 || strcmp(item, "python") == 0 ||
+            strcmp(item, "python3") == 0)
+            continue; /* the program here is `selectivbench train` */
+        if (strncmp(item, "${", 2) == 0)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "sweep file '%s': command macro %s is not supported (use ${args})",
+                                s->path, item);
+        if (strncmp(item, "--", 2) != 0 || item[2] == '\0')
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "sweep file '%s': command item '%s' is not a --flag", s->path,
+                                item);
+        /* --name=value, or --name followed by its value unless it is a switch */
+        char name[128];
+        const char *eq = strchr(item + 2, '=');
+        size_t len = eq != NULL ? (size_t)(eq - (item + 2)) : strlen(item + 2);
+        if (len >= sizeof name)
+            return sb_error_set(err, SB_ERR_INVALID, "unknown flag '%.40s...'", item);
+        memcpy(name, item + 2, len);
+        name[len] = '\0';
+        const char *value = eq != NULL ? eq + 1 : NULL;
+        if (value == NULL && !flag_is_switch(name) && i + 1 < s->n_command)
+            value = s->command[++i];
+        st = set_flag(&cfg, name, value, err);
+    }
+    if (st == SB_OK && !has_args)
+        st = set_params(s, k, &cfg, err);
+    if (st == SB_OK)
+        *cfg_out = cfg;
+    return st;
+}
+
+sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err)
+{
+    for (int p = 0; p < s->n_params; p++) {
+        const char *name = s->params[p].name;
+        if (sb_config_find(name) == NULL && sb_sweep_worker_switch_find(name) == NULL)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "sweep file '%s': parameter '%s' is not a train flag "
+                                "(selectivbench train --help lists them)",
+                                s->path, name);
+    }
+    return SB_OK;
+}
+
+/* ---- the progress pipe ------------------------------------------------------------------ */
+
+int sb_sweep_progress_parse(const char *line, sb_sweep_progress *p)
+{
+    sb_sweep_progress r;
+    if (sscanf(line, "P %" SCNd64 " %" SCNd64 " %lf %lf %lf %lf %lf", &r.step, &r.total_steps,
+               &r.loss, &r.acc, &r.tokens_per_s, &r.eta_s, &r.test_acc) != 7)
+        return 0;
+    *p = r;
+    return 1;
+}
+
+/* ---- the pool ------------------------------------------------------------------------- */
+
+const char *sb_sweep_outcome_name(sb_sweep_outcome o)
+{
+    switch (o) {
+    case SB_SWEEP_DONE: return "done";
+    case SB_SWEEP_FAILED: return "failed";
+    case SB_SWEEP_DIVERGED: return "diverged";
+    case SB_SWEEP_SKIPPED: return "skipped";
+    case SB_SWEEP_REFUSED: return "refused";
+    }
+    return "?";
+}
+
+typedef struct worker {
+    pid_t pid;          /* 0: the slot is free */
+    int fd;             /* read end of the progress pipe; -1 when closed or never opened */
+    int64_t run;
+    char hash[17];
+    sb_run_config cfg;
+    double started;
+    char buf[512];      /* bytes read from the pipe, up to an incomplete line */
+    size_t buf_len;
+    sb_sweep_progress last;
+} worker;
+
+typedef struct pool {
+    const sb_sweep_exec_opts *opts;
+    const char *db_path;
+    sb_results *db;
+    int threads;        /* per worker */
+    worker *slots;      /* opts->workers of them */
+    sb_sweep_tally tally;
+    int running;
+    int64_t n_runs;
+    double t0;
+} pool;
+
+/* Sends ev with the sweep-level fields filled in. */
+static void emit(pool *p, sb_sweep_event *ev)
+{
+    if (p->opts->on_event == NULL)
+        return;
+    ev->tally = p->tally;
+    ev->running = p->running;
+    ev->n_runs = p->n_runs;
+    ev->sweep_elapsed_s = sb_time_now() - p->t0;
+    p->opts->on_event(ev, p->opts->user);
+}
+
+/* An event about run k (no worker yet). */
+static sb_sweep_event run_event(sb_sweep_event_kind kind, int64_t k)
+{
+    sb_sweep_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = kind;
+    ev.run = k;
+    ev.slot = -1;
+    ev.hash = "";
+    ev.exit_code = -1;
+    ev.metrics = sb_results_metrics_unknown();
+    return ev;
+}
+
+/* An event about the run of worker slot i. */
+static sb_sweep_event worker_event(const pool *p, sb_sweep_event_kind kind, int i)
+{
+    const worker *w = &p->slots[i];
+    sb_sweep_event ev = run_event(kind, w->run);
+    ev.slot = i;
+    ev.hash = w->hash;
+    ev.cfg = &w->cfg;
+    ev.started = 1;
+    ev.run_elapsed_s = sb_time_now() - w->started;
+    ev.progress = w->last;
+    return ev;
+}
+
+/* Writes v in decimal into out (at least 24 bytes). */
+static void format_int(long long v, char *out)
+{
+    char digits[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (v < 0)
+        *out++ = '-';
+    while (n > 0)
+        *out++ = digits[--n];
+    *out = '\0';
+}
+
+/* Records a run that never started (its configuration is refused) as failed with the
+ * reason. Returns whether it was recorded. */
+static int record_refused(sb_results *db, const sb_run_config *cfg, const char *hash,
+                          const char *reason)
+{
+    char *config = sb_run_config_json_string(cfg, 0);
+    sb_run_info info = {.hash = hash, .config_json = config, .model = cfg->model,
+                        .protocol = cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference",
+                        .params = -1, .state_size = -1, .flops_per_token = (double)NAN,
+                        .code_version = SB_VERSION};
+    sb_error err = {0};
+    int64_t id;
+    sb_run_metrics m = sb_results_metrics_unknown();
+    int recorded = config != NULL && sb_results_run_begin(db, &info, &id, &err) == SB_OK &&
+                   sb_results_run_end(db, id, "failed", reason, &m, &err) == SB_OK;
+    free(config);
+    return recorded;
+}
+
+extern char **environ;
+
+/* The environment of a worker: ours without a stale progress variable, plus
+ * SB_PROGRESS_FD_ENV=fd when fd >= 0. Built before fork, so that the child only calls
+ * async-signal-safe functions. *text holds the added entry (free both). */
+static char **worker_environment(int fd, char **text)
+{
+    size_t n = 0;
+    while (environ[n] != NULL)
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    const char *prefix = SB_PROGRESS_FD_ENV "=";
+    size_t prefix_len = strlen(prefix);
+    *text = NULL;
+    if (env == NULL)
+        return NULL;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], prefix, prefix_len) != 0)
+            env[m++] = environ[i];
+    if (fd >= 0) {
+        *text = malloc(prefix_len + 24);
+        if (*text == NULL) {
+            free(env);
+            return NULL;
+        }
+        memcpy(*text, prefix, prefix_len);
+        format_int(fd, *text + prefix_len);
+        env[m++] = *text;
+    }
+    env[m] = NULL;
+    return env;
+}
+
+/* Starts `<worker_exe> train ARGS --results DIR --db DB --threads T` with its output in
+ * DIR/logs/<hash>.log and the write end of a progress pipe. The child dies with us
+ * (PR_SET_PDEATHSIG). Returns the pid, or -1 with errno set. */
+static pid_t spawn_run(const pool *p, char **args, int n_args, const char *hash, int *progress_fd)
+{
+    char log[4096], threads_text[24];
+    sb_error path_err = {0};
+    if (sb_run_store_log_path(p->opts->results, hash, log, sizeof log, &path_err) != SB_OK) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    format_int(p->threads, threads_text);
+    const char *extra[] = {"--results", p->opts->results, "--db", p->db_path, "--threads",
+                           threads_text, NULL};
+    char **argv = calloc((size_t)n_args + 16, sizeof *argv);
+    if (argv == NULL)
+        return -1;
+    int n = 0;
+    argv[n++] = "selectivbench";
+    argv[n++] = "train";
+    for (int i = 0; i < n_args; i++)
+        argv[n++] = args[i];
+    for (int i = 0; extra[i] != NULL; i++)
+        argv[n++] = (char *)extra[i];
+    argv[n] = NULL;
+    /* both ends close on exec: no other worker inherits them; the child keeps its own */
+    int pipe_fds[2] = {-1, -1};
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0)
+        pipe_fds[0] = pipe_fds[1] = -1; /* run without live progress */
+    char *env_text = NULL;
+    char **env = worker_environment(pipe_fds[1], &env_text);
+    if (env == NULL) {
+        free(argv);
+        for (int e = 0; e < 2; e++)
+            if (pipe_fds[e] >= 0)
+                close(pipe_fds[e]);
+        errno = ENOMEM;
+        return -1;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) /* the sweep died before prctl */
+            _exit(127);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+        if (fd < 0) /* never write to the sweep's terminal */
+            fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            close(fd);
+        }
+        if (pipe_fds[1] >= 0)
+            fcntl(pipe_fds[1], F_SETFD, 0);
+        execve(p->opts->worker_exe, argv, env);
+        _exit(127);
+    }
+    int fork_errno = errno;
+    free(argv);
+    free(env);
+    free(env_text);
+    if (pipe_fds[1] >= 0)
+        close(pipe_fds[1]);
+    if (pid < 0) {
+        if (pipe_fds[0] >= 0)
+            close(pipe_fds[0]);
+        errno = fork_errno;
+        return -1;
+    }
+    if (pipe_fds[0] >= 0)
+        fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+    *progress_fd = pipe_fds[0];
+    return pid;
+}
+
+/* Reads what worker i wrote on its pipe and keeps the last complete record; tells the
+ * caller when there was one. At end of file (the worker is exiting) the pipe is closed. */
+static void worker_read(pool *p, int i)
+{
+    worker *w = &p->slots[i];
+    int fresh = 0;
+    while (w->fd >= 0) {
+        ssize_t got = read(w->fd, w->buf + w->buf_len, sizeof w->buf - 1 - w->buf_len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+                close(w->fd);
+                w->fd = -1;
+            }
+            break;
+        }
+        w->buf_len += (size_t)got;
+        w->buf[w->buf_len] = '\0';
+        char *line = w->buf, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            *nl = '\0';
+            fresh |= sb_sweep_progress_parse(line, &w->last);
+            line = nl + 1;
+        }
+        size_t left = w->buf_len - (size_t)(line - w->buf);
+        memmove(w->buf, line, left);
+        w->buf_len = left;
+        if (w->buf_len >= sizeof w->buf - 1)
+            w->buf_len = 0; /* a line too long to be a record: drop it */
+    }
+    if (fresh) {
+        sb_sweep_event ev = worker_event(p, SB_SWEEP_RUN_PROGRESS, i);
+        emit(p, &ev);
+    }
+}
+
+/* After worker i's process ended (wait status wstatus): settles its run from the
+ * database (a run left `running` is recorded as failed with the signal or exit code),
+ * counts it, frees the slot and tells the caller. */
+static void finish_worker(pool *p, int i, int wstatus)
+{
+    worker *w = &p->slots[i];
+    worker_read(p, i); /* the last records, and close the pipe */
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    sb_sweep_event ev = worker_event(p, SB_SWEEP_RUN_ENDED, i);
+    if (WIFEXITED(wstatus))
+        ev.exit_code = WEXITSTATUS(wstatus);
+    if (WIFSIGNALED(wstatus))
+        ev.term_signal = WTERMSIG(wstatus);
+
+    sb_run_row row;
+    int found = 0;
+    sb_error err = {0}, reason = {0};
+    if (sb_results_get_run(p->db, w->hash, &row, &found, &err) != SB_OK)
+        found = 0;
+    ev.recorded = found;
+    ev.outcome = SB_SWEEP_FAILED;
+    if (found && strcmp(row.status, "running") == 0) {
+        if (WIFSIGNALED(wstatus))
+            sb_error_set(&reason, SB_ERR_RUNTIME, "the run's process was killed by signal %d",
+                         WTERMSIG(wstatus));
+        else
+            sb_error_set(&reason, SB_ERR_RUNTIME,
+                         "the run's process exited with code %d without recording an end",
+                         WEXITSTATUS(wstatus));
+        sb_run_metrics unknown = sb_results_metrics_unknown();
+        (void)sb_results_run_end(p->db, row.id, "failed", reason.msg, &unknown, &err);
+        ev.reason = reason.msg;
+    } else if (found) {
+        if (strcmp(row.status, "finished") == 0)
+            ev.outcome = SB_SWEEP_DONE;
+        else if (strcmp(row.status, "diverged") == 0)
+            ev.outcome = SB_SWEEP_DIVERGED;
+        ev.reason = row.reason;
+        ev.metrics = row.metrics;
+    }
+    if (ev.outcome == SB_SWEEP_DONE)
+        p->tally.done++;
+    else
+        p->tally.failed++;
+    w->pid = 0;
+    p->running--;
+    emit(p, &ev);
+    if (found)
+        sb_results_run_row_clear(&row);
+}
+
+/* Takes run k: refuses, skips or starts it on free slot i. Returns whether slot i is now
+ * busy. */
+static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
+{
+    sb_sweep_event ev = run_event(SB_SWEEP_RUN_ENDED, k);
+    sb_run_config cfg;
+    sb_error rerr = {0};
+    if (sb_sweep_run_config(s, k, &cfg, &rerr) != SB_OK) {
+        p->tally.refused++;
+        ev.outcome = SB_SWEEP_REFUSED;
+        ev.reason = rerr.msg;
+        emit(p, &ev);
+        return 0;
+    }
+    char hash[17];
+    sb_run_config_hash(&cfg, 0, hash);
+    ev.hash = hash;
+    ev.cfg = &cfg;
+    sb_run_row row;
+    int found = 0;
+    if (sb_results_get_run(p->db, hash, &row, &found, &rerr) == SB_OK && found) {
+        int finished = strcmp(row.status, "finished") == 0;
+        if (finished) {
+            p->tally.skipped++;
+            ev.outcome = SB_SWEEP_SKIPPED;
+            ev.recorded = 1;
+            ev.metrics = row.metrics;
+            emit(p, &ev);
+        }
+        sb_results_run_row_clear(&row);
+        if (finished)
+            return 0;
+    }
+    if (sb_run_config_check(&cfg, &rerr) != SB_OK) {
+        p->tally.refused++;
+        ev.outcome = SB_SWEEP_REFUSED;
+        ev.reason = rerr.msg;
+        ev.recorded = record_refused(p->db, &cfg, hash, rerr.msg);
+        emit(p, &ev);
+        return 0;
+    }
+    char **args = NULL;
+    int n_args = 0;
+    int fd = -1;
+    pid_t pid = -1;
+    if (sb_sweep_run_args(s, k, &args, &n_args, &rerr) == SB_OK) {
+        pid = spawn_run(p, args, n_args, hash, &fd);
+        if (pid < 0)
+            sb_error_set(&rerr, SB_ERR_RUNTIME, "cannot start a worker: %s", strerror(errno));
+        sb_sweep_args_free(args);
+    }
+    if (pid < 0) {
+        p->tally.failed++;
+        ev.outcome = SB_SWEEP_FAILED;
+        ev.reason = rerr.msg;
+        emit(p, &ev);
+        return 0;
+    }
+    worker *w = &p->slots[i];
+    memset(w, 0, sizeof *w);
+    w->pid = pid;
+    w->fd = fd;
+    w->run = k;
+    w->cfg = cfg;
+    w->started = sb_time_now();
+    w->last.test_acc = (double)NAN;
+    memcpy(w->hash, hash, sizeof hash);
+    p->running++;
+    sb_sweep_event started = worker_event(p, SB_SWEEP_RUN_STARTED, i);
+    emit(p, &started);
+    return 1;
+}
+
+sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_runs,
+                           const sb_sweep_exec_opts *opts, sb_sweep_tally *tally, sb_error *err)
+{
+    memset(tally, 0, sizeof *tally);
+    if (opts->workers < 1 || opts->threads < 0 || opts->results == NULL ||
+        opts->worker_exe == NULL || (n_runs > 0 && runs == NULL))
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sweep: give workers >= 1, threads >= 0, a results folder and the "
+                            "worker executable (the selectivbench command)");
+    pool p = {.opts = opts, .db_path = opts->db, .n_runs = n_runs, .t0 = sb_time_now()};
+    /* the results folder, its logs and its database */
+    char db_path[4096], logs[4096];
+    sb_status st = SB_OK;
+    if (p.db_path == NULL) {
+        st = sb_run_store_db_path(opts->results, db_path, sizeof db_path, err);
+        p.db_path = db_path;
+    }
+    if (st == SB_OK)
+        st = sb_run_store_log_dir(opts->results, logs, sizeof logs, 1, err);
+    if (st == SB_OK)
+        st = sb_results_open(p.db_path, &p.db, err);
+    if (st != SB_OK)
+        return st;
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    p.threads = opts->threads > 0 ? opts->threads
+                                  : (cores / opts->workers > 0 ? cores / opts->workers : 1);
+    p.slots = calloc((size_t)opts->workers, sizeof *p.slots);
+    struct pollfd *pfd = calloc((size_t)opts->workers, sizeof *pfd);
+    int *slot_of = calloc((size_t)opts->workers, sizeof *slot_of); /* pfd index -> slot */
+    if (p.slots == NULL || pfd == NULL || slot_of == NULL) {
+        free(p.slots);
+        free(pfd);
+        free(slot_of);
+        sb_results_close(p.db);
+        return sb_error_set(err, SB_ERR_NOMEM, "sweep: out of memory for %d workers",
+                            opts->workers);
+    }
+    int64_t next = 0;
+    int cancelled = 0;
+    while (next < n_runs || p.running > 0) {
+        if (!cancelled && opts->cancel != NULL && opts->cancel(opts->user)) {
+            cancelled = 1;
+            for (int i = 0; i < opts->workers; i++)
+                if (p.slots[i].pid > 0)
+                    kill(p.slots[i].pid, SIGTERM);
+        }
+        /* fill free workers */
+        for (int i = 0; i < opts->workers && !cancelled; i++)
+            while (p.slots[i].pid <= 0 && next < n_runs)
+                take_run(&p, s, runs[next++], i);
+        if (p.running == 0)
+            break;
+
+        /* wait for progress records or the refresh period */
+        int n_fds = 0;
+        for (int i = 0; i < opts->workers; i++)
+            if (p.slots[i].pid > 0 && p.slots[i].fd >= 0) {
+                pfd[n_fds].fd = p.slots[i].fd;
+                pfd[n_fds].events = POLLIN;
+                slot_of[n_fds++] = i;
+            }
+        if (poll(pfd, (nfds_t)n_fds, POLL_MS) > 0)
+            for (int f = 0; f < n_fds; f++)
+                if (pfd[f].revents != 0)
+                    worker_read(&p, slot_of[f]);
+
+        /* reap our workers (only ours: a host program's other children are not touched) */
+        for (int i = 0; i < opts->workers; i++) {
+            int wstatus = 0;
+            if (p.slots[i].pid > 0 && waitpid(p.slots[i].pid, &wstatus, WNOHANG) == p.slots[i].pid)
+                finish_worker(&p, i, wstatus);
+        }
+
+        sb_sweep_event tick = run_event(SB_SWEEP_TICK, -1);
+        emit(&p, &tick);
+    }
+    *tally = p.tally;
+    free(p.slots);
+    free(pfd);
+    free(slot_of);
+    sb_results_close(p.db);
+    if (cancelled)
+        return sb_error_set(err, SB_ERR_RUNTIME,
+                            "sweep cancelled: %d of %lld runs settled (run it again to resume)",
+                            tally->done + tally->failed + tally->skipped + tally->refused,
+                            (long long)n_runs);
+    return SB_OK;
+}

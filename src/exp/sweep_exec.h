@@ -1,0 +1,189 @@
+/*
+ * sweep_exec.h - running the runs of a sweep (sweep.h) in worker processes, writing to one
+ * results database, and telling the caller what happens through a callback.
+ * (src/exp/sweep_exec.c)
+ *
+ * Every run is `selectivbench train <its flags> --results DIR --db DB --threads T` in a
+ * process of its own: a crash or an out-of-memory kill loses one run, not the sweep. Its
+ * output goes to DIR/logs/<run hash>.log (run_store.h). A worker dies with the process
+ * that started it (PR_SET_PDEATHSIG), so a killed sweep leaves no orphan writing to the
+ * database; a run a dead worker left `running` is settled as failed with the signal or
+ * exit code. Runs the database has as finished are skipped, so executing a sweep again
+ * resumes it.
+ *
+ * The library prints nothing: a front end draws the sweep from the events (the CLI's
+ * src/cli/sweep_view.c draws live lines on a terminal, plain lines otherwise).
+ *
+ * Linux only (pipe2, prctl). Not thread-safe: one sb_sweep_execute at a time per process.
+ */
+#ifndef SELECTIVBENCH_SWEEP_EXEC_H
+#define SELECTIVBENCH_SWEEP_EXEC_H
+
+#include <inttypes.h>
+#include <stdint.h>
+
+#include "config/run_config.h"
+#include "core/status.h"
+#include "exp/results.h"
+#include "exp/sweep.h"
+
+/* ---- a run's configuration ------------------------------------------------------------ */
+
+/* The configuration of run k, as its `train` worker will read its flags: the defaults,
+ * then the fixed flags of the file's `command` in order, the run's parameters where
+ * ${args} stands (at the end without it), each set by name with sb_config_set. The
+ * command macros ${env}, ${interpreter}, ${program} and the words python/python3 are
+ * dropped; another ${...} is refused.
+ *
+ * A flag that is not a key may be one of train's worker switches
+ * (sb_sweep_worker_switch_find): its value is checked here and left to the worker, which
+ * receives it among its flags. Anything else is an unknown flag. Errors (SB_ERR_INVALID)
+ * name the file or the flag. The configuration is not checked across keys
+ * (sb_run_config_check does that; sb_sweep_execute refuses the runs it rejects). */
+sb_status sb_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, sb_error *err);
+
+/* Checks that every parameter of the grid is a train flag: a key of the table or a worker
+ * switch. SB_ERR_INVALID naming the file and the first parameter that is not. */
+sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err);
+
+/* ---- train's worker switches ---------------------------------------------------------- */
+
+/* The flags of `train` that are not keys of a configuration (where it writes, how many
+ * threads, what it prints: src/cli/run_options.c) and that a sweep file may carry. They
+ * change no hash, so the library knows only their names and the shape of their values,
+ * enough to check them before a worker starts; tests/unit/test_sweep_exec.c checks that
+ * `train --help` lists each of them. */
+typedef enum sb_worker_switch_kind {
+    SB_WORKER_SWITCH, /* alone, or =True/False */
+    SB_WORKER_BOOL,   /* True|False */
+    SB_WORKER_INT,    /* an integer in [min, max] */
+    SB_WORKER_DOUBLE, /* a finite number in [min, max] */
+    SB_WORKER_STRING, /* any text (a path) */
+} sb_worker_switch_kind;
+
+typedef struct sb_worker_switch {
+    const char *name; /* without the leading "--" */
+    sb_worker_switch_kind kind;
+    double min, max;
+} sb_worker_switch;
+
+/* The switch of that name, or NULL. */
+const sb_worker_switch *sb_sweep_worker_switch_find(const char *name);
+
+/* The number of worker switches, and switch i of them (0 <= i < count). */
+int sb_sweep_worker_switch_count(void);
+const sb_worker_switch *sb_sweep_worker_switch_at(int i);
+
+/* ---- the progress pipe ------------------------------------------------------------------ */
+
+/* A sweep gives each worker the write end of a pipe, its number in this environment
+ * variable. The worker (src/cli/train_output.c) writes one line per record, about twice a
+ * second and always at the last step:
+ *   "P step total_steps loss acc tokens_per_s eta_s last_test_acc\n"
+ * written with SB_PROGRESS_RECORD_FORMAT from the fields of sb_sweep_progress in that
+ * order, and read back by sb_sweep_progress_parse. last_test_acc is NaN before the
+ * first evaluation. */
+#define SB_PROGRESS_FD_ENV "SELECTIVBENCH_PROGRESS_FD"
+#define SB_PROGRESS_RECORD_FORMAT                                                          \
+    "P %" PRId64 " %" PRId64 " %.6g %.6g %.6g %.6g %.6g\n"
+
+typedef struct sb_sweep_progress {
+    int64_t step, total_steps;
+    double loss, acc;     /* training loss and accuracy of the last steps */
+    double tokens_per_s;
+    double eta_s;         /* seconds left, estimated by the worker */
+    double test_acc;      /* the last evaluation's test accuracy; NaN before the first */
+} sb_sweep_progress;
+
+/* Reads one record line (without its newline); returns 1 and fills p when it is one,
+ * 0 otherwise (p unchanged). */
+int sb_sweep_progress_parse(const char *line, sb_sweep_progress *p);
+
+/* ---- executing a sweep ---------------------------------------------------------------- */
+
+/* How a run of the selection ended. */
+typedef enum sb_sweep_outcome {
+    SB_SWEEP_DONE,     /* trained and recorded as finished */
+    SB_SWEEP_FAILED,   /* recorded as failed, killed, or not recorded at all */
+    SB_SWEEP_DIVERGED, /* recorded as diverged */
+    SB_SWEEP_SKIPPED,  /* finished in the database before: not run again */
+    SB_SWEEP_REFUSED,  /* its configuration could not be built or is invalid: not run */
+} sb_sweep_outcome;
+
+/* "done", "failed", "diverged", "skipped", "refused". */
+const char *sb_sweep_outcome_name(sb_sweep_outcome o);
+
+/* Counts of the selection's runs so far. `failed` includes diverged runs and runs whose
+ * worker could not be started. */
+typedef struct sb_sweep_tally {
+    int done, failed, skipped, refused;
+} sb_sweep_tally;
+
+typedef enum sb_sweep_event_kind {
+    SB_SWEEP_RUN_STARTED,  /* a worker process started a run */
+    SB_SWEEP_RUN_PROGRESS, /* a running run's worker sent progress records */
+    SB_SWEEP_RUN_ENDED,    /* a run of the selection is settled (any outcome) */
+    SB_SWEEP_TICK,         /* about twice a second while runs are going: the counts */
+} sb_sweep_event_kind;
+
+/* What the callback receives. Pointers are valid during the call only. */
+typedef struct sb_sweep_event {
+    sb_sweep_event_kind kind;
+    /* the run (not TICK) */
+    int64_t run;              /* its index k in the grid */
+    int slot;                 /* its worker, 0..workers-1; -1 when no worker ran it */
+    const char *hash;         /* its run hash; "" when the configuration was not built */
+    const sb_run_config *cfg; /* its configuration; NULL when it was not built */
+    double run_elapsed_s;     /* seconds since its worker started (0 without one) */
+    /* RUN_PROGRESS: the last record of the worker */
+    sb_sweep_progress progress;
+    /* RUN_ENDED */
+    sb_sweep_outcome outcome;
+    int started;           /* a worker process ran it */
+    int recorded;          /* the database has a row of it (for a refused run: the
+                              configuration was built and its refusal recorded) */
+    int exit_code;         /* the worker's exit code; -1 when it did not exit normally */
+    int term_signal;       /* the signal that killed the worker; 0 when none */
+    const char *reason;    /* why it failed, diverged or was refused; NULL otherwise */
+    sb_run_metrics metrics; /* the row's final metrics; NaN where unknown */
+    /* the sweep, in every event (after this event's run is counted) */
+    sb_sweep_tally tally;
+    int running;           /* worker processes running */
+    int64_t n_runs;        /* runs selected */
+    double sweep_elapsed_s; /* seconds since sb_sweep_execute began */
+} sb_sweep_event;
+
+typedef void (*sb_sweep_callback)(const sb_sweep_event *ev, void *user);
+
+typedef struct sb_sweep_exec_opts {
+    int workers;            /* runs at a time, >= 1 */
+    int threads;            /* threads per run; 0: online cores / workers (at least 1) */
+    const char *results;    /* results folder: logs (made if missing), checkpoints */
+    const char *db;         /* results database; NULL: RESULTS/selectivbench.db */
+    /* The program each worker executes as `<worker_exe> train ...` (argv[0] is
+     * "selectivbench"): the path of the selectivbench command. The CLI gives
+     * "/proc/self/exe" (its own image); a library user must give the installed binary's
+     * path. Required. */
+    const char *worker_exe;
+    sb_sweep_callback on_event; /* may be NULL */
+    void *user;                 /* passed to on_event and cancel */
+    /* Polled about twice a second; when it returns nonzero, no new run starts and the
+     * running workers are sent SIGTERM (their runs end failed, killed by signal 15, and
+     * run again when the sweep is executed again). May be NULL. */
+    int (*cancel)(void *user);
+} sb_sweep_exec_opts;
+
+/* Runs runs[0..n_runs-1] (indices into the grid of s) with opts->workers processes at a
+ * time. For each run, in order: builds its configuration (sb_sweep_run_config; refused
+ * when that fails), skips it when the database has it finished, refuses it (recording it
+ * as failed with the reason) when sb_run_config_check rejects it, else starts its worker.
+ * Events go to opts->on_event from this thread only; *tally receives the final counts.
+ *
+ * Returns SB_OK when every run was settled, whatever their outcomes (look at the tally);
+ * SB_ERR_INVALID for bad options, SB_ERR_IO/SB_ERR_INVALID when the results folder, its
+ * logs or the database cannot be set up (nothing ran), SB_ERR_NOMEM, or SB_ERR_RUNTIME
+ * when cancelled (the tally holds what was settled). */
+sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_runs,
+                           const sb_sweep_exec_opts *opts, sb_sweep_tally *tally, sb_error *err);
+
+#endif
