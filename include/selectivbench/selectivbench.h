@@ -10,8 +10,10 @@
  * Conventions, true of every function below:
  *   - A function that can fail returns an sb_status and, when it fails, writes one line into
  *     the caller's sb_error (what went wrong, where, and what to do). err may be NULL.
- *   - The library never prints and never exits; programmer errors the checks cannot turn
- *     into a status (a NULL handle where one is required) abort with a message on stderr.
+ *   - The library never prints and never exits. A required pointer given as NULL is
+ *     answered with SB_ERR_INVALID naming it; only the few functions that return no status
+ *     (sb_config_run_hash, sb_config_training_hash, sb_task_get_facts) abort with a message
+ *     on stderr when given NULL, as a programmer error.
  *   - Handles (sb_config, sb_task, sb_results, sb_sweep) are opaque: create them with the
  *     functions here, free them with their _free function (NULL is allowed there).
  *   - Strings the library returns as `const char *` are static (valid for the life of the

@@ -55,6 +55,20 @@ else
   echo "skip: no nm (binutils) for the exported symbols"
 fi
 
+# A sanitizer build (SB_SANITIZE) makes a .so that needs the sanitizer runtimes, which must
+# come first in a process: preload them for the programs below (the CLI and tests link them).
+if command -v ldd >/dev/null 2>&1; then
+  preload=$(ldd "$libdir/libselectivbench.so" | awk '/lib(asan|ubsan)\.so/ {printf "%s ", $3}')
+  [ -n "$preload" ] && echo "sanitizer build: the programs run with LD_PRELOAD=$preload"
+fi
+run_prog() { # run_prog PROGRAM ARGS...: with the sanitizer runtimes preloaded when needed
+  if [ -n "${preload:-}" ]; then
+    LD_PRELOAD="$preload" ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$@"
+  else
+    "$@"
+  fi
+}
+
 # the example, built against the installed copy through pkg-config only
 flags=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs selectivbench) || {
   echo "FAIL: pkg-config --cflags --libs selectivbench"
@@ -66,7 +80,7 @@ case "$flags" in *"$src"*) echo "FAIL: the flags point into the source tree"; fa
 if ${CC:-cc} -std=c17 -Wall -Wextra -Werror -o "$tmp/train_tiny" "$src/examples/c/train_tiny.c" \
   $flags -Wl,-rpath,"$libdir" 2>"$tmp/cc.log"; then
   echo "ok: the example builds against the installed library"
-  out=$(cd "$tmp" && OMP_WAIT_POLICY=PASSIVE ./train_tiny "$tmp/results" 2>&1)
+  out=$(cd "$tmp" && OMP_WAIT_POLICY=PASSIVE run_prog ./train_tiny "$tmp/results" 2>&1)
   rc=$?
   echo "$out"
   check "the example exits 0" test $rc -eq 0
@@ -101,7 +115,7 @@ int main(void)
 C
 if cmake -S "$tmp/cmake_user" -B "$tmp/cmake_user/build" -DCMAKE_PREFIX_PATH="$prefix" \
   >"$tmp/cmake_user.log" 2>&1 && cmake --build "$tmp/cmake_user/build" >>"$tmp/cmake_user.log" 2>&1; then
-  check "a CMake project finds the package and runs against it" "$tmp/cmake_user/build/version_only"
+  check "a CMake project finds the package and runs against it" run_prog "$tmp/cmake_user/build/version_only"
 else
   cat "$tmp/cmake_user.log"
   echo "FAIL: find_package(selectivbench) and selectivbench::selectivbench"
