@@ -1,12 +1,12 @@
 /* cmd_report.c - `selectivbench report [DB]`: the paper's figures (PNG, SVG, PDF) and a
- * markdown table from a results database. */
+ * markdown table from a results database, through the public API (selectivbench.h). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "exp/report.h"
-#include "exp/run_store.h"
+#include "exp/run_store.h" /* SB_RUN_STORE_DB_NAME */
+#include "selectivbench/selectivbench.h"
 
 int sb_cmd_report(int argc, char **argv)
 {
@@ -45,8 +45,8 @@ int sb_cmd_report(int argc, char **argv)
             snprintf(dir, sizeof dir, "%.*s/report", (int)(slash - db_path), db_path);
         out = dir;
     }
-    sb_report_summary sum;
-    if (sb_report_generate(db_path, out, &sum, &err) != SB_OK)
+    sb_report_outcome sum;
+    if (sb_report_write(db_path, out, &sum, &err) != SB_OK)
         return sb_cli_fail("report", &err);
     printf("%d runs read, %d used: %d figure%s (PNG, SVG, PDF) and %s\n", sum.runs_read,
            sum.runs_used, sum.figures, sum.figures == 1 ? "" : "s", sum.table_path);

@@ -1,6 +1,16 @@
 /* status.c - error recording for the library (see status.h). */
 #include "core/status.h"
 
+#include <stddef.h>
+
+/* The public ABI (include/selectivbench/selectivbench.h): these values are promised to
+ * programs built against the library and change only with its major version. */
+_Static_assert(SB_OK == 0 && SB_ERR_INVALID == 1 && SB_ERR_IO == 2 && SB_ERR_NOMEM == 3 &&
+                   SB_ERR_RUNTIME == 4 && SB_ERR_DIVERGED == 5,
+               "sb_status values are part of the public ABI");
+_Static_assert(SB_ERROR_MSG_MAX == 512 && offsetof(sb_error, msg) == sizeof(sb_status),
+               "sb_error's layout is part of the public ABI");
+
 sb_status sb_error_set(sb_error *err, sb_status status, const char *fmt, ...)
 {
     if (err != NULL) {

@@ -13,30 +13,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-typedef enum sb_status {
-    SB_OK = 0,
-    SB_ERR_INVALID,  /* bad parameter or configuration (a usage error) */
-    SB_ERR_IO,       /* a file could not be read or written */
-    SB_ERR_NOMEM,    /* an allocation failed */
-    SB_ERR_RUNTIME,  /* the computation could not finish (e.g. retry limit hit) */
-    SB_ERR_DIVERGED, /* a NaN or infinite value appeared */
-} sb_status;
-
-#define SB_ERROR_MSG_MAX 512
-
-/* Holds the message of the last failure. Zero-initialise before use. */
-typedef struct sb_error {
-    sb_status status;
-    char msg[SB_ERROR_MSG_MAX];
-} sb_error;
+/* sb_status (SB_OK, SB_ERR_INVALID, SB_ERR_IO, SB_ERR_NOMEM, SB_ERR_RUNTIME, SB_ERR_DIVERGED),
+ * SB_ERROR_MSG_MAX and sb_error are the public header's: one definition, so the library and
+ * the programs using it agree (src/core/status.c freezes their values). Zero-initialise an
+ * sb_error before use. */
+#include "selectivbench/selectivbench.h"
 
 /* Records status and a printf-style message in err (err may be NULL); returns status,
  * so a failing function can end with `return sb_error_set(err, SB_ERR_..., "...")`. */
 sb_status sb_error_set(sb_error *err, sb_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Short name of a status ("invalid argument", ...). */
-const char *sb_status_name(sb_status status);
+/* sb_status_name: see the public header. */
 
 /* Exit code the CLI uses for a status: 0 ok, 2 usage, 3 divergence, 1 otherwise. */
 int sb_status_exit_code(sb_status status);

@@ -30,7 +30,7 @@
 #define SB_TIMESTEP 0.1        /* seconds per frame */
 #define SB_MAX_GAP_SECONDS 1000.0 /* 10 000 frames per gap at most */
 
-typedef enum sb_split { SB_SPLIT_TRAIN = 0, SB_SPLIT_TEST = 1 } sb_split;
+/* sb_split (SB_SPLIT_TRAIN, SB_SPLIT_TEST) is the public header's (via core/status.h). */
 
 
 

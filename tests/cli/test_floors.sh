@@ -1,13 +1,13 @@
 #!/bin/sh
 # The library reads bottom-up (docs/ARCHITECTURE.md): every folder of src/ is a floor, and a
 # file may include headers of its own floor and of the floors below, never above:
-#   core -> config -> task -> tensor -> ops -> layers -> model -> train -> exp -> cli
+#   core -> config -> task -> tensor -> ops -> layers -> model -> train -> exp -> api -> cli
 # Also: nothing outside src/cli/ exits or writes to the terminal (the library returns a
 # status and a message), and no two files of a floor include each other's headers (no
 # circles). usage: test_floors.sh SOURCE_DIR
 set -u
 src=${1:?usage: test_floors.sh SOURCE_DIR}/src
-floors="core config task tensor ops layers model train exp cli"
+floors="core config task tensor ops layers model train exp api cli"
 fail=0
 
 rank() { # rank FLOOR -> its position, or nothing for an unknown folder

@@ -1,0 +1,464 @@
+/*
+ * selectivbench.h - the public API of libselectivbench: SelectivBench's grammar tasks, its
+ * recurrent models, training, evaluation, results databases, sweeps and reports, on the CPU.
+ *
+ * The one header a program includes (docs/API.md). Build against the installed library with
+ *   cc prog.c $(pkg-config --cflags --libs selectivbench)
+ * or, in CMake, find_package(selectivbench) and target_link_libraries(prog
+ * selectivbench::selectivbench).
+ *
+ * Conventions, true of every function below:
+ *   - A function that can fail returns an sb_status and, when it fails, writes one line into
+ *     the caller's sb_error (what went wrong, where, and what to do). err may be NULL.
+ *   - The library never prints and never exits. A required pointer given as NULL is
+ *     answered with SB_ERR_INVALID naming it; only the few functions that return no status
+ *     (sb_config_run_hash, sb_config_training_hash, sb_task_get_facts) abort with a message
+ *     on stderr when given NULL, as a programmer error.
+ *   - Handles (sb_config, sb_task, sb_results, sb_sweep) are opaque: create them with the
+ *     functions here, free them with their _free function (NULL is allowed there).
+ *   - Strings the library returns as `const char *` are static (valid for the life of the
+ *     process) unless the contract says otherwise; strings it allocates (`char **`) are
+ *     freed with sb_string_free.
+ *   - A handle is used by one thread at a time; different handles are independent.
+ *   - Structs in this header belong to the caller and are filled by the library. Their
+ *     layout and the functions' signatures change only with SB_VERSION_MAJOR (the shared
+ *     library's soname); a minor version only adds functions.
+ */
+#ifndef SELECTIVBENCH_PUBLIC_H
+#define SELECTIVBENCH_PUBLIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- version ------------------------------------------------------------------------------- */
+
+#define SB_VERSION_MAJOR 0
+#define SB_VERSION_MINOR 1
+#define SB_VERSION_PATCH 0
+#define SB_VERSION_STRING "0.1.0"
+
+/* The version of the library actually loaded ("MAJOR.MINOR.PATCH"); compare it with
+ * SB_VERSION_STRING, the version the program was compiled against. */
+const char *sb_version(void);
+
+/* ---- status and errors --------------------------------------------------------------------- */
+/* (The library's own code uses these same definitions: src/core/status.h includes them.) */
+
+typedef enum sb_status {
+    SB_OK = 0,
+    SB_ERR_INVALID = 1,  /* a bad argument or configuration (a usage error) */
+    SB_ERR_IO = 2,       /* a file could not be read or written */
+    SB_ERR_NOMEM = 3,    /* an allocation failed */
+    SB_ERR_RUNTIME = 4,  /* the computation could not finish */
+    SB_ERR_DIVERGED = 5, /* training met a NaN or infinite loss */
+} sb_status;
+
+#define SB_ERROR_MSG_MAX 512
+
+/* The message of the last failure. Zero-initialise it (sb_error err = {0};) and pass its
+ * address; after a failure, status is the returned status and msg one line of text. */
+typedef struct sb_error {
+    sb_status status;
+    char msg[SB_ERROR_MSG_MAX];
+} sb_error;
+
+/* A short name for a status ("ok", "invalid argument", "i/o error", "out of memory",
+ * "runtime error", "diverged"; "unknown status" otherwise). Never NULL. */
+const char *sb_status_name(sb_status status);
+
+/* The message in err ("" for NULL or an error never set). Owned by err. */
+const char *sb_error_message(const sb_error *err);
+
+/* Frees a string the library allocated (sb_config_to_json). NULL is allowed. */
+void sb_string_free(char *s);
+
+/* ---- configurations -------------------------------------------------------------------------
+ * A configuration is every key of one run: the reference train.py's flags (task, model,
+ * optimisation, seeds, test settings), with its defaults. Keys are set and read by name as
+ * text, exactly as the command line's flags (`selectivbench train --help` lists them). */
+
+typedef struct sb_config sb_config;
+
+/* A new configuration holding the defaults (the paper's main task, transformer, train.py's
+ * training defaults). *out is freed with sb_config_free. Errors: SB_ERR_NOMEM. */
+sb_status sb_config_create(sb_config **out, sb_error *err);
+
+/* Frees cfg (NULL is allowed). */
+void sb_config_free(sb_config *cfg);
+
+/* A new configuration equal to cfg. Errors: SB_ERR_NOMEM. */
+sb_status sb_config_copy(const sb_config *cfg, sb_config **out, sb_error *err);
+
+/* Sets key `key` from text as the flag --key would: integers in decimal, finite numbers,
+ * True/False (yes/no, 1/0, any case) for booleans, a choice's name, "none" for an optional
+ * key's unset value; then applies the key's derived logic (e.g. with same_seed the task seed
+ * follows seed). Errors (SB_ERR_INVALID, the key keeps its value): unknown key, malformed
+ * value, out of range (the message gives the range), unknown choice (it lists them). Values
+ * checked across keys (the model's name, sizes the model cannot build) are refused by
+ * sb_config_check, not here. */
+sb_status sb_config_set_key(sb_config *cfg, const char *key, const char *value, sb_error *err);
+
+/* Writes the value of key `key` as sb_config_set_key reads it back into buf[size] (always
+ * terminated when size > 0). Errors: SB_ERR_INVALID for an unknown key or a buffer too
+ * small (the message gives the length needed). */
+sb_status sb_config_get_key(const sb_config *cfg, const char *key, char *buf, size_t size,
+                            sb_error *err);
+
+/* The full check of a configuration, as `train` makes before it starts: every key's range,
+ * the checks across keys, the model registry (unknown model: the message lists the known
+ * ones) and the model's own rules. Errors: SB_ERR_INVALID naming the key. */
+sb_status sb_config_check(const sb_config *cfg, sb_error *err);
+
+/* The canonical JSON of cfg (fixed key order, train.py's names), as stored in results
+ * databases and checkpoints; with training_only, without the test settings and the mode
+ * (what the training hash covers). *json is freed with sb_string_free. Errors: SB_ERR_NOMEM. */
+sb_status sb_config_to_json(const sb_config *cfg, int training_only, char **json, sb_error *err);
+
+/* A new configuration from a JSON object as sb_config_to_json writes it (every key optional,
+ * defaults for the others). Errors: SB_ERR_INVALID for text that is not JSON, an unknown
+ * key or a bad value (the message names it); *out is NULL then. */
+sb_status sb_config_from_json(const char *json, sb_config **out, sb_error *err);
+
+/* The run hash (16 hex digits and a NUL in hash[17]): it covers every key in the JSON and
+ * keys a run in the results database. */
+void sb_config_run_hash(const sb_config *cfg, char hash[17]);
+
+/* The training hash: it covers what determines the trained weights (not the test
+ * settings); checkpoints are named by it. */
+void sb_config_training_hash(const sb_config *cfg, char hash[17]);
+
+/* ---- the key table: every key a configuration has, in its JSON order ----------------------- */
+
+#define SB_KEY_IN_RUN_HASH 1      /* sb_config_key_hashes: the run hash covers the key */
+#define SB_KEY_IN_TRAINING_HASH 2 /* the training hash covers it */
+
+/* Number of keys (no-op keys included). */
+int sb_config_key_count(void);
+
+/* Key i (0 <= i < sb_config_key_count()) or NULL outside: its name (the flag and JSON key),
+ * its type ("int", "int64", "uint64", "double", "bool", "switch", "choice", "string",
+ * "optional int", "optional double"), its default as text, one line of help. */
+const char *sb_config_key_name(int i);
+const char *sb_config_key_type(int i);
+const char *sb_config_key_default(int i);
+const char *sb_config_key_help(int i);
+
+/* Which hashes cover key i: SB_KEY_IN_RUN_HASH | SB_KEY_IN_TRAINING_HASH bits; 0 for a key
+ * outside the JSON (an input of derived logic, a no-op) or i out of range. */
+int sb_config_key_hashes(int i);
+
+/* 1 when key i is accepted for train.py compatibility and has no effect, else 0. */
+int sb_config_key_is_noop(int i);
+
+/* ---- tasks ----------------------------------------------------------------------------------
+ * A task is the grammar and the sample generators of a configuration's task keys. Samples
+ * are pure functions of (configuration, split, index): nothing is stored, any index can be
+ * drawn in any order, on any number of threads, with the same result. */
+
+typedef struct sb_task sb_task;
+
+/* The two splits of a task. */
+typedef enum sb_split { SB_SPLIT_TRAIN = 0, SB_SPLIT_TEST = 1 } sb_split;
+
+/* Builds the task of cfg (its grammar, from the task seed). *out is freed with sb_task_free.
+ * Errors: SB_ERR_INVALID naming the task key that cannot be built, SB_ERR_RUNTIME when no
+ * grammar exists for the parameters, SB_ERR_NOMEM. */
+sb_status sb_task_from_config(const sb_config *cfg, sb_task **out, sb_error *err);
+
+/* Frees a task (NULL is allowed). */
+void sb_task_free(sb_task *task);
+
+/* What a task is. */
+typedef struct sb_task_facts {
+    int letters;             /* letters of the alphabet (vocab - 1) */
+    int inputs;              /* V: one-hot width of a frame (the letters and the end '#') */
+    int states;              /* grammar states, the end state included: the classes a model
+                                predicts (targets are state ids 0 .. states - 1) */
+    int transitions;         /* edges of the grammar */
+    int ambiguous_letters;   /* letters shared by several states (amb) */
+    int states_per_ambiguous_letter; /* amb_depth */
+    double topological_entropy;      /* TE in nats: ln of the Perron root */
+    int64_t train_size, test_size;   /* samples in each split */
+    int train_elements, test_elements; /* elements (grammar symbols) per sample */
+} sb_task_facts;
+
+/* Fills *facts. */
+void sb_task_get_facts(const sb_task *task, sb_task_facts *facts);
+
+/* The size of a batch of `count` samples of a split, padded to its longest sample. */
+typedef struct sb_batch_shape {
+    int batch;    /* B: samples */
+    int frames;   /* T: frames of the longest sample (symbol frames + gap frames) */
+    int elements; /* E: elements of the longest sample */
+    int inputs;   /* V: floats per frame */
+} sb_batch_shape;
+
+/* The shape of the batch of samples index[0 .. count-1] of split (it assembles them: the
+ * cost of one sb_task_read_batch). Errors: SB_ERR_INVALID for count < 1 or an index outside
+ * [0, split size), SB_ERR_NOMEM. */
+sb_status sb_task_batch_shape(const sb_task *task, sb_split split, const int64_t *index,
+                              int count, sb_batch_shape *shape, sb_error *err);
+
+/* Writes the batch of samples index[0 .. count-1] of split into caller arrays laid out with
+ * the strides of *shape (from sb_task_batch_shape, or any larger frames/elements: the rest
+ * is padding), B = shape->batch = count, T = shape->frames, E = shape->elements,
+ * V = shape->inputs:
+ *   inputs[B][T][V]     one-hot frames (zero or distractor gap frames, plus the task's
+ *                       noise), zero on padding
+ *   targets[B][T]       the state id to predict at every frame, 0 on padding
+ *   valid[B][T]         1 on a sample's frames, 0 on padding
+ *   window_start[B][E]  first frame of each element's accuracy window (its symbol frame,
+ *                       then its gap frames), 0 on padding
+ *   window_len[B][E]    frames of that window, 0 on padding
+ * This is what the trainer sees: the loss is the cross entropy over valid frames, an
+ * element is correct when the model is right on its window's frames (docs/training.md).
+ * Any array may be NULL (not written). Errors: those of sb_task_batch_shape, and
+ * SB_ERR_INVALID when *shape is smaller than the batch or does not match the task. */
+sb_status sb_task_read_batch(const sb_task *task, sb_split split, const int64_t *index, int count,
+                             const sb_batch_shape *shape, float *inputs, int32_t *targets,
+                             uint8_t *valid, int32_t *window_start, int32_t *window_len,
+                             sb_error *err);
+
+/* ---- models: the registry of layer types ------------------------------------------------- */
+
+/* Number of registered models (layer types). */
+int sb_models_count(void);
+
+/* The name of model i (what the key `model` takes), or NULL outside [0, count). */
+const char *sb_models_name(int i);
+
+/* What a model is: a summary and its taxonomy (docs/models/README.md). Strings are static;
+ * a field the model does not describe is NULL. */
+typedef struct sb_model_desc {
+    const char *name;
+    const char *summary;              /* one line */
+    const char *gating;
+    const char *transition;           /* state transition structure */
+    const char *update_rank;          /* rank of what is written per token */
+    const char *normalisation;
+    const char *negative_eigenvalues;
+    const char *state;                /* state per head (or per layer) */
+    int is_stack;                     /* 1: an LM stack (the *_layered models), 0: a RecNet */
+} sb_model_desc;
+
+/* Fills *desc for model i. Errors: SB_ERR_INVALID for i outside [0, count). */
+sb_status sb_models_describe(int i, sb_model_desc *desc, sb_error *err);
+
+/* The sizes a model is built with, independent of a task. */
+typedef struct sb_model_shape {
+    int inputs;  /* one-hot inputs per frame */
+    int classes; /* outputs per frame */
+    int width;   /* model width d_model (feat_size) */
+    int layers;
+    int d_state; /* state size of the SSM layers */
+} sb_model_shape;
+
+/* Trainable parameters of `model` at *shape, and the floats one layer carries from frame to
+ * frame (0 for attention, whose cache grows with the sequence); either output may be NULL.
+ * Nothing is allocated. Errors: SB_ERR_INVALID for an unknown model (the message lists
+ * them) or sizes it cannot build. */
+sb_status sb_models_size(const char *model, const sb_model_shape *shape, uint64_t *params,
+                         double *state_per_layer, sb_error *err);
+
+/* Trainable parameters of the model cfg trains on its task (the grammar is generated to
+ * know the inputs and classes). Errors: those of sb_config_check and sb_task_from_config. */
+sb_status sb_config_param_count(const sb_config *cfg, uint64_t *params, sb_error *err);
+
+/* ---- training and evaluation ------------------------------------------------------------- */
+
+/* Where a training run is, as sb_train_config reports it. */
+typedef struct sb_progress {
+    int is_evaluation;     /* 0: after an update; 1: after an evaluation of the test set */
+    int64_t step;          /* updates done */
+    int64_t total_steps;   /* updates of the whole run */
+    int64_t samples;       /* training samples consumed */
+    double loss, acc;      /* after an update: the last micro-batch's; after an evaluation:
+                              the training averages since the previous one */
+    double test_loss, test_acc; /* after an evaluation; NaN otherwise */
+    double lr;             /* learning rate of the last update */
+    double tokens_per_s;   /* training frames per second so far (evaluation excluded) */
+    double elapsed_s, eta_s;
+} sb_progress;
+
+/* Called on the training thread after every update and every evaluation; p is valid for the
+ * call. It must not call back into the same run. */
+typedef void (*sb_progress_fn)(const sb_progress *p, void *user);
+
+typedef struct sb_train_settings {
+    /* a results folder (created if missing): the run is recorded in RESULTS/selectivbench.db
+     * (keyed by its run hash) and, with save_checkpoint, its weights go to
+     * RESULTS/checkpoints/TRAINING_HASH.safetensors at every evaluation. NULL: in memory,
+     * nothing written. */
+    const char *results_dir;
+    int save_checkpoint;
+    int force;           /* with results_dir: train a run the database has finished again
+                            (else its stored result is returned, with cached = 1) */
+    int threads;         /* 0: every core; results do not depend on it */
+    double mem_budget_gb; /* activation memory for a step and for evaluation; 0: 4 GB */
+    sb_progress_fn progress; /* may be NULL */
+    void *user;              /* passed to progress */
+} sb_train_settings;
+
+/* What a training run gave. Unknown numbers are NaN. */
+typedef struct sb_train_outcome {
+    char status[16];                /* "finished", "diverged" or "failed" */
+    char reason[SB_ERROR_MSG_MAX];  /* why it failed or diverged, else "" */
+    double test_acc, test_loss;     /* the final evaluation */
+    double train_acc, train_loss;   /* training averages before it */
+    uint64_t params;
+    int64_t steps, samples;
+    double tokens_per_s, wall_s;
+    double ceiling;          /* the task's ideal-observer accuracy (recorded runs only) */
+    double effective_memory; /* elements; INFINITY beyond 32 (recorded runs only) */
+    int cached;              /* 1: the database had this run finished; nothing was trained */
+    char run_hash[17], training_hash[17];
+    char database[4096];     /* the results database, or "" in memory */
+    char checkpoint[4096];   /* the checkpoint written, or "" */
+} sb_train_outcome;
+
+/* Trains the model of cfg on its task (train.py's run: one pass over the training set,
+ * evaluations every epoch_size samples and at the end), reporting progress through
+ * settings->progress (settings may be NULL: in memory, every core, no callback). *out is
+ * filled even on failure (status and reason). With a results folder the run's rows and
+ * yardsticks are recorded as `selectivbench train` records them.
+ * Errors: those of sb_config_check; SB_ERR_IO for the results folder or database;
+ * SB_ERR_DIVERGED for a NaN or infinite loss (status "diverged"); SB_ERR_NOMEM. */
+sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *settings,
+                          sb_train_outcome *out, sb_error *err);
+
+typedef struct sb_eval_outcome {
+    double test_acc, test_loss;
+    int64_t test_size;  /* test samples evaluated */
+    double test_gap_s;  /* the gap duration of the test samples, seconds */
+} sb_eval_outcome;
+
+/* Evaluates the checkpoint at `checkpoint` on the test split of cfg, or of the configuration
+ * recorded in the checkpoint when cfg is NULL (override test keys such as test_dur by
+ * passing a configuration from sb_checkpoint_config with keys changed). threads 0: every
+ * core. Errors: SB_ERR_IO for a missing or corrupt file; SB_ERR_INVALID for a checkpoint
+ * whose tensors do not fit the model of the configuration, or without our metadata when cfg
+ * is NULL; those of sb_config_check. */
+sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, int threads,
+                                 sb_eval_outcome *out, sb_error *err);
+
+/* ---- checkpoints ------------------------------------------------------------------------- */
+
+/* A new configuration read from the metadata of a checkpoint written by this library
+ * (the safetensors file holds the reference model's state_dict). Errors: SB_ERR_IO for a
+ * missing or corrupt file, SB_ERR_INVALID for a file without our metadata. (Checkpoints are
+ * written by sb_train_config with a results folder and save_checkpoint.) */
+sb_status sb_checkpoint_config(const char *path, sb_config **out, sb_error *err);
+
+/* ---- results databases ------------------------------------------------------------------- */
+
+typedef struct sb_results sb_results;
+
+/* The database path of a results folder, RESULTS/selectivbench.db, into out[size].
+ * Errors: SB_ERR_INVALID when it does not fit. */
+sb_status sb_results_path(const char *results_dir, char *out, size_t size, sb_error *err);
+
+/* Opens (creating it, and its folder, when missing) the results database at path for
+ * reading and writing; an older schema is upgraded in place. *out is closed with
+ * sb_results_close. Errors: SB_ERR_INVALID for an empty path; SB_ERR_IO naming the path
+ * when it cannot be created or written, is not a results database or is newer than this
+ * library. *out is NULL on failure. */
+sb_status sb_results_open(const char *path, sb_results **out, sb_error *err);
+
+/* Opens an existing results database for reading only (nothing is created or written).
+ * Errors: SB_ERR_IO naming the path when it is missing, unreadable or not a results
+ * database. *out is NULL on failure. */
+sb_status sb_results_open_readonly(const char *path, sb_results **out, sb_error *err);
+
+/* Closes the database (NULL is allowed). */
+void sb_results_close(sb_results *db);
+
+/* One run as stored. Unknown numbers are NaN (params: -1), unknown strings "". */
+typedef struct sb_result_row {
+    char run_hash[17];
+    char model[32];
+    char status[16];         /* "running", "finished", "failed" or "diverged" */
+    char protocol[16];       /* "reference" or "clean" */
+    int64_t params;
+    double test_acc, test_loss, train_acc, train_loss;
+    double wall_s, tokens_per_s;
+    double ceiling, effective_memory; /* the yardsticks, as stored */
+    char finished_at[32];    /* UTC ISO-8601 */
+} sb_result_row;
+
+/* Number of runs stored, of every model (model NULL) or of one. Errors: SB_ERR_IO. */
+sb_status sb_results_count(sb_results *db, const char *model, size_t *count, sb_error *err);
+
+/* Reads up to `max` runs (of every model, or of one), from the first-th in insertion order,
+ * into rows[]; *n receives how many were written (0 past the end). Iterate by advancing
+ * first by *n until it is 0. Errors: SB_ERR_IO, SB_ERR_NOMEM. */
+sb_status sb_results_read(sb_results *db, const char *model, size_t first, sb_result_row *rows,
+                          size_t max, size_t *n, sb_error *err);
+
+/* The run with this run hash: *found is 1 and *row filled when it exists, else 0.
+ * Errors: SB_ERR_IO, SB_ERR_NOMEM. */
+sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *row, int *found,
+                          sb_error *err);
+
+/* A new configuration: the one stored for the run with this run hash. Errors: SB_ERR_INVALID
+ * when no such run exists or its stored configuration does not read back; SB_ERR_IO. */
+sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config **out,
+                                sb_error *err);
+
+/* Records in the database at db_path a run of cfg trained elsewhere (e.g. by
+ * sb_train_config in memory), with outcome's status, reason and metrics, and its
+ * yardsticks (the task's ceiling is computed once per task and cached in the database).
+ * Errors: SB_ERR_INVALID when the database already has this run finished, or the status is
+ * not "finished", "failed" or "diverged"; those of sb_results_open and sb_config_check. */
+sb_status sb_results_record(const char *db_path, const sb_config *cfg,
+                            const sb_train_outcome *outcome, sb_error *err);
+
+/* ---- sweeps: W&B grid files (configs/paper/NAME.yaml) --------------------------------------- */
+
+typedef struct sb_sweep sb_sweep;
+
+/* Reads a sweep file. *out is freed with sb_sweep_free. Errors (SB_ERR_INVALID, or SB_ERR_IO
+ * when unreadable) name the file and the line. */
+sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err);
+
+/* Frees a sweep (NULL is allowed). */
+void sb_sweep_free(sb_sweep *s);
+
+/* Number of runs of the sweep's grid. */
+int64_t sb_sweep_count(const sb_sweep *s);
+
+/* A new configuration: run k of the grid (0 <= k < count), the sweep's fixed flags then the
+ * run's values, set by name. Errors: SB_ERR_INVALID for k out of range, an unknown flag or a
+ * bad value (the message names the file and the flag). */
+sb_status sb_sweep_config(const sb_sweep *s, int64_t k, sb_config **out, sb_error *err);
+
+/* ---- sb_sweep_run: RESERVED, not yet in the library ----------------------------------------
+ * Running a sweep (worker processes, resume, progress callback) is moving into the library
+ * as sb_sweep_execute (src/exp/sweep_exec.h); its public wrapper sb_sweep_run will be
+ * declared here once it has landed. Until then run sweeps with `selectivbench sweep`. */
+
+/* ---- reports ----------------------------------------------------------------------------- */
+
+typedef struct sb_report_outcome {
+    int runs_read;           /* runs in the database */
+    int runs_used;           /* finished runs placed in a figure */
+    int figures;             /* figures written, each as PNG, SVG and PDF */
+    int yardsticks_missing;  /* runs drawn without their yardsticks */
+    char yardsticks_error[SB_ERROR_MSG_MAX]; /* why, for the first of them */
+    char table_path[4096];   /* report.md */
+} sb_report_outcome;
+
+/* Reads the results database at db_path and writes the paper's figures and report.md into
+ * out_dir (created if missing). out may be NULL. Errors: SB_ERR_IO naming the database
+ * (missing, unreadable) or the file that could not be written. */
+sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_outcome *out,
+                          sb_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

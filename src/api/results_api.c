@@ -1,0 +1,183 @@
+/* results_api.c - the public API's results databases and reports (selectivbench.h):
+ * wrappers over exp/results.h, exp/run_store.h and exp/report.h. sb_results_open,
+ * sb_results_open_readonly and sb_results_close are results.c's own functions. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "exp/report.h"
+#include "exp/results.h"
+#include "exp/run_store.h"
+#include "train/trainer.h"
+
+sb_status sb_results_path(const char *results_dir, char *out, size_t size, sb_error *err)
+{
+    SB_API_REQUIRE(results_dir, err);
+    SB_API_REQUIRE(out, err);
+    return sb_run_store_db_path(results_dir, out, size, err);
+}
+
+/* A stored row as the public record. */
+static void row_copy(sb_result_row *dst, const sb_run_row *src)
+{
+    memset(dst, 0, sizeof *dst);
+#define COPY_STRING(field, from) snprintf(dst->field, sizeof dst->field, "%s", (from) != NULL ? (from) : "")
+    COPY_STRING(run_hash, src->hash);
+    COPY_STRING(model, src->model);
+    COPY_STRING(status, src->status);
+    COPY_STRING(protocol, src->protocol);
+    COPY_STRING(finished_at, src->finished_at);
+#undef COPY_STRING
+    dst->params = src->params;
+    dst->test_acc = src->metrics.test_acc;
+    dst->test_loss = src->metrics.test_loss;
+    dst->train_acc = src->metrics.train_acc;
+    dst->train_loss = src->metrics.train_loss;
+    dst->wall_s = src->metrics.wall_s;
+    dst->tokens_per_s = src->metrics.tokens_per_s;
+    dst->ceiling = src->ceiling;
+    dst->effective_memory = src->effective_memory;
+}
+
+sb_status sb_results_count(sb_results *db, const char *model, size_t *count, sb_error *err)
+{
+    SB_API_REQUIRE(db, err);
+    SB_API_REQUIRE(count, err);
+    *count = 0;
+    sb_run_row *rows = NULL;
+    sb_status st = sb_results_list_runs(db, model, &rows, count, err);
+    sb_results_run_rows_free(rows, *count);
+    return st;
+}
+
+sb_status sb_results_read(sb_results *db, const char *model, size_t first, sb_result_row *rows,
+                          size_t max, size_t *n, sb_error *err)
+{
+    SB_API_REQUIRE(db, err);
+    SB_API_REQUIRE(n, err);
+    *n = 0;
+    if (max > 0)
+        SB_API_REQUIRE(rows, err);
+    sb_run_row *stored = NULL;
+    size_t n_stored = 0;
+    sb_status st = sb_results_list_runs(db, model, &stored, &n_stored, err);
+    if (st != SB_OK)
+        return st;
+    for (size_t i = first; i < n_stored && *n < max; i++)
+        row_copy(&rows[(*n)++], &stored[i]);
+    sb_results_run_rows_free(stored, n_stored);
+    return SB_OK;
+}
+
+sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *row, int *found,
+                          sb_error *err)
+{
+    SB_API_REQUIRE(db, err);
+    SB_API_REQUIRE(run_hash, err);
+    SB_API_REQUIRE(row, err);
+    SB_API_REQUIRE(found, err);
+    memset(row, 0, sizeof *row);
+    sb_run_row stored;
+    sb_status st = sb_results_get_run(db, run_hash, &stored, found, err);
+    if (st == SB_OK && *found)
+        row_copy(row, &stored);
+    if (st == SB_OK && *found)
+        sb_results_run_row_clear(&stored);
+    return st;
+}
+
+sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config **out,
+                                sb_error *err)
+{
+    SB_API_REQUIRE(out, err);
+    *out = NULL;
+    SB_API_REQUIRE(db, err);
+    SB_API_REQUIRE(run_hash, err);
+    sb_run_row stored;
+    int found = 0;
+    sb_status st = sb_results_get_run(db, run_hash, &stored, &found, err);
+    if (st != SB_OK)
+        return st;
+    if (!found)
+        return sb_error_set(err, SB_ERR_INVALID, "no run with hash '%s' in the results database",
+                            run_hash);
+    sb_run_config run;
+    st = sb_run_config_from_json(stored.config_json != NULL ? stored.config_json : "", &run, err);
+    sb_results_run_row_clear(&stored);
+    if (st != SB_OK)
+        return sb_error_set(err, SB_ERR_INVALID, "run %s: its stored configuration: %s", run_hash,
+                            err != NULL ? err->msg : "does not read back");
+    return sb_api_config_new(&run, out, err);
+}
+
+sb_status sb_results_record(const char *db_path, const sb_config *cfg,
+                            const sb_train_outcome *outcome, sb_error *err)
+{
+    SB_API_REQUIRE(db_path, err);
+    SB_API_REQUIRE(cfg, err);
+    SB_API_REQUIRE(outcome, err);
+    const char *status = outcome->status;
+    if (strcmp(status, "finished") != 0 && strcmp(status, "failed") != 0 &&
+        strcmp(status, "diverged") != 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "a run is recorded as finished, failed or diverged, not '%s'", status);
+    sb_status st = sb_run_config_check(&cfg->run, err);
+    if (st != SB_OK)
+        return st;
+    sb_run_record rec;
+    sb_run_row stored;
+    memset(&stored, 0, sizeof stored);
+    int finished = 0;
+    st = sb_run_record_begin(&rec, db_path, &cfg->run,
+                             outcome->checkpoint[0] != '\0' ? outcome->checkpoint : NULL, 0,
+                             &finished, &stored, err);
+    if (st != SB_OK)
+        return st;
+    if (finished) {
+        sb_results_run_row_clear(&stored);
+        sb_run_record_close(&rec);
+        char hash[17];
+        sb_run_config_hash(&cfg->run, 0, hash);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "the results database '%s' already has run %s finished", db_path,
+                            hash);
+    }
+    sb_train_result res;
+    memset(&res, 0, sizeof res);
+    snprintf(res.status, sizeof res.status, "%s", status);
+    snprintf(res.reason, sizeof res.reason, "%s", outcome->reason);
+    res.test_acc = outcome->test_acc;
+    res.test_loss = outcome->test_loss;
+    res.train_acc = outcome->train_acc;
+    res.train_loss = outcome->train_loss;
+    res.wall_s = outcome->wall_s;
+    res.tokens_per_s = outcome->tokens_per_s;
+    return sb_run_record_end(&rec, &res, err);
+}
+
+sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_outcome *out,
+                          sb_error *err)
+{
+    SB_API_REQUIRE(db_path, err);
+    SB_API_REQUIRE(out_dir, err);
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
+    /* a missing database is the caller's mistake: say so rather than create an empty one */
+    FILE *probe = fopen(db_path, "rb");
+    if (probe == NULL)
+        return sb_error_set(err, SB_ERR_IO, "no results database at '%s'", db_path);
+    fclose(probe);
+    sb_report_summary sum;
+    memset(&sum, 0, sizeof sum);
+    sb_status st = sb_report_generate(db_path, out_dir, &sum, err);
+    if (st == SB_OK && out != NULL) {
+        out->runs_read = sum.runs_read;
+        out->runs_used = sum.runs_used;
+        out->figures = sum.figures;
+        out->yardsticks_missing = sum.yardsticks_missing;
+        snprintf(out->yardsticks_error, sizeof out->yardsticks_error, "%s", sum.yardsticks_error);
+        snprintf(out->table_path, sizeof out->table_path, "%s", sum.table_path);
+    }
+    return st;
+}

@@ -1,0 +1,213 @@
+/* train_api.c - the public API's training, evaluation and checkpoints (selectivbench.h):
+ * wrappers over train/trainer.h, train/checkpoint.h and exp/run_store.h, doing what
+ * `selectivbench train` and `eval` do without their printing. */
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "exp/run_store.h"
+#include "train/checkpoint.h"
+#include "train/run_setup.h"
+#include "train/trainer.h"
+
+#define DEFAULT_MEM_BUDGET_GB 4.0
+
+/* The trainer's events as the public progress record, and the run's database rows. */
+typedef struct train_sinks {
+    const sb_train_settings *settings;
+    sb_run_record rec;  /* rec.db NULL: in memory */
+    sb_error db_err;    /* the first failed database write (the run goes on) */
+} train_sinks;
+
+static void train_event(const sb_train_event *ev, void *user)
+{
+    train_sinks *s = user;
+    if (s->rec.db != NULL) {
+        sb_error err = {0};
+        if (sb_run_record_event(&s->rec, ev, &err) != SB_OK && s->db_err.status == SB_OK)
+            s->db_err = err;
+    }
+    if (ev->kind == SB_EVENT_START || s->settings->progress == NULL)
+        return;
+    int eval = ev->kind == SB_EVENT_EVAL;
+    sb_progress p = {
+        .is_evaluation = eval,
+        .step = ev->step,
+        .total_steps = ev->total_steps,
+        .samples = ev->samples,
+        .loss = ev->loss,
+        .acc = ev->acc,
+        .test_loss = eval ? ev->test_loss : (double)NAN,
+        .test_acc = eval ? ev->test_acc : (double)NAN,
+        .lr = ev->lr,
+        .tokens_per_s = ev->tokens_per_s,
+        .elapsed_s = ev->elapsed_s,
+        .eta_s = ev->eta_s,
+    };
+    s->settings->progress(&p, s->settings->user);
+}
+
+/* The outcome's fields that do not depend on training. */
+static void outcome_init(sb_train_outcome *out, const sb_run_config *cfg)
+{
+    memset(out, 0, sizeof *out);
+    out->test_acc = out->test_loss = out->train_acc = out->train_loss = (double)NAN;
+    out->tokens_per_s = out->wall_s = (double)NAN;
+    out->ceiling = out->effective_memory = (double)NAN;
+    sb_run_config_hash(cfg, 0, out->run_hash);
+    sb_run_config_hash(cfg, 1, out->training_hash);
+}
+
+/* A run the database already has finished, as its row stores it. */
+static void outcome_from_row(sb_train_outcome *out, const sb_run_row *row)
+{
+    snprintf(out->status, sizeof out->status, "%s", row->status);
+    out->test_acc = row->metrics.test_acc;
+    out->test_loss = row->metrics.test_loss;
+    out->train_acc = row->metrics.train_acc;
+    out->train_loss = row->metrics.train_loss;
+    out->tokens_per_s = row->metrics.tokens_per_s;
+    out->wall_s = row->metrics.wall_s;
+    out->params = row->params >= 0 ? (uint64_t)row->params : 0;
+    out->ceiling = row->ceiling;
+    out->effective_memory = row->effective_memory;
+    if (row->checkpoint != NULL)
+        snprintf(out->checkpoint, sizeof out->checkpoint, "%s", row->checkpoint);
+    out->cached = 1;
+}
+
+sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *settings,
+                          sb_train_outcome *out, sb_error *err)
+{
+    SB_API_REQUIRE(out, err);
+    memset(out, 0, sizeof *out);
+    SB_API_REQUIRE(cfg, err);
+    const sb_run_config *run = &cfg->run;
+    outcome_init(out, run);
+    sb_train_settings none = {0};
+    if (settings == NULL)
+        settings = &none;
+    int threads = settings->threads > 0 ? settings->threads : omp_get_num_procs();
+    double budget = settings->mem_budget_gb > 0 ? settings->mem_budget_gb : DEFAULT_MEM_BUDGET_GB;
+    sb_status st = sb_run_config_check(run, err);
+    if (st != SB_OK) {
+        snprintf(out->status, sizeof out->status, "failed");
+        snprintf(out->reason, sizeof out->reason, "%s", err != NULL ? err->msg : "");
+        return st;
+    }
+
+    train_sinks sinks;
+    memset(&sinks, 0, sizeof sinks);
+    sinks.settings = settings;
+    const char *dir = settings->results_dir;
+    if (dir != NULL) {
+        if ((st = sb_run_store_make_dir(dir, err)) != SB_OK ||
+            (st = sb_run_store_db_path(dir, out->database, sizeof out->database, err)) != SB_OK ||
+            (st = sb_run_store_ckpt_path(dir, run, out->checkpoint, sizeof out->checkpoint,
+                                         settings->save_checkpoint, err)) != SB_OK)
+            return st;
+        if (!settings->save_checkpoint && !run->test_pretrained)
+            out->checkpoint[0] = '\0'; /* nothing will be written there */
+        int finished = 0;
+        sb_run_row stored;
+        memset(&stored, 0, sizeof stored);
+        st = sb_run_record_begin(&sinks.rec, out->database, run,
+                                 out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
+                                 settings->force, &finished, &stored, err);
+        if (st != SB_OK)
+            return st;
+        if (finished) {
+            outcome_from_row(out, &stored);
+            sb_results_run_row_clear(&stored);
+            sb_run_record_close(&sinks.rec);
+            return SB_OK;
+        }
+        sinks.rec.threads = threads;
+    }
+
+    sb_train_options topt = {
+        .threads = threads,
+        .ckpt_path = out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
+        .mem_budget_gb = budget,
+        .callback = train_event,
+        .user = &sinks,
+    };
+    sb_train_result res;
+    st = sb_train(run, &topt, &res, err);
+    sb_error db_err = {0};
+    sb_status db_st = SB_OK;
+    if (dir != NULL)
+        db_st = sb_run_record_end(&sinks.rec, &res, &db_err);
+
+    snprintf(out->status, sizeof out->status, "%s", res.status[0] != '\0' ? res.status : "failed");
+    snprintf(out->reason, sizeof out->reason, "%s", res.reason);
+    out->test_acc = res.test_acc;
+    out->test_loss = res.test_loss;
+    out->train_acc = res.train_acc;
+    out->train_loss = res.train_loss;
+    out->params = res.params;
+    out->steps = res.steps;
+    out->samples = res.samples;
+    out->tokens_per_s = res.tokens_per_s;
+    out->wall_s = res.wall_s;
+    if (dir != NULL) {
+        out->ceiling = sinks.rec.ceiling;
+        out->effective_memory = sinks.rec.effective_memory;
+    }
+    if (st != SB_OK)
+        return st;
+    /* the run trained: a failure to record it is the call's failure (the numbers are in out) */
+    if (sinks.db_err.status != SB_OK)
+        return sb_error_set(err, sinks.db_err.status, "%s", sinks.db_err.msg);
+    if (db_st != SB_OK)
+        return sb_error_set(err, db_st, "%s", db_err.msg);
+    return SB_OK;
+}
+
+sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, int threads,
+                                 sb_eval_outcome *out, sb_error *err)
+{
+    SB_API_REQUIRE(out, err);
+    memset(out, 0, sizeof *out);
+    out->test_acc = out->test_loss = out->test_gap_s = (double)NAN;
+    SB_API_REQUIRE(checkpoint, err);
+    sb_run_config run;
+    sb_status st = SB_OK;
+    if (cfg != NULL)
+        run = cfg->run;
+    else if ((st = sb_checkpoint_read_config(checkpoint, &run, err)) != SB_OK)
+        return st;
+    if ((st = sb_run_config_check(&run, err)) != SB_OK)
+        return st;
+    omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs());
+
+    sb_task *task = NULL;
+    sb_model *m = NULL;
+    if ((st = sb_task_create(&run.task, &task, err)) != SB_OK)
+        return st;
+    sb_model_config mc = sb_run_config_model(&run, task->n_inputs, task->grammar->d_output);
+    if ((st = sb_model_create(&mc, run.seed, &m, err)) == SB_OK &&
+        (st = sb_checkpoint_load(checkpoint, m, NULL, NULL, err)) == SB_OK)
+        st = sb_evaluate(task, m, run.test_bs, DEFAULT_MEM_BUDGET_GB, &out->test_loss,
+                         &out->test_acc, err);
+    if (st == SB_OK) {
+        out->test_size = sb_task_split_size(task, SB_SPLIT_TEST);
+        out->test_gap_s = sb_task_test_duration(task);
+    }
+    sb_model_free(m);
+    sb_task_free(task);
+    return st;
+}
+
+sb_status sb_checkpoint_config(const char *path, sb_config **out, sb_error *err)
+{
+    SB_API_REQUIRE(out, err);
+    *out = NULL;
+    SB_API_REQUIRE(path, err);
+    sb_run_config run;
+    sb_status st = sb_checkpoint_read_config(path, &run, err);
+    if (st != SB_OK)
+        return st;
+    return sb_api_config_new(&run, out, err);
+}

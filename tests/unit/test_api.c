@@ -1,0 +1,428 @@
+/*
+ * test_api.c - the public API (include/selectivbench/selectivbench.h) as a program sees it:
+ * this file includes nothing of src/. The version; every error path returns its status and a
+ * message naming the problem, never crashes (bad key, bad value, bad JSON, unknown model,
+ * missing files, NULL arguments, indices out of range); the key table round-trips; a batch's
+ * layout; a sweep's run; the results API on an empty database.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "selectivbench/selectivbench.h"
+
+_Static_assert(SB_OK == 0 && SB_ERR_DIVERGED == 5, "the public status values");
+
+/* The call failed with `status` and its message contains `needle`. */
+static void assert_error(sb_status got, const sb_error *err, sb_status status, const char *needle)
+{
+    if (got != status || err->status != status || strstr(err->msg, needle) == NULL)
+        fail_msg("expected %s with '%s' in the message; got %s: '%s'", sb_status_name(status),
+                 needle, sb_status_name(got), err->msg);
+}
+
+static void test_version(void **state)
+{
+    (void)state;
+    char expected[32];
+    snprintf(expected, sizeof expected, "%d.%d.%d", SB_VERSION_MAJOR, SB_VERSION_MINOR,
+             SB_VERSION_PATCH);
+    assert_string_equal(SB_VERSION_STRING, expected);
+    assert_string_equal(sb_version(), SB_VERSION_STRING);
+    assert_string_equal(sb_version(), SB_VERSION); /* the project's version (CMakeLists.txt) */
+    assert_string_equal(sb_status_name(SB_ERR_IO), "i/o error");
+    assert_string_equal(sb_status_name((sb_status)99), "unknown status");
+    assert_string_equal(sb_error_message(NULL), "");
+}
+
+static void test_config_errors(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    sb_config *cfg = NULL;
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    assert_error(sb_config_set_key(cfg, "no_such_key", "1", &err), &err, SB_ERR_INVALID,
+                 "no_such_key");
+    assert_error(sb_config_set_key(cfg, "layers", "two", &err), &err, SB_ERR_INVALID, "layers");
+    assert_error(sb_config_set_key(cfg, "layers", "0", &err), &err, SB_ERR_INVALID, "layers");
+    assert_error(sb_config_set_key(cfg, "optimizer", "sgd", &err), &err, SB_ERR_INVALID, "adam");
+    assert_error(sb_config_set_key(cfg, "layers", NULL, &err), &err, SB_ERR_INVALID, "value");
+    assert_error(sb_config_set_key(NULL, "layers", "2", &err), &err, SB_ERR_INVALID, "cfg");
+    char buf[64];
+    assert_error(sb_config_get_key(cfg, "no_such_key", buf, sizeof buf, &err), &err,
+                 SB_ERR_INVALID, "no_such_key");
+    assert_error(sb_config_get_key(cfg, "model", buf, 3, &err), &err, SB_ERR_INVALID, "model");
+    /* an unknown model passes set (a string) and is refused by the full check */
+    assert_int_equal(sb_config_set_key(cfg, "model", "no_such_model", &err), SB_OK);
+    assert_error(sb_config_check(cfg, &err), &err, SB_ERR_INVALID, "no_such_model");
+    uint64_t params = 0;
+    assert_error(sb_config_param_count(cfg, &params, &err), &err, SB_ERR_INVALID, "no_such_model");
+    sb_train_outcome out;
+    assert_error(sb_train_config(cfg, NULL, &out, &err), &err, SB_ERR_INVALID, "no_such_model");
+    assert_string_equal(out.status, "failed");
+    assert_non_null(strstr(out.reason, "no_such_model"));
+    /* without err the calls still answer */
+    assert_int_equal(sb_config_set_key(cfg, "no_such_key", "1", NULL), SB_ERR_INVALID);
+    sb_config_free(cfg);
+    sb_config_free(NULL);
+
+    sb_config *parsed = (sb_config *)&err; /* must be reset to NULL on failure */
+    assert_error(sb_config_from_json("{\"layers\": ", &parsed, &err), &err, SB_ERR_INVALID,
+                 "JSON");
+    assert_null(parsed);
+    assert_error(sb_config_from_json("{\"no_such_key\": 1}", &parsed, &err), &err,
+                 SB_ERR_INVALID, "no_such_key");
+    assert_error(sb_config_from_json("{\"layers\": \"two\"}", &parsed, &err), &err,
+                 SB_ERR_INVALID, "layers");
+    assert_error(sb_config_from_json(NULL, &parsed, &err), &err, SB_ERR_INVALID, "json");
+}
+
+/* Every key: its value read back sets the same configuration (and hashes). */
+static void test_config_keys(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    sb_config *cfg = NULL, *copy = NULL;
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    int n = sb_config_key_count();
+    assert_true(n > 40);
+    assert_null(sb_config_key_name(-1));
+    assert_null(sb_config_key_name(n));
+    assert_null(sb_config_key_type(n));
+    assert_int_equal(sb_config_key_hashes(n), 0);
+    int in_training = 0, noops = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = sb_config_key_name(i);
+        assert_non_null(name);
+        assert_non_null(sb_config_key_type(i));
+        assert_non_null(sb_config_key_default(i));
+        assert_non_null(sb_config_key_help(i));
+        in_training += (sb_config_key_hashes(i) & SB_KEY_IN_TRAINING_HASH) != 0;
+        noops += sb_config_key_is_noop(i);
+        if (sb_config_key_is_noop(i))
+            continue;
+        char value[256];
+        assert_int_equal(sb_config_get_key(cfg, name, value, sizeof value, &err), SB_OK);
+        assert_int_equal(sb_config_set_key(cfg, name, value, &err), SB_OK);
+    }
+    assert_true(in_training > 20);
+    assert_true(noops > 5);
+    char model[64];
+    assert_int_equal(sb_config_get_key(cfg, "model", model, sizeof model, &err), SB_OK);
+    assert_string_equal(model, "transformer");
+
+    /* JSON round trip and hashes */
+    assert_int_equal(sb_config_set_key(cfg, "layers", "3", &err), SB_OK);
+    char *json = NULL;
+    assert_int_equal(sb_config_to_json(cfg, 0, &json, &err), SB_OK);
+    assert_int_equal(sb_config_from_json(json, &copy, &err), SB_OK);
+    sb_string_free(json);
+    char h1[17], h2[17], t1[17], t2[17];
+    sb_config_run_hash(cfg, h1);
+    sb_config_run_hash(copy, h2);
+    sb_config_training_hash(cfg, t1);
+    sb_config_training_hash(copy, t2);
+    assert_string_equal(h1, h2);
+    assert_string_equal(t1, t2);
+    assert_string_not_equal(h1, t1);
+    /* the test settings change the run hash only */
+    assert_int_equal(sb_config_set_key(copy, "test_size", "77", &err), SB_OK);
+    sb_config_run_hash(copy, h2);
+    sb_config_training_hash(copy, t2);
+    assert_string_not_equal(h1, h2);
+    assert_string_equal(t1, t2);
+    sb_config_free(copy);
+    assert_int_equal(sb_config_copy(cfg, &copy, &err), SB_OK);
+    sb_config_run_hash(copy, h2);
+    assert_string_equal(h1, h2);
+    sb_config_free(copy);
+    sb_config_free(cfg);
+}
+
+static void test_models(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    int n = sb_models_count();
+    assert_true(n >= 15);
+    assert_null(sb_models_name(n));
+    sb_model_desc desc;
+    assert_error(sb_models_describe(n, &desc, &err), &err, SB_ERR_INVALID, "model index");
+    int found_gru = 0;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(sb_models_describe(i, &desc, &err), SB_OK);
+        assert_string_equal(desc.name, sb_models_name(i));
+        assert_non_null(desc.summary);
+        found_gru |= strcmp(desc.name, "gru") == 0;
+    }
+    assert_true(found_gru);
+    sb_model_shape shape = {.inputs = 41, .classes = 1601, .width = 256, .layers = 8, .d_state = 128};
+    uint64_t params = 0;
+    double state_floats = -1;
+    assert_int_equal(sb_models_size("gru", &shape, &params, &state_floats, &err), SB_OK);
+    assert_int_equal(params, 3584321); /* docs/models/README.md */
+    assert_true(state_floats == 256);
+    assert_error(sb_models_size("no_such_model", &shape, &params, NULL, &err), &err,
+                 SB_ERR_INVALID, "no_such_model");
+    assert_non_null(strstr(err.msg, "gru")); /* the known models are listed */
+    shape.width = 0;
+    assert_error(sb_models_size("gru", &shape, &params, NULL, &err), &err, SB_ERR_INVALID,
+                 "width 0");
+}
+
+/* A tiny task's facts and one batch in the documented layout. */
+static void test_task_batch(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    sb_config *cfg = NULL;
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "amb", "4", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "grammar_scale", "True", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "train_seqlen_max", "12", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "train_gap_max", "0.3", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "dataset_size", "100", &err), SB_OK);
+    sb_task *task = NULL;
+    assert_int_equal(sb_task_from_config(cfg, &task, &err), SB_OK);
+    sb_task_facts f;
+    sb_task_get_facts(task, &f);
+    assert_int_equal(f.inputs, 5); /* vocab = amb + 1 with grammar_scale */
+    assert_int_equal(f.ambiguous_letters, 4);
+    assert_int_equal(f.states_per_ambiguous_letter, 4);
+    assert_true(f.states > f.letters && f.topological_entropy > 0);
+    assert_int_equal(f.train_size, 100);
+    assert_int_equal(f.train_elements, 12);
+
+    int64_t index[3] = {5, 0, 99};
+    sb_batch_shape shape;
+    assert_int_equal(sb_task_batch_shape(task, SB_SPLIT_TRAIN, index, 3, &shape, &err), SB_OK);
+    assert_int_equal(shape.batch, 3);
+    assert_int_equal(shape.inputs, 5);
+    assert_int_equal(shape.elements, 12);
+    assert_true(shape.frames >= 12);
+    /* larger strides than needed: the rest is padding */
+    sb_batch_shape big = shape;
+    big.frames += 2;
+    big.elements += 1;
+    size_t BT = (size_t)big.batch * (size_t)big.frames, BE = (size_t)big.batch * (size_t)big.elements;
+    float *inputs = malloc(BT * (size_t)big.inputs * sizeof *inputs);
+    int32_t *targets = malloc(BT * sizeof *targets), *start = malloc(BE * sizeof *start),
+            *len = malloc(BE * sizeof *len);
+    uint8_t *valid = malloc(BT);
+    assert_int_equal(sb_task_read_batch(task, SB_SPLIT_TRAIN, index, 3, &big, inputs, targets, valid,
+                                        start, len, &err),
+                     SB_OK);
+    for (int b = 0; b < big.batch; b++) {
+        int frames = 0;
+        for (int t = 0; t < big.frames; t++) {
+            const float *x = inputs + ((size_t)b * big.frames + t) * big.inputs;
+            float sum = 0;
+            for (int v = 0; v < big.inputs; v++)
+                sum += x[v];
+            int on = valid[(size_t)b * big.frames + t];
+            frames += on;
+            if (!on) /* padding: zero frames, target 0 */
+                assert_true(sum == 0 && targets[(size_t)b * big.frames + t] == 0);
+            else
+                assert_true(targets[(size_t)b * big.frames + t] < f.states);
+        }
+        /* the windows tile the sample's frames: symbol frame then gap frames */
+        int covered = 0;
+        for (int e = 0; e < big.elements; e++) {
+            if (len[(size_t)b * big.elements + e] == 0)
+                continue;
+            assert_int_equal(start[(size_t)b * big.elements + e], covered);
+            covered += len[(size_t)b * big.elements + e];
+        }
+        assert_int_equal(covered, frames);
+    }
+    free(inputs);
+    free(targets);
+    free(valid);
+    free(start);
+    free(len);
+
+    int64_t bad[1] = {100};
+    assert_error(sb_task_batch_shape(task, SB_SPLIT_TRAIN, bad, 1, &shape, &err), &err,
+                 SB_ERR_INVALID, "100");
+    assert_error(sb_task_batch_shape(task, SB_SPLIT_TRAIN, index, 0, &shape, &err), &err,
+                 SB_ERR_INVALID, "count 0");
+    sb_batch_shape small = shape;
+    small.frames = 1;
+    assert_error(sb_task_read_batch(task, SB_SPLIT_TRAIN, index, 3, &small, NULL, NULL, NULL, NULL,
+                                    NULL, &err),
+                 &err, SB_ERR_INVALID, "sb_task_batch_shape");
+    sb_task_free(task);
+    sb_task_free(NULL);
+
+    /* a task that cannot be built names its key */
+    assert_int_equal(sb_config_set_key(cfg, "grammar_scale", "False", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "amb", "60", &err), SB_OK);
+    assert_int_equal(sb_task_from_config(cfg, &task, &err), SB_ERR_INVALID);
+    assert_null(task);
+    assert_true(err.msg[0] != '\0');
+    sb_config_free(cfg);
+}
+
+static void test_missing_files(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    const char *missing = "/nonexistent-selectivbench-dir/none.db";
+    sb_results *db = (sb_results *)&err;
+    assert_error(sb_results_open_readonly(missing, &db, &err), &err, SB_ERR_IO, missing);
+    assert_null(db);
+    assert_error(sb_report_write(missing, "/tmp", NULL, &err), &err, SB_ERR_IO, missing);
+    sb_config *cfg = NULL;
+    assert_error(sb_checkpoint_config("/nonexistent-selectivbench.safetensors", &cfg, &err), &err,
+                 SB_ERR_IO, "nonexistent-selectivbench.safetensors");
+    assert_null(cfg);
+    sb_eval_outcome eval;
+    assert_error(sb_evaluate_checkpoint("/nonexistent-selectivbench.safetensors", NULL, 1, &eval,
+                                        &err),
+                 &err, SB_ERR_IO, "nonexistent-selectivbench.safetensors");
+    sb_sweep *sweep = NULL;
+    assert_error(sb_sweep_load("/nonexistent-sweep.yaml", &sweep, &err), &err, SB_ERR_IO,
+                 "nonexistent-sweep.yaml");
+    sb_results_close(NULL);
+    sb_sweep_free(NULL);
+}
+
+/* A new database: empty, queries answer, a run recorded by hand reads back. */
+static void test_results(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    char dir[] = "/tmp/sb_test_api_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    assert_int_equal(sb_results_path(dir, path, sizeof path, &err), SB_OK);
+    char tiny[4];
+    assert_error(sb_results_path(dir, tiny, sizeof tiny, &err), &err, SB_ERR_INVALID, "");
+    sb_results *db = NULL;
+    assert_int_equal(sb_results_open(path, &db, &err), SB_OK);
+    size_t count = 99, n = 99;
+    assert_int_equal(sb_results_count(db, NULL, &count, &err), SB_OK);
+    assert_int_equal(count, 0);
+    sb_result_row rows[2];
+    assert_int_equal(sb_results_read(db, NULL, 0, rows, 2, &n, &err), SB_OK);
+    assert_int_equal(n, 0);
+    int found = 1;
+    assert_int_equal(sb_results_find(db, "0123456789abcdef", rows, &found, &err), SB_OK);
+    assert_int_equal(found, 0);
+    sb_config *cfg = NULL;
+    assert_error(sb_results_run_config(db, "0123456789abcdef", &cfg, &err), &err, SB_ERR_INVALID,
+                 "0123456789abcdef");
+    sb_results_close(db);
+
+    /* record a run by hand (a tiny task: its ceiling is computed and cached) */
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "amb", "3", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "grammar_scale", "True", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "train_seqlen_max", "8", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "test_seqlen_max", "8", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "test_size", "20", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "model", "gru", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "feat_size", "8", &err), SB_OK);
+    sb_train_outcome out;
+    memset(&out, 0, sizeof out);
+    snprintf(out.status, sizeof out.status, "maybe");
+    assert_error(sb_results_record(path, cfg, &out, &err), &err, SB_ERR_INVALID, "maybe");
+    snprintf(out.status, sizeof out.status, "finished");
+    out.test_acc = 0.5;
+    out.test_loss = 1.5;
+    out.train_acc = out.train_loss = out.wall_s = out.tokens_per_s = (double)NAN;
+    assert_int_equal(sb_results_record(path, cfg, &out, &err), SB_OK);
+    assert_error(sb_results_record(path, cfg, &out, &err), &err, SB_ERR_INVALID, "finished");
+    char hash[17];
+    sb_config_run_hash(cfg, hash);
+    assert_int_equal(sb_results_open_readonly(path, &db, &err), SB_OK);
+    assert_int_equal(sb_results_count(db, "gru", &count, &err), SB_OK);
+    assert_int_equal(count, 1);
+    assert_int_equal(sb_results_count(db, "mamba", &count, &err), SB_OK);
+    assert_int_equal(count, 0);
+    assert_int_equal(sb_results_find(db, hash, rows, &found, &err), SB_OK);
+    assert_int_equal(found, 1);
+    assert_string_equal(rows[0].status, "finished");
+    assert_string_equal(rows[0].model, "gru");
+    assert_true(rows[0].test_acc == 0.5);
+    assert_true(rows[0].ceiling > 0 && rows[0].ceiling <= 1);
+    assert_true(isnan(rows[0].train_acc));
+    sb_config *stored = NULL;
+    assert_int_equal(sb_results_run_config(db, hash, &stored, &err), SB_OK);
+    char h2[17];
+    sb_config_run_hash(stored, h2);
+    assert_string_equal(hash, h2);
+    sb_config_free(stored);
+    assert_int_equal(sb_results_read(db, NULL, 1, rows, 2, &n, &err), SB_OK);
+    assert_int_equal(n, 0);
+    sb_results_close(db);
+    sb_config_free(cfg);
+
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A sweep file's run k as a configuration; bad runs and flags are errors. */
+static void test_sweep(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    char path[] = "/tmp/sb_test_api_sweep_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *text = "method: grid\n"
+                       "parameters:\n"
+                       "  layers:\n    values: [1, 2, 3]\n"
+                       "  model:\n    values: [gru, mamba]\n"
+                       "command:\n  - ${program}\n  - \"--save_model\"\n  - True\n"
+                       "  - \"--classify\"\n  - \"--batch_size\"\n  - 8\n  - ${args}\n";
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    sb_sweep *s = NULL;
+    assert_int_equal(sb_sweep_load(path, &s, &err), SB_OK);
+    assert_int_equal(sb_sweep_count(s), 6);
+    sb_config *cfg = NULL;
+    assert_int_equal(sb_sweep_config(s, 5, &cfg, &err), SB_OK);
+    char v[64];
+    assert_int_equal(sb_config_get_key(cfg, "layers", v, sizeof v, &err), SB_OK);
+    assert_string_equal(v, "3");
+    assert_int_equal(sb_config_get_key(cfg, "model", v, sizeof v, &err), SB_OK);
+    assert_string_equal(v, "mamba");
+    assert_int_equal(sb_config_get_key(cfg, "batch_size", v, sizeof v, &err), SB_OK);
+    assert_string_equal(v, "8");
+    sb_config_free(cfg);
+    assert_error(sb_sweep_config(s, 6, &cfg, &err), &err, SB_ERR_INVALID, "run 6");
+    assert_null(cfg);
+    sb_sweep_free(s);
+
+    /* an unknown flag */
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("method: grid\nparameters:\n  no_such_flag:\n    values: [1]\n", f);
+    fclose(f);
+    assert_int_equal(sb_sweep_load(path, &s, &err), SB_OK);
+    assert_error(sb_sweep_config(s, 0, &cfg, &err), &err, SB_ERR_INVALID, "no_such_flag");
+    sb_sweep_free(s);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version),     cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_config_keys), cmocka_unit_test(test_models),
+        cmocka_unit_test(test_task_batch),  cmocka_unit_test(test_missing_files),
+        cmocka_unit_test(test_results),     cmocka_unit_test(test_sweep),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
