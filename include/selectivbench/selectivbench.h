@@ -435,10 +435,56 @@ int64_t sb_sweep_count(const sb_sweep *s);
  * bad value (the message names the file and the flag). */
 sb_status sb_sweep_config(const sb_sweep *s, int64_t k, sb_config **out, sb_error *err);
 
-/* ---- sb_sweep_run: RESERVED, not yet in the library ----------------------------------------
- * Running a sweep (worker processes, resume, progress callback) is moving into the library
- * as sb_sweep_execute (src/exp/sweep_exec.h); its public wrapper sb_sweep_run will be
- * declared here once it has landed. Until then run sweeps with `selectivbench sweep`. */
+/* ---- running a sweep ----------------------------------------------------------------- */
+
+/* What a sweep's callback receives about one run or the whole sweep. Strings are valid
+ * during the call only. */
+typedef enum sb_sweep_update_kind {
+    SB_SWEEP_UPDATE_STARTED = 0,  /* a worker process started run `run` */
+    SB_SWEEP_UPDATE_PROGRESS = 1, /* run `run` reported progress (about twice a second) */
+    SB_SWEEP_UPDATE_ENDED = 2,    /* run `run` is settled; `outcome` says how */
+    SB_SWEEP_UPDATE_TICK = 3,     /* about twice a second while runs go: the counts only */
+} sb_sweep_update_kind;
+
+typedef struct sb_sweep_update {
+    sb_sweep_update_kind kind;
+    int64_t run;            /* the run's index in the grid (not for TICK) */
+    const char *hash;       /* its run hash ("" when its configuration could not be built) */
+    int64_t step, total_steps; /* PROGRESS: the worker's last record */
+    double loss, acc, tokens_per_s, eta_s;
+    const char *outcome;    /* ENDED: "done", "failed", "diverged", "skipped" or "refused" */
+    const char *reason;     /* ENDED: why it failed or was refused; NULL otherwise */
+    double test_acc;        /* ENDED: the run's final test accuracy; NaN when unknown */
+    /* the sweep so far, in every update */
+    int done, failed, skipped, refused, running;
+    int64_t n_runs;
+} sb_sweep_update;
+
+typedef void (*sb_sweep_update_fn)(const sb_sweep_update *u, void *user);
+
+typedef struct sb_sweep_run_options {
+    int workers;            /* runs at a time; 0: 1 */
+    int threads;            /* threads per run; 0: the cores divided among the workers */
+    const char *results;    /* results folder (database, checkpoints, logs); NULL: "results" */
+    /* The selectivbench command each worker runs as `WORKER train ...` (every run is a
+     * process of its own, so a crash loses one run). Required: the path of the installed
+     * `selectivbench` (for example from `pkg-config --variable=bindir selectivbench`). */
+    const char *worker_exe;
+    sb_sweep_update_fn on_update; /* may be NULL */
+    void *user;                   /* passed to on_update and cancel */
+    int (*cancel)(void *user);    /* polled about twice a second; nonzero stops the sweep (may
+                                     be NULL) */
+} sb_sweep_run_options;
+
+/* Runs every run of the sweep's grid that its results database does not hold as finished
+ * (an interrupted sweep resumes), each in a worker process, recording every run in
+ * RESULTS/selectivbench.db. Updates go to opts->on_update from the calling thread. The
+ * counts at the end are in the last update (and in *done_out etc. when not NULL).
+ * Returns SB_OK when every run was settled, whatever the runs' outcomes; SB_ERR_INVALID for
+ * bad options (no worker_exe), SB_ERR_IO when the results folder or database cannot be set
+ * up, SB_ERR_RUNTIME when cancelled. Nothing is printed. */
+sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int *done_out,
+                       int *failed_out, sb_error *err);
 
 /* ---- reports ----------------------------------------------------------------------------- */
 

@@ -1,67 +1,13 @@
 /* sweep_api.c - the public API's sweeps (selectivbench.h): the configuration of one run of a
- * sweep file's grid. sb_sweep_load, sb_sweep_free and sb_sweep_count are sweep.c's own.
- *
- * TODO(#14): src/cli/sweep_runner.c builds the same configuration from the CLI's option
- * tables; it is moving into the library (src/exp/sweep_exec.c), after which this file should
- * call that builder instead of its own, and sb_sweep_run (see the public header) wraps
- * sb_sweep_execute. */
+ * sweep file's grid and running the grid, over src/exp/sweep_exec.c. sb_sweep_load,
+ * sb_sweep_free and sb_sweep_count are sweep.c's own. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
-#include "config/config.h"
 #include "exp/sweep.h"
-
-/* Flags of `selectivbench train` that a sweep's command may carry and that are not keys of
- * a configuration (where results go, threads, output): accepted and ignored here. */
-static const char *const train_only_flags[] = {
-    "save_model", "continued_training", "resume", "only_createset", "threads", "results",
-    "ckpt",       "mem_budget",         "json",   "quiet",          "print_hashes", NULL,
-};
-
-static int is_train_only_flag(const char *name)
-{
-    for (int i = 0; train_only_flags[i] != NULL; i++)
-        if (strcmp(train_only_flags[i], name) == 0)
-            return 1;
-    return 0;
-}
-
-/* Sets flag `name` (a key of the table, or a train-only flag, ignored). */
-static sb_status set_flag(sb_run_config *run, const sb_sweep *s, const char *name,
-                          const char *value, sb_error *err)
-{
-    if (sb_config_find(name) != NULL) {
-        sb_status st = sb_config_set(run, name, value != NULL ? value : "True", err);
-        if (st != SB_OK && err != NULL) {
-            char msg[SB_ERROR_MSG_MAX];
-            snprintf(msg, sizeof msg, "%s", err->msg);
-            sb_error_set(err, st, "sweep file '%s': %s", s->path, msg);
-        }
-        return st;
-    }
-    if (is_train_only_flag(name))
-        return SB_OK;
-    return sb_error_set(err, SB_ERR_INVALID, "sweep file '%s': unknown flag --%s", s->path, name);
-}
-
-/* The run's grid values, by name. */
-static sb_status set_params(sb_run_config *run, const sb_sweep *s, int64_t k, sb_error *err)
-{
-    for (int p = 0; p < s->n_params; p++) {
-        sb_status st = set_flag(run, s, s->params[p].name,
-                                s->params[p].values[sb_sweep_value_index(s, k, p)], err);
-        if (st != SB_OK)
-            return st;
-    }
-    return SB_OK;
-}
-
-/* Whether a command item is a value (not a --flag or a macro). */
-static int is_value(const char *item)
-{
-    return strncmp(item, "--", 2) != 0 && strncmp(item, "${", 2) != 0;
-}
+#include "exp/sweep_exec.h"
 
 sb_status sb_sweep_config(const sb_sweep *s, int64_t k, sb_config **out, sb_error *err)
 {
@@ -72,39 +18,98 @@ sb_status sb_sweep_config(const sb_sweep *s, int64_t k, sb_config **out, sb_erro
     if (k < 0 || k >= n_runs)
         return sb_error_set(err, SB_ERR_INVALID, "sweep file '%s': run %lld is outside [0, %lld)",
                             s->path, (long long)k, (long long)n_runs);
-    sb_run_config run = sb_run_config_default();
-    sb_status st = SB_OK;
-    int has_args = 0;
-    /* the command's fixed flags in order, the run's values where ${args} stands (at the end
-     * without it), as `train` reads its flags */
-    for (int i = 0; i < s->n_command && st == SB_OK; i++) {
-        const char *c = s->command[i];
-        if (strcmp(c, "${args}") == 0) {
-            has_args = 1;
-            st = set_params(&run, s, k, err);
-            continue;
-        }
-        if (strcmp(c, "${env}") == 0 || strcmp(c, "${interpreter}") == 0 ||
-            strcmp(c, "${program}") == 0 || strcmp(c, "python") == 0 || strcmp(c, "python3") == 0)
-            continue;
-        if (strncmp(c, "--", 2) != 0 || c[2] == '\0')
-            return sb_error_set(err, SB_ERR_INVALID,
-                                "sweep file '%s': command item '%s' is not a --flag", s->path, c);
-        char name[128];
-        const char *eq = strchr(c + 2, '=');
-        size_t len = eq != NULL ? (size_t)(eq - (c + 2)) : strlen(c + 2);
-        snprintf(name, sizeof name, "%.*s", (int)len, c + 2);
-        const char *value = eq != NULL ? eq + 1 : NULL;
-        /* a bare switch stands alone; any other flag takes the next item as its value */
-        const sb_config_key *key = sb_config_find(name);
-        int is_switch = key != NULL && key->kind == SB_KEY_SWITCH;
-        if (value == NULL && !is_switch && i + 1 < s->n_command && is_value(s->command[i + 1]))
-            value = s->command[++i];
-        st = set_flag(&run, s, name, value, err);
-    }
-    if (st == SB_OK && !has_args)
-        st = set_params(&run, s, k, err);
+    sb_run_config run;
+    sb_status st = sb_sweep_run_config(s, k, &run, err);
     if (st != SB_OK)
         return st;
     return sb_api_config_new(&run, out, err);
+}
+
+/* Forwards the executor's events to the public callback. */
+typedef struct sweep_forward {
+    const sb_sweep_run_options *opts;
+} sweep_forward;
+
+static void forward_event(const sb_sweep_event *ev, void *user)
+{
+    const sweep_forward *fw = user;
+    if (fw->opts->on_update == NULL)
+        return;
+    sb_sweep_update u;
+    memset(&u, 0, sizeof u);
+    switch (ev->kind) {
+    case SB_SWEEP_RUN_STARTED: u.kind = SB_SWEEP_UPDATE_STARTED; break;
+    case SB_SWEEP_RUN_PROGRESS: u.kind = SB_SWEEP_UPDATE_PROGRESS; break;
+    case SB_SWEEP_RUN_ENDED: u.kind = SB_SWEEP_UPDATE_ENDED; break;
+    case SB_SWEEP_TICK: u.kind = SB_SWEEP_UPDATE_TICK; break;
+    }
+    u.run = ev->kind == SB_SWEEP_TICK ? -1 : ev->run;
+    u.hash = ev->hash != NULL ? ev->hash : "";
+    u.step = ev->progress.step;
+    u.total_steps = ev->progress.total_steps;
+    u.loss = ev->progress.loss;
+    u.acc = ev->progress.acc;
+    u.tokens_per_s = ev->progress.tokens_per_s;
+    u.eta_s = ev->progress.eta_s;
+    u.test_acc = NAN;
+    if (ev->kind == SB_SWEEP_RUN_ENDED) {
+        u.outcome = sb_sweep_outcome_name(ev->outcome);
+        u.reason = ev->reason;
+        u.test_acc = ev->metrics.test_acc;
+    }
+    u.done = ev->tally.done;
+    u.failed = ev->tally.failed;
+    u.skipped = ev->tally.skipped;
+    u.refused = ev->tally.refused;
+    u.running = ev->running;
+    u.n_runs = ev->n_runs;
+    fw->opts->on_update(&u, fw->opts->user);
+}
+
+/* The executor hands its `user` (the forwarder) to cancel: give the caller its own back. */
+static int forward_cancel(void *user)
+{
+    const sweep_forward *fw = user;
+    return fw->opts->cancel(fw->opts->user);
+}
+
+sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int *done_out,
+                       int *failed_out, sb_error *err)
+{
+    SB_API_REQUIRE(s, err);
+    SB_API_REQUIRE(opts, err);
+    if (opts->worker_exe == NULL || opts->worker_exe[0] == '\0')
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sb_sweep_run: opts->worker_exe is required (the path of the "
+                            "selectivbench command that runs each run)");
+    if (opts->workers < 0 || opts->threads < 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sb_sweep_run: workers %d and threads %d must not be negative",
+                            opts->workers, opts->threads);
+    int64_t n_runs = sb_sweep_count(s);
+    int64_t *runs = malloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *runs);
+    if (runs == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %lld runs",
+                            (long long)n_runs);
+    for (int64_t k = 0; k < n_runs; k++)
+        runs[k] = k;
+    sweep_forward fw = {opts};
+    sb_sweep_exec_opts eo = {
+        .workers = opts->workers > 0 ? opts->workers : 1,
+        .threads = opts->threads,
+        .results = opts->results != NULL ? opts->results : "results",
+        .db = NULL,
+        .worker_exe = opts->worker_exe,
+        .on_event = forward_event,
+        .user = &fw,
+        .cancel = opts->cancel != NULL ? forward_cancel : NULL,
+    };
+    sb_sweep_tally tally = {0};
+    sb_status st = sb_sweep_execute(s, runs, n_runs, &eo, &tally, err);
+    free(runs);
+    if (done_out != NULL)
+        *done_out = tally.done;
+    if (failed_out != NULL)
+        *failed_out = tally.failed;
+    return st;
 }

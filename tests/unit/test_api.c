@@ -416,13 +416,92 @@ static void test_sweep(void **state)
     unlink(path);
 }
 
-int main(void)
+/* sb_sweep_run: options are checked; a two-run grid runs through the worker command given
+ * on the command line (the built CLI), every run started and ended once, and a second call
+ * skips both (the database holds them). */
+typedef struct sweep_seen {
+    int started, ended, done, last_done;
+} sweep_seen;
+
+static void on_update(const sb_sweep_update *u, void *user)
 {
+    sweep_seen *seen = user;
+    if (u->kind == SB_SWEEP_UPDATE_STARTED)
+        seen->started++;
+    if (u->kind == SB_SWEEP_UPDATE_ENDED) {
+        seen->ended++;
+        if (strcmp(u->outcome, "done") == 0)
+            seen->done++;
+    }
+    seen->last_done = u->done;
+}
+
+static const char *worker_exe;
+
+static void test_sweep_run(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    char dir[] = "/tmp/sb_test_api_run_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[600], results[600];
+    snprintf(path, sizeof path, "%s/tiny.yaml", dir);
+    snprintf(results, sizeof results, "%s/results", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("method: grid\nparameters:\n  seed:\n    values: [1, 2]\n"
+          "command:\n  - ${program}\n  - \"--model\"\n  - gru\n  - \"--feat_size\"\n  - 8\n"
+          "  - \"--vocab\"\n  - 5\n  - \"--amb\"\n  - 4\n  - \"--grammar_scale\"\n  - True\n"
+          "  - \"--train_seqlen_max\"\n  - 10\n  - \"--test_seqlen_max\"\n  - 10\n"
+          "  - \"--dataset_size\"\n  - 64\n  - \"--test_size\"\n  - 16\n"
+          "  - \"--batch_size\"\n  - 16\n  - \"--layers\"\n  - 1\n  - ${args}\n",
+          f);
+    fclose(f);
+    sb_sweep *s = NULL;
+    assert_int_equal(sb_sweep_load(path, &s, &err), SB_OK);
+
+    sb_sweep_run_options opts = {.workers = 2, .threads = 1, .results = results};
+    assert_error(sb_sweep_run(s, &opts, NULL, NULL, &err), &err, SB_ERR_INVALID, "worker_exe");
+    opts.workers = -1;
+    opts.worker_exe = worker_exe;
+    assert_error(sb_sweep_run(s, &opts, NULL, NULL, &err), &err, SB_ERR_INVALID, "workers");
+    if (worker_exe == NULL) { /* run without the CLI's path: only the checks above */
+        sb_sweep_free(s);
+        return;
+    }
+    sweep_seen seen = {0};
+    opts.workers = 2;
+    opts.on_update = on_update;
+    opts.user = &seen;
+    int done = -1, failed = -1;
+    assert_int_equal(sb_sweep_run(s, &opts, &done, &failed, &err), SB_OK);
+    assert_int_equal(done, 2);
+    assert_int_equal(failed, 0);
+    assert_int_equal(seen.started, 2);
+    assert_int_equal(seen.ended, 2);
+    assert_int_equal(seen.done, 2);
+    assert_int_equal(seen.last_done, 2);
+    /* again: both finished in the database, nothing starts */
+    memset(&seen, 0, sizeof seen);
+    assert_int_equal(sb_sweep_run(s, &opts, &done, &failed, &err), SB_OK);
+    assert_int_equal(seen.started, 0);
+    assert_int_equal(seen.ended, 2);
+    assert_int_equal(done, 0);
+    sb_sweep_free(s);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(int argc, char **argv)
+{
+    worker_exe = argc > 1 ? argv[1] : NULL; /* the selectivbench command, for sb_sweep_run */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),     cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_keys), cmocka_unit_test(test_models),
         cmocka_unit_test(test_task_batch),  cmocka_unit_test(test_missing_files),
         cmocka_unit_test(test_results),     cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_sweep_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
