@@ -14,7 +14,8 @@
  *            step-by-step `_ref` twin, or a plain loop here): outputs and gradients;
  *   STREAM   the op fed chunk by chunk (3, 1, then 4 frames at a time, a recurrent state or
  *            convolution history carried between calls) agrees with the whole-sequence op;
- *   THREADS  outputs and gradients are bitwise identical on 1 and 2 threads (both builds).
+ *   THREADS  outputs and gradients are bitwise identical on 1 and 2 threads (both builds);
+ *            rows labelled "parallel" use shapes above the ops' one-thread thresholds.
  * Every (case, mode) pair is its own cmocka test, so one failure does not hide others.
  *
  * test_op_table_covers_every_op reads the op headers (the glob SB_OP_HEADER_GLOB, one CMake
@@ -1174,7 +1175,12 @@ static int write_float_reference(const char *path)
         result_free(&r);
         inputs_free(&ci);
     }
-    return fclose(f) == 0 ? 0 : 1;
+    const int write_failed = ferror(f);
+    if (fclose(f) != 0 || write_failed) {
+        fprintf(stderr, "cannot write %s\n", path);
+        return 1;
+    }
+    return 0;
 }
 
 #else /* float build */
@@ -1197,6 +1203,10 @@ static int read_float_reference(const char *path)
         return 1;
     }
     float_refs = calloc(N_CASES, sizeof *float_refs);
+    if (float_refs == NULL) {
+        fclose(f);
+        return 1;
+    }
     uint32_t len;
     while (n_float_refs < N_CASES && fread(&len, sizeof len, 1, f) == 1) {
         float_reference *fr = &float_refs[n_float_refs];
@@ -1212,7 +1222,7 @@ static int read_float_reference(const char *path)
         fr->result.n_sections = (int)n_sections;
         const size_t n = fr->result.start[n_sections];
         fr->result.values = malloc(n * sizeof(double));
-        if (fread(fr->result.values, sizeof(double), n, f) != n) {
+        if (fr->result.values == NULL || fread(fr->result.values, sizeof(double), n, f) != n) {
             fprintf(stderr, "%s: truncated\n", path);
             fclose(f);
             return 1;
@@ -1462,5 +1472,10 @@ int main(int argc, char **argv)
     const int failed = _cmocka_run_group_tests("test_ops", tests, n_tests, NULL, NULL);
     free(tests);
     free(names);
+#ifndef SB_REAL_DOUBLE
+    for (int k = 0; k < n_float_refs; k++)
+        result_free(&float_refs[k].result);
+    free(float_refs);
+#endif
     return failed == 0 ? 0 : 1;
 }
