@@ -1001,7 +1001,7 @@ static double compare_results(const op_case *c, const char *what, const case_res
     return worst;
 }
 
-/* ---- THREADS ----------------------------------------------------------------------------------- */
+/* ---- THREADS -------------------------------------------------------------------------------- */
 
 static void test_threads(void **state)
 {
@@ -1028,7 +1028,7 @@ static void test_threads(void **state)
 
 #ifdef SB_REAL_DOUBLE
 
-/* ---- GRAD ----------------------------------------------------------------------------------------- */
+/* ---- GRAD ----------------------------------------------------------------------------------- */
 
 static sb_tensor *gradcheck_fn(sb_graph *g, sb_tensor **in, void *ctx)
 {
@@ -1060,7 +1060,7 @@ static void test_grad(void **state)
     inputs_free(&ci);
 }
 
-/* ---- REF --------------------------------------------------------------------------------------- */
+/* ---- REF ------------------------------------------------------------------------------------ */
 
 static void test_ref(void **state)
 {
@@ -1075,7 +1075,7 @@ static void test_ref(void **state)
     inputs_free(&ci);
 }
 
-/* ---- STREAM ------------------------------------------------------------------------------------- */
+/* ---- STREAM --------------------------------------------------------------------------------- */
 
 /* Frames [t0, t0 + len) of x [B, T, ...] as a new tensor of g. */
 static sb_tensor *frames_slice(sb_graph *g, const sb_tensor *x, int t0, int len)
@@ -1256,7 +1256,7 @@ static void test_float(void **state)
 
 #endif
 
-/* ---- coverage: every op in the headers has a row ------------------------------------------------ */
+/* ---- coverage: every op in the headers has a row -------------------------------------------- */
 
 #define MAX_DECLARED 256
 
@@ -1416,7 +1416,7 @@ static void test_op_table_covers_every_op(void **state)
         fail_msg("%d problems with the op table (above)", problems);
 }
 
-/* ---- main ------------------------------------------------------------------------------------------ */
+/* ---- main ----------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
