@@ -111,12 +111,16 @@ double gc_check(gc_problem *p)
         double max_abs = 0;
         for (size_t k = 0; k < t->size; k++) {
             real saved = t->data[k];
-            t->data[k] = (real)((double)saved + h);
+            /* relative step: h * max(1, |x|), so that a large |x| still moves by more than
+             * its rounding; divided by the step actually taken (x + h and x - h are rounded) */
+            const double hk = h * fmax(1.0, fabs((double)saved));
+            const real x_plus = (real)((double)saved + hk), x_minus = (real)((double)saved - hk);
+            t->data[k] = x_plus;
             double lp = gc_loss(p, &g, r);
-            t->data[k] = (real)((double)saved - h);
+            t->data[k] = x_minus;
             double lm = gc_loss(p, &g, r);
             t->data[k] = saved;
-            double num = (lp - lm) / (2 * h), ana = analytic[i][k];
+            double num = (lp - lm) / ((double)x_plus - (double)x_minus), ana = analytic[i][k];
             double err = fabs(num - ana), scale = fmax(fabs(num), fabs(ana));
             if (!(err <= atol + rtol * scale))
                 fail_msg("%s: d/d%s[%zu]: analytic %.12g, numeric %.12g (error %.3g)", p->name,

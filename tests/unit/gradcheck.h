@@ -31,7 +31,8 @@ typedef struct gc_problem {
     int n_inputs;
     gc_fn fn;
     void *ctx;
-    double step;        /* finite-difference step (default 1e-6) */
+    double step;        /* relative finite-difference step: element x moves by
+                           step * max(1, |x|) (default 1e-6) */
     double rtol, atol;  /* default 1e-6, 1e-8 */
     int allow_zero_grad;/* bit i: input i (< 32) may have an all-zero gradient (see also
                            gc_input.allow_zero_grad) */
