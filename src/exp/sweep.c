@@ -6,6 +6,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "layers/layer.h"
+
 static char *dup_str(const char *s)
 {
     size_t n = strlen(s) + 1;
@@ -122,6 +124,36 @@ static sb_status load_param(loader *ld, sb_sweep_param *p, yaml_node_t *def)
     } else {
         return bad(ld, def, "a parameter needs values: [...] or value: x");
     }
+    return SB_OK;
+}
+
+/* `model: {values: [all]}` stands for every registered model, in the registry's order: a
+ * check over the whole zoo (configs/checks/learning.yaml) needs no list to keep. A W&B
+ * file never says it (no model is called "all"). */
+static sb_status expand_all_models(sb_sweep_param *p, sb_error *err)
+{
+    if (strcmp(p->name, "model") != 0 || p->n_values != 1 || strcmp(p->values[0], "all") != 0)
+        return SB_OK;
+    const sb_layer_type *const *types = sb_layer_types();
+    int n = 0;
+    while (types[n] != NULL)
+        n++;
+    char **values = calloc((size_t)n, sizeof *values);
+    if (values == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        values[i] = dup_str(types[i]->name);
+        if (values[i] == NULL) {
+            for (int j = 0; j < i; j++)
+                free(values[j]);
+            free(values);
+            return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+        }
+    }
+    free(p->values[0]);
+    free(p->values);
+    p->values = values;
+    p->n_values = n;
     return SB_OK;
 }
 
@@ -242,6 +274,8 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
         s->params[i].name = dup_str(name);
         s->n_params++;
         if ((st = load_param(&ld, &s->params[i], yaml_document_get_node(&ld.doc, p->value))) != SB_OK)
+            goto done;
+        if ((st = expand_all_models(&s->params[i], err)) != SB_OK)
             goto done;
     }
     qsort(s->params, (size_t)s->n_params, sizeof *s->params, cmp_param);

@@ -23,6 +23,11 @@ n=$("$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --filter model=gru --f
 n=$("$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --filter model=mamba --shard 1/4 |
   tail -n 1)
 [ "$n" = "32 runs" ] || fail "task4 mamba shard 1/4: $n (expected 32)"
+# the learning check's `model: values: [all]` is the registry, in its order, two seeds each
+registry=$("$SB" models | awk 'NR > 2 && NF == 0 {exit} NR > 2 {print $1}')
+expanded=$("$SB" sweep "$SRC/configs/checks/learning.yaml" --dry_run | sed -n 's/.*--model=\([a-z0-9_]*\) --seed=1$/\1/p')
+[ -n "$registry" ] && [ "$registry" = "$expanded" ] ||
+  fail "learning.yaml's models [all] expand to '$expanded', the registry has '$registry'"
 
 # ---- bad files --------------------------------------------------------------------------
 printf 'method: grid\nparameters:\n  lr:\n    values: [1, 2\n' >"$TMP/broken.yaml"
