@@ -243,6 +243,8 @@ typedef struct sb_model_desc {
     const char *negative_eigenvalues;
     const char *state;                /* state per head (or per layer) */
     int is_stack;                     /* 1: an LM stack (the *_layered models), 0: a RecNet */
+    int can_stream;                   /* 1: evaluates chunk by chunk from a carried state */
+    int has_probe_gates;              /* 1: `probe` reports its input-dependent gates */
 } sb_model_desc;
 
 /* Fills *desc for model i. Errors: SB_ERR_INVALID for i outside [0, count). */

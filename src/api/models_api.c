@@ -42,6 +42,8 @@ sb_status sb_models_describe(int i, sb_model_desc *desc, sb_error *err)
         .negative_eigenvalues = t->taxonomy.negative_eigenvalues,
         .state = t->taxonomy.state,
         .is_stack = t->stack != NULL,
+        .can_stream = t->forward_stream != NULL && t->stream_state_floats != NULL,
+        .has_probe_gates = t->probe_gates != NULL,
     };
     return SB_OK;
 }

@@ -138,6 +138,10 @@ int sb_cmd_models(int argc, char **argv)
                 sb_json_key(&j, keys[k]);
                 sb_json_string(&j, or_dash(vals[k]));
             }
+            sb_json_key(&j, "streams");
+            sb_json_int(&j, type.can_stream);
+            sb_json_key(&j, "probe_gates");
+            sb_json_int(&j, type.has_probe_gates);
             sb_json_object_end(&j);
         } else if (ok) {
             printf("  %-22s %14llu %14.0f  %s\n", type.name, (unsigned long long)params, state,
