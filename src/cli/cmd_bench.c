@@ -113,6 +113,41 @@ static double bench_batches(const sb_task *task, int64_t n, int threads, uint64_
 
 typedef double (*bench_fn)(const sb_task *, int64_t, int, uint64_t *, sb_error *);
 
+/* Which instruction sets ran: the build's (SB_NATIVE: -march=native or the portable
+ * baseline), the CPU's, and OpenBLAS's kernel set, chosen at run time whatever the build. */
+static void bench_print_isa(void)
+{
+    sb_bench_isa isa;
+    sb_bench_isa_get(&isa);
+    printf("instruction set: built for %s (%s): %s\n", isa.built_level,
+           isa.native ? "SB_NATIVE=ON, -march=native" : "SB_NATIVE=OFF, portable", isa.built);
+    printf("instruction set: this CPU has %s: %s; OpenBLAS %s kernels%s%s%s\n", isa.cpu_level,
+           isa.cpu, isa.blas_core, isa.blas_coretype != NULL ? " (OPENBLAS_CORETYPE=" : "",
+           isa.blas_coretype != NULL ? isa.blas_coretype : "",
+           isa.blas_coretype != NULL ? ")" : "");
+}
+
+static void bench_json_isa(sb_json *j)
+{
+    sb_bench_isa isa;
+    sb_bench_isa_get(&isa);
+    sb_json_key(j, "isa");
+    sb_json_object_begin(j);
+    sb_json_key(j, "built_level");
+    sb_json_string(j, isa.built_level);
+    sb_json_key(j, "built");
+    sb_json_string(j, isa.built);
+    sb_json_key(j, "native");
+    sb_json_bool(j, isa.native);
+    sb_json_key(j, "cpu_level");
+    sb_json_string(j, isa.cpu_level);
+    sb_json_key(j, "cpu");
+    sb_json_string(j, isa.cpu);
+    sb_json_key(j, "blas_core");
+    sb_json_string(j, isa.blas_core);
+    sb_json_object_end(j);
+}
+
 static double bench_samples_adapter(const sb_task *task, int64_t n, int threads, uint64_t *hash,
                                     sb_error *err)
 {
@@ -173,6 +208,7 @@ static int bench_data(int argc, char **argv)
         return sb_cli_fail("bench", &err);
     int64_t n = task->cfg.dataset_size;
     int E = task->n_elements[SB_SPLIT_TRAIN];
+    bench_print_isa();
     printf("bench data: vocab %d, amb %d, amb_depth %d, %d elements, gaps U(%g, %g) s, noise "
            "%g; %lld samples, median of %d\n",
            task->grammar->config.vocab, task->grammar->config.amb,
@@ -255,6 +291,7 @@ static void bench_json_row(sb_json *j, const sb_bench_config *c, const sb_bench_
 
 static void bench_print_header(double peak, int threads)
 {
+    bench_print_isa();
     /* the kernel set matters: OPENBLAS_CORETYPE can force a slower one */
     printf("FP32 peak (sgemm 2048^3, %d thread%s, OpenBLAS %s kernels): %.1f GFLOP/s\n", threads,
            threads == 1 ? "" : "s", sb_blas_core_name(), peak);
@@ -304,6 +341,7 @@ static int bench_models(int argc, char **argv)
     sb_json_init(&j, stdout, 0);
     if (json) {
         sb_json_object_begin(&j);
+        bench_json_isa(&j);
         sb_json_key(&j, "results");
         sb_json_array_begin(&j);
     } else {

@@ -333,14 +333,29 @@ static void gather(real *buf, const real *x, int b, int h, int T, int H, int n)
     memset(buf + T, 0, (size_t)(n - T) * sizeof(real));
 }
 
+/* Complex products with explicit fused multiply-adds: re = fma(ar, br, -(ai bi)), im =
+ * fma(ar, bi, ai br). Written as plain products and sums, gcc 12's vectoriser turns the
+ * pair into vfmaddsub (one rounding) when AVX is enabled, despite -ffp-contract=off, and
+ * into separate roundings otherwise, so the S4 results depended on SB_NATIVE. With fma()
+ * every build rounds the same way (one instruction with FMA, a libm call without). */
+static inline real cmul_re(real ar, real ai, real br, real bi)
+{
+    return fma(ar, br, -(ai * bi));
+}
+
+static inline real cmul_im(real ar, real ai, real br, real bi)
+{
+    return fma(ar, bi, ai * br);
+}
+
 /* spectra: out[k] = a[k] * b[k] (conj_b: * conj(b[k])), nc complex bins interleaved */
 static void cmul(real *out, const real *a, const real *b, int nc, int conj_b)
 {
     const real sgn = conj_b ? -1 : 1;
     for (int k = 0; k < nc; k++) {
         const real ar = a[2 * k], ai = a[2 * k + 1], br = b[2 * k], bi = sgn * b[2 * k + 1];
-        out[2 * k] = ar * br - ai * bi;
-        out[2 * k + 1] = ar * bi + ai * br;
+        out[2 * k] = cmul_re(ar, ai, br, bi);
+        out[2 * k + 1] = cmul_im(ar, ai, br, bi);
     }
 }
 
@@ -412,9 +427,9 @@ static void s4conv_backward(sb_graph *g, void *ctx)
                     real *a = acc + (size_t)(h - h0) * buf;
                     for (int k = 0; k < nc; k++) { /* a += G conj(U) */
                         const real gr = spec[2 * k], gi = spec[2 * k + 1];
-                        const real ur = spec2[2 * k], ui = spec2[2 * k + 1];
-                        a[2 * k] += gr * ur + gi * ui;
-                        a[2 * k + 1] += gi * ur - gr * ui;
+                        const real ur = spec2[2 * k], ui = -spec2[2 * k + 1];
+                        a[2 * k] += cmul_re(gr, gi, ur, ui);
+                        a[2 * k + 1] += cmul_im(gr, gi, ur, ui);
                     }
                 }
                 if (dD != NULL) {

@@ -145,14 +145,18 @@ static void fast_forward(const scan_io *io, real *y, real *ypre, real *state, re
             const real dt = ssm_softplus(io->delta[ie] + bias);
             const real uu = io->u[ie], du = dt * uu;
             const real *Bt = io->Bm + row * (size_t)N, *Ct = io->Cm + row * (size_t)N;
-            real acc = 0;
-#pragma omp simd reduction(+ : acc)
-            for (int n = 0; n < N; n++) {
-                const real hn = fma(ssm_exp(dt * Ae[n]), h[n], du * Bt[n]);
-                h[n] = hn;
-                acc += Ct[n] * hn;
+            real part[SSM_LANES] = {0}; /* C h in fixed lanes (ssm_math.h) */
+            for (int n0 = 0; n0 < N; n0 += SSM_LANES) {
+                const int lanes = ssm_lanes_width(n0, N);
+#pragma omp simd
+                for (int k = 0; k < lanes; k++) {
+                    const int n = n0 + k;
+                    const real hn = fma(ssm_exp(dt * Ae[n]), h[n], du * Bt[n]);
+                    h[n] = hn;
+                    part[k] += Ct[n] * hn;
+                }
             }
-            const real yp = acc + Dd * uu;
+            const real yp = ssm_lanes_sum(part) + Dd * uu;
             if (ypre != NULL)
                 ypre[ie] = yp;
             y[ie] = gate(io->z, ie, yp);
@@ -257,18 +261,23 @@ static void fast_backward(sb_graph *g, void *ctx)
                         const real *Bt = io->Bm + row * (size_t)N, *Ct = io->Cm + row * (size_t)N;
                         real *dBt = dB + row * (size_t)N, *dCt = dC + row * (size_t)N;
                         const real dtu = dt * uu;
-                        real s1 = 0, s2 = 0;
-#pragma omp simd reduction(+ : s1, s2)
-                        for (int n = 0; n < N; n++) {
-                            const real l = fma(dyp, Ct[n], lam[n]);
-                            dCt[n] = fma(dyp, ht[n], dCt[n]);
-                            const real gAA = l * hp[n] * at[n] * Ae[n];
-                            s1 += gAA;
-                            s2 += l * Bt[n];
-                            dAl[n] = fma(gAA, dt, dAl[n]);
-                            dBt[n] = fma(dtu, l, dBt[n]);
-                            lam[n] = l * at[n];
+                        real p1[SSM_LANES] = {0}, p2[SSM_LANES] = {0}; /* fixed lanes */
+                        for (int n0 = 0; n0 < N; n0 += SSM_LANES) {
+                            const int lanes = ssm_lanes_width(n0, N);
+#pragma omp simd
+                            for (int k = 0; k < lanes; k++) {
+                                const int n = n0 + k;
+                                const real l = fma(dyp, Ct[n], lam[n]);
+                                dCt[n] = fma(dyp, ht[n], dCt[n]);
+                                const real gAA = l * hp[n] * at[n] * Ae[n];
+                                p1[k] += gAA;
+                                p2[k] += l * Bt[n];
+                                dAl[n] = fma(gAA, dt, dAl[n]);
+                                dBt[n] = fma(dtu, l, dBt[n]);
+                                lam[n] = l * at[n];
+                            }
                         }
+                        const real s1 = ssm_lanes_sum(p1), s2 = ssm_lanes_sum(p2);
                         if (du != NULL)
                             du[ie] += dt * s2 + Dd * dyp;
                         const real dpre = (s1 + uu * s2) * ssm_softplus_grad(pre);

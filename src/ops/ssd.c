@@ -279,15 +279,18 @@ static void chunked_backward(sb_graph *g, void *ctx)
                     real *dxb = dx + row0 * (size_t)E + (size_t)m * (size_t)P;
                     /* D skip */
                     const real Dm = c->D != NULL ? c->D->data[m] : 0;
-                    real dD_acc = 0;
+                    real dD_lane[SSM_LANES] = {0}; /* fixed lanes (ssm_math.h) */
                     for (int i = 0; i < q; i++)
-#pragma omp simd reduction(+ : dD_acc)
-                        for (int p = 0; p < P; p++) {
-                            dD_acc +=
-                                dyb[(size_t)i * E + (size_t)p] * xb[(size_t)i * E + (size_t)p];
-                            dxb[(size_t)i * E + (size_t)p] += Dm * dyb[(size_t)i * E + (size_t)p];
+                        for (int p0 = 0; p0 < P; p0 += SSM_LANES) {
+                            const int lanes = ssm_lanes_width(p0, P);
+#pragma omp simd
+                            for (int k = 0; k < lanes; k++) {
+                                const size_t ip = (size_t)i * E + (size_t)(p0 + k);
+                                dD_lane[k] += dyb[ip] * xb[ip];
+                                dxb[ip] += Dm * dyb[ip];
+                            }
                         }
-                    dD_part[(size_t)b * M + (size_t)m] += dD_acc;
+                    dD_part[(size_t)b * M + (size_t)m] += ssm_lanes_sum(dD_lane);
                     /* intra-chunk: Gm = dy x^T, dxbar = Gam^T dy */
                     tril_abt(q, P, dyb, E, xb, E, Gm);
                     tril_t_mm(q, P, Gam, dyb, E, 0, dxbar, P);
@@ -299,16 +302,20 @@ static void chunked_backward(sb_graph *g, void *ctx)
                         const real *Gmk = Gm + (size_t)k * q, *Gamk = Gam + (size_t)k * q;
                         const real *Psik = Psi + (size_t)k * q;
                         real *dCBk = dCB + (size_t)k * q;
-                        real acc = 0;
-#pragma omp simd reduction(+ : acc)
-                        for (int j = 0; j < k; j++) {
-                            const real dG = dtv[j] * Gmk[j]; /* dGam_kj */
-                            colacc[j] += dG * Gamk[j];
-                            acc += colacc[j];
-                            dCBk[j] += dG * Psik[j];
+                        real part[SSM_LANES] = {0}; /* fixed lanes (ssm_math.h) */
+                        for (int j0 = 0; j0 < k; j0 += SSM_LANES) {
+                            const int lanes = ssm_lanes_width(j0, k);
+#pragma omp simd
+                            for (int l = 0; l < lanes; l++) {
+                                const int j = j0 + l;
+                                const real dG = dtv[j] * Gmk[j]; /* dGam_kj */
+                                colacc[j] += dG * Gamk[j];
+                                part[l] += colacc[j];
+                                dCBk[j] += dG * Psik[j];
+                            }
                         }
                         dCBk[k] += dtv[k] * Gmk[k]; /* Psi_kk = 1 */
-                        da[k] = acc;
+                        da[k] = ssm_lanes_sum(part);
                     }
                     /* the carried state's contribution to y (zero in the first chunk) */
                     if (ch > 0) {
@@ -321,27 +328,35 @@ static void chunked_backward(sb_graph *g, void *ctx)
                         ssm_gemm(0, 0, q, N, P, 1, dyb, E, Fprev, N, 0, tmpN, N);
                         for (int i = 0; i < q; i++) {
                             const real es = ssm_exp(s[i]);
-                            real dot = 0;
-#pragma omp simd reduction(+ : dot)
-                            for (int n = 0; n < N; n++) {
-                                const real v = tmpN[(size_t)i * N + (size_t)n];
-                                dCc[(size_t)i * N + (size_t)n] += es * v;
-                                dot += v * Cc[(size_t)i * N + (size_t)n];
+                            real part[SSM_LANES] = {0}; /* fixed lanes (ssm_math.h) */
+                            for (int n0 = 0; n0 < N; n0 += SSM_LANES) {
+                                const int lanes = ssm_lanes_width(n0, N);
+#pragma omp simd
+                                for (int k = 0; k < lanes; k++) {
+                                    const size_t in = (size_t)i * N + (size_t)(n0 + k);
+                                    const real v = tmpN[in];
+                                    dCc[in] += es * v;
+                                    part[k] += v * Cc[in];
+                                }
                             }
-                            ds[i] += es * dot;
+                            ds[i] += es * ssm_lanes_sum(part);
                         }
                     }
                     /* state passing and the chunk's own state (dF = 0 after the last chunk) */
                     if (ch < nc - 1) {
                         const real sq = s[q - 1], eq = ssm_exp(sq);
                         if (ch > 0) {
-                            real dot = 0;
-#pragma omp simd reduction(+ : dot)
-                            for (size_t k = 0; k < PN; k++) {
-                                dFprev[k] += eq * dFc[k];
-                                dot += dFc[k] * Fprev[k];
+                            real part[SSM_LANES] = {0}; /* fixed lanes (ssm_math.h) */
+                            for (size_t k0 = 0; k0 < PN; k0 += SSM_LANES) {
+                                const int lanes = PN - k0 < SSM_LANES ? (int)(PN - k0) : SSM_LANES;
+#pragma omp simd
+                                for (int l = 0; l < lanes; l++) {
+                                    const size_t k = k0 + (size_t)l;
+                                    dFprev[k] += eq * dFc[k];
+                                    part[l] += dFc[k] * Fprev[k];
+                                }
                             }
-                            ds[q - 1] += eq * dot;
+                            ds[q - 1] += eq * ssm_lanes_sum(part);
                         }
                         ssm_gemm(0, 1, q, P, N, 1, Bc, N, dFc, N, 0, tmpP, P);
                         ssm_gemm(0, 0, q, N, P, 1, xb, E, dFc, N, 0, tmpN, N);
@@ -349,14 +364,19 @@ static void chunked_backward(sb_graph *g, void *ctx)
                         for (int j = 0; j < q; j++) {
                             da[j] += prefix;
                             const real wj = ssm_exp(sq - s[j]), wdt = wj * dtv[j];
-                            real dot = 0;
-#pragma omp simd reduction(+ : dot)
-                            for (int p = 0; p < P; p++) {
-                                dxbar[(size_t)j * P + (size_t)p] +=
-                                    wj * tmpP[(size_t)j * P + (size_t)p];
-                                dot +=
-                                    xb[(size_t)j * E + (size_t)p] * tmpP[(size_t)j * P + (size_t)p];
+                            real part[SSM_LANES] = {0}; /* fixed lanes (ssm_math.h) */
+                            for (int p0 = 0; p0 < P; p0 += SSM_LANES) {
+                                const int lanes = ssm_lanes_width(p0, P);
+#pragma omp simd
+                                for (int k = 0; k < lanes; k++) {
+                                    const int p = p0 + k;
+                                    dxbar[(size_t)j * P + (size_t)p] +=
+                                        wj * tmpP[(size_t)j * P + (size_t)p];
+                                    part[k] += xb[(size_t)j * E + (size_t)p] *
+                                               tmpP[(size_t)j * P + (size_t)p];
+                                }
                             }
+                            const real dot = ssm_lanes_sum(part);
 #pragma omp simd
                             for (int n = 0; n < N; n++)
                                 dBc[(size_t)j * N + (size_t)n] +=
@@ -369,13 +389,18 @@ static void chunked_backward(sb_graph *g, void *ctx)
                     for (int k = q - 1; k >= 0; k--) {
                         suffix += ds[k];
                         const real dak = da[k] + suffix;
-                        real dot = 0;
-#pragma omp simd reduction(+ : dot)
-                        for (int p = 0; p < P; p++) {
-                            const real v = dxbar[(size_t)k * P + (size_t)p];
-                            dot += v * xb[(size_t)k * E + (size_t)p];
-                            dxb[(size_t)k * E + (size_t)p] += dtv[k] * v;
+                        real part[SSM_LANES] = {0}; /* fixed lanes (ssm_math.h) */
+                        for (int p0 = 0; p0 < P; p0 += SSM_LANES) {
+                            const int lanes = ssm_lanes_width(p0, P);
+#pragma omp simd
+                            for (int l = 0; l < lanes; l++) {
+                                const int p = p0 + l;
+                                const real v = dxbar[(size_t)k * P + (size_t)p];
+                                part[l] += v * xb[(size_t)k * E + (size_t)p];
+                                dxb[(size_t)k * E + (size_t)p] += dtv[k] * v;
+                            }
                         }
+                        const real dot = ssm_lanes_sum(part);
                         dA_acc += dak * dtv[k];
                         const real dpre = (dak * Am + dot) * ssm_softplus_grad(pre[k]);
                         ddt[(row0 + (size_t)k) * (size_t)M + (size_t)m] += dpre;

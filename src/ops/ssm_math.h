@@ -78,6 +78,33 @@ static inline float ssm_sigmoid(float x)
 }
 #endif
 
+/* Sums inside the scans' vectorised loops are kept in SSM_LANES running partial sums, term i
+ * going to lane i % SSM_LANES, combined by ssm_lanes_sum in a fixed tree:
+ *
+ *     real part[SSM_LANES] = {0};
+ *     for (int n0 = 0; n0 < N; n0 += SSM_LANES) {
+ *         const int lanes = ssm_lanes_width(n0, N);
+ *     #pragma omp simd
+ *         for (int k = 0; k < lanes; k++) { ... part[k] += term(n0 + k); }
+ *     }
+ *     acc = ssm_lanes_sum(part);
+ *
+ * An `omp simd reduction(+ : acc)` would let the compiler sum in its vector width's order
+ * (8 float lanes with AVX2/AVX-512 at gcc's 256-bit preference, 4 with SSE2), so the
+ * result would depend on the instruction set the binary was built for (SB_NATIVE). This
+ * order is the same for every build; the compiler still vectorises the lanes. */
+#define SSM_LANES 8
+
+static inline int ssm_lanes_width(int n0, int n)
+{
+    return n - n0 < SSM_LANES ? n - n0 : SSM_LANES;
+}
+
+static inline real ssm_lanes_sum(const real *p)
+{
+    return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+}
+
 /* softplus with PyTorch's threshold: x above 20 passes through */
 static inline real ssm_softplus(real x)
 {

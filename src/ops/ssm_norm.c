@@ -38,10 +38,16 @@ static void gnorm_backward(sb_graph *g, void *ctx)
         const size_t off = (size_t)n * (size_t)E;
         const real *yr = y + off, *zr = z + off, *dr = dout + off;
         const real r = c->rstd[n];
-        real dot = 0; /* sum_i q_i ghat_i */
-#pragma omp simd reduction(+ : dot)
-        for (int i = 0; i < E; i++)
-            dot += dr[i] * w[i] * yr[i] * zr[i] * ssm_sigmoid(zr[i]);
+        real part[SSM_LANES] = {0}; /* sum_i q_i ghat_i in fixed lanes (ssm_math.h) */
+        for (int i0 = 0; i0 < E; i0 += SSM_LANES) {
+            const int lanes = ssm_lanes_width(i0, E);
+#pragma omp simd
+            for (int k = 0; k < lanes; k++) {
+                const int i = i0 + k;
+                part[k] += dr[i] * w[i] * yr[i] * zr[i] * ssm_sigmoid(zr[i]);
+            }
+        }
+        const real dot = ssm_lanes_sum(part);
         const real mean_qg = dot * r / (real)E;
         real *dyr = dy != NULL ? dy + off : NULL, *dzr = dz != NULL ? dz + off : NULL;
         real *dwr = dw_terms != NULL ? dw_terms + off : NULL;
@@ -81,13 +87,18 @@ sb_tensor *sb_rmsnorm_gate_first(sb_graph *g, sb_tensor *y, sb_tensor *z, sb_ten
         const size_t off = (size_t)n * (size_t)E;
         const real *yr = y->data + off, *zr = z->data + off;
         real *orow = o->data + off;
-        real ss = 0;
-#pragma omp simd reduction(+ : ss)
-        for (int i = 0; i < E; i++) {
-            const real gi = yr[i] * zr[i] * ssm_sigmoid(zr[i]);
-            orow[i] = gi; /* g, scaled below */
-            ss += gi * gi;
+        real part[SSM_LANES] = {0}; /* sum of squares in fixed lanes (ssm_math.h) */
+        for (int i0 = 0; i0 < E; i0 += SSM_LANES) {
+            const int lanes = ssm_lanes_width(i0, E);
+#pragma omp simd
+            for (int k = 0; k < lanes; k++) {
+                const int i = i0 + k;
+                const real gi = yr[i] * zr[i] * ssm_sigmoid(zr[i]);
+                orow[i] = gi; /* g, scaled below */
+                part[k] += gi * gi;
+            }
         }
+        const real ss = ssm_lanes_sum(part);
         const real r = 1 / sqrt(ss / (real)E + eps);
 #pragma omp simd
         for (int i = 0; i < E; i++)

@@ -3,11 +3,13 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/model.h"
 #include "ops/ops.h"
+#include "tensor/nn.h"
 #include "tensor/optim.h"
 #include "core/timer.h"
 
@@ -176,4 +178,113 @@ double sb_bench_sgemm_peak(int threads)
     free(b);
     free(c);
     return best;
+}
+
+/* ---- instruction sets ----------------------------------------------------------------- */
+
+/* The x86 features that matter to our kernels or OpenBLAS's: the SSE levels, AVX/AVX2, FMA
+ * (fma() in a kernel is one instruction instead of a libm call), AVX-512 and its BF16 dot
+ * products. This file is compiled with the same flags as the rest of the library, so its
+ * predefined macros are what the compiler could use everywhere. */
+static const char *const isa_built_names[] = {
+#ifdef __SSE2__
+    "sse2",
+#endif
+#ifdef __SSE3__
+    "sse3",
+#endif
+#ifdef __SSSE3__
+    "ssse3",
+#endif
+#ifdef __SSE4_1__
+    "sse4.1",
+#endif
+#ifdef __SSE4_2__
+    "sse4.2",
+#endif
+#ifdef __AVX__
+    "avx",
+#endif
+#ifdef __AVX2__
+    "avx2",
+#endif
+#ifdef __FMA__
+    "fma",
+#endif
+#ifdef __AVX512F__
+    "avx512f",
+#endif
+#ifdef __AVX512BW__
+    "avx512bw",
+#endif
+#ifdef __AVX512VL__
+    "avx512vl",
+#endif
+#ifdef __AVX512BF16__
+    "avx512bf16",
+#endif
+    NULL};
+
+#if defined(__AVX512F__)
+#define ISA_BUILT_LEVEL "avx512"
+#elif defined(__AVX2__)
+#define ISA_BUILT_LEVEL "avx2"
+#elif defined(__AVX__)
+#define ISA_BUILT_LEVEL "avx"
+#elif defined(__SSE4_2__)
+#define ISA_BUILT_LEVEL "sse4.2"
+#elif defined(__SSE2__)
+#define ISA_BUILT_LEVEL "sse2"
+#else
+#define ISA_BUILT_LEVEL "unknown"
+#endif
+
+/* appends " name" (the first without the space) if it fits */
+static void isa_append(char *buf, size_t cap, const char *name)
+{
+    size_t len = strlen(buf);
+    snprintf(buf + len, cap - len, "%s%s", len > 0 ? " " : "", name);
+}
+
+void sb_bench_isa_get(sb_bench_isa *isa)
+{
+    memset(isa, 0, sizeof *isa);
+#ifdef SB_MARCH_NATIVE
+    isa->native = 1;
+#endif
+    isa->built_level = ISA_BUILT_LEVEL;
+    for (int i = 0; isa_built_names[i] != NULL; i++)
+        isa_append(isa->built, sizeof isa->built, isa_built_names[i]);
+    isa->cpu_level = "unknown";
+#if defined(__x86_64__) || defined(__i386__)
+    /* __builtin_cpu_supports takes a string literal: one call per feature */
+    __builtin_cpu_init();
+    const struct {
+        const char *name;
+        int on;
+        const char *level; /* the level this feature starts, NULL for the others */
+    } cpu[] = {
+        {"sse2", __builtin_cpu_supports("sse2"), "sse2"},
+        {"sse3", __builtin_cpu_supports("sse3"), NULL},
+        {"ssse3", __builtin_cpu_supports("ssse3"), NULL},
+        {"sse4.1", __builtin_cpu_supports("sse4.1"), NULL},
+        {"sse4.2", __builtin_cpu_supports("sse4.2"), "sse4.2"},
+        {"avx", __builtin_cpu_supports("avx"), "avx"},
+        {"avx2", __builtin_cpu_supports("avx2"), "avx2"},
+        {"fma", __builtin_cpu_supports("fma"), NULL},
+        {"avx512f", __builtin_cpu_supports("avx512f"), "avx512"},
+        {"avx512bw", __builtin_cpu_supports("avx512bw"), NULL},
+        {"avx512vl", __builtin_cpu_supports("avx512vl"), NULL},
+        {"avx512bf16", __builtin_cpu_supports("avx512bf16"), NULL},
+    };
+    for (size_t i = 0; i < sizeof cpu / sizeof *cpu; i++) {
+        if (!cpu[i].on)
+            continue;
+        isa_append(isa->cpu, sizeof isa->cpu, cpu[i].name);
+        if (cpu[i].level != NULL)
+            isa->cpu_level = cpu[i].level;
+    }
+#endif
+    isa->blas_core = sb_blas_core_name();
+    isa->blas_coretype = getenv("OPENBLAS_CORETYPE");
 }

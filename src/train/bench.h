@@ -41,4 +41,22 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
  * best of a few 2048^3 sgemm runs (the roofline the fractions are relative to). */
 double sb_bench_sgemm_peak(int threads);
 
+/* The instruction sets behind a benchmark: what the compiler was allowed to use for this
+ * binary (its predefined macros; SB_NATIVE=ON builds with -march=native), what this CPU
+ * offers (asked at run time), and the OpenBLAS kernel set (chosen by OpenBLAS at run time,
+ * whatever the build: OPENBLAS_CORETYPE overrides its choice). Feature lists are
+ * space-separated lower-case names (sse2 ... avx2 fma avx512f ... avx512bf16); the level is
+ * the widest vector extension among them ("avx512", "avx2", "avx", "sse4.2", "sse2"). */
+typedef struct sb_bench_isa {
+    int native;                 /* built with -march=native */
+    const char *built_level;
+    char built[160];
+    const char *cpu_level;      /* "unknown" off x86 */
+    char cpu[160];
+    const char *blas_core;      /* openblas_get_corename() */
+    const char *blas_coretype;  /* $OPENBLAS_CORETYPE, NULL when unset */
+} sb_bench_isa;
+
+void sb_bench_isa_get(sb_bench_isa *isa);
+
 #endif

@@ -180,6 +180,15 @@ expect_error 2 "name the checkpoint" eval --test_dur 1
 expect_ok bench --model transformer --batch_size 4 --frames 16 --feat_size 16 --layers 1 \
   --inp 9 --classes 11 --steps 2 --json
 grep -q '"tokens_per_s"' "$TMP/out" || fail "bench --json: no tokens_per_s"
+# which instruction sets ran: the build's, the CPU's and OpenBLAS's kernels (no timings)
+isa='"isa":{"built_level":"[a-z0-9.]*","built":"[a-z0-9. ]*","native":\(true\|false\),'
+grep -q "$isa"'"cpu_level":' "$TMP/out" || fail "bench --json: no isa object: $(head -c 400 "$TMP/out")"
+expect_ok bench --model gru --batch_size 2 --frames 8 --feat_size 16 --layers 1 --inp 9 \
+  --classes 11 --steps 1
+grep -q '^instruction set: built for [a-z0-9.]* (SB_NATIVE=O[NF]*, [^)]*): [a-z]' "$TMP/out" ||
+  fail "bench: no 'instruction set: built for' line: $(head -n 3 "$TMP/out")"
+grep -q '^instruction set: this CPU has .*; OpenBLAS .* kernels' "$TMP/out" ||
+  fail "bench: no 'instruction set: this CPU has' line: $(head -n 3 "$TMP/out")"
 
 # the demo (the README's first command) runs: a quick version with one model and seed
 expect_ok demo --quick --models transformer --seeds 1 --out "$TMP/demo"
@@ -202,6 +211,7 @@ n_csv=$(($(wc -l <"$TMP/out") - 1))
 
 # the data-generation benchmark runs on a small task and reports every stage
 expect_ok bench data --vocab 5 --amb 2 --amb_depth 2 --train_seqlen_max 20 --dataset_size 200
+grep -q '^instruction set: built for ' "$TMP/out" || fail "bench data: no instruction set line"
 for stage in sequences samples batches; do
   grep -q "^$stage " "$TMP/out" || fail "bench data: no '$stage' line"
 done
