@@ -2,6 +2,7 @@
  * rng_mt19937.c - MT19937 as CPython's `random` module and numpy's legacy RandomState
  * use it (spec/task.md sections 2.4 and 6.2).
  */
+#include "core/alloc.h"
 #include "core/rng.h"
 #include "core/status.h"
 
@@ -122,7 +123,7 @@ void sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out)
         int local[64];
         int *tmp = n <= 64 ? local : NULL;
         if (tmp == NULL) {
-            tmp = (int *)malloc((size_t)n * sizeof *tmp);
+            tmp = (int *)sb_malloc((size_t)n * sizeof *tmp);
             SB_ASSERT(tmp != NULL);
         }
         for (int i = 0; i < n; i++)
@@ -133,7 +134,7 @@ void sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out)
             tmp[j] = tmp[n - i - 1];
         }
         if (tmp != local)
-            free(tmp);
+            sb_free(tmp);
     } else {
         for (int i = 0; i < k; i++) {
             int j;

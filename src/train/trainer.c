@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/alloc.h"
 #include "task/batch.h"
 #include "train/checkpoint.h"
 #include "ops/ops.h"
@@ -226,12 +227,12 @@ sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, doubl
     sb_graph g;
     sb_graph_init(&g, (size_t)64 << 20);
     size_t state_floats = stream ? m->type->stream_state_floats(&m->cfg) : 0;
-    real *logits = malloc((size_t)DECODE_CHUNK * (size_t)C * sizeof *logits);
-    real *acc_buf = malloc((size_t)sub * (size_t)C * sizeof *acc_buf);
-    decoder_state *ds = malloc((size_t)sub * sizeof *ds);
-    int64_t *index = malloc((size_t)sub * sizeof *index);
-    real *state_buf = stream ? malloc((size_t)L * (size_t)sub * state_floats * sizeof(real)) : NULL;
-    real **states = stream ? malloc((size_t)L * sizeof *states) : NULL;
+    real *logits = sb_malloc((size_t)DECODE_CHUNK * (size_t)C * sizeof *logits);
+    real *acc_buf = sb_malloc((size_t)sub * (size_t)C * sizeof *acc_buf);
+    decoder_state *ds = sb_malloc((size_t)sub * sizeof *ds);
+    int64_t *index = sb_malloc((size_t)sub * sizeof *index);
+    real *state_buf = stream ? sb_malloc((size_t)L * (size_t)sub * state_floats * sizeof(real)) : NULL;
+    real **states = stream ? sb_malloc((size_t)L * sizeof *states) : NULL;
     if (!logits || !acc_buf || !ds || !index || (stream && (!state_buf || !states))) {
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory for the evaluation");
         goto done;
@@ -309,12 +310,12 @@ sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, doubl
     *loss_out = test_loss;
     *acc_out = test_acc;
 done:
-    free(logits);
-    free(acc_buf);
-    free(ds);
-    free(index);
-    free(state_buf);
-    free(states);
+    sb_free(logits);
+    sb_free(acc_buf);
+    sb_free(ds);
+    sb_free(index);
+    sb_free(state_buf);
+    sb_free(states);
     sb_graph_free(&g);
     sb_batch_free(&batch);
     return st;
@@ -483,7 +484,7 @@ static sb_status train_buffers_init(train_run *r, sb_error *err)
     r->have_graph = 1;
     r->g.record = 1;
     r->g.dropout_seed = r->cfg->seed * 0x9e3779b97f4a7c15ull + 0x5eedu;
-    r->index = malloc((size_t)r->micro * sizeof *r->index);
+    r->index = sb_malloc((size_t)r->micro * sizeof *r->index);
     if (r->index == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
     return SB_OK;
@@ -664,7 +665,7 @@ static void train_finish(train_run *r)
 
 static void train_run_free(train_run *r)
 {
-    free(r->index);
+    sb_free(r->index);
     if (r->have_graph)
         sb_graph_free(&r->g);
     if (r->have_batch)
@@ -731,7 +732,7 @@ sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_mo
     sb_status st = sb_batch_init(&batch, task, B, err);
     if (st != SB_OK)
         return st;
-    int64_t *index = malloc((size_t)B * sizeof *index);
+    int64_t *index = sb_malloc((size_t)B * sizeof *index);
     sb_graph g;
     sb_graph_init(&g, (size_t)64 << 20);
     float *logits = NULL, *mask = NULL;
@@ -748,8 +749,8 @@ sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_mo
         goto done;
     size_t frames = (size_t)batch.B * (size_t)batch.T;
     size_t C = (size_t)m->cfg.d_output;
-    logits = malloc(frames * C * sizeof *logits);
-    mask = malloc(frames * sizeof *mask);
+    logits = sb_malloc(frames * C * sizeof *logits);
+    mask = sb_malloc(frames * sizeof *mask);
     if (logits == NULL || mask == NULL) {
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
         goto done;
@@ -766,9 +767,9 @@ sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_mo
     sb_st_meta meta[1] = {{"format", "selectivbench-dump-1"}};
     st = sb_safetensors_write(path, t, 3, meta, 1, err);
 done:
-    free(logits);
-    free(mask);
-    free(index);
+    sb_free(logits);
+    sb_free(mask);
+    sb_free(index);
     sb_graph_free(&g);
     sb_batch_free(&batch);
     return st;
