@@ -105,7 +105,7 @@ uint32_t sb_pyrandom_randbelow(sb_mt19937 *mt, uint32_t n)
     return r;
 }
 
-void sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out)
+int sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out)
 {
     SB_ASSERT(k >= 0 && k <= n);
     /* CPython chooses between a pool copy and a set of selected indices by size. */
@@ -124,7 +124,8 @@ void sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out)
         int *tmp = n <= 64 ? local : NULL;
         if (tmp == NULL) {
             tmp = (int *)sb_malloc((size_t)n * sizeof *tmp);
-            SB_ASSERT(tmp != NULL);
+            if (tmp == NULL)
+                return -1;
         }
         for (int i = 0; i < n; i++)
             tmp[i] = i;
@@ -149,6 +150,7 @@ void sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out)
             out[i] = j;
         }
     }
+    return 0;
 }
 
 /* ---- numpy legacy RandomState ------------------------------------------------------- */

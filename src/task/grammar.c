@@ -363,7 +363,11 @@ sb_status sb_grammar_generate(const sb_grammar_config *cfg_in, sb_grammar **out,
     int accepted = 0;
     for (int attempt = 1; attempt <= SB_GRAMMAR_MAX_ATTEMPTS; attempt++) {
         if (amb > 0) {
-            sb_pyrandom_sample(&py, n_letters, amb, w.rep_letters);
+            if (sb_pyrandom_sample(&py, n_letters, amb, w.rep_letters) != 0) {
+                st = sb_error_set(err, SB_ERR_NOMEM,
+                                  "out of memory generating a grammar of %d states", n);
+                goto done;
+            }
             grammar_build_states(&w, n_letters, amb, depth);
         }
         grammar_draw_transitions(&w, &rng, n, n_classes, td);

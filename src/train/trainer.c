@@ -204,8 +204,10 @@ static void eval_forward_chunk(sb_graph *g, void *arg)
     a->hidden = sb_model_hidden_stream(g, a->m, x, a->states);
 }
 
-sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
-                      double *loss_out, double *acc_out, sb_error *err)
+/* sb_evaluate with the arena's block size (0: the default). */
+static sb_status evaluate(const sb_task *task, const sb_model *m, int test_bs,
+                          double mem_budget_gb, size_t arena_block, double *loss_out,
+                          double *acc_out, sb_error *err)
 {
     const int64_t n = sb_task_split_size(task, SB_SPLIT_TEST);
     const int frames = split_max_frames(task, SB_SPLIT_TEST);
@@ -225,7 +227,7 @@ sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, doubl
     if (st != SB_OK)
         return st;
     sb_graph g;
-    sb_graph_init(&g, (size_t)64 << 20);
+    sb_graph_init(&g, arena_block);
     size_t state_floats = stream ? m->type->stream_state_floats(&m->cfg) : 0;
     real *logits = sb_malloc((size_t)DECODE_CHUNK * (size_t)C * sizeof *logits);
     real *acc_buf = sb_malloc((size_t)sub * (size_t)C * sizeof *acc_buf);
@@ -319,6 +321,12 @@ done:
     sb_graph_free(&g);
     sb_batch_free(&batch);
     return st;
+}
+
+sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
+                      double *loss_out, double *acc_out, sb_error *err)
+{
+    return evaluate(task, m, test_bs, mem_budget_gb, 0, loss_out, acc_out, err);
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -429,7 +437,8 @@ static sb_status train_test_pretrained(train_run *r, sb_error *err)
 {
     sb_train_result *res = r->res;
     double loss, acc;
-    sb_status st = sb_evaluate(r->task, r->m, r->cfg->test_bs, r->budget, &loss, &acc, err);
+    sb_status st = evaluate(r->task, r->m, r->cfg->test_bs, r->budget, r->opt->arena_block_bytes,
+                            &loss, &acc, err);
     if (st != SB_OK)
         return st;
     res->test_loss = loss;
@@ -480,7 +489,7 @@ static sb_status train_buffers_init(train_run *r, sb_error *err)
     if (st != SB_OK)
         return st;
     r->have_batch = 1;
-    sb_graph_init(&r->g, (size_t)64 << 20);
+    sb_graph_init(&r->g, r->opt->arena_block_bytes);
     r->have_graph = 1;
     r->g.record = 1;
     r->g.dropout_seed = r->cfg->seed * 0x9e3779b97f4a7c15ull + 0x5eedu;
@@ -551,7 +560,8 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     const sb_run_config *cfg = r->cfg;
     sb_train_result *res = r->res;
     double test_loss, test_acc;
-    sb_status st = sb_evaluate(r->task, r->m, cfg->test_bs, r->budget, &test_loss, &test_acc, err);
+    sb_status st = evaluate(r->task, r->m, cfg->test_bs, r->budget, r->opt->arena_block_bytes,
+                            &test_loss, &test_acc, err);
     if (st != SB_OK)
         return st;
     res->train_loss = r->sum_loss / r->n_since_eval;

@@ -27,6 +27,7 @@
 #include "core/alloc.h"
 #include "model/model.h"
 #include "ops/ops.h"
+#include "task/task.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
 
@@ -148,7 +149,8 @@ static sb_status train_once(const sb_run_config *c, int resume, int64_t stop_aft
     char ckpt[512];
     snprintf(ckpt, sizeof ckpt, "%s/%s.safetensors", tmpdir, c->model);
     sb_train_options opt = {.threads = 1, .ckpt_path = ckpt, .mem_budget_gb = 1.0,
-                            .resume = resume, .stop_after = stop_after};
+                            .resume = resume, .stop_after = stop_after,
+                            .arena_block_bytes = 4096};
     memset(err, 0, sizeof *err);
     return sb_train(c, &opt, res, err);
 }
@@ -251,6 +253,7 @@ static void test_training_under_failures(void **state)
         }
     print_message("%ld runs: a failure inside jansson's parser reported as a corrupt header\n",
                   jansson_misreported);
+    current_case[0] = '\0';
 }
 
 /* ---- every registered model: creation, a training step, a streamed chunk ------------- */
@@ -366,6 +369,39 @@ static void test_every_model_under_failures(void **state)
             }
     }
     print_message("%d models: %ld allocations, each failed in turn\n", models, total);
+    current_case[0] = '\0';
+}
+
+/* ---- a task with a larger grammar (random.sample's heap pool: more than 64 letters) ---- */
+
+static void test_large_task_under_failures(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("gru");
+    c.task.grammar.vocab = 80, c.task.grammar.amb = 20;
+    sb_error err = {0};
+    sb_task *task = NULL;
+    long live0 = sb_alloc_live(), count0 = sb_alloc_count();
+    snprintf(current_case, sizeof current_case, "task of vocab 80, no failure");
+    if (sb_task_create(&c.task, &task, &err) != SB_OK)
+        fail_msg("the task without failures failed: %s", err.msg);
+    sb_task_free(task);
+    const long n = sb_alloc_count() - count0;
+    assert_int_equal(sb_alloc_live(), live0);
+    for (int k = 0; k < 2; k++)
+        for (long i = 0; i < n; i++) {
+            const char *mode = k == 0 ? "once" : "always";
+            snprintf(current_case, sizeof current_case, "task of vocab 80, allocation %ld of %ld (%s)",
+                     i, n, mode);
+            memset(&err, 0, sizeof err);
+            task = NULL;
+            sb_alloc_fail_after(i, k == 0 ? SB_ALLOC_FAIL_ONCE : SB_ALLOC_FAIL_ALWAYS);
+            sb_status st = sb_task_create(&c.task, &task, &err);
+            sb_task_free(task);
+            check_outcome(current_case, i, mode, st, &err, live0);
+        }
+    print_message("task of vocab 80: %ld allocations, each failed in turn\n", n);
+    current_case[0] = '\0';
 }
 
 /* ---- the hook itself --------------------------------------------------------------------- */
@@ -403,12 +439,25 @@ static void test_hook_modes(void **state)
     assert_int_equal(sb_alloc_live(), live0);
 }
 
+/* After each test: a test that ended early (a failed check, a crash cmocka caught) names
+ * the run it was in; one that finished cleared the name. */
+static int name_unfinished_case(void **state)
+{
+    (void)state;
+    if (current_case[0] != '\0')
+        fprintf(stderr, "the test stopped during: %s\n", current_case);
+    current_case[0] = '\0';
+    sb_alloc_fail_after(-1, SB_ALLOC_FAIL_ONCE);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hook_modes),
-        cmocka_unit_test(test_training_under_failures),
-        cmocka_unit_test(test_every_model_under_failures),
+        cmocka_unit_test_teardown(test_hook_modes, name_unfinished_case),
+        cmocka_unit_test_teardown(test_training_under_failures, name_unfinished_case),
+        cmocka_unit_test_teardown(test_every_model_under_failures, name_unfinished_case),
+        cmocka_unit_test_teardown(test_large_task_under_failures, name_unfinished_case),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
