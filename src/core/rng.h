@@ -132,8 +132,10 @@ void sb_pyrandom_seed(sb_mt19937 *mt, uint64_t x);
 uint32_t sb_pyrandom_getrandbits(sb_mt19937 *mt, int k);
 /* random._randbelow(n) for n >= 1. */
 uint32_t sb_pyrandom_randbelow(sb_mt19937 *mt, uint32_t n);
-/* random.sample(range(n), k): out[0..k-1], in selection order. 0 <= k <= n <= 2^31. */
-void sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out);
+/* random.sample(range(n), k): out[0..k-1], in selection order. 0 <= k <= n <= 2^31.
+ * Returns 0, or -1 when its scratch (n ints, for 64 < n <= 21 + 4^ceil(log4(3k))) could
+ * not be allocated (nothing drawn then). */
+int sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out);
 
 /* numpy.random.seed(s) for the legacy global generator (s < 2^32). */
 void sb_legacy_seed(sb_mt19937 *mt, uint32_t seed);

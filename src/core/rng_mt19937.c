@@ -2,6 +2,7 @@
  * rng_mt19937.c - MT19937 as CPython's `random` module and numpy's legacy RandomState
  * use it (spec/task.md sections 2.4 and 6.2).
  */
+#include "core/alloc.h"
 #include "core/rng.h"
 #include "core/status.h"
 
@@ -104,7 +105,7 @@ uint32_t sb_pyrandom_randbelow(sb_mt19937 *mt, uint32_t n)
     return r;
 }
 
-void sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out)
+int sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out)
 {
     SB_ASSERT(k >= 0 && k <= n);
     /* CPython chooses between a pool copy and a set of selected indices by size. */
@@ -122,8 +123,9 @@ void sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out)
         int local[64];
         int *tmp = n <= 64 ? local : NULL;
         if (tmp == NULL) {
-            tmp = (int *)malloc((size_t)n * sizeof *tmp);
-            SB_ASSERT(tmp != NULL);
+            tmp = (int *)sb_malloc((size_t)n * sizeof *tmp);
+            if (tmp == NULL)
+                return -1;
         }
         for (int i = 0; i < n; i++)
             tmp[i] = i;
@@ -133,7 +135,7 @@ void sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out)
             tmp[j] = tmp[n - i - 1];
         }
         if (tmp != local)
-            free(tmp);
+            sb_free(tmp);
     } else {
         for (int i = 0; i < k; i++) {
             int j;
@@ -148,6 +150,7 @@ void sb_pyrandom_sample(sb_mt19937 *mt, int n, int k, int *out)
             out[i] = j;
         }
     }
+    return 0;
 }
 
 /* ---- numpy legacy RandomState ------------------------------------------------------- */

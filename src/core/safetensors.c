@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/alloc.h"
+
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors.c copies tensor bytes as they are: it needs a little-endian host"
 #endif
@@ -209,12 +211,13 @@ static sb_status st_write_header(const char *path, const sb_st_tensor *tensors, 
         json_t *info = json_object();
         if (json_object_set_new(root, t->name, info) != 0)
             goto nomem;
-        json_t *shape = json_array();
-        json_t *offsets = json_array();
-        /* set_new and append_new take (and on failure free) their value, NULL included */
+        /* set_new and append_new take (and on failure free) their value, NULL included:
+         * each value is made right where it is handed over, so none is left behind when an
+         * earlier one fails */
+        json_t *shape = NULL, *offsets = NULL;
         if (json_object_set_new(info, "dtype", json_string(st_dtypes[t->dtype].name)) != 0 ||
-            json_object_set_new(info, "shape", shape) != 0 ||
-            json_object_set_new(info, "data_offsets", offsets) != 0)
+            json_object_set_new(info, "shape", shape = json_array()) != 0 ||
+            json_object_set_new(info, "data_offsets", offsets = json_array()) != 0)
             goto nomem;
         for (int d = 0; d < t->ndim; d++)
             if (json_array_append_new(shape, json_integer((json_int_t)t->shape[d])) != 0)
@@ -266,13 +269,13 @@ sb_status sb_safetensors_write(const char *path, const sb_st_tensor *tensors, si
         return st;
 
     size_t header_len = json_dumpb(root, NULL, 0, JSON_COMPACT);
-    char *header = header_len > 0 ? malloc(header_len) : NULL;
+    char *header = header_len > 0 ? sb_malloc(header_len) : NULL;
     size_t tmp_size = strlen(path) + sizeof ".tmp";
-    char *tmp = malloc(tmp_size);
+    char *tmp = sb_malloc(tmp_size);
     if (header == NULL || tmp == NULL ||
         json_dumpb(root, header, header_len, JSON_COMPACT) != header_len) {
         json_decref(root);
-        free(header), free(tmp);
+        sb_free(header), sb_free(tmp);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory writing checkpoint '%s'", path);
     }
     json_decref(root);
@@ -299,8 +302,8 @@ sb_status sb_safetensors_write(const char *path, const sb_st_tensor *tensors, si
         if (st != SB_OK)
             remove(tmp);
     }
-    free(header);
-    free(tmp);
+    sb_free(header);
+    sb_free(tmp);
     return st;
 }
 
@@ -480,6 +483,11 @@ static sb_status st_build(const char *path, const char *header, size_t header_le
 {
     json_error_t jerr;
     json_t *root = json_loadb(header, header_len, JSON_REJECT_DUPLICATES, &jerr);
+    /* jansson reports a syntax error with a message; it returns NULL without one (or with
+     * the out-of-memory code) when an allocation failed */
+    if (root == NULL && (jerr.text[0] == '\0' || json_error_code(&jerr) == json_error_out_of_memory))
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory reading the header of checkpoint "
+                            "'%s'", path);
     if (root == NULL)
         return st_corrupt(err, path,
                           "the header is not valid JSON: %s (at byte %d of the "
@@ -525,14 +533,14 @@ static sb_status st_build(const char *path, const char *header, size_t header_le
     }
 
     sb_status st = SB_OK;
-    sb_safetensors *s = calloc(1, sizeof *s);
-    st_entry *e = calloc(n + 1, sizeof *e);
+    sb_safetensors *s = sb_calloc(1, sizeof *s);
+    st_entry *e = sb_calloc(n + 1, sizeof *e);
     if (s != NULL) {
         s->n = n, s->n_meta = n_meta;
-        s->tensors = calloc(n + 1, sizeof *s->tensors);
-        s->by_name = calloc(n + 1, sizeof *s->by_name);
-        s->meta = calloc(n_meta + 1, sizeof *s->meta);
-        s->strings = malloc(n_chars + 1);
+        s->tensors = sb_calloc(n + 1, sizeof *s->tensors);
+        s->by_name = sb_calloc(n + 1, sizeof *s->by_name);
+        s->meta = sb_calloc(n_meta + 1, sizeof *s->meta);
+        s->strings = sb_malloc(n_chars + 1);
     }
     if (s == NULL || e == NULL || s->tensors == NULL || s->by_name == NULL || s->meta == NULL ||
         s->strings == NULL) {
@@ -560,7 +568,7 @@ static sb_status st_build(const char *path, const char *header, size_t header_le
     size_t slots = 0;
     for (i = 0; i < n; i++)
         slots += st_slot_size(e[i].nbytes);
-    s->data = aligned_alloc(ST_ALIGN, slots > 0 ? slots : ST_ALIGN);
+    s->data = sb_aligned_alloc(ST_ALIGN, slots > 0 ? slots : ST_ALIGN);
     if (s->data == NULL) {
         st = sb_error_set(err, SB_ERR_NOMEM,
                           "out of memory reading checkpoint '%s' (%zu bytes "
@@ -597,7 +605,7 @@ static sb_status st_build(const char *path, const char *header, size_t header_le
 
 done:
     json_decref(root);
-    free(e);
+    sb_free(e);
     if (st != SB_OK) {
         sb_safetensors_close(s);
         s = NULL;
@@ -652,7 +660,7 @@ sb_status sb_safetensors_open(const char *path, sb_safetensors **out, sb_error *
                         (unsigned long long)header_len, (unsigned long long)file_size);
         goto done;
     }
-    header = malloc(header_len > 0 ? header_len : 1);
+    header = sb_malloc(header_len > 0 ? header_len : 1);
     if (header == NULL) {
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory reading checkpoint '%s'", path);
         goto done;
@@ -677,7 +685,7 @@ read_error:
                       ferror(f) ? strerror(errno) : "the file shrank while it was read");
 done:
     fclose(f);
-    free(header);
+    sb_free(header);
     if (st != SB_OK) {
         sb_safetensors_close(s);
         s = NULL;
@@ -727,10 +735,10 @@ void sb_safetensors_close(sb_safetensors *st)
 {
     if (st == NULL)
         return;
-    free(st->tensors);
-    free(st->by_name);
-    free(st->meta);
-    free(st->strings);
-    free(st->data);
-    free(st);
+    sb_free(st->tensors);
+    sb_free(st->by_name);
+    sb_free(st->meta);
+    sb_free(st->strings);
+    sb_free(st->data);
+    sb_free(st);
 }

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <tgmath.h>
 
+#include "core/alloc.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 #include "ops/ops_layered.h"
@@ -63,9 +64,9 @@ void sb_lm_stack_free(struct sb_lm_stack *s)
 {
     if (s == NULL)
         return;
-    free(s->idx);
-    free(s->zero_bias.data);
-    free(s);
+    sb_free(s->idx);
+    sb_free(s->zero_bias.data);
+    sb_free(s);
 }
 
 sb_status sb_lm_stack_register(const sb_layer_type *type, const sb_model_config *cfg,
@@ -74,16 +75,16 @@ sb_status sb_lm_stack_register(const sb_layer_type *type, const sb_model_config 
     *out = NULL;
     const int L = cfg->n_layers, D = cfg->d_model, F = cfg->d_input, C = cfg->d_output;
     const int Hd = sb_lm_stack_mlp_width(D);
-    sb_model *m = calloc(1, sizeof *m);
+    sb_model *m = sb_calloc(1, sizeof *m);
     if (m == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory creating the model");
     m->cfg = *cfg;
     m->type = type;
-    m->layer_first = calloc((size_t)L, sizeof *m->layer_first);
-    m->stack = calloc(1, sizeof *m->stack);
+    m->layer_first = sb_calloc((size_t)L, sizeof *m->layer_first);
+    m->stack = sb_calloc(1, sizeof *m->stack);
     *out = m; /* from here on the facade (model.c) frees it on failure */
     if (m->layer_first == NULL || m->stack == NULL ||
-        (m->stack->idx = calloc((size_t)L * B_COUNT, sizeof *m->stack->idx)) == NULL)
+        (m->stack->idx = sb_calloc((size_t)L * B_COUNT, sizeof *m->stack->idx)) == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory creating the model");
     struct sb_lm_stack *s = m->stack;
     s->Hd = Hd;
@@ -123,7 +124,7 @@ sb_status sb_lm_stack_register(const sb_layer_type *type, const sb_model_config 
     return SB_OK;
 }
 
-void sb_lm_stack_bind(sb_model *m)
+sb_status sb_lm_stack_bind(sb_model *m, sb_error *err)
 {
     struct sb_lm_stack *s = m->stack;
     sb_params *ps = &m->params;
@@ -132,12 +133,14 @@ void sb_lm_stack_bind(sb_model *m)
     m->enc_b = &ps->p[s->proj_b].tensor;
     m->dec_w = &ps->p[s->head].tensor;
     memset(&s->zero_bias, 0, sizeof s->zero_bias);
-    s->zero_bias.data = calloc((size_t)C, sizeof(real));
-    SB_ASSERT(s->zero_bias.data != NULL);
+    s->zero_bias.data = sb_calloc((size_t)C, sizeof(real));
+    if (s->zero_bias.data == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory creating the model");
     s->zero_bias.ndim = 1;
     s->zero_bias.shape[0] = C;
     s->zero_bias.size = (size_t)C;
     m->dec_b = &s->zero_bias;
+    return SB_OK;
 }
 
 /* ---- initialisation -------------------------------------------------------------------------- */
@@ -246,23 +249,29 @@ void sb_torch_normal(sb_mt19937 *rng, int *cache_valid, double *cache, real *out
 {
     if (n >= 16) {
         /* normal_fill_AVX2: all uniforms first, then blocks of 16; a ragged tail redraws
-         * the last 16 values */
-        float *u = malloc(n * sizeof *u);
-        SB_ASSERT(u != NULL);
-        for (size_t i = 0; i < n; i++)
-            u[i] = uniform01f(rng);
-        for (size_t i = 0; i + 16 <= n; i += 16)
-            normal16(u + i, (float)mean, (float)std);
-        if (n % 16 != 0) {
-            float *tail = u + n - 16;
-            for (int i = 0; i < 16; i++)
-                tail[i] = uniform01f(rng);
-            normal16(tail, (float)mean, (float)std);
+         * the last 16 values. A block depends only on its own uniforms, so the blocks are
+         * drawn and transformed one at a time, in the same draw order, without a buffer
+         * of n values. */
+        float block[16];
+        const size_t full = n / 16 * 16;
+        for (size_t i = 0; i < full; i += 16) {
+            for (int k = 0; k < 16; k++)
+                block[k] = uniform01f(rng);
+            normal16(block, (float)mean, (float)std);
+            if (out != NULL)
+                for (int k = 0; k < 16; k++)
+                    out[i + (size_t)k] = (real)block[k];
         }
-        if (out != NULL)
-            for (size_t i = 0; i < n; i++)
-                out[i] = (real)u[i];
-        free(u);
+        if (n % 16 != 0) {
+            for (size_t i = full; i < n; i++)
+                (void)uniform01f(rng); /* drawn, then overwritten by the tail */
+            for (int k = 0; k < 16; k++)
+                block[k] = uniform01f(rng);
+            normal16(block, (float)mean, (float)std);
+            if (out != NULL)
+                for (int k = 0; k < 16; k++)
+                    out[n - 16 + (size_t)k] = (real)block[k];
+        }
         return;
     }
     /* at::normal_distribution<double>, one value per element, the sine half cached */
@@ -353,7 +362,7 @@ static int cmp_draw(const void *a, const void *b)
     return x < y ? -1 : (x > y);
 }
 
-void sb_lm_stack_initialise(sb_model *m, uint64_t seed)
+sb_status sb_lm_stack_initialise(sb_model *m, uint64_t seed, sb_error *err)
 {
     struct sb_lm_stack *s = m->stack;
     sb_params *ps = &m->params;
@@ -363,8 +372,9 @@ void sb_lm_stack_initialise(sb_model *m, uint64_t seed)
     sb_mt19937_init_genrand(&st.rng, (uint32_t)seed);
     st.cache_valid = 0;
     st.cache = 0;
-    sb_param **order = malloc((size_t)(ps->n > 0 ? ps->n : 1) * sizeof *order);
-    SB_ASSERT(order != NULL);
+    sb_param **order = sb_malloc((size_t)(ps->n > 0 ? ps->n : 1) * sizeof *order);
+    if (order == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory initialising %d parameters", ps->n);
 #define DATA(i) (ps->data + ps->p[i].offset)
     /* A. construction of the backbone */
     normal_init(&st, NULL, table, 1.0); /* nn.Embedding: normal_(0, 1) */
@@ -404,7 +414,8 @@ void sb_lm_stack_initialise(sb_model *m, uint64_t seed)
     default_init(&ps->p[s->proj_w], DATA(s->proj_w), &st.rng);
     default_init(&ps->p[s->proj_b], DATA(s->proj_b), &st.rng);
 #undef DATA
-    free(order);
+    sb_free(order);
+    return SB_OK;
 }
 
 /* ---- forward ------------------------------------------------------------------------------------ */

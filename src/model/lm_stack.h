@@ -12,11 +12,13 @@
  * (nothing allocated yet). cfg has passed the common and the type's checks. */
 sb_status sb_lm_stack_register(const sb_layer_type *type, const sb_model_config *cfg,
                                sb_model **out, sb_error *err);
-/* After sb_params_alloc: points the model's tensors at the parameters. */
-void sb_lm_stack_bind(sb_model *m);
+/* After sb_params_alloc: points the model's tensors at the parameters (and allocates the
+ * head's zero bias: fails only for want of memory). */
+sb_status sb_lm_stack_bind(sb_model *m, sb_error *err);
 /* The reference's initialisation after torch.manual_seed(seed), draw for draw (see
- * lm_stack.c): construction defaults, then fla's _init_weights, head, input projection. */
-void sb_lm_stack_initialise(sb_model *m, uint64_t seed);
+ * lm_stack.c): construction defaults, then fla's _init_weights, head, input projection.
+ * Fails only for want of memory. */
+sb_status sb_lm_stack_initialise(sb_model *m, uint64_t seed, sb_error *err);
 void sb_lm_stack_free(struct sb_lm_stack *s);
 
 /* As sb_model_hidden / sb_model_hidden_stream / sb_model_forward. */

@@ -3,6 +3,7 @@
  * sees one sb_model; the wrappers never call each other. */
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "model/lm_stack.h"
 #include "model/model.h"
 #include "model/recnet.h"
@@ -14,10 +15,10 @@ void sb_model_free(sb_model *m)
         return;
     sb_params_free(&m->params);
     sb_lm_stack_free(m->stack);
-    free(m->layer_first);
-    free(m->norm_w);
-    free(m->norm_b);
-    free(m);
+    sb_free(m->layer_first);
+    sb_free(m->norm_w);
+    sb_free(m->norm_b);
+    sb_free(m);
 }
 
 sb_status sb_model_create(const sb_model_config *cfg, uint64_t seed, sb_model **out,
@@ -55,6 +56,9 @@ static sb_status model_register(const sb_layer_type *type, const sb_model_config
     sb_model *m = NULL;
     sb_status st = type->stack != NULL ? sb_lm_stack_register(type, cfg, &m, err)
                                        : sb_recnet_register(type, cfg, &m, err);
+    if (st == SB_OK && m->params.out_of_memory)
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory registering the parameters of a "
+                          "%s model", type->name);
     if (st != SB_OK) {
         sb_model_free(m);
         return st;
@@ -76,10 +80,15 @@ sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config 
         return st;
     }
     if (m->stack != NULL) {
-        sb_lm_stack_bind(m);
-        sb_lm_stack_initialise(m, seed);
+        st = sb_lm_stack_bind(m, err);
+        if (st == SB_OK)
+            st = sb_lm_stack_initialise(m, seed, err);
     } else {
-        sb_recnet_bind_initialise(m, seed);
+        st = sb_recnet_bind_initialise(m, seed, err);
+    }
+    if (st != SB_OK) {
+        sb_model_free(m);
+        return st;
     }
     *out = m;
     return SB_OK;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/recnet.h"
+#include "core/alloc.h"
 #include "ops/ops.h"
 
 #define LAYERNORM_EPS ((real)1e-5)
@@ -13,15 +14,15 @@ sb_status sb_recnet_register(const sb_layer_type *type, const sb_model_config *c
                              sb_model **out, sb_error *err)
 {
     *out = NULL;
-    sb_model *m = calloc(1, sizeof *m);
+    sb_model *m = sb_calloc(1, sizeof *m);
     if (m == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory creating the model");
     const int L = cfg->n_layers, D = cfg->d_model, I = cfg->d_input, C = cfg->d_output;
     m->cfg = *cfg;
     m->type = type;
-    m->layer_first = calloc((size_t)L, sizeof *m->layer_first);
-    m->norm_w = calloc((size_t)L, sizeof *m->norm_w);
-    m->norm_b = calloc((size_t)L, sizeof *m->norm_b);
+    m->layer_first = sb_calloc((size_t)L, sizeof *m->layer_first);
+    m->norm_w = sb_calloc((size_t)L, sizeof *m->norm_w);
+    m->norm_b = sb_calloc((size_t)L, sizeof *m->norm_b);
     *out = m; /* from here on the facade frees it on failure */
     if (!m->layer_first || !m->norm_w || !m->norm_b)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory creating the model");
@@ -54,7 +55,7 @@ sb_status sb_recnet_register(const sb_layer_type *type, const sb_model_config *c
     return SB_OK;
 }
 
-void sb_recnet_bind_initialise(sb_model *m, uint64_t seed)
+sb_status sb_recnet_bind_initialise(sb_model *m, uint64_t seed, sb_error *err)
 {
     sb_params *ps = &m->params;
     const int L = m->cfg.n_layers;
@@ -66,7 +67,7 @@ void sb_recnet_bind_initialise(sb_model *m, uint64_t seed)
     }
     m->dec_w = &ps->p[ps->n - 2].tensor;
     m->dec_b = &ps->p[ps->n - 1].tensor;
-    sb_params_initialise(ps, seed);
+    return sb_params_initialise(ps, seed, err);
 }
 
 /* One block: x = LayerNorm(x + Dropout(layer(x))); cap (may be NULL) keeps its tensors. */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/rng.h"
 #include "task/task.h"
 
@@ -25,11 +26,11 @@ sb_status sb_sample_alloc(const sb_task *task, sb_sample *s, sb_error *err)
     memset(s, 0, sizeof *s);
     int e_max = task->n_elements[0] > task->n_elements[1] ? task->n_elements[0]
                                                           : task->n_elements[1];
-    s->state = malloc((size_t)e_max * sizeof *s->state);
-    s->gap = malloc((size_t)e_max * sizeof *s->gap);
-    s->frame_start = malloc((size_t)e_max * sizeof *s->frame_start);
+    s->state = sb_malloc((size_t)e_max * sizeof *s->state);
+    s->gap = sb_malloc((size_t)e_max * sizeof *s->gap);
+    s->frame_start = sb_malloc((size_t)e_max * sizeof *s->frame_start);
     s->capacity_gap_classes = task->cfg.grammar_gap ? 4 * e_max : 1;
-    s->gap_class = malloc((size_t)s->capacity_gap_classes);
+    s->gap_class = sb_malloc((size_t)s->capacity_gap_classes);
     if (!s->state || !s->gap || !s->frame_start || !s->gap_class) {
         sb_sample_free(s);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory allocating a sample");
@@ -39,10 +40,10 @@ sb_status sb_sample_alloc(const sb_task *task, sb_sample *s, sb_error *err)
 
 void sb_sample_free(sb_sample *s)
 {
-    free(s->state);
-    free(s->gap);
-    free(s->frame_start);
-    free(s->gap_class);
+    sb_free(s->state);
+    sb_free(s->gap);
+    sb_free(s->frame_start);
+    sb_free(s->gap_class);
     memset(s, 0, sizeof *s);
 }
 
@@ -176,7 +177,7 @@ static sb_status sample_gaps(const sb_task *task, sb_split split, int64_t i, uin
             gap = m > 0 ? count : 0;
             if (n_gap_classes + gap > s->capacity_gap_classes) {
                 int cap = 2 * (n_gap_classes + gap);
-                uint8_t *grown = realloc(s->gap_class, (size_t)cap);
+                uint8_t *grown = sb_realloc(s->gap_class, (size_t)cap);
                 if (grown == NULL)
                     return sb_error_set(err, SB_ERR_NOMEM, "out of memory for gap symbols");
                 s->gap_class = grown;

@@ -5,14 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+
 sb_status sb_batch_init(sb_batch *batch, const sb_task *task, int max_B, sb_error *err)
 {
     memset(batch, 0, sizeof *batch);
     if (max_B < 1)
         return sb_error_set(err, SB_ERR_INVALID, "batch size %d must be at least 1", max_B);
-    batch->samples = calloc((size_t)max_B, sizeof *batch->samples);
-    batch->n_frames = calloc((size_t)max_B, sizeof *batch->n_frames);
-    batch->index = calloc((size_t)max_B, sizeof *batch->index);
+    batch->samples = sb_calloc((size_t)max_B, sizeof *batch->samples);
+    batch->n_frames = sb_calloc((size_t)max_B, sizeof *batch->n_frames);
+    batch->index = sb_calloc((size_t)max_B, sizeof *batch->index);
     if (!batch->samples || !batch->n_frames || !batch->index) {
         sb_batch_free(batch);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for a batch of %d", max_B);
@@ -34,14 +36,14 @@ void sb_batch_free(sb_batch *batch)
     if (batch->samples != NULL)
         for (int b = 0; b < batch->capacity_B; b++)
             sb_sample_free(&batch->samples[b]);
-    free(batch->samples);
-    free(batch->data);
-    free(batch->target);
-    free(batch->valid);
-    free(batch->elem_start);
-    free(batch->elem_len);
-    free(batch->n_frames);
-    free(batch->index);
+    sb_free(batch->samples);
+    sb_free(batch->data);
+    sb_free(batch->target);
+    sb_free(batch->valid);
+    sb_free(batch->elem_start);
+    sb_free(batch->elem_len);
+    sb_free(batch->n_frames);
+    sb_free(batch->index);
     memset(batch, 0, sizeof *batch);
 }
 
@@ -49,13 +51,13 @@ void sb_batch_free(sb_batch *batch)
 static sb_status batch_reserve(sb_batch *batch, size_t frames, size_t elems, sb_error *err)
 {
     if (frames > batch->capacity_frames) {
-        float *data = realloc(batch->data, frames * (size_t)batch->V * sizeof *data);
+        float *data = sb_realloc(batch->data, frames * (size_t)batch->V * sizeof *data);
         if (data != NULL)
             batch->data = data;
-        int32_t *target = realloc(batch->target, frames * sizeof *target);
+        int32_t *target = sb_realloc(batch->target, frames * sizeof *target);
         if (target != NULL)
             batch->target = target;
-        uint8_t *valid = realloc(batch->valid, frames);
+        uint8_t *valid = sb_realloc(batch->valid, frames);
         if (valid != NULL)
             batch->valid = valid;
         if (data == NULL || target == NULL || valid == NULL)
@@ -64,10 +66,10 @@ static sb_status batch_reserve(sb_batch *batch, size_t frames, size_t elems, sb_
         batch->capacity_frames = frames;
     }
     if (elems > batch->capacity_elems) {
-        int32_t *start = realloc(batch->elem_start, elems * sizeof *start);
+        int32_t *start = sb_realloc(batch->elem_start, elems * sizeof *start);
         if (start != NULL)
             batch->elem_start = start;
-        int32_t *len = realloc(batch->elem_len, elems * sizeof *len);
+        int32_t *len = sb_realloc(batch->elem_len, elems * sizeof *len);
         if (len != NULL)
             batch->elem_len = len;
         if (start == NULL || len == NULL)

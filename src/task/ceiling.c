@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "task/ceiling_internal.h"
 #include "core/timer.h"
 
@@ -39,12 +40,12 @@ sb_ceiling_options sb_ceiling_options_default(void)
 
 static void tables_free(tables *tb)
 {
-    free(tb->G);
-    free(tb->class_offset);
-    free(tb->class_state);
-    free(tb->prior);
-    free(tb->inv_forbidden);
-    free(tb->gap_pmf);
+    sb_free(tb->G);
+    sb_free(tb->class_offset);
+    sb_free(tb->class_state);
+    sb_free(tb->prior);
+    sb_free(tb->inv_forbidden);
+    sb_free(tb->gap_pmf);
     memset(tb, 0, sizeof *tb);
 }
 
@@ -60,11 +61,11 @@ static sb_status tables_length_rule(tables *tb, sb_error *err)
                             "limit x states), more than %zu entries; lower --test_seqlen_max / "
                             "--train_seqlen_max",
                             T, n, MAX_LENGTH_TABLE);
-    tb->G = calloc((size_t)T * (size_t)n, sizeof *tb->G);
-    double *f = calloc((size_t)n, sizeof *f), *f_next = calloc((size_t)n, sizeof *f);
-    double *cum = calloc((size_t)T * (size_t)n, sizeof *cum); /* cum[m][s] = sum f_0..f_m */
+    tb->G = sb_calloc((size_t)T * (size_t)n, sizeof *tb->G);
+    double *f = sb_calloc((size_t)n, sizeof *f), *f_next = sb_calloc((size_t)n, sizeof *f);
+    double *cum = sb_calloc((size_t)T * (size_t)n, sizeof *cum); /* cum[m][s] = sum f_0..f_m */
     if (tb->G == NULL || f == NULL || f_next == NULL || cum == NULL) {
-        free(f), free(f_next), free(cum);
+        sb_free(f), sb_free(f_next), sb_free(cum);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for the observer's length table");
     }
     f[g->end_state] = 1.0;
@@ -91,7 +92,7 @@ static sb_status tables_length_rule(tables *tb, sb_error *err)
             tb->G[(size_t)t * n + s] = v > 0.0 ? v : 0.0;
         }
     }
-    free(f), free(f_next), free(cum);
+    sb_free(f), sb_free(f_next), sb_free(cum);
     tb->accept_prob = 0.0;
     for (int i = 0; i < SB_START_STATES; i++)
         tb->accept_prob += 0.25 * tb->G[g->start_states[i]];
@@ -120,7 +121,7 @@ static sb_status gap_length_pmf(const sb_task *task, sb_split split, tables *tb,
     int n = fixed >= 0 ? (fixed < cap ? fixed : cap) + 1
             : c->dist_dur == SB_GAP_DIST_UNIFORM ? (int)fmin(rint(c->train_gap_max * 10.0), cap) + 1
                                                  : cap + 1;
-    tb->gap_pmf = calloc((size_t)n, sizeof *tb->gap_pmf);
+    tb->gap_pmf = sb_calloc((size_t)n, sizeof *tb->gap_pmf);
     if (tb->gap_pmf == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for the gap length table");
     tb->gap_pmf_n = n;
@@ -154,10 +155,10 @@ static sb_status tables_init(tables *tb, const sb_task *task, sb_split split, sb
     tb->g = g;
     tb->len_min = split == SB_SPLIT_TRAIN ? task->cfg.train_seqlen_min : task->cfg.test_seqlen_min;
     tb->len_max = split == SB_SPLIT_TRAIN ? task->cfg.train_seqlen_max : task->cfg.test_seqlen_max;
-    tb->class_offset = calloc((size_t)C + 1, sizeof *tb->class_offset);
-    tb->class_state = calloc((size_t)n, sizeof *tb->class_state);
-    tb->prior = calloc((size_t)n, sizeof *tb->prior);
-    tb->inv_forbidden = calloc((size_t)n, sizeof *tb->inv_forbidden);
+    tb->class_offset = sb_calloc((size_t)C + 1, sizeof *tb->class_offset);
+    tb->class_state = sb_calloc((size_t)n, sizeof *tb->class_state);
+    tb->prior = sb_calloc((size_t)n, sizeof *tb->prior);
+    tb->inv_forbidden = sb_calloc((size_t)n, sizeof *tb->inv_forbidden);
     if (!tb->class_offset || !tb->class_state || !tb->prior || !tb->inv_forbidden) {
         tables_free(tb);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for the observer's tables");
@@ -166,7 +167,7 @@ static sb_status tables_init(tables *tb, const sb_task *task, sb_split split, sb
         tb->class_offset[g->state_class[s] + 1]++;
     for (int c = 0; c < C; c++)
         tb->class_offset[c + 1] += tb->class_offset[c];
-    int *fill = calloc((size_t)C, sizeof *fill);
+    int *fill = sb_calloc((size_t)C, sizeof *fill);
     if (fill == NULL) {
         tables_free(tb);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for the observer's tables");
@@ -175,7 +176,7 @@ static sb_status tables_init(tables *tb, const sb_task *task, sb_split split, sb
         int c = g->state_class[s];
         tb->class_state[tb->class_offset[c] + fill[c]++] = s;
     }
-    free(fill);
+    sb_free(fill);
 
     tb->grammar_gap = task->cfg.grammar_gap;
     tb->gap_start = task->cfg.gap_start;
@@ -227,9 +228,9 @@ typedef struct sample_sums {
 static void scratch_free(scratch *sc)
 {
     sb_sample_free(&sc->sample);
-    free(sc->cur.state), free(sc->cur.w), free(sc->next.state), free(sc->next.w);
-    free(sc->dense), free(sc->stamp);
-    free(sc->post.offset), free(sc->post.state), free(sc->post.p);
+    sb_free(sc->cur.state), sb_free(sc->cur.w), sb_free(sc->next.state), sb_free(sc->next.w);
+    sb_free(sc->dense), sb_free(sc->stamp);
+    sb_free(sc->post.offset), sb_free(sc->post.state), sb_free(sc->post.p);
     ceiling_frames_free(sc->frames);
     memset(sc, 0, sizeof *sc);
 }
@@ -250,16 +251,16 @@ static sb_status scratch_init(scratch *sc, const tables *tb, const sb_task *task
     sb_status st = sb_sample_alloc(task, &sc->sample, err);
     if (st != SB_OK)
         return st;
-    sc->cur.state = malloc(n * sizeof(int));
-    sc->cur.w = malloc(n * sizeof(double));
-    sc->next.state = malloc(n * sizeof(int));
-    sc->next.w = malloc(n * sizeof(double));
-    sc->dense = calloc(n, sizeof(double));
-    sc->stamp = calloc(n, sizeof(int));
-    sc->post.offset = malloc(((size_t)E + 1) * sizeof(int));
+    sc->cur.state = sb_malloc(n * sizeof(int));
+    sc->cur.w = sb_malloc(n * sizeof(double));
+    sc->next.state = sb_malloc(n * sizeof(int));
+    sc->next.w = sb_malloc(n * sizeof(double));
+    sc->dense = sb_calloc(n, sizeof(double));
+    sc->stamp = sb_calloc(n, sizeof(int));
+    sc->post.offset = sb_malloc(((size_t)E + 1) * sizeof(int));
     sc->post.cap = (size_t)E * (size_t)widest;
-    sc->post.state = malloc(sc->post.cap * sizeof(int));
-    sc->post.p = malloc(sc->post.cap * sizeof(double));
+    sc->post.state = sb_malloc(sc->post.cap * sizeof(int));
+    sc->post.p = sb_malloc(sc->post.cap * sizeof(double));
     if (!sc->cur.state || !sc->cur.w || !sc->next.state || !sc->next.w || !sc->dense ||
         !sc->stamp || !sc->post.offset || !sc->post.state || !sc->post.p) {
         scratch_free(sc);
@@ -514,17 +515,17 @@ static sb_status estimate_prior(tables *tb, const sb_task *task, int64_t n_prior
     const int n = tb->g->n_states;
     sb_status status = SB_OK;
     sb_error first = {0};
-    int64_t *counts = calloc((size_t)n, sizeof *counts);
+    int64_t *counts = sb_calloc((size_t)n, sizeof *counts);
     if (counts == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for the observer's prior");
 #pragma omp parallel num_threads(threads)
     {
-        int64_t *mine = calloc((size_t)n, sizeof *mine);
+        int64_t *mine = sb_calloc((size_t)n, sizeof *mine);
         sb_sample smp;
         sb_error e = {0};
         int ok = mine != NULL && sb_sample_alloc(task, &smp, &e) == SB_OK;
         if (!ok && mine != NULL) {
-            free(mine);
+            sb_free(mine);
             mine = NULL;
         }
 #pragma omp for schedule(dynamic, 16)
@@ -554,11 +555,11 @@ static sb_status estimate_prior(tables *tb, const sb_task *task, int64_t n_prior
         }
         if (ok) {
             sb_sample_free(&smp);
-            free(mine);
+            sb_free(mine);
         }
     }
     if (status != SB_OK) {
-        free(counts);
+        sb_free(counts);
         *err = first;
         return status;
     }
@@ -573,7 +574,7 @@ static sb_status estimate_prior(tables *tb, const sb_task *task, int64_t n_prior
             best = s;
     }
     tb->prior_argmax = best;
-    free(counts);
+    sb_free(counts);
     return SB_OK;
 }
 
@@ -610,7 +611,7 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
         tables_free(&tb);
         return st;
     }
-    sample_sums *sums = calloc((size_t)n_samples, sizeof *sums);
+    sample_sums *sums = sb_calloc((size_t)n_samples, sizeof *sums);
     if (sums == NULL) {
         tables_free(&tb);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for %lld samples",
@@ -657,7 +658,7 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
             scratch_free(&sc);
     }
     if (status != SB_OK) {
-        free(sums);
+        sb_free(sums);
         tables_free(&tb);
         *err = first;
         return status;
@@ -697,7 +698,7 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
     out->prior_samples = n_prior;
     out->segmented = task->cfg.grammar_gap ? 1 : 0;
     out->seconds = sb_time_now() - t0;
-    free(sums);
+    sb_free(sums);
     tables_free(&tb);
     return SB_OK;
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "task/ceiling_internal.h"
 
 typedef struct entry {
@@ -47,25 +48,25 @@ void ceiling_frames_free(frame_scratch *fs)
 {
     if (fs == NULL)
         return;
-    free(fs->cur), free(fs->next), free(fs->slot);
-    free(fs->window_sum), free(fs->touched), free(fs->owner), free(fs->owner_list);
-    free(fs);
+    sb_free(fs->cur), sb_free(fs->next), sb_free(fs->slot);
+    sb_free(fs->window_sum), sb_free(fs->touched), sb_free(fs->owner), sb_free(fs->owner_list);
+    sb_free(fs);
 }
 
 sb_status ceiling_frames_alloc(const tables *tb, frame_scratch **out, sb_error *err)
 {
     size_t n = (size_t)tb->g->n_states;
-    frame_scratch *fs = calloc(1, sizeof *fs);
+    frame_scratch *fs = sb_calloc(1, sizeof *fs);
     if (fs != NULL) {
         fs->cap_cur = fs->cap_next = 1024;
         fs->hash_cap = 4096;
-        fs->cur = malloc(fs->cap_cur * sizeof *fs->cur);
-        fs->next = malloc(fs->cap_next * sizeof *fs->next);
-        fs->slot = calloc(fs->hash_cap, sizeof *fs->slot);
-        fs->window_sum = calloc(n, sizeof *fs->window_sum);
-        fs->touched = malloc(n * sizeof *fs->touched);
-        fs->owner = calloc(n, sizeof *fs->owner);
-        fs->owner_list = malloc(n * sizeof *fs->owner_list);
+        fs->cur = sb_malloc(fs->cap_cur * sizeof *fs->cur);
+        fs->next = sb_malloc(fs->cap_next * sizeof *fs->next);
+        fs->slot = sb_calloc(fs->hash_cap, sizeof *fs->slot);
+        fs->window_sum = sb_calloc(n, sizeof *fs->window_sum);
+        fs->touched = sb_malloc(n * sizeof *fs->touched);
+        fs->owner = sb_calloc(n, sizeof *fs->owner);
+        fs->owner_list = sb_malloc(n * sizeof *fs->owner_list);
     }
     if (fs == NULL || !fs->cur || !fs->next || !fs->slot || !fs->window_sum || !fs->touched ||
         !fs->owner || !fs->owner_list) {
@@ -95,7 +96,7 @@ static size_t hash_of(uint64_t key, size_t cap)
 static int grow_hash(frame_scratch *fs)
 {
     size_t cap = fs->hash_cap * 2;
-    int64_t *slot = calloc(cap, sizeof *slot);
+    int64_t *slot = sb_calloc(cap, sizeof *slot);
     if (slot == NULL)
         return 0;
     for (size_t i = 0; i < fs->n_next; i++) {
@@ -104,7 +105,7 @@ static int grow_hash(frame_scratch *fs)
             h = (h + 1) & (cap - 1);
         slot[h] = (int64_t)i + 1;
     }
-    free(fs->slot);
+    sb_free(fs->slot);
     fs->slot = slot;
     fs->hash_cap = cap;
     return 1;
@@ -128,7 +129,7 @@ static int add_entry(frame_scratch *fs, int s, int t, int r, double w)
     }
     if (fs->n_next == fs->cap_next) { /* only next grows: frame_step is reading cur */
         size_t cap = fs->cap_next * 2;
-        entry *b = realloc(fs->next, cap * sizeof *b);
+        entry *b = sb_realloc(fs->next, cap * sizeof *b);
         if (b == NULL)
             return 0;
         fs->next = b;

@@ -2,6 +2,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "task/task.h"
 
 #define CHECKSUM_CHUNK 32 /* samples assembled together by one thread */
@@ -11,7 +12,7 @@ sb_status sb_task_split_checksum(const sb_task *task, sb_split split, int thread
 {
     int64_t n = sb_task_split_size(task, split);
     int64_t n_chunks = (n + CHECKSUM_CHUNK - 1) / CHECKSUM_CHUNK;
-    uint64_t *sample_hash = malloc((size_t)n * sizeof *sample_hash);
+    uint64_t *sample_hash = sb_malloc((size_t)n * sizeof *sample_hash);
     if (sample_hash == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for %lld sample hashes",
                             (long long)n);
@@ -61,7 +62,7 @@ sb_status sb_task_split_checksum(const sb_task *task, sb_split split, int thread
     }
 
     if (fail_status != SB_OK) {
-        free(sample_hash);
+        sb_free(sample_hash);
         if (err != NULL)
             *err = fail_err;
         return fail_status;
@@ -69,7 +70,7 @@ sb_status sb_task_split_checksum(const sb_task *task, sb_split split, int thread
     uint64_t h = 0xcbf29ce484222325ull;
     for (int64_t i = 0; i < n; i++)
         h = (h ^ sample_hash[i]) * 0x100000001b3ull;
-    free(sample_hash);
+    sb_free(sample_hash);
     *hash = h;
     if (n_symbols != NULL)
         *n_symbols = n * task->n_elements[split];

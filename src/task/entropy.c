@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "task/grammar.h"
 
 #define TE_REL_TOL 1e-13
@@ -42,8 +43,8 @@ static int te_graph_build(const sb_grammar *g, te_graph *G)
     int n = g->n_states;
     int n_edges = g->n_transitions + SB_START_STATES;
     G->n = n;
-    G->offset = malloc((size_t)(n + 1) * sizeof *G->offset);
-    G->target = malloc((size_t)n_edges * sizeof *G->target);
+    G->offset = sb_malloc((size_t)(n + 1) * sizeof *G->offset);
+    G->target = sb_malloc((size_t)n_edges * sizeof *G->target);
     if (!G->offset || !G->target)
         return 0;
     int pos = 0;
@@ -66,14 +67,14 @@ static int te_graph_build(const sb_grammar *g, te_graph *G)
 static int te_components(const te_graph *G, int *comp)
 {
     int n = G->n;
-    int *index = malloc((size_t)n * sizeof *index);
-    int *low = malloc((size_t)n * sizeof *low);
-    int *stack = malloc((size_t)n * sizeof *stack);
-    int *call_v = malloc((size_t)n * sizeof *call_v);
-    int *call_e = malloc((size_t)n * sizeof *call_e);
-    unsigned char *on_stack = calloc((size_t)n, 1);
+    int *index = sb_malloc((size_t)n * sizeof *index);
+    int *low = sb_malloc((size_t)n * sizeof *low);
+    int *stack = sb_malloc((size_t)n * sizeof *stack);
+    int *call_v = sb_malloc((size_t)n * sizeof *call_v);
+    int *call_e = sb_malloc((size_t)n * sizeof *call_e);
+    unsigned char *on_stack = sb_calloc((size_t)n, 1);
     if (!index || !low || !stack || !call_v || !call_e || !on_stack) {
-        free(index), free(low), free(stack), free(call_v), free(call_e), free(on_stack);
+        sb_free(index), sb_free(low), sb_free(stack), sb_free(call_v), sb_free(call_e), sb_free(on_stack);
         return -1;
     }
     for (int v = 0; v < n; v++)
@@ -121,7 +122,7 @@ static int te_components(const te_graph *G, int *comp)
             }
         }
     }
-    free(index), free(low), free(stack), free(call_v), free(call_e), free(on_stack);
+    sb_free(index), sb_free(low), sb_free(stack), sb_free(call_v), sb_free(call_e), sb_free(on_stack);
     return n_comp;
 }
 
@@ -129,9 +130,9 @@ static int te_components(const te_graph *G, int *comp)
  * as the reference takes it). Returns a negative value on failure. */
 static double te_component_dense(const te_graph *G, const int *members, int m, const int *local)
 {
-    double *a = calloc((size_t)m * (size_t)m, sizeof *a);
-    double *wr = malloc((size_t)m * sizeof *wr);
-    double *wi = malloc((size_t)m * sizeof *wi);
+    double *a = sb_calloc((size_t)m * (size_t)m, sizeof *a);
+    double *wr = sb_malloc((size_t)m * sizeof *wr);
+    double *wi = sb_malloc((size_t)m * sizeof *wi);
     double rho = -1.0;
     if (a && wr && wi) {
         for (int i = 0; i < m; i++) {
@@ -146,7 +147,7 @@ static double te_component_dense(const te_graph *G, const int *members, int m, c
         double query = 0.0, dummy = 0.0;
         dgeev_("N", "N", &m, a, &m, wr, wi, &dummy, &one, &dummy, &one, &query, &lwork, &info);
         lwork = (int)query;
-        double *work = malloc((size_t)(lwork > 1 ? lwork : 1) * sizeof *work);
+        double *work = sb_malloc((size_t)(lwork > 1 ? lwork : 1) * sizeof *work);
         if (work != NULL && info == 0) {
             dgeev_("N", "N", &m, a, &m, wr, wi, &dummy, &one, &dummy, &one, work, &lwork, &info);
             if (info == 0) {
@@ -156,9 +157,9 @@ static double te_component_dense(const te_graph *G, const int *members, int m, c
                         rho = wr[i];
             }
         }
-        free(work);
+        sb_free(work);
     }
-    free(a), free(wr), free(wi);
+    sb_free(a), sb_free(wr), sb_free(wi);
     return rho;
 }
 
@@ -207,19 +208,19 @@ sb_status sb_grammar_entropy(const sb_grammar *g, double *te, sb_error *err)
 {
     te_graph G = {0};
     int n = g->n_states;
-    int *comp = malloc((size_t)n * sizeof *comp);
-    int *order = malloc((size_t)n * sizeof *order);
+    int *comp = sb_malloc((size_t)n * sizeof *comp);
+    int *order = sb_malloc((size_t)n * sizeof *order);
     int *start = NULL;
-    int *local = malloc((size_t)n * sizeof *local);
-    double *x = malloc((size_t)n * sizeof *x);
-    double *y = malloc((size_t)n * sizeof *y);
+    int *local = sb_malloc((size_t)n * sizeof *local);
+    double *x = sb_malloc((size_t)n * sizeof *x);
+    double *y = sb_malloc((size_t)n * sizeof *y);
     sb_status st = SB_OK;
     if (!comp || !order || !local || !x || !y || !te_graph_build(g, &G)) {
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory computing the topological entropy");
         goto done;
     }
     int n_comp = te_components(&G, comp);
-    start = calloc((size_t)(n_comp > 0 ? n_comp : 0) + 1, sizeof *start);
+    start = sb_calloc((size_t)(n_comp > 0 ? n_comp : 0) + 1, sizeof *start);
     if (n_comp < 0 || start == NULL) {
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory computing the topological entropy");
         goto done;
@@ -267,7 +268,7 @@ sb_status sb_grammar_entropy(const sb_grammar *g, double *te, sb_error *err)
     *te = log(rho);
 
 done:
-    free(G.offset), free(G.target);
-    free(comp), free(order), free(start), free(local), free(x), free(y);
+    sb_free(G.offset), sb_free(G.target);
+    sb_free(comp), sb_free(order), sb_free(start), sb_free(local), sb_free(x), sb_free(y);
     return st;
 }

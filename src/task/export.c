@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/alloc.h"
 #include "core/json_writer.h"
 #include "task/task.h"
 
@@ -87,10 +88,10 @@ static sb_status export_split(const sb_task *task, sb_split split, FILE *f, int 
 {
     int64_t n = sb_task_split_size(task, split);
     size_t line_max = 16 * (size_t)task->n_elements[split] + 32;
-    char *buf = malloc(EXPORT_CHUNK * line_max);
-    size_t *len = malloc(EXPORT_CHUNK * sizeof *len);
+    char *buf = sb_malloc(EXPORT_CHUNK * line_max);
+    size_t *len = sb_malloc(EXPORT_CHUNK * sizeof *len);
     if (buf == NULL || len == NULL) {
-        free(buf), free(len);
+        sb_free(buf), sb_free(len);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory exporting samples");
     }
     sb_status st = SB_OK;
@@ -132,8 +133,8 @@ static sb_status export_split(const sb_task *task, sb_split split, FILE *f, int 
         for (int i = 0; i < count; i++)
             fwrite(buf + (size_t)i * line_max, 1, len[i], f);
     }
-    free(buf);
-    free(len);
+    sb_free(buf);
+    sb_free(len);
     return st;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/rng.h"
 
 sb_grammar_config sb_grammar_config_default(void)
@@ -99,14 +100,14 @@ void sb_grammar_free(sb_grammar *g)
 {
     if (g == NULL)
         return;
-    free(g->state_name);
-    free(g->state_class);
-    free(g->state_id);
-    free(g->succ_offset);
-    free(g->succ);
-    free(g->out_prob);
-    free(g->forbidden_classes);
-    free(g);
+    sb_free(g->state_name);
+    sb_free(g->state_class);
+    sb_free(g->state_id);
+    sb_free(g->succ_offset);
+    sb_free(g->succ);
+    sb_free(g->out_prob);
+    sb_free(g->forbidden_classes);
+    sb_free(g);
 }
 
 /* Scratch space for the attempt loop, allocated once. */
@@ -127,18 +128,18 @@ typedef struct grammar_work {
 
 static void grammar_work_free(grammar_work *w)
 {
-    free(w->rep_letters);
-    free(w->state_class);
-    free(w->state_index);
-    free(w->class_first);
-    free(w->class_count);
-    free(w->perm);
-    free(w->edge_count);
-    free(w->edge_target);
-    free(w->rev_offset);
-    free(w->rev_source);
-    free(w->queue);
-    free(w->seen);
+    sb_free(w->rep_letters);
+    sb_free(w->state_class);
+    sb_free(w->state_index);
+    sb_free(w->class_first);
+    sb_free(w->class_count);
+    sb_free(w->perm);
+    sb_free(w->edge_count);
+    sb_free(w->edge_target);
+    sb_free(w->rev_offset);
+    sb_free(w->rev_source);
+    sb_free(w->queue);
+    sb_free(w->seen);
 }
 
 /* Builds the state list of one attempt: plain letters in alphabet order, then each
@@ -245,16 +246,16 @@ static int cmp_int(const void *a, const void *b)
 static sb_status grammar_finish(sb_grammar *g, grammar_work *w, const int *starts, sb_error *err)
 {
     int n = g->n_states, n_classes = g->n_classes;
-    g->state_name = calloc((size_t)n, sizeof *g->state_name);
-    g->state_class = calloc((size_t)n, sizeof *g->state_class);
-    g->state_id = calloc((size_t)n, sizeof *g->state_id);
-    g->succ_offset = calloc((size_t)n + 1, sizeof *g->succ_offset);
-    g->out_prob = calloc((size_t)n, sizeof *g->out_prob);
-    g->forbidden_classes = calloc((size_t)n, sizeof *g->forbidden_classes);
+    g->state_name = sb_calloc((size_t)n, sizeof *g->state_name);
+    g->state_class = sb_calloc((size_t)n, sizeof *g->state_class);
+    g->state_id = sb_calloc((size_t)n, sizeof *g->state_id);
+    g->succ_offset = sb_calloc((size_t)n + 1, sizeof *g->succ_offset);
+    g->out_prob = sb_calloc((size_t)n, sizeof *g->out_prob);
+    g->forbidden_classes = sb_calloc((size_t)n, sizeof *g->forbidden_classes);
     int n_edges = 0;
     for (int i = 0; i < n; i++)
         n_edges += w->edge_count[i];
-    g->succ = calloc((size_t)(n_edges > 0 ? n_edges : 1), sizeof *g->succ);
+    g->succ = sb_calloc((size_t)(n_edges > 0 ? n_edges : 1), sizeof *g->succ);
     if (!g->state_name || !g->state_class || !g->state_id || !g->succ_offset || !g->out_prob ||
         !g->forbidden_classes || !g->succ)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory storing a grammar of %d states", n);
@@ -320,7 +321,7 @@ sb_status sb_grammar_generate(const sb_grammar_config *cfg_in, sb_grammar **out,
     int n = n_letters - amb + amb * depth + 1;
     double td = cfg.transition_density / (double)depth;
 
-    sb_grammar *g = calloc(1, sizeof *g);
+    sb_grammar *g = sb_calloc(1, sizeof *g);
     grammar_work w = {0};
     if (g == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory allocating a grammar");
@@ -331,18 +332,18 @@ sb_status sb_grammar_generate(const sb_grammar_config *cfg_in, sb_grammar **out,
     g->end_state = n - 1;
 
     size_t table = (size_t)n * (size_t)n_classes;
-    w.rep_letters = calloc((size_t)(amb > 0 ? amb : 1), sizeof *w.rep_letters);
-    w.state_class = calloc((size_t)n, sizeof *w.state_class);
-    w.state_index = calloc((size_t)n, sizeof *w.state_index);
-    w.class_first = calloc((size_t)n_classes, sizeof *w.class_first);
-    w.class_count = calloc((size_t)n_classes, sizeof *w.class_count);
-    w.perm = calloc((size_t)(depth > 0 ? depth : 1), sizeof *w.perm);
-    w.edge_count = calloc((size_t)n, sizeof *w.edge_count);
-    w.edge_target = calloc(table, sizeof *w.edge_target);
-    w.rev_offset = calloc((size_t)n + 1, sizeof *w.rev_offset);
-    w.rev_source = calloc(table, sizeof *w.rev_source);
-    w.queue = calloc((size_t)n, sizeof *w.queue);
-    w.seen = calloc((size_t)n, 1);
+    w.rep_letters = sb_calloc((size_t)(amb > 0 ? amb : 1), sizeof *w.rep_letters);
+    w.state_class = sb_calloc((size_t)n, sizeof *w.state_class);
+    w.state_index = sb_calloc((size_t)n, sizeof *w.state_index);
+    w.class_first = sb_calloc((size_t)n_classes, sizeof *w.class_first);
+    w.class_count = sb_calloc((size_t)n_classes, sizeof *w.class_count);
+    w.perm = sb_calloc((size_t)(depth > 0 ? depth : 1), sizeof *w.perm);
+    w.edge_count = sb_calloc((size_t)n, sizeof *w.edge_count);
+    w.edge_target = sb_calloc(table, sizeof *w.edge_target);
+    w.rev_offset = sb_calloc((size_t)n + 1, sizeof *w.rev_offset);
+    w.rev_source = sb_calloc(table, sizeof *w.rev_source);
+    w.queue = sb_calloc((size_t)n, sizeof *w.queue);
+    w.seen = sb_calloc((size_t)n, 1);
     if (!w.rep_letters || !w.state_class || !w.state_index || !w.class_first ||
         !w.class_count || !w.perm || !w.edge_count || !w.edge_target || !w.rev_offset ||
         !w.rev_source || !w.queue || !w.seen) {
@@ -362,7 +363,11 @@ sb_status sb_grammar_generate(const sb_grammar_config *cfg_in, sb_grammar **out,
     int accepted = 0;
     for (int attempt = 1; attempt <= SB_GRAMMAR_MAX_ATTEMPTS; attempt++) {
         if (amb > 0) {
-            sb_pyrandom_sample(&py, n_letters, amb, w.rep_letters);
+            if (sb_pyrandom_sample(&py, n_letters, amb, w.rep_letters) != 0) {
+                st = sb_error_set(err, SB_ERR_NOMEM,
+                                  "out of memory generating a grammar of %d states", n);
+                goto done;
+            }
             grammar_build_states(&w, n_letters, amb, depth);
         }
         grammar_draw_transitions(&w, &rng, n, n_classes, td);

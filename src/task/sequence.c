@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/rng.h"
 
 #define LANES 4 /* interleaved walks per call of the fast form */
@@ -48,8 +49,8 @@ sb_status sb_sampler_init(sb_sampler *sp, const sb_grammar *g, uint64_t seed, in
     sp->seq_len_min = seq_len_min;
     sp->seq_len_max = seq_len_max;
     sp->combined_seq_length = combined_seq_length;
-    sp->degree = malloc((size_t)g->n_states);
-    sp->packed = malloc((size_t)g->n_states * sizeof *sp->packed);
+    sp->degree = sb_malloc((size_t)g->n_states);
+    sp->packed = sb_malloc((size_t)g->n_states * sizeof *sp->packed);
     if (sp->degree == NULL || sp->packed == NULL) {
         sb_sampler_free(sp);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory preparing the sampler");
@@ -74,8 +75,8 @@ sb_status sb_sampler_init(sb_sampler *sp, const sb_grammar *g, uint64_t seed, in
 
 void sb_sampler_free(sb_sampler *sp)
 {
-    free(sp->degree);
-    free(sp->packed);
+    sb_free(sp->degree);
+    sb_free(sp->packed);
     sp->degree = NULL;
     sp->packed = NULL;
 }

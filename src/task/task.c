@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+
 /* sb_task_config_default is generated from the key table (src/config/config.c). */
 
 static sb_status check_seconds(const char *flag, double v, sb_error *err)
@@ -95,7 +97,7 @@ sb_status sb_task_create(const sb_task_config *cfg, sb_task **out, sb_error *err
     sb_status st = sb_task_config_check(cfg, err);
     if (st != SB_OK)
         return st;
-    sb_task *task = calloc(1, sizeof *task);
+    sb_task *task = sb_calloc(1, sizeof *task);
     if (task == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory creating a task");
     task->cfg = *cfg;
@@ -103,7 +105,7 @@ sb_status sb_task_create(const sb_task_config *cfg, sb_task **out, sb_error *err
         task->cfg.combined_seq_length = cfg->train_seqlen_max;
     st = sb_grammar_generate(&cfg->grammar, &task->grammar, err);
     if (st != SB_OK) {
-        free(task);
+        sb_free(task);
         return st;
     }
     task->n_inputs = task->grammar->n_classes;
@@ -133,7 +135,7 @@ void sb_task_free(sb_task *task)
     sb_sampler_free(&task->sampler[0]);
     sb_sampler_free(&task->sampler[1]);
     sb_grammar_free(task->grammar);
-    free(task);
+    sb_free(task);
 }
 
 int64_t sb_task_split_size(const sb_task *task, sb_split split)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "tensor/nn.h"
 
 struct sb_arena_block {
@@ -25,8 +26,8 @@ void sb_arena_free(sb_arena *a)
     sb_arena_block *b = a->first;
     while (b != NULL) {
         sb_arena_block *next = b->next;
-        free(b->base);
-        free(b);
+        sb_free(b->base);
+        sb_free(b);
         b = next;
     }
     memset(a, 0, sizeof *a);
@@ -34,12 +35,12 @@ void sb_arena_free(sb_arena *a)
 
 static sb_arena_block *arena_new_block(size_t size)
 {
-    sb_arena_block *b = malloc(sizeof *b);
+    sb_arena_block *b = sb_malloc(sizeof *b);
     if (b == NULL)
         return NULL;
-    b->base = aligned_alloc(SB_ALIGN, (size + SB_ALIGN - 1) / SB_ALIGN * SB_ALIGN);
+    b->base = sb_aligned_alloc(SB_ALIGN, (size + SB_ALIGN - 1) / SB_ALIGN * SB_ALIGN);
     if (b->base == NULL) {
-        free(b);
+        sb_free(b);
         return NULL;
     }
     b->next = NULL;

@@ -12,6 +12,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "tensor/nn.h"
 
 #define GEMM_SERIAL_FLOPS 2.0e6 /* below this, one call */
@@ -67,14 +68,18 @@ void sb_gemm(int trans_a, int trans_b, int M, int N, int K, real alpha, const re
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
     const double flops = 2.0 * (double)M * (double)N * (double)K;
-    if (flops < GEMM_SERIAL_FLOPS || omp_in_parallel()) {
+    /* K-split: partial products of fixed slices, summed in slice order, in a scratch of
+     * slices x M x N; without memory for it, one serial call (the same product, rounded
+     * differently) rather than a crash */
+    const int k_split = K >= GEMM_K_SLICE * 2 && (double)K >= 4.0 * (double)(M > N ? M : N);
+    const int slices = (K + GEMM_K_SLICE - 1) / GEMM_K_SLICE;
+    const size_t mn = (size_t)M * (size_t)N;
+    real *part = NULL;
+    if (flops >= GEMM_SERIAL_FLOPS && !omp_in_parallel() && k_split)
+        part = sb_malloc((size_t)slices * mn * sizeof *part);
+    if (flops < GEMM_SERIAL_FLOPS || omp_in_parallel() || (k_split && part == NULL)) {
         gemm_call(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    } else if (K >= GEMM_K_SLICE * 2 && (double)K >= 4.0 * (double)(M > N ? M : N)) {
-        /* K-split: partial products of fixed slices, summed in slice order */
-        int slices = (K + GEMM_K_SLICE - 1) / GEMM_K_SLICE;
-        size_t mn = (size_t)M * (size_t)N;
-        real *part = malloc((size_t)slices * mn * sizeof *part);
-        SB_ASSERT(part != NULL);
+    } else if (k_split) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
         for (int s = 0; s < slices; s++) {
             int k0 = s * GEMM_K_SLICE, kn = K - k0 < GEMM_K_SLICE ? K - k0 : GEMM_K_SLICE;
@@ -92,7 +97,7 @@ void sb_gemm(int trans_a, int trans_b, int M, int N, int K, real alpha, const re
                 real *c = &C[(size_t)i * (size_t)ldc + (size_t)j];
                 *c = alpha * acc + (beta == 0 ? 0 : beta * *c);
             }
-        free(part);
+        sb_free(part);
     } else if (M >= N) {
         int bm = block_size(M), blocks = (M + bm - 1) / bm;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "tensor/nn.h"
 
 void sb_graph_init(sb_graph *g, size_t block_size)
@@ -13,7 +14,7 @@ void sb_graph_init(sb_graph *g, size_t block_size)
 void sb_graph_free(sb_graph *g)
 {
     sb_arena_free(&g->arena);
-    free(g->tape);
+    sb_free(g->tape);
     memset(g, 0, sizeof *g);
 }
 
@@ -127,7 +128,7 @@ void *sb_graph_record(sb_graph *g, sb_backward_fn backward, size_t ctx_size)
         return NULL;
     if (g->tape_len == g->tape_cap) {
         size_t cap = g->tape_cap > 0 ? 2 * g->tape_cap : 256;
-        sb_tape_entry *grown = realloc(g->tape, cap * sizeof *grown);
+        sb_tape_entry *grown = sb_realloc(g->tape, cap * sizeof *grown);
         if (grown == NULL) {
             if (g->oom_armed)
                 longjmp(g->oom_jump, 1);

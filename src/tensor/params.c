@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+
 void sb_params_init(sb_params *ps)
 {
     memset(ps, 0, sizeof *ps);
@@ -12,11 +14,11 @@ void sb_params_init(sb_params *ps)
 
 void sb_params_free(sb_params *ps)
 {
-    free(ps->p);
-    free(ps->data);
-    free(ps->grad);
-    free(ps->m);
-    free(ps->v);
+    sb_free(ps->p);
+    sb_free(ps->data);
+    sb_free(ps->grad);
+    sb_free(ps->m);
+    sb_free(ps->v);
     memset(ps, 0, sizeof *ps);
 }
 
@@ -27,12 +29,19 @@ sb_param *sb_params_add(sb_params *ps, const char *name, int ndim, const int *sh
     SB_ASSERT(strlen(name) < SB_PARAM_NAME_MAX);
     SB_ASSERT(sb_params_find(ps, name) == NULL);
     SB_ASSERT(ps->data == NULL); /* no additions after allocation */
-    if (ps->n == ps->cap) {
+    if (ps->n == ps->cap && !ps->out_of_memory) {
         int cap = ps->cap > 0 ? 2 * ps->cap : 64;
-        sb_param *grown = realloc(ps->p, (size_t)cap * sizeof *grown);
-        SB_ASSERT(grown != NULL);
-        ps->p = grown;
-        ps->cap = cap;
+        sb_param *grown = sb_realloc(ps->p, (size_t)cap * sizeof *grown);
+        if (grown != NULL) {
+            ps->p = grown;
+            ps->cap = cap;
+        } else {
+            ps->out_of_memory = 1;
+        }
+    }
+    if (ps->out_of_memory) {
+        memset(&ps->spare, 0, sizeof ps->spare);
+        return &ps->spare;
     }
     sb_param *p = &ps->p[ps->n++];
     memset(p, 0, sizeof *p);
@@ -68,6 +77,8 @@ sb_param *sb_params_find(const sb_params *ps, const char *name)
 
 sb_status sb_params_alloc(sb_params *ps, sb_error *err)
 {
+    if (ps->out_of_memory)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory registering %d parameters", ps->n);
     const size_t align = SB_ALIGN / sizeof(real);
     size_t offset = 0, count = 0;
     for (int i = 0; i < ps->n; i++) {
@@ -80,12 +91,12 @@ sb_status sb_params_alloc(sb_params *ps, sb_error *err)
     ps->total = offset > 0 ? offset : align;
     ps->count = count;
     size_t bytes = ps->total * sizeof(real);
-    ps->data = aligned_alloc(SB_ALIGN, bytes);
-    ps->grad = aligned_alloc(SB_ALIGN, bytes);
-    ps->m = aligned_alloc(SB_ALIGN, bytes);
-    ps->v = aligned_alloc(SB_ALIGN, bytes);
+    ps->data = sb_aligned_alloc(SB_ALIGN, bytes);
+    ps->grad = sb_aligned_alloc(SB_ALIGN, bytes);
+    ps->m = sb_aligned_alloc(SB_ALIGN, bytes);
+    ps->v = sb_aligned_alloc(SB_ALIGN, bytes);
     if (!ps->data || !ps->grad || !ps->m || !ps->v) {
-        free(ps->data), free(ps->grad), free(ps->m), free(ps->v);
+        sb_free(ps->data), sb_free(ps->grad), sb_free(ps->m), sb_free(ps->v);
         ps->data = ps->grad = ps->m = ps->v = NULL;
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for %zu parameters", ps->total);
     }
@@ -143,12 +154,13 @@ static int cmp_draw(const void *a, const void *b)
     return x < y ? -1 : (x > y); /* registration order among equal keys */
 }
 
-void sb_params_initialise(sb_params *ps, uint64_t seed)
+sb_status sb_params_initialise(sb_params *ps, uint64_t seed, sb_error *err)
 {
     sb_mt19937 rng;
     sb_mt19937_init_genrand(&rng, (uint32_t)seed);
-    sb_param **order = malloc((size_t)(ps->n > 0 ? ps->n : 1) * sizeof *order);
-    SB_ASSERT(order != NULL);
+    sb_param **order = sb_malloc((size_t)(ps->n > 0 ? ps->n : 1) * sizeof *order);
+    if (order == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory initialising %d parameters", ps->n);
     for (int i = 0; i < ps->n; i++)
         order[i] = &ps->p[i];
     qsort(order, (size_t)ps->n, sizeof *order, cmp_draw);
@@ -178,5 +190,6 @@ void sb_params_initialise(sb_params *ps, uint64_t seed)
             break;
         }
     }
-    free(order);
+    sb_free(order);
+    return SB_OK;
 }

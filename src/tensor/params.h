@@ -63,6 +63,10 @@ typedef struct sb_params {
     size_t count;         /* trainable values (what the reference reports as nb_params) */
     real *data, *grad, *m, *v;
     int64_t draw_module;  /* set by the model builder: the module being registered */
+    /* an addition found no memory: the table is incomplete, and sb_params_alloc fails;
+     * that addition and every later one return `spare`, which absorbs their settings */
+    int out_of_memory;
+    sb_param spare;
 } sb_params;
 
 void sb_params_init(sb_params *ps);
@@ -70,8 +74,9 @@ void sb_params_free(sb_params *ps);
 
 /* Registers a parameter (state_dict order). shape has ndim entries (ndim 0: a scalar
  * stored as shape [1]... use ndim 1 with 1 for torch's (1,) parameters). draw_rank orders
- * the draws inside the current module (ps->draw_module). Returns the entry, or NULL when
- * out of memory or the name is taken (programmer errors: asserted). */
+ * the draws inside the current module (ps->draw_module). Returns the entry, never NULL: out
+ * of memory it returns ps->spare and sets ps->out_of_memory, which sb_params_alloc (and the
+ * model's registration) reports. A taken name is a programmer error (asserted). */
 sb_param *sb_params_add(sb_params *ps, const char *name, int ndim, const int *shape,
                         sb_init_kind init, double a, int draw_rank);
 
@@ -82,8 +87,9 @@ sb_param *sb_params_add_named(sb_params *ps, const char *prefix, const char *suf
 /* Lays out and allocates the four buffers (zeroed) and points every tensor at them. */
 sb_status sb_params_alloc(sb_params *ps, sb_error *err);
 
-/* Initialises every parameter as PyTorch would after torch.manual_seed(seed). */
-void sb_params_initialise(sb_params *ps, uint64_t seed);
+/* Initialises every parameter as PyTorch would after torch.manual_seed(seed). Fails only
+ * for want of memory (SB_ERR_NOMEM), the parameters then partly initialised. */
+sb_status sb_params_initialise(sb_params *ps, uint64_t seed, sb_error *err);
 
 /* The parameter called `name`, or NULL. */
 sb_param *sb_params_find(const sb_params *ps, const char *name);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "model/model.h"
 #include "ops/ops.h"
 #include "tensor/nn.h"
@@ -67,11 +68,11 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
 
     const int B = cfg->batch, T = cfg->frames, I = cfg->inputs;
     size_t n_frames = (size_t)B * (size_t)T;
-    real *input = calloc(n_frames * (size_t)I, sizeof *input);
-    int32_t *target = malloc(n_frames * sizeof *target);
-    uint8_t *valid = malloc(n_frames);
+    real *input = sb_calloc(n_frames * (size_t)I, sizeof *input);
+    int32_t *target = sb_malloc(n_frames * sizeof *target);
+    uint8_t *valid = sb_malloc(n_frames);
     int steps = cfg->steps > 0 ? cfg->steps : 5;
-    double *times = malloc((size_t)steps * sizeof *times);
+    double *times = sb_malloc((size_t)steps * sizeof *times);
     sb_graph g;
     sb_graph_init(&g, (size_t)64 << 20);
     if (!input || !target || !valid || !times) {
@@ -144,10 +145,10 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
                       1048576.0;
 done:
     sb_graph_free(&g);
-    free(input);
-    free(target);
-    free(valid);
-    free(times);
+    sb_free(input);
+    sb_free(target);
+    sb_free(valid);
+    sb_free(times);
     sb_model_free(m);
     return st;
 }
@@ -157,8 +158,8 @@ double sb_bench_sgemm_peak(int threads)
     if (threads > 0)
         omp_set_num_threads(threads);
     const int n = 2048;
-    real *a = malloc((size_t)n * n * sizeof *a), *b = malloc((size_t)n * n * sizeof *b),
-         *c = malloc((size_t)n * n * sizeof *c);
+    real *a = sb_malloc((size_t)n * n * sizeof *a), *b = sb_malloc((size_t)n * n * sizeof *b),
+         *c = sb_malloc((size_t)n * n * sizeof *c);
     double best = 0.0;
     if (a != NULL && b != NULL && c != NULL) {
         for (size_t i = 0; i < (size_t)n * n; i++) {
@@ -174,9 +175,9 @@ double sb_bench_sgemm_peak(int threads)
                 best = rate;
         }
     }
-    free(a);
-    free(b);
-    free(c);
+    sb_free(a);
+    sb_free(b);
+    sb_free(c);
     return best;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/safetensors.h"
 
 void sb_checkpoint_optim_path(const char *path, char *out, size_t size)
@@ -20,7 +21,7 @@ void sb_checkpoint_optim_path(const char *path, char *out, size_t size)
 /* float32 copies of a set of buffers, one per parameter */
 static float *to_f32(const real *src, size_t n)
 {
-    float *out = malloc((n > 0 ? n : 1) * sizeof *out);
+    float *out = sb_malloc((n > 0 ? n : 1) * sizeof *out);
     if (out != NULL)
         for (size_t i = 0; i < n; i++)
             out[i] = (float)src[i];
@@ -32,9 +33,9 @@ static sb_status save_tensors(const char *path, const sb_model *m, int which,
                               const sb_st_meta *meta, size_t n_meta, sb_error *err)
 {
     const sb_params *ps = &m->params;
-    sb_st_tensor *t = calloc((size_t)ps->n * 2, sizeof *t);
-    float **bufs = calloc((size_t)ps->n * 2, sizeof *bufs);
-    char (*names)[SB_PARAM_NAME_MAX + 16] = calloc((size_t)ps->n * 2, sizeof *names);
+    sb_st_tensor *t = sb_calloc((size_t)ps->n * 2, sizeof *t);
+    float **bufs = sb_calloc((size_t)ps->n * 2, sizeof *bufs);
+    char (*names)[SB_PARAM_NAME_MAX + 16] = sb_calloc((size_t)ps->n * 2, sizeof *names);
     size_t n = 0;
     sb_status st = SB_OK;
     if (t == NULL || bufs == NULL || names == NULL) {
@@ -73,10 +74,10 @@ static sb_status save_tensors(const char *path, const sb_model *m, int which,
 done:
     if (bufs != NULL)
         for (size_t i = 0; i < n; i++)
-            free(bufs[i]);
-    free(bufs);
-    free(t);
-    free(names);
+            sb_free(bufs[i]);
+    sb_free(bufs);
+    sb_free(t);
+    sb_free(names);
     return st;
 }
 
@@ -111,7 +112,7 @@ sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_c
     }
     if (st == SB_OK)
         st = save_tensors(path, m, 0, meta, n_meta, err);
-    free(config);
+    free(config); /* open_memstream's buffer (libc), not sb_malloc's */
     return st;
 }
 
@@ -199,7 +200,7 @@ sb_status sb_checkpoint_load(const char *path, sb_model *m, sb_optimizer *opt,
         }
     }
     /* load into a copy first, so a failure leaves the model untouched */
-    real *staged = malloc(ps->total * sizeof *staged);
+    real *staged = sb_malloc(ps->total * sizeof *staged);
     if (staged == NULL) {
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory loading '%s'", path);
         goto done;
@@ -209,7 +210,7 @@ sb_status sb_checkpoint_load(const char *path, sb_model *m, sb_optimizer *opt,
         st = load_one(path, f, ps->p[i].name, &ps->p[i], staged + ps->p[i].offset, err);
     if (st == SB_OK)
         memcpy(ps->data, staged, ps->total * sizeof *staged);
-    free(staged);
+    sb_free(staged);
     if (st != SB_OK)
         goto done;
     int64_t seen = 0;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "task/batch.h"
 #include "ops/ops.h"
 #include "core/plot.h"
@@ -44,18 +45,18 @@ void sb_probe_result_free(sb_probe_result *res)
 {
     if (res == NULL)
         return;
-    free(res->readout_acc);
-    free(res->readout_n);
+    sb_free(res->readout_acc);
+    sb_free(res->readout_n);
     if (res->gates != NULL)
         for (int l = 0; l < res->L; l++)
             for (int k = 0; k < res->gates[l].n_kinds; k++) {
-                free(res->gates[l].kind[k].mean_symbol);
-                free(res->gates[l].kind[k].mean_gap);
-                free(res->gates[l].kind[k].selectivity);
+                sb_free(res->gates[l].kind[k].mean_symbol);
+                sb_free(res->gates[l].kind[k].mean_gap);
+                sb_free(res->gates[l].kind[k].selectivity);
             }
-    free(res->gates);
-    free(res->output_norm);
-    free(res->state_norm);
+    sb_free(res->gates);
+    sb_free(res->output_norm);
+    sb_free(res->state_norm);
     memset(res, 0, sizeof *res);
 }
 
@@ -156,9 +157,9 @@ static sb_status lda_solve(double *xtx, double *xty, int n, int C, double lambda
         N += xty[(size_t)d * C + c];
     if (!(N > 0.0))
         return sb_error_set(err, SB_ERR_INVALID, "probe: no training rows for a readout");
-    double *S = calloc((size_t)d * d, sizeof *S), *mu = malloc((size_t)d * C * sizeof *mu);
+    double *S = sb_calloc((size_t)d * d, sizeof *S), *mu = sb_malloc((size_t)d * C * sizeof *mu);
     if (S == NULL || mu == NULL) {
-        free(S), free(mu);
+        sb_free(S), sb_free(mu);
         return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the LDA system");
     }
     for (int c = 0; c < C; c++) {
@@ -195,7 +196,7 @@ static sb_status lda_solve(double *xtx, double *xty, int n, int C, double lambda
                 quad += mu[(size_t)i * C + c] * xty[(size_t)i * C + c];
             xty[(size_t)d * C + c] = nc > 0.0 ? -0.5 * quad + log(nc / N) : -1e30;
         }
-    free(S), free(mu);
+    sb_free(S), sb_free(mu);
     return st;
 }
 
@@ -206,10 +207,10 @@ static sb_status readout_fit(const double *X, const int32_t *y, int64_t rows, in
                              sb_error *err)
 {
     const int n = d + 1;
-    double *xtx = calloc((size_t)n * n, sizeof *xtx), *xa = malloc((size_t)n * sizeof *xa);
+    double *xtx = sb_calloc((size_t)n * n, sizeof *xtx), *xa = sb_malloc((size_t)n * sizeof *xa);
     if (xtx == NULL || xa == NULL) {
-        free(xtx);
-        free(xa);
+        sb_free(xtx);
+        sb_free(xa);
         return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the ridge system");
     }
     memset(W, 0, (size_t)n * C * sizeof *W);
@@ -220,8 +221,8 @@ static sb_status readout_fit(const double *X, const int32_t *y, int64_t rows, in
         ridge_add_target(W, n, C, xa, y[r]);
     }
     sb_status st = solve(xtx, W, n, C, lambda, err);
-    free(xtx);
-    free(xa);
+    sb_free(xtx);
+    sb_free(xa);
     return st;
 }
 
@@ -361,9 +362,9 @@ static sb_status fit_readouts(probe_ctx *c, sb_error *err)
     if (opt->train_samples < total)
         total = opt->train_samples;
     /* per depth: N_LAGS Gram buckets and N_LAGS right-hand sides */
-    double *gram = calloc((size_t)ND * SB_PROBE_N_LAGS * nn, sizeof *gram);
-    double *rhs = calloc((size_t)ND * SB_PROBE_N_LAGS * nc, sizeof *rhs);
-    double *xa = malloc((size_t)n * sizeof *xa);
+    double *gram = sb_calloc((size_t)ND * SB_PROBE_N_LAGS * nn, sizeof *gram);
+    double *rhs = sb_calloc((size_t)ND * SB_PROBE_N_LAGS * nc, sizeof *rhs);
+    double *xa = sb_malloc((size_t)n * sizeof *xa);
     int64_t rows[SB_PROBE_N_LAGS] = {0};
     sb_status st = SB_OK;
     if (gram == NULL || rhs == NULL || xa == NULL) {
@@ -422,9 +423,9 @@ static sb_status fit_readouts(probe_ctx *c, sb_error *err)
         }
     }
 done:
-    free(gram);
-    free(rhs);
-    free(xa);
+    sb_free(gram);
+    sb_free(rhs);
+    sb_free(xa);
     return st;
 }
 
@@ -462,13 +463,13 @@ typedef struct test_pass {
 
 static void test_pass_free(test_pass *tp)
 {
-    free(tp->correct);
-    free(tp->gates);
-    free(tp->desc);
-    free(tp->gap);
-    free(tp->logits);
-    free(tp->xr);
-    free(tp->probs_sum);
+    sb_free(tp->correct);
+    sb_free(tp->gates);
+    sb_free(tp->desc);
+    sb_free(tp->gap);
+    sb_free(tp->logits);
+    sb_free(tp->xr);
+    sb_free(tp->probs_sum);
 }
 
 /* Grows the per-batch buffers of tp to batch b (n features, C classes). */
@@ -478,16 +479,16 @@ static sb_status test_pass_grow(test_pass *tp, const sb_batch *b, int n, int C, 
     if (BT > tp->cap_rows || b->T > tp->cap_T) { /* elements <= frames: T rows hold either */
         tp->cap_rows = BT > tp->cap_rows ? BT : tp->cap_rows;
         tp->cap_T = b->T > tp->cap_T ? b->T : tp->cap_T;
-        free(tp->gap);
-        free(tp->logits);
-        free(tp->xr);
-        tp->gap = calloc(tp->cap_rows, 1);
-        tp->logits = malloc((size_t)tp->cap_T * C * sizeof *tp->logits);
-        tp->xr = malloc((size_t)tp->cap_T * n * sizeof *tp->xr);
+        sb_free(tp->gap);
+        sb_free(tp->logits);
+        sb_free(tp->xr);
+        tp->gap = sb_calloc(tp->cap_rows, 1);
+        tp->logits = sb_malloc((size_t)tp->cap_T * C * sizeof *tp->logits);
+        tp->xr = sb_malloc((size_t)tp->cap_T * n * sizeof *tp->xr);
         if (tp->gap == NULL || tp->logits == NULL || tp->xr == NULL)
             return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
     }
-    if (tp->probs_sum == NULL && (tp->probs_sum = malloc((size_t)C * sizeof *tp->probs_sum)) == NULL)
+    if (tp->probs_sum == NULL && (tp->probs_sum = sb_malloc((size_t)C * sizeof *tp->probs_sum)) == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
     return SB_OK;
 }
@@ -646,9 +647,9 @@ static sb_status score_test(probe_ctx *c, int want_gates, gate_acc *ga, sb_error
         total = opt->test_samples;
     res->test_samples = total;
     test_pass tp = {0};
-    tp.correct = calloc((size_t)ND * SB_PROBE_N_LAGS, sizeof *tp.correct);
-    tp.gates = calloc((size_t)L, sizeof *tp.gates);
-    tp.desc = calloc((size_t)L, sizeof *tp.desc);
+    tp.correct = sb_calloc((size_t)ND * SB_PROBE_N_LAGS, sizeof *tp.correct);
+    tp.gates = sb_calloc((size_t)L, sizeof *tp.gates);
+    tp.desc = sb_calloc((size_t)L, sizeof *tp.desc);
     sb_status st = SB_OK;
     if (tp.gates == NULL || tp.desc == NULL || tp.correct == NULL)
         st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
@@ -702,9 +703,9 @@ static sb_status gate_finish(sb_probe_result *res, const gate_acc *ga, sb_error 
         for (int q = 0; q < gl->n_kinds; q++) {
             sb_probe_gate_kind *k = &gl->kind[q];
             const int G = gl->n_groups;
-            k->mean_symbol = malloc((size_t)G * sizeof(double));
-            k->mean_gap = malloc((size_t)G * sizeof(double));
-            k->selectivity = malloc((size_t)G * sizeof(double));
+            k->mean_symbol = sb_malloc((size_t)G * sizeof(double));
+            k->mean_gap = sb_malloc((size_t)G * sizeof(double));
+            k->selectivity = sb_malloc((size_t)G * sizeof(double));
             if (!k->mean_symbol || !k->mean_gap || !k->selectivity)
                 return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the gates");
             const double *sum = ga->sum + (((size_t)l * SB_GATE_KINDS_MAX + q) * ga->G_max) * 2;
@@ -752,8 +753,8 @@ static sb_status retention(const sb_task *lt, const sb_model *m, const sb_probe_
     int64_t n_test = sb_task_split_size(lt, SB_SPLIT_TEST);
     int64_t want = opt->retention_samples < n_test ? opt->retention_samples : n_test;
     /* the first element with a gap in each sample; the gap length is the task's test gap */
-    int64_t *which = calloc((size_t)(want > 0 ? want : 1), sizeof *which);
-    int *elem = calloc((size_t)(want > 0 ? want : 1), sizeof *elem);
+    int64_t *which = sb_calloc((size_t)(want > 0 ? want : 1), sizeof *which);
+    int *elem = sb_calloc((size_t)(want > 0 ? want : 1), sizeof *elem);
     float *data = NULL;
     int32_t *target = NULL;
     real *state_buf = NULL, **states = NULL;
@@ -793,13 +794,13 @@ static sb_status retention(const sb_task *lt, const sb_model *m, const sb_probe_
     res->retention_samples = found;
     res->retention_element = opt->retention_element;
     const size_t per_layer = (size_t)G + 1;
-    res->output_norm = calloc((size_t)L * per_layer, sizeof(double));
-    res->state_norm = stream ? calloc((size_t)L * per_layer, sizeof(double)) : NULL;
+    res->output_norm = sb_calloc((size_t)L * per_layer, sizeof(double));
+    res->state_norm = stream ? sb_calloc((size_t)L * per_layer, sizeof(double)) : NULL;
     if (!stream)
         snprintf(res->retention_reason, sizeof res->retention_reason,
                  "model '%s' has no streaming form: output norms only", m->cfg.model);
-    state_buf = stream ? malloc((size_t)L * (sf > 0 ? sf : 1) * sizeof(real)) : NULL;
-    states = stream ? malloc((size_t)L * sizeof *states) : NULL;
+    state_buf = stream ? sb_malloc((size_t)L * (sf > 0 ? sf : 1) * sizeof(real)) : NULL;
+    states = stream ? sb_malloc((size_t)L * sizeof *states) : NULL;
     if (res->output_norm == NULL || (stream && (!res->state_norm || !state_buf || !states))) {
         st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the retention pass");
         goto done;
@@ -809,10 +810,10 @@ static sb_status retention(const sb_task *lt, const sb_model *m, const sb_probe_
     for (int r = 0; r < found && st == SB_OK; r++) {
         if ((st = sb_task_sample(lt, SB_SPLIT_TEST, which[r], &smp, err)) != SB_OK)
             break;
-        free(data);
-        free(target);
-        data = malloc((size_t)smp.n_frames * V * sizeof *data);
-        target = malloc((size_t)smp.n_frames * sizeof *target);
+        sb_free(data);
+        sb_free(target);
+        data = sb_malloc((size_t)smp.n_frames * V * sizeof *data);
+        target = sb_malloc((size_t)smp.n_frames * sizeof *target);
         if (data == NULL || target == NULL) {
             st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the retention pass");
             break;
@@ -851,12 +852,12 @@ static sb_status retention(const sb_task *lt, const sb_model *m, const sb_probe_
         }
     }
 done:
-    free(which);
-    free(elem);
-    free(data);
-    free(target);
-    free(state_buf);
-    free(states);
+    sb_free(which);
+    sb_free(elem);
+    sb_free(data);
+    sb_free(target);
+    sb_free(state_buf);
+    sb_free(states);
     sb_sample_free(&smp);
     return st;
 }
@@ -909,11 +910,11 @@ sb_status sb_probe_run(const sb_task *task, const sb_task *long_task, const sb_m
         return st;
     sb_graph_init(&c.g, (size_t)64 << 20);
     gate_acc ga = {0};
-    c.index = malloc((size_t)opt->batch * sizeof *c.index);
-    c.cap_tensors = calloc((size_t)(3 * L + 1), sizeof *c.cap_tensors);
-    c.fitted = calloc((size_t)(L + 1) * SB_PROBE_N_LAGS, 1);
-    res->readout_acc = malloc((size_t)(L + 1) * SB_PROBE_N_LAGS * sizeof *res->readout_acc);
-    res->readout_n = calloc((size_t)(L + 1) * SB_PROBE_N_LAGS, sizeof *res->readout_n);
+    c.index = sb_malloc((size_t)opt->batch * sizeof *c.index);
+    c.cap_tensors = sb_calloc((size_t)(3 * L + 1), sizeof *c.cap_tensors);
+    c.fitted = sb_calloc((size_t)(L + 1) * SB_PROBE_N_LAGS, 1);
+    res->readout_acc = sb_malloc((size_t)(L + 1) * SB_PROBE_N_LAGS * sizeof *res->readout_acc);
+    res->readout_n = sb_calloc((size_t)(L + 1) * SB_PROBE_N_LAGS, sizeof *res->readout_n);
     if (!c.index || !c.cap_tensors || !c.fitted || !res->readout_acc || !res->readout_n) {
         st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory");
         goto done;
@@ -921,7 +922,7 @@ sb_status sb_probe_run(const sb_task *task, const sb_task *long_task, const sb_m
     for (int i = 0; i < (L + 1) * SB_PROBE_N_LAGS; i++)
         res->readout_acc[i] = (double)NAN;
     if (opt->sections & SB_PROBE_READOUT) {
-        if ((c.W = malloc(wsize * sizeof *c.W)) == NULL) {
+        if ((c.W = sb_malloc(wsize * sizeof *c.W)) == NULL) {
             st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the readouts");
             goto done;
         }
@@ -929,11 +930,11 @@ sb_status sb_probe_run(const sb_task *task, const sb_task *long_task, const sb_m
             goto done;
     }
     if (want_gates) {
-        res->gates = calloc((size_t)L, sizeof *res->gates);
+        res->gates = sb_calloc((size_t)L, sizeof *res->gates);
         /* groups are heads or channel groups: never more than the model width */
         ga.G_max = 4 * D > 64 ? 4 * D : 64;
-        ga.sum = calloc((size_t)L * SB_GATE_KINDS_MAX * ga.G_max * 2, sizeof *ga.sum);
-        ga.hist = calloc((size_t)L * SB_GATE_KINDS_MAX * 2 * SB_PROBE_HIST_BINS, sizeof *ga.hist);
+        ga.sum = sb_calloc((size_t)L * SB_GATE_KINDS_MAX * ga.G_max * 2, sizeof *ga.sum);
+        ga.hist = sb_calloc((size_t)L * SB_GATE_KINDS_MAX * 2 * SB_PROBE_HIST_BINS, sizeof *ga.hist);
         if (res->gates == NULL || ga.sum == NULL || ga.hist == NULL) {
             st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the gates");
             goto done;
@@ -947,12 +948,12 @@ sb_status sb_probe_run(const sb_task *task, const sb_task *long_task, const sb_m
     if ((opt->sections & SB_PROBE_RETENTION) && long_task != NULL)
         st = retention(long_task, m, opt, res, &c.g, c.cap_tensors, err);
 done:
-    free(c.index);
-    free(c.cap_tensors);
-    free(c.fitted);
-    free(c.W);
-    free(ga.sum);
-    free(ga.hist);
+    sb_free(c.index);
+    sb_free(c.cap_tensors);
+    sb_free(c.fitted);
+    sb_free(c.W);
+    sb_free(ga.sum);
+    sb_free(ga.hist);
     sb_graph_free(&c.g);
     sb_batch_free(&c.batch);
     return st;
@@ -1231,10 +1232,10 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
     /* retention: norms relative to the symbol frame, against the frames into the gap */
     if (res->output_norm != NULL) {
         const int n = res->gap_frames + 1;
-        double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)2 * L * n * sizeof *y);
+        double *x = sb_malloc((size_t)n * sizeof *x), *y = sb_malloc((size_t)2 * L * n * sizeof *y);
         if (x == NULL || y == NULL) {
-            free(x);
-            free(y);
+            sb_free(x);
+            sb_free(y);
             return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the figures");
         }
         int ns = 0;
@@ -1262,8 +1263,8 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
                      .ymax = (double)NAN, .n_series = ns, .series = series};
         snprintf(path, sizeof path, "%s/retention", dir);
         st = sb_plot_write(&p, path, err);
-        free(x);
-        free(y);
+        sb_free(x);
+        sb_free(y);
     }
     return st;
 }

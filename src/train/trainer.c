@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/alloc.h"
 #include "task/batch.h"
 #include "train/checkpoint.h"
 #include "ops/ops.h"
@@ -203,8 +204,10 @@ static void eval_forward_chunk(sb_graph *g, void *arg)
     a->hidden = sb_model_hidden_stream(g, a->m, x, a->states);
 }
 
-sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
-                      double *loss_out, double *acc_out, sb_error *err)
+/* sb_evaluate with the arena's block size (0: the default). */
+static sb_status evaluate(const sb_task *task, const sb_model *m, int test_bs,
+                          double mem_budget_gb, size_t arena_block, double *loss_out,
+                          double *acc_out, sb_error *err)
 {
     const int64_t n = sb_task_split_size(task, SB_SPLIT_TEST);
     const int frames = split_max_frames(task, SB_SPLIT_TEST);
@@ -224,14 +227,14 @@ sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, doubl
     if (st != SB_OK)
         return st;
     sb_graph g;
-    sb_graph_init(&g, (size_t)64 << 20);
+    sb_graph_init(&g, arena_block);
     size_t state_floats = stream ? m->type->stream_state_floats(&m->cfg) : 0;
-    real *logits = malloc((size_t)DECODE_CHUNK * (size_t)C * sizeof *logits);
-    real *acc_buf = malloc((size_t)sub * (size_t)C * sizeof *acc_buf);
-    decoder_state *ds = malloc((size_t)sub * sizeof *ds);
-    int64_t *index = malloc((size_t)sub * sizeof *index);
-    real *state_buf = stream ? malloc((size_t)L * (size_t)sub * state_floats * sizeof(real)) : NULL;
-    real **states = stream ? malloc((size_t)L * sizeof *states) : NULL;
+    real *logits = sb_malloc((size_t)DECODE_CHUNK * (size_t)C * sizeof *logits);
+    real *acc_buf = sb_malloc((size_t)sub * (size_t)C * sizeof *acc_buf);
+    decoder_state *ds = sb_malloc((size_t)sub * sizeof *ds);
+    int64_t *index = sb_malloc((size_t)sub * sizeof *index);
+    real *state_buf = stream ? sb_malloc((size_t)L * (size_t)sub * state_floats * sizeof(real)) : NULL;
+    real **states = stream ? sb_malloc((size_t)L * sizeof *states) : NULL;
     if (!logits || !acc_buf || !ds || !index || (stream && (!state_buf || !states))) {
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory for the evaluation");
         goto done;
@@ -309,15 +312,21 @@ sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, doubl
     *loss_out = test_loss;
     *acc_out = test_acc;
 done:
-    free(logits);
-    free(acc_buf);
-    free(ds);
-    free(index);
-    free(state_buf);
-    free(states);
+    sb_free(logits);
+    sb_free(acc_buf);
+    sb_free(ds);
+    sb_free(index);
+    sb_free(state_buf);
+    sb_free(states);
     sb_graph_free(&g);
     sb_batch_free(&batch);
     return st;
+}
+
+sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
+                      double *loss_out, double *acc_out, sb_error *err)
+{
+    return evaluate(task, m, test_bs, mem_budget_gb, 0, loss_out, acc_out, err);
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -428,7 +437,8 @@ static sb_status train_test_pretrained(train_run *r, sb_error *err)
 {
     sb_train_result *res = r->res;
     double loss, acc;
-    sb_status st = sb_evaluate(r->task, r->m, r->cfg->test_bs, r->budget, &loss, &acc, err);
+    sb_status st = evaluate(r->task, r->m, r->cfg->test_bs, r->budget, r->opt->arena_block_bytes,
+                            &loss, &acc, err);
     if (st != SB_OK)
         return st;
     res->test_loss = loss;
@@ -479,11 +489,11 @@ static sb_status train_buffers_init(train_run *r, sb_error *err)
     if (st != SB_OK)
         return st;
     r->have_batch = 1;
-    sb_graph_init(&r->g, (size_t)64 << 20);
+    sb_graph_init(&r->g, r->opt->arena_block_bytes);
     r->have_graph = 1;
     r->g.record = 1;
     r->g.dropout_seed = r->cfg->seed * 0x9e3779b97f4a7c15ull + 0x5eedu;
-    r->index = malloc((size_t)r->micro * sizeof *r->index);
+    r->index = sb_malloc((size_t)r->micro * sizeof *r->index);
     if (r->index == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
     return SB_OK;
@@ -550,7 +560,8 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     const sb_run_config *cfg = r->cfg;
     sb_train_result *res = r->res;
     double test_loss, test_acc;
-    sb_status st = sb_evaluate(r->task, r->m, cfg->test_bs, r->budget, &test_loss, &test_acc, err);
+    sb_status st = evaluate(r->task, r->m, cfg->test_bs, r->budget, r->opt->arena_block_bytes,
+                            &test_loss, &test_acc, err);
     if (st != SB_OK)
         return st;
     res->train_loss = r->sum_loss / r->n_since_eval;
@@ -664,7 +675,7 @@ static void train_finish(train_run *r)
 
 static void train_run_free(train_run *r)
 {
-    free(r->index);
+    sb_free(r->index);
     if (r->have_graph)
         sb_graph_free(&r->g);
     if (r->have_batch)
@@ -731,7 +742,7 @@ sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_mo
     sb_status st = sb_batch_init(&batch, task, B, err);
     if (st != SB_OK)
         return st;
-    int64_t *index = malloc((size_t)B * sizeof *index);
+    int64_t *index = sb_malloc((size_t)B * sizeof *index);
     sb_graph g;
     sb_graph_init(&g, (size_t)64 << 20);
     float *logits = NULL, *mask = NULL;
@@ -748,8 +759,8 @@ sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_mo
         goto done;
     size_t frames = (size_t)batch.B * (size_t)batch.T;
     size_t C = (size_t)m->cfg.d_output;
-    logits = malloc(frames * C * sizeof *logits);
-    mask = malloc(frames * sizeof *mask);
+    logits = sb_malloc(frames * C * sizeof *logits);
+    mask = sb_malloc(frames * sizeof *mask);
     if (logits == NULL || mask == NULL) {
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
         goto done;
@@ -766,9 +777,9 @@ sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_mo
     sb_st_meta meta[1] = {{"format", "selectivbench-dump-1"}};
     st = sb_safetensors_write(path, t, 3, meta, 1, err);
 done:
-    free(logits);
-    free(mask);
-    free(index);
+    sb_free(logits);
+    sb_free(mask);
+    sb_free(index);
     sb_graph_free(&g);
     sb_batch_free(&batch);
     return st;

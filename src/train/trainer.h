@@ -60,6 +60,10 @@ typedef struct sb_train_options {
     int64_t stop_after;
     /* testing aid: treat the loss of this micro-batch (1-based) as NaN (0: never) */
     int64_t inject_nan_at;
+    /* bytes of each block of the activation arenas (training step, evaluation); 0: 64 MiB.
+     * Small blocks make tests with many short runs cheap (and give the fault-injection test
+     * more arena allocations to fail) */
+    size_t arena_block_bytes;
 } sb_train_options;
 
 typedef struct sb_train_result {
