@@ -30,6 +30,7 @@
 #include "task/task.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
+#include "test_util.h"
 
 static char tmpdir[256];
 
@@ -73,9 +74,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_remove_dir(tmpdir);
 }
 
 /* The status of one run under an injected failure: SB_OK, or SB_ERR_NOMEM with a message;

@@ -24,6 +24,7 @@
 #include "exp/run_store.h"
 #include "exp/sweep.h"
 #include "exp/sweep_exec.h"
+#include "test_util.h"
 
 static const char *binary;
 
@@ -266,9 +267,7 @@ static void test_execute_and_resume(void **state)
     assert_int_equal(again.outcome[3], SB_SWEEP_SKIPPED);
     assert_int_equal(again.bad, 0);
     sb_sweep_free(s);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(test_remove_dir(dir), 0);
 }
 
 static void test_cancel(void **state)
@@ -292,9 +291,7 @@ static void test_cancel(void **state)
         assert_int_equal(ev.term_signal[k], 15);
     }
     sb_sweep_free(s);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(test_remove_dir(dir), 0);
 }
 
 int main(int argc, char **argv)

@@ -36,9 +36,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_remove_dir(tmpdir);
 }
 
 /* ---- parameter counts: spec/models-ssm.md section 9 (I 41, O 1601, 8 layers) ---------- */

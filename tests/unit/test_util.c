@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -64,4 +65,11 @@ sb_tensor *test_time_slice(sb_graph *g, const sb_tensor *x, int t0, int len)
         memcpy(y->data + (size_t)b * len * W, x->data + ((size_t)b * T + t0) * W,
                (size_t)len * W * sizeof(real));
     return y;
+}
+
+int test_remove_dir(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
 }

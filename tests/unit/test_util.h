@@ -24,4 +24,7 @@ double test_max_rel_diff(const real *a, const real *b, size_t n);
 /* Frames [t0, t0 + len) of x [B, T, W] as a new tensor of g. */
 sb_tensor *test_time_slice(sb_graph *g, const sb_tensor *x, int t0, int len);
 
+/* Removes the temporary folder dir and everything in it (rm -rf); 0 on success. */
+int test_remove_dir(const char *dir);
+
 #endif
