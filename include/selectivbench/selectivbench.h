@@ -330,6 +330,8 @@ typedef struct sb_progress {
     double lr;             /* learning rate of the last update */
     double tokens_per_s;   /* training frames per second so far (evaluation excluded) */
     double elapsed_s, eta_s;
+    uint64_t params;       /* trainable parameters of the model */
+    int grad_acc;          /* micro-batches per update (gradient accumulation) */
 } sb_progress;
 
 /* Called on the training thread after every update and every evaluation; p is valid for the
@@ -348,7 +350,21 @@ typedef struct sb_train_settings {
     int threads;         /* 0: every core; results do not depend on it */
     double mem_budget_gb; /* activation memory for a step and for evaluation; 0: 4 GB */
     sb_progress_fn progress; /* may be NULL */
-    void *user;              /* passed to progress */
+    void *user;              /* passed to progress, on_start and on_db_warning */
+    /* with results_dir: the checkpoint instead of RESULTS/checkpoints/TRAINING_HASH
+     * .safetensors, the database instead of RESULTS/selectivbench.db (NULL: those) */
+    const char *checkpoint_path;
+    const char *db_path;
+    int resume;              /* continue from the checkpoint and its optimiser state */
+    int64_t inject_nan_at;   /* testing aid: micro-batch K's loss is NaN (0: off) */
+    void (*on_begin)(void *user); /* called once when the run will train (not for a cached
+                                     run), before its task and model are built; may be NULL */
+    sb_progress_fn on_start; /* called once before the first update (step 0, params,
+                                grad_acc, total_steps); may be NULL */
+    /* A database write failed (at_end 0: during the run, reported once; 1: recording its
+     * end) and the run went on: with this callback the call's status is training's alone;
+     * without it (NULL) the failure is the call's error. */
+    void (*on_db_warning)(const char *msg, int at_end, void *user);
 } sb_train_settings;
 
 /* What a training run gave. Unknown numbers are NaN. */
@@ -365,7 +381,10 @@ typedef struct sb_train_outcome {
     int cached;              /* 1: the database had this run finished; nothing was trained */
     char run_hash[17], training_hash[17];
     char database[4096];     /* the results database, or "" in memory */
-    char checkpoint[4096];   /* the checkpoint written, or "" */
+    char checkpoint[4096];   /* the checkpoint written (or read with resume or test_pretrained),
+                                or "" */
+    int grad_acc;            /* micro-batches per update */
+    char finished_at[32];    /* cached: when the stored run finished (UTC ISO-8601), else "" */
 } sb_train_outcome;
 
 /* Trains the model of cfg on its task (train.py's run: one pass over the training set,
@@ -584,6 +603,42 @@ int sb_config_key_group(int i);
 /* Choice c of key i, a "choice" key (0 <= c), or NULL past its last choice, for another
  * type of key or i outside the table. */
 const char *sb_config_key_choice(int i, int c);
+
+/* How sb_evaluate_checkpoint_with evaluates. Zero-initialised: every core, 4 GB, no dump. */
+typedef struct sb_eval_settings {
+    int threads;          /* 0: every core */
+    double mem_budget_gb; /* activation memory for evaluation; 0: 4 GB */
+    /* a file to write the first test batch to (inputs, logits, mask, as safetensors, for
+     * cross-checks against the reference), before the evaluation; NULL: none */
+    const char *dump_path;
+} sb_eval_settings;
+
+/* sb_evaluate_checkpoint with settings (NULL: the defaults). Errors: those of
+ * sb_evaluate_checkpoint; SB_ERR_IO when the dump cannot be written. */
+sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *cfg,
+                                      const sb_eval_settings *settings, sb_eval_outcome *out,
+                                      sb_error *err);
+
+/* The grammar sizes of cfg's task after grammar_scale: letters (vocab), ambiguous letters
+ * (amb), states per ambiguous letter (amb_depth); any pointer may be NULL. Nothing is built.
+ * Aborts with a message when cfg is NULL. */
+void sb_config_grammar_sizes(const sb_config *cfg, int *vocab, int *amb, int *amb_depth);
+
+/* A worker of a sweep (sb_sweep_run starts `selectivbench train` in worker processes) sends
+ * its progress to the sweep through a pipe named in its environment. */
+typedef struct sb_sweep_worker sb_sweep_worker;
+
+/* The pipe this process was given by a sweep, or NULL when it is not a sweep's worker (or
+ * out of memory); the environment variable is removed either way. Closed with
+ * sb_sweep_worker_close. */
+sb_sweep_worker *sb_sweep_worker_open(void);
+
+/* Sends one progress record (the fields of p the sweep shows, and the last evaluation's test
+ * accuracy, NaN before the first); w NULL does nothing. */
+void sb_sweep_worker_report(sb_sweep_worker *w, const sb_progress *p, double last_test_acc);
+
+/* Closes the pipe (NULL is allowed). */
+void sb_sweep_worker_close(sb_sweep_worker *w);
 
 /* ---- reports ----------------------------------------------------------------------------- */
 

@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "config/config.h"
+#include "task/grammar.h"
 #include "train/run_setup.h"
 
 const char *sb_version(void)
@@ -232,4 +233,16 @@ sb_status sb_config_reset(sb_config *cfg, sb_error *err)
     SB_API_REQUIRE(cfg, err);
     cfg->run = sb_run_config_default();
     return SB_OK;
+}
+
+void sb_config_grammar_sizes(const sb_config *cfg, int *vocab, int *amb, int *amb_depth)
+{
+    SB_ASSERT(cfg != NULL);
+    const sb_grammar_config g = sb_grammar_config_effective(&cfg->run.task.grammar);
+    if (vocab != NULL)
+        *vocab = g.vocab;
+    if (amb != NULL)
+        *amb = g.amb;
+    if (amb_depth != NULL)
+        *amb_depth = g.amb_depth;
 }
