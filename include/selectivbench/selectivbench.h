@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,6 +76,51 @@ const char *sb_error_message(const sb_error *err);
 
 /* Frees a string the library allocated (sb_config_to_json). NULL is allowed. */
 void sb_string_free(char *s);
+
+/* ---- JSON writer ---------------------------------------------------------------------------
+ * A small streaming JSON writer for programs that print results as JSON (the command line's
+ * --json). Doubles are written in the shortest decimal form that reads back to the same bits
+ * (what Python's repr prints); non-finite doubles are written as null. */
+
+typedef struct sb_jw sb_jw;
+
+/* A new writer to f (not owned: the writer never closes it); indent 0 writes one line, else
+ * that many spaces per level. NULL when out of memory. Freed with sb_jw_close. */
+sb_jw *sb_jw_open(FILE *f, int indent);
+
+/* Frees the writer (NULL is allowed); what was written stays in f, which is not flushed. */
+void sb_jw_close(sb_jw *j);
+
+/* Containers: begin and end are paired; inside an object every value follows sb_jw_key.
+ * Nesting deeper than 32 levels is a programmer error. */
+void sb_jw_object_begin(sb_jw *j);
+void sb_jw_object_end(sb_jw *j);
+void sb_jw_array_begin(sb_jw *j);
+void sb_jw_array_end(sb_jw *j);
+
+/* An object's key (escaped as a string); its value comes next. */
+void sb_jw_key(sb_jw *j, const char *key);
+
+/* Values: a string (escaped; NULL is written as null), integers, a double (shortest
+ * round-trip form; null when not finite), a boolean (0 false, else true), null, and JSON
+ * text written as it is (e.g. sb_config_to_json's). */
+void sb_jw_string(sb_jw *j, const char *s);
+void sb_jw_int(sb_jw *j, int64_t v);
+void sb_jw_uint(sb_jw *j, uint64_t v);
+void sb_jw_double(sb_jw *j, double v);
+void sb_jw_bool(sb_jw *j, int v);
+void sb_jw_null(sb_jw *j);
+void sb_jw_raw(sb_jw *j, const char *json_text);
+
+/* The shortest round-trip decimal form of v into buf[size] (size >= 32), Python style
+ * ("1.0", "0.1", "1e-05"); "nan", "inf" or "-inf" when not finite. */
+void sb_jw_format_double(char *buf, size_t size, double v);
+
+/* Seconds from an arbitrary fixed point, on a monotonic clock (for durations and rates). */
+double sb_clock_seconds(void);
+
+/* The peak resident memory of the process so far, in bytes (0 when unknown). */
+size_t sb_peak_memory_bytes(void);
 
 /* ---- configurations -------------------------------------------------------------------------
  * A configuration is every key of one run: the reference train.py's flags (task, model,
@@ -284,6 +330,8 @@ typedef struct sb_progress {
     double lr;             /* learning rate of the last update */
     double tokens_per_s;   /* training frames per second so far (evaluation excluded) */
     double elapsed_s, eta_s;
+    uint64_t params;       /* trainable parameters of the model */
+    int grad_acc;          /* micro-batches per update (gradient accumulation) */
 } sb_progress;
 
 /* Called on the training thread after every update and every evaluation; p is valid for the
@@ -302,7 +350,21 @@ typedef struct sb_train_settings {
     int threads;         /* 0: every core; results do not depend on it */
     double mem_budget_gb; /* activation memory for a step and for evaluation; 0: 4 GB */
     sb_progress_fn progress; /* may be NULL */
-    void *user;              /* passed to progress */
+    void *user;              /* passed to progress, on_start and on_db_warning */
+    /* with results_dir: the checkpoint instead of RESULTS/checkpoints/TRAINING_HASH
+     * .safetensors, the database instead of RESULTS/selectivbench.db (NULL: those) */
+    const char *checkpoint_path;
+    const char *db_path;
+    int resume;              /* continue from the checkpoint and its optimiser state */
+    int64_t inject_nan_at;   /* testing aid: micro-batch K's loss is NaN (0: off) */
+    void (*on_begin)(void *user); /* called once when the run will train (not for a cached
+                                     run), before its task and model are built; may be NULL */
+    sb_progress_fn on_start; /* called once before the first update (step 0, params,
+                                grad_acc, total_steps); may be NULL */
+    /* A database write failed (at_end 0: during the run, reported once; 1: recording its
+     * end) and the run went on: with this callback the call's status is training's alone;
+     * without it (NULL) the failure is the call's error. */
+    void (*on_db_warning)(const char *msg, int at_end, void *user);
 } sb_train_settings;
 
 /* What a training run gave. Unknown numbers are NaN. */
@@ -319,7 +381,10 @@ typedef struct sb_train_outcome {
     int cached;              /* 1: the database had this run finished; nothing was trained */
     char run_hash[17], training_hash[17];
     char database[4096];     /* the results database, or "" in memory */
-    char checkpoint[4096];   /* the checkpoint written, or "" */
+    char checkpoint[4096];   /* the checkpoint written (or read with resume or test_pretrained),
+                                or "" */
+    int grad_acc;            /* micro-batches per update */
+    char finished_at[32];    /* cached: when the stored run finished (UTC ISO-8601), else "" */
 } sb_train_outcome;
 
 /* Trains the model of cfg on its task (train.py's run: one pass over the training set,
@@ -487,6 +552,93 @@ typedef struct sb_sweep_run_options {
  * up, SB_ERR_RUNTIME when cancelled. Nothing is printed. */
 sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int *done_out,
                        int *failed_out, sb_error *err);
+
+/* ---- the command line's needs (1): training output, results, sweeps ---- */
+/* What the selectivbench command uses beyond the pieces above: flag parsing by the key table,
+ * exit codes, the results folder's layout. */
+
+/* The file name of a results folder's database (RESULTS/selectivbench.db). */
+#define SB_RESULTS_DB_NAME "selectivbench.db"
+
+/* Records status and a printf-style message in err (err may be NULL; the message is cut to
+ * SB_ERROR_MSG_MAX - 1 bytes) and returns status: a function of a program built on the
+ * library reports its own failures the library's way. */
+sb_status sb_error_set(sb_error *err, sb_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* The exit code the command line gives a status: 0 ok, 2 invalid (usage), 3 diverged, 1
+ * otherwise. */
+int sb_status_exit_code(sb_status status);
+
+/* How sb_config_set_key reads a value, for flags that are not keys: a boolean (True/False,
+ * yes/no, 1/0, any case), a decimal integer, a finite number. Each returns 1 and sets *out
+ * when s is one, else 0 (*out unchanged). */
+int sb_config_parse_bool(const char *s, int *out);
+int sb_config_parse_int(const char *s, long long *out);
+int sb_config_parse_double(const char *s, double *out);
+
+/* Sets every key of cfg back to its default (what sb_config_create gives). Errors:
+ * SB_ERR_INVALID for a NULL handle. */
+sb_status sb_config_reset(sb_config *cfg, sb_error *err);
+
+/* Makes dst equal to src (every key), as sb_config_copy would without a new handle.
+ * Errors: SB_ERR_INVALID for a NULL handle. */
+sb_status sb_config_assign(sb_config *dst, const sb_config *src, sb_error *err);
+
+/* The index of the key named `name` in the key table, or -1 for an unknown name. */
+int sb_config_key_find(const char *name);
+
+/* Which flags a key belongs to, smallest first: the grammar's keys (the `grammar` command),
+ * then the rest of the task's (`data`, `bench data`), then the run's (`train`, `eval`). */
+#define SB_KEYS_GRAMMAR 0
+#define SB_KEYS_TASK 1
+#define SB_KEYS_RUN 2
+
+/* The group of key i (SB_KEYS_GRAMMAR, SB_KEYS_TASK or SB_KEYS_RUN), -1 outside the table. */
+int sb_config_key_group(int i);
+
+/* Choice c of key i, a "choice" key (0 <= c), or NULL past its last choice, for another
+ * type of key or i outside the table. */
+const char *sb_config_key_choice(int i, int c);
+
+/* How sb_evaluate_checkpoint_with evaluates. Zero-initialised: every core, 4 GB, no dump. */
+typedef struct sb_eval_settings {
+    int threads;          /* 0: every core */
+    double mem_budget_gb; /* activation memory for evaluation; 0: 4 GB */
+    /* a file to write the first test batch to (inputs, logits, mask, as safetensors, for
+     * cross-checks against the reference), before the evaluation; NULL: none */
+    const char *dump_path;
+} sb_eval_settings;
+
+/* sb_evaluate_checkpoint with settings (NULL: the defaults). Errors: those of
+ * sb_evaluate_checkpoint; SB_ERR_IO when the dump cannot be written. */
+sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *cfg,
+                                      const sb_eval_settings *settings, sb_eval_outcome *out,
+                                      sb_error *err);
+
+/* The grammar sizes of cfg's task after grammar_scale: letters (vocab), ambiguous letters
+ * (amb), states per ambiguous letter (amb_depth); any pointer may be NULL. Nothing is built.
+ * Aborts with a message when cfg is NULL. */
+void sb_config_grammar_sizes(const sb_config *cfg, int *vocab, int *amb, int *amb_depth);
+
+/* A worker of a sweep (sb_sweep_run starts `selectivbench train` in worker processes) sends
+ * its progress to the sweep through a pipe named in its environment. */
+typedef struct sb_sweep_worker sb_sweep_worker;
+
+/* The pipe this process was given by a sweep, or NULL when it is not a sweep's worker (or
+ * out of memory); the environment variable is removed either way. Closed with
+ * sb_sweep_worker_close. */
+sb_sweep_worker *sb_sweep_worker_open(void);
+
+/* Sends one progress record (the fields of p the sweep shows, and the last evaluation's test
+ * accuracy, NaN before the first); w NULL does nothing. */
+void sb_sweep_worker_report(sb_sweep_worker *w, const sb_progress *p, double last_test_acc);
+
+/* Closes the pipe (NULL is allowed). */
+void sb_sweep_worker_close(sb_sweep_worker *w);
 
 /* ---- reports ----------------------------------------------------------------------------- */
 

@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "config/config.h"
+#include "task/grammar.h"
 #include "train/run_setup.h"
 
 const char *sb_version(void)
@@ -178,4 +179,70 @@ int sb_config_key_is_noop(int i)
 {
     const sb_config_key *k = sb_config_key_at(i);
     return k != NULL && k->noop;
+}
+
+/* ---- the command line's needs: the key table by name, groups and choices --------------- */
+
+/* sb_status_exit_code is status.c's own; sb_config_parse_bool, _int and _double are
+ * config.c's own (the same functions). */
+
+int sb_config_key_find(const char *name)
+{
+    if (name == NULL)
+        return -1;
+    for (int i = 0; i < sb_config_key_count(); i++)
+        if (strcmp(sb_config_key_at(i)->name, name) == 0)
+            return i;
+    return -1;
+}
+
+int sb_config_key_group(int i)
+{
+    const sb_config_key *k = sb_config_key_at(i);
+    if (k == NULL)
+        return -1;
+    switch (k->group) {
+    case SB_KEY_GROUP_GRAMMAR: return SB_KEYS_GRAMMAR;
+    case SB_KEY_GROUP_TASK: return SB_KEYS_TASK;
+    case SB_KEY_GROUP_RUN: return SB_KEYS_RUN;
+    }
+    return -1;
+}
+
+const char *sb_config_key_choice(int i, int c)
+{
+    const sb_config_key *k = sb_config_key_at(i);
+    if (k == NULL || k->kind != SB_KEY_CHOICE || k->choices == NULL || c < 0)
+        return NULL;
+    for (int j = 0; j < c; j++)
+        if (k->choices[j] == NULL)
+            return NULL;
+    return k->choices[c];
+}
+
+sb_status sb_config_assign(sb_config *dst, const sb_config *src, sb_error *err)
+{
+    SB_API_REQUIRE(dst, err);
+    SB_API_REQUIRE(src, err);
+    dst->run = src->run;
+    return SB_OK;
+}
+
+sb_status sb_config_reset(sb_config *cfg, sb_error *err)
+{
+    SB_API_REQUIRE(cfg, err);
+    cfg->run = sb_run_config_default();
+    return SB_OK;
+}
+
+void sb_config_grammar_sizes(const sb_config *cfg, int *vocab, int *amb, int *amb_depth)
+{
+    SB_ASSERT(cfg != NULL);
+    const sb_grammar_config g = sb_grammar_config_effective(&cfg->run.task.grammar);
+    if (vocab != NULL)
+        *vocab = g.vocab;
+    if (amb != NULL)
+        *amb = g.amb;
+    if (amb_depth != NULL)
+        *amb_depth = g.amb_depth;
 }

@@ -1,6 +1,7 @@
 /* sweep_api.c - the public API's sweeps (selectivbench.h): the configuration of one run of a
  * sweep file's grid and running the grid, over src/exp/sweep_exec.c. sb_sweep_load,
  * sb_sweep_free and sb_sweep_count are sweep.c's own. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,4 +113,50 @@ sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int 
     if (failed_out != NULL)
         *failed_out = tally.failed;
     return st;
+}
+
+/* ---- a sweep's worker: the progress pipe (exp/sweep_exec.h defines the record) ---------- */
+
+struct sb_sweep_worker {
+    FILE *pipe;
+};
+
+sb_sweep_worker *sb_sweep_worker_open(void)
+{
+    const char *fd_text = getenv(SB_PROGRESS_FD_ENV);
+    if (fd_text == NULL)
+        return NULL;
+    FILE *pipe = NULL;
+    char *end;
+    long fd = strtol(fd_text, &end, 10);
+    /* a pipe the sweep gave us: anything else (a stale variable) is ignored */
+    if (end != fd_text && *end == '\0' && fd > 2 && fd < 65536 && fcntl((int)fd, F_GETFD) >= 0)
+        pipe = fdopen((int)fd, "w");
+    unsetenv(SB_PROGRESS_FD_ENV);
+    if (pipe == NULL)
+        return NULL;
+    sb_sweep_worker *w = malloc(sizeof *w);
+    if (w == NULL) {
+        fclose(pipe);
+        return NULL;
+    }
+    w->pipe = pipe;
+    return w;
+}
+
+void sb_sweep_worker_report(sb_sweep_worker *w, const sb_progress *p, double last_test_acc)
+{
+    if (w == NULL || p == NULL)
+        return;
+    fprintf(w->pipe, SB_PROGRESS_RECORD_FORMAT, p->step, p->total_steps, p->loss, p->acc,
+            p->tokens_per_s, p->eta_s, last_test_acc);
+    fflush(w->pipe);
+}
+
+void sb_sweep_worker_close(sb_sweep_worker *w)
+{
+    if (w == NULL)
+        return;
+    fclose(w->pipe);
+    free(w);
 }

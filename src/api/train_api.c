@@ -23,12 +23,17 @@ typedef struct train_sinks {
 static void train_event(const sb_train_event *ev, void *user)
 {
     train_sinks *s = user;
+    const sb_train_settings *set = s->settings;
     if (s->rec.db != NULL) {
         sb_error err = {0};
-        if (sb_run_record_event(&s->rec, ev, &err) != SB_OK && s->db_err.status == SB_OK)
+        if (sb_run_record_event(&s->rec, ev, &err) != SB_OK && s->db_err.status == SB_OK) {
             s->db_err = err;
+            if (set->on_db_warning != NULL)
+                set->on_db_warning(err.msg, 0, set->user);
+        }
     }
-    if (ev->kind == SB_EVENT_START || s->settings->progress == NULL)
+    sb_progress_fn fn = ev->kind == SB_EVENT_START ? set->on_start : set->progress;
+    if (fn == NULL)
         return;
     int eval = ev->kind == SB_EVENT_EVAL;
     sb_progress p = {
@@ -44,8 +49,10 @@ static void train_event(const sb_train_event *ev, void *user)
         .tokens_per_s = ev->tokens_per_s,
         .elapsed_s = ev->elapsed_s,
         .eta_s = ev->eta_s,
+        .params = ev->params,
+        .grad_acc = ev->grad_acc,
     };
-    s->settings->progress(&p, s->settings->user);
+    fn(&p, set->user);
 }
 
 /* The outcome's fields that do not depend on training. */
@@ -74,6 +81,8 @@ static void outcome_from_row(sb_train_outcome *out, const sb_run_row *row)
     out->effective_memory = row->effective_memory;
     if (row->checkpoint != NULL)
         snprintf(out->checkpoint, sizeof out->checkpoint, "%s", row->checkpoint);
+    if (row->finished_at != NULL)
+        snprintf(out->finished_at, sizeof out->finished_at, "%s", row->finished_at);
     out->cached = 1;
 }
 
@@ -102,13 +111,20 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     sinks.settings = settings;
     const char *dir = settings->results_dir;
     if (dir != NULL) {
-        if ((st = sb_run_store_make_dir(dir, err)) != SB_OK ||
-            (st = sb_run_store_db_path(dir, out->database, sizeof out->database, err)) != SB_OK ||
-            (st = sb_run_store_ckpt_path(dir, run, out->checkpoint, sizeof out->checkpoint,
-                                         settings->save_checkpoint, err)) != SB_OK)
+        if ((st = sb_run_store_make_dir(dir, err)) != SB_OK)
             return st;
-        if (!settings->save_checkpoint && !run->test_pretrained)
-            out->checkpoint[0] = '\0'; /* nothing will be written there */
+        if (settings->db_path != NULL)
+            snprintf(out->database, sizeof out->database, "%s", settings->db_path);
+        else if ((st = sb_run_store_db_path(dir, out->database, sizeof out->database, err)) !=
+                 SB_OK)
+            return st;
+        if (settings->checkpoint_path != NULL)
+            snprintf(out->checkpoint, sizeof out->checkpoint, "%s", settings->checkpoint_path);
+        else if ((st = sb_run_store_ckpt_path(dir, run, out->checkpoint, sizeof out->checkpoint,
+                                              settings->save_checkpoint, err)) != SB_OK)
+            return st;
+        if (!settings->save_checkpoint && !run->test_pretrained && !settings->resume)
+            out->checkpoint[0] = '\0'; /* nothing will be written or read there */
         int finished = 0;
         sb_run_row stored;
         memset(&stored, 0, sizeof stored);
@@ -126,12 +142,16 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
         sinks.rec.threads = threads;
     }
 
+    if (settings->on_begin != NULL)
+        settings->on_begin(settings->user);
     sb_train_options topt = {
         .threads = threads,
         .ckpt_path = out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
         .mem_budget_gb = budget,
+        .resume = settings->resume,
         .callback = train_event,
         .user = &sinks,
+        .inject_nan_at = settings->inject_nan_at,
     };
     sb_train_result res;
     st = sb_train(run, &topt, &res, err);
@@ -139,6 +159,12 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     sb_status db_st = SB_OK;
     if (dir != NULL)
         db_st = sb_run_record_end(&sinks.rec, &res, &db_err);
+    if (db_st != SB_OK && settings->on_db_warning != NULL) {
+        settings->on_db_warning(db_err.msg, 1, settings->user);
+        db_st = SB_OK;
+    }
+    if (settings->on_db_warning != NULL)
+        sinks.db_err.status = SB_OK; /* reported */
 
     snprintf(out->status, sizeof out->status, "%s", res.status[0] != '\0' ? res.status : "failed");
     snprintf(out->reason, sizeof out->reason, "%s", res.reason);
@@ -149,6 +175,7 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     out->params = res.params;
     out->steps = res.steps;
     out->samples = res.samples;
+    out->grad_acc = res.grad_acc;
     out->tokens_per_s = res.tokens_per_s;
     out->wall_s = res.wall_s;
     if (dir != NULL) {
@@ -168,6 +195,14 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
 sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, int threads,
                                  sb_eval_outcome *out, sb_error *err)
 {
+    sb_eval_settings settings = {.threads = threads};
+    return sb_evaluate_checkpoint_with(checkpoint, cfg, &settings, out, err);
+}
+
+sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *cfg,
+                                      const sb_eval_settings *settings, sb_eval_outcome *out,
+                                      sb_error *err)
+{
     SB_API_REQUIRE(out, err);
     memset(out, 0, sizeof *out);
     out->test_acc = out->test_loss = out->test_gap_s = (double)NAN;
@@ -180,6 +215,11 @@ sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, i
         return st;
     if ((st = sb_run_config_check(&run, err)) != SB_OK)
         return st;
+    sb_eval_settings none = {0};
+    if (settings == NULL)
+        settings = &none;
+    int threads = settings->threads;
+    double budget = settings->mem_budget_gb > 0 ? settings->mem_budget_gb : DEFAULT_MEM_BUDGET_GB;
     omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs());
 
     sb_task *task = NULL;
@@ -188,9 +228,10 @@ sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, i
         return st;
     sb_model_config mc = sb_run_config_model(&run, task->n_inputs, task->grammar->d_output);
     if ((st = sb_model_create(&mc, run.seed, &m, err)) == SB_OK &&
-        (st = sb_checkpoint_load(checkpoint, m, NULL, NULL, err)) == SB_OK)
-        st = sb_evaluate(task, m, run.test_bs, DEFAULT_MEM_BUDGET_GB, &out->test_loss,
-                         &out->test_acc, err);
+        (st = sb_checkpoint_load(checkpoint, m, NULL, NULL, err)) == SB_OK &&
+        (settings->dump_path == NULL ||
+         (st = sb_dump_first_batch(settings->dump_path, task, m, run.test_bs, err)) == SB_OK))
+        st = sb_evaluate(task, m, run.test_bs, budget, &out->test_loss, &out->test_acc, err);
     if (st == SB_OK) {
         out->test_size = sb_task_split_size(task, SB_SPLIT_TEST);
         out->test_gap_s = sb_task_test_duration(task);

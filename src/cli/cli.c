@@ -56,13 +56,19 @@ int sb_cli_checkpoint_first(const char *cmd, const char *usage, int argc, char *
     return 2;
 }
 
-int sb_cli_print_hashes(const sb_run_config *cfg)
+int sb_cli_print_config_hashes(const sb_config *cfg)
 {
     char run_hash[17], training_hash[17];
-    sb_run_config_hash(cfg, 0, run_hash);
-    sb_run_config_hash(cfg, 1, training_hash);
+    sb_config_run_hash(cfg, run_hash);
+    sb_config_training_hash(cfg, training_hash);
     printf("%s %s\n", run_hash, training_hash);
     return 0;
+}
+
+int sb_cli_print_hashes(const struct sb_run_config *cfg)
+{
+    /* the public handle is the run configuration itself (see sb_cli_config_view) */
+    return sb_cli_print_config_hashes((const sb_config *)(const void *)cfg);
 }
 
 int sb_cli_threads(int requested)

@@ -6,8 +6,7 @@
 #include <stdio.h>
 
 #include "cli/options.h"
-#include "config/run_config.h"
-#include "core/status.h"
+#include "selectivbench/selectivbench.h"
 
 /* Prints err as one line on stderr and returns the exit code of its status. */
 int sb_cli_fail(const char *cmd, const sb_error *err);
@@ -26,8 +25,13 @@ int sb_cli_checkpoint_first(const char *cmd, const char *usage, int argc, char *
 /* The --threads flag: applies it (0 = all cores) and returns the thread count. */
 int sb_cli_threads(int requested);
 
-/* --print_hashes: prints "RUN_HASH TRAINING_HASH" and returns 0. */
-int sb_cli_print_hashes(const sb_run_config *cfg);
+/* --print_hashes: prints "RUN_HASH TRAINING_HASH" of cfg and returns 0. */
+int sb_cli_print_config_hashes(const sb_config *cfg);
+
+/* The same for a run configuration held by value (transitional, for the commands that
+ * still use the library's internal sb_run_config: cmd_probe.c, cmd_ceiling.c). */
+struct sb_run_config;
+int sb_cli_print_hashes(const struct sb_run_config *cfg);
 
 /* Whether stdout is a terminal (for live progress lines). */
 int sb_cli_stdout_is_tty(void);

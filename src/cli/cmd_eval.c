@@ -7,15 +7,13 @@
  * the reference) needs the run's flags given explicitly. --dump FILE writes the first test
  * batch (inputs, logits, mask) as safetensors for cross-checks.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
-#include "train/checkpoint.h"
-#include "core/json_writer.h"
-#include "train/trainer.h"
-#include "train/run_setup.h"
+#include "selectivbench/selectivbench.h"
 
 int sb_cmd_eval(int argc, char **argv)
 {
@@ -33,64 +31,55 @@ int sb_cmd_eval(int argc, char **argv)
                             "write the first test batch (inputs, logits, mask) as safetensors", 0};
     sb_error err = {0};
     /* the recorded configuration, then the flags set its keys by name */
-    sb_run_config recorded;
-    sb_status st = sb_checkpoint_read_config(ckpt, &recorded, &err);
+    sb_config *recorded = NULL;
+    sb_status st = sb_checkpoint_config(ckpt, &recorded, &err);
     if (st == SB_OK)
-        rf.cfg = recorded;
-    else if (st != SB_ERR_INVALID) /* missing or corrupt file */
+        st = sb_config_assign(rf.config, recorded, &err);
+    sb_config_free(recorded);
+    if (st != SB_OK && st != SB_ERR_INVALID) /* missing or corrupt file */
         return sb_cli_fail("eval", &err);
     /* parse from argv[3]: shift so that sb_cli_parse's first argument is argv[3] */
     int rc = sb_cli_parse("eval", "CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
     int threads = sb_cli_threads(rf.threads);
-    if (sb_run_config_check(&rf.cfg, &err) != SB_OK)
+    if (sb_config_check(rf.config, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
     if (rf.print_hashes)
-        return sb_cli_print_hashes(&rf.cfg);
-    const sb_run_config *cfg = &rf.cfg;
+        return sb_cli_print_config_hashes(rf.config);
 
-    sb_task *task = NULL;
-    sb_model *m = NULL;
-    if ((st = sb_task_create(&cfg->task, &task, &err)) != SB_OK)
+    sb_eval_settings settings = {.threads = threads, .mem_budget_gb = rf.mem_budget,
+                                 .dump_path = dump};
+    sb_eval_outcome res;
+    if (sb_evaluate_checkpoint_with(ckpt, rf.config, &settings, &res, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
-    sb_model_config mc = sb_run_config_model(cfg, task->n_inputs, task->grammar->d_output);
-    if ((st = sb_model_create(&mc, cfg->seed, &m, &err)) == SB_OK)
-        st = sb_checkpoint_load(ckpt, m, NULL, NULL, &err);
-    double loss = 0, acc = 0;
-    if (st == SB_OK && dump != NULL)
-        st = sb_dump_first_batch(dump, task, m, cfg->test_bs, &err);
-    if (st == SB_OK)
-        st = sb_evaluate(task, m, cfg->test_bs, rf.mem_budget, &loss, &acc, &err);
-    if (st == SB_OK) {
-        if (rf.json) {
-            sb_json j;
-            sb_json_init(&j, stdout, 0);
-            sb_json_object_begin(&j);
-            sb_json_key(&j, "checkpoint");
-            sb_json_string(&j, ckpt);
-            sb_json_key(&j, "test_acc");
-            sb_json_double(&j, acc);
-            sb_json_key(&j, "test_loss");
-            sb_json_double(&j, loss);
-            sb_json_key(&j, "test_size");
-            sb_json_int(&j, cfg->task.test_size);
-            sb_json_key(&j, "test_dur");
-            sb_json_double(&j, sb_task_test_duration(task));
-            sb_json_object_end(&j);
-            printf("\n");
-        } else {
-            printf("%s: test acc %.4f, test loss %.4f (%lld test samples, gaps of %g s, %d "
-                   "thread%s)\n",
-                   ckpt, acc, loss, (long long)cfg->task.test_size, sb_task_test_duration(task),
-                   threads, threads == 1 ? "" : "s");
-            if (dump != NULL)
-                printf("first test batch written to %s\n", dump);
+    if (rf.json) {
+        sb_jw *j = sb_jw_open(stdout, 0);
+        if (j == NULL) {
+            sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
+            return sb_cli_fail("eval", &err);
         }
+        sb_jw_object_begin(j);
+        sb_jw_key(j, "checkpoint");
+        sb_jw_string(j, ckpt);
+        sb_jw_key(j, "test_acc");
+        sb_jw_double(j, res.test_acc);
+        sb_jw_key(j, "test_loss");
+        sb_jw_double(j, res.test_loss);
+        sb_jw_key(j, "test_size");
+        sb_jw_int(j, res.test_size);
+        sb_jw_key(j, "test_dur");
+        sb_jw_double(j, res.test_gap_s);
+        sb_jw_object_end(j);
+        sb_jw_close(j);
+        printf("\n");
+    } else {
+        printf("%s: test acc %.4f, test loss %.4f (%lld test samples, gaps of %g s, %d "
+               "thread%s)\n",
+               ckpt, res.test_acc, res.test_loss, (long long)res.test_size, res.test_gap_s,
+               threads, threads == 1 ? "" : "s");
+        if (dump != NULL)
+            printf("first test batch written to %s\n", dump);
     }
-    sb_model_free(m);
-    sb_task_free(task);
-    if (st != SB_OK)
-        return sb_cli_fail("eval", &err);
     return 0;
 }

@@ -5,16 +5,15 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "exp/run_store.h" /* SB_RUN_STORE_DB_NAME */
 #include "selectivbench/selectivbench.h"
 
 int sb_cmd_report(int argc, char **argv)
 {
-    const char *db_path = "results/" SB_RUN_STORE_DB_NAME, *out = NULL;
+    const char *db_path = "results/" SB_RESULTS_DB_NAME, *out = NULL;
     int threads = 0;
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
-         "results database (default results/" SB_RUN_STORE_DB_NAME ")", 0},
+         "results database (default results/" SB_RESULTS_DB_NAME ")", 0},
         {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
          "where the figures and report.md go (default: report/ beside the database)", 0},
         {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},

@@ -38,7 +38,7 @@ static void print_usage(FILE *f)
             "\n"
             "Task flags follow the reference's train.py (--vocab, --amb, --amb_depth,\n"
             "--grammar_scale True, --train_gap_max, --train_noise, --grammar_gap True, ...).\n",
-            SB_VERSION);
+            sb_version());
 }
 
 /* OpenMP threads that spin while waiting make two threads far slower than one when
@@ -68,7 +68,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-        printf("selectivbench %s\n", SB_VERSION);
+        printf("selectivbench %s\n", sb_version());
         return 0;
     }
     if (strcmp(cmd, "grammar") == 0)

@@ -20,8 +20,8 @@ int sb_option_is_switch(const sb_option *o)
     if (o->type == SB_OPT_SWITCH)
         return 1;
     if (o->type == SB_OPT_KEY) {
-        const sb_config_key *k = sb_config_find(o->name);
-        return k != NULL && k->kind == SB_KEY_SWITCH;
+        const char *type = sb_config_key_type(sb_config_key_find(o->name));
+        return type != NULL && strcmp(type, "switch") == 0;
     }
     return 0;
 }
@@ -32,7 +32,7 @@ sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
         return sb_error_set(err, SB_ERR_INVALID, "--%s needs a value", o->name);
     switch (o->type) {
     case SB_OPT_KEY: {
-        sb_status st = sb_config_set(o->dest, o->name, value != NULL ? value : "True", err);
+        sb_status st = sb_config_set_key(o->dest, o->name, value != NULL ? value : "True", err);
         if (st == SB_OK)
             o->seen = 1;
         return st;
@@ -171,6 +171,44 @@ void sb_options_print_help(FILE *f, const sb_option *opts, int n_opts)
         }
         snprintf(left, sizeof left, "--%s%s%s", o->name, meta[0] ? " " : "", meta);
         fprintf(f, "  %-30s %s\n", left, o->help);
+    }
+}
+
+/* A value's shape in --help: N, X, True|False, the choices, NAME or nothing (a switch). */
+static const char *key_metavar(int i, char *buf, size_t size)
+{
+    const char *type = sb_config_key_type(i);
+    if (strcmp(type, "int") == 0 || strcmp(type, "int64") == 0 || strcmp(type, "uint64") == 0 ||
+        strcmp(type, "optional int") == 0)
+        return "N";
+    if (strcmp(type, "double") == 0 || strcmp(type, "optional double") == 0)
+        return "X";
+    if (strcmp(type, "bool") == 0)
+        return "True|False";
+    if (strcmp(type, "string") == 0)
+        return "NAME";
+    if (strcmp(type, "choice") == 0) {
+        buf[0] = '\0';
+        for (int c = 0; sb_config_key_choice(i, c) != NULL; c++) {
+            if (c > 0)
+                strncat(buf, "|", size - strlen(buf) - 1);
+            strncat(buf, sb_config_key_choice(i, c), size - strlen(buf) - 1);
+        }
+        return strlen(buf) <= 20 ? buf : "NAME";
+    }
+    return ""; /* a switch */
+}
+
+void sb_options_add_keys(sb_config *cfg, int group, sb_option *opts, int *n)
+{
+    /* one metavar buffer per key, for the choices; the table is fixed */
+    static char choice_meta[128][32];
+    for (int i = 0; i < sb_config_key_count(); i++) {
+        if (sb_config_key_group(i) > group)
+            continue;
+        const char *meta = key_metavar(i, choice_meta[i % 128], sizeof choice_meta[0]);
+        opts[(*n)++] = (sb_option){sb_config_key_name(i), SB_OPT_KEY, cfg, 0, 0, NULL, meta,
+                                   sb_config_key_help(i), 0};
     }
 }
 

@@ -10,8 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config/config.h"
-#include "core/status.h"
+#include "selectivbench/selectivbench.h"
 
 typedef enum sb_opt_type {
     SB_OPT_INT,    /* int, range [min, max] */
@@ -21,8 +20,8 @@ typedef enum sb_opt_type {
     SB_OPT_SWITCH, /* int set to 1 by the bare flag (argparse store_true) */
     SB_OPT_STRING, /* const char * pointing into argv */
     SB_OPT_CHOICE, /* int index into choices[] */
-    SB_OPT_KEY,    /* a key of the table (config.h): dest is the sb_run_config, the value
-                      goes through sb_config_set (a switch key may stand alone) */
+    SB_OPT_KEY,    /* a key of the table: dest is an sb_config, the value goes through
+                      sb_config_set_key (a switch key may stand alone) */
 } sb_opt_type;
 
 typedef struct sb_option {
@@ -55,6 +54,11 @@ sb_option *sb_options_find(sb_option *opts, int n_opts, const char *name);
 
 /* Prints the options as a help table. */
 void sb_options_print_help(FILE *f, const sb_option *opts, int n_opts);
+
+/* Appends one SB_OPT_KEY option per key of the table in groups up to `group` (SB_KEYS_*,
+ * in the table's order), each setting its key of *cfg by name. opts must have room for
+ * sb_config_key_count() more entries. */
+void sb_options_add_keys(sb_config *cfg, int group, sb_option *opts, int *n);
 
 /* Parses "0-4,57,999" into a list of indices (allocated; *n receives the count).
  * Every index must lie in [0, limit). */

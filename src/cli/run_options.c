@@ -6,11 +6,12 @@
 void sb_run_options_add(sb_run_flags *rf, sb_option *opts, int *n)
 {
     memset(rf, 0, sizeof *rf);
-    rf->cfg = sb_run_config_default();
+    rf->config = sb_cli_config_view(&rf->cfg);
+    sb_config_reset(rf->config, NULL);
     rf->save_model = 1;
     rf->results_dir = "results";
     rf->mem_budget = 4.0;
-    sb_key_options_add(&rf->cfg, SB_KEY_GROUP_RUN, opts, n);
+    sb_options_add_keys(rf->config, SB_KEYS_RUN, opts, n);
     sb_option run[] = {
         {"save_model", SB_OPT_BOOL, &rf->save_model, 0, 1, NULL, NULL,
          "save a checkpoint at every evaluation (default True)", 0},

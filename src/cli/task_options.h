@@ -10,9 +10,8 @@
 #include "config/config.h"
 #include "config/run_config.h"
 
-/* Appends one SB_OPT_KEY option per key of the table in groups up to `group` (keys.def
- * order), each setting its key of *cfg by name. opts must have room for
- * sb_config_key_count() more entries. */
+/* Transitional (cmd_grammar.c, cmd_data.c and cmd_bench.c read the task as the library's
+ * internal structs): sb_options_add_keys over a run configuration held by value. */
 void sb_key_options_add(sb_run_config *cfg, sb_key_group group, sb_option *opts, int *n);
 
 typedef struct sb_task_flags {

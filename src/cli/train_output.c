@@ -1,46 +1,52 @@
 /* train_output.c - progress and summaries of training runs (see train_output.h). */
 #include "cli/train_output.h"
 
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "core/json_writer.h"
-#include "core/timer.h"
-#include "exp/sweep_exec.h"
-
-void sb_train_output_init(sb_train_output *o, const sb_run_config *cfg, int quiet, int json,
+void sb_train_output_init(sb_train_output *o, const sb_config *cfg, int quiet, int json,
                           int threads)
 {
     memset(o, 0, sizeof *o);
     o->f = json ? stderr : stdout;
+    o->cfg = cfg;
     o->quiet = quiet;
     o->json = json;
     o->threads = threads;
     o->tty = isatty(fileno(o->f));
     o->test_acc = (double)NAN;
-    const char *fd_text = getenv(SB_PROGRESS_FD_ENV);
-    if (fd_text != NULL) {
-        char *end;
-        long fd = strtol(fd_text, &end, 10);
-        /* a pipe the sweep gave us: anything else (a stale variable) is ignored */
-        if (end != fd_text && *end == '\0' && fd > 2 && fd < 65536 && fcntl((int)fd, F_GETFD) >= 0)
-            o->progress = fdopen((int)fd, "w");
-        unsetenv(SB_PROGRESS_FD_ENV);
-    }
-    if (!quiet) {
-        char hash[17];
-        sb_run_config_hash(cfg, 0, hash);
-        const sb_grammar_config gc = sb_grammar_config_effective(&cfg->task.grammar);
-        fprintf(o->f, "run %s: %s, feat_size %d, layers %d, lr %g, seed %llu; task vocab %d amb "
-                      "%d depth %d, %lld samples (protocol %s)\n",
-                hash, cfg->model, cfg->feat_size, cfg->layers, cfg->lr,
-                (unsigned long long)cfg->seed, gc.vocab, gc.amb, gc.amb_depth,
-                (long long)cfg->task.dataset_size,
-                cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference");
-    }
+}
+
+/* The text of key `key` of cfg ("?" when it cannot be read). */
+static const char *key_text(const sb_config *cfg, const char *key, char *buf, size_t size)
+{
+    if (sb_config_get_key(cfg, key, buf, size, NULL) != SB_OK)
+        snprintf(buf, size, "?");
+    return buf;
+}
+
+void sb_train_output_begin(void *user)
+{
+    sb_train_output *o = user;
+    o->progress = sb_sweep_worker_open();
+    if (o->quiet)
+        return;
+    char hash[17], model[64], width[32], layers[32], lr[64], seed[32], size[32], protocol[32];
+    double lr_value = 0;
+    sb_config_run_hash(o->cfg, hash);
+    sb_config_parse_double(key_text(o->cfg, "lr", lr, sizeof lr), &lr_value);
+    int vocab, amb, depth;
+    sb_config_grammar_sizes(o->cfg, &vocab, &amb, &depth);
+    fprintf(o->f, "run %s: %s, feat_size %s, layers %s, lr %g, seed %s; task vocab %d amb "
+                  "%d depth %d, %s samples (protocol %s)\n",
+            hash, key_text(o->cfg, "model", model, sizeof model),
+            key_text(o->cfg, "feat_size", width, sizeof width),
+            key_text(o->cfg, "layers", layers, sizeof layers), lr_value,
+            key_text(o->cfg, "seed", seed, sizeof seed), vocab, amb, depth,
+            key_text(o->cfg, "dataset_size", size, sizeof size),
+            key_text(o->cfg, "protocol", protocol, sizeof protocol));
 }
 
 static void format_duration(double s, char *buf, size_t size)
@@ -56,130 +62,127 @@ static void format_duration(double s, char *buf, size_t size)
         snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
 }
 
-void sb_train_output_event(const sb_train_event *ev, void *user)
+void sb_train_output_start(const sb_progress *p, void *user)
+{
+    sb_train_output *o = user;
+    if (o->quiet)
+        return;
+    fprintf(o->f, "  %.3fM parameters, %lld updates, gradient accumulation %d, %d thread%s\n",
+            (double)p->params / 1e6, (long long)p->total_steps, p->grad_acc, o->threads,
+            o->threads == 1 ? "" : "s");
+}
+
+/* After an update: the sweep's record (about twice a second), the live line on a terminal. */
+static void output_update(sb_train_output *o, const sb_progress *p)
+{
+    double t = sb_clock_seconds();
+    if (o->progress != NULL && (t - o->last_progress >= 0.5 || p->step == p->total_steps)) {
+        o->last_progress = t;
+        sb_sweep_worker_report(o->progress, p, o->test_acc);
+    }
+    if (o->quiet || !o->tty)
+        return; /* plain logs: one line per evaluation */
+    double now = sb_clock_seconds();
+    if (now - o->last_live < 0.25 && p->step != p->total_steps)
+        return;
+    o->last_live = now;
+    char eta[32];
+    format_duration(p->eta_s, eta, sizeof eta);
+    fprintf(o->f, "\r  step %lld/%lld  loss %.4f  acc %.3f  lr %.2e  %.0f tok/s  ETA %s   ",
+            (long long)p->step, (long long)p->total_steps, p->loss, p->acc, p->lr,
+            p->tokens_per_s, eta);
+    fflush(o->f);
+    o->live_open = 1;
+}
+
+/* After an evaluation: one line. */
+static void output_evaluation(sb_train_output *o, const sb_progress *p)
+{
+    o->test_acc = p->test_acc;
+    if (o->quiet)
+        return;
+    if (o->live_open) {
+        fputc('\n', o->f);
+        o->live_open = 0;
+    }
+    char elapsed[32];
+    format_duration(p->elapsed_s, elapsed, sizeof elapsed);
+    if (isnan(p->loss))
+        fprintf(o->f, "  test loss %.4f acc %.4f (%s)\n", p->test_loss, p->test_acc, elapsed);
+    else
+        fprintf(o->f,
+                "  step %lld/%lld (%lld samples): train loss %.4f acc %.4f | test loss %.4f "
+                "acc %.4f | %.0f tok/s, %s\n",
+                (long long)p->step, (long long)p->total_steps, (long long)p->samples, p->loss,
+                p->acc, p->test_loss, p->test_acc, p->tokens_per_s, elapsed);
+    fflush(o->f);
+}
+
+void sb_train_output_progress(const sb_progress *p, void *user)
 {
     sb_train_output *o = user;
     if (o->quiet && o->progress == NULL)
         return;
-    switch (ev->kind) {
-    case SB_EVENT_START:
-        if (o->quiet)
-            break;
-        fprintf(o->f, "  %.3fM parameters, %lld updates, gradient accumulation %d, %d thread%s\n",
-                (double)ev->params / 1e6, (long long)ev->total_steps, ev->grad_acc, o->threads,
-                o->threads == 1 ? "" : "s");
-        break;
-    case SB_EVENT_PROGRESS: {
-        double t = sb_time_now();
-        if (o->progress != NULL && (t - o->last_progress >= 0.5 || ev->step == ev->total_steps)) {
-            o->last_progress = t;
-            sb_sweep_progress rec = {.step = ev->step, .total_steps = ev->total_steps,
-                                     .loss = ev->loss, .acc = ev->acc,
-                                     .tokens_per_s = ev->tokens_per_s, .eta_s = ev->eta_s,
-                                     .test_acc = o->test_acc};
-            fprintf(o->progress, SB_PROGRESS_RECORD_FORMAT, rec.step, rec.total_steps, rec.loss,
-                    rec.acc, rec.tokens_per_s, rec.eta_s, rec.test_acc);
-            fflush(o->progress);
-        }
-        if (o->quiet || !o->tty)
-            break; /* plain logs: one line per evaluation */
-        double now = sb_time_now();
-        if (now - o->last_live < 0.25 && ev->step != ev->total_steps)
-            break;
-        o->last_live = now;
-        char eta[32];
-        format_duration(ev->eta_s, eta, sizeof eta);
-        fprintf(o->f, "\r  step %lld/%lld  loss %.4f  acc %.3f  lr %.2e  %.0f tok/s  ETA %s   ",
-                (long long)ev->step, (long long)ev->total_steps, ev->loss, ev->acc, ev->lr,
-                ev->tokens_per_s, eta);
-        fflush(o->f);
-        o->live_open = 1;
-        break;
-    }
-    case SB_EVENT_EVAL: {
-        o->test_acc = ev->test_acc;
-        if (o->quiet)
-            break;
-        if (o->live_open) {
-            fputc('\n', o->f);
-            o->live_open = 0;
-        }
-        char elapsed[32];
-        format_duration(ev->elapsed_s, elapsed, sizeof elapsed);
-        if (isnan(ev->loss))
-            fprintf(o->f, "  test loss %.4f acc %.4f (%s)\n", ev->test_loss, ev->test_acc, elapsed);
-        else
-            fprintf(o->f,
-                    "  step %lld/%lld (%lld samples): train loss %.4f acc %.4f | test loss %.4f "
-                    "acc %.4f | %.0f tok/s, %s\n",
-                    (long long)ev->step, (long long)ev->total_steps, (long long)ev->samples,
-                    ev->loss, ev->acc, ev->test_loss, ev->test_acc, ev->tokens_per_s, elapsed);
-        fflush(o->f);
-        break;
-    }
-    }
+    if (p->is_evaluation)
+        output_evaluation(o, p);
+    else
+        output_update(o, p);
 }
 
 void sb_train_output_close(sb_train_output *o)
 {
-    if (o->progress != NULL)
-        fclose(o->progress);
+    sb_sweep_worker_close(o->progress);
     o->progress = NULL;
 }
 
-void sb_train_output_finish(sb_train_output *o, const sb_run_config *cfg,
-                            const sb_train_result *res, const char *ckpt, double ceiling,
-                            double effective_memory)
+void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, const char *ckpt)
 {
     if (o->live_open) {
         fputc('\n', o->f);
         o->live_open = 0;
     }
-    char hash[17];
-    sb_run_config_hash(cfg, 0, hash);
     if (o->json) {
-        sb_json j;
-        sb_json_init(&j, stdout, 0);
-        sb_json_object_begin(&j);
-        sb_json_key(&j, "hash");
-        sb_json_string(&j, hash);
-        sb_json_key(&j, "status");
-        sb_json_string(&j, res->status);
+        sb_jw *j = sb_jw_open(stdout, 0);
+        if (j == NULL)
+            return;
+        sb_jw_object_begin(j);
+        sb_jw_key(j, "hash");
+        sb_jw_string(j, res->run_hash);
+        sb_jw_key(j, "status");
+        sb_jw_string(j, res->status);
         if (res->reason[0] != '\0') {
-            sb_json_key(&j, "reason");
-            sb_json_string(&j, res->reason);
+            sb_jw_key(j, "reason");
+            sb_jw_string(j, res->reason);
         }
-        sb_json_key(&j, "test_acc");
-        sb_json_double(&j, res->test_acc);
-        sb_json_key(&j, "test_loss");
-        sb_json_double(&j, res->test_loss);
-        sb_json_key(&j, "train_acc");
-        sb_json_double(&j, res->train_acc);
-        sb_json_key(&j, "train_loss");
-        sb_json_double(&j, res->train_loss);
-        sb_json_key(&j, "params");
-        sb_json_uint(&j, res->params);
-        sb_json_key(&j, "tokens_per_s");
-        sb_json_double(&j, res->tokens_per_s);
-        sb_json_key(&j, "wall_s");
-        sb_json_double(&j, res->wall_s);
-        sb_json_key(&j, "steps");
-        sb_json_int(&j, res->steps);
-        sb_json_key(&j, "grad_acc");
-        sb_json_int(&j, res->grad_acc);
-        sb_json_key(&j, "checkpoint");
-        if (ckpt != NULL)
-            sb_json_string(&j, ckpt);
+        sb_jw_key(j, "test_acc");
+        sb_jw_double(j, res->test_acc);
+        sb_jw_key(j, "test_loss");
+        sb_jw_double(j, res->test_loss);
+        sb_jw_key(j, "train_acc");
+        sb_jw_double(j, res->train_acc);
+        sb_jw_key(j, "train_loss");
+        sb_jw_double(j, res->train_loss);
+        sb_jw_key(j, "params");
+        sb_jw_uint(j, res->params);
+        sb_jw_key(j, "tokens_per_s");
+        sb_jw_double(j, res->tokens_per_s);
+        sb_jw_key(j, "wall_s");
+        sb_jw_double(j, res->wall_s);
+        sb_jw_key(j, "steps");
+        sb_jw_int(j, res->steps);
+        sb_jw_key(j, "grad_acc");
+        sb_jw_int(j, res->grad_acc);
+        sb_jw_key(j, "checkpoint");
+        sb_jw_string(j, ckpt); /* null when none */
+        sb_jw_key(j, "ceiling");
+        sb_jw_double(j, res->ceiling);
+        sb_jw_key(j, "effective_memory");
+        if (isinf(res->effective_memory))
+            sb_jw_string(j, ">32");
         else
-            sb_json_null(&j);
-        sb_json_key(&j, "ceiling");
-        sb_json_double(&j, ceiling);
-        sb_json_key(&j, "effective_memory");
-        if (isinf(effective_memory))
-            sb_json_string(&j, ">32");
-        else
-            sb_json_double(&j, effective_memory);
-        sb_json_object_end(&j);
+            sb_jw_double(j, res->effective_memory);
+        sb_jw_object_end(j);
+        sb_jw_close(j);
         fputc('\n', stdout);
         return;
     }
@@ -188,16 +191,20 @@ void sb_train_output_finish(sb_train_output *o, const sb_run_config *cfg,
     fprintf(o->f, "%s: test acc %.4f, test loss %.4f, train acc %.4f, %.0f tokens/s, %.1f s\n",
             res->status, res->test_acc, res->test_loss, res->train_acc, res->tokens_per_s,
             res->wall_s);
-    if (ckpt != NULL && strcmp(res->status, "finished") == 0 && !cfg->test_pretrained)
+    char pretrained[16] = "";
+    sb_config_get_key(o->cfg, "test_pretrained", pretrained, sizeof pretrained, NULL);
+    int test_pretrained = 0;
+    sb_config_parse_bool(pretrained, &test_pretrained);
+    if (ckpt != NULL && strcmp(res->status, "finished") == 0 && !test_pretrained)
         fprintf(o->f, "checkpoint: %s\n", ckpt);
-    if (!isnan(ceiling)) {
+    if (!isnan(res->ceiling)) {
         char mem[32];
-        if (isinf(effective_memory))
+        if (isinf(res->effective_memory))
             snprintf(mem, sizeof mem, "beyond 32 elements");
         else
-            snprintf(mem, sizeof mem, "%.1f elements", effective_memory);
+            snprintf(mem, sizeof mem, "%.1f elements", res->effective_memory);
         fprintf(o->f, "yardsticks: ceiling %.4f (the ideal observer), effective memory %s "
                       "(docs/reading-results.md)\n",
-                ceiling, mem);
+                res->ceiling, mem);
     }
 }

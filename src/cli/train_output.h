@@ -1,35 +1,34 @@
-/* train_output.h - what `train` and `eval` print: a live progress line on a terminal,
- * plain lines otherwise, and the final summary or JSON object. */
+/* train_output.h - what `train` prints: a live progress line on a terminal, plain lines
+ * otherwise, and the final summary or JSON object. */
 #ifndef SELECTIVBENCH_CLI_TRAIN_OUTPUT_H
 #define SELECTIVBENCH_CLI_TRAIN_OUTPUT_H
 
 #include <stdio.h>
 
-#include "config/run_config.h"
-#include "train/trainer.h"
+#include "selectivbench/selectivbench.h"
 
 typedef struct sb_train_output {
     FILE *f;          /* progress goes here (stderr with --json) */
+    const sb_config *cfg;
     int quiet, json, tty, threads;
     double last_live; /* time of the last live-line refresh */
     int live_open;    /* a live line is on screen */
-    /* a sweep's worker: the sweep reads progress records from this pipe (the record and
-     * SB_PROGRESS_FD_ENV are defined in exp/sweep_exec.h); NULL otherwise */
-    FILE *progress;
+    sb_sweep_worker *progress; /* a sweep's worker: progress records go to the sweep */
     double last_progress;
     double test_acc; /* last evaluation's test accuracy (NaN before the first) */
 } sb_train_output;
 
-void sb_train_output_init(sb_train_output *o, const sb_run_config *cfg, int quiet, int json,
+/* Sets o up for a run of cfg (kept: it must outlive o). */
+void sb_train_output_init(sb_train_output *o, const sb_config *cfg, int quiet, int json,
                           int threads);
-/* sb_train_callback */
-void sb_train_output_event(const sb_train_event *ev, void *user);
+/* sb_train_settings' on_begin: the run's header line, and the sweep's progress pipe. */
+void sb_train_output_begin(void *user);
+/* sb_train_settings' on_start and progress (user: the sb_train_output). */
+void sb_train_output_start(const sb_progress *p, void *user);
+void sb_train_output_progress(const sb_progress *p, void *user);
 /* Closes the progress pipe, if any. */
 void sb_train_output_close(sb_train_output *o);
-/* Summary line(s), or the JSON object with --json; ceiling and effective_memory are the
- * run's yardsticks (NaN: not recorded; INFINITY: memory beyond the window curve). */
-void sb_train_output_finish(sb_train_output *o, const sb_run_config *cfg,
-                            const sb_train_result *res, const char *ckpt, double ceiling,
-                            double effective_memory);
+/* Summary line(s), or the JSON object with --json; ckpt NULL when none was written. */
+void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, const char *ckpt);
 
 #endif

@@ -77,7 +77,8 @@ const sb_worker_switch *sb_sweep_worker_switch_at(int i);
 /* ---- the progress pipe ------------------------------------------------------------------ */
 
 /* A sweep gives each worker the write end of a pipe, its number in this environment
- * variable. The worker (src/cli/train_output.c) writes one line per record, about twice a
+ * variable. The worker (src/cli/train_output.c, through the public sb_sweep_worker_report
+ * in src/api/sweep_api.c) writes one line per record, about twice a
  * second and always at the last step:
  *   "P step total_steps loss acc tokens_per_s eta_s last_test_acc\n"
  * written with SB_PROGRESS_RECORD_FORMAT from the fields of sb_sweep_progress in that
