@@ -12,9 +12,11 @@
  *     the caller's sb_error (what went wrong, where, and what to do). err may be NULL.
  *   - The library never prints and never exits. A required pointer given as NULL is
  *     answered with SB_ERR_INVALID naming it; only the few functions that return no status
- *     (sb_config_run_hash, sb_config_training_hash, sb_task_get_facts) abort with a message
- *     on stderr when given NULL, as a programmer error.
- *   - Handles (sb_config, sb_task, sb_results, sb_sweep) are opaque: create them with the
+ *     (sb_config_run_hash, sb_config_training_hash, sb_task_get_facts, and the accessors of
+ *     grammars, draws and settings) abort with a message on stderr when given NULL, as a
+ *     programmer error. The sb_jw_ writing functions take a writer from sb_jw_create.
+ *   - Handles (sb_config, sb_task, sb_results, sb_sweep, sb_grammar, sb_draw, sb_jw) are
+ *     opaque: create them with the
  *     functions here, free them with their _free function (NULL is allowed there).
  *   - Strings the library returns as `const char *` are static (valid for the life of the
  *     process) unless the contract says otherwise; strings it allocates (`char **`) are
@@ -85,7 +87,7 @@ void sb_string_free(char *s);
 typedef struct sb_jw sb_jw;
 
 /* A new writer to f (not owned: the writer never closes it); indent 0 writes one line, else
- * that many spaces per level. NULL when out of memory. Freed with sb_jw_close. */
+ * that many spaces per level. NULL when f is NULL or out of memory. Freed with sb_jw_close. */
 sb_jw *sb_jw_open(FILE *f, int indent);
 
 /* Frees the writer (NULL is allowed); what was written stays in f, which is not flushed. */
@@ -639,6 +641,336 @@ void sb_sweep_worker_report(sb_sweep_worker *w, const sb_progress *p, double las
 
 /* Closes the pipe (NULL is allowed). */
 void sb_sweep_worker_close(sb_sweep_worker *w);
+
+/* ---- the command line's needs (2): grammar, data, ceiling, bench, probe ---- */
+
+/* Accessors below that return no status (facts, names, counts) abort with a message on
+ * stderr when given a NULL handle or an index out of range, as a programmer error. */
+
+/* -- a task's configuration checked alone -- */
+
+/* The check of cfg's task keys only (ranges and the rules between them), as the commands
+ * that build a task without a model (`ceiling`) make it: a bad model or optimiser key is not
+ * looked at. Errors: SB_ERR_INVALID naming the key. */
+sb_status sb_config_check_task(const sb_config *cfg, sb_error *err);
+
+/* -- grammars -- */
+
+/* A grammar: its states (plain letters "B", copies of the ambiguous letters "C0".."C39" and
+ * the end state "#", always last) and their successors, each equally likely. The same type
+ * as a task's grammar (sb_task_grammar). */
+typedef struct sb_grammar sb_grammar;
+
+#define SB_GRAMMAR_START_STATES 4
+
+/* What a grammar is, with the configuration it was built from (grammar_scale applied). */
+typedef struct sb_grammar_facts {
+    int vocab, amb, amb_depth;  /* letters + 1, ambiguous letters, states per ambiguous letter */
+    uint64_t seed;              /* the task seed the grammar was drawn from */
+    int grammar_scale;          /* 1: vocab and amb_depth were derived from amb */
+    int letters;                /* vocab - 1 */
+    int states;                 /* the end state included */
+    int outputs;                /* classifier outputs (d_output = states) */
+    int transitions;
+    int start_states[SB_GRAMMAR_START_STATES]; /* state indices, the reference's order */
+    double topological_entropy; /* TE in nats */
+    int python_seed;            /* the draw that seeds the reference's CPython generator */
+    int attempts;               /* grammars drawn, the accepted one included */
+} sb_grammar_facts;
+
+/* Generates the grammar of cfg's grammar keys (vocab, amb, amb_depth, transition density,
+ * grammar_scale, the task seed), the reference generator's exact grammar. *out is freed with
+ * sb_grammar_free. Errors: SB_ERR_INVALID for impossible parameters, SB_ERR_RUNTIME when no
+ * valid grammar is found, SB_ERR_NOMEM. */
+sb_status sb_grammar_from_config(const sb_config *cfg, sb_grammar **out, sb_error *err);
+
+/* Frees a grammar made by sb_grammar_from_config (NULL is allowed); never a task's own. */
+void sb_grammar_free(sb_grammar *g);
+
+/* Fills *facts. */
+void sb_grammar_get_facts(const sb_grammar *g, sb_grammar_facts *facts);
+
+/* The name of state s (0 <= s < states): "B", "C12", "#". Owned by g. */
+const char *sb_grammar_state_name(const sb_grammar *g, int s);
+
+/* The input class of state s's letter: 0 for '#', 1.. for A.., 27.. for a.. */
+int sb_grammar_state_class(const sb_grammar *g, int s);
+
+/* The successors of state s: how many (0 for the end state), the k-th in ascending state
+ * order (0 <= k < count), and the probability of each of them (1/count; 0 without any). */
+int sb_grammar_successor_count(const sb_grammar *g, int s);
+int sb_grammar_successor(const sb_grammar *g, int s, int k);
+double sb_grammar_transition_prob(const sb_grammar *g, int s);
+
+/* The letter of input class c: '#' for 0, 'A'.. for 1.., 'a'.. for 27.. */
+char sb_class_letter(int c);
+
+/* Computes the topological entropy again (the grammar already holds it: this is for timing
+ * it): ln of the Perron root of the successor table with '#' -> start states added.
+ * Errors: SB_ERR_INVALID for NULL arguments, SB_ERR_NOMEM, SB_ERR_RUNTIME. */
+sb_status sb_grammar_entropy(const sb_grammar *g, double *te, sb_error *err);
+
+/* Writes the grammar to f as one line of JSON in the schema of the reference's vector files
+ * (config, states, start_states, successors, out_prob, topological_entropy, d_output,
+ * state_ids, ...) and a newline; or as a Graphviz digraph (start states marked, '#' a
+ * double circle). Errors: SB_ERR_INVALID for NULL arguments, SB_ERR_IO when f reports a
+ * write error. */
+sb_status sb_grammar_fprint_json(const sb_grammar *g, FILE *f, sb_error *err);
+sb_status sb_grammar_fprint_dot(const sb_grammar *g, FILE *f, sb_error *err);
+
+/* -- a task's grammar, settings and samples -- */
+
+#define SB_MAX_GAP_SECONDS 1000.0 /* the longest gap a task key may ask for (10 000 frames) */
+
+/* The grammar of a task, owned by the task (do not free it). */
+const sb_grammar *sb_task_grammar(const sb_task *task);
+
+/* How a task's gaps and test are set (its task keys, as the task uses them). */
+typedef struct sb_task_settings {
+    int distractor_gaps;       /* 1: gaps show symbols the grammar forbids (grammar_gap);
+                                  0: zero frames */
+    int lognormal_gaps;        /* training gap durations: 0 uniform(min, max) s, 1 lognormal
+                                  with min and max as its parameters (dist_dur) */
+    double train_gap_min, train_gap_max;
+    int gap_start;             /* elements before this one never get a gap */
+    double gap_prob;           /* probability that an element gets a gap */
+    double train_noise;        /* amplitude of the additive noise U[0, noise) */
+    double test_gap_s;         /* the test samples' gap duration */
+    int clean_protocol;        /* 1: disjoint test sequences; 0: the reference's (test = the
+                                  first training sequences) */
+} sb_task_settings;
+
+/* Fills *settings. */
+void sb_task_get_settings(const sb_task *task, sb_task_settings *settings);
+
+/* A sample of a task as elements: each element's state and the gap after it. One sb_draw
+ * holds any sample of its task and is refilled by sb_draw_read; it keeps a pointer to the
+ * task, which must outlive it. */
+typedef struct sb_draw sb_draw;
+
+/* Room for one sample of task. *out is freed with sb_draw_free. Errors: SB_ERR_NOMEM. */
+sb_status sb_draw_create(const sb_task *task, sb_draw **out, sb_error *err);
+
+/* Frees a draw (NULL is allowed). */
+void sb_draw_free(sb_draw *d);
+
+/* Assembles sample `index` of split into d (its state sequence, gap decisions, durations and
+ * distractor symbols). Errors: SB_ERR_INVALID for an index outside the split, and the
+ * sampler's errors (SB_ERR_RUNTIME). */
+sb_status sb_draw_read(sb_draw *d, sb_split split, int64_t index, sb_error *err);
+
+/* The sample read last: its sequence index (the reference's idx: the same as the sample's
+ * index except for the clean protocol's test split), elements, frames (symbol frames plus
+ * gap frames), the state of element k (0 <= k < elements; a state of the task's grammar),
+ * the gap frames after element k, and the distractor classes of the gaps in frame order
+ * (count, then the r-th; none for zero gaps). */
+uint64_t sb_draw_sequence_index(const sb_draw *d);
+int sb_draw_elements(const sb_draw *d);
+int sb_draw_frames(const sb_draw *d);
+int sb_draw_state(const sb_draw *d, int k);
+int sb_draw_gap(const sb_draw *d, int k);
+int sb_draw_distractor_count(const sb_draw *d);
+int sb_draw_distractor(const sb_draw *d, int r);
+
+/* A 64-bit hash of a whole split: every sample generated on `threads` threads (0: every
+ * core), the per-sample hashes combined in index order, so it does not depend on the thread
+ * count. symbols (may be NULL) receives the elements generated. Errors: SB_ERR_INVALID for
+ * NULL arguments or an unknown split, the sampler's errors, SB_ERR_NOMEM. */
+sb_status sb_task_checksum(const sb_task *task, sb_split split, int threads, uint64_t *hash,
+                           int64_t *symbols, sb_error *err);
+
+/* Writes the reference's dataset folder dir (created if missing): `train` and `test` (one
+ * sample per line, "[classes]::['states']::length", index order), `transitions` and
+ * `config.yaml`, so the original PyTorch code reads the same data. Files are written under
+ * temporary names and renamed. threads 0: every core. Errors: SB_ERR_IO naming the path,
+ * SB_ERR_INVALID for NULL arguments. */
+sb_status sb_task_export(const sb_task *task, const char *dir, int threads, sb_error *err);
+
+/* -- the ideal observer: the accuracy a task allows (docs/reading-results.md) -- */
+
+#define SB_CEILING_N_WINDOWS 7
+
+/* The window sizes k of the window observers, w = 0 .. SB_CEILING_N_WINDOWS - 1: 0 1 2 4 8 16
+ * 32 (the observer sees the symbols of the last k elements). */
+int sb_ceiling_window_size(int w);
+
+typedef struct sb_ceiling_options {
+    sb_split split;        /* samples scored (default: test) */
+    int64_t samples;       /* the first N samples of the split; 0: the whole split */
+    int64_t prior_samples; /* training samples for the window prior; 0: min(dataset, 2000) */
+    int threads;           /* 0: all cores */
+} sb_ceiling_options;
+
+/* The defaults: the whole test split, the default prior, every core. */
+sb_ceiling_options sb_ceiling_options_default(void);
+
+typedef struct sb_ceiling {
+    double expected_acc;    /* the Bayes accuracy: mean of the largest posterior */
+    double realized_acc;    /* argmax == true state */
+    double expected_acc_se; /* standard error of a realized accuracy on these samples around
+                               the expected one (from the spread over samples) */
+    /* the ideal model: a model that outputs, at every frame, the exact posterior of the
+     * frame's owner state given every frame so far (what cross-entropy training converges
+     * to with unlimited capacity and data), scored by the window metric; its expected
+     * accuracy and its accuracy on these samples. Equal to expected_acc / realized_acc for
+     * zero and noisy gaps; for distractor gaps it is not told which frames are distractors,
+     * so bayes_model_acc <= expected_acc. */
+    double bayes_model_acc, bayes_model_realized_acc;
+    double window_acc[SB_CEILING_N_WINDOWS]; /* indexed like sb_ceiling_window_size */
+    /* calibration: the mean posterior of the true state, and its expectation under the
+     * observer's own posterior (mean of sum_s p(s)^2); equal up to noise when the filter
+     * is exact (a Monte-Carlo check) */
+    double p_true_mean, p_sq_mean;
+    int64_t n_samples, n_elements;
+    int64_t prior_samples; /* training samples behind the window observers' prior */
+    int segmented;  /* 1 when the observer is told which frames are distractors (task 3) */
+    double seconds; /* wall time of the computation */
+} sb_ceiling;
+
+/* Computes the ideal observer and the window curve of task on opt's samples (opt NULL: the
+ * defaults). Errors: SB_ERR_INVALID for NULL task or out, a bad option (samples beyond the
+ * split, negative counts); SB_ERR_NOMEM; the sampler's errors. */
+sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt, sb_ceiling *out,
+                             sb_error *err);
+
+/* *c as one line of JSON (no newline): expected_acc, realized_acc, expected_acc_se,
+ * bayes_model_acc, bayes_model_realized_acc, window_acc {"0": .., "1": .., ...},
+ * p_true_mean, p_sq_mean, n_samples, n_elements, prior_samples, segmented, seconds. *json is
+ * freed with sb_string_free. Errors: SB_ERR_INVALID for NULL arguments, SB_ERR_NOMEM. */
+sb_status sb_ceiling_to_json(const sb_ceiling *c, char **json, sb_error *err);
+
+/* -- benchmarks -- */
+
+/* The instruction sets behind a benchmark: what the compiler was allowed to use for this
+ * library (SB_NATIVE=ON builds with -march=native), what this CPU offers (asked at run time),
+ * and the OpenBLAS kernel set (chosen by OpenBLAS at run time; OPENBLAS_CORETYPE overrides
+ * it). Feature lists are space-separated lower-case names (sse2 ... avx2 fma avx512f ...);
+ * a level is the widest vector extension among them ("avx512", "avx2", "avx", "sse4.2",
+ * "sse2"). Strings are static. */
+typedef struct sb_bench_isa {
+    int native;                 /* built with -march=native */
+    const char *built_level;
+    char built[160];
+    const char *cpu_level;      /* "unknown" off x86 */
+    char cpu[160];
+    const char *blas_core;      /* OpenBLAS's kernel set, e.g. "Haswell" */
+    const char *blas_coretype;  /* $OPENBLAS_CORETYPE, NULL when unset */
+} sb_bench_isa;
+
+/* Fills *isa. */
+void sb_bench_isa_get(sb_bench_isa *isa);
+
+/* The data benchmark (`selectivbench bench data`): three stages of data generation, each
+ * validated (the same hash on one thread and on `threads`), warmed up and timed as the
+ * median of SB_BENCH_DATA_REPEATS runs over the task's training split:
+ *   0 "sequences"  the state sequences alone (the reference's exact draws)
+ *   1 "samples"    sequences + gap decisions and durations (what sb_task_checksum hashes)
+ *   2 "batches"    padded batches of frames (one-hot + noise, targets, windows), B = 64 */
+#define SB_BENCH_DATA_STAGES 3
+#define SB_BENCH_DATA_REPEATS 3
+
+/* The name of stage s, or NULL outside [0, SB_BENCH_DATA_STAGES). */
+const char *sb_bench_data_stage_name(int s);
+
+/* Runs stage s on threads threads (>= 1) and gives the median seconds of one pass over the
+ * training split. Errors: SB_ERR_INVALID for a bad stage or thread count, SB_ERR_RUNTIME when
+ * the stage's hash differs between 1 and `threads` threads (the benchmark is invalid), the
+ * sampler's errors, SB_ERR_NOMEM. */
+sb_status sb_bench_data_stage(const sb_task *task, int s, int threads, double *seconds,
+                              sb_error *err);
+
+/* The size of a training-step benchmark (`selectivbench bench`). */
+typedef struct sb_bench_config {
+    const char *model;
+    int batch;     /* B */
+    int frames;    /* T */
+    int width;     /* D (--feat_size) */
+    int layers;    /* L */
+    int inputs;    /* one-hot width */
+    int classes;   /* decoder outputs */
+    int d_state;
+    int steps;     /* timed steps (median reported) */
+    int threads;   /* 0: all cores */
+} sb_bench_config;
+
+typedef struct sb_bench_result {
+    size_t params;
+    double step_ms;       /* median of the timed steps */
+    double tokens_per_s;  /* B * T / step time */
+    double gflops;        /* achieved: 3 x forward FLOPs per step / step time */
+    double memory_mib;    /* what a step holds: activations (arena peak) + parameter,
+                             gradient and Adam buffers + the batch */
+    double first_loss, last_loss;
+} sb_bench_result;
+
+/* Builds the model on a random one-hot batch, validates a training step (finite loss,
+ * every trainable tensor receives a gradient, the loss moves after updates), warms up, then
+ * times cfg->steps full steps (forward, loss, backward, clipping, Adam). Errors:
+ * SB_ERR_INVALID for NULL arguments, sizes that are not positive or an unknown model (the
+ * message lists the known ones); SB_ERR_RUNTIME when the step fails its validation;
+ * SB_ERR_NOMEM. */
+sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, sb_error *err);
+
+/* The machine's FP32 matrix-multiply rate in GFLOP/s on `threads` threads (0: all): the best
+ * of a few 2048^3 sgemm runs (the roofline a step's GFLOP/s is compared with). */
+double sb_bench_sgemm_peak(int threads);
+
+/* -- the probe: what a trained model keeps, where, and for how long (docs/probe.md) -- */
+
+/* Sections (bits of sb_probe_settings.sections). */
+enum {
+    SB_PROBE_READOUT = 1,   /* linear readouts of the state ids by depth and lag */
+    SB_PROBE_GATES = 2,     /* input-dependent gates on symbol versus gap frames */
+    SB_PROBE_RETENTION = 4, /* state and output norms along one long gap */
+    SB_PROBE_ALL = 7,
+};
+
+typedef enum sb_probe_readout {
+    SB_PROBE_LDA = 0,   /* linear discriminant analysis: shared covariance, closed form */
+    SB_PROBE_RIDGE = 1, /* ridge regression onto one-hot targets */
+} sb_probe_readout;
+
+typedef enum sb_probe_frame {
+    SB_PROBE_FRAME_SYMBOL = 0, /* an element's feature row: its symbol frame */
+    SB_PROBE_FRAME_LAST = 1,   /* the last frame of its window (its last gap frame) */
+} sb_probe_frame;
+
+typedef struct sb_probe_settings {
+    int sections;             /* SB_PROBE_* bits */
+    int gates_required;       /* 1: a model without gates is an error, else reported absent */
+    int64_t train_samples;    /* training samples the readouts are fitted on */
+    int64_t test_samples;     /* test samples scored (0: the whole test split) */
+    sb_probe_readout readout;
+    double ridge;             /* shrinkage: ridge, relative to the mean diagonal of X^T X;
+                                 LDA, relative to the features' mean variance */
+    sb_probe_frame frame;
+    double retention_dur;     /* the long test gap of the retention section, seconds */
+    int retention_samples;    /* long-gap test samples averaged */
+    int retention_element;    /* the gap after the first element at this index or later that
+                                 has one (the last element with a gap if none) */
+    int batch;                /* samples per forward */
+} sb_probe_settings;
+
+/* The defaults: every section, 256 training samples, the whole test split, LDA with
+ * shrinkage 1e-3, symbol frames, a 10 s retention gap averaged over 4 samples at element 4,
+ * batches of 16. */
+void sb_probe_settings_default(sb_probe_settings *s);
+
+/* Probes the checkpoint at `checkpoint`, trained with the configuration cfg (for example
+ * from sb_checkpoint_config, with keys changed): builds cfg's task and model, loads the
+ * weights, runs the sections of *s and writes out_dir/probe.json (indented) and the figures
+ * readout, gates and retention (.png, .svg, .pdf) of the sections it has into out_dir
+ * (created if missing). When the checkpoint records its own configuration, cfg's grammar
+ * must be the same (the readouts would be meaningless otherwise). Optional outputs (NULL:
+ * not made; freed with sb_string_free): *json, the same JSON object on one line, and
+ * *summary, the human-readable report `selectivbench probe` prints (lines ending with '\n').
+ * Errors: SB_ERR_IO for a missing or corrupt checkpoint or an output that cannot be
+ * written; SB_ERR_INVALID for NULL arguments, a checkpoint trained on another task,
+ * tensors that do not fit cfg's model, bad settings, or gates required of a model without
+ * any; those of sb_config_check; SB_ERR_NOMEM; SB_ERR_RUNTIME. */
+sb_status sb_probe_checkpoint(const char *checkpoint, const sb_config *cfg,
+                              const sb_probe_settings *s, const char *out_dir, char **json,
+                              char **summary, sb_error *err);
 
 /* ---- reports ----------------------------------------------------------------------------- */
 

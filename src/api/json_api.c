@@ -13,7 +13,8 @@ struct sb_jw {
 
 sb_jw *sb_jw_open(FILE *f, int indent)
 {
-    SB_ASSERT(f != NULL);
+    if (f == NULL)
+        return NULL;
     sb_jw *j = malloc(sizeof *j);
     if (j != NULL)
         sb_json_init(&j->json, f, indent);

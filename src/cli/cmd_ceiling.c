@@ -1,19 +1,19 @@
 /*
  * cmd_ceiling.c - `selectivbench ceiling [train flags]`: the ideal observer of a task and
- * the window observers (src/task/ceiling.h, docs/reading-results.md).
+ * the window observers (sb_ceiling_compute in the public header, docs/reading-results.md).
  *
  * Takes every flag `train` takes, so a train command line becomes a ceiling command line
  * by changing the word; only the task flags matter.
  */
-#include <math.h>
 #include <stdio.h>
+
+#include "selectivbench/selectivbench.h"
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/config_bridge.h"
 #include "cli/data_show.h"
 #include "cli/run_options.h"
-#include "task/ceiling.h"
-#include "core/json_writer.h"
 
 static const char *const split_names[] = {"train", "test", NULL};
 
@@ -43,7 +43,7 @@ static void print_table(const sb_task *task, const sb_ceiling *c, int split, int
            "training samples):\n       k   accuracy\n",
            (long long)c->prior_samples);
     for (int w = 0; w < SB_CEILING_N_WINDOWS; w++)
-        printf("  %6d   %.4f%s\n", sb_ceiling_window_k[w], c->window_acc[w],
+        printf("  %6d   %.4f%s\n", sb_ceiling_window_size(w), c->window_acc[w],
                w == 0 ? "   (the prior alone: the floor)" : "");
     printf("\nA model at accuracy a behaves like the observer whose curve reaches a: its "
            "effective\nmemory in elements. Computed in %.2f s on %d thread%s.\n",
@@ -74,26 +74,37 @@ int sb_cmd_ceiling(int argc, char **argv)
         return rc;
     int threads = sb_cli_threads(rf.threads);
     sb_error err = {0};
-    if (sb_task_config_check(&rf.cfg.task, &err) != SB_OK)
+    sb_config *cfg = NULL;
+    if (sb_cli_config_new(&rf.cfg, &cfg, &err) != SB_OK)
         return sb_cli_fail("ceiling", &err);
-    if (rf.print_hashes)
-        return sb_cli_print_hashes(&rf.cfg);
     sb_task *task = NULL;
-    if (sb_task_create(&rf.cfg.task, &task, &err) != SB_OK)
-        return sb_cli_fail("ceiling", &err);
+    sb_status st = sb_config_check_task(cfg, &err);
+    if (st == SB_OK && rf.print_hashes) {
+        char run_hash[17], training_hash[17];
+        sb_config_run_hash(cfg, run_hash);
+        sb_config_training_hash(cfg, training_hash);
+        printf("%s %s\n", run_hash, training_hash);
+        sb_config_free(cfg);
+        return 0;
+    }
+    if (st == SB_OK)
+        st = sb_task_from_config(cfg, &task, &err);
+    sb_config_free(cfg);
     sb_ceiling_options o = sb_ceiling_options_default();
     o.split = (sb_split)split;
     o.samples = samples;
     o.prior_samples = prior_samples;
     o.threads = threads;
     sb_ceiling c;
-    sb_status st = sb_ceiling_compute(task, &o, &c, &err);
+    if (st == SB_OK)
+        st = sb_ceiling_compute(task, &o, &c, &err);
     if (st == SB_OK) {
         if (rf.json) {
-            sb_json j;
-            sb_json_init(&j, stdout, 0);
-            sb_ceiling_write_json(&c, &j);
-            printf("\n");
+            char *json = NULL;
+            st = sb_ceiling_to_json(&c, &json, &err);
+            if (st == SB_OK)
+                printf("%s\n", json);
+            sb_string_free(json);
         } else {
             print_table(task, &c, split, threads);
         }

@@ -3,12 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "selectivbench/selectivbench.h"
+
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/config_bridge.h"
 #include "cli/data_show.h"
-#include "core/json_writer.h"
-#include "task/task.h"
-#include "core/timer.h"
 #include "cli/task_options.h"
 
 static const char *const split_names[] = {"train", "test", NULL};
@@ -17,39 +17,44 @@ static const char *const split_names[] = {"train", "test", NULL};
 static sb_status data_print_json(const sb_task *task, sb_split split, const int64_t *idx,
                                  int64_t n, sb_error *err)
 {
-    sb_sample s;
-    sb_status st = sb_sample_alloc(task, &s, err);
+    sb_draw *d = NULL;
+    sb_status st = sb_draw_create(task, &d, err);
     if (st != SB_OK)
         return st;
-    const sb_grammar *g = task->grammar;
-    sb_json j;
-    sb_json_init(&j, stdout, 0);
-    sb_json_object_begin(&j);
-    sb_json_key(&j, "samples");
-    sb_json_array_begin(&j);
+    sb_jw *j = sb_jw_open(stdout, 0);
+    if (j == NULL) {
+        sb_draw_free(d);
+        return sb_cli_error(err, SB_ERR_NOMEM, "out of memory");
+    }
+    const sb_grammar *g = sb_task_grammar(task);
+    sb_jw_object_begin(j);
+    sb_jw_key(j, "samples");
+    sb_jw_array_begin(j);
     for (int64_t r = 0; r < n && st == SB_OK; r++) {
-        st = sb_task_sample(task, split, idx[r], &s, err);
+        st = sb_draw_read(d, split, idx[r], err);
         if (st != SB_OK)
             break;
-        sb_json_object_begin(&j);
-        sb_json_key(&j, "idx");
-        sb_json_int(&j, idx[r]);
-        sb_json_key(&j, "class_seq");
-        sb_json_array_begin(&j);
-        for (int k = 0; k < s.n_elements; k++)
-            sb_json_int(&j, g->state_class[s.state[k]]);
-        sb_json_array_end(&j);
-        sb_json_key(&j, "state_seq");
-        sb_json_array_begin(&j);
-        for (int k = 0; k < s.n_elements; k++)
-            sb_json_string(&j, g->state_name[s.state[k]]);
-        sb_json_array_end(&j);
-        sb_json_object_end(&j);
+        const int elements = sb_draw_elements(d);
+        sb_jw_object_begin(j);
+        sb_jw_key(j, "idx");
+        sb_jw_int(j, idx[r]);
+        sb_jw_key(j, "class_seq");
+        sb_jw_array_begin(j);
+        for (int k = 0; k < elements; k++)
+            sb_jw_int(j, sb_grammar_state_class(g, sb_draw_state(d, k)));
+        sb_jw_array_end(j);
+        sb_jw_key(j, "state_seq");
+        sb_jw_array_begin(j);
+        for (int k = 0; k < elements; k++)
+            sb_jw_string(j, sb_grammar_state_name(g, sb_draw_state(d, k)));
+        sb_jw_array_end(j);
+        sb_jw_object_end(j);
     }
-    sb_json_array_end(&j);
-    sb_json_object_end(&j);
+    sb_jw_array_end(j);
+    sb_jw_object_end(j);
     printf("\n");
-    sb_sample_free(&s);
+    sb_jw_close(j);
+    sb_draw_free(d);
     return st;
 }
 
@@ -84,21 +89,26 @@ int sb_cmd_data(int argc, char **argv)
     threads = sb_cli_threads(threads);
 
     sb_error err = {0};
-    if (sb_task_options_finish(&tf, &err) != SB_OK)
-        return sb_cli_fail("data", &err);
     if (json && samples == NULL) {
-        sb_error_set(&err, SB_ERR_INVALID, "--json prints the samples chosen by --samples LIST");
+        sb_cli_error(&err, SB_ERR_INVALID, "--json prints the samples chosen by --samples LIST");
         return sb_cli_fail("data", &err);
     }
+    sb_config *cfg = NULL;
     sb_task *task = NULL;
-    if (sb_task_create(&tf.cfg, &task, &err) != SB_OK)
+    sb_status st = sb_cli_config_new(&tf.run, &cfg, &err);
+    if (st == SB_OK)
+        st = sb_task_from_config(cfg, &task, &err);
+    sb_config_free(cfg);
+    if (st != SB_OK)
         return sb_cli_fail("data", &err);
+    sb_task_facts facts;
+    sb_task_get_facts(task, &facts);
 
-    sb_status st = SB_OK;
     int64_t *idx = NULL, n_idx = 0;
     sb_split sp = (sb_split)split;
+    const int64_t split_size = sp == SB_SPLIT_TRAIN ? facts.train_size : facts.test_size;
     if (samples != NULL)
-        st = sb_parse_index_list(samples, sb_task_split_size(task, sp), &idx, &n_idx, &err);
+        st = sb_parse_index_list(samples, split_size, &idx, &n_idx, &err);
     int did = 0;
     if (st == SB_OK && json) {
         st = data_print_json(task, sp, idx, n_idx, &err);
@@ -106,10 +116,9 @@ int sb_cmd_data(int argc, char **argv)
     }
     if (st == SB_OK && (show >= 0 || (!did && !checksum && export_dir == NULL))) {
         if (idx == NULL) {
-            int64_t size = sb_task_split_size(task, sp);
             n_idx = show >= 0 ? show : 2;
-            if (n_idx > size)
-                n_idx = size;
+            if (n_idx > split_size)
+                n_idx = split_size;
             idx = malloc((size_t)(n_idx > 0 ? n_idx : 1) * sizeof *idx);
             for (int64_t i = 0; idx != NULL && i < n_idx; i++)
                 idx[i] = i;
@@ -117,7 +126,7 @@ int sb_cmd_data(int argc, char **argv)
         if (!did)
             sb_data_print_task(task, stdout);
         if (idx == NULL)
-            st = sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
+            st = sb_cli_error(&err, SB_ERR_NOMEM, "out of memory");
         else
             st = sb_data_show(task, sp, idx, n_idx, stdout, &err);
         did = 1;
@@ -125,11 +134,11 @@ int sb_cmd_data(int argc, char **argv)
     if (st == SB_OK && checksum) {
         uint64_t hash = 0;
         int64_t symbols = 0;
-        double t0 = sb_time_now();
-        st = sb_task_split_checksum(task, sp, threads, &hash, &symbols, &err);
-        double dt = sb_time_now() - t0;
+        double t0 = sb_clock_seconds();
+        st = sb_task_checksum(task, sp, threads, &hash, &symbols, &err);
+        double dt = sb_clock_seconds() - t0;
         if (st == SB_OK) {
-            int64_t count = sb_task_split_size(task, sp);
+            int64_t count = split_size;
             printf("checksum %016" PRIx64 "  split %s: %lld samples, %lld symbols in %.3f s "
                    "(%.0f samples/s, %.3g symbols/s, %d thread%s)\n",
                    hash, split_names[split], (long long)count, (long long)symbols, dt,
@@ -137,13 +146,13 @@ int sb_cmd_data(int argc, char **argv)
         }
     }
     if (st == SB_OK && export_dir != NULL) {
-        double t0 = sb_time_now();
+        double t0 = sb_clock_seconds();
         st = sb_task_export(task, export_dir, threads, &err);
         if (st == SB_OK)
             printf("exported %lld training and %lld test samples, transitions and config.yaml "
                    "to %s in %.2f s\n",
-                   (long long)task->cfg.dataset_size, (long long)task->cfg.test_size, export_dir,
-                   sb_time_now() - t0);
+                   (long long)facts.train_size, (long long)facts.test_size, export_dir,
+                   sb_clock_seconds() - t0);
     }
     free(idx);
     sb_task_free(task);

@@ -2,49 +2,63 @@
 #include <errno.h>
 #include <string.h>
 
+#include "selectivbench/selectivbench.h"
+
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "task/grammar.h"
-#include "core/timer.h"
+#include "cli/config_bridge.h"
 #include "cli/task_options.h"
 
 /* Prints the summary block; lists the transitions of small grammars (or with --list). */
 static void grammar_print_summary(const sb_grammar *g, double seconds, int list)
 {
-    const sb_grammar_config *c = &g->config;
-    printf("grammar: vocab %d, amb %d, amb_depth %d, seed %llu%s\n", c->vocab, c->amb,
-           c->amb_depth, (unsigned long long)c->seed,
-           c->grammar_scale ? " (grammar_scale)" : "");
-    printf("  states       %d (classifier outputs d_output = %d)\n", g->n_states, g->d_output);
-    printf("  transitions  %d (mean out-degree %.2f)\n", g->n_transitions,
-           (double)g->n_transitions / (double)(g->n_states - 1));
+    sb_grammar_facts f;
+    sb_grammar_get_facts(g, &f);
+    printf("grammar: vocab %d, amb %d, amb_depth %d, seed %llu%s\n", f.vocab, f.amb, f.amb_depth,
+           (unsigned long long)f.seed, f.grammar_scale ? " (grammar_scale)" : "");
+    printf("  states       %d (classifier outputs d_output = %d)\n", f.states, f.outputs);
+    printf("  transitions  %d (mean out-degree %.2f)\n", f.transitions,
+           (double)f.transitions / (double)(f.states - 1));
     printf("  start states");
-    for (int k = 0; k < SB_START_STATES; k++)
-        printf(" %s", g->state_name[g->start_states[k]]);
+    for (int k = 0; k < SB_GRAMMAR_START_STATES; k++)
+        printf(" %s", sb_grammar_state_name(g, f.start_states[k]));
     printf("\n");
     printf("  TE           %.12f (ln of the Perron root of the corrected table)\n",
-           g->topological_entropy);
-    double te = 0.0, t0 = sb_time_now();
+           f.topological_entropy);
+    double te = 0.0, t0 = sb_clock_seconds();
     sb_error err = {0};
     (void)sb_grammar_entropy(g, &te, &err); /* again, to time the TE alone */
-    double te_seconds = sb_time_now() - t0;
+    double te_seconds = sb_clock_seconds() - t0;
     printf("  generated    in %.1f ms, of which TE %.1f ms (python seed %d, %d attempt%s)\n",
-           seconds * 1e3, te_seconds * 1e3, g->python_seed, g->attempts,
-           g->attempts == 1 ? "" : "s");
+           seconds * 1e3, te_seconds * 1e3, f.python_seed, f.attempts,
+           f.attempts == 1 ? "" : "s");
     if (!list)
         return;
     printf("transitions (state -> successors, each with probability 1/k):\n");
-    for (int s = 0; s < g->n_states; s++) {
-        int k = g->succ_offset[s + 1] - g->succ_offset[s];
-        printf("  %-4s ->", g->state_name[s]);
-        for (int e = g->succ_offset[s]; e < g->succ_offset[s + 1]; e++)
-            printf(" %s", g->state_name[g->succ[e]]);
+    for (int s = 0; s < f.states; s++) {
+        int k = sb_grammar_successor_count(g, s);
+        printf("  %-4s ->", sb_grammar_state_name(g, s));
+        for (int e = 0; e < k; e++)
+            printf(" %s", sb_grammar_state_name(g, sb_grammar_successor(g, s, e)));
         if (k > 0)
-            printf("   (p = %.6g)", g->out_prob[s]);
+            printf("   (p = %.6g)", sb_grammar_transition_prob(g, s));
         else
             printf(" (end)");
         printf("\n");
     }
+}
+
+/* Writes the --dot file ('-': stdout). */
+static sb_status write_dot(const sb_grammar *g, const char *dot, sb_error *err)
+{
+    FILE *f = strcmp(dot, "-") == 0 ? stdout : fopen(dot, "w");
+    if (f == NULL)
+        return sb_cli_error(err, SB_ERR_IO, "cannot write --dot file '%s': %s", dot,
+                            strerror(errno));
+    sb_status st = sb_grammar_fprint_dot(g, f, err);
+    if (f != stdout && fclose(f) != 0 && st == SB_OK)
+        st = sb_cli_error(err, SB_ERR_IO, "writing --dot file '%s' failed", dot);
+    return st;
 }
 
 int sb_cmd_grammar(int argc, char **argv)
@@ -69,33 +83,26 @@ int sb_cmd_grammar(int argc, char **argv)
     sb_cli_threads(threads);
 
     sb_error err = {0};
-    if (sb_task_options_finish(&tf, &err) != SB_OK)
+    sb_config *cfg = NULL;
+    if (sb_cli_config_new(&tf.run, &cfg, &err) != SB_OK)
         return sb_cli_fail("grammar", &err);
     sb_grammar *g = NULL;
-    double t0 = sb_time_now();
-    if (sb_grammar_generate(&tf.cfg.grammar, &g, &err) != SB_OK)
-        return sb_cli_fail("grammar", &err);
-    double seconds = sb_time_now() - t0;
-
-    if (dot != NULL) {
-        FILE *f = strcmp(dot, "-") == 0 ? stdout : fopen(dot, "w");
-        if (f == NULL) {
-            sb_error_set(&err, SB_ERR_IO, "cannot write --dot file '%s': %s", dot,
-                         strerror(errno));
-            sb_grammar_free(g);
-            return sb_cli_fail("grammar", &err);
-        }
-        sb_grammar_write_dot(g, f);
-        if (f != stdout && fclose(f) != 0) {
-            sb_error_set(&err, SB_ERR_IO, "writing --dot file '%s' failed", dot);
-            sb_grammar_free(g);
-            return sb_cli_fail("grammar", &err);
-        }
+    double t0 = sb_clock_seconds();
+    sb_status st = sb_grammar_from_config(cfg, &g, &err);
+    double seconds = sb_clock_seconds() - t0;
+    sb_config_free(cfg);
+    if (st == SB_OK && dot != NULL)
+        st = write_dot(g, dot, &err);
+    if (st == SB_OK) {
+        sb_grammar_facts f;
+        sb_grammar_get_facts(g, &f);
+        if (json)
+            st = sb_grammar_fprint_json(g, stdout, &err);
+        else if (strcmp(dot != NULL ? dot : "", "-") != 0)
+            grammar_print_summary(g, seconds, list || f.states <= 40);
     }
-    if (json)
-        sb_grammar_write_json(g, stdout);
-    else if (dot == NULL || strcmp(dot, "-") != 0)
-        grammar_print_summary(g, seconds, list || g->n_states <= 40);
     sb_grammar_free(g);
+    if (st != SB_OK)
+        return sb_cli_fail("grammar", &err);
     return 0;
 }

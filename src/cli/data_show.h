@@ -1,10 +1,11 @@
-/* data_show.h - human-readable views of a task and its samples (used by data and demo). */
+/* data_show.h - human-readable views of a task and its samples (used by data, ceiling and
+ * demo). */
 #ifndef SELECTIVBENCH_CLI_DATA_SHOW_H
 #define SELECTIVBENCH_CLI_DATA_SHOW_H
 
 #include <stdio.h>
 
-#include "task/task.h"
+#include "selectivbench/selectivbench.h"
 
 /* One paragraph: grammar size, TE, lengths, gaps of train and test. */
 void sb_data_print_task(const sb_task *task, FILE *f);

@@ -581,6 +581,9 @@ static sb_status estimate_prior(tables *tb, const sb_task *task, int64_t n_prior
 sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt, sb_ceiling *out,
                              sb_error *err)
 {
+    if (task == NULL || out == NULL) /* a public function (selectivbench.h) */
+        return sb_error_set(err, SB_ERR_INVALID, "sb_ceiling_compute: %s is NULL",
+                            task == NULL ? "task" : "out");
     memset(out, 0, sizeof *out);
     sb_ceiling_options o = opt != NULL ? *opt : sb_ceiling_options_default();
     double t0 = sb_time_now();

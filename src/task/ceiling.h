@@ -50,44 +50,17 @@
 #include "core/status.h"
 #include "task/task.h"
 
-#define SB_CEILING_N_WINDOWS 7
 /* the window sizes k, in order: 0 1 2 4 8 16 32 */
 extern const int sb_ceiling_window_k[SB_CEILING_N_WINDOWS];
 /* Version of the algorithm; part of the cache hash, so cached numbers of an older
  * definition are recomputed. */
 #define SB_CEILING_VERSION 1
 
-typedef struct sb_ceiling_options {
-    sb_split split;        /* samples scored (default: test) */
-    int64_t samples;       /* the first N samples of the split; 0: the whole split */
-    int64_t prior_samples; /* training samples for the window prior; 0: min(dataset, 2000) */
-    int threads;           /* 0: all cores */
-} sb_ceiling_options;
+/* sb_ceiling_options, SB_CEILING_N_WINDOWS and sb_ceiling are the public header's (one
+ * definition). */
 
 sb_ceiling_options sb_ceiling_options_default(void);
 
-typedef struct sb_ceiling {
-    double expected_acc;    /* the Bayes accuracy */
-    double realized_acc;    /* argmax == true state */
-    double expected_acc_se; /* standard error of a realized accuracy on these samples around
-                               the expected one (from the spread over samples) */
-    /* the ideal model: a model that outputs, at every frame, the exact posterior of the
-     * frame's owner state given every frame so far (what cross-entropy training converges
-     * to with unlimited capacity and data), scored by the window metric; its expected
-     * accuracy and its accuracy on these samples. Equal to expected_acc / realized_acc for
-     * zero and noisy gaps; for distractor gaps it is not told which frames are distractors
-     * (src/task/ceiling_frames.c), so bayes_model_acc <= expected_acc. */
-    double bayes_model_acc, bayes_model_realized_acc;
-    double window_acc[SB_CEILING_N_WINDOWS]; /* indexed like sb_ceiling_window_k */
-    /* calibration: the mean posterior of the true state, and its expectation under the
-     * observer's own posterior (mean of sum_s p(s)^2); equal up to noise when the filter
-     * is exact (a Monte-Carlo check) */
-    double p_true_mean, p_sq_mean;
-    int64_t n_samples, n_elements;
-    int64_t prior_samples; /* training samples behind the window observers' prior */
-    int segmented;  /* 1 when the observer is told which frames are distractors (task 3) */
-    double seconds; /* wall time of the computation */
-} sb_ceiling;
 
 /* Computes the ideal observer and the window curve of task on opt's samples.
  * Errors: SB_ERR_INVALID for a bad option (samples beyond the split, negative counts),

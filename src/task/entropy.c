@@ -206,6 +206,9 @@ static double te_component_power(const te_graph *G, const int *members, int m, c
 
 sb_status sb_grammar_entropy(const sb_grammar *g, double *te, sb_error *err)
 {
+    if (g == NULL || te == NULL) /* a public function (selectivbench.h) */
+        return sb_error_set(err, SB_ERR_INVALID, "sb_grammar_entropy: %s is NULL",
+                            g == NULL ? "g" : "te");
     te_graph G = {0};
     int n = g->n_states;
     int *comp = sb_malloc((size_t)n * sizeof *comp);

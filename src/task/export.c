@@ -179,6 +179,9 @@ static sb_status export_make_dir(const char *dir, sb_error *err)
 
 sb_status sb_task_export(const sb_task *task, const char *dir, int threads, sb_error *err)
 {
+    if (task == NULL || dir == NULL) /* a public function (selectivbench.h) */
+        return sb_error_set(err, SB_ERR_INVALID, "sb_task_export: %s is NULL",
+                            task == NULL ? "task" : "dir");
     if (threads <= 0)
         threads = omp_get_max_threads();
     sb_status st = export_make_dir(dir, err);

@@ -28,7 +28,7 @@
 #include "config/task_config.h"
 
 #define SB_TIMESTEP 0.1        /* seconds per frame */
-#define SB_MAX_GAP_SECONDS 1000.0 /* 10 000 frames per gap at most */
+/* SB_MAX_GAP_SECONDS (10 000 frames per gap at most) is the public header's */
 
 /* sb_split (SB_SPLIT_TRAIN, SB_SPLIT_TEST) is the public header's (via core/status.h). */
 

@@ -44,6 +44,9 @@ static int cmp_double(const void *a, const void *b)
 
 sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, sb_error *err)
 {
+    if (cfg == NULL || res == NULL || cfg->model == NULL) /* a public function (selectivbench.h) */
+        return sb_error_set(err, SB_ERR_INVALID, "sb_bench_train_step: %s is NULL",
+                            cfg == NULL ? "cfg" : res == NULL ? "res" : "cfg->model");
     memset(res, 0, sizeof *res);
     if (cfg->batch < 1 || cfg->frames < 1 || cfg->inputs < 1 || cfg->classes < 1)
         return sb_error_set(err, SB_ERR_INVALID, "bench sizes must be positive");
@@ -249,6 +252,7 @@ static void isa_append(char *buf, size_t cap, const char *name)
 
 void sb_bench_isa_get(sb_bench_isa *isa)
 {
+    SB_ASSERT(isa != NULL);
     memset(isa, 0, sizeof *isa);
 #ifdef SB_MARCH_NATIVE
     isa->native = 1;

@@ -24,22 +24,8 @@
 #include "core/status.h"
 #include "task/task.h"
 
-enum {
-    SB_PROBE_READOUT = 1,
-    SB_PROBE_GATES = 2,
-    SB_PROBE_RETENTION = 4,
-    SB_PROBE_ALL = 7,
-};
-
-typedef enum sb_probe_readout {
-    SB_PROBE_LDA = 0,   /* linear discriminant analysis: shared covariance, closed form */
-    SB_PROBE_RIDGE = 1, /* ridge regression onto one-hot targets */
-} sb_probe_readout;
-
-typedef enum sb_probe_frame {
-    SB_PROBE_FRAME_SYMBOL = 0, /* an element's feature row: its symbol frame */
-    SB_PROBE_FRAME_LAST = 1,   /* the last frame of its window (its last gap frame) */
-} sb_probe_frame;
+/* The sections (SB_PROBE_READOUT, SB_PROBE_GATES, SB_PROBE_RETENTION, SB_PROBE_ALL), sb_probe_readout
+ * and sb_probe_frame are the public header's (one definition). */
 
 #define SB_PROBE_N_LAGS 5  /* j = 0, 1, 2, 4, 8 */
 #define SB_PROBE_HIST_BINS 20

@@ -493,6 +493,95 @@ static void test_sweep_run(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The command line's needs (2): a grammar and a task's samples, the ideal observer, the JSON
+ * writer; NULL arguments answered with SB_ERR_INVALID. */
+static void test_grammar_data_ceiling(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    sb_config *cfg = NULL;
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "vocab", "5", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "amb", "2", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "amb_depth", "3", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "dataset_size", "40", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "test_size", "8", &err), SB_OK);
+    assert_int_equal(sb_config_check_task(cfg, &err), SB_OK);
+
+    sb_grammar *g = NULL;
+    assert_int_equal(sb_grammar_from_config(cfg, &g, &err), SB_OK);
+    sb_grammar_facts f;
+    sb_grammar_get_facts(g, &f);
+    assert_int_equal(f.vocab, 5);
+    assert_int_equal(f.states, 9); /* the grammar `grammar --vocab 5 --amb 2 --amb_depth 3` prints */
+    assert_string_equal(sb_grammar_state_name(g, f.states - 1), "#");
+    assert_int_equal(sb_grammar_successor_count(g, f.states - 1), 0);
+    int edges = 0;
+    for (int s = 0; s < f.states; s++)
+        edges += sb_grammar_successor_count(g, s);
+    assert_int_equal(edges, f.transitions);
+    double te = 0.0;
+    assert_int_equal(sb_grammar_entropy(g, &te, &err), SB_OK);
+    assert_true(te == f.topological_entropy);
+    assert_int_equal(sb_grammar_fprint_json(NULL, stdout, &err), SB_ERR_INVALID);
+    sb_grammar_free(g);
+
+    sb_task *task = NULL;
+    assert_int_equal(sb_task_from_config(cfg, &task, &err), SB_OK);
+    sb_task_facts tf;
+    sb_task_get_facts(task, &tf);
+    sb_draw *d = NULL;
+    assert_int_equal(sb_draw_create(task, &d, &err), SB_OK);
+    assert_int_equal(sb_draw_read(d, SB_SPLIT_TRAIN, 3, &err), SB_OK);
+    assert_int_equal(sb_draw_elements(d), tf.train_elements);
+    int frames = sb_draw_elements(d);
+    for (int k = 0; k < sb_draw_elements(d); k++)
+        frames += sb_draw_gap(d, k);
+    assert_int_equal(frames, sb_draw_frames(d));
+    assert_int_equal(sb_draw_read(d, SB_SPLIT_TRAIN, 40, &err), SB_ERR_INVALID);
+    sb_draw_free(d);
+    uint64_t h1 = 0, h2 = 0;
+    assert_int_equal(sb_task_checksum(task, SB_SPLIT_TRAIN, 1, &h1, NULL, &err), SB_OK);
+    assert_int_equal(sb_task_checksum(task, SB_SPLIT_TRAIN, 2, &h2, NULL, &err), SB_OK);
+    assert_true(h1 == h2);
+
+    sb_ceiling_options o = sb_ceiling_options_default();
+    o.threads = 1;
+    sb_ceiling c;
+    assert_int_equal(sb_ceiling_compute(task, &o, &c, &err), SB_OK);
+    assert_true(c.expected_acc > 0.0 && c.expected_acc <= 1.0);
+    assert_int_equal(sb_ceiling_window_size(SB_CEILING_N_WINDOWS - 1), 32);
+    char *json = NULL;
+    assert_int_equal(sb_ceiling_to_json(&c, &json, &err), SB_OK);
+    assert_non_null(strstr(json, "\"expected_acc\":"));
+    sb_string_free(json);
+    assert_int_equal(sb_ceiling_compute(NULL, &o, &c, &err), SB_ERR_INVALID);
+    sb_task_free(task);
+    sb_config_free(cfg);
+
+    char buf[256] = {0};
+    FILE *mem = fmemopen(buf, sizeof buf, "w");
+    sb_jw *j = sb_jw_open(mem, 0);
+    sb_jw_object_begin(j);
+    sb_jw_key(j, "x");
+    sb_jw_double(j, 0.1);
+    sb_jw_key(j, "n");
+    sb_jw_array_begin(j);
+    sb_jw_int(j, -1);
+    sb_jw_uint(j, 2);
+    sb_jw_bool(j, 1);
+    sb_jw_null(j);
+    sb_jw_string(j, "a\"b");
+    sb_jw_array_end(j);
+    sb_jw_object_end(j);
+    sb_jw_close(j);
+    fclose(mem);
+    assert_string_equal(buf, "{\"x\":0.1,\"n\":[-1,2,true,null,\"a\\\"b\"]}");
+    assert_null(sb_jw_open(NULL, 0));
+    assert_true(sb_clock_seconds() > 0.0);
+    assert_true(sb_peak_memory_bytes() > 0);
+}
+
 int main(int argc, char **argv)
 {
     worker_exe = argc > 1 ? argv[1] : NULL; /* the selectivbench command, for sb_sweep_run */
@@ -501,7 +590,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_config_keys), cmocka_unit_test(test_models),
         cmocka_unit_test(test_task_batch),  cmocka_unit_test(test_missing_files),
         cmocka_unit_test(test_results),     cmocka_unit_test(test_sweep),
-        cmocka_unit_test(test_sweep_run),
+        cmocka_unit_test(test_sweep_run),   cmocka_unit_test(test_grammar_data_ceiling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
