@@ -456,6 +456,9 @@ typedef struct sb_result_row {
     double wall_s, tokens_per_s;
     double ceiling, effective_memory; /* the yardsticks, as stored */
     char finished_at[32];    /* UTC ISO-8601 */
+    char reason[SB_ERROR_MSG_MAX]; /* why it failed or diverged, else "" */
+    double flops_per_token;  /* the model's forward FLOPs per token */
+    int64_t state_size;      /* floats the model carries from one frame to the next */
 } sb_result_row;
 
 /* Number of runs stored, of every model (model NULL) or of one. Errors: SB_ERR_IO. */
@@ -476,6 +479,27 @@ sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *r
  * when no such run exists or its stored configuration does not read back; SB_ERR_IO. */
 sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config **out,
                                 sb_error *err);
+
+/* The configuration stored for the run with this run hash, as its JSON text (train.py's
+ * names): *json is a copy of the stored text, freed with sb_string_free, or NULL when the
+ * run has none stored. Errors: SB_ERR_INVALID when no such run exists; SB_ERR_IO,
+ * SB_ERR_NOMEM. */
+sb_status sb_results_config_json(sb_results *db, const char *run_hash, char **json,
+                                 sb_error *err);
+
+/* Backfills the yardsticks of row (from sb_results_read or sb_results_find): for a
+ * finished run whose ceiling or effective memory is missing (recorded before they
+ * existed), computes them from the run's stored configuration, writes them to the database
+ * unless it is read-only, and updates row->ceiling and row->effective_memory. *ceiling_se
+ * (may be NULL) receives the standard error of the task's ceiling (computed once per task
+ * and cached; NaN on failure). Errors: SB_ERR_INVALID when no such run exists or its
+ * configuration does not read back or builds no task; SB_ERR_IO, SB_ERR_NOMEM. */
+sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads,
+                              double *ceiling_se, sb_error *err);
+
+/* SQLite's integrity check of the database: *ok is 1 when it passes. Errors: SB_ERR_IO
+ * when it cannot run. */
+sb_status sb_results_integrity_check(sb_results *db, int *ok, sb_error *err);
 
 /* Records in the database at db_path a run of cfg trained elsewhere (e.g. by
  * sb_train_config in memory), with outcome's status, reason and metrics, and its
