@@ -445,7 +445,7 @@ sb_status sb_results_open_readonly(const char *path, sb_results **out, sb_error 
 /* Closes the database (NULL is allowed). */
 void sb_results_close(sb_results *db);
 
-/* One run as stored. Unknown numbers are NaN (params: -1), unknown strings "". */
+/* One run as stored. Unknown numbers are NaN (params, state_size: -1), unknown strings "". */
 typedef struct sb_result_row {
     char run_hash[17];
     char model[32];
@@ -456,6 +456,9 @@ typedef struct sb_result_row {
     double wall_s, tokens_per_s;
     double ceiling, effective_memory; /* the yardsticks, as stored */
     char finished_at[32];    /* UTC ISO-8601 */
+    char reason[SB_ERROR_MSG_MAX]; /* why it failed or diverged, else "" */
+    double flops_per_token;  /* the model's forward FLOPs per token */
+    int64_t state_size;      /* floats the model carries from one frame to the next */
 } sb_result_row;
 
 /* Number of runs stored, of every model (model NULL) or of one. Errors: SB_ERR_IO. */
@@ -477,6 +480,27 @@ sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *r
 sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config **out,
                                 sb_error *err);
 
+/* The configuration stored for the run with this run hash, as its JSON text (train.py's
+ * names): *json is a copy of the stored text, freed with sb_string_free, or NULL when the
+ * run has none stored. Errors: SB_ERR_INVALID when no such run exists; SB_ERR_IO,
+ * SB_ERR_NOMEM. */
+sb_status sb_results_config_json(sb_results *db, const char *run_hash, char **json,
+                                 sb_error *err);
+
+/* Backfills the yardsticks of row (from sb_results_read or sb_results_find): for a
+ * finished run whose ceiling or effective memory is missing (recorded before they
+ * existed), computes them from the run's stored configuration, writes them to the database
+ * unless it is read-only, and updates row->ceiling and row->effective_memory. *ceiling_se
+ * (may be NULL) receives the standard error of the task's ceiling (computed once per task
+ * and cached; NaN on failure). Errors: SB_ERR_INVALID when no such run exists or its
+ * configuration does not read back or builds no task; SB_ERR_IO, SB_ERR_NOMEM. */
+sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads,
+                              double *ceiling_se, sb_error *err);
+
+/* SQLite's integrity check of the database: *ok is 1 when it passes. Errors: SB_ERR_IO
+ * when it cannot run. */
+sb_status sb_results_integrity_check(sb_results *db, int *ok, sb_error *err);
+
 /* Records in the database at db_path a run of cfg trained elsewhere (e.g. by
  * sb_train_config in memory), with outcome's status, reason and metrics, and its
  * yardsticks (the task's ceiling is computed once per task and cached in the database).
@@ -493,6 +517,11 @@ typedef struct sb_sweep sb_sweep;
  * when unreadable) name the file and the line. */
 sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err);
 
+/* The same from text in memory (len bytes, e.g. a built-in preset); `path` names it in
+ * messages. */
+sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_sweep **out,
+                             sb_error *err);
+
 /* Frees a sweep (NULL is allowed). */
 void sb_sweep_free(sb_sweep *s);
 
@@ -503,6 +532,25 @@ int64_t sb_sweep_count(const sb_sweep *s);
  * run's values, set by name. Errors: SB_ERR_INVALID for k out of range, an unknown flag or a
  * bad value (the message names the file and the flag). */
 sb_status sb_sweep_config(const sb_sweep *s, int64_t k, sb_config **out, sb_error *err);
+
+/* Checks that every parameter of the grid is a train flag (a key or one of train's own
+ * switches). Errors: SB_ERR_INVALID naming the file and the first parameter that is not. */
+sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err);
+
+/* Whether the grid has a parameter of this name. */
+int sb_sweep_has_param(const sb_sweep *s, const char *name);
+
+/* Whether run k has parameter `name` equal to `value` (textually); 0 when the parameter is
+ * not in the grid. */
+int sb_sweep_run_matches(const sb_sweep *s, int64_t k, const char *name, const char *value);
+
+/* The train flags of run k: the fixed flags of the file's command in order, the run's
+ * parameters as "--name=value" where ${args} stands. *argv is a NULL-terminated array of
+ * *argc strings, freed with sb_sweep_args_free. Errors: SB_ERR_INVALID, SB_ERR_NOMEM. */
+sb_status sb_sweep_run_args(const sb_sweep *s, int64_t k, char ***argv, int *argc, sb_error *err);
+
+/* Frees an array from sb_sweep_run_args (NULL is allowed). */
+void sb_sweep_args_free(char **argv);
 
 /* ---- running a sweep ----------------------------------------------------------------- */
 
@@ -524,9 +572,18 @@ typedef struct sb_sweep_update {
     const char *outcome;    /* ENDED: "done", "failed", "diverged", "skipped" or "refused" */
     const char *reason;     /* ENDED: why it failed or was refused; NULL otherwise */
     double test_acc;        /* ENDED: the run's final test accuracy; NaN when unknown */
+    int slot;               /* the run's worker, 0..workers-1; -1 when no worker ran it */
+    const sb_config *config; /* the run's configuration; NULL when it was not built (TICK) */
+    double run_elapsed_s;   /* seconds since its worker started (0 without one) */
+    double last_test_acc;   /* PROGRESS: the last evaluation's test accuracy; NaN before one */
+    int started;            /* ENDED: a worker process ran it */
+    int recorded;           /* ENDED: the database has a row of it */
+    int exit_code;          /* ENDED: the worker's exit code; -1 when it did not exit */
+    int term_signal;        /* ENDED: the signal that killed the worker; 0 when none */
     /* the sweep so far, in every update */
     int done, failed, skipped, refused, running;
     int64_t n_runs;
+    double sweep_elapsed_s; /* seconds since the sweep began */
 } sb_sweep_update;
 
 typedef void (*sb_sweep_update_fn)(const sb_sweep_update *u, void *user);
@@ -543,11 +600,15 @@ typedef struct sb_sweep_run_options {
     void *user;                   /* passed to on_update and cancel */
     int (*cancel)(void *user);    /* polled about twice a second; nonzero stops the sweep (may
                                      be NULL) */
+    const char *db;               /* the results database; NULL: RESULTS/selectivbench.db */
+    const int64_t *runs;          /* the runs to run (indices into the grid), in order; NULL:
+                                     every run of the grid */
+    int64_t n_runs;               /* how many runs[] holds */
 } sb_sweep_run_options;
 
-/* Runs every run of the sweep's grid that its results database does not hold as finished
- * (an interrupted sweep resumes), each in a worker process, recording every run in
- * RESULTS/selectivbench.db. Updates go to opts->on_update from the calling thread. The
+/* Runs every run of the sweep's grid (or of opts->runs) that its results database does not
+ * hold as finished (an interrupted sweep resumes), each in a worker process, recording every
+ * run in the database (opts->db, default RESULTS/selectivbench.db). Updates go to opts->on_update from the calling thread. The
  * counts at the end are in the last update (and in *done_out etc. when not NULL).
  * Returns SB_OK when every run was settled, whatever the runs' outcomes; SB_ERR_INVALID for
  * bad options (no worker_exe), SB_ERR_IO when the results folder or database cannot be set

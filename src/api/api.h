@@ -10,9 +10,7 @@
 #include "config/run_config.h"
 #include "core/status.h"
 
-/* The public sb_config: a run configuration (config/run_config.h) behind an opaque handle.
- * Its only member is the run configuration: the CLI's transitional sb_cli_config_view
- * (src/cli/run_options.h) relies on that while some commands still hold one by value. */
+/* The public sb_config: a run configuration (config/run_config.h) behind an opaque handle. */
 struct sb_config {
     sb_run_config run;
 };

@@ -1,6 +1,7 @@
 /* results_api.c - the public API's results databases and reports (selectivbench.h):
  * wrappers over exp/results.h, exp/run_store.h and exp/report.h. sb_results_open,
- * sb_results_open_readonly and sb_results_close are results.c's own functions. */
+ * sb_results_open_readonly, sb_results_close and sb_results_integrity_check are results.c's
+ * own functions. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     COPY_STRING(status, src->status);
     COPY_STRING(protocol, src->protocol);
     COPY_STRING(finished_at, src->finished_at);
+    COPY_STRING(reason, src->reason);
 #undef COPY_STRING
     dst->params = src->params;
     dst->test_acc = src->metrics.test_acc;
@@ -38,6 +40,21 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     dst->tokens_per_s = src->metrics.tokens_per_s;
     dst->ceiling = src->ceiling;
     dst->effective_memory = src->effective_memory;
+    dst->flops_per_token = src->flops_per_token;
+    dst->state_size = src->state_size;
+}
+
+/* The stored row of the run with this hash (cleared with sb_results_run_row_clear);
+ * SB_ERR_INVALID when there is none. */
+static sb_status stored_run(sb_results *db, const char *run_hash, sb_run_row *stored,
+                            sb_error *err)
+{
+    int found = 0;
+    sb_status st = sb_results_get_run(db, run_hash, stored, &found, err);
+    if (st == SB_OK && !found)
+        return sb_error_set(err, SB_ERR_INVALID, "no run with hash '%s' in the results database",
+                            run_hash);
+    return st;
 }
 
 sb_status sb_results_count(sb_results *db, const char *model, size_t *count, sb_error *err)
@@ -95,13 +112,9 @@ sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config 
     SB_API_REQUIRE(db, err);
     SB_API_REQUIRE(run_hash, err);
     sb_run_row stored;
-    int found = 0;
-    sb_status st = sb_results_get_run(db, run_hash, &stored, &found, err);
+    sb_status st = stored_run(db, run_hash, &stored, err);
     if (st != SB_OK)
         return st;
-    if (!found)
-        return sb_error_set(err, SB_ERR_INVALID, "no run with hash '%s' in the results database",
-                            run_hash);
     sb_run_config run;
     st = sb_run_config_from_json(stored.config_json != NULL ? stored.config_json : "", &run, err);
     sb_results_run_row_clear(&stored);
@@ -109,6 +122,52 @@ sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config 
         return sb_error_set(err, SB_ERR_INVALID, "run %s: its stored configuration: %s", run_hash,
                             err != NULL ? err->msg : "does not read back");
     return sb_api_config_new(&run, out, err);
+}
+
+sb_status sb_results_config_json(sb_results *db, const char *run_hash, char **json,
+                                 sb_error *err)
+{
+    SB_API_REQUIRE(json, err);
+    *json = NULL;
+    SB_API_REQUIRE(db, err);
+    SB_API_REQUIRE(run_hash, err);
+    sb_run_row stored;
+    sb_status st = stored_run(db, run_hash, &stored, err);
+    if (st != SB_OK)
+        return st;
+    /* the row's own copy changes hands */
+    *json = stored.config_json;
+    stored.config_json = NULL;
+    sb_results_run_row_clear(&stored);
+    return SB_OK;
+}
+
+sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads,
+                              double *ceiling_se, sb_error *err)
+{
+    if (ceiling_se != NULL)
+        *ceiling_se = (double)NAN;
+    SB_API_REQUIRE(db, err);
+    SB_API_REQUIRE(row, err);
+    sb_run_row stored;
+    sb_status st = stored_run(db, row->run_hash, &stored, err);
+    if (st != SB_OK)
+        return st;
+    st = sb_results_fill_yardsticks(db, &stored, threads, NULL, err);
+    if (st == SB_OK) {
+        row->ceiling = stored.ceiling;
+        row->effective_memory = stored.effective_memory;
+    }
+    sb_run_config run;
+    sb_ceiling c;
+    if (st == SB_OK)
+        st = sb_run_config_from_json(stored.config_json, &run, err);
+    if (st == SB_OK)
+        st = sb_results_task_ceiling(db, &run.task, threads, &c, NULL, err);
+    if (st == SB_OK && ceiling_se != NULL)
+        *ceiling_se = c.expected_acc_se;
+    sb_results_run_row_clear(&stored);
+    return st;
 }
 
 sb_status sb_results_record(const char *db_path, const sb_config *cfg,

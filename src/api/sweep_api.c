@@ -1,6 +1,8 @@
 /* sweep_api.c - the public API's sweeps (selectivbench.h): the configuration of one run of a
  * sweep file's grid and running the grid, over src/exp/sweep_exec.c. sb_sweep_load,
- * sb_sweep_free and sb_sweep_count are sweep.c's own. */
+ * sb_sweep_load_text, sb_sweep_free, sb_sweep_count, sb_sweep_run_matches,
+ * sb_sweep_run_args and sb_sweep_args_free are sweep.c's own, sb_sweep_check_params
+ * sweep_exec.c's. */
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +26,16 @@ sb_status sb_sweep_config(const sb_sweep *s, int64_t k, sb_config **out, sb_erro
     if (st != SB_OK)
         return st;
     return sb_api_config_new(&run, out, err);
+}
+
+int sb_sweep_has_param(const sb_sweep *s, const char *name)
+{
+    if (s == NULL || name == NULL)
+        return 0;
+    for (int p = 0; p < s->n_params; p++)
+        if (strcmp(s->params[p].name, name) == 0)
+            return 1;
+    return 0;
 }
 
 /* Forwards the executor's events to the public callback. */
@@ -53,10 +65,24 @@ static void forward_event(const sb_sweep_event *ev, void *user)
     u.tokens_per_s = ev->progress.tokens_per_s;
     u.eta_s = ev->progress.eta_s;
     u.test_acc = NAN;
+    u.last_test_acc = ev->progress.test_acc;
+    u.slot = ev->slot;
+    u.run_elapsed_s = ev->run_elapsed_s;
+    u.sweep_elapsed_s = ev->sweep_elapsed_s;
+    /* the run's configuration as a handle, for the duration of the call */
+    sb_config config;
+    if (ev->cfg != NULL) {
+        config.run = *ev->cfg;
+        u.config = &config;
+    }
     if (ev->kind == SB_SWEEP_RUN_ENDED) {
         u.outcome = sb_sweep_outcome_name(ev->outcome);
         u.reason = ev->reason;
         u.test_acc = ev->metrics.test_acc;
+        u.started = ev->started;
+        u.recorded = ev->recorded;
+        u.exit_code = ev->exit_code;
+        u.term_signal = ev->term_signal;
     }
     u.done = ev->tally.done;
     u.failed = ev->tally.failed;
@@ -87,19 +113,27 @@ sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int 
         return sb_error_set(err, SB_ERR_INVALID,
                             "sb_sweep_run: workers %d and threads %d must not be negative",
                             opts->workers, opts->threads);
-    int64_t n_runs = sb_sweep_count(s);
-    int64_t *runs = malloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *runs);
-    if (runs == NULL)
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %lld runs",
-                            (long long)n_runs);
-    for (int64_t k = 0; k < n_runs; k++)
-        runs[k] = k;
+    if (opts->runs == NULL && opts->n_runs != 0)
+        return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_run: opts->n_runs %lld without runs",
+                            (long long)opts->n_runs);
+    /* the selection, or every run of the grid */
+    int64_t n_runs = opts->runs != NULL ? opts->n_runs : sb_sweep_count(s);
+    int64_t *all = NULL;
+    if (opts->runs == NULL) {
+        all = malloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *all);
+        if (all == NULL)
+            return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %lld runs",
+                                (long long)n_runs);
+        for (int64_t k = 0; k < n_runs; k++)
+            all[k] = k;
+    }
+    const int64_t *runs = opts->runs != NULL ? opts->runs : all;
     sweep_forward fw = {opts};
     sb_sweep_exec_opts eo = {
         .workers = opts->workers > 0 ? opts->workers : 1,
         .threads = opts->threads,
         .results = opts->results != NULL ? opts->results : "results",
-        .db = NULL,
+        .db = opts->db,
         .worker_exe = opts->worker_exe,
         .on_event = forward_event,
         .user = &fw,
@@ -107,7 +141,7 @@ sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int 
     };
     sb_sweep_tally tally = {0};
     sb_status st = sb_sweep_execute(s, runs, n_runs, &eo, &tally, err);
-    free(runs);
+    free(all);
     if (done_out != NULL)
         *done_out = tally.done;
     if (failed_out != NULL)

@@ -65,12 +65,6 @@ int sb_cli_print_config_hashes(const sb_config *cfg)
     return 0;
 }
 
-int sb_cli_print_hashes(const struct sb_run_config *cfg)
-{
-    /* the public handle is the run configuration itself (see sb_cli_config_view) */
-    return sb_cli_print_config_hashes((const sb_config *)(const void *)cfg);
-}
-
 int sb_cli_threads(int requested)
 {
     int n = requested > 0 ? requested : omp_get_num_procs();

@@ -28,11 +28,6 @@ int sb_cli_threads(int requested);
 /* --print_hashes: prints "RUN_HASH TRAINING_HASH" of cfg and returns 0. */
 int sb_cli_print_config_hashes(const sb_config *cfg);
 
-/* The same for a run configuration held by value (transitional, for the commands that
- * still use the library's internal sb_run_config: cmd_probe.c, cmd_ceiling.c). */
-struct sb_run_config;
-int sb_cli_print_hashes(const struct sb_run_config *cfg);
-
 /* Whether stdout is a terminal (for live progress lines). */
 int sb_cli_stdout_is_tty(void);
 

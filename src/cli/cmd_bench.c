@@ -11,7 +11,6 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/config_bridge.h"
 #include "cli/task_options.h"
 
 /* Which instruction sets ran: the build's (SB_NATIVE: -march=native or the portable
@@ -66,12 +65,13 @@ static sb_status bench_data_defaults(sb_config *cfg, sb_option *opts, int n_opts
     return SB_OK;
 }
 
-static int bench_data(int argc, char **argv)
+static int bench_data_with_flags(sb_task_flags *tf, int argc, char **argv)
 {
-    sb_task_flags tf;
     sb_option opts[SB_TASK_MAX_OPTIONS + 4];
     int n_opts = 0;
-    sb_task_options_add(&tf, opts, &n_opts, 0);
+    sb_error err = {0};
+    if (sb_task_options_add(tf, opts, &n_opts, 0, &err) != SB_OK)
+        return sb_cli_fail("bench", &err);
     int threads = 0;
     opts[n_opts++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL,
                                  "threads for the parallel runs (default: all cores)", 0};
@@ -81,15 +81,10 @@ static int bench_data(int argc, char **argv)
     if (rc >= 0)
         return rc;
     threads = sb_cli_threads(threads);
-    sb_error err = {0};
-    sb_config *cfg = NULL;
     sb_task *task = NULL;
-    sb_status st = sb_cli_config_new(&tf.run, &cfg, &err);
+    sb_status st = bench_data_defaults(tf->config, opts, n_opts, &err);
     if (st == SB_OK)
-        st = bench_data_defaults(cfg, opts, n_opts, &err);
-    if (st == SB_OK)
-        st = sb_task_from_config(cfg, &task, &err);
-    sb_config_free(cfg);
+        st = sb_task_from_config(tf->config, &task, &err);
     if (st != SB_OK)
         return sb_cli_fail("bench", &err);
     sb_task_facts facts;
@@ -124,6 +119,14 @@ static int bench_data(int argc, char **argv)
     printf("peak memory %.1f MiB\n", (double)sb_peak_memory_bytes() / 1048576.0);
     sb_task_free(task);
     return 0;
+}
+
+static int bench_data(int argc, char **argv)
+{
+    sb_task_flags tf = {0};
+    int rc = bench_data_with_flags(&tf, argc, argv);
+    sb_task_flags_free(&tf);
+    return rc;
 }
 
 /* ---- models ---------------------------------------------------------------------------- */
@@ -232,7 +235,7 @@ static int bench_models(int argc, char **argv)
     double peak = sb_bench_sgemm_peak(threads);
     sb_jw *j = json ? sb_jw_open(stdout, 0) : NULL;
     if (json && j == NULL) {
-        sb_cli_error(&err, SB_ERR_NOMEM, "out of memory");
+        sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
         return sb_cli_fail("bench", &err);
     }
     if (json) {

@@ -11,7 +11,6 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/config_bridge.h"
 #include "cli/data_show.h"
 #include "cli/run_options.h"
 
@@ -50,12 +49,13 @@ static void print_table(const sb_task *task, const sb_ceiling *c, int split, int
            c->seconds, threads, threads == 1 ? "" : "s");
 }
 
-int sb_cmd_ceiling(int argc, char **argv)
+static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
-    sb_run_flags rf;
     sb_option opts[SB_RUN_MAX_OPTIONS + 4];
     int n = 0;
-    sb_run_options_add(&rf, opts, &n);
+    sb_error err = {0};
+    if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
+        return sb_cli_fail("ceiling", &err);
     int split = SB_SPLIT_TEST;
     int64_t samples = 0, prior_samples = 0;
     opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "test|train",
@@ -72,24 +72,14 @@ int sb_cmd_ceiling(int argc, char **argv)
                           opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    int threads = sb_cli_threads(rf.threads);
-    sb_error err = {0};
-    sb_config *cfg = NULL;
-    if (sb_cli_config_new(&rf.cfg, &cfg, &err) != SB_OK)
-        return sb_cli_fail("ceiling", &err);
+    int threads = sb_cli_threads(rf->threads);
+    const sb_config *cfg = rf->config;
     sb_task *task = NULL;
     sb_status st = sb_config_check_task(cfg, &err);
-    if (st == SB_OK && rf.print_hashes) {
-        char run_hash[17], training_hash[17];
-        sb_config_run_hash(cfg, run_hash);
-        sb_config_training_hash(cfg, training_hash);
-        printf("%s %s\n", run_hash, training_hash);
-        sb_config_free(cfg);
-        return 0;
-    }
+    if (st == SB_OK && rf->print_hashes)
+        return sb_cli_print_config_hashes(cfg);
     if (st == SB_OK)
         st = sb_task_from_config(cfg, &task, &err);
-    sb_config_free(cfg);
     sb_ceiling_options o = sb_ceiling_options_default();
     o.split = (sb_split)split;
     o.samples = samples;
@@ -99,7 +89,7 @@ int sb_cmd_ceiling(int argc, char **argv)
     if (st == SB_OK)
         st = sb_ceiling_compute(task, &o, &c, &err);
     if (st == SB_OK) {
-        if (rf.json) {
+        if (rf->json) {
             char *json = NULL;
             st = sb_ceiling_to_json(&c, &json, &err);
             if (st == SB_OK)
@@ -113,4 +103,12 @@ int sb_cmd_ceiling(int argc, char **argv)
     if (st != SB_OK)
         return sb_cli_fail("ceiling", &err);
     return 0;
+}
+
+int sb_cmd_ceiling(int argc, char **argv)
+{
+    sb_run_flags rf = {0};
+    int rc = ceiling_with_flags(&rf, argc, argv);
+    sb_run_flags_free(&rf);
+    return rc;
 }

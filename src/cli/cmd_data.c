@@ -7,7 +7,6 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/config_bridge.h"
 #include "cli/data_show.h"
 #include "cli/task_options.h"
 
@@ -24,7 +23,7 @@ static sb_status data_print_json(const sb_task *task, sb_split split, const int6
     sb_jw *j = sb_jw_open(stdout, 0);
     if (j == NULL) {
         sb_draw_free(d);
-        return sb_cli_error(err, SB_ERR_NOMEM, "out of memory");
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
     }
     const sb_grammar *g = sb_task_grammar(task);
     sb_jw_object_begin(j);
@@ -58,12 +57,13 @@ static sb_status data_print_json(const sb_task *task, sb_split split, const int6
     return st;
 }
 
-int sb_cmd_data(int argc, char **argv)
+static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
 {
-    sb_task_flags tf;
     sb_option opts[SB_TASK_MAX_OPTIONS + 12];
     int n = 0;
-    sb_task_options_add(&tf, opts, &n, 0);
+    sb_error err = {0};
+    if (sb_task_options_add(tf, opts, &n, 0, &err) != SB_OK)
+        return sb_cli_fail("data", &err);
     int split = 0, json = 0, show = -1, checksum = 0, threads = 0;
     const char *samples = NULL, *export_dir = NULL;
     opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "train|test",
@@ -88,17 +88,12 @@ int sb_cmd_data(int argc, char **argv)
         return rc;
     threads = sb_cli_threads(threads);
 
-    sb_error err = {0};
     if (json && samples == NULL) {
-        sb_cli_error(&err, SB_ERR_INVALID, "--json prints the samples chosen by --samples LIST");
+        sb_error_set(&err, SB_ERR_INVALID, "--json prints the samples chosen by --samples LIST");
         return sb_cli_fail("data", &err);
     }
-    sb_config *cfg = NULL;
     sb_task *task = NULL;
-    sb_status st = sb_cli_config_new(&tf.run, &cfg, &err);
-    if (st == SB_OK)
-        st = sb_task_from_config(cfg, &task, &err);
-    sb_config_free(cfg);
+    sb_status st = sb_task_from_config(tf->config, &task, &err);
     if (st != SB_OK)
         return sb_cli_fail("data", &err);
     sb_task_facts facts;
@@ -126,7 +121,7 @@ int sb_cmd_data(int argc, char **argv)
         if (!did)
             sb_data_print_task(task, stdout);
         if (idx == NULL)
-            st = sb_cli_error(&err, SB_ERR_NOMEM, "out of memory");
+            st = sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
         else
             st = sb_data_show(task, sp, idx, n_idx, stdout, &err);
         did = 1;
@@ -159,4 +154,12 @@ int sb_cmd_data(int argc, char **argv)
     if (st != SB_OK)
         return sb_cli_fail("data", &err);
     return 0;
+}
+
+int sb_cmd_data(int argc, char **argv)
+{
+    sb_task_flags tf = {0};
+    int rc = data_with_flags(&tf, argc, argv);
+    sb_task_flags_free(&tf);
+    return rc;
 }

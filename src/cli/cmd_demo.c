@@ -17,14 +17,7 @@
 #include "cli/data_show.h"
 #include "cli/presets.h"
 #include "cli/sweep_view.h"
-#include "model/model.h"
-#include "exp/report.h"
-#include "exp/run_store.h"
-#include "exp/sweep.h"
-#include "exp/sweep_exec.h"
-#include "task/task.h"
-#include "core/timer.h"
-#include "cli/task_options.h"
+#include "selectivbench/selectivbench.h"
 
 #define DEMO_MAX_MODELS 16
 
@@ -36,9 +29,20 @@ static const sb_preset *find_preset(const char *name)
     return NULL;
 }
 
+/* Whether the registry has a model of this name. */
+static int model_known(const char *name)
+{
+    for (int i = 0; i < sb_models_count(); i++) {
+        sb_model_desc desc;
+        if (sb_models_describe(i, &desc, NULL) == SB_OK && strcmp(desc.name, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* Runs one tiny preset with the chosen models and seeds. */
 static int demo_sweep(const char *preset, char *const *models, int n_models, int max_seed,
-                      const sb_sweep_exec_opts *o, sb_error *err)
+                      const sb_sweep_run_options *o, sb_error *err)
 {
     const sb_preset *p = find_preset(preset);
     if (p == NULL)
@@ -48,8 +52,13 @@ static int demo_sweep(const char *preset, char *const *models, int n_models, int
     if (st != SB_OK)
         return st;
     int64_t total = sb_sweep_count(s);
-    int64_t *runs = malloc((size_t)total * sizeof *runs), n_runs = 0;
-    for (int64_t k = 0; runs != NULL && k < total; k++) {
+    int64_t *runs = malloc((size_t)(total > 0 ? total : 1) * sizeof *runs), n_runs = 0;
+    if (runs == NULL) {
+        sb_sweep_free(s);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %lld runs",
+                            (long long)total);
+    }
+    for (int64_t k = 0; k < total; k++) {
         int take = 0;
         for (int m = 0; m < n_models; m++)
             take |= sb_sweep_run_matches(s, k, "model", models[m]);
@@ -62,8 +71,11 @@ static int demo_sweep(const char *preset, char *const *models, int n_models, int
         if (take && seed_ok)
             runs[n_runs++] = k;
     }
-    sb_sweep_tally tally;
-    sb_status status = sb_cli_sweep_run(s, preset, runs, n_runs, o, 0, &tally, err);
+    sb_sweep_run_options selected = *o;
+    selected.runs = runs;
+    selected.n_runs = n_runs;
+    sb_cli_sweep_tally tally;
+    sb_status status = sb_cli_sweep_run(s, preset, &selected, 0, &tally, err);
     free(runs);
     sb_sweep_free(s);
     if (status != SB_OK)
@@ -124,36 +136,44 @@ int sb_cmd_demo(int argc, char **argv)
          tok = strtok(NULL, ","))
         models[n_models++] = tok;
     for (int m = 0; m < n_models; m++)
-        if (sb_layer_type_find(models[m]) == NULL) {
+        if (!model_known(models[m])) {
             sb_error_set(&err, SB_ERR_INVALID, "--models: unknown model '%s' (selectivbench "
                                                "models lists them)", models[m]);
             return sb_cli_fail("demo", &err);
         }
-    double t_start = sb_time_now();
+    double t_start = sb_clock_seconds();
 
     printf("== SelectivBench demo ==\n\n");
     printf("1. The paper's task. Hidden states emit letters; 40 letters are ambiguous (40 states\n"
            "   each), so a model must track the state, not just the letter.\n");
-    sb_task_config tc = sb_task_config_default();
-    tc.train_gap_max = 1.0; /* task 2: noisy gaps of 1 to 10 frames */
-    tc.train_noise = 0.2;
-    tc.dataset_size = 20000;
-    double t0 = sb_time_now();
+    /* task 2: noisy gaps of 1 to 10 frames */
+    const char *task2[][2] = {{"train_gap_max", "1.0"}, {"train_noise", "0.2"},
+                              {"dataset_size", "20000"}};
+    const double dataset_size = 20000;
+    sb_config *tc = NULL;
+    sb_status st = sb_config_create(&tc, &err);
+    for (size_t i = 0; st == SB_OK && i < sizeof task2 / sizeof *task2; i++)
+        st = sb_config_set_key(tc, task2[i][0], task2[i][1], &err);
+    double t0 = sb_clock_seconds();
     sb_task *task = NULL;
-    if (sb_task_create(&tc, &task, &err) != SB_OK)
+    if (st == SB_OK)
+        st = sb_task_from_config(tc, &task, &err);
+    sb_config_free(tc);
+    if (st != SB_OK)
         return sb_cli_fail("demo", &err);
-    double t_grammar = sb_time_now() - t0;
-    const sb_grammar *g = task->grammar;
+    double t_grammar = sb_clock_seconds() - t0;
+    sb_grammar_facts g;
+    sb_grammar_get_facts(sb_task_grammar(task), &g);
     printf("   %d states (= classifier outputs), %d transitions, topological entropy %.4f,\n"
            "   built with its TE in %.1f ms (the reference needs about 10 s plus 200 s for the TE)\n",
-           g->n_states, g->n_transitions, g->topological_entropy, t_grammar * 1e3);
+           g.states, g.transitions, g.topological_entropy, t_grammar * 1e3);
     uint64_t hash = 0;
-    t0 = sb_time_now();
-    if (sb_task_split_checksum(task, SB_SPLIT_TRAIN, threads, &hash, NULL, &err) != SB_OK) {
+    t0 = sb_clock_seconds();
+    if (sb_task_checksum(task, SB_SPLIT_TRAIN, threads, &hash, NULL, &err) != SB_OK) {
         sb_task_free(task);
         return sb_cli_fail("demo", &err);
     }
-    double rate = (double)tc.dataset_size / (sb_time_now() - t0);
+    double rate = dataset_size / (sb_clock_seconds() - t0);
     printf("   training samples: %.0f per second here (the paper's 200 000-sample set in %.1f s;\n"
            "   the reference needs 3 to 5 s per sample)\n\n",
            rate, 200000.0 / rate);
@@ -170,9 +190,9 @@ int sb_cmd_demo(int argc, char **argv)
            n_models, n_models == 1 ? "" : "s", seeds, seeds == 1 ? "" : "s", workers, out);
     fflush(stdout);
     char db[4096];
-    if (sb_run_store_db_path(out, db, sizeof db, &err) != SB_OK)
+    if (sb_results_path(out, db, sizeof db, &err) != SB_OK)
         return sb_cli_fail("demo", &err);
-    sb_sweep_exec_opts o = {.workers = workers, .results = out, .db = db,
+    sb_sweep_run_options o = {.workers = workers, .results = out, .db = db,
                             .threads = threads / workers > 0 ? threads / workers : 1,
                             .worker_exe = "/proc/self/exe"}; /* this very program */
     const char *presets[2] = {"tiny/task1_complexity", "tiny/task2"};
@@ -183,8 +203,8 @@ int sb_cmd_demo(int argc, char **argv)
     printf("\n4. Results (from %s):\n\n", db);
     char report_dir[4096];
     snprintf(report_dir, sizeof report_dir, "%s/report", out);
-    sb_report_summary sum;
-    if (sb_report_generate(db, report_dir, &sum, &err) != SB_OK)
+    sb_report_outcome sum;
+    if (sb_report_write(db, report_dir, &sum, &err) != SB_OK)
         return sb_cli_fail("demo", &err);
     print_tables(sum.table_path);
     printf("\nDone in %.0f s. Written:\n"
@@ -195,6 +215,6 @@ int sb_cmd_demo(int argc, char **argv)
            "down\n"
            "   selectivbench sweep configs/paper/task2.yaml --dry_run    the paper's grid itself\n"
            "   selectivbench train --help, selectivbench models, selectivbench bench\n",
-           sb_time_now() - t_start, db, db, report_dir, sum.figures);
+           sb_clock_seconds() - t_start, db, db, report_dir, sum.figures);
     return 0;
 }

@@ -15,26 +15,26 @@
 #include "cli/run_options.h"
 #include "selectivbench/selectivbench.h"
 
-int sb_cmd_eval(int argc, char **argv)
+static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
     const char *ckpt = NULL;
     int first = sb_cli_checkpoint_first(
         "eval", "CKPT [train.py flags to override] [--dump FILE] [--json]", argc, argv, &ckpt);
     if (first >= 0)
         return first;
-    sb_run_flags rf;
     sb_option opts[SB_RUN_MAX_OPTIONS + 2];
     int n = 0;
-    sb_run_options_add(&rf, opts, &n);
+    sb_error err = {0};
+    if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
+        return sb_cli_fail("eval", &err);
     const char *dump = NULL;
     opts[n++] = (sb_option){"dump", SB_OPT_STRING, &dump, 0, 0, NULL, "FILE",
                             "write the first test batch (inputs, logits, mask) as safetensors", 0};
-    sb_error err = {0};
     /* the recorded configuration, then the flags set its keys by name */
     sb_config *recorded = NULL;
     sb_status st = sb_checkpoint_config(ckpt, &recorded, &err);
     if (st == SB_OK)
-        st = sb_config_assign(rf.config, recorded, &err);
+        st = sb_config_assign(rf->config, recorded, &err);
     sb_config_free(recorded);
     if (st != SB_OK && st != SB_ERR_INVALID) /* missing or corrupt file */
         return sb_cli_fail("eval", &err);
@@ -42,18 +42,18 @@ int sb_cmd_eval(int argc, char **argv)
     int rc = sb_cli_parse("eval", "CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    int threads = sb_cli_threads(rf.threads);
-    if (sb_config_check(rf.config, &err) != SB_OK)
+    int threads = sb_cli_threads(rf->threads);
+    if (sb_config_check(rf->config, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
-    if (rf.print_hashes)
-        return sb_cli_print_config_hashes(rf.config);
+    if (rf->print_hashes)
+        return sb_cli_print_config_hashes(rf->config);
 
-    sb_eval_settings settings = {.threads = threads, .mem_budget_gb = rf.mem_budget,
+    sb_eval_settings settings = {.threads = threads, .mem_budget_gb = rf->mem_budget,
                                  .dump_path = dump};
     sb_eval_outcome res;
-    if (sb_evaluate_checkpoint_with(ckpt, rf.config, &settings, &res, &err) != SB_OK)
+    if (sb_evaluate_checkpoint_with(ckpt, rf->config, &settings, &res, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
-    if (rf.json) {
+    if (rf->json) {
         sb_jw *j = sb_jw_open(stdout, 0);
         if (j == NULL) {
             sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
@@ -82,4 +82,12 @@ int sb_cmd_eval(int argc, char **argv)
             printf("first test batch written to %s\n", dump);
     }
     return 0;
+}
+
+int sb_cmd_eval(int argc, char **argv)
+{
+    sb_run_flags rf = {0};
+    int rc = eval_with_flags(&rf, argc, argv);
+    sb_run_flags_free(&rf);
+    return rc;
 }

@@ -6,7 +6,6 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/config_bridge.h"
 #include "cli/task_options.h"
 
 /* Prints the summary block; lists the transitions of small grammars (or with --list). */
@@ -53,20 +52,21 @@ static sb_status write_dot(const sb_grammar *g, const char *dot, sb_error *err)
 {
     FILE *f = strcmp(dot, "-") == 0 ? stdout : fopen(dot, "w");
     if (f == NULL)
-        return sb_cli_error(err, SB_ERR_IO, "cannot write --dot file '%s': %s", dot,
+        return sb_error_set(err, SB_ERR_IO, "cannot write --dot file '%s': %s", dot,
                             strerror(errno));
     sb_status st = sb_grammar_fprint_dot(g, f, err);
     if (f != stdout && fclose(f) != 0 && st == SB_OK)
-        st = sb_cli_error(err, SB_ERR_IO, "writing --dot file '%s' failed", dot);
+        st = sb_error_set(err, SB_ERR_IO, "writing --dot file '%s' failed", dot);
     return st;
 }
 
-int sb_cmd_grammar(int argc, char **argv)
+static int grammar_with_flags(sb_task_flags *tf, int argc, char **argv)
 {
-    sb_task_flags tf;
     sb_option opts[SB_TASK_MAX_OPTIONS + 8];
     int n = 0;
-    sb_task_options_add(&tf, opts, &n, 1);
+    sb_error err = {0};
+    if (sb_task_options_add(tf, opts, &n, 1, &err) != SB_OK)
+        return sb_cli_fail("grammar", &err);
     int json = 0, list = 0, threads = 0;
     const char *dot = NULL;
     opts[n++] = (sb_option){"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL,
@@ -82,15 +82,10 @@ int sb_cmd_grammar(int argc, char **argv)
         return rc;
     sb_cli_threads(threads);
 
-    sb_error err = {0};
-    sb_config *cfg = NULL;
-    if (sb_cli_config_new(&tf.run, &cfg, &err) != SB_OK)
-        return sb_cli_fail("grammar", &err);
     sb_grammar *g = NULL;
     double t0 = sb_clock_seconds();
-    sb_status st = sb_grammar_from_config(cfg, &g, &err);
+    sb_status st = sb_grammar_from_config(tf->config, &g, &err);
     double seconds = sb_clock_seconds() - t0;
-    sb_config_free(cfg);
     if (st == SB_OK && dot != NULL)
         st = write_dot(g, dot, &err);
     if (st == SB_OK) {
@@ -105,4 +100,12 @@ int sb_cmd_grammar(int argc, char **argv)
     if (st != SB_OK)
         return sb_cli_fail("grammar", &err);
     return 0;
+}
+
+int sb_cmd_grammar(int argc, char **argv)
+{
+    sb_task_flags tf = {0};
+    int rc = grammar_with_flags(&tf, argc, argv);
+    sb_task_flags_free(&tf);
+    return rc;
 }

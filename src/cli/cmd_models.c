@@ -4,7 +4,6 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "core/json_writer.h"
 #include "selectivbench/selectivbench.h"
 
 static const char *or_dash(const char *s)
@@ -98,12 +97,17 @@ int sb_cmd_models(int argc, char **argv)
     }
     sb_model_shape shape = {.inputs = I, .classes = C, .width = D, .layers = L, .d_state = N};
     int n_models = sb_models_count();
-    sb_json j;
-    sb_json_init(&j, stdout, 0);
+    sb_jw *j = NULL;
     if (json) {
-        sb_json_object_begin(&j);
-        sb_json_key(&j, "models");
-        sb_json_array_begin(&j);
+        j = sb_jw_open(stdout, 0);
+        if (j == NULL) {
+            sb_error err = {0};
+            sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
+            return sb_cli_fail("models", &err);
+        }
+        sb_jw_object_begin(j);
+        sb_jw_key(j, "models");
+        sb_jw_array_begin(j);
     } else {
         printf("Model sizes at feat_size %d, d_state %d, %d layers, %d inputs, %d classes:\n", D,
                N, L, I, C);
@@ -118,31 +122,31 @@ int sb_cmd_models(int argc, char **argv)
         sb_models_size(type.name, &shape, NULL, &state, NULL);
         int ok = sb_models_size(type.name, &shape, &params, NULL, &err) == SB_OK;
         if (json) {
-            sb_json_object_begin(&j);
-            sb_json_key(&j, "model");
-            sb_json_string(&j, type.name);
-            sb_json_key(&j, "params");
+            sb_jw_object_begin(j);
+            sb_jw_key(j, "model");
+            sb_jw_string(j, type.name);
+            sb_jw_key(j, "params");
             if (ok)
-                sb_json_uint(&j, (size_t)params);
+                sb_jw_uint(j, (size_t)params);
             else
-                sb_json_null(&j);
-            sb_json_key(&j, "state_per_layer");
-            sb_json_double(&j, state);
-            sb_json_key(&j, "summary");
-            sb_json_string(&j, or_dash(type.summary));
+                sb_jw_null(j);
+            sb_jw_key(j, "state_per_layer");
+            sb_jw_double(j, state);
+            sb_jw_key(j, "summary");
+            sb_jw_string(j, or_dash(type.summary));
             const char *keys[6] = {"gating", "transition", "update_rank", "normalisation",
                                    "negative_eigenvalues", "state"};
             const char *vals[6] = {type.gating, type.transition, type.update_rank,
                                    type.normalisation, type.negative_eigenvalues, type.state};
             for (int k = 0; k < 6; k++) {
-                sb_json_key(&j, keys[k]);
-                sb_json_string(&j, or_dash(vals[k]));
+                sb_jw_key(j, keys[k]);
+                sb_jw_string(j, or_dash(vals[k]));
             }
-            sb_json_key(&j, "streams");
-            sb_json_int(&j, type.can_stream);
-            sb_json_key(&j, "probe_gates");
-            sb_json_int(&j, type.has_probe_gates);
-            sb_json_object_end(&j);
+            sb_jw_key(j, "streams");
+            sb_jw_int(j, type.can_stream);
+            sb_jw_key(j, "probe_gates");
+            sb_jw_int(j, type.has_probe_gates);
+            sb_jw_object_end(j);
         } else if (ok) {
             printf("  %-22s %14llu %14.0f  %s\n", type.name, (unsigned long long)params, state,
                    or_dash(type.summary));
@@ -151,8 +155,9 @@ int sb_cmd_models(int argc, char **argv)
         }
     }
     if (json) {
-        sb_json_array_end(&j);
-        sb_json_object_end(&j);
+        sb_jw_array_end(j);
+        sb_jw_object_end(j);
+        sb_jw_close(j);
         printf("\n");
         return 0;
     }

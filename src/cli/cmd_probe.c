@@ -14,7 +14,6 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/config_bridge.h"
 #include "cli/run_options.h"
 
 static const char *const section_names[] = {"all", "readout", "gates", "retention", NULL};
@@ -23,7 +22,7 @@ static const int section_bits[] = {SB_PROBE_ALL, SB_PROBE_READOUT, SB_PROBE_GATE
 static const char *const frame_names[] = {"symbol", "last", NULL};
 static const char *const readout_names[] = {"lda", "ridge", NULL};
 
-int sb_cmd_probe(int argc, char **argv)
+static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
     const char *ckpt = NULL;
     int first = sb_cli_checkpoint_first("probe",
@@ -33,10 +32,11 @@ int sb_cmd_probe(int argc, char **argv)
                                         argc, argv, &ckpt);
     if (first >= 0)
         return first;
-    sb_run_flags rf;
     sb_option opts[SB_RUN_MAX_OPTIONS + 12];
     int n = 0;
-    sb_run_options_add(&rf, opts, &n);
+    sb_error err = {0};
+    if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
+        return sb_cli_fail("probe", &err);
     sb_probe_settings po;
     sb_probe_settings_default(&po);
     int section = 0, frame = 0;
@@ -77,33 +77,23 @@ int sb_cmd_probe(int argc, char **argv)
     opts[n++] = (sb_option){"out", SB_OPT_STRING, &out_dir, 0, 0, NULL, "DIR",
                             "folder of the figures and probe.json (default: CKPT without "
                             ".safetensors, plus _probe)", 0};
-    sb_error err = {0};
     /* the recorded configuration, then the flags set its keys by name */
     sb_config *recorded = NULL;
     sb_status st = sb_checkpoint_config(ckpt, &recorded, &err);
     if (st == SB_OK)
-        sb_cli_config_to_run(recorded, &rf.cfg);
+        st = sb_config_assign(rf->config, recorded, &err);
     sb_config_free(recorded);
     if (st != SB_OK && st != SB_ERR_INVALID) /* missing or corrupt file */
         return sb_cli_fail("probe", &err);
     int rc = sb_cli_parse("probe", "CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    sb_cli_threads(rf.threads);
-    sb_config *cfg = NULL;
-    if ((st = sb_cli_config_new(&rf.cfg, &cfg, &err)) != SB_OK ||
-        (st = sb_config_check(cfg, &err)) != SB_OK) {
-        sb_config_free(cfg);
+    sb_cli_threads(rf->threads);
+    const sb_config *cfg = rf->config;
+    if (sb_config_check(cfg, &err) != SB_OK)
         return sb_cli_fail("probe", &err);
-    }
-    if (rf.print_hashes) {
-        char run_hash[17], training_hash[17];
-        sb_config_run_hash(cfg, run_hash);
-        sb_config_training_hash(cfg, training_hash);
-        printf("%s %s\n", run_hash, training_hash);
-        sb_config_free(cfg);
-        return 0;
-    }
+    if (rf->print_hashes)
+        return sb_cli_print_config_hashes(cfg);
     po.sections = section_bits[section];
     po.gates_required = section_bits[section] == SB_PROBE_GATES;
     po.frame = (sb_probe_frame)frame;
@@ -121,9 +111,8 @@ int sb_cmd_probe(int argc, char **argv)
     }
 
     char *json = NULL, *summary = NULL;
-    st = sb_probe_checkpoint(ckpt, cfg, &po, dir, rf.json ? &json : NULL,
-                             rf.json ? NULL : &summary, &err);
-    sb_config_free(cfg);
+    st = sb_probe_checkpoint(ckpt, cfg, &po, dir, rf->json ? &json : NULL,
+                             rf->json ? NULL : &summary, &err);
     if (st == SB_OK && json != NULL)
         printf("%s\n", json);
     if (st == SB_OK && summary != NULL)
@@ -133,4 +122,12 @@ int sb_cmd_probe(int argc, char **argv)
     if (st != SB_OK)
         return sb_cli_fail("probe", &err);
     return 0;
+}
+
+int sb_cmd_probe(int argc, char **argv)
+{
+    sb_run_flags rf = {0};
+    int rc = probe_with_flags(&rf, argc, argv);
+    sb_run_flags_free(&rf);
+    return rc;
 }

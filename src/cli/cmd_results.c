@@ -1,9 +1,9 @@
 /*
  * cmd_results.c - `selectivbench results`: the runs of a results database, as a table,
  * JSON ({"runs": [...]}) or CSV for pandas; filtered by model, status or any
- * configuration key. Every finished run is shown with its yardsticks (results.h): those
- * missing (runs recorded before they existed) are computed from the run's stored
- * configuration and written back, unless the database is read-only.
+ * configuration key. Every finished run is shown with its yardsticks: those missing (runs
+ * recorded before they existed) are computed from the run's stored configuration and
+ * written back, unless the database is read-only (sb_results_backfill).
  */
 #include <jansson.h>
 #include <math.h>
@@ -13,10 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "core/json_writer.h"
-#include "exp/results.h"
-#include "config/run_config.h"
-#include "exp/run_store.h"
+#include "selectivbench/selectivbench.h"
 
 #define MAX_FILTERS 16
 
@@ -53,7 +50,7 @@ static void print_number_or_empty(double v)
 {
     if (isfinite(v)) {
         char buf[40];
-        sb_format_double(buf, sizeof buf, v);
+        sb_jw_format_double(buf, sizeof buf, v);
         fputs(buf, stdout);
     }
 }
@@ -66,7 +63,7 @@ static void format_memory(char *buf, size_t size, double v)
     else if (isinf(v))
         snprintf(buf, size, ">32");
     else
-        sb_format_double(buf, size, v);
+        sb_jw_format_double(buf, size, v);
 }
 
 /* configuration keys that are already fixed columns */
@@ -99,8 +96,9 @@ typedef struct results_args {
 
 /* The runs of the database and which of them are shown. */
 typedef struct results_rows {
-    sb_run_row *rows;
+    sb_result_row *rows;
     size_t n;
+    char **config_json; /* [n] each run's configuration as stored (NULL: none) */
     json_t **configs;   /* [n] each run's configuration, parsed (NULL: unreadable) */
     int *keep;          /* [n] shown: passes --status and every --filter */
     size_t kept;
@@ -115,7 +113,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     const char *filter_dummy = NULL;
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &a->db_path, 0, 0, NULL, "PATH",
-         "results database (default results/" SB_RUN_STORE_DB_NAME ")", 0},
+         "results database (default results/" SB_RESULTS_DB_NAME ")", 0},
         {"model", SB_OPT_STRING, &a->model, 0, 0, NULL, "NAME", "only runs of this model", 0},
         {"status", SB_OPT_STRING, &a->status, 0, 0, NULL, "S",
          "only runs with this status (finished, running, failed, diverged)", 0},
@@ -195,28 +193,40 @@ static void results_rows_free(results_rows *t)
 {
     for (size_t i = 0; t->configs != NULL && i < t->n; i++)
         json_decref(t->configs[i]);
+    for (size_t i = 0; t->config_json != NULL && i < t->n; i++)
+        sb_string_free(t->config_json[i]);
     free(t->configs);
+    free(t->config_json);
     free(t->keep);
     free(t->ceiling_se);
-    sb_results_run_rows_free(t->rows, t->n);
+    free(t->rows);
 }
 
 /* The runs (of --model), their configurations parsed, and those shown. */
 static sb_status results_select(sb_results *db, const results_args *a, results_rows *t,
                                 sb_error *err)
 {
-    sb_status st = sb_results_list_runs(db, a->model, &t->rows, &t->n, err);
+    size_t n = 0;
+    sb_status st = sb_results_count(db, a->model, &n, err);
     if (st != SB_OK)
         return st;
-    size_t n = t->n;
+    t->rows = calloc(n > 0 ? n : 1, sizeof *t->rows);
+    t->config_json = calloc(n > 0 ? n : 1, sizeof *t->config_json);
     t->configs = calloc(n > 0 ? n : 1, sizeof *t->configs);
     t->keep = calloc(n > 0 ? n : 1, sizeof *t->keep);
     t->ceiling_se = malloc((n > 0 ? n : 1) * sizeof *t->ceiling_se);
-    if (t->configs == NULL || t->keep == NULL || t->ceiling_se == NULL)
+    if (t->rows == NULL || t->config_json == NULL || t->configs == NULL || t->keep == NULL ||
+        t->ceiling_se == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %zu runs", n);
+    if ((st = sb_results_read(db, a->model, 0, t->rows, n, &t->n, err)) != SB_OK)
+        return st;
+    n = t->n;
     for (size_t i = 0; i < n; i++) {
-        const sb_run_row *r = &t->rows[i];
-        t->configs[i] = json_loads(r->config_json != NULL ? r->config_json : "{}", 0, NULL);
+        const sb_result_row *r = &t->rows[i];
+        st = sb_results_config_json(db, r->run_hash, &t->config_json[i], err);
+        if (st != SB_OK)
+            return st;
+        t->configs[i] = json_loads(t->config_json[i] != NULL ? t->config_json[i] : "{}", 0, NULL);
         t->keep[i] = t->configs[i] != NULL && (a->status == NULL || strcmp(r->status, a->status) == 0);
         for (int f = 0; t->keep[i] && f < a->n_filters; f++)
             t->keep[i] = config_matches(t->configs[i], a->filters[f]);
@@ -234,101 +244,97 @@ static void results_backfill(sb_results *db, int threads, results_rows *t)
         if (!t->keep[i] || strcmp(t->rows[i].status, "finished") != 0)
             continue;
         sb_error e = {0};
-        sb_run_config rc_i;
-        sb_ceiling c;
-        sb_status fst = sb_results_fill_yardsticks(db, &t->rows[i], threads, NULL, &e);
-        if (fst == SB_OK)
-            fst = sb_run_config_from_json(t->rows[i].config_json, &rc_i, &e);
-        if (fst == SB_OK)
-            fst = sb_results_task_ceiling(db, &rc_i.task, threads, &c, NULL, &e);
-        if (fst == SB_OK)
-            t->ceiling_se[i] = c.expected_acc_se;
-        else if (t->n_unfilled++ == 0)
+        if (sb_results_backfill(db, &t->rows[i], threads, &t->ceiling_se[i], &e) != SB_OK &&
+            t->n_unfilled++ == 0)
             t->fill_err = e;
     }
 }
 
 /* --json: one run as an object. */
-static void print_json_run(sb_json *j, const sb_run_row *r, double ceiling_se)
+static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_json,
+                           double ceiling_se)
 {
-    sb_json_object_begin(j);
-    sb_json_key(j, "hash");
-    sb_json_string(j, r->hash);
-    sb_json_key(j, "status");
-    sb_json_string(j, r->status);
-    sb_json_key(j, "model");
-    sb_json_string(j, r->model != NULL ? r->model : "");
-    sb_json_key(j, "protocol");
-    sb_json_string(j, r->protocol != NULL ? r->protocol : "");
-    if (r->reason != NULL) {
-        sb_json_key(j, "reason");
-        sb_json_string(j, r->reason);
+    sb_jw_object_begin(j);
+    sb_jw_key(j, "hash");
+    sb_jw_string(j, r->run_hash);
+    sb_jw_key(j, "status");
+    sb_jw_string(j, r->status);
+    sb_jw_key(j, "model");
+    sb_jw_string(j, r->model);
+    sb_jw_key(j, "protocol");
+    sb_jw_string(j, r->protocol);
+    if (r->reason[0] != '\0') {
+        sb_jw_key(j, "reason");
+        sb_jw_string(j, r->reason);
     }
     /* the configuration as an object (already canonical JSON text) */
-    sb_json_key(j, "config");
-    sb_json_raw(j, r->config_json != NULL ? r->config_json : "{}");
-    sb_json_key(j, "params");
+    sb_jw_key(j, "config");
+    sb_jw_raw(j, config_json != NULL ? config_json : "{}");
+    sb_jw_key(j, "params");
     if (r->params >= 0)
-        sb_json_int(j, r->params);
+        sb_jw_int(j, r->params);
     else
-        sb_json_null(j);
+        sb_jw_null(j);
     const char *mk[6] = {"test_acc", "test_loss", "train_acc", "train_loss", "wall_s",
                          "tokens_per_s"};
-    double mv[6] = {r->metrics.test_acc, r->metrics.test_loss, r->metrics.train_acc,
-                    r->metrics.train_loss, r->metrics.wall_s, r->metrics.tokens_per_s};
+    double mv[6] = {r->test_acc, r->test_loss, r->train_acc,
+                    r->train_loss, r->wall_s, r->tokens_per_s};
     for (int k = 0; k < 6; k++) {
-        sb_json_key(j, mk[k]);
-        sb_json_double(j, mv[k]);
+        sb_jw_key(j, mk[k]);
+        sb_jw_double(j, mv[k]);
     }
-    sb_json_key(j, "ceiling");
-    sb_json_double(j, r->ceiling);
-    sb_json_key(j, "ceiling_se");
-    sb_json_double(j, ceiling_se);
-    sb_json_key(j, "effective_memory");
+    sb_jw_key(j, "ceiling");
+    sb_jw_double(j, r->ceiling);
+    sb_jw_key(j, "ceiling_se");
+    sb_jw_double(j, ceiling_se);
+    sb_jw_key(j, "effective_memory");
     if (isinf(r->effective_memory))
-        sb_json_string(j, ">32");
+        sb_jw_string(j, ">32");
     else
-        sb_json_double(j, r->effective_memory);
-    sb_json_key(j, "flops_per_token");
-    sb_json_double(j, r->flops_per_token);
-    sb_json_key(j, "state_size");
+        sb_jw_double(j, r->effective_memory);
+    sb_jw_key(j, "flops_per_token");
+    sb_jw_double(j, r->flops_per_token);
+    sb_jw_key(j, "state_size");
     if (r->state_size >= 0)
-        sb_json_int(j, r->state_size);
+        sb_jw_int(j, r->state_size);
     else
-        sb_json_null(j);
-    sb_json_key(j, "finished_at");
-    if (r->finished_at != NULL)
-        sb_json_string(j, r->finished_at);
+        sb_jw_null(j);
+    sb_jw_key(j, "finished_at");
+    if (r->finished_at[0] != '\0')
+        sb_jw_string(j, r->finished_at);
     else
-        sb_json_null(j);
-    sb_json_object_end(j);
+        sb_jw_null(j);
+    sb_jw_object_end(j);
 }
 
-/* --json: {"runs": [...]} of the runs shown. */
-static void print_json(const results_rows *t)
+/* --json: {"runs": [...]} of the runs shown. Errors: SB_ERR_NOMEM. */
+static sb_status print_json(const results_rows *t, sb_error *err)
 {
-    sb_json j;
-    sb_json_init(&j, stdout, 0);
-    sb_json_object_begin(&j);
-    sb_json_key(&j, "runs");
-    sb_json_array_begin(&j);
+    sb_jw *j = sb_jw_open(stdout, 0);
+    if (j == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    sb_jw_object_begin(j);
+    sb_jw_key(j, "runs");
+    sb_jw_array_begin(j);
     for (size_t i = 0; i < t->n; i++)
         if (t->keep[i])
-            print_json_run(&j, &t->rows[i], t->ceiling_se[i]);
-    sb_json_array_end(&j);
-    sb_json_object_end(&j);
+            print_json_run(j, &t->rows[i], t->config_json[i], t->ceiling_se[i]);
+    sb_jw_array_end(j);
+    sb_jw_object_end(j);
+    sb_jw_close(j);
     printf("\n");
+    return SB_OK;
 }
 
 /* --csv: one run's line; keys: the configuration whose keys are the columns (or NULL). */
-static void print_csv_run(const sb_run_row *r, json_t *config, double ceiling_se, json_t *keys)
+static void print_csv_run(const sb_result_row *r, json_t *config, double ceiling_se, json_t *keys)
 {
-    printf("%s,%s,%s,%s,", r->hash, r->status, r->model != NULL ? r->model : "",
-           r->protocol != NULL ? r->protocol : "");
+    printf("%s,%s,%s,%s,", r->run_hash, r->status, r->model,
+           r->protocol);
     if (r->params >= 0)
         printf("%lld", (long long)r->params);
-    double mv[6] = {r->metrics.test_acc, r->metrics.test_loss, r->metrics.train_acc,
-                    r->metrics.train_loss, r->metrics.wall_s, r->metrics.tokens_per_s};
+    double mv[6] = {r->test_acc, r->test_loss, r->train_acc,
+                    r->train_loss, r->wall_s, r->tokens_per_s};
     for (int k = 0; k < 6; k++) {
         printf(",");
         print_number_or_empty(mv[k]);
@@ -374,7 +380,7 @@ static void print_csv(const results_rows *t)
 }
 
 /* The table: one run's line, and its reason when it did not finish. */
-static void print_table_run(const sb_run_row *r, json_t *c)
+static void print_table_run(const sb_result_row *r, json_t *c)
 {
     json_t *warm = json_object_get(c, "warmup_steps");
     char warm_s[16] = "5%";
@@ -389,14 +395,14 @@ static void print_table_run(const sb_run_row *r, json_t *c)
     else if (!isnan(r->effective_memory))
         snprintf(mem_s, sizeof mem_s, "%.2f", r->effective_memory);
     printf("%-16s %-20s %6lld %4lld %8g %6s %5lld %-9s %9.4f %9.4f %8s %7s %10lld %8.1f\n",
-           r->hash, r->model != NULL ? r->model : "?",
+           r->run_hash, r->model[0] != '\0' ? r->model : "?",
            (long long)json_integer_value(json_object_get(c, "feat_size")),
            (long long)json_integer_value(json_object_get(c, "layers")),
            json_number_value(json_object_get(c, "lr")), warm_s,
            (long long)json_integer_value(json_object_get(c, "seed")), r->status,
-           r->metrics.test_acc, r->metrics.test_loss, ceil_s, mem_s, (long long)r->params,
-           r->metrics.wall_s);
-    if (r->reason != NULL && strcmp(r->status, "finished") != 0)
+           r->test_acc, r->test_loss, ceil_s, mem_s, (long long)r->params,
+           r->wall_s);
+    if (r->reason[0] != '\0' && strcmp(r->status, "finished") != 0)
         printf("    %s\n", r->reason);
 }
 
@@ -414,7 +420,7 @@ static void print_table(const results_rows *t)
 
 int sb_cmd_results(int argc, char **argv)
 {
-    results_args a = {.db_path = "results/" SB_RUN_STORE_DB_NAME};
+    results_args a = {.db_path = "results/" SB_RESULTS_DB_NAME};
     int rc = results_parse(argc, argv, &a);
     if (rc >= 0)
         return rc;
@@ -432,9 +438,13 @@ int sb_cmd_results(int argc, char **argv)
         return sb_cli_fail("results", &err);
     }
     results_backfill(db, a.threads, &t);
-    if (a.json)
-        print_json(&t);
-    else if (a.csv)
+    if (a.json) {
+        if (print_json(&t, &err) != SB_OK) {
+            results_rows_free(&t);
+            sb_results_close(db);
+            return sb_cli_fail("results", &err);
+        }
+    } else if (a.csv)
         print_csv(&t);
     else
         print_table(&t);

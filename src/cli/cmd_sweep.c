@@ -2,8 +2,8 @@
  * cmd_sweep.c - `selectivbench sweep FILE.yaml`: run a W&B grid offline.
  *
  * Every run of the grid is `selectivbench train <the file's command flags> --name=value...`
- * in a worker process of its own (the library's src/exp/sweep_exec.c; sweep_view.c prints
- * its progress), writing to one results database. Runs the database has as finished are
+ * in a worker process of its own (the library's sb_sweep_run; sweep_view.c prints its
+ * progress), writing to one results database. Runs the database has as finished are
  * skipped, so running a sweep again resumes it. A run that cannot start (invalid configuration) or dies is recorded
  * with its reason. --shard i/N splits the grid across machines with no coordinator:
  * machine i takes runs k with k % N == i.
@@ -16,10 +16,7 @@
 #include "cli/commands.h"
 #include "cli/presets.h"
 #include "cli/sweep_view.h"
-#include "config/run_config.h"
-#include "exp/run_store.h"
-#include "exp/sweep.h"
-#include "exp/sweep_exec.h"
+#include "selectivbench/selectivbench.h"
 
 #define SWEEP_MAX_FILTERS 16
 
@@ -61,7 +58,7 @@ int sb_cmd_sweep(int argc, char **argv)
         {"results", SB_OPT_STRING, &o.results, 0, 0, NULL, "DIR",
          "results folder (default ./results)", 0},
         {"db", SB_OPT_STRING, &o.db, 0, 0, NULL, "PATH",
-         "results database (default DIR/" SB_RUN_STORE_DB_NAME ")", 0},
+         "results database (default DIR/" SB_RESULTS_DB_NAME ")", 0},
         {"limit", SB_OPT_INT, &o.limit, 0, 1e9, NULL, "K", "only the first K selected runs", 0},
         {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
          "only runs with this parameter value (repeat the flag for several)", 0},
@@ -118,11 +115,10 @@ int sb_cmd_sweep(int argc, char **argv)
     }
     for (int f = 0; f < o.n_filters; f++) {
         const char *eq = strchr(o.filters[f], '=');
-        int known = 0;
-        for (int p = 0; eq != NULL && p < s->n_params; p++)
-            known |= strncmp(s->params[p].name, o.filters[f], (size_t)(eq - o.filters[f])) == 0 &&
-                     strlen(s->params[p].name) == (size_t)(eq - o.filters[f]);
-        if (!known) {
+        char key[128] = "";
+        if (eq != NULL)
+            snprintf(key, sizeof key, "%.*s", (int)(eq - o.filters[f]), o.filters[f]);
+        if (eq == NULL || !sb_sweep_has_param(s, key)) {
             sb_error_set(&err, SB_ERR_INVALID,
                          "--filter '%s': write KEY=VALUE with KEY one of the sweep's parameters",
                          o.filters[f]);
@@ -135,7 +131,12 @@ int sb_cmd_sweep(int argc, char **argv)
     int64_t total = sb_sweep_count(s);
     int64_t *runs = malloc((size_t)total * sizeof *runs);
     int64_t n_runs = 0;
-    for (int64_t k = 0; runs != NULL && k < total; k++) {
+    if (runs == NULL && total > 0) {
+        sb_error_set(&err, SB_ERR_NOMEM, "out of memory listing %lld runs", (long long)total);
+        sb_sweep_free(s);
+        return sb_cli_fail("sweep", &err);
+    }
+    for (int64_t k = 0; k < total; k++) {
         if (k % shard_n != shard_i)
             continue;
         int ok = 1;
@@ -154,14 +155,15 @@ int sb_cmd_sweep(int argc, char **argv)
 
     if (o.hashes) {
         for (int64_t r = 0; r < n_runs; r++) {
-            sb_run_config cfg;
+            sb_config *cfg = NULL;
             char run_hash[17], training_hash[17];
-            if (sb_sweep_run_config(s, runs[r], &cfg, &err) != SB_OK) {
+            if (sb_sweep_config(s, runs[r], &cfg, &err) != SB_OK) {
                 printf("%lld refused: %s\n", (long long)runs[r], err.msg);
                 continue;
             }
-            sb_run_config_hash(&cfg, 0, run_hash);
-            sb_run_config_hash(&cfg, 1, training_hash);
+            sb_config_run_hash(cfg, run_hash);
+            sb_config_training_hash(cfg, training_hash);
+            sb_config_free(cfg);
             printf("%lld %s %s\n", (long long)runs[r], run_hash, training_hash);
         }
         printf("%lld runs\n", (long long)n_runs);
@@ -192,18 +194,19 @@ int sb_cmd_sweep(int argc, char **argv)
     }
 
     char db[4096];
-    if (o.db == NULL && sb_run_store_db_path(o.results, db, sizeof db, &err) != SB_OK) {
+    if (o.db == NULL && sb_results_path(o.results, db, sizeof db, &err) != SB_OK) {
         free(runs);
         sb_sweep_free(s);
         return sb_cli_fail("sweep", &err);
     }
     /* a worker is this very program: /proc/self/exe is its image even if the file was
      * rebuilt or moved since it started */
-    sb_sweep_exec_opts exec = {.workers = o.workers, .threads = o.threads,
-                               .results = o.results, .db = o.db != NULL ? o.db : db,
-                               .worker_exe = "/proc/self/exe"};
-    sb_sweep_tally tally;
-    sb_status st = sb_cli_sweep_run(s, pos[0], runs, n_runs, &exec, o.quiet, &tally, &err);
+    sb_sweep_run_options run = {.workers = o.workers, .threads = o.threads,
+                                .results = o.results, .db = o.db != NULL ? o.db : db,
+                                .worker_exe = "/proc/self/exe", .runs = runs,
+                                .n_runs = n_runs};
+    sb_cli_sweep_tally tally;
+    sb_status st = sb_cli_sweep_run(s, pos[0], &run, o.quiet, &tally, &err);
     free(runs);
     sb_sweep_free(s);
     if (st != SB_OK)

@@ -74,12 +74,13 @@ static int only_createset(const sb_config *cfg)
     return 0;
 }
 
-int sb_cmd_train(int argc, char **argv)
+static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
-    sb_run_flags rf;
     sb_option opts[SB_RUN_MAX_OPTIONS + 4];
     int n = 0;
-    sb_run_options_add(&rf, opts, &n);
+    sb_error err = {0};
+    if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
+        return sb_cli_fail("train", &err);
     int force = 0;
     int64_t inject_nan_at = 0;
     const char *db_path = NULL;
@@ -92,29 +93,28 @@ int sb_cmd_train(int argc, char **argv)
     int rc = sb_cli_parse("train", "[train.py flags]", opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    int threads = sb_cli_threads(rf.threads);
-    sb_error err = {0};
-    const sb_config *cfg = rf.config;
+    int threads = sb_cli_threads(rf->threads);
+    const sb_config *cfg = rf->config;
     if (sb_config_check(cfg, &err) != SB_OK)
         return sb_cli_fail("train", &err);
-    if (rf.print_hashes)
+    if (rf->print_hashes)
         return sb_cli_print_config_hashes(cfg);
-    if (rf.only_createset)
+    if (rf->only_createset)
         return only_createset(cfg);
 
     sb_train_output out;
-    sb_train_output_init(&out, cfg, rf.quiet, rf.json, threads);
+    sb_train_output_init(&out, cfg, rf->quiet, rf->json, threads);
     sb_train_settings settings = {
-        .results_dir = rf.results_dir,
-        .save_checkpoint = rf.save_model,
+        .results_dir = rf->results_dir,
+        .save_checkpoint = rf->save_model,
         .force = force,
         .threads = threads,
-        .mem_budget_gb = rf.mem_budget,
+        .mem_budget_gb = rf->mem_budget,
         .progress = sb_train_output_progress,
         .user = &out,
-        .checkpoint_path = rf.ckpt,
+        .checkpoint_path = rf->ckpt,
         .db_path = db_path,
-        .resume = rf.continued_training,
+        .resume = rf->continued_training,
         .inject_nan_at = inject_nan_at,
         .on_begin = sb_train_output_begin,
         .on_start = sb_train_output_start,
@@ -123,7 +123,7 @@ int sb_cmd_train(int argc, char **argv)
     sb_train_outcome res;
     sb_status st = sb_train_config(cfg, &settings, &res, &err);
     if (res.cached) {
-        print_stored(&res, rf.json);
+        print_stored(&res, rf->json);
         return 0;
     }
     if (res.status[0] == '\0') /* the results folder or database could not be set up */
@@ -133,4 +133,12 @@ int sb_cmd_train(int argc, char **argv)
     if (st != SB_OK)
         return sb_cli_fail("train", &err);
     return 0;
+}
+
+int sb_cmd_train(int argc, char **argv)
+{
+    sb_run_flags rf = {0};
+    int rc = train_with_flags(&rf, argc, argv);
+    sb_run_flags_free(&rf);
+    return rc;
 }

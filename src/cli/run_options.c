@@ -3,11 +3,12 @@
 
 #include <string.h>
 
-void sb_run_options_add(sb_run_flags *rf, sb_option *opts, int *n)
+sb_status sb_run_options_add(sb_run_flags *rf, sb_option *opts, int *n, sb_error *err)
 {
     memset(rf, 0, sizeof *rf);
-    rf->config = sb_cli_config_view(&rf->cfg);
-    sb_config_reset(rf->config, NULL);
+    sb_status st = sb_config_create(&rf->config, err);
+    if (st != SB_OK)
+        return st;
     rf->save_model = 1;
     rf->results_dir = "results";
     rf->mem_budget = 4.0;
@@ -37,4 +38,11 @@ void sb_run_options_add(sb_run_flags *rf, sb_option *opts, int *n)
     };
     for (size_t i = 0; i < sizeof run / sizeof *run; i++)
         opts[(*n)++] = run[i];
+    return SB_OK;
+}
+
+void sb_run_flags_free(sb_run_flags *rf)
+{
+    sb_config_free(rf->config);
+    rf->config = NULL;
 }

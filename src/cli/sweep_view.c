@@ -1,6 +1,6 @@
 /*
- * sweep_view.c - the terminal side of a sweep (see sweep_view.h): an event handler for
- * sb_sweep_execute that keeps one line per worker slot and draws them.
+ * sweep_view.c - the terminal side of a sweep (see sweep_view.h): an update handler for
+ * sb_sweep_run that keeps one line per worker slot and draws them.
  */
 #include "cli/sweep_view.h"
 
@@ -11,8 +11,6 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "core/timer.h"
-
 #define PLAIN_PROGRESS_EVERY_S 60.0 /* progress lines when stdout is not a terminal */
 #define REFRESH_S 0.5               /* live block refresh */
 
@@ -22,7 +20,7 @@ typedef struct slot_line {
     int64_t run;
     char desc[96];           /* model, width, depth, lr, seed */
     int have;                /* a progress record arrived */
-    sb_sweep_progress progress;
+    sb_sweep_update progress; /* the last one (its strings are not kept) */
     double last_plain;       /* when its last plain line was printed */
 } slot_line;
 
@@ -32,6 +30,7 @@ typedef struct view {
     double last_draw, last_sweep_plain;
     slot_line *slots;
     int n_slots;
+    sb_cli_sweep_tally tally; /* the counts of the last update */
 } view;
 
 static void format_eta(double s, char *buf, size_t size)
@@ -53,11 +52,11 @@ static void run_line(const slot_line *l, char *out, size_t size)
         snprintf(out + n, size - (size_t)n, "starting");
         return;
     }
-    const sb_sweep_progress *p = &l->progress;
+    const sb_sweep_update *p = &l->progress;
     char eta[32], test[32] = "", speed[32];
     format_eta(p->eta_s, eta, sizeof eta);
-    if (!isnan(p->test_acc))
-        snprintf(test, sizeof test, " test %.3f", p->test_acc);
+    if (!isnan(p->last_test_acc))
+        snprintf(test, sizeof test, " test %.3f", p->last_test_acc);
     if (p->tokens_per_s >= 1e4)
         snprintf(speed, sizeof speed, "%.0fk", p->tokens_per_s / 1e3);
     else
@@ -66,21 +65,20 @@ static void run_line(const slot_line *l, char *out, size_t size)
              (long long)p->step, (long long)p->total_steps, p->loss, p->acc, test, speed, eta);
 }
 
-static void sweep_line(const sb_sweep_event *ev, char *out, size_t size)
+static void sweep_line(const sb_sweep_update *t, char *out, size_t size)
 {
-    const sb_sweep_tally *t = &ev->tally;
     int64_t settled = t->done + t->failed + t->skipped + t->refused;
-    double elapsed_s = ev->sweep_elapsed_s;
+    double elapsed_s = t->sweep_elapsed_s;
     int ran = t->done + t->failed;
     char eta[32], elapsed[32];
-    format_eta(ran > 0 ? elapsed_s / ran * (double)(ev->n_runs - settled) : -1.0, eta,
+    format_eta(ran > 0 ? elapsed_s / ran * (double)(t->n_runs - settled) : -1.0, eta,
                sizeof eta);
     format_eta(elapsed_s, elapsed, sizeof elapsed);
     snprintf(out, size,
              "sweep: %lld/%lld runs (%d done, %d failed, %d skipped, %d refused), %d running, "
              "%s, ETA %s",
-             (long long)settled, (long long)ev->n_runs, t->done, t->failed, t->skipped,
-             t->refused, ev->running, elapsed, eta);
+             (long long)settled, (long long)t->n_runs, t->done, t->failed, t->skipped,
+             t->refused, t->running, elapsed, eta);
 }
 
 /* Erases the live block (the lines drawn below the last plain output). */
@@ -108,7 +106,7 @@ static void view_message(view *v, const char *line)
  * cut to the terminal's width so that moving the cursor up over them stays exact. */
 static void view_draw(view *v, const char *sweep)
 {
-    double now = sb_time_now();
+    double now = sb_clock_seconds();
     if (now - v->last_draw < REFRESH_S)
         return;
     v->last_draw = now;
@@ -129,35 +127,36 @@ static void view_draw(view *v, const char *sweep)
 
 /* A run that ended without a worker: a refusal before its configuration existed or a
  * worker that could not start goes to stderr; skipped and recorded refusals are quiet. */
-static void view_unstarted(view *v, const sb_sweep_event *ev)
+static void view_unstarted(view *v, const sb_sweep_update *ev)
 {
+    int refused = strcmp(ev->outcome, "refused") == 0;
     const char *what = NULL;
-    if (ev->outcome == SB_SWEEP_REFUSED && ev->cfg == NULL)
+    if (refused && ev->config == NULL)
         what = "run";
-    else if (ev->outcome == SB_SWEEP_FAILED)
+    else if (strcmp(ev->outcome, "failed") == 0)
         what = "error";
     if (what == NULL)
         return;
     if (v->tty)
         view_clear(v);
-    if (ev->outcome == SB_SWEEP_REFUSED)
+    if (refused)
         fprintf(stderr, "selectivbench sweep: run %lld: %s\n", (long long)ev->run, ev->reason);
     else
         fprintf(stderr, "selectivbench sweep: error: %s\n", ev->reason);
 }
 
 /* One line for an ended run: how it ended and how long it took. */
-static void view_ended(view *v, const sb_sweep_event *ev)
+static void view_ended(view *v, const sb_sweep_update *ev)
 {
     slot_line *l = &v->slots[ev->slot];
     char msg[1024];
-    if (ev->outcome == SB_SWEEP_DONE) {
+    if (strcmp(ev->outcome, "done") == 0) {
         snprintf(msg, sizeof msg, "#%lld [%s] %s: finished, test acc %.4f (%.0f s)",
-                 (long long)ev->run, ev->hash, l->desc, ev->metrics.test_acc, ev->run_elapsed_s);
+                 (long long)ev->run, ev->hash, l->desc, ev->test_acc, ev->run_elapsed_s);
     } else {
-        const char *status = !ev->recorded                        ? "not recorded (see its log)"
-                             : ev->outcome == SB_SWEEP_DIVERGED ? "diverged"
-                                                                : "failed";
+        const char *status = !ev->recorded                           ? "not recorded (see its log)"
+                             : strcmp(ev->outcome, "diverged") == 0 ? "diverged"
+                                                                    : "failed";
         snprintf(msg, sizeof msg, "#%lld [%s] %s: %s%s%s (%.0f s)", (long long)ev->run, ev->hash,
                  l->desc, status, ev->recorded && ev->reason != NULL ? ": " : "",
                  ev->recorded && ev->reason != NULL ? ev->reason : "", ev->run_elapsed_s);
@@ -168,14 +167,14 @@ static void view_ended(view *v, const sb_sweep_event *ev)
         sweep_line(ev, msg, sizeof msg);
         printf("%s\n", msg);
         fflush(stdout);
-        v->last_sweep_plain = sb_time_now();
+        v->last_sweep_plain = sb_clock_seconds();
     }
 }
 
 /* Not on a terminal: a line per running run and a sweep line, each once a minute. */
-static void view_plain(view *v, const sb_sweep_event *ev)
+static void view_plain(view *v, const sb_sweep_update *ev)
 {
-    double now = sb_time_now();
+    double now = sb_clock_seconds();
     char line[1024];
     for (int i = 0; i < v->n_slots; i++) {
         slot_line *l = &v->slots[i];
@@ -193,35 +192,47 @@ static void view_plain(view *v, const sb_sweep_event *ev)
     fflush(stdout);
 }
 
-static void view_event(const sb_sweep_event *ev, void *user)
+/* "model dD LL lr LR sSEED" of a run's configuration. */
+static void describe(const sb_config *cfg, char *out, size_t size)
+{
+    char model[64] = "", width[32] = "", layers[32] = "", lr[64] = "", seed[32] = "";
+    sb_config_get_key(cfg, "model", model, sizeof model, NULL);
+    sb_config_get_key(cfg, "feat_size", width, sizeof width, NULL);
+    sb_config_get_key(cfg, "layers", layers, sizeof layers, NULL);
+    sb_config_get_key(cfg, "lr", lr, sizeof lr, NULL);
+    sb_config_get_key(cfg, "seed", seed, sizeof seed, NULL);
+    snprintf(out, size, "%s d%d L%d lr %g s%llu", model, atoi(width), atoi(layers),
+             strtod(lr, NULL), strtoull(seed, NULL, 10));
+}
+
+static void view_event(const sb_sweep_update *ev, void *user)
 {
     view *v = user;
+    v->tally = (sb_cli_sweep_tally){ev->done, ev->failed, ev->skipped, ev->refused};
     slot_line *l = ev->slot >= 0 && ev->slot < v->n_slots ? &v->slots[ev->slot] : NULL;
     switch (ev->kind) {
-    case SB_SWEEP_RUN_STARTED:
+    case SB_SWEEP_UPDATE_STARTED:
         if (l == NULL)
             break;
         memset(l, 0, sizeof *l);
         l->busy = 1;
         l->run = ev->run;
-        l->last_plain = sb_time_now();
-        snprintf(l->desc, sizeof l->desc, "%s d%d L%d lr %g s%llu", ev->cfg->model,
-                 ev->cfg->feat_size, ev->cfg->layers, ev->cfg->lr,
-                 (unsigned long long)ev->cfg->seed);
+        l->last_plain = sb_clock_seconds();
+        describe(ev->config, l->desc, sizeof l->desc);
         break;
-    case SB_SWEEP_RUN_PROGRESS:
+    case SB_SWEEP_UPDATE_PROGRESS:
         if (l == NULL)
             break;
         l->have = 1;
-        l->progress = ev->progress;
+        l->progress = *ev;
         break;
-    case SB_SWEEP_RUN_ENDED:
+    case SB_SWEEP_UPDATE_ENDED:
         if (l == NULL)
             view_unstarted(v, ev);
         else
             view_ended(v, ev);
         break;
-    case SB_SWEEP_TICK: {
+    case SB_SWEEP_UPDATE_TICK: {
         if (v->quiet)
             break;
         if (v->tty) {
@@ -236,9 +247,8 @@ static void view_event(const sb_sweep_event *ev, void *user)
     }
 }
 
-sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const int64_t *runs,
-                           int64_t n_runs, const sb_sweep_exec_opts *opts, int quiet,
-                           sb_sweep_tally *tally, sb_error *err)
+sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_run_options *opts,
+                           int quiet, sb_cli_sweep_tally *tally, sb_error *err)
 {
     view v = {.tty = isatty(STDOUT_FILENO), .quiet = quiet, .columns = 80,
               .n_slots = opts->workers};
@@ -248,15 +258,17 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const int64_t *
     v.slots = calloc((size_t)(opts->workers > 0 ? opts->workers : 1), sizeof *v.slots);
     if (v.slots == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
-    sb_sweep_exec_opts o = *opts;
-    o.on_event = view_event;
+    sb_sweep_run_options o = *opts;
+    o.on_update = view_event;
     o.user = &v;
-    sb_status st = sb_sweep_execute(s, runs, n_runs, &o, tally, err);
+    sb_status st = sb_sweep_run(s, &o, NULL, NULL, err);
     if (v.tty)
         view_clear(&v);
     free(v.slots);
+    *tally = v.tally;
     if (st != SB_OK)
         return st;
+    int64_t n_runs = opts->runs != NULL ? opts->n_runs : sb_sweep_count(s);
     printf("sweep %s: %lld runs selected of %lld: %d trained, %d failed, %d already finished, "
            "%d refused; database %s\n",
            label, (long long)n_runs, (long long)sb_sweep_count(s), tally->done, tally->failed,

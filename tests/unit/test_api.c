@@ -356,6 +356,24 @@ static void test_results(void **state)
     assert_true(rows[0].test_acc == 0.5);
     assert_true(rows[0].ceiling > 0 && rows[0].ceiling <= 1);
     assert_true(isnan(rows[0].train_acc));
+    assert_string_equal(rows[0].reason, "");
+    /* the stored configuration's text, the yardsticks' backfill (nothing missing: the
+     * ceiling's standard error only), the integrity check */
+    char *json = NULL;
+    assert_int_equal(sb_results_config_json(db, hash, &json, &err), SB_OK);
+    assert_non_null(json);
+    assert_non_null(strstr(json, "\"model\":\"gru\""));
+    sb_string_free(json);
+    assert_error(sb_results_config_json(db, "0123456789abcdef", &json, &err), &err,
+                 SB_ERR_INVALID, "0123456789abcdef");
+    assert_null(json);
+    double ceiling = rows[0].ceiling, se = (double)NAN;
+    assert_int_equal(sb_results_backfill(db, &rows[0], 1, &se, &err), SB_OK);
+    assert_true(rows[0].ceiling == ceiling);
+    assert_true(se >= 0);
+    int ok = 0;
+    assert_int_equal(sb_results_integrity_check(db, &ok, &err), SB_OK);
+    assert_int_equal(ok, 1);
     sb_config *stored = NULL;
     assert_int_equal(sb_results_run_config(db, hash, &stored, &err), SB_OK);
     char h2[17];
@@ -403,6 +421,23 @@ static void test_sweep(void **state)
     sb_config_free(cfg);
     assert_error(sb_sweep_config(s, 6, &cfg, &err), &err, SB_ERR_INVALID, "run 6");
     assert_null(cfg);
+    /* its parameters, a run's values and train flags */
+    assert_int_equal(sb_sweep_check_params(s, &err), SB_OK);
+    assert_int_equal(sb_sweep_has_param(s, "layers"), 1);
+    assert_int_equal(sb_sweep_has_param(s, "lr"), 0);
+    assert_int_equal(sb_sweep_run_matches(s, 5, "model", "mamba"), 1);
+    assert_int_equal(sb_sweep_run_matches(s, 5, "model", "gru"), 0);
+    char **args = NULL;
+    int n_args = 0, layers_flag = 0;
+    assert_int_equal(sb_sweep_run_args(s, 5, &args, &n_args, &err), SB_OK);
+    for (int i = 0; i < n_args; i++)
+        layers_flag |= strcmp(args[i], "--layers=3") == 0;
+    assert_true(layers_flag);
+    sb_sweep_args_free(args);
+    sb_sweep_free(s);
+    /* the same from text */
+    assert_int_equal(sb_sweep_load_text("in memory", text, strlen(text), &s, &err), SB_OK);
+    assert_int_equal(sb_sweep_count(s), 6);
     sb_sweep_free(s);
 
     /* an unknown flag */
@@ -412,6 +447,7 @@ static void test_sweep(void **state)
     fclose(f);
     assert_int_equal(sb_sweep_load(path, &s, &err), SB_OK);
     assert_error(sb_sweep_config(s, 0, &cfg, &err), &err, SB_ERR_INVALID, "no_such_flag");
+    assert_error(sb_sweep_check_params(s, &err), &err, SB_ERR_INVALID, "no_such_flag");
     sb_sweep_free(s);
     unlink(path);
 }
@@ -421,13 +457,16 @@ static void test_sweep(void **state)
  * skips both (the database holds them). */
 typedef struct sweep_seen {
     int started, ended, done, last_done;
+    int unplaced; /* started runs without a worker slot or a configuration */
 } sweep_seen;
 
 static void on_update(const sb_sweep_update *u, void *user)
 {
     sweep_seen *seen = user;
-    if (u->kind == SB_SWEEP_UPDATE_STARTED)
+    if (u->kind == SB_SWEEP_UPDATE_STARTED) {
         seen->started++;
+        seen->unplaced += u->slot < 0 || u->config == NULL;
+    }
     if (u->kind == SB_SWEEP_UPDATE_ENDED) {
         seen->ended++;
         if (strcmp(u->outcome, "done") == 0)
@@ -481,12 +520,25 @@ static void test_sweep_run(void **state)
     assert_int_equal(seen.ended, 2);
     assert_int_equal(seen.done, 2);
     assert_int_equal(seen.last_done, 2);
+    assert_int_equal(seen.unplaced, 0);
     /* again: both finished in the database, nothing starts */
     memset(&seen, 0, sizeof seen);
     assert_int_equal(sb_sweep_run(s, &opts, &done, &failed, &err), SB_OK);
     assert_int_equal(seen.started, 0);
     assert_int_equal(seen.ended, 2);
     assert_int_equal(done, 0);
+    /* a selection: run 1 alone, into a database named by path */
+    memset(&seen, 0, sizeof seen);
+    int64_t one[1] = {1};
+    char db[700];
+    snprintf(db, sizeof db, "%s/other.db", dir);
+    opts.db = db;
+    opts.runs = one;
+    opts.n_runs = 1;
+    assert_int_equal(sb_sweep_run(s, &opts, &done, &failed, &err), SB_OK);
+    assert_int_equal(seen.started, 1);
+    assert_int_equal(seen.ended, 1);
+    assert_int_equal(done, 1);
     sb_sweep_free(s);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
