@@ -14,7 +14,7 @@
  *     answered with SB_ERR_INVALID naming it; only the few functions that return no status
  *     (sb_config_run_hash, sb_config_training_hash, sb_task_get_facts, and the accessors of
  *     grammars, draws and settings) abort with a message on stderr when given NULL, as a
- *     programmer error. The sb_jw_ writing functions take a writer from sb_jw_create.
+ *     programmer error. The sb_jw_ writing functions take a writer from sb_jw_open.
  *   - Handles (sb_config, sb_task, sb_results, sb_sweep, sb_grammar, sb_draw, sb_jw) are
  *     opaque: create them with the
  *     functions here, free them with their _free function (NULL is allowed there).
