@@ -64,7 +64,7 @@ static void forward_event(const sb_sweep_event *ev, void *user)
     u.acc = ev->progress.acc;
     u.tokens_per_s = ev->progress.tokens_per_s;
     u.eta_s = ev->progress.eta_s;
-    u.test_acc = NAN;
+    u.test_acc = (double)NAN;
     u.last_test_acc = ev->progress.test_acc;
     u.slot = ev->slot;
     u.run_elapsed_s = ev->run_elapsed_s;
