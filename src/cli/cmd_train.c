@@ -27,24 +27,7 @@ static void print_stored(const sb_train_outcome *res, int json)
         if (j == NULL)
             return;
         sb_jw_object_begin(j);
-        sb_jw_key(j, "hash");
-        sb_jw_string(j, res->run_hash);
-        sb_jw_key(j, "status");
-        sb_jw_string(j, res->status);
-        sb_jw_key(j, "test_acc");
-        sb_jw_double(j, res->test_acc);
-        sb_jw_key(j, "test_loss");
-        sb_jw_double(j, res->test_loss);
-        sb_jw_key(j, "train_acc");
-        sb_jw_double(j, res->train_acc);
-        sb_jw_key(j, "train_loss");
-        sb_jw_double(j, res->train_loss);
-        sb_jw_key(j, "params");
-        sb_jw_int(j, (int64_t)res->params);
-        sb_jw_key(j, "tokens_per_s");
-        sb_jw_double(j, res->tokens_per_s);
-        sb_jw_key(j, "wall_s");
-        sb_jw_double(j, res->wall_s);
+        sb_train_output_json_result(j, res);
         sb_jw_key(j, "cached");
         sb_jw_bool(j, 1);
         sb_jw_object_end(j);

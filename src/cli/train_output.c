@@ -135,6 +135,32 @@ void sb_train_output_close(sb_train_output *o)
     o->progress = NULL;
 }
 
+void sb_train_output_json_result(sb_jw *j, const sb_train_outcome *res)
+{
+    sb_jw_key(j, "hash");
+    sb_jw_string(j, res->run_hash);
+    sb_jw_key(j, "status");
+    sb_jw_string(j, res->status);
+    if (res->reason[0] != '\0') {
+        sb_jw_key(j, "reason");
+        sb_jw_string(j, res->reason);
+    }
+    sb_jw_key(j, "test_acc");
+    sb_jw_double(j, res->test_acc);
+    sb_jw_key(j, "test_loss");
+    sb_jw_double(j, res->test_loss);
+    sb_jw_key(j, "train_acc");
+    sb_jw_double(j, res->train_acc);
+    sb_jw_key(j, "train_loss");
+    sb_jw_double(j, res->train_loss);
+    sb_jw_key(j, "params");
+    sb_jw_uint(j, res->params);
+    sb_jw_key(j, "tokens_per_s");
+    sb_jw_double(j, res->tokens_per_s);
+    sb_jw_key(j, "wall_s");
+    sb_jw_double(j, res->wall_s);
+}
+
 void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, const char *ckpt)
 {
     if (o->live_open) {
@@ -146,28 +172,7 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
         if (j == NULL)
             return;
         sb_jw_object_begin(j);
-        sb_jw_key(j, "hash");
-        sb_jw_string(j, res->run_hash);
-        sb_jw_key(j, "status");
-        sb_jw_string(j, res->status);
-        if (res->reason[0] != '\0') {
-            sb_jw_key(j, "reason");
-            sb_jw_string(j, res->reason);
-        }
-        sb_jw_key(j, "test_acc");
-        sb_jw_double(j, res->test_acc);
-        sb_jw_key(j, "test_loss");
-        sb_jw_double(j, res->test_loss);
-        sb_jw_key(j, "train_acc");
-        sb_jw_double(j, res->train_acc);
-        sb_jw_key(j, "train_loss");
-        sb_jw_double(j, res->train_loss);
-        sb_jw_key(j, "params");
-        sb_jw_uint(j, res->params);
-        sb_jw_key(j, "tokens_per_s");
-        sb_jw_double(j, res->tokens_per_s);
-        sb_jw_key(j, "wall_s");
-        sb_jw_double(j, res->wall_s);
+        sb_train_output_json_result(j, res);
         sb_jw_key(j, "steps");
         sb_jw_int(j, res->steps);
         sb_jw_key(j, "grad_acc");

@@ -31,4 +31,8 @@ void sb_train_output_close(sb_train_output *o);
 /* Summary line(s), or the JSON object with --json; ckpt NULL when none was written. */
 void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, const char *ckpt);
 
+/* The keys a run's result shares in every --json line of train: hash, status, reason (when
+ * there is one), losses and accuracies, parameters, speed and wall time. */
+void sb_train_output_json_result(sb_jw *j, const sb_train_outcome *res);
+
 #endif
