@@ -32,6 +32,11 @@ expect_error 2 "--gap_prob" data --gap_prob 2
 expect_error 2 "--train_gap_min" data --train_gap_min 2 --train_gap_max 1
 expect_error 2 "--train_noise" data --train_noise -0.5
 expect_error 2 "not a finite number" data --train_noise nan
+# the learning rate's range and its message agree: one rule (the key table's), both ends
+expect_error 2 "--lr 101 is out of range" train --lr 101
+expect_error 2 "--lr 0 is out of range" train --lr 0
+expect_error 2 "--wd 200 is out of range" train --wd 200
+expect_ok train --lr 100 --only_createset
 expect_error 2 "--dataset_size" data --dataset_size 0
 expect_error 2 "--samples" data --samples 5-2 --json
 expect_error 2 "outside the split" data --samples 0-300000 --json
