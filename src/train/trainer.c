@@ -109,6 +109,22 @@ static void train_micro_step(sb_graph *g, void *arg)
     sb_graph_backward(g);
 }
 
+real sb_train_loss_scale(sb_protocol protocol, int acc_steps)
+{
+    return protocol == SB_PROTOCOL_CLEAN ? (real)(1.0 / acc_steps) : 1;
+}
+
+sb_status sb_train_micro_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
+                               double *loss, sb_error *err)
+{
+    sb_graph_reset(g);
+    g->record = 1;
+    step_args sa = {.m = m, .batch = b, .loss_scale = loss_scale};
+    sb_status st = sb_graph_run(g, train_micro_step, &sa, err);
+    *loss = sa.loss;
+    return st;
+}
+
 /* ---- evaluation ------------------------------------------------------------------------------ */
 
 #define STREAM_CHUNK 512 /* frames per streaming step of recurrent layers */
@@ -470,7 +486,7 @@ static void train_plan(train_run *r)
     if (r->eval_every < 1)
         r->eval_every = 1;
     /* the clean protocol averages the micro-batches' gradients; the reference sums them */
-    r->loss_scale = cfg->task.protocol == SB_PROTOCOL_CLEAN ? (real)(1.0 / r->acc_steps) : 1;
+    r->loss_scale = sb_train_loss_scale(cfg->task.protocol, r->acc_steps);
 
     /* resume: skip what was consumed; dropout is already off after the first evaluation */
     r->first_micro = r->start_samples / r->micro;

@@ -24,6 +24,7 @@
 #include "model/model.h"
 #include "train/run_setup.h"
 #include "core/status.h"
+#include "task/batch.h"
 #include "task/task.h"
 
 typedef enum sb_event_kind {
@@ -91,6 +92,21 @@ sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, doubl
 
 /* Gradient accumulation the run will use (train.py's rules, the memory budget for -1). */
 int sb_train_grad_acc(const sb_run_config *cfg, const sb_task *task, double mem_budget_gb);
+
+/* The factor on each micro-batch's loss before its backward: 1 under the reference protocol
+ * (train.py calls loss.backward() on every micro-batch's mean loss and steps every acc_steps
+ * of them, so an update's gradient is the SUM of the micro-batches' gradients), 1 / acc_steps
+ * under clean (their mean). */
+real sb_train_loss_scale(sb_protocol protocol, int acc_steps);
+
+/* One training micro-batch as the trainer's loop runs it (exposed for test_protocol): resets
+ * g and records on it the forward of m on batch b, the mean cross-entropy over the batch's
+ * valid frames and, if that loss is finite, the backward of loss_scale times it, so the
+ * gradients ACCUMULATE (+=) into m->params.grad (the caller zeroes them between updates).
+ * Dropout follows g->training, its masks g->dropout_seed and g->step. *loss: the unscaled
+ * mean loss (NaN or infinite: no backward ran). */
+sb_status sb_train_micro_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
+                               double *loss, sb_error *err);
 
 /* Estimated peak bytes of one training step on `samples` samples of `frames` frames. */
 double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames);
