@@ -159,6 +159,7 @@ static void refusals_add(refusals *r, int64_t run, const sb_error *why)
 static int refusals_fail(const refusals *r, int64_t n_runs)
 {
     sb_error err = {0};
+    fflush(stdout); /* the runs' lines and the summary before the error line */
     sb_error_set(&err, SB_ERR_RUNTIME, "%lld of %lld runs refused; the first, run %lld: %s",
                  (long long)r->count, (long long)n_runs, (long long)r->first_run, r->first.msg);
     return sb_cli_fail("sweep", &err);
@@ -241,7 +242,6 @@ static int sweep_list(const sb_sweep *s, const sb_sweep_selection *sel, int hash
         return 0;
     }
     printf("%lld runs, %lld refused\n", (long long)n_runs, (long long)refused.count);
-    fflush(stdout);
     return refusals_fail(&refused, n_runs);
 }
 
