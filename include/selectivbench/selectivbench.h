@@ -461,6 +461,10 @@ typedef struct sb_result_row {
     int64_t state_size;      /* floats the model carries from one frame to the next */
 } sb_result_row;
 
+/* The statuses a stored run can have ("running", "finished", ...): a NULL-terminated list,
+ * the one the command line's filters accept. Static; never NULL. */
+const char *const *sb_results_statuses(void);
+
 /* Number of runs stored, of every model (model NULL) or of one. Errors: SB_ERR_IO. */
 sb_status sb_results_count(sb_results *db, const char *model, size_t *count, sb_error *err);
 
@@ -514,7 +518,8 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
 typedef struct sb_sweep sb_sweep;
 
 /* Reads a sweep file. *out is freed with sb_sweep_free. Errors (SB_ERR_INVALID, or SB_ERR_IO
- * when unreadable) name the file and the line. */
+ * when unreadable) name the file and the line: malformed YAML, a key given twice in one
+ * mapping, an unknown key, a parameter without values; a grid of more than INT64_MAX runs. */
 sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err);
 
 /* The same from text in memory (len bytes, e.g. a built-in preset); `path` names it in
@@ -525,7 +530,8 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
 /* Frees a sweep (NULL is allowed). */
 void sb_sweep_free(sb_sweep *s);
 
-/* Number of runs of the sweep's grid. */
+/* Number of runs of the sweep's grid (the product of its parameters' value counts; never
+ * listed in memory). */
 int64_t sb_sweep_count(const sb_sweep *s);
 
 /* A new configuration: run k of the grid (0 <= k < count), the sweep's fixed flags then the
@@ -536,6 +542,53 @@ sb_status sb_sweep_config(const sb_sweep *s, int64_t k, sb_config **out, sb_erro
 /* Checks that every parameter of the grid is a train flag (a key or one of train's own
  * switches). Errors: SB_ERR_INVALID naming the file and the first parameter that is not. */
 sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err);
+
+/* Run k (0 <= k < count) checked exactly as sb_sweep_run checks it before it starts its
+ * worker: its configuration built from the file (sb_sweep_config) and checked across keys
+ * and against the model registry (sb_config_check). On success *out (when out is not NULL)
+ * is that configuration, freed with sb_config_free. Errors: SB_ERR_INVALID with the reason
+ * sb_sweep_run would refuse the run for (the message names the flag), or for k out of
+ * range; SB_ERR_NOMEM. */
+sb_status sb_sweep_check_run(const sb_sweep *s, int64_t k, sb_config **out, sb_error *err);
+
+/* ---- selecting runs ---------------------------------------------------------------------- */
+
+/* The most runs one sweep selects (sb_sweep_select, and sb_sweep_run without a selection):
+ * every run is a process of its own and a selection to run is listed in memory, so more is
+ * a grid to narrow with filters, shards or a limit. */
+#define SB_SWEEP_MAX_RUNS 10000000
+
+typedef struct sb_sweep_selection sb_sweep_selection;
+
+typedef struct sb_sweep_select_options {
+    /* n_filters texts "NAME=VALUE": only runs whose parameter NAME has the value VALUE, as
+     * written in the file (several filters: every one holds) */
+    const char *const *filters;
+    int n_filters;
+    /* only the filtered runs at positions shard_index, shard_index + shard_count, ... (one
+     * shard per machine); shard_count 0: no sharding */
+    int64_t shard_index, shard_count;
+    int64_t limit; /* at most the first `limit` of those; 0: no limit */
+} sb_sweep_select_options;
+
+/* The runs of s that opts selects (NULL: every run), in grid order, without listing them:
+ * sizes and runs are computed, so a grid of 10^18 runs takes no memory. *out is freed with
+ * sb_sweep_selection_free and must not outlive s. Errors (SB_ERR_INVALID): a filter that is
+ * not NAME=VALUE, names no parameter of the grid or a value the parameter does not take
+ * (the message lists them); a shard outside 0 <= index < count; a negative limit; more than
+ * SB_SWEEP_MAX_RUNS runs selected (the message gives the grid's and the selection's sizes).
+ * SB_ERR_NOMEM. */
+sb_status sb_sweep_select(const sb_sweep *s, const sb_sweep_select_options *opts,
+                          sb_sweep_selection **out, sb_error *err);
+
+/* How many runs the selection has (at most SB_SWEEP_MAX_RUNS). */
+int64_t sb_sweep_selection_size(const sb_sweep_selection *sel);
+
+/* The grid index k of run i of the selection (0 <= i < size); -1 for i out of range. */
+int64_t sb_sweep_selection_run(const sb_sweep_selection *sel, int64_t i);
+
+/* Frees a selection (NULL is allowed). */
+void sb_sweep_selection_free(sb_sweep_selection *sel);
 
 /* Whether the grid has a parameter of this name. */
 int sb_sweep_has_param(const sb_sweep *s, const char *name);
@@ -602,17 +655,19 @@ typedef struct sb_sweep_run_options {
                                      be NULL) */
     const char *db;               /* the results database; NULL: RESULTS/selectivbench.db */
     const int64_t *runs;          /* the runs to run (indices into the grid), in order; NULL:
-                                     every run of the grid */
-    int64_t n_runs;               /* how many runs[] holds */
+                                     every run of the grid (at most SB_SWEEP_MAX_RUNS) */
+    int64_t n_runs;               /* how many runs[] holds (at most SB_SWEEP_MAX_RUNS) */
 } sb_sweep_run_options;
 
 /* Runs every run of the sweep's grid (or of opts->runs) that its results database does not
  * hold as finished (an interrupted sweep resumes), each in a worker process, recording every
  * run in the database (opts->db, default RESULTS/selectivbench.db). Updates go to opts->on_update from the calling thread. The
  * counts at the end are in the last update (and in *done_out etc. when not NULL).
+ * A run is refused (outcome "refused", not started) when sb_sweep_check_run refuses it.
  * Returns SB_OK when every run was settled, whatever the runs' outcomes; SB_ERR_INVALID for
- * bad options (no worker_exe), SB_ERR_IO when the results folder or database cannot be set
- * up, SB_ERR_RUNTIME when cancelled. Nothing is printed. */
+ * bad options (no worker_exe, a run outside the grid, more than SB_SWEEP_MAX_RUNS runs:
+ * select them with sb_sweep_select), SB_ERR_IO when the results folder or database cannot
+ * be set up, SB_ERR_NOMEM, SB_ERR_RUNTIME when cancelled. Nothing is printed. */
 sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int *done_out,
                        int *failed_out, sb_error *err);
 

@@ -19,6 +19,16 @@ sb_status sb_results_path(const char *results_dir, char *out, size_t size, sb_er
     return sb_run_store_db_path(results_dir, out, size, err);
 }
 
+/* Every status of a stored run, in the order of a run's life: the one list the command
+ * line's --status filters take. A new status is one line here (and its meaning in
+ * exp/results.c). */
+static const char *const run_statuses[] = {"running", "finished", "failed", "diverged", NULL};
+
+const char *const *sb_results_statuses(void)
+{
+    return run_statuses;
+}
+
 /* A stored row as the public record. */
 static void row_copy(sb_result_row *dst, const sb_run_row *src)
 {

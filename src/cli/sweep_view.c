@@ -31,6 +31,8 @@ typedef struct view {
     slot_line *slots;
     int n_slots;
     sb_cli_sweep_tally tally; /* the counts of the last update */
+    int64_t first_refused_run; /* -1 until a run is refused */
+    char first_refused[SB_ERROR_MSG_MAX];
 } view;
 
 static void format_eta(double s, char *buf, size_t size)
@@ -125,24 +127,27 @@ static void view_draw(view *v, const char *sweep)
     fflush(stdout);
 }
 
-/* A run that ended without a worker: a refusal before its configuration existed or a
- * worker that could not start goes to stderr; skipped and recorded refusals are quiet. */
+/* A run that ended without a worker: a refused run gets a line like an ended run's (the
+ * first one is kept for the sweep's last line); a worker that could not start goes to
+ * stderr; skipped runs are quiet. */
 static void view_unstarted(view *v, const sb_sweep_update *ev)
 {
-    int refused = strcmp(ev->outcome, "refused") == 0;
-    const char *what = NULL;
-    if (refused && ev->config == NULL)
-        what = "run";
-    else if (strcmp(ev->outcome, "failed") == 0)
-        what = "error";
-    if (what == NULL)
+    if (strcmp(ev->outcome, "refused") == 0) {
+        const char *reason = ev->reason != NULL ? ev->reason : "?";
+        if (v->first_refused_run < 0) {
+            v->first_refused_run = ev->run;
+            snprintf(v->first_refused, sizeof v->first_refused, "%s", reason);
+        }
+        char msg[1024];
+        snprintf(msg, sizeof msg, "#%lld refused: %s", (long long)ev->run, reason);
+        view_message(v, msg);
+        return;
+    }
+    if (strcmp(ev->outcome, "failed") != 0)
         return;
     if (v->tty)
         view_clear(v);
-    if (refused)
-        fprintf(stderr, "selectivbench sweep: run %lld: %s\n", (long long)ev->run, ev->reason);
-    else
-        fprintf(stderr, "selectivbench sweep: error: %s\n", ev->reason);
+    fprintf(stderr, "selectivbench sweep: error: %s\n", ev->reason);
 }
 
 /* One line for an ended run: how it ended and how long it took. */
@@ -208,7 +213,10 @@ static void describe(const sb_config *cfg, char *out, size_t size)
 static void view_event(const sb_sweep_update *ev, void *user)
 {
     view *v = user;
-    v->tally = (sb_cli_sweep_tally){ev->done, ev->failed, ev->skipped, ev->refused};
+    v->tally.done = ev->done;
+    v->tally.failed = ev->failed;
+    v->tally.skipped = ev->skipped;
+    v->tally.refused = ev->refused;
     slot_line *l = ev->slot >= 0 && ev->slot < v->n_slots ? &v->slots[ev->slot] : NULL;
     switch (ev->kind) {
     case SB_SWEEP_UPDATE_STARTED:
@@ -251,7 +259,7 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
                            int quiet, sb_cli_sweep_tally *tally, sb_error *err)
 {
     view v = {.tty = isatty(STDOUT_FILENO), .quiet = quiet, .columns = 80,
-              .n_slots = opts->workers};
+              .n_slots = opts->workers, .first_refused_run = -1};
     struct winsize ws;
     if (v.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
         v.columns = ws.ws_col;
@@ -266,6 +274,8 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
         view_clear(&v);
     free(v.slots);
     *tally = v.tally;
+    tally->first_refused_run = v.first_refused_run;
+    snprintf(tally->first_refused, sizeof tally->first_refused, "%s", v.first_refused);
     if (st != SB_OK)
         return st;
     int64_t n_runs = opts->runs != NULL ? opts->n_runs : sb_sweep_count(s);

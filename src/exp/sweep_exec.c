@@ -190,6 +190,17 @@ sb_status sb_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg_o
     return st;
 }
 
+sb_status sb_sweep_run_validate(const sb_sweep *s, int64_t k, sb_run_config *cfg, int *built,
+                                sb_error *err)
+{
+    *built = 0;
+    sb_status st = sb_sweep_run_config(s, k, cfg, err);
+    if (st != SB_OK)
+        return st;
+    *built = 1;
+    return sb_run_config_check(cfg, err);
+}
+
 sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err)
 {
     for (int p = 0; p < s->n_params; p++) {
@@ -535,11 +546,13 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
 {
     sb_sweep_event ev = run_event(SB_SWEEP_RUN_ENDED, k);
     sb_run_config cfg;
-    sb_error rerr = {0};
-    if (sb_sweep_run_config(s, k, &cfg, &rerr) != SB_OK) {
+    sb_error rerr = {0}, check = {0};
+    int built = 0;
+    sb_status valid = sb_sweep_run_validate(s, k, &cfg, &built, &check);
+    if (!built) {
         p->tally.refused++;
         ev.outcome = SB_SWEEP_REFUSED;
-        ev.reason = rerr.msg;
+        ev.reason = check.msg;
         emit(p, &ev);
         return 0;
     }
@@ -562,11 +575,11 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
         if (finished)
             return 0;
     }
-    if (sb_run_config_check(&cfg, &rerr) != SB_OK) {
+    if (valid != SB_OK) {
         p->tally.refused++;
         ev.outcome = SB_SWEEP_REFUSED;
-        ev.reason = rerr.msg;
-        ev.recorded = record_refused(p->db, &cfg, hash, rerr.msg);
+        ev.reason = check.msg;
+        ev.recorded = record_refused(p->db, &cfg, hash, check.msg);
         emit(p, &ev);
         return 0;
     }

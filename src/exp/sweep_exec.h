@@ -42,6 +42,13 @@
  * (sb_run_config_check does that; sb_sweep_execute refuses the runs it rejects). */
 sb_status sb_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, sb_error *err);
 
+/* Run k's configuration built and checked exactly as sb_sweep_execute does before it starts
+ * a worker: sb_sweep_run_config, then sb_run_config_check. The one check of a sweep's run:
+ * the dry run and --hashes call it too (sb_sweep_check_run). *built says whether *cfg holds
+ * the built configuration, also when the check then refused it. Errors: those of the two. */
+sb_status sb_sweep_run_validate(const sb_sweep *s, int64_t k, sb_run_config *cfg, int *built,
+                                sb_error *err);
+
 /* Checks that every parameter of the grid is a train flag: a key of the table or a worker
  * switch. SB_ERR_INVALID naming the file and the first parameter that is not. */
 sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err);
@@ -175,9 +182,10 @@ typedef struct sb_sweep_exec_opts {
 } sb_sweep_exec_opts;
 
 /* Runs runs[0..n_runs-1] (indices into the grid of s) with opts->workers processes at a
- * time. For each run, in order: builds its configuration (sb_sweep_run_config; refused
- * when that fails), skips it when the database has it finished, refuses it (recording it
- * as failed with the reason) when sb_run_config_check rejects it, else starts its worker.
+ * time. For each run, in order: builds and checks its configuration
+ * (sb_sweep_run_validate; refused when it cannot be built), skips it when the database has
+ * it finished, refuses it (recording it as failed with the reason) when the check rejects
+ * it, else starts its worker.
  * Events go to opts->on_event from this thread only; *tally receives the final counts.
  *
  * Returns SB_OK when every run was settled, whatever their outcomes (look at the tally);
