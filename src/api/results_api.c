@@ -42,6 +42,7 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     dst->effective_memory = src->effective_memory;
     dst->flops_per_token = src->flops_per_token;
     dst->state_size = src->state_size;
+    dst->attempts = src->attempts;
 }
 
 /* The stored row of the run with this hash (cleared with sb_results_run_row_clear);
@@ -178,9 +179,11 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
     SB_API_REQUIRE(outcome, err);
     const char *status = outcome->status;
     if (strcmp(status, "finished") != 0 && strcmp(status, "failed") != 0 &&
-        strcmp(status, "diverged") != 0)
+        strcmp(status, "diverged") != 0 && strcmp(status, "interrupted") != 0)
         return sb_error_set(err, SB_ERR_INVALID,
-                            "a run is recorded as finished, failed or diverged, not '%s'", status);
+                            "a run is recorded as finished, failed, diverged or interrupted, "
+                            "not '%s'",
+                            status);
     sb_status st = sb_run_config_check(&cfg->run, err);
     if (st != SB_OK)
         return st;
@@ -188,9 +191,10 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
     sb_run_row stored;
     memset(&stored, 0, sizeof stored);
     int finished = 0;
+    long locked_by = 0;
     st = sb_run_record_begin(&rec, db_path, &cfg->run,
-                             outcome->checkpoint[0] != '\0' ? outcome->checkpoint : NULL, 0,
-                             &finished, &stored, err);
+                             outcome->checkpoint[0] != '\0' ? outcome->checkpoint : NULL, 0, 0,
+                             &finished, &locked_by, &stored, err);
     if (st != SB_OK)
         return st;
     if (finished) {

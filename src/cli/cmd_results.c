@@ -116,7 +116,7 @@ static int results_parse(int argc, char **argv, results_args *a)
          "results database (default results/" SB_RESULTS_DB_NAME ")", 0},
         {"model", SB_OPT_STRING, &a->model, 0, 0, NULL, "NAME", "only runs of this model", 0},
         {"status", SB_OPT_STRING, &a->status, 0, 0, NULL, "S",
-         "only runs with this status (finished, running, failed, diverged)", 0},
+         "only runs with this status (finished, running, failed, diverged, interrupted)", 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
          "only runs whose configuration has KEY = VALUE (repeatable)", 0},
         {"json", SB_OPT_SWITCH, &a->json, 0, 1, NULL, NULL, "print {\"runs\": [...]}", 0},
@@ -304,6 +304,8 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
         sb_jw_string(j, r->finished_at);
     else
         sb_jw_null(j);
+    sb_jw_key(j, "attempts");
+    sb_jw_int(j, r->attempts);
     sb_jw_object_end(j);
 }
 

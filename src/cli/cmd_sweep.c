@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/presets.h"
+#include "cli/signals.h"
 #include "cli/sweep_view.h"
 #include "selectivbench/selectivbench.h"
 
@@ -204,12 +205,23 @@ int sb_cmd_sweep(int argc, char **argv)
     sb_sweep_run_options run = {.workers = o.workers, .threads = o.threads,
                                 .results = o.results, .db = o.db != NULL ? o.db : db,
                                 .worker_exe = "/proc/self/exe", .runs = runs,
-                                .n_runs = n_runs};
+                                .n_runs = n_runs, .cancel = sb_cli_stop_requested};
+    /* SIGINT or SIGTERM: the workers checkpoint and stop, the sweep waits for them */
+    sb_cli_signals_install("selectivbench sweep: stopping: the running runs stop after their "
+                           "current update, with a checkpoint (a second signal quits at "
+                           "once)\n");
     sb_cli_sweep_tally tally;
     sb_status st = sb_cli_sweep_run(s, pos[0], &run, o.quiet, &tally, &err);
     free(runs);
     sb_sweep_free(s);
+    int sig = sb_cli_stop_signal();
+    if (st == SB_ERR_RUNTIME && sig != 0) {
+        fprintf(stderr, "selectivbench sweep: sweep interrupted: %d run%s interrupted; run the "
+                        "same command to resume\n",
+                tally.interrupted, tally.interrupted == 1 ? "" : "s");
+        return sb_cli_signal_exit_code(sig);
+    }
     if (st != SB_OK)
         return sb_cli_fail("sweep", &err);
-    return tally.failed > 0 ? 1 : 0;
+    return tally.failed > 0 || tally.interrupted > 0 ? 1 : 0;
 }
