@@ -367,12 +367,23 @@ typedef struct sb_train_settings {
      * end) and the run went on: with this callback the call's status is training's alone;
      * without it (NULL) the failure is the call's error. */
     void (*on_db_warning)(const char *msg, int at_end, void *user);
+    /* A stop request, polled once per update on the training thread (NULL: never stop).
+     * When it returns nonzero the run ends after that update (unless it was the last):
+     * the checkpoint that `resume` continues from is written (with save_checkpoint or
+     * checkpoint_path), the run is recorded as "interrupted" with the update in its
+     * reason, and sb_train_config returns SB_OK with status "interrupted". It is called
+     * often: keep it cheap (the command line returns a flag its signal handlers set; the
+     * library installs no signal handlers). */
+    int (*should_stop)(void *user);
 } sb_train_settings;
 
 /* What a training run gave. Unknown numbers are NaN. */
 typedef struct sb_train_outcome {
-    char status[16];                /* "finished", "diverged" or "failed" */
-    char reason[SB_ERROR_MSG_MAX];  /* why it failed or diverged, else "" */
+    char status[16];                /* "finished", "diverged", "failed" or "interrupted"
+                                       (settings->should_stop); "" when nothing trained
+                                       because the results could not be set up, or the run
+                                       is locked (locked_by) */
+    char reason[SB_ERROR_MSG_MAX];  /* why it failed, diverged or was interrupted, else "" */
     double test_acc, test_loss;     /* the final evaluation */
     double train_acc, train_loss;   /* training averages before it */
     uint64_t params;
@@ -387,15 +398,23 @@ typedef struct sb_train_outcome {
                                 or "" */
     int grad_acc;            /* micro-batches per update */
     char finished_at[32];    /* cached: when the stored run finished (UTC ISO-8601), else "" */
+    /* with results_dir: another process is training this run (it holds the run's lock,
+     * RESULTS/locks/RUN_HASH.lock beside the database): its pid, or -1 when it cannot be
+     * named; nothing was trained and the call failed with SB_ERR_RUNTIME. 0 otherwise. */
+    long locked_by;
 } sb_train_outcome;
 
 /* Trains the model of cfg on its task (train.py's run: one pass over the training set,
  * evaluations every epoch_size samples and at the end), reporting progress through
  * settings->progress (settings may be NULL: in memory, every core, no callback). *out is
  * filled even on failure (status and reason). With a results folder the run's rows and
- * yardsticks are recorded as `selectivbench train` records them.
+ * yardsticks are recorded as `selectivbench train` records them, and the run is locked
+ * while it trains: one process at a time trains a run hash in a database. With resume,
+ * a run the database has as interrupted (or failed) keeps the evaluations of its earlier
+ * attempt up to the checkpoint it continues from.
  * Errors: those of sb_config_check; SB_ERR_IO for the results folder or database;
- * SB_ERR_DIVERGED for a NaN or infinite loss (status "diverged"); SB_ERR_NOMEM. */
+ * SB_ERR_RUNTIME when another process trains the run (out->locked_by); SB_ERR_DIVERGED for
+ * a NaN or infinite loss (status "diverged"); SB_ERR_NOMEM. */
 sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *settings,
                           sb_train_outcome *out, sb_error *err);
 
@@ -449,16 +468,18 @@ void sb_results_close(sb_results *db);
 typedef struct sb_result_row {
     char run_hash[17];
     char model[32];
-    char status[16];         /* "running", "finished", "failed" or "diverged" */
+    char status[16];         /* "running", "finished", "failed", "diverged" or "interrupted"
+                                (stopped by a signal; its checkpoint resumes it) */
     char protocol[16];       /* "reference" or "clean" */
     int64_t params;
     double test_acc, test_loss, train_acc, train_loss;
     double wall_s, tokens_per_s;
     double ceiling, effective_memory; /* the yardsticks, as stored */
     char finished_at[32];    /* UTC ISO-8601 */
-    char reason[SB_ERROR_MSG_MAX]; /* why it failed or diverged, else "" */
+    char reason[SB_ERROR_MSG_MAX]; /* why it failed, diverged or was interrupted, else "" */
     double flops_per_token;  /* the model's forward FLOPs per token */
     int64_t state_size;      /* floats the model carries from one frame to the next */
+    int64_t attempts;        /* times the run was started (a resume or a retry adds one) */
 } sb_result_row;
 
 /* The statuses a stored run can have ("running", "finished", ...): a NULL-terminated list,
@@ -509,7 +530,8 @@ sb_status sb_results_integrity_check(sb_results *db, int *ok, sb_error *err);
  * sb_train_config in memory), with outcome's status, reason and metrics, and its
  * yardsticks (the task's ceiling is computed once per task and cached in the database).
  * Errors: SB_ERR_INVALID when the database already has this run finished, or the status is
- * not "finished", "failed" or "diverged"; those of sb_results_open and sb_config_check. */
+ * not "finished", "failed", "diverged" or "interrupted"; SB_ERR_RUNTIME when another
+ * process is training the run; those of sb_results_open and sb_config_check. */
 sb_status sb_results_record(const char *db_path, const sb_config *cfg,
                             const sb_train_outcome *outcome, sb_error *err);
 
@@ -614,6 +636,9 @@ typedef enum sb_sweep_update_kind {
     SB_SWEEP_UPDATE_PROGRESS = 1, /* run `run` reported progress (about twice a second) */
     SB_SWEEP_UPDATE_ENDED = 2,    /* run `run` is settled; `outcome` says how */
     SB_SWEEP_UPDATE_TICK = 3,     /* about twice a second while runs go: the counts only */
+    SB_SWEEP_UPDATE_WAITING = 4,  /* another process is training run `run` (locked_by): it is
+                                     put aside and taken again when that process lets go;
+                                     slot: the worker that found it locked, or -1 */
 } sb_sweep_update_kind;
 
 typedef struct sb_sweep_update {
@@ -622,7 +647,9 @@ typedef struct sb_sweep_update {
     const char *hash;       /* its run hash ("" when its configuration could not be built) */
     int64_t step, total_steps; /* PROGRESS: the worker's last record */
     double loss, acc, tokens_per_s, eta_s;
-    const char *outcome;    /* ENDED: "done", "failed", "diverged", "skipped" or "refused" */
+    const char *outcome;    /* ENDED: "done", "failed", "diverged", "skipped", "refused" or
+                               "interrupted" (stopped by a signal with a checkpoint: the next
+                               sb_sweep_run continues it) */
     const char *reason;     /* ENDED: why it failed or was refused; NULL otherwise */
     double test_acc;        /* ENDED: the run's final test accuracy; NaN when unknown */
     int slot;               /* the run's worker, 0..workers-1; -1 when no worker ran it */
@@ -637,6 +664,8 @@ typedef struct sb_sweep_update {
     int done, failed, skipped, refused, running;
     int64_t n_runs;
     double sweep_elapsed_s; /* seconds since the sweep began */
+    int interrupted;        /* runs interrupted so far (not in `failed`) */
+    long locked_by;         /* WAITING: the pid of the process training the run (-1: unknown) */
 } sb_sweep_update;
 
 typedef void (*sb_sweep_update_fn)(const sb_sweep_update *u, void *user);
@@ -651,8 +680,12 @@ typedef struct sb_sweep_run_options {
     const char *worker_exe;
     sb_sweep_update_fn on_update; /* may be NULL */
     void *user;                   /* passed to on_update and cancel */
-    int (*cancel)(void *user);    /* polled about twice a second; nonzero stops the sweep (may
-                                     be NULL) */
+    /* Polled about twice a second (may be NULL). Nonzero stops the sweep: no new run starts
+     * and the running workers are sent SIGINT when it returns SIGINT, SIGTERM for any other
+     * nonzero value, once; each stops after its current update, writes its checkpoint and
+     * records its run as "interrupted" (exit 130 or 75), and sb_sweep_run waits for them and
+     * returns SB_ERR_RUNTIME. The command line returns the signal it caught. */
+    int (*cancel)(void *user);
     const char *db;               /* the results database; NULL: RESULTS/selectivbench.db */
     const int64_t *runs;          /* the runs to run (indices into the grid), in order; NULL:
                                      every run of the grid (at most SB_SWEEP_MAX_RUNS) */
@@ -660,8 +693,10 @@ typedef struct sb_sweep_run_options {
 } sb_sweep_run_options;
 
 /* Runs every run of the sweep's grid (or of opts->runs) that its results database does not
- * hold as finished (an interrupted sweep resumes), each in a worker process, recording every
- * run in the database (opts->db, default RESULTS/selectivbench.db). Updates go to opts->on_update from the calling thread. The
+ * hold as finished (an interrupted sweep resumes; an interrupted run continues from its
+ * checkpoint), each in a worker process, recording every run in the database (opts->db,
+ * default RESULTS/selectivbench.db). A run another process is training is put aside and
+ * taken when it is free (SB_SWEEP_UPDATE_WAITING). Updates go to opts->on_update from the calling thread. The
  * counts at the end are in the last update (and in *done_out etc. when not NULL).
  * A run is refused (outcome "refused", not started) when sb_sweep_check_run refuses it.
  * Returns SB_OK when every run was settled, whatever the runs' outcomes; SB_ERR_INVALID for

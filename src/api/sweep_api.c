@@ -73,6 +73,7 @@ static void forward_event(const sb_sweep_event *ev, void *user)
     case SB_SWEEP_RUN_PROGRESS: u.kind = SB_SWEEP_UPDATE_PROGRESS; break;
     case SB_SWEEP_RUN_ENDED: u.kind = SB_SWEEP_UPDATE_ENDED; break;
     case SB_SWEEP_TICK: u.kind = SB_SWEEP_UPDATE_TICK; break;
+    case SB_SWEEP_RUN_WAITING: u.kind = SB_SWEEP_UPDATE_WAITING; break;
     }
     u.run = ev->kind == SB_SWEEP_TICK ? -1 : ev->run;
     u.hash = ev->hash != NULL ? ev->hash : "";
@@ -106,6 +107,8 @@ static void forward_event(const sb_sweep_event *ev, void *user)
     u.failed = ev->tally.failed;
     u.skipped = ev->tally.skipped;
     u.refused = ev->tally.refused;
+    u.interrupted = ev->tally.interrupted;
+    u.locked_by = ev->locked_by;
     u.running = ev->running;
     u.n_runs = ev->n_runs;
     fw->opts->on_update(&u, fw->opts->user);

@@ -381,6 +381,8 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
         sb_jw_string(j, r->finished_at);
     else
         sb_jw_null(j);
+    sb_jw_key(j, "attempts");
+    sb_jw_int(j, r->attempts);
     sb_jw_object_end(j);
 }
 

@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/presets.h"
+#include "cli/signals.h"
 #include "cli/sweep_view.h"
 #include "selectivbench/selectivbench.h"
 
@@ -267,10 +268,21 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
     sb_sweep_run_options run = {.workers = o->workers, .threads = o->threads,
                                 .results = o->results, .db = o->db != NULL ? o->db : db,
                                 .worker_exe = "/proc/self/exe", .runs = runs,
-                                .n_runs = n_runs};
+                                .n_runs = n_runs, .cancel = sb_cli_stop_requested};
+    /* SIGINT or SIGTERM: the workers checkpoint and stop, the sweep waits for them */
+    sb_cli_signals_install("selectivbench sweep: stopping: the running runs stop after their "
+                           "current update, with a checkpoint (a second signal quits at "
+                           "once)\n");
     sb_cli_sweep_tally tally;
     sb_status st = sb_cli_sweep_run(s, o->file, &run, o->quiet, &tally, &err);
     free(runs);
+    int sig = sb_cli_stop_signal();
+    if (st == SB_ERR_RUNTIME && sig != 0) {
+        fprintf(stderr, "selectivbench sweep: sweep interrupted: %d run%s interrupted; run the "
+                        "same command to resume\n",
+                tally.interrupted, tally.interrupted == 1 ? "" : "s");
+        return sb_cli_signal_exit_code(sig);
+    }
     if (st != SB_OK)
         return sb_cli_fail("sweep", &err);
     if (tally.refused > 0) {
@@ -278,7 +290,7 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
         snprintf(refused.first.msg, sizeof refused.first.msg, "%s", tally.first_refused);
         return refusals_fail(&refused, n_runs);
     }
-    return tally.failed > 0 ? 1 : 0;
+    return tally.failed > 0 || tally.interrupted > 0 ? 1 : 0;
 }
 
 int sb_cmd_sweep(int argc, char **argv)

@@ -69,18 +69,21 @@ static void run_line(const slot_line *l, char *out, size_t size)
 
 static void sweep_line(const sb_sweep_update *t, char *out, size_t size)
 {
-    int64_t settled = t->done + t->failed + t->skipped + t->refused;
+    int64_t settled = t->done + t->failed + t->skipped + t->refused + t->interrupted;
     double elapsed_s = t->sweep_elapsed_s;
     int ran = t->done + t->failed;
     char eta[32], elapsed[32];
     format_eta(ran > 0 ? elapsed_s / ran * (double)(t->n_runs - settled) : -1.0, eta,
                sizeof eta);
     format_eta(elapsed_s, elapsed, sizeof elapsed);
+    char interrupted[32] = "";
+    if (t->interrupted > 0)
+        snprintf(interrupted, sizeof interrupted, ", %d interrupted", t->interrupted);
     snprintf(out, size,
-             "sweep: %lld/%lld runs (%d done, %d failed, %d skipped, %d refused), %d running, "
+             "sweep: %lld/%lld runs (%d done, %d failed, %d skipped, %d refused%s), %d running, "
              "%s, ETA %s",
              (long long)settled, (long long)t->n_runs, t->done, t->failed, t->skipped,
-             t->refused, t->running, elapsed, eta);
+             t->refused, interrupted, t->running, elapsed, eta);
 }
 
 /* Erases the live block (the lines drawn below the last plain output). */
@@ -159,9 +162,11 @@ static void view_ended(view *v, const sb_sweep_update *ev)
         snprintf(msg, sizeof msg, "#%lld [%s] %s: finished, test acc %.4f (%.0f s)",
                  (long long)ev->run, ev->hash, l->desc, ev->test_acc, ev->run_elapsed_s);
     } else {
-        const char *status = !ev->recorded                           ? "not recorded (see its log)"
-                             : strcmp(ev->outcome, "diverged") == 0 ? "diverged"
-                                                                    : "failed";
+        const char *status = !ev->recorded                              ? "not recorded (see its log)"
+                             : strcmp(ev->outcome, "diverged") == 0    ? "diverged"
+                             : strcmp(ev->outcome, "interrupted") == 0 ? "interrupted"
+                             : strcmp(ev->outcome, "skipped") == 0     ? "finished by another process"
+                                                                       : "failed";
         snprintf(msg, sizeof msg, "#%lld [%s] %s: %s%s%s (%.0f s)", (long long)ev->run, ev->hash,
                  l->desc, status, ev->recorded && ev->reason != NULL ? ": " : "",
                  ev->recorded && ev->reason != NULL ? ev->reason : "", ev->run_elapsed_s);
@@ -210,6 +215,24 @@ static void describe(const sb_config *cfg, char *out, size_t size)
              strtod(lr, NULL), strtoull(seed, NULL, 10));
 }
 
+/* A run another process is training: put aside until it lets go (its worker's slot, if it
+ * had one, is free again). */
+static void view_waiting(view *v, const sb_sweep_update *ev)
+{
+    char who[48] = "another process";
+    if (ev->locked_by > 0)
+        snprintf(who, sizeof who, "pid %ld", ev->locked_by);
+    char desc[96] = "";
+    if (ev->config != NULL)
+        describe(ev->config, desc, sizeof desc);
+    char msg[512];
+    snprintf(msg, sizeof msg, "#%lld [%s] %s: locked, %s is training it; coming back to it later",
+             (long long)ev->run, ev->hash, desc, who);
+    view_message(v, msg);
+    if (ev->slot >= 0 && ev->slot < v->n_slots)
+        v->slots[ev->slot].busy = 0;
+}
+
 static void view_event(const sb_sweep_update *ev, void *user)
 {
     view *v = user;
@@ -217,6 +240,7 @@ static void view_event(const sb_sweep_update *ev, void *user)
     v->tally.failed = ev->failed;
     v->tally.skipped = ev->skipped;
     v->tally.refused = ev->refused;
+    v->tally.interrupted = ev->interrupted;
     slot_line *l = ev->slot >= 0 && ev->slot < v->n_slots ? &v->slots[ev->slot] : NULL;
     switch (ev->kind) {
     case SB_SWEEP_UPDATE_STARTED:
@@ -239,6 +263,9 @@ static void view_event(const sb_sweep_update *ev, void *user)
             view_unstarted(v, ev);
         else
             view_ended(v, ev);
+        break;
+    case SB_SWEEP_UPDATE_WAITING:
+        view_waiting(v, ev);
         break;
     case SB_SWEEP_UPDATE_TICK: {
         if (v->quiet)
@@ -279,9 +306,13 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
     if (st != SB_OK)
         return st;
     int64_t n_runs = opts->runs != NULL ? opts->n_runs : sb_sweep_count(s);
+    char interrupted[96] = "";
+    if (tally->interrupted > 0)
+        snprintf(interrupted, sizeof interrupted, ", %d interrupted (run the sweep again to "
+                 "resume them)", tally->interrupted);
     printf("sweep %s: %lld runs selected of %lld: %d trained, %d failed, %d already finished, "
-           "%d refused; database %s\n",
+           "%d refused%s; database %s\n",
            label, (long long)n_runs, (long long)sb_sweep_count(s), tally->done, tally->failed,
-           tally->skipped, tally->refused, opts->db != NULL ? opts->db : "(default)");
+           tally->skipped, tally->refused, interrupted, opts->db != NULL ? opts->db : "(default)");
     return SB_OK;
 }

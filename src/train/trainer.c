@@ -406,7 +406,9 @@ typedef struct train_run {
     double best_loss;
     int64_t since_best;
     int stop_early;         /* early stopping has fired: evaluate, save and end */
-    int stopped;            /* --stop_after ended the run; res is filled ("stopped") */
+    int stopped;            /* --stop_after or a stop request ended the run; res is filled
+                               ("stopped", "interrupted") */
+    int64_t saved_updates;  /* updates done when the checkpoint was last written (-1: never) */
     double train_time, tokens; /* seconds and frames of training steps (evaluation excluded) */
     double sum_loss, sum_acc;  /* over the updates since the last evaluation */
     int n_since_eval;
@@ -600,6 +602,7 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     if (r->opt->ckpt_path != NULL &&
         (st = sb_checkpoint_save(r->opt->ckpt_path, r->m, cfg, &r->optim, samples, err)) != SB_OK)
         return st;
+    r->saved_updates = r->updates;
     if (r->stop_early)
         return SB_OK;
     if (r->opt->stop_after > 0 && r->updates >= r->opt->stop_after && !last_update) {
@@ -662,8 +665,50 @@ static sb_status train_step(train_run *r, int64_t k, sb_error *err)
     return SB_OK;
 }
 
+/* Whether the caller asks the run to stop now: polled after an update that was not the
+ * last one (a run that is ending anyway finishes). */
+static int train_stop_requested(const train_run *r)
+{
+    const sb_train_options *opt = r->opt;
+    return opt->should_stop != NULL && !r->stop_early && !r->stopped &&
+           r->updates < r->total_updates && opt->should_stop(opt->stop_user);
+}
+
+/* Ends the run after the update that consumed `samples` samples, at a stop request: the
+ * checkpoint that resume continues from (unless the evaluation of this update wrote it
+ * already), status "interrupted" with the update in the reason. The training averages since
+ * the last evaluation are not in the checkpoint: after a resume, the first evaluation
+ * averages the updates of the resumed process only. */
+static sb_status train_interrupt(train_run *r, int64_t samples, sb_error *err)
+{
+    sb_train_result *res = r->res;
+    const char *ckpt = r->opt->ckpt_path;
+    if (ckpt != NULL && r->saved_updates != r->updates) {
+        sb_status st = sb_checkpoint_save(ckpt, r->m, r->cfg, &r->optim, samples, err);
+        if (st != SB_OK)
+            return st;
+        r->saved_updates = r->updates;
+    }
+    res->steps = r->updates;
+    res->samples = samples;
+    res->tokens_per_s = r->train_time > 0 ? r->tokens / r->train_time : 0.0;
+    snprintf(res->status, sizeof res->status, "interrupted");
+    if (ckpt != NULL)
+        snprintf(res->reason, sizeof res->reason,
+                 "interrupted at update %lld of %lld (%lld samples); its checkpoint continues "
+                 "it with --resume",
+                 (long long)r->updates, (long long)r->total_updates, (long long)samples);
+    else
+        snprintf(res->reason, sizeof res->reason,
+                 "interrupted at update %lld of %lld (%lld samples); no checkpoint was written, "
+                 "so it trains again from the start",
+                 (long long)r->updates, (long long)r->total_updates, (long long)samples);
+    r->stopped = 1;
+    return SB_OK;
+}
+
 /* The micro-batches from where this process starts to the end of the pass, unless early
- * stopping or --stop_after ends the run first. */
+ * stopping, --stop_after or a stop request ends the run first. */
 static sb_status train_loop(train_run *r, sb_error *err)
 {
     sb_train_event ev0 = {.kind = SB_EVENT_START, .total_steps = r->total_updates,
@@ -674,6 +719,9 @@ static sb_status train_loop(train_run *r, sb_error *err)
         sb_status st = train_step(r, k, err);
         if (st != SB_OK)
             return st;
+        /* the stop request is polled once per update, at the end of its last micro-batch */
+        if ((k + 1) % r->acc_steps == 0 && train_stop_requested(r))
+            return train_interrupt(r, (k + 1) * r->micro, err);
     }
     return SB_OK;
 }
@@ -712,7 +760,7 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
         omp_set_num_threads(opt->threads);
     train_run r = {.cfg = cfg, .opt = opt, .res = res,
                    .budget = opt->mem_budget_gb > 0 ? opt->mem_budget_gb : 4.0,
-                   .t_start = sb_time_now()};
+                   .t_start = sb_time_now(), .saved_updates = -1};
 
     st = train_setup(&r, err);
     if (st == SB_OK && cfg->test_pretrained) {

@@ -12,7 +12,10 @@
  *     reference protocol dropout stops after the first evaluation (train.py never switches
  *     the model back to training mode), under clean it stays on;
  *   - a final evaluation after the last update if it did not just happen;
- *   - a NaN or infinite loss stops the run: status "diverged", SB_ERR_DIVERGED.
+ *   - a NaN or infinite loss stops the run: status "diverged", SB_ERR_DIVERGED;
+ *   - a stop request (should_stop, polled once per update: a signal caught by the CLI)
+ *     ends the run after the current update with a checkpoint that resume continues from:
+ *     status "interrupted", SB_OK.
  * Deterministic for a seed: the same numbers for 1 and 2 threads.
  * The library does not print: progress and evaluations are reported through a callback.
  */
@@ -59,6 +62,12 @@ typedef struct sb_train_options {
     /* stop at the first checkpoint after this many updates (0: never), with status
      * "stopped": an interruption that --resume continues (used by tests and time limits) */
     int64_t stop_after;
+    /* Polled after every update (NULL: never): nonzero ends the run there, unless it was
+     * the last update, with a checkpoint at ckpt_path (when there is one) that resume
+     * continues from, and status "interrupted". It must be cheap and must not call back
+     * into the run (the CLI reads a flag its signal handler sets). */
+    int (*should_stop)(void *stop_user);
+    void *stop_user;
     /* testing aid: treat the loss of this micro-batch (1-based) as NaN (0: never) */
     int64_t inject_nan_at;
     /* bytes of each block of the activation arenas (training step, evaluation); 0: 64 MiB.
@@ -68,7 +77,7 @@ typedef struct sb_train_options {
 } sb_train_options;
 
 typedef struct sb_train_result {
-    char status[16];         /* "finished", "diverged", "failed", "stopped" */
+    char status[16];         /* "finished", "diverged", "failed", "stopped", "interrupted" */
     char reason[SB_ERROR_MSG_MAX];
     double test_acc, test_loss, train_acc, train_loss;
     size_t params;

@@ -3,11 +3,13 @@
  * view: a run's configuration from a sweep file's values, the worker switches (checked, and
  * all listed by `train --help`), the progress record read back as written, a two-run sweep
  * through sb_sweep_execute (every run started and ended once, progress monotone and
- * complete, the tally, nothing printed by the library), its resume, and a cancel. And the
- * grid (src/exp/sweep.c): selections (filters, shards, limits) against a plain enumeration,
- * their errors, grids of 10^9 and 10^18 runs counted and capped, grids over INT64_MAX
- * refused (2^64 would wrap to 0), keys given twice refused with their lines, the executor's
- * refusals equal to sb_sweep_check_run's, and sb_sweep_run's cap without a selection.
+ * complete, the tally, nothing printed by the library), its resume, a cancel (the workers
+ * stop with a checkpoint: interrupted, then continued from it), and runs another process
+ * holds locked (put aside, taken again when free). And the grid (src/exp/sweep.c):
+ * selections (filters, shards, limits) against a plain enumeration, their errors, grids of
+ * 10^9 and 10^18 runs counted and capped, grids over INT64_MAX refused (2^64 would wrap to
+ * 0), keys given twice refused with their lines, the executor's refusals equal to
+ * sb_sweep_check_run's, and sb_sweep_run's cap without a selection.
  *
  * usage: test_sweep_exec PATH/TO/selectivbench
  */
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -368,13 +371,21 @@ static void test_duplicate_keys(void **state)
 #define MAX_RUNS 4
 
 typedef struct seen {
-    int started[MAX_RUNS], ended[MAX_RUNS], progress[MAX_RUNS];
+    int started[MAX_RUNS], ended[MAX_RUNS], progress[MAX_RUNS], waiting[MAX_RUNS];
     int64_t last_step[MAX_RUNS], total[MAX_RUNS];
     sb_sweep_outcome outcome[MAX_RUNS];
-    int term_signal[MAX_RUNS];
+    int term_signal[MAX_RUNS], exit_code[MAX_RUNS];
     char reason[MAX_RUNS][SB_ERROR_MSG_MAX]; /* why each run was refused */
+    long locked_by[MAX_RUNS];
+    int waiting_slot[MAX_RUNS];
     int ticks, bad; /* bad: an event out of order (counted, checked after) */
-    int cancel_after_start;
+    int cancel_when_training; /* cancel (SIGTERM) once every run has sent progress */
+    int n_runs;
+    /* a lock the test holds for run lock_run: taken when that run starts (lock_on_start,
+     * path lock_path), released when the executor puts the run aside */
+    int lock_run, lock_on_start;
+    char lock_path[4200];
+    sb_run_lock lock;
 } seen;
 
 static void on_event(const sb_sweep_event *ev, void *user)
@@ -394,6 +405,21 @@ static void on_event(const sb_sweep_event *ev, void *user)
         s->started[k]++;
         if (s->ended[k] || ev->slot < 0 || ev->cfg == NULL || strlen(ev->hash) != 16)
             s->bad++;
+        if (s->lock_on_start && k == s->lock_run && s->started[k] == 1) {
+            long holder = 0;
+            sb_error err = {0};
+            if (sb_run_lock_take(s->lock_path, &s->lock, &holder, &err) != SB_OK || holder != 0)
+                s->bad++;
+        }
+        break;
+    case SB_SWEEP_RUN_WAITING:
+        s->waiting[k]++;
+        s->locked_by[k] = ev->locked_by;
+        s->waiting_slot[k] = ev->slot;
+        if (s->ended[k] || ev->cfg == NULL || strlen(ev->hash) != 16)
+            s->bad++;
+        if (s->lock_path[0] != '\0')
+            sb_run_lock_release(&s->lock); /* the run can go now */
         break;
     case SB_SWEEP_RUN_PROGRESS:
         s->progress[k]++;
@@ -409,6 +435,7 @@ static void on_event(const sb_sweep_event *ev, void *user)
         if (ev->reason != NULL)
             snprintf(s->reason[k], sizeof s->reason[k], "%s", ev->reason);
         s->term_signal[k] = ev->term_signal;
+        s->exit_code[k] = ev->exit_code;
         if (ev->started != (s->started[k] > 0))
             s->bad++;
         break;
@@ -417,16 +444,24 @@ static void on_event(const sb_sweep_event *ev, void *user)
     }
 }
 
-static int cancel_once_started(void *user)
+/* Cancels with SIGTERM once every run is training (has sent progress: its worker has its
+ * signal handlers). */
+static int cancel_when_training(void *user)
 {
     seen *s = user;
-    return s->cancel_after_start && s->started[0] > 0;
+    if (!s->cancel_when_training)
+        return 0;
+    for (int k = 0; k < s->n_runs; k++)
+        if (s->progress[k] == 0)
+            return 0;
+    return SIGTERM;
 }
 
-/* Runs runs[] of s with our stdout and stderr sent to a file, which must stay empty. */
-static sb_status execute_quietly(const sb_sweep *s, const int64_t *runs, int64_t n_runs,
-                                 const char *dir, seen *seen_events, sb_sweep_tally *tally,
-                                 sb_error *err)
+/* Runs runs[] of s with our stdout and stderr sent to a file, which must stay empty; the
+ * workers are `worker_exe train ...` (NULL: the selectivbench command under test). */
+static sb_status execute_with(const char *worker_exe, const sb_sweep *s, const int64_t *runs,
+                              int64_t n_runs, const char *dir, seen *seen_events,
+                              sb_sweep_tally *tally, sb_error *err)
 {
     char out_path[4200];
     snprintf(out_path, sizeof out_path, "%s/printed.txt", dir);
@@ -439,8 +474,9 @@ static sb_status execute_quietly(const sb_sweep *s, const int64_t *runs, int64_t
     dup2(fd, STDERR_FILENO);
     close(fd);
     sb_sweep_exec_opts opts = {.workers = 2, .threads = 1, .results = dir,
-                               .worker_exe = binary, .on_event = on_event,
-                               .user = seen_events, .cancel = cancel_once_started};
+                               .worker_exe = worker_exe != NULL ? worker_exe : binary,
+                               .on_event = on_event, .user = seen_events,
+                               .cancel = cancel_when_training};
     sb_status st = sb_sweep_execute(s, runs, n_runs, &opts, tally, err);
     dup2(saved_out, STDOUT_FILENO);
     dup2(saved_err, STDERR_FILENO);
@@ -451,6 +487,13 @@ static sb_status execute_quietly(const sb_sweep *s, const int64_t *runs, int64_t
     if (info.st_size != 0)
         fail_msg("the library printed %lld bytes (%s)", (long long)info.st_size, out_path);
     return st;
+}
+
+static sb_status execute_quietly(const sb_sweep *s, const int64_t *runs, int64_t n_runs,
+                                 const char *dir, seen *seen_events, sb_sweep_tally *tally,
+                                 sb_error *err)
+{
+    return execute_with(NULL, s, runs, n_runs, dir, seen_events, tally, err);
 }
 
 static void test_execute_and_resume(void **state)
@@ -500,6 +543,30 @@ static void test_execute_and_resume(void **state)
     assert_int_equal(test_remove_dir(dir), 0);
 }
 
+/* A stored run's row (found). */
+static sb_run_row stored_row(const char *dir, const sb_sweep *s, int64_t k)
+{
+    char db_path[4200];
+    sb_error err = {0};
+    sb_results *db = NULL;
+    assert_int_equal(sb_run_store_db_path(dir, db_path, sizeof db_path, &err), SB_OK);
+    if (sb_results_open(db_path, &db, &err) != SB_OK)
+        fail_msg("open %s: %s", db_path, err.msg);
+    sb_run_config cfg;
+    char hash[17];
+    assert_int_equal(sb_sweep_run_config(s, k, &cfg, &err), SB_OK);
+    sb_run_config_hash(&cfg, 0, hash);
+    sb_run_row row;
+    int found = 0;
+    assert_int_equal(sb_results_get_run(db, hash, &row, &found, &err), SB_OK);
+    assert_int_equal(found, 1);
+    sb_results_close(db);
+    return row;
+}
+
+/* Cancelled while both runs train: each worker gets SIGTERM once, stops after its update
+ * with a checkpoint and records its run as interrupted (exit 75, not killed); executed
+ * again, each continues from its checkpoint (attempt 2) and finishes. */
 static void test_cancel(void **state)
 {
     (void)state;
@@ -507,19 +574,120 @@ static void test_cancel(void **state)
     assert_non_null(mkdtemp(dir));
     sb_sweep *s = load_tiny(40000); /* long enough to be cancelled while it trains */
     int64_t runs[2] = {0, 1};
-    seen ev = {.cancel_after_start = 1};
+    seen ev = {.cancel_when_training = 1, .n_runs = 2, .lock = {-1}};
     sb_sweep_tally tally;
     sb_error err = {0};
-    /* two workers: both runs start, both are killed */
     assert_int_equal(execute_quietly(s, runs, 2, dir, &ev, &tally, &err), SB_ERR_RUNTIME);
     assert_non_null(strstr(err.msg, "cancelled"));
     assert_int_equal(ev.bad, 0);
-    assert_int_equal(tally.failed, 2);
+    assert_int_equal(tally.interrupted, 2);
+    assert_int_equal(tally.failed + tally.done, 0);
     for (int k = 0; k < 2; k++) {
         assert_int_equal(ev.ended[k], 1);
-        assert_int_equal(ev.outcome[k], SB_SWEEP_FAILED);
-        assert_int_equal(ev.term_signal[k], 15);
+        assert_int_equal(ev.outcome[k], SB_SWEEP_INTERRUPTED);
+        assert_int_equal(ev.term_signal[k], 0);
+        assert_int_equal(ev.exit_code[k], SB_SWEEP_EXIT_TEMPFAIL);
+        sb_run_row row = stored_row(dir, s, k);
+        assert_string_equal(row.status, "interrupted");
+        assert_non_null(strstr(row.reason, "interrupted at update"));
+        assert_non_null(row.checkpoint);
+        assert_int_equal(access(row.checkpoint, R_OK), 0);
+        sb_results_run_row_clear(&row);
     }
+
+    seen again = {.n_runs = 2, .lock = {-1}};
+    if (execute_quietly(s, runs, 2, dir, &again, &tally, &err) != SB_OK)
+        fail_msg("execute again: %s", err.msg);
+    assert_int_equal(again.bad, 0);
+    assert_int_equal(tally.done, 2);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(again.outcome[k], SB_SWEEP_DONE);
+        sb_run_row row = stored_row(dir, s, k);
+        assert_string_equal(row.status, "finished");
+        assert_int_equal(row.attempts, 2);
+        /* the worker was told to resume: its log says where it picked up */
+        char log[4200], text[8192] = "";
+        assert_int_equal(sb_run_store_log_path(dir, row.hash, log, sizeof log, &err), SB_OK);
+        FILE *f = fopen(log, "r");
+        assert_non_null(f);
+        text[fread(text, 1, sizeof text - 1, f)] = '\0';
+        fclose(f);
+        if (strstr(text, "resuming at update") == NULL)
+            fail_msg("run %d's log does not say it resumed: %s", k, text);
+        sb_results_run_row_clear(&row);
+    }
+    sb_sweep_free(s);
+    assert_int_equal(test_remove_dir(dir), 0);
+}
+
+/* The lock file path of run k of s in results folder dir. */
+static void lock_path_of(const char *dir, const sb_sweep *s, int64_t k, char *out, size_t size)
+{
+    char db_path[4200], hash[17];
+    sb_run_config cfg;
+    sb_error err = {0};
+    assert_int_equal(sb_sweep_run_config(s, k, &cfg, &err), SB_OK);
+    sb_run_config_hash(&cfg, 0, hash);
+    assert_int_equal(sb_run_store_db_path(dir, db_path, sizeof db_path, &err), SB_OK);
+    assert_int_equal(sb_run_store_lock_path(db_path, hash, out, size, 1, &err), SB_OK);
+}
+
+/* A run another process holds locked is put aside without a worker, the others go on, and
+ * it is taken (and trained) once the lock is free; a worker that finds its run locked
+ * (exits 75 while the lock is held) frees its slot and the run is taken again the same
+ * way. */
+static void test_locked_run_put_aside(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_sweep_exec_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    sb_sweep *s = load_tiny(640);
+    int64_t runs[2] = {0, 1};
+    sb_sweep_tally tally;
+    sb_error err = {0};
+
+    /* held before the sweep: the executor sees it and starts no worker for it */
+    seen ev = {.n_runs = 2, .lock_run = 0, .lock = {-1}};
+    lock_path_of(dir, s, 0, ev.lock_path, sizeof ev.lock_path);
+    long holder = 1;
+    assert_int_equal(sb_run_lock_take(ev.lock_path, &ev.lock, &holder, &err), SB_OK);
+    assert_int_equal(holder, 0);
+    if (execute_quietly(s, runs, 2, dir, &ev, &tally, &err) != SB_OK)
+        fail_msg("execute: %s", err.msg);
+    assert_int_equal(ev.bad, 0);
+    assert_int_equal(ev.waiting[0], 1);
+    assert_int_equal(ev.locked_by[0], (long)getpid());
+    assert_int_equal(ev.waiting_slot[0], -1);
+    assert_int_equal(ev.started[0], 1);
+    assert_int_equal(ev.outcome[0], SB_SWEEP_DONE);
+    assert_int_equal(ev.outcome[1], SB_SWEEP_DONE);
+    assert_int_equal(tally.done, 2);
+
+    /* taken between the executor's look and the worker's: a worker (a script standing in
+     * for train, exiting 75 as train does for a locked run, then train itself) finds it
+     * locked; its run waits for the lock and is trained after */
+    char script[4200], marker[4200];
+    snprintf(script, sizeof script, "%s/worker.sh", dir);
+    snprintf(marker, sizeof marker, "%s/worker_ran_once", dir);
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\nif [ ! -e '%s' ]; then touch '%s'; exit 75; fi\nexec '%s' \"$@\"\n",
+            marker, marker, binary);
+    fclose(f);
+    assert_int_equal(chmod(script, 0755), 0);
+    int64_t third[1] = {2};
+    seen ev2 = {.n_runs = 1, .lock_run = 2, .lock_on_start = 1, .lock = {-1}};
+    lock_path_of(dir, s, 2, ev2.lock_path, sizeof ev2.lock_path);
+    if (execute_with(script, s, third, 1, dir, &ev2, &tally, &err) != SB_OK)
+        fail_msg("execute with the script: %s", err.msg);
+    assert_int_equal(ev2.bad, 0);
+    assert_int_equal(ev2.waiting[2], 1);
+    assert_int_equal(ev2.locked_by[2], (long)getpid());
+    assert_true(ev2.waiting_slot[2] >= 0);
+    assert_int_equal(ev2.started[2], 2);
+    assert_int_equal(ev2.ended[2], 1);
+    assert_int_equal(ev2.outcome[2], SB_SWEEP_DONE);
+    assert_int_equal(tally.done, 1);
     sb_sweep_free(s);
     assert_int_equal(test_remove_dir(dir), 0);
 }
@@ -582,6 +750,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_refusals_match_the_check),
         cmocka_unit_test(test_execute_and_resume),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_locked_run_put_aside),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

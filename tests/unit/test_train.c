@@ -221,6 +221,61 @@ static void test_resume_equals_uninterrupted(void **state)
     assert_same_file(full, part);
 }
 
+/* A stop request (what the CLI's signal handler sets) polled after update 6, between two
+ * evaluations: the run ends there with a checkpoint, status "interrupted" and the update in
+ * the reason; resumed, it ends with the weights, the test metrics and the last training
+ * averages of an uninterrupted run. Without a checkpoint path the reason says it starts
+ * over. */
+typedef struct stop_poll {
+    int polls, stop_at;
+} stop_poll;
+
+static int stop_at_poll(void *user)
+{
+    stop_poll *p = user;
+    return ++p->polls >= p->stop_at;
+}
+
+static void test_stop_request_resumes(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("transformer");
+    char full[512], part[512];
+    snprintf(full, sizeof full, "%s/stop_full.safetensors", tmpdir);
+    snprintf(part, sizeof part, "%s/stop_part.safetensors", tmpdir);
+    sb_train_result r_full, r_part, r_rest;
+    train_to(&c, 2, full, &r_full, 0, 0);
+    stop_poll poll = {.stop_at = 6};
+    sb_train_options opt = {.threads = 2, .ckpt_path = part, .mem_budget_gb = 1.0,
+                            .should_stop = stop_at_poll, .stop_user = &poll};
+    sb_error err = {0};
+    assert_int_equal(sb_train(&c, &opt, &r_part, &err), SB_OK);
+    assert_string_equal(r_part.status, "interrupted");
+    assert_int_equal(poll.polls, 6); /* once per update */
+    assert_int_equal(r_part.steps, 6);
+    assert_int_equal(r_part.samples, 6 * c.batch_size);
+    assert_int_equal(r_part.n_evals, 1); /* the evaluation at update 4 */
+    assert_non_null(strstr(r_part.reason, "interrupted at update 6 of 12"));
+    train_to(&c, 2, part, &r_rest, 0, 1);
+    assert_string_equal(r_rest.status, "finished");
+    assert_int_equal(r_rest.steps, r_full.steps);
+    assert_true(r_rest.test_acc == r_full.test_acc && r_rest.test_loss == r_full.test_loss);
+    assert_true(r_rest.train_loss == r_full.train_loss && r_rest.train_acc == r_full.train_acc);
+    assert_same_file(full, part);
+
+    /* a request that is never granted stops nothing; without a path, nothing is written */
+    poll = (stop_poll){.stop_at = 1000};
+    opt.ckpt_path = NULL;
+    assert_int_equal(sb_train(&c, &opt, &r_part, &err), SB_OK);
+    assert_string_equal(r_part.status, "finished");
+    assert_int_equal(poll.polls, 11); /* not after the last update */
+    poll = (stop_poll){.stop_at = 2};
+    assert_int_equal(sb_train(&c, &opt, &r_part, &err), SB_OK);
+    assert_string_equal(r_part.status, "interrupted");
+    assert_int_equal(r_part.steps, 2);
+    assert_non_null(strstr(r_part.reason, "no checkpoint was written"));
+}
+
 static void test_divergence_stops(void **state)
 {
     (void)state;
@@ -381,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_schedules),
         cmocka_unit_test(test_threads_identical),
         cmocka_unit_test(test_resume_equals_uninterrupted),
+        cmocka_unit_test(test_stop_request_resumes),
         cmocka_unit_test(test_divergence_stops),
         cmocka_unit_test(test_early_stop),
         cmocka_unit_test(test_checkpoint_roundtrip_and_errors),
