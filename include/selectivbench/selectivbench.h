@@ -57,7 +57,9 @@ typedef enum sb_status {
     SB_ERR_IO = 2,       /* a file could not be read or written */
     SB_ERR_NOMEM = 3,    /* an allocation failed */
     SB_ERR_RUNTIME = 4,  /* the computation could not finish */
-    SB_ERR_DIVERGED = 5, /* training met a NaN or infinite loss */
+    SB_ERR_DIVERGED = 5, /* training met a NaN or infinite loss, or a loss far above its start */
+    SB_ERR_EXCLUDED = 6, /* a configuration the reference itself does not run (train.py skips
+                            it): refused, but as the paper's grids expect, not as bad input */
 } sb_status;
 
 #define SB_ERROR_MSG_MAX 512
@@ -70,7 +72,7 @@ typedef struct sb_error {
 } sb_error;
 
 /* A short name for a status ("ok", "invalid argument", "i/o error", "out of memory",
- * "runtime error", "diverged"; "unknown status" otherwise). Never NULL. */
+ * "runtime error", "diverged", "excluded"; "unknown status" otherwise). Never NULL. */
 const char *sb_status_name(sb_status status);
 
 /* The message in err ("" for NULL or an error never set). Owned by err. */
@@ -647,10 +649,11 @@ typedef struct sb_sweep_update {
     const char *hash;       /* its run hash ("" when its configuration could not be built) */
     int64_t step, total_steps; /* PROGRESS: the worker's last record */
     double loss, acc, tokens_per_s, eta_s;
-    const char *outcome;    /* ENDED: "done", "failed", "diverged", "skipped", "refused" or
-                               "interrupted" (stopped by a signal with a checkpoint: the next
-                               sb_sweep_run continues it) */
-    const char *reason;     /* ENDED: why it failed or was refused; NULL otherwise */
+    const char *outcome;    /* ENDED: "done", "failed", "diverged", "skipped", "refused",
+                               "excluded" (a run the reference does not run either: see
+                               SB_ERR_EXCLUDED) or "interrupted" (stopped by a signal with a
+                               checkpoint: the next sb_sweep_run continues it) */
+    const char *reason;     /* ENDED: why it failed, was refused or excluded; NULL otherwise */
     double test_acc;        /* ENDED: the run's final test accuracy; NaN when unknown */
     int slot;               /* the run's worker, 0..workers-1; -1 when no worker ran it */
     const sb_config *config; /* the run's configuration; NULL when it was not built (TICK) */
@@ -666,6 +669,7 @@ typedef struct sb_sweep_update {
     double sweep_elapsed_s; /* seconds since the sweep began */
     int interrupted;        /* runs interrupted so far (not in `failed`) */
     long locked_by;         /* WAITING: the pid of the process training the run (-1: unknown) */
+    int excluded;           /* runs excluded so far (not in `refused`) */
 } sb_sweep_update;
 
 typedef void (*sb_sweep_update_fn)(const sb_sweep_update *u, void *user);

@@ -107,6 +107,7 @@ static void forward_event(const sb_sweep_event *ev, void *user)
     u.failed = ev->tally.failed;
     u.skipped = ev->tally.skipped;
     u.refused = ev->tally.refused;
+    u.excluded = ev->tally.excluded;
     u.interrupted = ev->tally.interrupted;
     u.locked_by = ev->locked_by;
     u.running = ev->running;

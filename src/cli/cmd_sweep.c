@@ -142,14 +142,19 @@ static sb_status sweep_open(const char *name, sb_sweep **out, sb_error *err)
     return SB_OK;
 }
 
-/* The refused runs of a sweep: how many, and the first with its reason. */
+/* The refused runs of a sweep: how many, and the first with its reason; and how many are
+ * excluded (runs the reference does not run either: listed, but not an error). */
 typedef struct refusals {
-    int64_t count, first_run;
+    int64_t count, first_run, excluded;
     sb_error first;
 } refusals;
 
 static void refusals_add(refusals *r, int64_t run, const sb_error *why)
 {
+    if (why->status == SB_ERR_EXCLUDED) {
+        r->excluded++;
+        return;
+    }
     if (r->count++ == 0) {
         r->first_run = run;
         r->first = *why;
@@ -177,8 +182,9 @@ static void print_hashes(const sb_sweep *s, int64_t k, const sb_config *checked,
     const sb_config *cfg = checked;
     if (cfg == NULL && sb_sweep_config(s, k, &built, &ignored) == SB_OK)
         cfg = built;
+    const char *verdict = why->status == SB_ERR_EXCLUDED ? "excluded" : "refused";
     if (cfg == NULL) {
-        printf("%lld refused: %s\n", (long long)k, why->msg);
+        printf("%lld %s: %s\n", (long long)k, verdict, why->msg);
         return;
     }
     char run_hash[17], training_hash[17];
@@ -187,7 +193,7 @@ static void print_hashes(const sb_sweep *s, int64_t k, const sb_config *checked,
     if (checked != NULL)
         printf("%lld %s %s\n", (long long)k, run_hash, training_hash);
     else
-        printf("%lld %s %s refused: %s\n", (long long)k, run_hash, training_hash, why->msg);
+        printf("%lld %s %s %s: %s\n", (long long)k, run_hash, training_hash, verdict, why->msg);
     sb_config_free(built);
 }
 
@@ -206,7 +212,8 @@ static sb_status print_run(const sb_sweep *s, int64_t k, int hashes, refusals *r
         if (hashes)
             print_hashes(s, k, NULL, &why);
         else
-            printf("run %lld refused: %s\n", (long long)k, why.msg);
+            printf("run %lld %s: %s\n", (long long)k,
+                   why.status == SB_ERR_EXCLUDED ? "excluded" : "refused", why.msg);
         refusals_add(refused, k, &why);
         return SB_OK;
     }
@@ -229,7 +236,8 @@ static sb_status print_run(const sb_sweep *s, int64_t k, int hashes, refusals *r
 }
 
 /* --dry_run and --hashes: every selected run checked and printed as it comes (nothing is
- * kept, so memory does not grow with the selection), then "N runs" (", M refused"). */
+ * kept, so memory does not grow with the selection), then "N runs" (", M refused",
+ * ", E excluded ..."). Exit 1 when a run is refused; excluded runs are not an error. */
 static int sweep_list(const sb_sweep *s, const sb_sweep_selection *sel, int hashes)
 {
     int64_t n_runs = sb_sweep_selection_size(sel);
@@ -238,12 +246,14 @@ static int sweep_list(const sb_sweep *s, const sb_sweep_selection *sel, int hash
     for (int64_t i = 0; i < n_runs; i++)
         if (print_run(s, sb_sweep_selection_run(sel, i), hashes, &refused, &err) != SB_OK)
             return sb_cli_fail("sweep", &err);
-    if (refused.count == 0) {
-        printf("%lld runs\n", (long long)n_runs);
-        return 0;
-    }
-    printf("%lld runs, %lld refused\n", (long long)n_runs, (long long)refused.count);
-    return refusals_fail(&refused, n_runs);
+    printf("%lld runs", (long long)n_runs);
+    if (refused.count > 0)
+        printf(", %lld refused", (long long)refused.count);
+    if (refused.excluded > 0)
+        printf(", %lld excluded (the reference does not run them either)",
+               (long long)refused.excluded);
+    printf("\n");
+    return refused.count > 0 ? refusals_fail(&refused, n_runs) : 0;
 }
 
 /* Runs the selection in worker processes; exit 1 when a run is refused or fails. */

@@ -69,21 +69,25 @@ static void run_line(const slot_line *l, char *out, size_t size)
 
 static void sweep_line(const sb_sweep_update *t, char *out, size_t size)
 {
-    int64_t settled = t->done + t->failed + t->skipped + t->refused + t->interrupted;
+    int64_t settled = t->done + t->failed + t->skipped + t->refused + t->excluded +
+                      t->interrupted;
     double elapsed_s = t->sweep_elapsed_s;
     int ran = t->done + t->failed;
     char eta[32], elapsed[32];
     format_eta(ran > 0 ? elapsed_s / ran * (double)(t->n_runs - settled) : -1.0, eta,
                sizeof eta);
     format_eta(elapsed_s, elapsed, sizeof elapsed);
-    char interrupted[32] = "";
+    char more[64] = "";
+    if (t->excluded > 0)
+        snprintf(more, sizeof more, ", %d excluded", t->excluded);
     if (t->interrupted > 0)
-        snprintf(interrupted, sizeof interrupted, ", %d interrupted", t->interrupted);
+        snprintf(more + strlen(more), sizeof more - strlen(more), ", %d interrupted",
+                 t->interrupted);
     snprintf(out, size,
              "sweep: %lld/%lld runs (%d done, %d failed, %d skipped, %d refused%s), %d running, "
              "%s, ETA %s",
              (long long)settled, (long long)t->n_runs, t->done, t->failed, t->skipped,
-             t->refused, interrupted, t->running, elapsed, eta);
+             t->refused, more, t->running, elapsed, eta);
 }
 
 /* Erases the live block (the lines drawn below the last plain output). */
@@ -130,8 +134,8 @@ static void view_draw(view *v, const char *sweep)
     fflush(stdout);
 }
 
-/* A run that ended without a worker: a refused run gets a line like an ended run's (the
- * first one is kept for the sweep's last line); a worker that could not start goes to
+/* A run that ended without a worker: a refused or excluded run gets a line like an ended
+ * run's (the first refused one is kept for the sweep's last line); a worker that could not start goes to
  * stderr; skipped runs are quiet. */
 static void view_unstarted(view *v, const sb_sweep_update *ev)
 {
@@ -143,6 +147,13 @@ static void view_unstarted(view *v, const sb_sweep_update *ev)
         }
         char msg[1024];
         snprintf(msg, sizeof msg, "#%lld refused: %s", (long long)ev->run, reason);
+        view_message(v, msg);
+        return;
+    }
+    if (strcmp(ev->outcome, "excluded") == 0) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "#%lld excluded: %s", (long long)ev->run,
+                 ev->reason != NULL ? ev->reason : "?");
         view_message(v, msg);
         return;
     }
@@ -241,6 +252,7 @@ static void view_event(const sb_sweep_update *ev, void *user)
     v->tally.skipped = ev->skipped;
     v->tally.refused = ev->refused;
     v->tally.interrupted = ev->interrupted;
+    v->tally.excluded = ev->excluded;
     slot_line *l = ev->slot >= 0 && ev->slot < v->n_slots ? &v->slots[ev->slot] : NULL;
     switch (ev->kind) {
     case SB_SWEEP_UPDATE_STARTED:
@@ -306,10 +318,13 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
     if (st != SB_OK)
         return st;
     int64_t n_runs = opts->runs != NULL ? opts->n_runs : sb_sweep_count(s);
-    char interrupted[96] = "";
+    char interrupted[160] = "";
+    if (tally->excluded > 0)
+        snprintf(interrupted, sizeof interrupted, ", %d excluded (the reference does not run "
+                 "them either)", tally->excluded);
     if (tally->interrupted > 0)
-        snprintf(interrupted, sizeof interrupted, ", %d interrupted (run the sweep again to "
-                 "resume them)", tally->interrupted);
+        snprintf(interrupted + strlen(interrupted), sizeof interrupted - strlen(interrupted),
+                 ", %d interrupted (run the sweep again to resume them)", tally->interrupted);
     printf("sweep %s: %lld runs selected of %lld: %d trained, %d failed, %d already finished, "
            "%d refused%s; database %s\n",
            label, (long long)n_runs, (long long)sb_sweep_count(s), tally->done, tally->failed,

@@ -10,7 +10,7 @@
 
 /* The counts of a sweep's runs, as its last update gave them, and its first refused run. */
 typedef struct sb_cli_sweep_tally {
-    int done, failed, skipped, refused, interrupted;
+    int done, failed, skipped, refused, excluded, interrupted;
     int64_t first_refused_run;                /* -1 when none was refused */
     char first_refused[SB_ERROR_MSG_MAX];     /* why it was refused */
 } sb_cli_sweep_tally;

@@ -237,6 +237,7 @@ const char *sb_sweep_outcome_name(sb_sweep_outcome o)
     case SB_SWEEP_DIVERGED: return "diverged";
     case SB_SWEEP_SKIPPED: return "skipped";
     case SB_SWEEP_REFUSED: return "refused";
+    case SB_SWEEP_EXCLUDED: return "excluded";
     case SB_SWEEP_INTERRUPTED: return "interrupted";
     }
     return "?";
@@ -577,6 +578,7 @@ static void tally_add(pool *p, sb_sweep_outcome o)
     case SB_SWEEP_DONE: p->tally.done++; break;
     case SB_SWEEP_SKIPPED: p->tally.skipped++; break;
     case SB_SWEEP_REFUSED: p->tally.refused++; break;
+    case SB_SWEEP_EXCLUDED: p->tally.excluded++; break;
     case SB_SWEEP_INTERRUPTED: p->tally.interrupted++; break;
     case SB_SWEEP_FAILED:
     case SB_SWEEP_DIVERGED: p->tally.failed++; break;
@@ -637,6 +639,13 @@ static int resumable(const sb_run_row *row)
            access(row->checkpoint, R_OK) == 0;
 }
 
+/* A run whose check failed is excluded when the reference does not run it either, else
+ * refused. */
+static sb_sweep_outcome refusal_outcome(const sb_error *check)
+{
+    return check->status == SB_ERR_EXCLUDED ? SB_SWEEP_EXCLUDED : SB_SWEEP_REFUSED;
+}
+
 /* Takes run k: refuses, skips, puts aside (locked by another process) or starts it on free
  * slot i. Returns whether slot i is now busy. */
 static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
@@ -647,9 +656,9 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
     int built = 0;
     sb_status valid = sb_sweep_run_validate(s, k, &cfg, &built, &check);
     if (!built) {
-        p->tally.refused++;
-        ev.outcome = SB_SWEEP_REFUSED;
+        ev.outcome = refusal_outcome(&check);
         ev.reason = check.msg;
+        tally_add(p, ev.outcome);
         emit(p, &ev);
         return 0;
     }
@@ -679,8 +688,8 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
         return 0;
     }
     if (valid != SB_OK) {
-        p->tally.refused++;
-        ev.outcome = SB_SWEEP_REFUSED;
+        ev.outcome = refusal_outcome(&check);
+        tally_add(p, ev.outcome);
         ev.reason = check.msg;
         ev.recorded = record_refused(p->db, &cfg, hash, check.msg);
         emit(p, &ev);
@@ -844,7 +853,7 @@ sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_run
         return sb_error_set(err, SB_ERR_RUNTIME,
                             "sweep cancelled: %d of %lld runs settled, %d interrupted (run it "
                             "again to resume)",
-                            tally->done + tally->failed + tally->skipped + tally->refused +
+                            tally->done + tally->failed + tally->skipped + tally->refused + tally->excluded +
                                 tally->interrupted,
                             (long long)n_runs, tally->interrupted);
     return SB_OK;

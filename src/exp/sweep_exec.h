@@ -123,17 +123,19 @@ typedef enum sb_sweep_outcome {
     SB_SWEEP_DIVERGED,    /* recorded as diverged */
     SB_SWEEP_SKIPPED,     /* finished in the database before: not run again */
     SB_SWEEP_REFUSED,     /* its configuration could not be built or is invalid: not run */
+    SB_SWEEP_EXCLUDED,    /* the reference does not run it either (SB_ERR_EXCLUDED): not run,
+                             and not an error of the sweep */
     SB_SWEEP_INTERRUPTED, /* stopped by a signal, recorded as interrupted: the next execution
                              continues it from its checkpoint */
 } sb_sweep_outcome;
 
-/* "done", "failed", "diverged", "skipped", "refused", "interrupted". */
+/* "done", "failed", "diverged", "skipped", "refused", "excluded", "interrupted". */
 const char *sb_sweep_outcome_name(sb_sweep_outcome o);
 
 /* Counts of the selection's runs so far. `failed` includes diverged runs and runs whose
  * worker could not be started. */
 typedef struct sb_sweep_tally {
-    int done, failed, skipped, refused, interrupted;
+    int done, failed, skipped, refused, excluded, interrupted;
 } sb_sweep_tally;
 
 /* The exit code of a `train` worker that found its run locked by another process (75,

@@ -14,22 +14,24 @@ SRC=$2
 . "$(dirname "$0")/common.sh"
 
 # ---- the paper's grids ----------------------------------------------------------------
-# (the transformer runs at width 960 that train.py skips are refused: the dry run says so and
-# exits 1)
+# (the transformer runs at width 960 that train.py skips are excluded: the dry run lists them
+# and says how many, and exits 0 as they are not an error of the sweep)
 for row in task1_complexity:10584:168 task1_model_size:1512:24 task2:1512:24 task3:1344:24 \
   task4:896:0; do
   name=${row%%:*}
   want=${row#*:}
   refused=${want#*:}
   want=${want%%:*}
-  got=$("$SB" sweep "$SRC/configs/paper/$name.yaml" --dry_run 2>"$TMP/err" | tail -n 1)
+  "$SB" sweep "$SRC/configs/paper/$name.yaml" --dry_run >"$TMP/out" 2>"$TMP/err"
   rc=$?
+  got=$(tail -n 1 "$TMP/out")
   if [ "$refused" -eq 0 ]; then
     [ "$got" = "$want runs" ] && [ ! -s "$TMP/err" ] || fail "$name: '$got', expected '$want runs'"
   else
-    [ "$got" = "$want runs, $refused refused" ] &&
-      grep -q "^selectivbench sweep: error: $refused of $want runs refused; the first, run [0-9]*: --feat_size 960 with the transformer: train.py skips this run" "$TMP/err" ||
-      fail "$name: '$got' $(cat "$TMP/err"), expected '$want runs, $refused refused'"
+    [ "$rc" -eq 0 ] && [ ! -s "$TMP/err" ] &&
+      [ "$got" = "$want runs, $refused excluded (the reference does not run them either)" ] &&
+      [ "$(grep -c '^run [0-9]* excluded: --feat_size 960 with the transformer: train.py skips this run' "$TMP/out")" = "$refused" ] ||
+      fail "$name: rc $rc '$got' $(cat "$TMP/err"), expected '$want runs, $refused excluded ...'"
   fi
 done
 # a filter narrows a parameter to values it takes: another value is an error listing them
@@ -196,6 +198,20 @@ sed -e 's/values: \[0.002\]/values: [abc]/' "$SRC/tests/data/sweeps/tiny.yaml" >
 expect_error 1 "4 of 4 runs refused; the first, run 0: --lr: 'abc' is not a finite number" \
   sweep "$TMP/allbad.yaml" --results "$TMP/allbad" --quiet
 expect_error 1 "4 of 4 runs refused" sweep "$TMP/allbad.yaml" --dry_run
+# a run the reference does not run either (the transformer at width 960) is excluded, in the
+# dry run and the sweep alike, and is not an error: exit 0; `train` refuses it (exit 2)
+sed -e 's/values: \[transformer, gru\]/values: [transformer]/' \
+  -e 's/values: \[16\]/values: [16, 960]/' "$SRC/tests/data/sweeps/tiny.yaml" >"$TMP/excl.yaml"
+"$SB" sweep "$TMP/excl.yaml" --dry_run >"$TMP/out" 2>"$TMP/err" &&
+  [ "$(tail -n 1 "$TMP/out")" = "4 runs, 2 excluded (the reference does not run them either)" ] &&
+  [ "$(grep -c '^run [0-9] excluded: --feat_size 960 with the transformer' "$TMP/out")" -eq 2 ] &&
+  [ ! -s "$TMP/err" ] || fail "dry run with excluded runs: $(cat "$TMP/out" "$TMP/err")"
+"$SB" sweep "$TMP/excl.yaml" --results "$TMP/excl" >"$TMP/out" 2>"$TMP/err" &&
+  grep -q "4 runs selected of 4: 2 trained, 0 failed, 0 already finished, 0 refused, 2 excluded" \
+    "$TMP/out" && [ "$(grep -c '^#[0-9] excluded: --feat_size 960' "$TMP/out")" -eq 2 ] ||
+  fail "sweep with excluded runs: $(cat "$TMP/out" "$TMP/err")"
+expect_error 2 "feat_size 960 with the transformer: train.py skips this run" train \
+  --model transformer --feat_size 960 --only_createset
 # an unknown parameter is refused before any run, alike
 sed -e 's/^  lr:$/  bogus:/' "$SRC/tests/data/sweeps/tiny.yaml" >"$TMP/unknown.yaml"
 expect_error 2 "parameter 'bogus' is not a train flag" sweep "$TMP/unknown.yaml" --dry_run
