@@ -1042,6 +1042,10 @@ typedef struct sb_report_outcome {
     int yardsticks_missing;  /* runs drawn without their yardsticks */
     char yardsticks_error[SB_ERROR_MSG_MAX]; /* why, for the first of them */
     char table_path[4096];   /* report.md */
+    /* runs left out of every figure and mean (runs_read - runs_used): diverged, unfinished
+     * (failed, stopped, running), or finished without a test accuracy; of them, diverged */
+    int runs_left_out;
+    int runs_diverged;
 } sb_report_outcome;
 
 /* Reads the results database at db_path and writes the paper's figures and report.md into
