@@ -1,6 +1,7 @@
-/* test_fastmath.c - the vectorisable exp against libm, over float's whole useful range, and
- * its limits for every kind of input: NaN, infinities, huge and denormal values (these run
- * under the sanitizer build too, where any undefined behaviour aborts). */
+/* test_fastmath.c - the vectorisable exps (tensor/fastmath.h, and the kernels' own in
+ * ops/ssm_math.h and ops/fla_kernels.h) against libm, over float's whole useful range, and
+ * their limits for every kind of input: NaN, infinities, huge and denormal values (these
+ * run under the sanitizer build too, where any undefined behaviour aborts). */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -11,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "ops/fla_kernels.h"
+#include "ops/ssm_math.h"
 #include "tensor/fastmath.h"
 
 /* distance in units in the last place between two positive floats */
@@ -126,12 +129,49 @@ static void test_exp_shift_mixed_row(void **state)
     assert_true(isnan(sb_vmax((const float[]){NAN, NAN, NAN}, 3)));
 }
 
+/* The kernels' own exps (the scans' ssm_exp, the chunked recurrences' and attention's
+ * fla_exp): accurate over the range, NaN in NaN out, the clamps' values for infinities and
+ * huge values, 1 for denormals; and none of it undefined behaviour (sanitizer build). */
+static void test_kernel_exps_special_inputs(void **state)
+{
+    (void)state;
+    int64_t worst = 0;
+    for (float x = -86.5f; x <= 88.0f; x += 0.00731f) {
+        float want = (float)exp((double)x);
+        int64_t ds = ulp_distance(ssm_exp(x), want), df = ulp_distance(fla_exp(x), want);
+        worst = ds > worst ? ds : worst;
+        worst = df > worst ? df : worst;
+    }
+    assert_true(worst <= 2);
+    const float exp88 = ssm_exp(88.0f), exp_m87 = ssm_exp(-87.0f);
+    assert_true(isfinite(exp88) && exp88 > 1e38f && exp_m87 > 0 && exp_m87 < 1.7e-38f);
+    assert_true(isnan(ssm_exp(NAN)) && isnan(ssm_exp(-NAN)));
+    assert_true(isnan(fla_exp(NAN)) && isnan(fla_exp(-NAN)));
+    assert_true(isnan(ssm_sigmoid(NAN)));
+    const float high[] = {INFINITY, FLT_MAX, 1e30f, 89.0f};
+    for (size_t i = 0; i < sizeof high / sizeof *high; i++) {
+        assert_true(ssm_exp(high[i]) == exp88);     /* clamped at 88 */
+        assert_true(fla_exp(high[i]) == fla_exp(88.0f));
+        assert_true(ssm_sigmoid(high[i]) == 1.0f);
+    }
+    const float low[] = {-INFINITY, -FLT_MAX, -1e30f, -88.0f};
+    for (size_t i = 0; i < sizeof low / sizeof *low; i++) {
+        assert_true(ssm_exp(low[i]) == exp_m87);    /* clamped at -87, still normal */
+        assert_true(fla_exp(low[i]) == 0.0f);
+        assert_true(ssm_sigmoid(low[i]) >= 0.0f && ssm_sigmoid(low[i]) < 1e-34f);
+    }
+    const float tiny[] = {0.0f, -0.0f, 1e-40f, -1e-40f, FLT_MIN};
+    for (size_t i = 0; i < sizeof tiny / sizeof *tiny; i++)
+        assert_true(ssm_exp(tiny[i]) == 1.0f && fla_exp(tiny[i]) == 1.0f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exp_accuracy),
         cmocka_unit_test(test_exp_special_inputs),
         cmocka_unit_test(test_exp_shift_mixed_row),
+        cmocka_unit_test(test_kernel_exps_special_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -566,6 +566,37 @@ static void test_grad_acc_rules(void **state)
     sb_task_free(task);
 }
 
+/* A NaN weight reaching the forward (as one did from a damaged checkpoint before loads
+ * were checked): attention's softmax, the gates and the decoder run exp on NaN, which must
+ * be well defined (the sanitizer build aborts on undefined behaviour) and give a NaN test
+ * loss, which the trainer calls divergence. Every registered model. */
+static void test_nan_weight_forward(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("transformer");
+    c.feat_size = 32; /* fox_layered's 32 heads */
+    sb_task *task = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_task_create(&c.task, &task, &err), SB_OK);
+    const sb_layer_type *const *types = sb_layer_types();
+    for (int t = 0; types[t] != NULL; t++) {
+        snprintf(c.model, sizeof c.model, "%s", types[t]->name);
+        sb_model_config mc = sb_run_config_model(&c, task->n_inputs, task->grammar->d_output);
+        sb_model *m = NULL;
+        if (sb_model_create(&mc, 1, &m, &err) != SB_OK)
+            fail_msg("%s: %s", types[t]->name, err.msg);
+        for (size_t i = 0; i < m->params.total; i += 7)
+            m->params.data[i] = (real)NAN;
+        double loss = 0, acc = 0;
+        if (sb_evaluate(task, m, 6, 1.0, &loss, &acc, &err) != SB_OK)
+            fail_msg("%s: evaluation failed: %s", types[t]->name, err.msg);
+        if (!isnan(loss))
+            fail_msg("%s: NaN weights gave a test loss of %g", types[t]->name, loss);
+        sb_model_free(m);
+    }
+    sb_task_free(task);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -583,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_checkpoint_non_finite_and_metadata),
         cmocka_unit_test(test_feat_size_workarounds),
         cmocka_unit_test(test_grad_acc_rules),
+        cmocka_unit_test(test_nan_weight_forward),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
