@@ -23,7 +23,8 @@ expect_error 3 "the training loss rose to [0-9.e+]* (mean of updates 1-3), above
 diverged at update 3 (sample 48); try a lower --lr" train $tiny --lr 50 --json \
   --quiet
 grep -q '"status":"diverged"' "$TMP/out" || fail "--lr 50: not diverged: $(cat "$TMP/out")"
-grep -q '"checkpoint":null' "$TMP/out" || fail "--lr 50: a checkpoint is reported: $(cat "$TMP/out")"
+grep -q '"checkpoint":null' "$TMP/out" ||
+  fail "--lr 50: a checkpoint is reported: $(cat "$TMP/out")"
 [ -z "$(ls "$TMP/res/checkpoints" 2>/dev/null)" ] ||
   fail "--lr 50 left files in checkpoints/: $(ls "$TMP/res/checkpoints")"
 expect_ok results --db "$db" --json
@@ -57,7 +58,8 @@ grep -q "Left out of every figure and mean: 2 diverged runs; " "$TMP/report/repo
   fail "report.md does not say what it left out: $(head -c 600 "$TMP/report/report.md")"
 # seeds 1 and 2 only at lr 0.001 (seed 3 diverged at that setting)
 grep -q "^| gru | .* | 2 | 0.001 |" "$TMP/report/report.md" ||
-  fail "report.md: the point is not over the 2 finished seeds: $(grep '^| gru' "$TMP/report/report.md")"
+  fail "report.md: the point is not over the 2 finished seeds: \
+$(grep '^| gru' "$TMP/report/report.md")"
 
 # ---- a checkpoint with 3 NaN weights: refused by every loader -------------------------------
 # byte offset of tensor $2's data in safetensors file $1: 8 + header length + its begin
