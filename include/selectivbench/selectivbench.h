@@ -415,8 +415,9 @@ typedef struct sb_train_outcome {
  * a run the database has as interrupted (or failed) keeps the evaluations of its earlier
  * attempt up to the checkpoint it continues from.
  * Errors: those of sb_config_check; SB_ERR_IO for the results folder or database;
- * SB_ERR_RUNTIME when another process trains the run (out->locked_by); SB_ERR_DIVERGED for
- * a NaN or infinite loss (status "diverged"); SB_ERR_NOMEM. */
+ * SB_ERR_RUNTIME when another process trains the run (out->locked_by); SB_ERR_DIVERGED when
+ * the run diverged (status "diverged", the reason in out: a NaN or infinite loss, gradient
+ * norm or test loss, or an exploding training loss, see docs/training.md); SB_ERR_NOMEM. */
 sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *settings,
                           sb_train_outcome *out, sb_error *err);
 
@@ -429,9 +430,10 @@ typedef struct sb_eval_outcome {
 /* Evaluates the checkpoint at `checkpoint` on the test split of cfg, or of the configuration
  * recorded in the checkpoint when cfg is NULL (override test keys such as test_dur by
  * passing a configuration from sb_checkpoint_config with keys changed). threads 0: every
- * core. Errors: SB_ERR_IO for a missing or corrupt file; SB_ERR_INVALID for a checkpoint
- * whose tensors do not fit the model of the configuration, or without our metadata when cfg
- * is NULL; those of sb_config_check. */
+ * core. Errors: SB_ERR_IO for a missing or corrupt file, or damaged metadata of ours;
+ * SB_ERR_INVALID for a checkpoint whose tensors do not fit the model of the configuration
+ * or hold a NaN or an infinity (the message names the tensor and the count), or without
+ * our metadata when cfg is NULL; those of sb_config_check. */
 sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, int threads,
                                  sb_eval_outcome *out, sb_error *err);
 
@@ -439,8 +441,10 @@ sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, i
 
 /* A new configuration read from the metadata of a checkpoint written by this library
  * (the safetensors file holds the reference model's state_dict). Errors: SB_ERR_IO for a
- * missing or corrupt file, SB_ERR_INVALID for a file without our metadata. (Checkpoints are
- * written by sb_train_config with a results folder and save_checkpoint.) */
+ * missing or corrupt file, or a recorded configuration that does not pass sb_config_check
+ * (the message names the file and the metadata key: damaged, or from another version);
+ * SB_ERR_INVALID for a file without our metadata. (Checkpoints are written by
+ * sb_train_config with a results folder and save_checkpoint.) */
 sb_status sb_checkpoint_config(const char *path, sb_config **out, sb_error *err);
 
 /* ---- results databases ------------------------------------------------------------------- */
@@ -1136,6 +1140,10 @@ typedef struct sb_report_outcome {
     int yardsticks_missing;  /* runs drawn without their yardsticks */
     char yardsticks_error[SB_ERROR_MSG_MAX]; /* why, for the first of them */
     char table_path[4096];   /* report.md */
+    /* runs left out of every figure and mean (runs_read - runs_used): diverged, unfinished
+     * (failed, stopped, running), or finished without a test accuracy; of them, diverged */
+    int runs_left_out;
+    int runs_diverged;
 } sb_report_outcome;
 
 /* Reads the results database at db_path and writes the paper's figures and report.md into

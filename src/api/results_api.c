@@ -252,6 +252,8 @@ sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_ou
         out->yardsticks_missing = sum.yardsticks_missing;
         snprintf(out->yardsticks_error, sizeof out->yardsticks_error, "%s", sum.yardsticks_error);
         snprintf(out->table_path, sizeof out->table_path, "%s", sum.table_path);
+        out->runs_left_out = sum.runs_read - sum.runs_used;
+        out->runs_diverged = sum.runs_diverged;
     }
     return st;
 }

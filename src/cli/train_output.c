@@ -181,7 +181,8 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
         sb_jw_key(j, "grad_acc");
         sb_jw_int(j, res->grad_acc);
         sb_jw_key(j, "checkpoint");
-        sb_jw_string(j, ckpt); /* null when none */
+        /* null when none: a run that diverged before its first evaluation saved nothing */
+        sb_jw_string(j, ckpt != NULL && access(ckpt, F_OK) == 0 ? ckpt : NULL);
         sb_jw_key(j, "ceiling");
         sb_jw_double(j, res->ceiling);
         sb_jw_key(j, "effective_memory");

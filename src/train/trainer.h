@@ -12,7 +12,11 @@
  *     reference protocol dropout stops after the first evaluation (train.py never switches
  *     the model back to training mode), under clean it stays on;
  *   - a final evaluation after the last update if it did not just happen;
- *   - a NaN or infinite loss stops the run: status "diverged", SB_ERR_DIVERGED;
+ *   - divergence stops the run (status "diverged", SB_ERR_DIVERGED, the update and the value
+ *     in the reason; no checkpoint written from then on): a NaN or infinite loss, a NaN or
+ *     infinite gradient norm (before the optimiser step), a NaN or infinite test loss, or
+ *     the mean training loss of an evaluation window above sb_train_loss_limit (checked
+ *     before that evaluation).
  *   - a stop request (should_stop, polled once per update: a signal caught by the CLI)
  *     ends the run after the current update with a checkpoint that resume continues from:
  *     status "interrupted", SB_OK.
@@ -70,6 +74,8 @@ typedef struct sb_train_options {
     void *stop_user;
     /* testing aid: treat the loss of this micro-batch (1-based) as NaN (0: never) */
     int64_t inject_nan_at;
+    /* testing aid: make one gradient of this micro-batch (1-based) NaN, its loss finite */
+    int64_t inject_nan_grad_at;
     /* bytes of each block of the activation arenas (training step, evaluation); 0: 64 MiB.
      * Small blocks make tests with many short runs cheap (and give the fault-injection test
      * more arena allocations to fail) */
@@ -98,6 +104,13 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
  * of frames, so no [B, T, classes] tensor is ever formed. */
 sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
                       double *loss, double *acc, sb_error *err);
+
+/* The divergence rule (docs/training.md): a run has diverged when the mean training loss
+ * over the updates since the last evaluation exceeds this limit, SB_DIVERGENCE_FACTOR times
+ * the larger of first_loss (the loss of the first update the process made) and
+ * ln(n_classes) (a uniform guess's loss, about where every model starts). */
+#define SB_DIVERGENCE_FACTOR 10.0
+double sb_train_loss_limit(double first_loss, int n_classes);
 
 /* Gradient accumulation the run will use (train.py's rules, the memory budget for -1). */
 int sb_train_grad_acc(const sb_run_config *cfg, const sb_task *task, double mem_budget_gb);

@@ -976,6 +976,72 @@ static void test_report_best_setting(void **state)
     assert_int_equal(rows, 1);
 }
 
+/* One run of the task 1b setting (gru, width 16, lr 3e-3) with this seed, status and test
+ * accuracy. */
+static void add_setting_run(sb_results *db, uint64_t seed, const char *status, double acc)
+{
+    sb_run_config c = sb_run_config_default();
+    snprintf(c.model, sizeof c.model, "gru");
+    c.feat_size = 16;
+    c.lr = 3e-3;
+    c.seed = seed;
+    char hash[17];
+    sb_run_config_hash(&c, 0, hash);
+    char *json = sb_run_config_json_string(&c, 0);
+    assert_non_null(json);
+    sb_run_info run = run_info(hash, "gru");
+    run.config_json = json;
+    run.params = 2929;
+    int64_t id = begin_ok(db, &run);
+    sb_run_metrics m = sb_results_metrics_unknown();
+    m.test_acc = acc;
+    end_ok(db, id, status, strcmp(status, "finished") == 0 ? NULL : "why", &m);
+    free(json);
+}
+
+/* Diverged and unfinished runs are left out of the means, and counted: seeds 1 and 2
+ * finished (0.62, 0.66: mean 0.64); seed 3 diverged with the accuracy of its last
+ * evaluation (0.99), seed 4 failed (0.98). */
+static void test_report_leaves_out_diverged(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    add_setting_run(db, 1, "finished", 0.62);
+    add_setting_run(db, 2, "finished", 0.66);
+    add_setting_run(db, 3, "diverged", 0.99);
+    add_setting_run(db, 4, "failed", 0.98);
+    sb_results_close(db);
+    char out[700];
+    snprintf(out, sizeof out, "%s/report", fx->dir);
+    sb_report_summary sum;
+    sb_error err = {0};
+    if (sb_report_generate(fx->path, out, &sum, &err) != SB_OK)
+        fail_msg("report: %s", err.msg);
+    assert_int_equal(sum.runs_read, 4);
+    assert_int_equal(sum.runs_used, 2);
+    assert_int_equal(sum.runs_diverged, 1);
+    assert_int_equal(sum.runs_unfinished, 1);
+    assert_int_equal(sum.runs_unusable, 0);
+    FILE *f = fopen(sum.table_path, "r");
+    assert_non_null(f);
+    char line[2048];
+    int rows = 0, said = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        said += strstr(line, "From `") != NULL &&
+                strstr(line, ": 4 runs, 2 finished and placed in a figure. Left out of every "
+                             "figure and mean: 1 diverged run, 1 unfinished run (failed, "
+                             "stopped or running); `selectivbench results` shows why.") != NULL;
+        if (strncmp(line, "| gru |", 7) != 0)
+            continue;
+        rows++;
+        if (strstr(line, "| 0.6400 | 0.0200 | 2 | 0.003 |") == NULL)
+            fail_msg("report.md row: %s", line);
+    }
+    fclose(f);
+    assert_int_equal(rows, 1);
+    assert_int_equal(said, 1);
+}
+
 /* ---- yardsticks: the cache of ceilings, a run's ceiling and effective memory ------------- */
 
 static sb_ceiling sample_ceiling(double expected)
@@ -1511,6 +1577,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_best_setting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_leaves_out_diverged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ceiling_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_yardsticks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_task_ceiling_cached, setup, teardown),
