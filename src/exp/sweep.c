@@ -271,6 +271,17 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
             st = bad(&ld, yaml_document_get_node(&ld.doc, p->key), "a parameter name must be a word");
             goto done;
         }
+        /* YAML forbids a key twice; W&B's reader keeps the last one, the grid here would
+         * have both, so neither guess is made */
+        for (int j = 0; j < i; j++) {
+            if (strcmp(s->params[j].name, name) == 0) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "parameter '%.60s' is given twice; keep one of them",
+                         name);
+                st = bad(&ld, yaml_document_get_node(&ld.doc, p->key), msg);
+                goto done;
+            }
+        }
         s->params[i].name = dup_str(name);
         s->n_params++;
         if ((st = load_param(&ld, &s->params[i], yaml_document_get_node(&ld.doc, p->value))) != SB_OK)
