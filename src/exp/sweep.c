@@ -289,6 +289,15 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
         if ((st = expand_all_models(&s->params[i], err)) != SB_OK)
             goto done;
     }
+    /* the number of runs must fit sb_sweep_count's int64_t */
+    int64_t n_runs = 1;
+    for (int i = 0; i < s->n_params; i++) {
+        if (n_runs > INT64_MAX / s->params[i].n_values) {
+            st = bad(&ld, params, "the grid has more than 2^63 runs; split it into several files");
+            goto done;
+        }
+        n_runs *= s->params[i].n_values;
+    }
     qsort(s->params, (size_t)s->n_params, sizeof *s->params, cmp_param);
 
     yaml_node_t *command = map_get(&ld, root, "command");

@@ -6,6 +6,7 @@
  *     flags disagreed with sb_sweep_run_matches);
  *   - ${args} more than once in a sweep's command repeats the parameters at each place (the
  *     flags array was sized for one: a heap overflow);
+ *   - a grid of more than 2^63 runs is refused (sb_sweep_count overflowed);
  *   - a damaged results database with NULL in the NOT NULL columns hash and status reads
  *     them as "" (callers compared NULL);
  *   - a cached ceiling's counts outside [0, 2^53] read as 0 (the conversion was undefined).
@@ -73,6 +74,24 @@ static void test_sweep_args_macro_repeated(void **state)
     sb_sweep_free(s);
 }
 
+static void test_sweep_grid_too_large(void **state)
+{
+    (void)state;
+    /* 64 parameters of 2 values: 2^64 runs; 62 of them (2^62 runs) fit */
+    char text[4096] = "method: grid\nparameters:\n";
+    for (int i = 0; i < 64; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "  p%02d: {values: [a, b]}\n", i);
+    sb_sweep *s = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_sweep_load_text("wide.yaml", text, strlen(text), &s, &err), SB_ERR_INVALID);
+    assert_string_equal(err.msg, "sweep file 'wide.yaml', line 3: the grid has more than 2^63 "
+                                 "runs; split it into several files");
+    *strstr(text, "  p62") = '\0';
+    assert_int_equal(sb_sweep_load_text("wide.yaml", text, strlen(text), &s, &err), SB_OK);
+    assert_true(sb_sweep_count(s) == INT64_C(1) << 62);
+    sb_sweep_free(s);
+}
+
 static void test_results_null_hash_status(void **state)
 {
     (void)state;
@@ -122,6 +141,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sweep_parameter_twice),
         cmocka_unit_test(test_sweep_args_macro_repeated),
+        cmocka_unit_test(test_sweep_grid_too_large),
         cmocka_unit_test(test_results_null_hash_status),
         cmocka_unit_test(test_ceiling_counts_out_of_range),
     };
