@@ -9,8 +9,8 @@
 set -u
 build=${1:?usage: run_fuzz.sh BUILD_DIR SECONDS}
 seconds=${2:?usage: run_fuzz.sh BUILD_DIR SECONDS}
-cd "$(dirname "$0")/../.."
-build=$(cd "$build" && pwd)
+build=$(cd "$build" && pwd) || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 
 failed=0
 mkdir -p "$build/crashes"
