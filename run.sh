@@ -3,6 +3,8 @@
 #
 #   ./run.sh demo     install what is missing, build, run `selectivbench demo`
 #   ./run.sh test     install what is missing, build, run the whole test suite
+#   ./run.sh test-torch  build, run the PyTorch round trip (ctest -L torch; skipped, with
+#                     one line, without python3-torch)
 #   ./run.sh asan     the test suite under AddressSanitizer + UBSan (build-asan/)
 #   ./run.sh clang    build with clang, warnings as errors (build-clang/; installs clang)
 #   ./run.sh fuzz [S] every libFuzzer target of tests/fuzz/ for S seconds (default 60), with
@@ -35,6 +37,11 @@ case "$cmd" in
     scripts/install-deps.sh
     build build -DSB_WERROR=ON
     cd build && exec ctest --output-on-failure "$@"
+    ;;
+  test-torch)
+    scripts/install-deps.sh
+    build build -DSB_WERROR=ON
+    cd build && exec ctest -L torch -V "$@"
     ;;
   asan)
     scripts/install-deps.sh
@@ -79,7 +86,7 @@ case "$cmd" in
     exec clang-format -i $(find src include tests bench -name '*.[ch]' 2>/dev/null)
     ;;
   *)
-    echo "usage: ./run.sh demo|test|asan|clang|fuzz [SECONDS]|bench|build|fmt" >&2
+    echo "usage: ./run.sh demo|test|test-torch|asan|clang|fuzz [SECONDS]|bench|build|fmt" >&2
     exit 2
     ;;
 esac

@@ -12,6 +12,8 @@ logits with ours. With OUT_CKPT it also writes the reference model's own state_d
 (after a few random updates) as a safetensors file, for the reverse check
 (`selectivbench eval OUT_CKPT --dump ...` must reproduce the logits printed here).
 Needs only torch and numpy (safetensors files are read and written by hand).
+tools/torch_roundtrip.py (tests/cli/test_torch.sh, `./run.sh test-torch`) runs both
+directions automatically on freshly trained tiny models.
 """
 import json
 import struct

@@ -57,7 +57,9 @@ typedef enum sb_status {
     SB_ERR_IO = 2,       /* a file could not be read or written */
     SB_ERR_NOMEM = 3,    /* an allocation failed */
     SB_ERR_RUNTIME = 4,  /* the computation could not finish */
-    SB_ERR_DIVERGED = 5, /* training met a NaN or infinite loss */
+    SB_ERR_DIVERGED = 5, /* training met a NaN or infinite loss, or a loss far above its start */
+    SB_ERR_EXCLUDED = 6, /* a configuration the reference itself does not run (train.py skips
+                            it): refused, but as the paper's grids expect, not as bad input */
 } sb_status;
 
 #define SB_ERROR_MSG_MAX 512
@@ -70,7 +72,7 @@ typedef struct sb_error {
 } sb_error;
 
 /* A short name for a status ("ok", "invalid argument", "i/o error", "out of memory",
- * "runtime error", "diverged"; "unknown status" otherwise). Never NULL. */
+ * "runtime error", "diverged", "excluded"; "unknown status" otherwise). Never NULL. */
 const char *sb_status_name(sb_status status);
 
 /* The message in err ("" for NULL or an error never set). Owned by err. */
@@ -367,12 +369,23 @@ typedef struct sb_train_settings {
      * end) and the run went on: with this callback the call's status is training's alone;
      * without it (NULL) the failure is the call's error. */
     void (*on_db_warning)(const char *msg, int at_end, void *user);
+    /* A stop request, polled once per update on the training thread (NULL: never stop).
+     * When it returns nonzero the run ends after that update (unless it was the last):
+     * the checkpoint that `resume` continues from is written (with save_checkpoint or
+     * checkpoint_path), the run is recorded as "interrupted" with the update in its
+     * reason, and sb_train_config returns SB_OK with status "interrupted". It is called
+     * often: keep it cheap (the command line returns a flag its signal handlers set; the
+     * library installs no signal handlers). */
+    int (*should_stop)(void *user);
 } sb_train_settings;
 
 /* What a training run gave. Unknown numbers are NaN. */
 typedef struct sb_train_outcome {
-    char status[16];                /* "finished", "diverged" or "failed" */
-    char reason[SB_ERROR_MSG_MAX];  /* why it failed or diverged, else "" */
+    char status[16];                /* "finished", "diverged", "failed" or "interrupted"
+                                       (settings->should_stop); "" when nothing trained
+                                       because the results could not be set up, or the run
+                                       is locked (locked_by) */
+    char reason[SB_ERROR_MSG_MAX];  /* why it failed, diverged or was interrupted, else "" */
     double test_acc, test_loss;     /* the final evaluation */
     double train_acc, train_loss;   /* training averages before it */
     uint64_t params;
@@ -387,15 +400,24 @@ typedef struct sb_train_outcome {
                                 or "" */
     int grad_acc;            /* micro-batches per update */
     char finished_at[32];    /* cached: when the stored run finished (UTC ISO-8601), else "" */
+    /* with results_dir: another process is training this run (it holds the run's lock,
+     * RESULTS/locks/RUN_HASH.lock beside the database): its pid, or -1 when it cannot be
+     * named; nothing was trained and the call failed with SB_ERR_RUNTIME. 0 otherwise. */
+    long locked_by;
 } sb_train_outcome;
 
 /* Trains the model of cfg on its task (train.py's run: one pass over the training set,
  * evaluations every epoch_size samples and at the end), reporting progress through
  * settings->progress (settings may be NULL: in memory, every core, no callback). *out is
  * filled even on failure (status and reason). With a results folder the run's rows and
- * yardsticks are recorded as `selectivbench train` records them.
+ * yardsticks are recorded as `selectivbench train` records them, and the run is locked
+ * while it trains: one process at a time trains a run hash in a database. With resume,
+ * a run the database has as interrupted (or failed) keeps the evaluations of its earlier
+ * attempt up to the checkpoint it continues from.
  * Errors: those of sb_config_check; SB_ERR_IO for the results folder or database;
- * SB_ERR_DIVERGED for a NaN or infinite loss (status "diverged"); SB_ERR_NOMEM. */
+ * SB_ERR_RUNTIME when another process trains the run (out->locked_by); SB_ERR_DIVERGED when
+ * the run diverged (status "diverged", the reason in out: a NaN or infinite loss, gradient
+ * norm or test loss, or an exploding training loss, see docs/training.md); SB_ERR_NOMEM. */
 sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *settings,
                           sb_train_outcome *out, sb_error *err);
 
@@ -408,9 +430,10 @@ typedef struct sb_eval_outcome {
 /* Evaluates the checkpoint at `checkpoint` on the test split of cfg, or of the configuration
  * recorded in the checkpoint when cfg is NULL (override test keys such as test_dur by
  * passing a configuration from sb_checkpoint_config with keys changed). threads 0: every
- * core. Errors: SB_ERR_IO for a missing or corrupt file; SB_ERR_INVALID for a checkpoint
- * whose tensors do not fit the model of the configuration, or without our metadata when cfg
- * is NULL; those of sb_config_check. */
+ * core. Errors: SB_ERR_IO for a missing or corrupt file, or damaged metadata of ours;
+ * SB_ERR_INVALID for a checkpoint whose tensors do not fit the model of the configuration
+ * or hold a NaN or an infinity (the message names the tensor and the count), or without
+ * our metadata when cfg is NULL; those of sb_config_check. */
 sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, int threads,
                                  sb_eval_outcome *out, sb_error *err);
 
@@ -418,8 +441,10 @@ sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, i
 
 /* A new configuration read from the metadata of a checkpoint written by this library
  * (the safetensors file holds the reference model's state_dict). Errors: SB_ERR_IO for a
- * missing or corrupt file, SB_ERR_INVALID for a file without our metadata. (Checkpoints are
- * written by sb_train_config with a results folder and save_checkpoint.) */
+ * missing or corrupt file, or a recorded configuration that does not pass sb_config_check
+ * (the message names the file and the metadata key: damaged, or from another version);
+ * SB_ERR_INVALID for a file without our metadata. (Checkpoints are written by
+ * sb_train_config with a results folder and save_checkpoint.) */
 sb_status sb_checkpoint_config(const char *path, sb_config **out, sb_error *err);
 
 /* ---- results databases ------------------------------------------------------------------- */
@@ -449,17 +474,23 @@ void sb_results_close(sb_results *db);
 typedef struct sb_result_row {
     char run_hash[17];
     char model[32];
-    char status[16];         /* "running", "finished", "failed" or "diverged" */
+    char status[16];         /* "running", "finished", "failed", "diverged" or "interrupted"
+                                (stopped by a signal; its checkpoint resumes it) */
     char protocol[16];       /* "reference" or "clean" */
     int64_t params;
     double test_acc, test_loss, train_acc, train_loss;
     double wall_s, tokens_per_s;
     double ceiling, effective_memory; /* the yardsticks, as stored */
     char finished_at[32];    /* UTC ISO-8601 */
-    char reason[SB_ERROR_MSG_MAX]; /* why it failed or diverged, else "" */
+    char reason[SB_ERROR_MSG_MAX]; /* why it failed, diverged or was interrupted, else "" */
     double flops_per_token;  /* the model's forward FLOPs per token */
     int64_t state_size;      /* floats the model carries from one frame to the next */
+    int64_t attempts;        /* times the run was started (a resume or a retry adds one) */
 } sb_result_row;
+
+/* The statuses a stored run can have ("running", "finished", ...): a NULL-terminated list,
+ * the one the command line's filters accept. Static; never NULL. */
+const char *const *sb_results_statuses(void);
 
 /* Number of runs stored, of every model (model NULL) or of one. Errors: SB_ERR_IO. */
 sb_status sb_results_count(sb_results *db, const char *model, size_t *count, sb_error *err);
@@ -505,7 +536,8 @@ sb_status sb_results_integrity_check(sb_results *db, int *ok, sb_error *err);
  * sb_train_config in memory), with outcome's status, reason and metrics, and its
  * yardsticks (the task's ceiling is computed once per task and cached in the database).
  * Errors: SB_ERR_INVALID when the database already has this run finished, or the status is
- * not "finished", "failed" or "diverged"; those of sb_results_open and sb_config_check. */
+ * not "finished", "failed", "diverged" or "interrupted"; SB_ERR_RUNTIME when another
+ * process is training the run; those of sb_results_open and sb_config_check. */
 sb_status sb_results_record(const char *db_path, const sb_config *cfg,
                             const sb_train_outcome *outcome, sb_error *err);
 
@@ -514,7 +546,8 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
 typedef struct sb_sweep sb_sweep;
 
 /* Reads a sweep file. *out is freed with sb_sweep_free. Errors (SB_ERR_INVALID, or SB_ERR_IO
- * when unreadable) name the file and the line. */
+ * when unreadable) name the file and the line: malformed YAML, a key given twice in one
+ * mapping, an unknown key, a parameter without values; a grid of more than INT64_MAX runs. */
 sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err);
 
 /* The same from text in memory (len bytes, e.g. a built-in preset); `path` names it in
@@ -525,7 +558,8 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
 /* Frees a sweep (NULL is allowed). */
 void sb_sweep_free(sb_sweep *s);
 
-/* Number of runs of the sweep's grid. */
+/* Number of runs of the sweep's grid (the product of its parameters' value counts; never
+ * listed in memory). */
 int64_t sb_sweep_count(const sb_sweep *s);
 
 /* A new configuration: run k of the grid (0 <= k < count), the sweep's fixed flags then the
@@ -536,6 +570,53 @@ sb_status sb_sweep_config(const sb_sweep *s, int64_t k, sb_config **out, sb_erro
 /* Checks that every parameter of the grid is a train flag (a key or one of train's own
  * switches). Errors: SB_ERR_INVALID naming the file and the first parameter that is not. */
 sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err);
+
+/* Run k (0 <= k < count) checked exactly as sb_sweep_run checks it before it starts its
+ * worker: its configuration built from the file (sb_sweep_config) and checked across keys
+ * and against the model registry (sb_config_check). On success *out (when out is not NULL)
+ * is that configuration, freed with sb_config_free. Errors: SB_ERR_INVALID with the reason
+ * sb_sweep_run would refuse the run for (the message names the flag), or for k out of
+ * range; SB_ERR_NOMEM. */
+sb_status sb_sweep_check_run(const sb_sweep *s, int64_t k, sb_config **out, sb_error *err);
+
+/* ---- selecting runs ---------------------------------------------------------------------- */
+
+/* The most runs one sweep selects (sb_sweep_select, and sb_sweep_run without a selection):
+ * every run is a process of its own and a selection to run is listed in memory, so more is
+ * a grid to narrow with filters, shards or a limit. */
+#define SB_SWEEP_MAX_RUNS 10000000
+
+typedef struct sb_sweep_selection sb_sweep_selection;
+
+typedef struct sb_sweep_select_options {
+    /* n_filters texts "NAME=VALUE": only runs whose parameter NAME has the value VALUE, as
+     * written in the file (several filters: every one holds) */
+    const char *const *filters;
+    int n_filters;
+    /* only the filtered runs at positions shard_index, shard_index + shard_count, ... (one
+     * shard per machine); shard_count 0: no sharding */
+    int64_t shard_index, shard_count;
+    int64_t limit; /* at most the first `limit` of those; 0: no limit */
+} sb_sweep_select_options;
+
+/* The runs of s that opts selects (NULL: every run), in grid order, without listing them:
+ * sizes and runs are computed, so a grid of 10^18 runs takes no memory. *out is freed with
+ * sb_sweep_selection_free and must not outlive s. Errors (SB_ERR_INVALID): a filter that is
+ * not NAME=VALUE, names no parameter of the grid or a value the parameter does not take
+ * (the message lists them); a shard outside 0 <= index < count; a negative limit; more than
+ * SB_SWEEP_MAX_RUNS runs selected (the message gives the grid's and the selection's sizes).
+ * SB_ERR_NOMEM. */
+sb_status sb_sweep_select(const sb_sweep *s, const sb_sweep_select_options *opts,
+                          sb_sweep_selection **out, sb_error *err);
+
+/* How many runs the selection has (at most SB_SWEEP_MAX_RUNS). */
+int64_t sb_sweep_selection_size(const sb_sweep_selection *sel);
+
+/* The grid index k of run i of the selection (0 <= i < size); -1 for i out of range. */
+int64_t sb_sweep_selection_run(const sb_sweep_selection *sel, int64_t i);
+
+/* Frees a selection (NULL is allowed). */
+void sb_sweep_selection_free(sb_sweep_selection *sel);
 
 /* Whether the grid has a parameter of this name. */
 int sb_sweep_has_param(const sb_sweep *s, const char *name);
@@ -561,6 +642,9 @@ typedef enum sb_sweep_update_kind {
     SB_SWEEP_UPDATE_PROGRESS = 1, /* run `run` reported progress (about twice a second) */
     SB_SWEEP_UPDATE_ENDED = 2,    /* run `run` is settled; `outcome` says how */
     SB_SWEEP_UPDATE_TICK = 3,     /* about twice a second while runs go: the counts only */
+    SB_SWEEP_UPDATE_WAITING = 4,  /* another process is training run `run` (locked_by): it is
+                                     put aside and taken again when that process lets go;
+                                     slot: the worker that found it locked, or -1 */
 } sb_sweep_update_kind;
 
 typedef struct sb_sweep_update {
@@ -569,8 +653,11 @@ typedef struct sb_sweep_update {
     const char *hash;       /* its run hash ("" when its configuration could not be built) */
     int64_t step, total_steps; /* PROGRESS: the worker's last record */
     double loss, acc, tokens_per_s, eta_s;
-    const char *outcome;    /* ENDED: "done", "failed", "diverged", "skipped" or "refused" */
-    const char *reason;     /* ENDED: why it failed or was refused; NULL otherwise */
+    const char *outcome;    /* ENDED: "done", "failed", "diverged", "skipped", "refused",
+                               "excluded" (a run the reference does not run either: see
+                               SB_ERR_EXCLUDED) or "interrupted" (stopped by a signal with a
+                               checkpoint: the next sb_sweep_run continues it) */
+    const char *reason;     /* ENDED: why it failed, was refused or excluded; NULL otherwise */
     double test_acc;        /* ENDED: the run's final test accuracy; NaN when unknown */
     int slot;               /* the run's worker, 0..workers-1; -1 when no worker ran it */
     const sb_config *config; /* the run's configuration; NULL when it was not built (TICK) */
@@ -584,6 +671,9 @@ typedef struct sb_sweep_update {
     int done, failed, skipped, refused, running;
     int64_t n_runs;
     double sweep_elapsed_s; /* seconds since the sweep began */
+    int interrupted;        /* runs interrupted so far (not in `failed`) */
+    long locked_by;         /* WAITING: the pid of the process training the run (-1: unknown) */
+    int excluded;           /* runs excluded so far (not in `refused`) */
 } sb_sweep_update;
 
 typedef void (*sb_sweep_update_fn)(const sb_sweep_update *u, void *user);
@@ -598,21 +688,29 @@ typedef struct sb_sweep_run_options {
     const char *worker_exe;
     sb_sweep_update_fn on_update; /* may be NULL */
     void *user;                   /* passed to on_update and cancel */
-    int (*cancel)(void *user);    /* polled about twice a second; nonzero stops the sweep (may
-                                     be NULL) */
+    /* Polled about twice a second (may be NULL). Nonzero stops the sweep: no new run starts
+     * and the running workers are sent SIGINT when it returns SIGINT, SIGTERM for any other
+     * nonzero value, once; each stops after its current update, writes its checkpoint and
+     * records its run as "interrupted" (exit 130 or 75), and sb_sweep_run waits for them and
+     * returns SB_ERR_RUNTIME. The command line returns the signal it caught. */
+    int (*cancel)(void *user);
     const char *db;               /* the results database; NULL: RESULTS/selectivbench.db */
     const int64_t *runs;          /* the runs to run (indices into the grid), in order; NULL:
-                                     every run of the grid */
-    int64_t n_runs;               /* how many runs[] holds */
+                                     every run of the grid (at most SB_SWEEP_MAX_RUNS) */
+    int64_t n_runs;               /* how many runs[] holds (at most SB_SWEEP_MAX_RUNS) */
 } sb_sweep_run_options;
 
 /* Runs every run of the sweep's grid (or of opts->runs) that its results database does not
- * hold as finished (an interrupted sweep resumes), each in a worker process, recording every
- * run in the database (opts->db, default RESULTS/selectivbench.db). Updates go to opts->on_update from the calling thread. The
+ * hold as finished (an interrupted sweep resumes; an interrupted run continues from its
+ * checkpoint), each in a worker process, recording every run in the database (opts->db,
+ * default RESULTS/selectivbench.db). A run another process is training is put aside and
+ * taken when it is free (SB_SWEEP_UPDATE_WAITING). Updates go to opts->on_update from the calling thread. The
  * counts at the end are in the last update (and in *done_out etc. when not NULL).
+ * A run is refused (outcome "refused", not started) when sb_sweep_check_run refuses it.
  * Returns SB_OK when every run was settled, whatever the runs' outcomes; SB_ERR_INVALID for
- * bad options (no worker_exe), SB_ERR_IO when the results folder or database cannot be set
- * up, SB_ERR_RUNTIME when cancelled. Nothing is printed. */
+ * bad options (no worker_exe, a run outside the grid, more than SB_SWEEP_MAX_RUNS runs:
+ * select them with sb_sweep_select), SB_ERR_IO when the results folder or database cannot
+ * be set up, SB_ERR_NOMEM, SB_ERR_RUNTIME when cancelled. Nothing is printed. */
 sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int *done_out,
                        int *failed_out, sb_error *err);
 
@@ -1042,6 +1140,10 @@ typedef struct sb_report_outcome {
     int yardsticks_missing;  /* runs drawn without their yardsticks */
     char yardsticks_error[SB_ERROR_MSG_MAX]; /* why, for the first of them */
     char table_path[4096];   /* report.md */
+    /* runs left out of every figure and mean (runs_read - runs_used): diverged, unfinished
+     * (failed, stopped, running), or finished without a test accuracy; of them, diverged */
+    int runs_left_out;
+    int runs_diverged;
 } sb_report_outcome;
 
 /* Reads the results database at db_path and writes the paper's figures and report.md into

@@ -19,6 +19,17 @@ sb_status sb_results_path(const char *results_dir, char *out, size_t size, sb_er
     return sb_run_store_db_path(results_dir, out, size, err);
 }
 
+/* Every status of a stored run, in the order of a run's life: the one list the command
+ * line's --status filters take. A new status is one line here (and its meaning in
+ * exp/results.c). */
+static const char *const run_statuses[] = {"running", "finished", "failed", "diverged",
+                                            "interrupted", NULL};
+
+const char *const *sb_results_statuses(void)
+{
+    return run_statuses;
+}
+
 /* A stored row as the public record. */
 static void row_copy(sb_result_row *dst, const sb_run_row *src)
 {
@@ -42,6 +53,7 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     dst->effective_memory = src->effective_memory;
     dst->flops_per_token = src->flops_per_token;
     dst->state_size = src->state_size;
+    dst->attempts = src->attempts;
 }
 
 /* The stored row of the run with this hash (cleared with sb_results_run_row_clear);
@@ -178,9 +190,11 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
     SB_API_REQUIRE(outcome, err);
     const char *status = outcome->status;
     if (strcmp(status, "finished") != 0 && strcmp(status, "failed") != 0 &&
-        strcmp(status, "diverged") != 0)
+        strcmp(status, "diverged") != 0 && strcmp(status, "interrupted") != 0)
         return sb_error_set(err, SB_ERR_INVALID,
-                            "a run is recorded as finished, failed or diverged, not '%s'", status);
+                            "a run is recorded as finished, failed, diverged or interrupted, "
+                            "not '%s'",
+                            status);
     sb_status st = sb_run_config_check(&cfg->run, err);
     if (st != SB_OK)
         return st;
@@ -188,9 +202,10 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
     sb_run_row stored;
     memset(&stored, 0, sizeof stored);
     int finished = 0;
+    long locked_by = 0;
     st = sb_run_record_begin(&rec, db_path, &cfg->run,
-                             outcome->checkpoint[0] != '\0' ? outcome->checkpoint : NULL, 0,
-                             &finished, &stored, err);
+                             outcome->checkpoint[0] != '\0' ? outcome->checkpoint : NULL, 0, 0,
+                             &finished, &locked_by, &stored, err);
     if (st != SB_OK)
         return st;
     if (finished) {
@@ -237,6 +252,8 @@ sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_ou
         out->yardsticks_missing = sum.yardsticks_missing;
         snprintf(out->yardsticks_error, sizeof out->yardsticks_error, "%s", sum.yardsticks_error);
         snprintf(out->table_path, sizeof out->table_path, "%s", sum.table_path);
+        out->runs_left_out = sum.runs_read - sum.runs_used;
+        out->runs_diverged = sum.runs_diverged;
     }
     return st;
 }

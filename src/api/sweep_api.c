@@ -1,7 +1,8 @@
 /* sweep_api.c - the public API's sweeps (selectivbench.h): the configuration of one run of a
- * sweep file's grid and running the grid, over src/exp/sweep_exec.c. sb_sweep_load,
- * sb_sweep_load_text, sb_sweep_free, sb_sweep_count, sb_sweep_run_matches,
- * sb_sweep_run_args and sb_sweep_args_free are sweep.c's own, sb_sweep_check_params
+ * sweep file's grid, its check, and running a selection of the grid, over
+ * src/exp/sweep_exec.c. sb_sweep_load, sb_sweep_load_text, sb_sweep_free, sb_sweep_count,
+ * sb_sweep_run_matches, sb_sweep_run_args, sb_sweep_args_free and the selections
+ * (sb_sweep_select, sb_sweep_selection_*) are sweep.c's own, sb_sweep_check_params
  * sweep_exec.c's. */
 #include <fcntl.h>
 #include <math.h>
@@ -24,6 +25,23 @@ sb_status sb_sweep_config(const sb_sweep *s, int64_t k, sb_config **out, sb_erro
     sb_run_config run;
     sb_status st = sb_sweep_run_config(s, k, &run, err);
     if (st != SB_OK)
+        return st;
+    return sb_api_config_new(&run, out, err);
+}
+
+sb_status sb_sweep_check_run(const sb_sweep *s, int64_t k, sb_config **out, sb_error *err)
+{
+    if (out != NULL)
+        *out = NULL;
+    SB_API_REQUIRE(s, err);
+    int64_t n_runs = sb_sweep_count(s);
+    if (k < 0 || k >= n_runs)
+        return sb_error_set(err, SB_ERR_INVALID, "sweep file '%s': run %lld is outside [0, %lld)",
+                            s->path, (long long)k, (long long)n_runs);
+    sb_run_config run;
+    int built = 0;
+    sb_status st = sb_sweep_run_validate(s, k, &run, &built, err);
+    if (st != SB_OK || out == NULL)
         return st;
     return sb_api_config_new(&run, out, err);
 }
@@ -55,6 +73,7 @@ static void forward_event(const sb_sweep_event *ev, void *user)
     case SB_SWEEP_RUN_PROGRESS: u.kind = SB_SWEEP_UPDATE_PROGRESS; break;
     case SB_SWEEP_RUN_ENDED: u.kind = SB_SWEEP_UPDATE_ENDED; break;
     case SB_SWEEP_TICK: u.kind = SB_SWEEP_UPDATE_TICK; break;
+    case SB_SWEEP_RUN_WAITING: u.kind = SB_SWEEP_UPDATE_WAITING; break;
     }
     u.run = ev->kind == SB_SWEEP_TICK ? -1 : ev->run;
     u.hash = ev->hash != NULL ? ev->hash : "";
@@ -88,6 +107,9 @@ static void forward_event(const sb_sweep_event *ev, void *user)
     u.failed = ev->tally.failed;
     u.skipped = ev->tally.skipped;
     u.refused = ev->tally.refused;
+    u.excluded = ev->tally.excluded;
+    u.interrupted = ev->tally.interrupted;
+    u.locked_by = ev->locked_by;
     u.running = ev->running;
     u.n_runs = ev->n_runs;
     fw->opts->on_update(&u, fw->opts->user);
@@ -98,6 +120,48 @@ static int forward_cancel(void *user)
 {
     const sweep_forward *fw = user;
     return fw->opts->cancel(fw->opts->user);
+}
+
+/* The runs opts gives (or the whole grid) must be at most SB_SWEEP_MAX_RUNS runs of the
+ * grid: a grid is never listed beyond that. */
+static sb_status check_runs(const sb_sweep *s, const sb_sweep_run_options *opts, sb_error *err)
+{
+    int64_t grid = sb_sweep_count(s);
+    if (opts->runs == NULL && opts->n_runs != 0)
+        return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_run: opts->n_runs %lld without runs",
+                            (long long)opts->n_runs);
+    if (opts->runs == NULL && grid > SB_SWEEP_MAX_RUNS)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sb_sweep_run: sweep file '%s' has %lld runs, more than the %d one "
+                            "sweep takes; pass a selection in opts->runs (sb_sweep_select)",
+                            s->path, (long long)grid, SB_SWEEP_MAX_RUNS);
+    if (opts->n_runs < 0 || opts->n_runs > SB_SWEEP_MAX_RUNS)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sb_sweep_run: opts->n_runs %lld is outside [0, %d] (the most runs "
+                            "one sweep takes)",
+                            (long long)opts->n_runs, SB_SWEEP_MAX_RUNS);
+    for (int64_t i = 0; opts->runs != NULL && i < opts->n_runs; i++)
+        if (opts->runs[i] < 0 || opts->runs[i] >= grid)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "sb_sweep_run: opts->runs[%lld] = %lld is outside the grid of "
+                                "sweep file '%s' [0, %lld)",
+                                (long long)i, (long long)opts->runs[i], s->path, (long long)grid);
+    return SB_OK;
+}
+
+/* Every run of the grid (at most SB_SWEEP_MAX_RUNS, check_runs saw to it) as a list. */
+static sb_status list_grid(const sb_sweep *s, int64_t **out, sb_error *err)
+{
+    int64_t n_runs = sb_sweep_count(s);
+    int64_t *all = malloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *all);
+    if (all == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing the %lld runs of sweep "
+                                               "file '%s'",
+                            (long long)n_runs, s->path);
+    for (int64_t k = 0; k < n_runs; k++)
+        all[k] = k;
+    *out = all;
+    return SB_OK;
 }
 
 sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int *done_out,
@@ -113,20 +177,14 @@ sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int 
         return sb_error_set(err, SB_ERR_INVALID,
                             "sb_sweep_run: workers %d and threads %d must not be negative",
                             opts->workers, opts->threads);
-    if (opts->runs == NULL && opts->n_runs != 0)
-        return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_run: opts->n_runs %lld without runs",
-                            (long long)opts->n_runs);
+    int64_t *all = NULL;
+    sb_status st = check_runs(s, opts, err);
+    if (st == SB_OK && opts->runs == NULL)
+        st = list_grid(s, &all, err);
+    if (st != SB_OK)
+        return st;
     /* the selection, or every run of the grid */
     int64_t n_runs = opts->runs != NULL ? opts->n_runs : sb_sweep_count(s);
-    int64_t *all = NULL;
-    if (opts->runs == NULL) {
-        all = malloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *all);
-        if (all == NULL)
-            return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %lld runs",
-                                (long long)n_runs);
-        for (int64_t k = 0; k < n_runs; k++)
-            all[k] = k;
-    }
     const int64_t *runs = opts->runs != NULL ? opts->runs : all;
     sweep_forward fw = {opts};
     sb_sweep_exec_opts eo = {
@@ -140,7 +198,7 @@ sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int 
         .cancel = opts->cancel != NULL ? forward_cancel : NULL,
     };
     sb_sweep_tally tally = {0};
-    sb_status st = sb_sweep_execute(s, runs, n_runs, &eo, &tally, err);
+    st = sb_sweep_execute(s, runs, n_runs, &eo, &tally, err);
     free(all);
     if (done_out != NULL)
         *done_out = tally.done;

@@ -130,7 +130,8 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
         memset(&stored, 0, sizeof stored);
         st = sb_run_record_begin(&sinks.rec, out->database, run,
                                  out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
-                                 settings->force, &finished, &stored, err);
+                                 settings->force, settings->resume, &finished, &out->locked_by,
+                                 &stored, err);
         if (st != SB_OK)
             return st;
         if (finished) {
@@ -151,6 +152,8 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
         .resume = settings->resume,
         .callback = train_event,
         .user = &sinks,
+        .should_stop = settings->should_stop,
+        .stop_user = settings->user,
         .inject_nan_at = settings->inject_nan_at,
     };
     sb_train_result res;

@@ -47,8 +47,11 @@ int sb_cmd_report(int argc, char **argv)
     sb_report_outcome sum;
     if (sb_report_write(db_path, out, &sum, &err) != SB_OK)
         return sb_cli_fail("report", &err);
-    printf("%d runs read, %d used: %d figure%s (PNG, SVG, PDF) and %s\n", sum.runs_read,
-           sum.runs_used, sum.figures, sum.figures == 1 ? "" : "s", sum.table_path);
+    printf("%d runs read, %d used", sum.runs_read, sum.runs_used);
+    if (sum.runs_left_out > 0) /* out of every mean; report.md says which kinds */
+        printf(", %d left out (%d diverged)", sum.runs_left_out, sum.runs_diverged);
+    printf(": %d figure%s (PNG, SVG, PDF) and %s\n", sum.figures, sum.figures == 1 ? "" : "s",
+           sum.table_path);
     if (sum.yardsticks_missing > 0)
         fprintf(stderr,
                 "selectivbench report: warning: %d run%s drawn without yardsticks (ceiling, "

@@ -107,16 +107,86 @@ typedef struct results_rows {
     sb_error fill_err;  /* why, for the first of them */
 } results_rows;
 
+/* The registry's model names, NULL-terminated (malloc'd; the names are the registry's). */
+static const char **model_names(void)
+{
+    int n = sb_models_count();
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    for (int i = 0; names != NULL && i < n; i++)
+        names[i] = sb_models_name(i);
+    return names;
+}
+
+/* Whether the registry has a model of this name. */
+static int model_known(const char *name)
+{
+    for (int i = 0; i < sb_models_count(); i++)
+        if (strcmp(sb_models_name(i), name) == 0)
+            return 1;
+    return 0;
+}
+
+/* A --filter KEY=VALUE must name a key of the configuration and a value that key takes (a
+ * model of the registry for `model`): a typo is an error, not an empty table. */
+static sb_status check_filter(const char *filter, sb_config *scratch, sb_error *err)
+{
+    const char *eq = strchr(filter, '=');
+    if (eq == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "--filter '%s': write KEY=VALUE", filter);
+    char key[128];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
+    if (sb_config_key_find(key) < 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--filter '%s': '%s' is not a configuration key (selectivbench train "
+                            "--help lists them)",
+                            filter, key);
+    if (strcmp(key, "model") == 0 && !model_known(eq + 1))
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--filter '%s': unknown model '%s' (selectivbench models lists them)",
+                            filter, eq + 1);
+    sb_error why = {0};
+    if (sb_config_set_key(scratch, key, eq + 1, &why) != SB_OK)
+        return sb_error_set(err, SB_ERR_INVALID, "--filter '%s': %s", filter, why.msg);
+    return SB_OK;
+}
+
+/* Every --filter checked (check_filter). */
+static sb_status check_filters(const results_args *a, sb_error *err)
+{
+    sb_config *scratch = NULL;
+    sb_status st = sb_config_create(&scratch, err);
+    for (int f = 0; st == SB_OK && f < a->n_filters; f++)
+        st = check_filter(a->filters[f], scratch, err);
+    sb_config_free(scratch);
+    return st;
+}
+
+
 /* Parses the flags into a; returns -1 to go on, else the exit code. */
 static int results_parse(int argc, char **argv, results_args *a)
 {
     const char *filter_dummy = NULL;
+    /* --status and --model take a closed set: the library's statuses, the registry's models */
+    const char *const *statuses = sb_results_statuses();
+    const char **models = model_names();
+    int status_index = -1, model_index = -1;
+    char status_help[160] = "only runs with this status (";
+    for (int i = 0; statuses[i] != NULL; i++) {
+        strncat(status_help, statuses[i], sizeof status_help - strlen(status_help) - 1);
+        strncat(status_help, statuses[i + 1] != NULL ? ", " : ")",
+                sizeof status_help - strlen(status_help) - 1);
+    }
+    sb_error err = {0};
+    if (models == NULL) {
+        sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
+        return sb_cli_fail("results", &err);
+    }
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &a->db_path, 0, 0, NULL, "PATH",
          "results database (default results/" SB_RESULTS_DB_NAME ")", 0},
-        {"model", SB_OPT_STRING, &a->model, 0, 0, NULL, "NAME", "only runs of this model", 0},
-        {"status", SB_OPT_STRING, &a->status, 0, 0, NULL, "S",
-         "only runs with this status (finished, running, failed, diverged)", 0},
+        {"model", SB_OPT_CHOICE, &model_index, 0, 0, models, "NAME",
+         "only runs of this model (selectivbench models lists them)", 0},
+        {"status", SB_OPT_CHOICE, &status_index, 0, 0, statuses, "S", status_help, 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
          "only runs whose configuration has KEY = VALUE (repeatable)", 0},
         {"json", SB_OPT_SWITCH, &a->json, 0, 1, NULL, NULL, "print {\"runs\": [...]}", 0},
@@ -127,27 +197,34 @@ static int results_parse(int argc, char **argv, results_args *a)
         {"threads", SB_OPT_INT, &a->threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
     };
     /* the option table keeps one value per flag: the repeatable --filter is collected here */
+    int n_filters = 0;
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc && a->n_filters < MAX_FILTERS)
-            a->filters[a->n_filters++] = argv[i + 1];
-        else if (strncmp(argv[i], "--filter=", 9) == 0 && a->n_filters < MAX_FILTERS)
-            a->filters[a->n_filters++] = argv[i] + 9;
+        const char *f = strcmp(argv[i], "--filter") == 0 && i + 1 < argc ? argv[i + 1]
+                        : strncmp(argv[i], "--filter=", 9) == 0          ? argv[i] + 9
+                                                                          : NULL;
+        if (f != NULL && n_filters++ < MAX_FILTERS)
+            a->filters[a->n_filters++] = f;
     }
     const char *pos[1];
     int n_pos = 0;
     int rc = sb_cli_parse("results", "[DB] [--model M] [--status S] [--filter K=V] [--json|--csv]",
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
+    /* the chosen names are the library's own strings: they outlive the list */
+    a->status = status_index >= 0 ? statuses[status_index] : NULL;
+    a->model = model_index >= 0 ? models[model_index] : NULL;
+    free(models);
     if (rc >= 0)
         return rc;
     sb_cli_threads(a->threads);
     if (n_pos == 1)
         a->db_path = pos[0];
-    sb_error err = {0};
-    for (int f = 0; f < a->n_filters; f++)
-        if (strchr(a->filters[f], '=') == NULL) {
-            sb_error_set(&err, SB_ERR_INVALID, "--filter '%s': write KEY=VALUE", a->filters[f]);
-            return sb_cli_fail("results", &err);
-        }
+    if (n_filters > MAX_FILTERS) {
+        sb_error_set(&err, SB_ERR_INVALID, "--filter is given %d times; at most %d", n_filters,
+                     MAX_FILTERS);
+        return sb_cli_fail("results", &err);
+    }
+    if (check_filters(a, &err) != SB_OK)
+        return sb_cli_fail("results", &err);
     if (a->json && a->csv) {
         sb_error_set(&err, SB_ERR_INVALID, "choose one of --json and --csv");
         return sb_cli_fail("results", &err);
@@ -304,6 +381,8 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
         sb_jw_string(j, r->finished_at);
     else
         sb_jw_null(j);
+    sb_jw_key(j, "attempts");
+    sb_jw_int(j, r->attempts);
     sb_jw_object_end(j);
 }
 

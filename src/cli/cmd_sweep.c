@@ -4,10 +4,17 @@
  * Every run of the grid is `selectivbench train <the file's command flags> --name=value...`
  * in a worker process of its own (the library's sb_sweep_run; sweep_view.c prints its
  * progress), writing to one results database. Runs the database has as finished are
- * skipped, so running a sweep again resumes it. A run that cannot start (invalid configuration) or dies is recorded
- * with its reason. --shard i/N splits the grid across machines with no coordinator:
- * machine i takes runs k with k % N == i.
+ * skipped, so running a sweep again resumes it. A run that cannot start (invalid
+ * configuration) or dies is recorded with its reason; a sweep with refused or failed runs
+ * exits 1.
+ *
+ * The grid is never listed: the library's selection (sb_sweep_select) narrows each
+ * parameter to the --filter values, and --shard i/N (machines with no coordinator: machine i
+ * takes the filtered runs at positions i, i + N, ...) and --limit pick from it by index. A
+ * selection over SB_SWEEP_MAX_RUNS is refused. --dry_run and --hashes check every selected
+ * run exactly as the real sweep does (sb_sweep_check_run) and print one line per run.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +22,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/presets.h"
+#include "cli/signals.h"
 #include "cli/sweep_view.h"
 #include "selectivbench/selectivbench.h"
 
@@ -27,53 +35,63 @@ typedef struct sweep_flags {
     const char *shard;
     const char *filters[SWEEP_MAX_FILTERS];
     int n_filters;
+    const char *file; /* the sweep file or built-in preset */
 } sweep_flags;
 
-static int parse_shard(const char *text, int *index, int *count)
+/* Reads --shard I/N; returns 0 when it is not two integers with 0 <= I < N. */
+static int parse_shard(const char *text, int64_t *index, int64_t *count)
 {
     char *end;
-    long i = strtol(text, &end, 10);
-    if (end == text || *end != '/')
+    errno = 0;
+    long long i = strtoll(text, &end, 10);
+    if (end == text || *end != '/' || errno != 0)
         return 0;
-    long n = strtol(end + 1, &end, 10);
-    if (*end != '\0' || n < 1 || i < 0 || i >= n)
+    const char *n_text = end + 1;
+    long long n = strtoll(n_text, &end, 10);
+    if (end == n_text || *end != '\0' || errno != 0 || n < 1 || i < 0 || i >= n)
         return 0;
-    *index = (int)i;
-    *count = (int)n;
+    *index = i;
+    *count = n;
     return 1;
 }
 
-int sb_cmd_sweep(int argc, char **argv)
+/* Parses the flags into o; returns -1 to go on, else the exit code. */
+static int sweep_parse(int argc, char **argv, sweep_flags *o)
 {
-    sweep_flags o = {.workers = 1, .results = "results"};
     const char *filter = NULL;
     sb_option opts[] = {
-        {"dry_run", SB_OPT_SWITCH, &o.dry_run, 0, 1, NULL, NULL,
-         "print one line per run (its train flags) and the count; run nothing", 0},
-        {"hashes", SB_OPT_SWITCH, &o.hashes, 0, 1, NULL, NULL,
-         "print each selected run's run hash and training hash and the count; run nothing", 0},
-        {"workers", SB_OPT_INT, &o.workers, 1, 1024, NULL, "N", "runs at a time (default 1)", 0},
-        {"threads", SB_OPT_INT, &o.threads, 0, 1024, NULL, "T",
+        {"dry_run", SB_OPT_SWITCH, &o->dry_run, 0, 1, NULL, NULL,
+         "check each selected run as the sweep would and print its train flags (or why it is "
+         "refused) and the count; run nothing",
+         0},
+        {"hashes", SB_OPT_SWITCH, &o->hashes, 0, 1, NULL, NULL,
+         "print each selected run's run hash and training hash (or why it is refused) and the "
+         "count; run nothing",
+         0},
+        {"workers", SB_OPT_INT, &o->workers, 1, 1024, NULL, "N", "runs at a time (default 1)", 0},
+        {"threads", SB_OPT_INT, &o->threads, 0, 1024, NULL, "T",
          "threads per run (default: cores / workers)", 0},
-        {"results", SB_OPT_STRING, &o.results, 0, 0, NULL, "DIR",
+        {"results", SB_OPT_STRING, &o->results, 0, 0, NULL, "DIR",
          "results folder (default ./results)", 0},
-        {"db", SB_OPT_STRING, &o.db, 0, 0, NULL, "PATH",
+        {"db", SB_OPT_STRING, &o->db, 0, 0, NULL, "PATH",
          "results database (default DIR/" SB_RESULTS_DB_NAME ")", 0},
-        {"limit", SB_OPT_INT, &o.limit, 0, 1e9, NULL, "K", "only the first K selected runs", 0},
+        {"limit", SB_OPT_INT, &o->limit, 0, 1e9, NULL, "K", "only the first K selected runs", 0},
         {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
          "only runs with this parameter value (repeat the flag for several)", 0},
-        {"shard", SB_OPT_STRING, &o.shard, 0, 0, NULL, "I/N",
-         "only runs k with k % N == I (one shard per machine)", 0},
-        {"quiet", SB_OPT_SWITCH, &o.quiet, 0, 1, NULL, NULL, "no progress line", 0},
+        {"shard", SB_OPT_STRING, &o->shard, 0, 0, NULL, "I/N",
+         "only the filtered runs at positions I, I+N, I+2N, ... (one shard per machine)", 0},
+        {"quiet", SB_OPT_SWITCH, &o->quiet, 0, 1, NULL, NULL, "no progress line", 0},
     };
     int n_opts = (int)(sizeof opts / sizeof *opts);
     /* --filter may repeat: collect every occurrence before the table parser sees them */
+    int n_filters = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--filter") == 0 && i + 1 < argc && o.n_filters < SWEEP_MAX_FILTERS)
-            o.filters[o.n_filters++] = argv[i + 1];
-        else if (strncmp(a, "--filter=", 9) == 0 && o.n_filters < SWEEP_MAX_FILTERS)
-            o.filters[o.n_filters++] = a + 9;
+        const char *f = strcmp(a, "--filter") == 0 && i + 1 < argc ? argv[i + 1]
+                        : strncmp(a, "--filter=", 9) == 0         ? a + 9
+                                                                   : NULL;
+        if (f != NULL && n_filters++ < SWEEP_MAX_FILTERS)
+            o->filters[o->n_filters++] = f;
     }
     const char *pos[1];
     int n_pos = 0;
@@ -83,133 +101,235 @@ int sb_cmd_sweep(int argc, char **argv)
     if (rc >= 0)
         return rc;
     sb_error err = {0};
+    if (n_filters > SWEEP_MAX_FILTERS) {
+        sb_error_set(&err, SB_ERR_INVALID, "--filter is given %d times; at most %d", n_filters,
+                     SWEEP_MAX_FILTERS);
+        return sb_cli_fail("sweep", &err);
+    }
     if (n_pos != 1) {
         sb_error_set(&err, SB_ERR_INVALID, "name one sweep file: selectivbench sweep FILE.yaml");
         return sb_cli_fail("sweep", &err);
     }
-    int shard_i = 0, shard_n = 1;
-    if (o.shard != NULL && !parse_shard(o.shard, &shard_i, &shard_n)) {
+    o->file = pos[0];
+    return -1;
+}
+
+/* The sweep file, or a built-in preset such as tiny/task2, with its parameters checked. */
+static sb_status sweep_open(const char *name, sb_sweep **out, sb_error *err)
+{
+    sb_sweep *s = NULL;
+    sb_status load = SB_ERR_IO;
+    FILE *probe = fopen(name, "rb");
+    if (probe != NULL) {
+        fclose(probe);
+        load = sb_sweep_load(name, &s, err);
+    } else {
+        for (int i = 0; sb_presets[i].name != NULL; i++)
+            if (strcmp(sb_presets[i].name, name) == 0)
+                load = sb_sweep_load_text(name, sb_presets[i].text, sb_presets[i].len, &s, err);
+        if (load == SB_ERR_IO)
+            load = sb_sweep_load(name, &s, err); /* for its error message */
+    }
+    if (load != SB_OK)
+        return load;
+    /* every parameter must be a train flag: a key of the table or one of train's switches */
+    sb_status st = sb_sweep_check_params(s, err);
+    if (st != SB_OK) {
+        sb_sweep_free(s);
+        return st;
+    }
+    *out = s;
+    return SB_OK;
+}
+
+/* The refused runs of a sweep: how many, and the first with its reason; and how many are
+ * excluded (runs the reference does not run either: listed, but not an error). */
+typedef struct refusals {
+    int64_t count, first_run, excluded;
+    sb_error first;
+} refusals;
+
+static void refusals_add(refusals *r, int64_t run, const sb_error *why)
+{
+    if (why->status == SB_ERR_EXCLUDED) {
+        r->excluded++;
+        return;
+    }
+    if (r->count++ == 0) {
+        r->first_run = run;
+        r->first = *why;
+    }
+}
+
+/* The line that ends a sweep with refused runs (exit 1). */
+static int refusals_fail(const refusals *r, int64_t n_runs)
+{
+    sb_error err = {0};
+    fflush(stdout); /* the runs' lines and the summary before the error line */
+    sb_error_set(&err, SB_ERR_RUNTIME, "%lld of %lld runs refused; the first, run %lld: %s",
+                 (long long)r->count, (long long)n_runs, (long long)r->first_run, r->first.msg);
+    return sb_cli_fail("sweep", &err);
+}
+
+/* --hashes: "K RUN_HASH TRAINING_HASH" of a run; a refused run whose configuration could
+ * be built (its hashes key its refusal in the database) gets "refused: REASON" after them,
+ * one that could not "K refused: REASON". */
+static void print_hashes(const sb_sweep *s, int64_t k, const sb_config *checked,
+                         const sb_error *why)
+{
+    sb_config *built = NULL;
+    sb_error ignored = {0};
+    const sb_config *cfg = checked;
+    if (cfg == NULL && sb_sweep_config(s, k, &built, &ignored) == SB_OK)
+        cfg = built;
+    const char *verdict = why->status == SB_ERR_EXCLUDED ? "excluded" : "refused";
+    if (cfg == NULL) {
+        printf("%lld %s: %s\n", (long long)k, verdict, why->msg);
+        return;
+    }
+    char run_hash[17], training_hash[17];
+    sb_config_run_hash(cfg, run_hash);
+    sb_config_training_hash(cfg, training_hash);
+    if (checked != NULL)
+        printf("%lld %s %s\n", (long long)k, run_hash, training_hash);
+    else
+        printf("%lld %s %s %s: %s\n", (long long)k, run_hash, training_hash, verdict, why->msg);
+    sb_config_free(built);
+}
+
+/* One selected run, checked: its train command line (--hashes: its two hashes), or why it
+ * is refused. Returns SB_OK, or the error that stops the listing (out of memory). */
+static sb_status print_run(const sb_sweep *s, int64_t k, int hashes, refusals *refused,
+                           sb_error *err)
+{
+    sb_config *cfg = NULL;
+    sb_error why = {0};
+    if (sb_sweep_check_run(s, k, hashes ? &cfg : NULL, &why) != SB_OK) {
+        if (why.status == SB_ERR_NOMEM) {
+            *err = why;
+            return why.status;
+        }
+        if (hashes)
+            print_hashes(s, k, NULL, &why);
+        else
+            printf("run %lld %s: %s\n", (long long)k,
+                   why.status == SB_ERR_EXCLUDED ? "excluded" : "refused", why.msg);
+        refusals_add(refused, k, &why);
+        return SB_OK;
+    }
+    if (hashes) {
+        print_hashes(s, k, cfg, &why);
+        sb_config_free(cfg);
+        return SB_OK;
+    }
+    char **args = NULL;
+    int n_args = 0;
+    sb_status st = sb_sweep_run_args(s, k, &args, &n_args, err);
+    if (st != SB_OK)
+        return st;
+    printf("selectivbench train");
+    for (int i = 0; i < n_args; i++)
+        printf(" %s", args[i]);
+    printf("\n");
+    sb_sweep_args_free(args);
+    return SB_OK;
+}
+
+/* --dry_run and --hashes: every selected run checked and printed as it comes (nothing is
+ * kept, so memory does not grow with the selection), then "N runs" (", M refused",
+ * ", E excluded ..."). Exit 1 when a run is refused; excluded runs are not an error. */
+static int sweep_list(const sb_sweep *s, const sb_sweep_selection *sel, int hashes)
+{
+    int64_t n_runs = sb_sweep_selection_size(sel);
+    refusals refused = {0};
+    sb_error err = {0};
+    for (int64_t i = 0; i < n_runs; i++)
+        if (print_run(s, sb_sweep_selection_run(sel, i), hashes, &refused, &err) != SB_OK)
+            return sb_cli_fail("sweep", &err);
+    printf("%lld runs", (long long)n_runs);
+    if (refused.count > 0)
+        printf(", %lld refused", (long long)refused.count);
+    if (refused.excluded > 0)
+        printf(", %lld excluded (the reference does not run them either)",
+               (long long)refused.excluded);
+    printf("\n");
+    return refused.count > 0 ? refusals_fail(&refused, n_runs) : 0;
+}
+
+/* Runs the selection in worker processes; exit 1 when a run is refused or fails. */
+static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const sweep_flags *o)
+{
+    sb_error err = {0};
+    char db[4096];
+    if (o->db == NULL && sb_results_path(o->results, db, sizeof db, &err) != SB_OK)
+        return sb_cli_fail("sweep", &err);
+    /* the executor takes a list: at most SB_SWEEP_MAX_RUNS entries */
+    int64_t n_runs = sb_sweep_selection_size(sel);
+    int64_t *runs = malloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *runs);
+    if (runs == NULL) {
+        sb_error_set(&err, SB_ERR_NOMEM, "out of memory listing the %lld selected runs",
+                     (long long)n_runs);
+        return sb_cli_fail("sweep", &err);
+    }
+    for (int64_t i = 0; i < n_runs; i++)
+        runs[i] = sb_sweep_selection_run(sel, i);
+    /* a worker is this very program: /proc/self/exe is its image even if the file was
+     * rebuilt or moved since it started */
+    sb_sweep_run_options run = {.workers = o->workers, .threads = o->threads,
+                                .results = o->results, .db = o->db != NULL ? o->db : db,
+                                .worker_exe = "/proc/self/exe", .runs = runs,
+                                .n_runs = n_runs, .cancel = sb_cli_stop_requested};
+    /* SIGINT or SIGTERM: the workers checkpoint and stop, the sweep waits for them */
+    sb_cli_signals_install("selectivbench sweep: stopping: the running runs stop after their "
+                           "current update, with a checkpoint (a second signal quits at "
+                           "once)\n");
+    sb_cli_sweep_tally tally;
+    sb_status st = sb_cli_sweep_run(s, o->file, &run, o->quiet, &tally, &err);
+    free(runs);
+    int sig = sb_cli_stop_signal();
+    if (st == SB_ERR_RUNTIME && sig != 0) {
+        fprintf(stderr, "selectivbench sweep: sweep interrupted: %d run%s interrupted; run the "
+                        "same command to resume\n",
+                tally.interrupted, tally.interrupted == 1 ? "" : "s");
+        return sb_cli_signal_exit_code(sig);
+    }
+    if (st != SB_OK)
+        return sb_cli_fail("sweep", &err);
+    if (tally.refused > 0) {
+        refusals refused = {.count = tally.refused, .first_run = tally.first_refused_run};
+        snprintf(refused.first.msg, sizeof refused.first.msg, "%s", tally.first_refused);
+        return refusals_fail(&refused, n_runs);
+    }
+    return tally.failed > 0 || tally.interrupted > 0 ? 1 : 0;
+}
+
+int sb_cmd_sweep(int argc, char **argv)
+{
+    sweep_flags o = {.workers = 1, .results = "results"};
+    int rc = sweep_parse(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    sb_error err = {0};
+    sb_sweep_select_options pick = {.filters = o.filters, .n_filters = o.n_filters,
+                                    .limit = o.limit};
+    if (o.shard != NULL && !parse_shard(o.shard, &pick.shard_index, &pick.shard_count)) {
         sb_error_set(&err, SB_ERR_INVALID, "--shard '%s': write I/N with 0 <= I < N", o.shard);
         return sb_cli_fail("sweep", &err);
     }
-    /* a file, or a built-in preset such as tiny/task2 */
     sb_sweep *s = NULL;
-    sb_status load = SB_ERR_IO;
-    FILE *probe = fopen(pos[0], "rb");
-    if (probe != NULL) {
-        fclose(probe);
-        load = sb_sweep_load(pos[0], &s, &err);
-    } else {
-        for (int i = 0; sb_presets[i].name != NULL; i++)
-            if (strcmp(sb_presets[i].name, pos[0]) == 0)
-                load = sb_sweep_load_text(pos[0], sb_presets[i].text, sb_presets[i].len, &s, &err);
-        if (load == SB_ERR_IO)
-            load = sb_sweep_load(pos[0], &s, &err); /* for its error message */
-    }
-    if (load != SB_OK)
+    if (sweep_open(o.file, &s, &err) != SB_OK)
         return sb_cli_fail("sweep", &err);
-    /* every parameter must be a train flag: a key of the table or one of train's switches */
-    if (sb_sweep_check_params(s, &err) != SB_OK) {
+    /* the selected runs: sizes computed, nothing listed */
+    sb_sweep_selection *sel = NULL;
+    if (sb_sweep_select(s, &pick, &sel, &err) != SB_OK) {
         sb_sweep_free(s);
         return sb_cli_fail("sweep", &err);
     }
-    for (int f = 0; f < o.n_filters; f++) {
-        const char *eq = strchr(o.filters[f], '=');
-        char key[128] = "";
-        if (eq != NULL)
-            snprintf(key, sizeof key, "%.*s", (int)(eq - o.filters[f]), o.filters[f]);
-        if (eq == NULL || !sb_sweep_has_param(s, key)) {
-            sb_error_set(&err, SB_ERR_INVALID,
-                         "--filter '%s': write KEY=VALUE with KEY one of the sweep's parameters",
-                         o.filters[f]);
-            sb_sweep_free(s);
-            return sb_cli_fail("sweep", &err);
-        }
-    }
-
-    /* the selected runs */
-    int64_t total = sb_sweep_count(s);
-    int64_t *runs = malloc((size_t)total * sizeof *runs);
-    int64_t n_runs = 0;
-    if (runs == NULL && total > 0) {
-        sb_error_set(&err, SB_ERR_NOMEM, "out of memory listing %lld runs", (long long)total);
-        sb_sweep_free(s);
-        return sb_cli_fail("sweep", &err);
-    }
-    for (int64_t k = 0; k < total; k++) {
-        if (k % shard_n != shard_i)
-            continue;
-        int ok = 1;
-        for (int f = 0; f < o.n_filters && ok; f++) {
-            char key[128];
-            const char *eq = strchr(o.filters[f], '=');
-            snprintf(key, sizeof key, "%.*s", (int)(eq - o.filters[f]), o.filters[f]);
-            ok = sb_sweep_run_matches(s, k, key, eq + 1);
-        }
-        if (!ok)
-            continue;
-        if (o.limit > 0 && n_runs >= o.limit)
-            break;
-        runs[n_runs++] = k;
-    }
-
-    if (o.hashes) {
-        for (int64_t r = 0; r < n_runs; r++) {
-            sb_config *cfg = NULL;
-            char run_hash[17], training_hash[17];
-            if (sb_sweep_config(s, runs[r], &cfg, &err) != SB_OK) {
-                printf("%lld refused: %s\n", (long long)runs[r], err.msg);
-                continue;
-            }
-            sb_config_run_hash(cfg, run_hash);
-            sb_config_training_hash(cfg, training_hash);
-            sb_config_free(cfg);
-            printf("%lld %s %s\n", (long long)runs[r], run_hash, training_hash);
-        }
-        printf("%lld runs\n", (long long)n_runs);
-        free(runs);
-        sb_sweep_free(s);
-        return 0;
-    }
-
-    if (o.dry_run) {
-        for (int64_t r = 0; r < n_runs; r++) {
-            char **args = NULL;
-            int n_args = 0;
-            if (sb_sweep_run_args(s, runs[r], &args, &n_args, &err) != SB_OK) {
-                free(runs);
-                sb_sweep_free(s);
-                return sb_cli_fail("sweep", &err);
-            }
-            printf("selectivbench train");
-            for (int i = 0; i < n_args; i++)
-                printf(" %s", args[i]);
-            printf("\n");
-            sb_sweep_args_free(args);
-        }
-        printf("%lld runs\n", (long long)n_runs);
-        free(runs);
-        sb_sweep_free(s);
-        return 0;
-    }
-
-    char db[4096];
-    if (o.db == NULL && sb_results_path(o.results, db, sizeof db, &err) != SB_OK) {
-        free(runs);
-        sb_sweep_free(s);
-        return sb_cli_fail("sweep", &err);
-    }
-    /* a worker is this very program: /proc/self/exe is its image even if the file was
-     * rebuilt or moved since it started */
-    sb_sweep_run_options run = {.workers = o.workers, .threads = o.threads,
-                                .results = o.results, .db = o.db != NULL ? o.db : db,
-                                .worker_exe = "/proc/self/exe", .runs = runs,
-                                .n_runs = n_runs};
-    sb_cli_sweep_tally tally;
-    sb_status st = sb_cli_sweep_run(s, pos[0], &run, o.quiet, &tally, &err);
-    free(runs);
+    if (o.hashes || o.dry_run)
+        rc = sweep_list(s, sel, o.hashes);
+    else
+        rc = sweep_execute(s, sel, &o);
+    sb_sweep_selection_free(sel);
     sb_sweep_free(s);
-    if (st != SB_OK)
-        return sb_cli_fail("sweep", &err);
-    return tally.failed > 0 ? 1 : 0;
+    return rc;
 }

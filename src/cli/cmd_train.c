@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
+#include "cli/signals.h"
 #include "cli/train_output.h"
 #include "selectivbench/selectivbench.h"
 
@@ -39,6 +40,50 @@ static void print_stored(const sb_train_outcome *res, int json)
            "again)\n",
            res->run_hash, res->finished_at[0] != '\0' ? res->finished_at : "?", res->test_acc,
            res->test_loss);
+}
+
+/* Prints s as one shell word: as it is when it is plain, else in single quotes. */
+static void print_shell_word(FILE *f, const char *s)
+{
+    int plain = s[0] != '\0';
+    for (const char *c = s; *c != '\0' && plain; c++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=+.,:/@%",
+                       *c) != NULL;
+    if (plain) {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (const char *c = s; *c != '\0'; c++)
+        if (*c == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*c, f);
+    fputc('\'', f);
+}
+
+/* The one line of a run stopped by a signal: where it stopped and the command that
+ * continues it (this command's flags, with --resume), or that it starts over without a
+ * checkpoint. */
+static void print_interrupted(const sb_train_outcome *res, int argc, char **argv)
+{
+    int has_resume = 0;
+    for (int i = 2; i < argc; i++)
+        has_resume |= strcmp(argv[i], "--resume") == 0 ||
+                      strcmp(argv[i], "--continued_training") == 0;
+    fprintf(stderr, "selectivbench train: run %s interrupted at update %lld", res->run_hash,
+            (long long)res->steps);
+    if (res->checkpoint[0] == '\0') {
+        fprintf(stderr, " without a checkpoint (--save_model False); resume with the same "
+                        "command: it trains again from the start\n");
+        return;
+    }
+    fprintf(stderr, " (checkpoint %s); resume with: selectivbench train", res->checkpoint);
+    for (int i = 2; i < argc; i++) {
+        fputc(' ', stderr);
+        print_shell_word(stderr, argv[i]);
+    }
+    fprintf(stderr, "%s\n", has_resume ? "" : " --resume");
 }
 
 /* --only_createset: build the task and say so. */
@@ -87,6 +132,9 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
 
     sb_train_output out;
     sb_train_output_init(&out, cfg, rf->quiet, rf->json, threads);
+    /* from here on, SIGINT and SIGTERM stop the run at its next update (signals.h) */
+    sb_cli_signals_install("selectivbench train: stopping after the current update, with a "
+                           "checkpoint (a second signal quits at once)\n");
     sb_train_settings settings = {
         .results_dir = rf->results_dir,
         .save_checkpoint = rf->save_model,
@@ -102,6 +150,7 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
         .on_begin = sb_train_output_begin,
         .on_start = sb_train_output_start,
         .on_db_warning = warn_database,
+        .should_stop = sb_cli_stop_requested,
     };
     sb_train_outcome res;
     sb_status st = sb_train_config(cfg, &settings, &res, &err);
@@ -109,12 +158,20 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
         print_stored(&res, rf->json);
         return 0;
     }
+    if (res.locked_by != 0) { /* another process trains it: try again later */
+        sb_cli_fail("train", &err);
+        return SB_CLI_EXIT_TEMPFAIL;
+    }
     if (res.status[0] == '\0') /* the results folder or database could not be set up */
         return sb_cli_fail("train", &err);
     sb_train_output_finish(&out, &res, res.checkpoint[0] != '\0' ? res.checkpoint : NULL);
     sb_train_output_close(&out);
     if (st != SB_OK)
         return sb_cli_fail("train", &err);
+    if (strcmp(res.status, "interrupted") == 0) {
+        print_interrupted(&res, argc, argv);
+        return sb_cli_signal_exit_code(sb_cli_stop_signal());
+    }
     return 0;
 }
 

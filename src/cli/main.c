@@ -2,7 +2,9 @@
  * main.c - the selectivbench command line: dispatches to one subcommand per file.
  *
  * Only the CLI prints and exits; every subcommand turns library errors into one line on
- * stderr and an exit code: 0 ok, 1 runtime failure, 2 usage, 3 numerical divergence.
+ * stderr and an exit code: 0 ok, 1 runtime failure, 2 usage, 3 numerical divergence; `train`
+ * and `sweep` stopped by a signal exit 130 (SIGINT) or 75 (SIGTERM), and `train` exits 75
+ * for a run another process is training (signals.h).
  */
 #include <omp.h>
 #include <stdlib.h>

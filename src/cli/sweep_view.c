@@ -31,6 +31,8 @@ typedef struct view {
     slot_line *slots;
     int n_slots;
     sb_cli_sweep_tally tally; /* the counts of the last update */
+    int64_t first_refused_run; /* -1 until a run is refused */
+    char first_refused[SB_ERROR_MSG_MAX];
 } view;
 
 static void format_eta(double s, char *buf, size_t size)
@@ -67,18 +69,25 @@ static void run_line(const slot_line *l, char *out, size_t size)
 
 static void sweep_line(const sb_sweep_update *t, char *out, size_t size)
 {
-    int64_t settled = t->done + t->failed + t->skipped + t->refused;
+    int64_t settled = t->done + t->failed + t->skipped + t->refused + t->excluded +
+                      t->interrupted;
     double elapsed_s = t->sweep_elapsed_s;
     int ran = t->done + t->failed;
     char eta[32], elapsed[32];
     format_eta(ran > 0 ? elapsed_s / ran * (double)(t->n_runs - settled) : -1.0, eta,
                sizeof eta);
     format_eta(elapsed_s, elapsed, sizeof elapsed);
+    char more[64] = "";
+    if (t->excluded > 0)
+        snprintf(more, sizeof more, ", %d excluded", t->excluded);
+    if (t->interrupted > 0)
+        snprintf(more + strlen(more), sizeof more - strlen(more), ", %d interrupted",
+                 t->interrupted);
     snprintf(out, size,
-             "sweep: %lld/%lld runs (%d done, %d failed, %d skipped, %d refused), %d running, "
+             "sweep: %lld/%lld runs (%d done, %d failed, %d skipped, %d refused%s), %d running, "
              "%s, ETA %s",
              (long long)settled, (long long)t->n_runs, t->done, t->failed, t->skipped,
-             t->refused, t->running, elapsed, eta);
+             t->refused, more, t->running, elapsed, eta);
 }
 
 /* Erases the live block (the lines drawn below the last plain output). */
@@ -125,24 +134,34 @@ static void view_draw(view *v, const char *sweep)
     fflush(stdout);
 }
 
-/* A run that ended without a worker: a refusal before its configuration existed or a
- * worker that could not start goes to stderr; skipped and recorded refusals are quiet. */
+/* A run that ended without a worker: a refused or excluded run gets a line like an ended
+ * run's (the first refused one is kept for the sweep's last line); a worker that could not start goes to
+ * stderr; skipped runs are quiet. */
 static void view_unstarted(view *v, const sb_sweep_update *ev)
 {
-    int refused = strcmp(ev->outcome, "refused") == 0;
-    const char *what = NULL;
-    if (refused && ev->config == NULL)
-        what = "run";
-    else if (strcmp(ev->outcome, "failed") == 0)
-        what = "error";
-    if (what == NULL)
+    if (strcmp(ev->outcome, "refused") == 0) {
+        const char *reason = ev->reason != NULL ? ev->reason : "?";
+        if (v->first_refused_run < 0) {
+            v->first_refused_run = ev->run;
+            snprintf(v->first_refused, sizeof v->first_refused, "%s", reason);
+        }
+        char msg[1024];
+        snprintf(msg, sizeof msg, "#%lld refused: %s", (long long)ev->run, reason);
+        view_message(v, msg);
+        return;
+    }
+    if (strcmp(ev->outcome, "excluded") == 0) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "#%lld excluded: %s", (long long)ev->run,
+                 ev->reason != NULL ? ev->reason : "?");
+        view_message(v, msg);
+        return;
+    }
+    if (strcmp(ev->outcome, "failed") != 0)
         return;
     if (v->tty)
         view_clear(v);
-    if (refused)
-        fprintf(stderr, "selectivbench sweep: run %lld: %s\n", (long long)ev->run, ev->reason);
-    else
-        fprintf(stderr, "selectivbench sweep: error: %s\n", ev->reason);
+    fprintf(stderr, "selectivbench sweep: error: %s\n", ev->reason);
 }
 
 /* One line for an ended run: how it ended and how long it took. */
@@ -154,9 +173,11 @@ static void view_ended(view *v, const sb_sweep_update *ev)
         snprintf(msg, sizeof msg, "#%lld [%s] %s: finished, test acc %.4f (%.0f s)",
                  (long long)ev->run, ev->hash, l->desc, ev->test_acc, ev->run_elapsed_s);
     } else {
-        const char *status = !ev->recorded                           ? "not recorded (see its log)"
-                             : strcmp(ev->outcome, "diverged") == 0 ? "diverged"
-                                                                    : "failed";
+        const char *status = !ev->recorded                              ? "not recorded (see its log)"
+                             : strcmp(ev->outcome, "diverged") == 0    ? "diverged"
+                             : strcmp(ev->outcome, "interrupted") == 0 ? "interrupted"
+                             : strcmp(ev->outcome, "skipped") == 0     ? "finished by another process"
+                                                                       : "failed";
         snprintf(msg, sizeof msg, "#%lld [%s] %s: %s%s%s (%.0f s)", (long long)ev->run, ev->hash,
                  l->desc, status, ev->recorded && ev->reason != NULL ? ": " : "",
                  ev->recorded && ev->reason != NULL ? ev->reason : "", ev->run_elapsed_s);
@@ -205,10 +226,33 @@ static void describe(const sb_config *cfg, char *out, size_t size)
              strtod(lr, NULL), strtoull(seed, NULL, 10));
 }
 
+/* A run another process is training: put aside until it lets go (its worker's slot, if it
+ * had one, is free again). */
+static void view_waiting(view *v, const sb_sweep_update *ev)
+{
+    char who[48] = "another process";
+    if (ev->locked_by > 0)
+        snprintf(who, sizeof who, "pid %ld", ev->locked_by);
+    char desc[96] = "";
+    if (ev->config != NULL)
+        describe(ev->config, desc, sizeof desc);
+    char msg[512];
+    snprintf(msg, sizeof msg, "#%lld [%s] %s: locked, %s is training it; coming back to it later",
+             (long long)ev->run, ev->hash, desc, who);
+    view_message(v, msg);
+    if (ev->slot >= 0 && ev->slot < v->n_slots)
+        v->slots[ev->slot].busy = 0;
+}
+
 static void view_event(const sb_sweep_update *ev, void *user)
 {
     view *v = user;
-    v->tally = (sb_cli_sweep_tally){ev->done, ev->failed, ev->skipped, ev->refused};
+    v->tally.done = ev->done;
+    v->tally.failed = ev->failed;
+    v->tally.skipped = ev->skipped;
+    v->tally.refused = ev->refused;
+    v->tally.interrupted = ev->interrupted;
+    v->tally.excluded = ev->excluded;
     slot_line *l = ev->slot >= 0 && ev->slot < v->n_slots ? &v->slots[ev->slot] : NULL;
     switch (ev->kind) {
     case SB_SWEEP_UPDATE_STARTED:
@@ -232,6 +276,9 @@ static void view_event(const sb_sweep_update *ev, void *user)
         else
             view_ended(v, ev);
         break;
+    case SB_SWEEP_UPDATE_WAITING:
+        view_waiting(v, ev);
+        break;
     case SB_SWEEP_UPDATE_TICK: {
         if (v->quiet)
             break;
@@ -251,7 +298,7 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
                            int quiet, sb_cli_sweep_tally *tally, sb_error *err)
 {
     view v = {.tty = isatty(STDOUT_FILENO), .quiet = quiet, .columns = 80,
-              .n_slots = opts->workers};
+              .n_slots = opts->workers, .first_refused_run = -1};
     struct winsize ws;
     if (v.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
         v.columns = ws.ws_col;
@@ -266,12 +313,21 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
         view_clear(&v);
     free(v.slots);
     *tally = v.tally;
+    tally->first_refused_run = v.first_refused_run;
+    snprintf(tally->first_refused, sizeof tally->first_refused, "%s", v.first_refused);
     if (st != SB_OK)
         return st;
     int64_t n_runs = opts->runs != NULL ? opts->n_runs : sb_sweep_count(s);
+    char interrupted[160] = "";
+    if (tally->excluded > 0)
+        snprintf(interrupted, sizeof interrupted, ", %d excluded (the reference does not run "
+                 "them either)", tally->excluded);
+    if (tally->interrupted > 0)
+        snprintf(interrupted + strlen(interrupted), sizeof interrupted - strlen(interrupted),
+                 ", %d interrupted (run the sweep again to resume them)", tally->interrupted);
     printf("sweep %s: %lld runs selected of %lld: %d trained, %d failed, %d already finished, "
-           "%d refused; database %s\n",
+           "%d refused%s; database %s\n",
            label, (long long)n_runs, (long long)sb_sweep_count(s), tally->done, tally->failed,
-           tally->skipped, tally->refused, opts->db != NULL ? opts->db : "(default)");
+           tally->skipped, tally->refused, interrupted, opts->db != NULL ? opts->db : "(default)");
     return SB_OK;
 }

@@ -1,15 +1,18 @@
 /* sweep_view.h - what `sweep` and `demo` print while the library runs a sweep
  * (sb_sweep_run): on a terminal, a live block of one line per running run under a
  * sweep-level line, redrawn in place; otherwise a plain line per run and a sweep line
- * once a minute; always one line per ended run, and a summary at the end. */
+ * once a minute; always one line per ended run and per run put aside because another
+ * process trains it, and a summary at the end. */
 #ifndef SELECTIVBENCH_CLI_SWEEP_VIEW_H
 #define SELECTIVBENCH_CLI_SWEEP_VIEW_H
 
 #include "selectivbench/selectivbench.h"
 
-/* The counts of a sweep's runs, as its last update gave them. */
+/* The counts of a sweep's runs, as its last update gave them, and its first refused run. */
 typedef struct sb_cli_sweep_tally {
-    int done, failed, skipped, refused;
+    int done, failed, skipped, refused, excluded, interrupted;
+    int64_t first_refused_run;                /* -1 when none was refused */
+    char first_refused[SB_ERROR_MSG_MAX];     /* why it was refused */
 } sb_cli_sweep_tally;
 
 /* Runs the runs of s that opts selects with sb_sweep_run (opts->on_update and user are

@@ -67,9 +67,12 @@ void sb_train_output_start(const sb_progress *p, void *user)
     sb_train_output *o = user;
     if (o->quiet)
         return;
-    fprintf(o->f, "  %.3fM parameters, %lld updates, gradient accumulation %d, %d thread%s\n",
+    fprintf(o->f, "  %.3fM parameters, %lld updates, gradient accumulation %d, %d thread%s",
             (double)p->params / 1e6, (long long)p->total_steps, p->grad_acc, o->threads,
             o->threads == 1 ? "" : "s");
+    if (p->step > 0)
+        fprintf(o->f, "; resuming at update %lld", (long long)p->step);
+    fprintf(o->f, "\n");
 }
 
 /* After an update: the sweep's record (about twice a second), the live line on a terminal. */
@@ -178,7 +181,8 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
         sb_jw_key(j, "grad_acc");
         sb_jw_int(j, res->grad_acc);
         sb_jw_key(j, "checkpoint");
-        sb_jw_string(j, ckpt); /* null when none */
+        /* null when none: a run that diverged before its first evaluation saved nothing */
+        sb_jw_string(j, ckpt != NULL && access(ckpt, F_OK) == 0 ? ckpt : NULL);
         sb_jw_key(j, "ceiling");
         sb_jw_double(j, res->ceiling);
         sb_jw_key(j, "effective_memory");
@@ -191,7 +195,8 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
         fputc('\n', stdout);
         return;
     }
-    if (o->quiet)
+    /* an interrupted run gets its one line from the caller: how to resume it */
+    if (o->quiet || strcmp(res->status, "interrupted") == 0)
         return;
     fprintf(o->f, "%s: test acc %.4f, test loss %.4f, train acc %.4f, %.0f tokens/s, %.1f s\n",
             res->status, res->test_acc, res->test_loss, res->train_acc, res->tokens_per_s,

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -413,6 +414,19 @@ void sb_run_config_hash(const sb_run_config *cfg, int training_only, char out[17
     snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
+/* An integer of the JSON text for an int field: one that does not fit would wrap around
+ * into a plausible-looking wrong value (10^12 read as -727379968), so it is refused with the
+ * key's range, which lies inside an int's. */
+static sb_status read_int(const sb_config_key *k, json_t *v, int *out, sb_error *err)
+{
+    json_int_t x = json_integer_value(v);
+    if (x < INT_MIN || x > INT_MAX)
+        return sb_error_set(err, SB_ERR_INVALID, "%s %lld is out of range [%.0f, %.0f]", k->name,
+                            (long long)x, k->min, k->max);
+    *out = (int)x;
+    return SB_OK;
+}
+
 static sb_status read_key(sb_run_config *cfg, const sb_config_key *k, json_t *v, sb_error *err)
 {
     char *base = (char *)cfg + k->offset;
@@ -426,8 +440,7 @@ static sb_status read_key(sb_run_config *cfg, const sb_config_key *k, json_t *v,
         }
         if (!json_is_integer(v))
             break;
-        *(int *)base = (int)json_integer_value(v);
-        return SB_OK;
+        return read_int(k, v, (int *)base, err);
     case SB_KEY_INT64:
         if (!json_is_integer(v))
             break;
@@ -473,8 +486,7 @@ static sb_status read_key(sb_run_config *cfg, const sb_config_key *k, json_t *v,
         }
         if (!json_is_integer(v))
             break;
-        *(int *)base = (int)json_integer_value(v);
-        return SB_OK;
+        return read_int(k, v, (int *)base, err);
     }
     return sb_error_set(err, SB_ERR_INVALID, "configuration key '%s' has a value of the wrong type",
                         k->name);

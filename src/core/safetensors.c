@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 
@@ -270,7 +271,9 @@ sb_status sb_safetensors_write(const char *path, const sb_st_tensor *tensors, si
 
     size_t header_len = json_dumpb(root, NULL, 0, JSON_COMPACT);
     char *header = header_len > 0 ? sb_malloc(header_len) : NULL;
-    size_t tmp_size = strlen(path) + sizeof ".tmp";
+    /* PATH.PID.tmp: unique per process, so two writers of one path never share a temporary
+     * file (the run's lock already keeps two trainings of one run apart) */
+    size_t tmp_size = strlen(path) + 24 + sizeof ".tmp";
     char *tmp = sb_malloc(tmp_size);
     if (header == NULL || tmp == NULL ||
         json_dumpb(root, header, header_len, JSON_COMPACT) != header_len) {
@@ -279,7 +282,7 @@ sb_status sb_safetensors_write(const char *path, const sb_st_tensor *tensors, si
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory writing checkpoint '%s'", path);
     }
     json_decref(root);
-    snprintf(tmp, tmp_size, "%s.tmp", path);
+    snprintf(tmp, tmp_size, "%s.%ld.tmp", path, (long)getpid());
 
     FILE *f = fopen(tmp, "wb");
     if (f == NULL) {

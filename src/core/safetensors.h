@@ -77,9 +77,9 @@ size_t sb_st_tensor_numel(const sb_st_tensor *t);
  * data buffer holds them in that order too (unlike the Python library, which sorts by
  * alignment; readers do not care). The header is padded with spaces to a multiple of 8.
  *
- * The file is written to "<path>.tmp" and renamed onto path, so a reader never sees a
- * partial file; on any failure the temporary file is removed and a file already at path is
- * left as it was. Nothing is borrowed past the call.
+ * The file is written to "<path>.<pid>.tmp" (one per process) and renamed onto path, so a
+ * reader never sees a partial file; on any failure the temporary file is removed and a file
+ * already at path is left as it was. Nothing is borrowed past the call.
  *
  * Errors: SB_ERR_INVALID for a bad argument, before any file is touched: a NULL or
  * duplicate name, the name "__metadata__", a name, key or value that is not UTF-8, an

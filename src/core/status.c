@@ -32,6 +32,7 @@ const char *sb_status_name(sb_status status)
     case SB_ERR_NOMEM: return "out of memory";
     case SB_ERR_RUNTIME: return "runtime error";
     case SB_ERR_DIVERGED: return "diverged";
+    case SB_ERR_EXCLUDED: return "excluded";
     }
     return "unknown status";
 }
@@ -40,7 +41,8 @@ int sb_status_exit_code(sb_status status)
 {
     switch (status) {
     case SB_OK: return 0;
-    case SB_ERR_INVALID: return 2;
+    case SB_ERR_INVALID:
+    case SB_ERR_EXCLUDED: return 2;
     case SB_ERR_DIVERGED: return 3;
     default: return 1;
     }

@@ -329,7 +329,9 @@ static void rec_from_run(sb_results *db, sb_run_row *row, const sb_run_config *c
 }
 
 /* The finished runs with a test accuracy and a readable configuration, as recs (NULL when
- * out of memory: then none); *n: how many. */
+ * out of memory: then none); *n: how many. The others are counted in sum: a diverged run's
+ * last accuracy is not a result of its setting, and a mean over seeds with it would mix
+ * the two. */
 static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows,
                              sb_report_summary *sum, int *n)
 {
@@ -337,22 +339,58 @@ static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows,
     *n = 0;
     for (size_t i = 0; recs != NULL && i < n_rows; i++) {
         sb_run_row *row = &rows[i];
-        if (strcmp(row->status, "finished") != 0 || !isfinite(row->metrics.test_acc))
+        if (strcmp(row->status, "diverged") == 0) {
+            sum->runs_diverged++;
             continue;
+        }
+        if (strcmp(row->status, "finished") != 0) {
+            sum->runs_unfinished++;
+            continue;
+        }
         sb_run_config c;
         sb_error cerr = {0};
-        if (row->config_json == NULL || sb_run_config_from_json(row->config_json, &c, &cerr) != SB_OK)
+        if (!isfinite(row->metrics.test_acc) || row->config_json == NULL ||
+            sb_run_config_from_json(row->config_json, &c, &cerr) != SB_OK) {
+            sum->runs_unusable++;
             continue;
+        }
         rec_from_run(db, row, &c, &recs[(*n)++], sum);
     }
     return recs;
+}
+
+/* "1 <kind> run<after>" or "N <kind> runs<after>", after a comma unless it is the first. */
+static void write_count(FILE *md, int count, const char *kind, const char *after, int *first)
+{
+    if (count == 0)
+        return;
+    fprintf(md, "%s%d %s run%s%s", *first ? "" : ", ", count, kind, count == 1 ? "" : "s",
+            after);
+    *first = 0;
+}
+
+/* The runs of the database that no figure or mean includes, by kind. */
+static void write_left_out(FILE *md, const sb_report_summary *sum)
+{
+    int left_out = sum->runs_read - sum->runs_used;
+    if (left_out == 0)
+        return;
+    fprintf(md, " Left out of every figure and mean: ");
+    int first = 1;
+    write_count(md, sum->runs_diverged, "diverged", "", &first);
+    write_count(md, sum->runs_unfinished, "unfinished", " (failed, stopped or running)", &first);
+    write_count(md, sum->runs_unusable, "finished",
+                " without a test accuracy or a readable configuration", &first);
+    fprintf(md, "; `selectivbench results` shows why.");
 }
 
 /* report.md's title and the paragraph on how to read it. */
 static void write_report_intro(FILE *md, const char *db_path, const sb_report_summary *sum)
 {
     fprintf(md, "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished and placed in a "
-                "figure. Each point: the learning-rate / warm-up setting with the best mean test "
+                "figure.", db_path, sum->runs_read, sum->runs_used);
+    write_left_out(md, sum);
+    fprintf(md, " Each point: the learning-rate / warm-up setting with the best mean test "
                 "accuracy; mean and standard deviation (ddof 0) over its seeds.\n\n"
                 "Yardsticks: *ceiling* is the ideal observer's expected accuracy on the task's "
                 "test split (mean over the point's seeds); *eff. memory* is the window size k, "
@@ -361,8 +399,7 @@ static void write_report_intro(FILE *md, const char *db_path, const sb_report_su
                 "the mean is a lower bound; \">32\" when every seed is beyond the k = 32 "
                 "observer). The accuracy figures "
                 "draw the ceiling and the k = 1, 4, 8 window observers as grey lines; each has "
-                "a `_memory` figure of the effective memory (log2(1 + m) axis).\n",
-            db_path, sum->runs_read, sum->runs_used);
+                "a `_memory` figure of the effective memory (log2(1 + m) axis).\n");
 }
 
 /* What the figures share while they are written. */

@@ -2,7 +2,8 @@
  * report.h - the paper's figures and tables from whatever runs a results database holds.
  *
  * Each finished run is assigned to the figure of its task, recognised from its
- * configuration:
+ * configuration (diverged, failed, stopped or running runs are left out of every figure and
+ * mean, and counted, in the summary and in report.md):
  *   fig4   task 4, --test_pretrained: accuracy vs gap frames at test (one figure per width)
  *   fig3b  task 3, --grammar_gap: accuracy vs parameters (non-grammatical gaps)
  *   fig3a  task 2, noisy or longer gaps: accuracy vs parameters
@@ -31,6 +32,10 @@
 typedef struct sb_report_summary {
     int runs_read;    /* runs in the database */
     int runs_used;    /* finished runs placed in a figure */
+    /* the runs left out of every figure and mean (runs_read - runs_used in all): */
+    int runs_diverged;   /* status "diverged" */
+    int runs_unfinished; /* "failed", "stopped", still "running" */
+    int runs_unusable;   /* "finished" without a test accuracy or a readable configuration */
     int figures;      /* figures written (each as PNG, SVG and PDF), memory figures included */
     int yardsticks_missing; /* runs placed whose yardsticks could not be computed */
     char yardsticks_error[SB_ERROR_MSG_MAX]; /* why, for the first of them */

@@ -99,6 +99,54 @@ static const char results_upgrade_2_sql[] =
     "  created_at TEXT NOT NULL\n"
     ");\n";
 
+/* Every column of the runs table since version 2, in table order. */
+#define RESULTS_RUN_COLUMNS_ALL                                                                    \
+    "id, hash, config_json, model, protocol, status, reason, params, state_size, "                 \
+    "flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s, tokens_per_s, "          \
+    "code_version, checkpoint, started_at, finished_at, host, attempts, ceiling, effective_memory"
+
+/* Version 2 -> 3: status 'interrupted' (a run stopped by a signal, resumable from its
+ * checkpoint). SQLite cannot change a CHECK constraint in place, so the runs table is
+ * rebuilt as SQLite's documentation describes (lang_altertable.html, "other kinds of table
+ * schema changes"): a new table, the rows copied with their ids, the old table dropped, the
+ * new one renamed, its index made again. It runs with foreign keys off (results_init turns
+ * them on after the upgrade's transaction), otherwise dropping the old table would delete
+ * every evaluation through ON DELETE CASCADE; the evaluations keep pointing at the same ids,
+ * which results_upgrade checks with PRAGMA foreign_key_check before committing. */
+static const char results_upgrade_3_sql[] =
+    "CREATE TABLE runs_new (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  hash TEXT UNIQUE NOT NULL CONSTRAINT hash_not_empty CHECK (hash <> ''),\n"
+    "  config_json TEXT NOT NULL CONSTRAINT config_is_json CHECK (json_valid(config_json)),\n"
+    "  model TEXT,\n"
+    "  protocol TEXT CONSTRAINT protocol_known CHECK (protocol IN ('reference', 'clean')),\n"
+    "  status TEXT NOT NULL CONSTRAINT status_known\n"
+    "    CHECK (status IN ('running', 'finished', 'failed', 'diverged', 'interrupted')),\n"
+    "  reason TEXT,\n"
+    "  params INTEGER,\n"
+    "  state_size INTEGER,\n"
+    "  flops_per_token REAL,\n"
+    "  test_acc REAL,\n"
+    "  test_loss REAL,\n"
+    "  train_acc REAL,\n"
+    "  train_loss REAL,\n"
+    "  wall_s REAL,\n"
+    "  tokens_per_s REAL,\n"
+    "  code_version TEXT,\n"
+    "  checkpoint TEXT,\n"
+    "  started_at TEXT,\n"
+    "  finished_at TEXT,\n"
+    "  host TEXT,\n"
+    "  attempts INTEGER NOT NULL DEFAULT 1,\n"
+    "  ceiling REAL,\n"
+    "  effective_memory REAL\n"
+    ");\n"
+    "INSERT INTO runs_new (" RESULTS_RUN_COLUMNS_ALL ")\n"
+    "  SELECT " RESULTS_RUN_COLUMNS_ALL " FROM runs;\n"
+    "DROP TABLE runs;\n"
+    "ALTER TABLE runs_new RENAME TO runs;\n"
+    "CREATE INDEX runs_model ON runs (model);\n";
+
 /* Columns of a run, in the order results_read_run reads them; a version-1 file (read-only)
  * has no yardsticks, read as NULL. */
 #define RESULTS_RUN_COLUMNS_V1                                                                     \
@@ -473,6 +521,8 @@ static sb_status results_create_schema(sb_results *r, sb_error *err)
     int rc = sqlite3_exec(r->db, results_schema_sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(r->db, results_upgrade_2_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(r->db, results_upgrade_3_sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return results_fail(r, rc, err, "cannot create the tables");
     sqlite3_stmt *st = NULL;
@@ -484,14 +534,36 @@ static sb_status results_create_schema(sb_results *r, sb_error *err)
     return results_exec_stmt(r, st, rc, err, "cannot write the meta table");
 }
 
-/* Upgrades a file of schema version `version` (>= 1) to the current one, inside the
- * caller's transaction: a failure leaves the file as it was (the caller rolls back). */
+/* Whether every evaluation still points at a run (PRAGMA foreign_key_check returns no row):
+ * SQLITE_OK, SQLITE_CONSTRAINT_FOREIGNKEY when one does not, or SQLite's error. */
+static int results_foreign_keys_hold(sb_results *r)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(r->db, "PRAGMA foreign_key_check", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    else if (rc == SQLITE_ROW)
+        rc = SQLITE_CONSTRAINT_FOREIGNKEY;
+    (void)sqlite3_finalize(st);
+    return rc;
+}
+
+/* Upgrades a file of schema version `version` (>= 1) to the current one, one version at a
+ * time, inside the caller's transaction and with foreign keys off (results_init): a failure
+ * leaves the file as it was (the caller rolls back). */
 static sb_status results_upgrade(sb_results *r, int64_t version, sb_error *err)
 {
     if (version >= SB_RESULTS_SCHEMA_VERSION)
         return SB_OK;
-    /* version 1 -> 2 (the only older version) */
-    int rc = sqlite3_exec(r->db, results_upgrade_2_sql, NULL, NULL, NULL);
+    int rc = SQLITE_OK;
+    if (version < 2)
+        rc = sqlite3_exec(r->db, results_upgrade_2_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK && version < 3)
+        rc = sqlite3_exec(r->db, results_upgrade_3_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = results_foreign_keys_hold(r);
     if (rc != SQLITE_OK)
         return results_fail(r, rc, err,
                             "cannot upgrade the schema from version %lld to %d; the file is "
@@ -526,16 +598,17 @@ static sb_status results_init(sb_results *r, sb_error *err)
     if (status == SB_OK)
         status = results_set_wal(r, err);
     if (status == SB_OK) {
-        /* per connection: needed for REFERENCES and ON DELETE CASCADE */
-        rc = sqlite3_exec(r->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+        rc = sqlite3_exec(r->db, "PRAGMA foreign_keys = OFF", NULL, NULL, NULL);
         if (rc != SQLITE_OK)
-            status = results_fail(r, rc, err, "cannot enable foreign keys");
+            status = results_fail(r, rc, err, "cannot configure foreign keys");
     }
     if (status != SB_OK)
         return status;
 
     /* Create or upgrade under the write lock; another worker may have done it since the
-     * read above, so read again. */
+     * read above, so read again. Foreign keys stay off until it is done: the upgrade to
+     * version 3 drops and rebuilds the runs table (the pragma is a no-op inside a
+     * transaction, so it is set around it). */
     status = results_tx_begin(r, err);
     if (status != SB_OK)
         return status;
@@ -547,6 +620,12 @@ static sb_status results_init(sb_results *r, sb_error *err)
     else if (status == SB_OK)
         status = results_upgrade(r, version, err);
     status = results_tx_end(r, status, err);
+    if (status == SB_OK) {
+        /* per connection: needed for REFERENCES and ON DELETE CASCADE */
+        rc = sqlite3_exec(r->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            status = results_fail(r, rc, err, "cannot enable foreign keys");
+    }
     if (status == SB_OK)
         r->version = SB_RESULTS_SCHEMA_VERSION;
     return status;
@@ -668,7 +747,8 @@ sb_run_metrics sb_results_metrics_unknown(void)
 static int results_status_final(const char *status)
 {
     return status != NULL && (strcmp(status, "finished") == 0 || strcmp(status, "failed") == 0 ||
-                              strcmp(status, "diverged") == 0);
+                              strcmp(status, "diverged") == 0 ||
+                              strcmp(status, "interrupted") == 0);
 }
 
 static sb_status results_check_run(const sb_results *r, const sb_run_info *run, sb_error *err)
@@ -763,14 +843,17 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
         if (status == SB_OK)
             id = (int64_t)sqlite3_last_insert_rowid(db->db);
     } else if (status == SB_OK) {
-        /* an unfinished attempt: forget its evaluations and results, keep its id */
-        int rc =
-            sqlite3_prepare_v2(db->db, "DELETE FROM evaluations WHERE run_id = ?1", -1, &st, NULL);
-        rc = results_bind_int(rc, st, 1, id);
-        status = results_exec_stmt(db, st, rc, err, "cannot delete the evaluations of run %s",
-                                   run->hash);
+        /* an unfinished attempt: forget its evaluations (unless the run resumes from its
+         * checkpoint) and results, keep its id */
+        if (!run->keep_evaluations) {
+            int rc = sqlite3_prepare_v2(db->db, "DELETE FROM evaluations WHERE run_id = ?1", -1,
+                                        &st, NULL);
+            rc = results_bind_int(rc, st, 1, id);
+            status = results_exec_stmt(db, st, rc, err,
+                                       "cannot delete the evaluations of run %s", run->hash);
+        }
         if (status == SB_OK) {
-            rc = sqlite3_prepare_v2(
+            int rc = sqlite3_prepare_v2(
                 db->db,
                 "UPDATE runs SET config_json = ?2, model = ?3, protocol = ?4, "
                 "status = 'running', reason = NULL, params = ?5, state_size = ?6, "
@@ -821,6 +904,20 @@ sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row 
                              (long long)row->step, (long long)run_id);
 }
 
+sb_status sb_results_delete_evals_after(sb_results *db, int64_t run_id, int64_t step,
+                                        sb_error *err)
+{
+    SB_ASSERT(db != NULL);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db, "DELETE FROM evaluations WHERE run_id = ?1 AND step > ?2",
+                                -1, &st, NULL);
+    rc = results_bind_int(rc, st, 1, run_id);
+    rc = results_bind_int(rc, st, 2, step);
+    return results_exec_stmt(db, st, rc, err,
+                             "cannot delete the evaluations of run %lld after step %lld",
+                             (long long)run_id, (long long)step);
+}
+
 sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status, const char *reason,
                              const sb_run_metrics *m, sb_error *err)
 {
@@ -828,7 +925,7 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
     if (!results_status_final(status))
         return sb_error_set(err, SB_ERR_INVALID,
                             "results database '%s': run %lld cannot end with status '%s'; use "
-                            "'finished', 'failed' or 'diverged'",
+                            "'finished', 'failed', 'diverged' or 'interrupted'",
                             db->path, (long long)run_id, status != NULL ? status : "(null)");
     sb_status st_out = results_tx_begin(db, err);
     if (st_out != SB_OK)

@@ -23,15 +23,19 @@
  * ceiling is the expected_acc of the ideal observer on the run's test split and
  * effective_memory sb_ceiling_effective_memory of its final test accuracy, in elements
  * (+infinity, stored as SQLite's Inf: beyond the k = 32 window observer).
- * Version 1 (no yardsticks, no ceilings table) is upgraded in place when a writable
- * connection opens it: one transaction adds the two columns (NULL for the runs already
- * there) and the table; a read-only connection reads it as it is.
+ * Older files are upgraded in place when a writable connection opens them, in one
+ * transaction (a failure leaves the file as it was); a read-only connection reads them as
+ * they are. Version 1 had no yardsticks and no ceilings table (upgrade 2 adds the two
+ * columns, NULL for the runs already there, and the table); version 2 had no status
+ * 'interrupted' (upgrade 3 rebuilds the runs table with the new CHECK constraint, keeping
+ * every run's id and so every evaluation).
  * Timestamps are UTC ISO-8601 ("2025-01-31T12:00:00.000Z"), written by SQLite's clock.
  * Unknown values are SQL NULL: in the C structs NULL strings, NaN doubles and -1 integers.
  *
  * A run's life: sb_results_run_begin (status 'running') -> sb_results_add_eval per
- * evaluation -> sb_results_run_end ('finished', 'failed' or 'diverged'). A run is keyed
- * by the hash of its configuration, so a sweep asks sb_results_get_run (or lets
+ * evaluation -> sb_results_run_end ('finished', 'failed', 'diverged', or 'interrupted':
+ * stopped by a signal after writing a checkpoint that --resume continues from). A run is
+ * keyed by the hash of its configuration, so a sweep asks sb_results_get_run (or lets
  * run_begin refuse) to skip runs that already finished and resumes the others.
  *
  * A connection (sb_results) belongs to one thread at a time; each worker process opens
@@ -47,7 +51,7 @@
 #include "core/status.h"
 #include "task/task.h"
 
-#define SB_RESULTS_SCHEMA_VERSION 2
+#define SB_RESULTS_SCHEMA_VERSION 3
 #define SB_RESULTS_BUSY_TIMEOUT_MS 30000
 
 /* An open results database (a SQLite connection). */
@@ -65,6 +69,9 @@ typedef struct sb_run_info {
     const char *code_version; /* program version or commit, or NULL */
     const char *checkpoint;   /* checkpoint path, or NULL */
     const char *host;         /* machine that runs it, or NULL */
+    /* the run continues an unfinished attempt from its checkpoint (--resume): run_begin
+     * keeps that attempt's evaluations instead of deleting them */
+    int keep_evaluations;
 } sb_run_info;
 
 /* Final metrics of a run; NaN where unknown (stored as NULL). */
@@ -92,8 +99,8 @@ typedef struct sb_eval_row {
 typedef struct sb_run_row {
     int64_t id;
     char *hash, *config_json, *model, *protocol;
-    char *status;               /* "running", "finished", "failed" or "diverged" */
-    char *reason;               /* why it failed or diverged, or NULL */
+    char *status;               /* "running", "finished", "failed", "diverged", "interrupted" */
+    char *reason;               /* why it failed, diverged or was interrupted, or NULL */
     int64_t params, state_size; /* -1: NULL */
     double flops_per_token;     /* NaN: NULL */
     sb_run_metrics metrics;     /* NaN: NULL */
@@ -133,14 +140,15 @@ void sb_results_close(sb_results *db);
 
 /* Records the start of a run: inserts it with status 'running', started_at = now and
  * attempts = 1, and sets *run_id. If a run with the same hash exists and is not
- * 'finished' (a crashed, failed or diverged attempt), it is reused: its evaluations are
- * deleted, its metrics, reason and finished_at cleared, its fields replaced by run's,
- * its status set to 'running' and attempts incremented; *run_id is its old id.
+ * 'finished' (a crashed, failed, diverged or interrupted attempt), it is reused: its
+ * evaluations are deleted (kept with run->keep_evaluations), its metrics, reason and
+ * finished_at cleared, its fields replaced by run's, its status set to 'running' and
+ * attempts incremented; *run_id is its old id.
  * Errors: SB_ERR_INVALID when the run already finished (the message says so; callers
  * skip it) or when run's fields are invalid (empty hash, config_json not JSON, unknown
  * protocol); SB_ERR_IO when the database cannot be written. Nothing changes on error.
  * Note: a 'running' row may belong to a live worker; giving each run to one worker is
- * the caller's job. */
+ * the caller's job (run_store.c takes the run's lock, run_lock.h, before calling this). */
 sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *run_id,
                                sb_error *err);
 
@@ -150,10 +158,15 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
 sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row *row,
                               sb_error *err);
 
-/* Records the end of a running run: status ("finished", "failed" or "diverged"),
- * reason (why it failed or diverged; may be NULL), the final metrics m (NaN fields are
- * stored as NULL) and finished_at = now.
- * Errors: SB_ERR_INVALID when status is not one of the three, when no run has this id or
+/* Deletes the evaluations of run run_id after update step `step` (a resumed run drops what
+ * its previous attempt recorded past its checkpoint). Errors: SB_ERR_IO on a write failure. */
+sb_status sb_results_delete_evals_after(sb_results *db, int64_t run_id, int64_t step,
+                                        sb_error *err);
+
+/* Records the end of a running run: status ("finished", "failed", "diverged" or
+ * "interrupted"), reason (why it failed, diverged or was interrupted; may be NULL), the
+ * final metrics m (NaN fields are stored as NULL) and finished_at = now.
+ * Errors: SB_ERR_INVALID when status is not one of the four, when no run has this id or
  * the run is not 'running' (its row is left unchanged); SB_ERR_IO on a write failure. */
 sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status, const char *reason,
                              const sb_run_metrics *m, sb_error *err);

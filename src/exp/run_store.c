@@ -82,21 +82,79 @@ sb_status sb_run_store_log_path(const char *results_dir, const char *hash, char 
     return SB_OK;
 }
 
+sb_status sb_run_store_lock_path(const char *db_path, const char *hash, char *out, size_t size,
+                                 int create, sb_error *err)
+{
+    const char *slash = strrchr(db_path, '/');
+    int folder_len = slash != NULL ? (int)(slash - db_path) : 0;
+    char dir[4096];
+    int len = slash == NULL ? snprintf(dir, sizeof dir, "locks")
+              : folder_len == 0 ? snprintf(dir, sizeof dir, "/locks")
+                                : snprintf(dir, sizeof dir, "%.*s/locks", folder_len, db_path);
+    if (len < 0 || (size_t)len >= sizeof dir)
+        return sb_error_set(err, SB_ERR_INVALID, "results database path '%s' is too long",
+                            db_path);
+    if (create) {
+        sb_status st = sb_run_store_make_dir(dir, err);
+        if (st != SB_OK)
+            return st;
+    }
+    len = snprintf(out, size, "%s/%s.lock", dir, hash);
+    if (len < 0 || (size_t)len >= size)
+        return sb_error_set(err, SB_ERR_INVALID, "results database path '%s' is too long",
+                            db_path);
+    return SB_OK;
+}
+
 /* ---- a run's rows in the results database ----------------------------------------------- */
 
+/* Takes the lock of run hash (beside the database db_path) into rec->lock; when another
+ * process holds it, *locked_by names it and the call fails. */
+static sb_status record_lock(sb_run_record *rec, const char *db_path, const char *hash,
+                             long *locked_by, sb_error *err)
+{
+    char path[4096];
+    sb_status st = sb_run_store_lock_path(db_path, hash, path, sizeof path, 1, err);
+    if (st == SB_OK)
+        st = sb_run_lock_take(path, &rec->lock, locked_by, err);
+    if (st != SB_OK || *locked_by == 0)
+        return st;
+    char who[48] = "another process";
+    if (*locked_by > 0)
+        snprintf(who, sizeof who, "pid %ld", *locked_by);
+    return sb_error_set(err, SB_ERR_RUNTIME,
+                        "run %s is already being trained by %s (lock '%s'); wait for it to end "
+                        "or stop it, then run this again",
+                        hash, who, path);
+}
+
+/* Closes what begin opened, after it failed. */
+static void record_abandon(sb_run_record *rec)
+{
+    sb_results_close(rec->db);
+    rec->db = NULL;
+    sb_run_lock_release(&rec->lock);
+}
+
 sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
-                              const char *ckpt, int force, int *finished, sb_run_row *stored,
-                              sb_error *err)
+                              const char *ckpt, int force, int resume, int *finished,
+                              long *locked_by, sb_run_row *stored, sb_error *err)
 {
     memset(rec, 0, sizeof *rec);
+    rec->lock.fd = -1;
+    rec->resumed = resume;
     rec->task = cfg->task;
     rec->ceiling = rec->effective_memory = (double)NAN;
     *finished = 0;
+    *locked_by = 0;
     sb_status st = sb_results_open(db_path, &rec->db, err);
     if (st != SB_OK)
         return st;
     char hash[17];
     sb_run_config_hash(cfg, 0, hash);
+    /* the lock before the row: a run is marked running only by the process that trains it */
+    if ((st = record_lock(rec, db_path, hash, locked_by, err)) != SB_OK)
+        goto fail;
     int found = 0;
     if ((st = sb_results_get_run(rec->db, hash, stored, &found, err)) != SB_OK)
         goto fail;
@@ -138,6 +196,7 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
         .code_version = SB_VERSION,
         .checkpoint = ckpt,
         .host = host[0] != '\0' ? host : NULL,
+        .keep_evaluations = resume,
     };
     st = config != NULL ? sb_results_run_begin(rec->db, &info, &rec->run_id, err)
                         : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
@@ -145,13 +204,14 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
     if (st == SB_OK)
         return SB_OK;
 fail:
-    sb_results_close(rec->db);
-    rec->db = NULL;
+    record_abandon(rec);
     return st;
 }
 
 sb_status sb_run_record_event(sb_run_record *rec, const sb_train_event *ev, sb_error *err)
 {
+    if (rec->db != NULL && ev->kind == SB_EVENT_START && rec->resumed)
+        return sb_results_delete_evals_after(rec->db, rec->run_id, ev->step, err);
     if (rec->db == NULL || ev->kind != SB_EVENT_EVAL)
         return SB_OK;
     sb_eval_row test = {.step = ev->step, .samples = ev->samples, .split = SB_SPLIT_TEST,
@@ -194,6 +254,5 @@ sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_e
 
 void sb_run_record_close(sb_run_record *rec)
 {
-    sb_results_close(rec->db);
-    rec->db = NULL;
+    record_abandon(rec);
 }

@@ -7,6 +7,9 @@
  *   RESULTS/selectivbench.db                 the results database (results.h)
  *   RESULTS/checkpoints/HASH.safetensors     a run's checkpoint, HASH its training hash
  *   RESULTS/logs/HASH.log                    a sweep worker's output, HASH its run hash
+ *   RESULTS/locks/HASH.lock                  the lock of the run with run hash HASH while
+ *                                            a process trains it (run_lock.h); beside the
+ *                                            database, wherever --db puts it
  */
 #ifndef SELECTIVBENCH_RUN_STORE_H
 #define SELECTIVBENCH_RUN_STORE_H
@@ -15,6 +18,7 @@
 #include <stdint.h>
 
 #include "exp/results.h"
+#include "exp/run_lock.h"
 #include "config/run_config.h"
 #include "core/status.h"
 #include "train/trainer.h"
@@ -48,38 +52,53 @@ sb_status sb_run_store_log_dir(const char *results_dir, char *out, size_t size, 
 sb_status sb_run_store_log_path(const char *results_dir, const char *hash, char *out,
                                 size_t size, sb_error *err);
 
+/* Writes the lock file of the run with run hash hash in the results database db_path,
+ * <folder of db_path>/locks/HASH.lock, into out[size]; with create, makes the locks folder if
+ * missing. SB_ERR_INVALID when it does not fit; SB_ERR_IO from the folder. */
+sb_status sb_run_store_lock_path(const char *db_path, const char *hash, char *out, size_t size,
+                                 int create, sb_error *err);
+
 /* ---- a run's rows in the results database ----------------------------------------------- */
 
 typedef struct sb_run_record {
     sb_results *db;
+    sb_run_lock lock;    /* held from begin to end: no other process trains the run */
+    int resumed;         /* the run continues from its checkpoint */
     int64_t run_id;
     sb_task_config task; /* the run's task, for its yardsticks at the end */
     int threads;         /* threads for the yardsticks' computation (0: all cores) */
     double ceiling, effective_memory; /* recorded at the end of a finished run; NaN: none */
 } sb_run_record;
 
-/* Opens db_path and records the start of the run (its configuration, parameter count, state
- * size, FLOPs per token, checkpoint path ckpt, code version and host). When the run already
- * finished: with force, its rows are deleted and it starts again; otherwise *finished = 1,
- * *stored holds its row (clear with sb_results_run_row_clear) and nothing is begun (close
- * rec with sb_run_record_close). On failure the database is closed. */
+/* Opens db_path, takes the run's lock (sb_run_store_lock_path) and records the start of the
+ * run (its configuration, parameter count, state size, FLOPs per token, checkpoint path ckpt,
+ * code version and host). resume: the run continues an unfinished attempt from its
+ * checkpoint, whose evaluations are kept (those past the point it resumes from are dropped
+ * at its start event). When the run already finished: with force, its rows are deleted and
+ * it starts again; otherwise *finished = 1, *stored holds its row (clear with
+ * sb_results_run_row_clear) and nothing is begun (close rec with sb_run_record_close).
+ * When another process holds the run's lock: *locked_by is its pid (-1 when it cannot be
+ * named; 0 otherwise) and SB_ERR_RUNTIME says "run HASH is already being trained by pid N".
+ * On failure the database is closed and the lock released. */
 sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
-                              const char *ckpt, int force, int *finished, sb_run_row *stored,
-                              sb_error *err);
+                              const char *ckpt, int force, int resume, int *finished,
+                              long *locked_by, sb_run_row *stored, sb_error *err);
 
 /* Records an evaluation event (its test row, and its train row when it has a training
- * loss); other events and a closed record are ignored. Both rows are attempted; the first
+ * loss); for a resumed run, its start event drops the evaluations recorded past the update
+ * it resumes from; other events and a closed record are ignored. Both rows are attempted; the first
  * failure is returned in err (the caller warns and the run goes on). */
 sb_status sb_run_record_event(sb_run_record *rec, const sb_train_event *ev, sb_error *err);
 
 /* Records the end of the run and, for a finished run, its yardsticks (the ceiling of its
  * task's test split, from the database's cache or computed, and the effective memory of
  * its test accuracy: sb_results_record_yardsticks) into rec->ceiling and
- * rec->effective_memory, then closes the database. A failure to record the yardsticks is
- * returned after the end is recorded. */
+ * rec->effective_memory, then closes the database and releases the run's lock. A failure
+ * to record the yardsticks is returned after the end is recorded. */
 sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_error *err);
 
-/* Closes without recording an end (after begin failed or found the run finished). */
+/* Closes the database and releases the lock without recording an end (after begin found
+ * the run finished). */
 void sb_run_record_close(sb_run_record *rec);
 
 #endif

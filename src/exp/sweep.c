@@ -72,6 +72,82 @@ static yaml_node_t *map_get(loader *ld, yaml_node_t *map, const char *key)
     return NULL;
 }
 
+/* A key of a mapping and its line, for the duplicate check. */
+typedef struct map_key {
+    const char *text;
+    size_t line; /* 1-based */
+} map_key;
+
+static int cmp_map_key(const void *a, const void *b)
+{
+    const map_key *x = a, *y = b;
+    int c = strcmp(x->text, y->text);
+    return c != 0 ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/* The first (by line) key that mapping `map` gives twice: *line_out its second line,
+ * *first_out the line of its first. Returns the key or NULL; *nomem on a failed
+ * allocation. */
+static const char *mapping_duplicate(loader *ld, const yaml_node_t *map, size_t *line_out,
+                                     size_t *first_out, int *nomem)
+{
+    size_t n = (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
+    if (n < 2)
+        return NULL;
+    map_key *keys = malloc(n * sizeof *keys);
+    if (keys == NULL) {
+        *nomem = 1;
+        return NULL;
+    }
+    size_t m = 0;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *key = yaml_document_get_node(&ld->doc, p->key);
+        if (scalar(key) != NULL)
+            keys[m++] = (map_key){scalar(key), (size_t)key->start_mark.line + 1};
+    }
+    /* sorted by text, then line: a repeated key sits next to its first occurrence */
+    qsort(keys, m, sizeof *keys, cmp_map_key);
+    const char *dup = NULL;
+    for (size_t i = 1; i < m; i++)
+        if (strcmp(keys[i - 1].text, keys[i].text) == 0 && (dup == NULL || keys[i].line < *line_out)) {
+            dup = keys[i].text;
+            *line_out = keys[i].line;
+            *first_out = keys[i - 1].line;
+        }
+    free(keys);
+    return dup;
+}
+
+/* Refuses a key given twice in one mapping, at any level of the file (top level, under
+ * parameters, inside a parameter): a YAML loader keeps one of the two silently, and W&B gives
+ * the repetition no meaning. Every mapping node of the document is looked at once. */
+static sb_status check_duplicate_keys(loader *ld)
+{
+    const char *dup = NULL;
+    size_t line = 0, first = 0;
+    for (yaml_node_t *node = ld->doc.nodes.start; node < ld->doc.nodes.top; node++) {
+        if (node->type != YAML_MAPPING_NODE)
+            continue;
+        size_t node_line = 0, node_first = 0;
+        int nomem = 0;
+        const char *d = mapping_duplicate(ld, node, &node_line, &node_first, &nomem);
+        if (nomem)
+            return sb_error_set(ld->err, SB_ERR_NOMEM, "out of memory reading sweep file '%s'",
+                                ld->path);
+        if (d != NULL && (dup == NULL || node_line < line)) {
+            dup = d;
+            line = node_line;
+            first = node_first;
+        }
+    }
+    if (dup == NULL)
+        return SB_OK;
+    return sb_error_set(ld->err, SB_ERR_INVALID,
+                        "sweep file '%s', line %zu: key '%.80s' is given twice in one mapping "
+                        "(first on line %zu); keep one",
+                        ld->path, line, dup, first);
+}
+
 static int cmp_param(const void *a, const void *b)
 {
     return strcmp(((const sb_sweep_param *)a)->name, ((const sb_sweep_param *)b)->name);
@@ -217,6 +293,8 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
         goto done;
     }
     s->path = dup_str(path);
+    if ((st = check_duplicate_keys(&ld)) != SB_OK)
+        goto done;
     if (root == NULL || root->type != YAML_MAPPING_NODE) {
         st = bad(&ld, root, "the file must be a mapping (program, method, parameters, command)");
         goto done;
@@ -271,17 +349,6 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
             st = bad(&ld, yaml_document_get_node(&ld.doc, p->key), "a parameter name must be a word");
             goto done;
         }
-        /* YAML forbids a key twice; W&B's reader keeps the last one, the grid here would
-         * have both, so neither guess is made */
-        for (int j = 0; j < i; j++) {
-            if (strcmp(s->params[j].name, name) == 0) {
-                char msg[160];
-                snprintf(msg, sizeof msg, "parameter '%.60s' is given twice; keep one of them",
-                         name);
-                st = bad(&ld, yaml_document_get_node(&ld.doc, p->key), msg);
-                goto done;
-            }
-        }
         s->params[i].name = dup_str(name);
         s->n_params++;
         if ((st = load_param(&ld, &s->params[i], yaml_document_get_node(&ld.doc, p->value))) != SB_OK)
@@ -289,16 +356,14 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
         if ((st = expand_all_models(&s->params[i], err)) != SB_OK)
             goto done;
     }
-    /* the number of runs must fit sb_sweep_count's int64_t */
-    int64_t n_runs = 1;
-    for (int i = 0; i < s->n_params; i++) {
-        if (n_runs > INT64_MAX / s->params[i].n_values) {
-            st = bad(&ld, params, "the grid has more than 2^63 runs; split it into several files");
-            goto done;
-        }
-        n_runs *= s->params[i].n_values;
-    }
     qsort(s->params, (size_t)s->n_params, sizeof *s->params, cmp_param);
+    if (sb_sweep_count(s) < 0) {
+        st = sb_error_set(err, SB_ERR_INVALID,
+                          "sweep file '%s': its grid has more than %lld runs (the product of its "
+                          "%d parameters' value counts); split it into several files",
+                          path, (long long)INT64_MAX, s->n_params);
+        goto done;
+    }
 
     yaml_node_t *command = map_get(&ld, root, "command");
     if (command != NULL) {
@@ -331,8 +396,14 @@ done:
 int64_t sb_sweep_count(const sb_sweep *s)
 {
     int64_t n = 1;
-    for (int i = 0; i < s->n_params; i++)
-        n *= s->params[i].n_values;
+    for (int i = 0; i < s->n_params; i++) {
+        int64_t values = s->params[i].n_values;
+        if (values <= 0)
+            return 0;
+        if (n > INT64_MAX / values)
+            return -1; /* the product would overflow */
+        n *= values;
+    }
     return n;
 }
 
@@ -418,4 +489,218 @@ sb_status sb_sweep_run_args(const sb_sweep *s, int64_t k, char ***out, int *argc
 nomem:
     sb_sweep_args_free(argv);
     return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+}
+
+/* ---- selections ------------------------------------------------------------------------ */
+
+struct sb_sweep_selection {
+    const sb_sweep *sweep;
+    int *n_kept;      /* [n_params] values of parameter p the filters keep */
+    int **kept;       /* [n_params] their indices in the parameter's values, in order */
+    int64_t *stride;  /* [n_params] grid runs between two consecutive values of p */
+    int64_t shard_index, shard_count;
+    int64_t size;     /* runs selected */
+};
+
+void sb_sweep_selection_free(sb_sweep_selection *sel)
+{
+    if (sel == NULL)
+        return;
+    if (sel->kept != NULL)
+        free(sel->kept[0]); /* one block for every parameter */
+    free(sel->kept);
+    free(sel->n_kept);
+    free(sel->stride);
+    free(sel);
+}
+
+/* Writes the words, comma-separated, into buf[size]; a list too long ends with "...". */
+static void join_words(char *buf, size_t size, char *const *words, int n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        size_t need = strlen(words[i]) + (i > 0 ? 2 : 0);
+        if (len + need + 4 >= size) {
+            snprintf(buf + len, size - len, "%s...", i > 0 ? ", " : "");
+            return;
+        }
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i > 0 ? ", " : "", words[i]);
+    }
+}
+
+/* The parameter a filter "NAME=VALUE" names, and its value; -1 (with the error) when the
+ * filter is malformed or names no parameter. */
+static int filter_param(const sb_sweep *s, const char *filter, const char **value, sb_error *err)
+{
+    const char *eq = strchr(filter, '=');
+    for (int p = 0; eq != NULL && p < s->n_params; p++) {
+        const char *name = s->params[p].name;
+        if (strlen(name) == (size_t)(eq - filter) && strncmp(name, filter, (size_t)(eq - filter)) == 0) {
+            *value = eq + 1;
+            return p;
+        }
+    }
+    char names[256];
+    char **words = malloc((size_t)(s->n_params > 0 ? s->n_params : 1) * sizeof *words);
+    if (words == NULL) {
+        sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    for (int p = 0; p < s->n_params; p++)
+        words[p] = s->params[p].name;
+    join_words(names, sizeof names, words, s->n_params);
+    free(words);
+    sb_error_set(err, SB_ERR_INVALID,
+                 "--filter '%.80s': write NAME=VALUE with NAME one of the parameters of sweep "
+                 "file '%s' (%s)",
+                 filter, s->path, names);
+    return -1;
+}
+
+/* Narrows the kept values of each parameter to those every filter on it allows. A filter's
+ * value must be one of its parameter's values (textually, as written in the file). */
+static sb_status apply_filters(sb_sweep_selection *sel, const sb_sweep_select_options *o,
+                               sb_error *err)
+{
+    const sb_sweep *s = sel->sweep;
+    for (int f = 0; f < o->n_filters; f++) {
+        if (o->filters == NULL || o->filters[f] == NULL)
+            return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_select: filter %d is NULL", f);
+        const char *value = NULL;
+        int p = filter_param(s, o->filters[f], &value, err);
+        if (p < 0)
+            return err != NULL ? err->status : SB_ERR_INVALID;
+        const sb_sweep_param *param = &s->params[p];
+        int taken = 0;
+        for (int v = 0; v < param->n_values; v++)
+            taken |= strcmp(param->values[v], value) == 0;
+        if (!taken) {
+            char values[256];
+            join_words(values, sizeof values, param->values, param->n_values);
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--filter '%.80s': %s takes %s in sweep file '%s'",
+                                o->filters[f], param->name, values, s->path);
+        }
+        /* keep, of the values kept so far, those equal to this filter's */
+        int n = 0;
+        for (int i = 0; i < sel->n_kept[p]; i++)
+            if (strcmp(param->values[sel->kept[p][i]], value) == 0)
+                sel->kept[p][n++] = sel->kept[p][i];
+        sel->n_kept[p] = n;
+    }
+    return SB_OK;
+}
+
+/* The selection's arrays: every value of every parameter kept, the grid's strides. */
+static sb_status selection_alloc(sb_sweep_selection *sel, sb_error *err)
+{
+    const sb_sweep *s = sel->sweep;
+    size_t n_params = (size_t)(s->n_params > 0 ? s->n_params : 1), n_values = 1;
+    for (int p = 0; p < s->n_params; p++)
+        n_values += (size_t)s->params[p].n_values;
+    sel->n_kept = calloc(n_params, sizeof *sel->n_kept);
+    sel->kept = calloc(n_params, sizeof *sel->kept);
+    sel->stride = calloc(n_params, sizeof *sel->stride);
+    int *block = sel->kept != NULL ? malloc(n_values * sizeof *block) : NULL;
+    if (sel->n_kept == NULL || sel->kept == NULL || sel->stride == NULL || block == NULL) {
+        free(block);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory selecting runs of sweep file '%s'",
+                            s->path);
+    }
+    sel->kept[0] = block;
+    int64_t stride = 1;
+    for (int p = s->n_params - 1; p >= 0; p--) {
+        sel->stride[p] = stride; /* the last parameter varies fastest */
+        stride *= s->params[p].n_values; /* at most the grid's size: no overflow */
+    }
+    for (int p = 0; p < s->n_params; p++) {
+        if (p > 0)
+            sel->kept[p] = sel->kept[p - 1] + s->params[p - 1].n_values;
+        sel->n_kept[p] = s->params[p].n_values;
+        for (int v = 0; v < s->params[p].n_values; v++)
+            sel->kept[p][v] = v;
+    }
+    return SB_OK;
+}
+
+/* The number of runs the filters keep: the product of the kept value counts (at most the
+ * grid's size, so it fits). */
+static int64_t sub_grid_size(const sb_sweep_selection *sel)
+{
+    int64_t n = 1;
+    for (int p = 0; p < sel->sweep->n_params; p++)
+        n *= sel->n_kept[p];
+    return n;
+}
+
+sb_status sb_sweep_select(const sb_sweep *s, const sb_sweep_select_options *opts,
+                          sb_sweep_selection **out, sb_error *err)
+{
+    if (out == NULL || s == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_select: NULL %s",
+                            out == NULL ? "out" : "sweep");
+    *out = NULL;
+    if (sb_sweep_count(s) < 0)
+        return sb_error_set(err, SB_ERR_INVALID, "sweep file '%s': its grid has more than %lld runs",
+                            s->path, (long long)INT64_MAX);
+    sb_sweep_select_options all = {0};
+    const sb_sweep_select_options *o = opts != NULL ? opts : &all;
+    int64_t shards = o->shard_count > 0 ? o->shard_count : 1;
+    if (o->shard_count < 0 || o->shard_index < 0 || o->shard_index >= shards)
+        return sb_error_set(err, SB_ERR_INVALID, "shard %lld/%lld: write I/N with 0 <= I < N",
+                            (long long)o->shard_index, (long long)o->shard_count);
+    if (o->limit < 0 || o->n_filters < 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sb_sweep_select: limit %lld and n_filters %d must not be negative",
+                            (long long)o->limit, o->n_filters);
+    sb_sweep_selection *sel = calloc(1, sizeof *sel);
+    if (sel == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory selecting runs");
+    sel->sweep = s;
+    sel->shard_index = o->shard_index;
+    sel->shard_count = shards;
+    sb_status st = selection_alloc(sel, err);
+    if (st == SB_OK)
+        st = apply_filters(sel, o, err);
+    if (st != SB_OK) {
+        sb_sweep_selection_free(sel);
+        return st;
+    }
+    /* shard I/N keeps sub-grid runs I, I + N, ...; the limit the first of them */
+    int64_t filtered = sub_grid_size(sel);
+    int64_t sharded = filtered > sel->shard_index ? (filtered - 1 - sel->shard_index) / shards + 1
+                                                  : 0;
+    sel->size = o->limit > 0 && o->limit < sharded ? o->limit : sharded;
+    if (sel->size > SB_SWEEP_MAX_RUNS) {
+        st = sb_error_set(err, SB_ERR_INVALID,
+                          "sweep file '%s': %lld runs selected of a grid of %lld, more than the "
+                          "%d one sweep takes; select fewer with --limit, --shard or --filter",
+                          s->path, (long long)sel->size, (long long)sb_sweep_count(s),
+                          SB_SWEEP_MAX_RUNS);
+        sb_sweep_selection_free(sel);
+        return st;
+    }
+    *out = sel;
+    return SB_OK;
+}
+
+int64_t sb_sweep_selection_size(const sb_sweep_selection *sel)
+{
+    return sel != NULL ? sel->size : 0;
+}
+
+int64_t sb_sweep_selection_run(const sb_sweep_selection *sel, int64_t i)
+{
+    if (sel == NULL || i < 0 || i >= sel->size)
+        return -1;
+    /* position j in the sub-grid, then its digits (one kept value per parameter, the last
+     * varying fastest) mapped to the grid's */
+    int64_t j = sel->shard_index + i * sel->shard_count, k = 0;
+    for (int p = sel->sweep->n_params - 1; p >= 0; p--) {
+        int digit = (int)(j % sel->n_kept[p]);
+        j /= sel->n_kept[p];
+        k += sel->kept[p][digit] * sel->stride[p];
+    }
+    return k;
 }

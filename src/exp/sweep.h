@@ -34,8 +34,9 @@ typedef struct sb_sweep {
 } sb_sweep;
 
 /* Reads a sweep file. Errors (SB_ERR_INVALID, or SB_ERR_IO when unreadable) name the file
- * and the line: malformed YAML, a method other than grid, unknown top-level keys, a
- * parameter without values, values that are not scalars. */
+ * and the line: malformed YAML, a key given twice in one mapping (at any level), a method
+ * other than grid, unknown top-level keys, a parameter without values, values that are not
+ * scalars; a grid of more than INT64_MAX runs names the file. */
 sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err);
 void sb_sweep_free(sb_sweep *s);
 
@@ -43,7 +44,9 @@ void sb_sweep_free(sb_sweep *s);
 sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_sweep **out,
                              sb_error *err);
 
-/* Number of runs of the grid. */
+/* Number of runs of the grid: the product of the parameters' value counts, or -1 when it
+ * is over INT64_MAX (never for a sweep sb_sweep_load gave: it refuses such a file). The
+ * grid is never listed: runs are taken by index (sb_sweep_select). */
 int64_t sb_sweep_count(const sb_sweep *s);
 
 /* The value index of parameter p in run k. */
@@ -58,5 +61,13 @@ void sb_sweep_args_free(char **argv);
 /* Whether run k has parameter `name` equal to `value` (textually); 0 when the parameter
  * is not in the grid. */
 int sb_sweep_run_matches(const sb_sweep *s, int64_t k, const char *name, const char *value);
+
+/* ---- selections: the runs a sweep takes ------------------------------------------------ *
+ * sb_sweep_select, sb_sweep_selection_size, sb_sweep_selection_run and
+ * sb_sweep_selection_free are the public header's (sb_sweep_select_options,
+ * SB_SWEEP_MAX_RUNS); they live here. A selection never lists its runs: each filter narrows
+ * one parameter's values, so the filtered runs form a smaller grid (the sub-grid) whose
+ * size is a product; shard I/N takes sub-grid runs I, I + N, I + 2N, ... and the limit the
+ * first of those; run i of the selection is computed from i. */
 
 #endif

@@ -26,6 +26,7 @@
 #include "train/run_setup.h"
 
 #define POLL_MS 500 /* the longest wait for progress before the next tick */
+#define LOCK_RETRY_S 1.0 /* how often the locks of the runs put aside are looked at */
 
 /* ---- train's worker switches ---------------------------------------------------------- */
 
@@ -190,6 +191,17 @@ sb_status sb_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg_o
     return st;
 }
 
+sb_status sb_sweep_run_validate(const sb_sweep *s, int64_t k, sb_run_config *cfg, int *built,
+                                sb_error *err)
+{
+    *built = 0;
+    sb_status st = sb_sweep_run_config(s, k, cfg, err);
+    if (st != SB_OK)
+        return st;
+    *built = 1;
+    return sb_run_config_check(cfg, err);
+}
+
 sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err)
 {
     for (int p = 0; p < s->n_params; p++) {
@@ -225,6 +237,8 @@ const char *sb_sweep_outcome_name(sb_sweep_outcome o)
     case SB_SWEEP_DIVERGED: return "diverged";
     case SB_SWEEP_SKIPPED: return "skipped";
     case SB_SWEEP_REFUSED: return "refused";
+    case SB_SWEEP_EXCLUDED: return "excluded";
+    case SB_SWEEP_INTERRUPTED: return "interrupted";
     }
     return "?";
 }
@@ -251,6 +265,10 @@ typedef struct pool {
     int running;
     int64_t n_runs;
     double t0;
+    int cancelled;      /* opts->cancel said stop: the signal sent to the workers */
+    int64_t *waiting;   /* [n_runs] runs another process was training, to take again */
+    int64_t n_waiting;
+    double next_lock_look; /* when to look at their locks again */
 } pool;
 
 /* Sends ev with the sweep-level fields filled in. */
@@ -363,10 +381,11 @@ static char **worker_environment(int fd, char **text)
     return env;
 }
 
-/* Starts `<worker_exe> train ARGS --results DIR --db DB --threads T` with its output in
- * DIR/logs/<hash>.log and the write end of a progress pipe. The child dies with us
+/* Starts `<worker_exe> train ARGS --results DIR --db DB --threads T [--resume]` with its
+ * output in DIR/logs/<hash>.log and the write end of a progress pipe. The child dies with us
  * (PR_SET_PDEATHSIG). Returns the pid, or -1 with errno set. */
-static pid_t spawn_run(const pool *p, char **args, int n_args, const char *hash, int *progress_fd)
+static pid_t spawn_run(const pool *p, char **args, int n_args, const char *hash, int resume,
+                       int *progress_fd)
 {
     char log[4096], threads_text[24];
     sb_error path_err = {0};
@@ -376,7 +395,7 @@ static pid_t spawn_run(const pool *p, char **args, int n_args, const char *hash,
     }
     format_int(p->threads, threads_text);
     const char *extra[] = {"--results", p->opts->results, "--db", p->db_path, "--threads",
-                           threads_text, NULL};
+                           threads_text, resume ? "--resume" : NULL, NULL};
     char **argv = calloc((size_t)n_args + 16, sizeof *argv);
     if (argv == NULL)
         return -1;
@@ -476,9 +495,100 @@ static void worker_read(pool *p, int i)
     }
 }
 
-/* After worker i's process ended (wait status wstatus): settles its run from the
- * database (a run left `running` is recorded as failed with the signal or exit code),
- * counts it, frees the slot and tells the caller. */
+/* Who holds the lock of run hash (0: nobody; -1: a process that cannot be named). A lock
+ * file that cannot be read counts as free: the worker then finds out for itself. */
+static long lock_holder(const pool *p, const char *hash)
+{
+    char path[4096];
+    sb_error err = {0};
+    long holder = 0;
+    if (sb_run_store_lock_path(p->db_path, hash, path, sizeof path, 0, &err) != SB_OK ||
+        sb_run_lock_holder(path, &holder, &err) != SB_OK)
+        return 0;
+    return holder;
+}
+
+/* Puts run k aside because process `holder` trains it, to be taken again when its lock is
+ * free; tells the caller (slot: the worker that found it locked, or -1). */
+static void wait_for_lock(pool *p, int64_t k, int slot, const char *hash,
+                          const sb_run_config *cfg, long holder)
+{
+    p->waiting[p->n_waiting++] = k;
+    sb_sweep_event ev = slot >= 0 ? worker_event(p, SB_SWEEP_RUN_WAITING, slot)
+                                  : run_event(SB_SWEEP_RUN_WAITING, k);
+    ev.hash = hash;
+    ev.cfg = cfg;
+    ev.locked_by = holder;
+    emit(p, &ev);
+}
+
+/* Whether a worker that ended without recording its end was stopped by a signal to stop (it
+ * was interrupted) rather than by a crash: killed by SIGINT or SIGTERM (a second signal
+ * exits at once), or exited with the codes of a stop. */
+static int worker_was_stopped(int wstatus)
+{
+    if (WIFSIGNALED(wstatus))
+        return WTERMSIG(wstatus) == SIGINT || WTERMSIG(wstatus) == SIGTERM;
+    return WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == SB_SWEEP_EXIT_INTERRUPTED ||
+                                  WEXITSTATUS(wstatus) == SB_SWEEP_EXIT_TEMPFAIL);
+}
+
+/* Settles a run that a dead worker left `running` (its lock is free, so no process trains
+ * it): interrupted when the worker was stopped, failed otherwise, with the reason in
+ * *reason. Returns the outcome. */
+static sb_sweep_outcome settle_running(pool *p, int64_t run_id, int wstatus, sb_error *reason)
+{
+    int stopped = worker_was_stopped(wstatus);
+    if (WIFSIGNALED(wstatus))
+        sb_error_set(reason, SB_ERR_RUNTIME, "the run's process was %s by signal %d%s",
+                     stopped ? "stopped" : "killed", WTERMSIG(wstatus),
+                     stopped ? " before it recorded its end; it continues from its last "
+                               "checkpoint"
+                             : "");
+    else
+        sb_error_set(reason, SB_ERR_RUNTIME,
+                     "the run's process exited with code %d without recording an end%s",
+                     WEXITSTATUS(wstatus),
+                     stopped ? "; it continues from its last checkpoint" : "");
+    sb_run_metrics unknown = sb_results_metrics_unknown();
+    sb_error err = {0};
+    (void)sb_results_run_end(p->db, run_id, stopped ? "interrupted" : "failed", reason->msg,
+                             &unknown, &err);
+    return stopped ? SB_SWEEP_INTERRUPTED : SB_SWEEP_FAILED;
+}
+
+/* The outcome of a run as its row records it. exit_code: the worker's (-1: killed); a run
+ * found finished after its worker exited with another code than 0 was finished by another
+ * process (the worker found it locked). */
+static sb_sweep_outcome outcome_of_row(const sb_run_row *row, int exit_code)
+{
+    if (strcmp(row->status, "finished") == 0)
+        return exit_code == 0 ? SB_SWEEP_DONE : SB_SWEEP_SKIPPED;
+    if (strcmp(row->status, "diverged") == 0)
+        return SB_SWEEP_DIVERGED;
+    if (strcmp(row->status, "interrupted") == 0)
+        return SB_SWEEP_INTERRUPTED;
+    return SB_SWEEP_FAILED;
+}
+
+/* Counts outcome o in the tally. */
+static void tally_add(pool *p, sb_sweep_outcome o)
+{
+    switch (o) {
+    case SB_SWEEP_DONE: p->tally.done++; break;
+    case SB_SWEEP_SKIPPED: p->tally.skipped++; break;
+    case SB_SWEEP_REFUSED: p->tally.refused++; break;
+    case SB_SWEEP_EXCLUDED: p->tally.excluded++; break;
+    case SB_SWEEP_INTERRUPTED: p->tally.interrupted++; break;
+    case SB_SWEEP_FAILED:
+    case SB_SWEEP_DIVERGED: p->tally.failed++; break;
+    }
+}
+
+/* After worker i's process ended (wait status wstatus): when another process holds the
+ * run's lock now (the worker found it locked), puts the run aside; otherwise settles it
+ * from the database (a run left `running` is recorded as interrupted or failed), counts
+ * it and tells the caller. Frees the slot. */
 static void finish_worker(pool *p, int i, int wstatus)
 {
     worker *w = &p->slots[i];
@@ -486,6 +596,13 @@ static void finish_worker(pool *p, int i, int wstatus)
     if (w->fd >= 0)
         close(w->fd);
     w->fd = -1;
+    w->pid = 0;
+    p->running--;
+    long holder = lock_holder(p, w->hash);
+    if (holder != 0) {
+        wait_for_lock(p, w->run, i, w->hash, &w->cfg, holder);
+        return;
+    }
     sb_sweep_event ev = worker_event(p, SB_SWEEP_RUN_ENDED, i);
     if (WIFEXITED(wstatus))
         ev.exit_code = WEXITSTATUS(wstatus);
@@ -498,48 +615,50 @@ static void finish_worker(pool *p, int i, int wstatus)
     if (sb_results_get_run(p->db, w->hash, &row, &found, &err) != SB_OK)
         found = 0;
     ev.recorded = found;
-    ev.outcome = SB_SWEEP_FAILED;
+    /* a worker stopped before it recorded anything: nothing to continue, nothing failed */
+    ev.outcome = worker_was_stopped(wstatus) ? SB_SWEEP_INTERRUPTED : SB_SWEEP_FAILED;
     if (found && strcmp(row.status, "running") == 0) {
-        if (WIFSIGNALED(wstatus))
-            sb_error_set(&reason, SB_ERR_RUNTIME, "the run's process was killed by signal %d",
-                         WTERMSIG(wstatus));
-        else
-            sb_error_set(&reason, SB_ERR_RUNTIME,
-                         "the run's process exited with code %d without recording an end",
-                         WEXITSTATUS(wstatus));
-        sb_run_metrics unknown = sb_results_metrics_unknown();
-        (void)sb_results_run_end(p->db, row.id, "failed", reason.msg, &unknown, &err);
+        ev.outcome = settle_running(p, row.id, wstatus, &reason);
         ev.reason = reason.msg;
     } else if (found) {
-        if (strcmp(row.status, "finished") == 0)
-            ev.outcome = SB_SWEEP_DONE;
-        else if (strcmp(row.status, "diverged") == 0)
-            ev.outcome = SB_SWEEP_DIVERGED;
+        ev.outcome = outcome_of_row(&row, ev.exit_code);
         ev.reason = row.reason;
         ev.metrics = row.metrics;
     }
-    if (ev.outcome == SB_SWEEP_DONE)
-        p->tally.done++;
-    else
-        p->tally.failed++;
-    w->pid = 0;
-    p->running--;
+    tally_add(p, ev.outcome);
     emit(p, &ev);
     if (found)
         sb_results_run_row_clear(&row);
 }
 
-/* Takes run k: refuses, skips or starts it on free slot i. Returns whether slot i is now
- * busy. */
+/* Whether run `row` continues from its checkpoint: it was interrupted and the checkpoint
+ * it recorded is there. */
+static int resumable(const sb_run_row *row)
+{
+    return strcmp(row->status, "interrupted") == 0 && row->checkpoint != NULL &&
+           access(row->checkpoint, R_OK) == 0;
+}
+
+/* A run whose check failed is excluded when the reference does not run it either, else
+ * refused. */
+static sb_sweep_outcome refusal_outcome(const sb_error *check)
+{
+    return check->status == SB_ERR_EXCLUDED ? SB_SWEEP_EXCLUDED : SB_SWEEP_REFUSED;
+}
+
+/* Takes run k: refuses, skips, puts aside (locked by another process) or starts it on free
+ * slot i. Returns whether slot i is now busy. */
 static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
 {
     sb_sweep_event ev = run_event(SB_SWEEP_RUN_ENDED, k);
     sb_run_config cfg;
-    sb_error rerr = {0};
-    if (sb_sweep_run_config(s, k, &cfg, &rerr) != SB_OK) {
-        p->tally.refused++;
-        ev.outcome = SB_SWEEP_REFUSED;
-        ev.reason = rerr.msg;
+    sb_error rerr = {0}, check = {0};
+    int built = 0;
+    sb_status valid = sb_sweep_run_validate(s, k, &cfg, &built, &check);
+    if (!built) {
+        ev.outcome = refusal_outcome(&check);
+        ev.reason = check.msg;
+        tally_add(p, ev.outcome);
         emit(p, &ev);
         return 0;
     }
@@ -548,9 +667,10 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
     ev.hash = hash;
     ev.cfg = &cfg;
     sb_run_row row;
-    int found = 0;
+    int found = 0, resume = 0;
     if (sb_results_get_run(p->db, hash, &row, &found, &rerr) == SB_OK && found) {
         int finished = strcmp(row.status, "finished") == 0;
+        resume = resumable(&row);
         if (finished) {
             p->tally.skipped++;
             ev.outcome = SB_SWEEP_SKIPPED;
@@ -562,11 +682,16 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
         if (finished)
             return 0;
     }
-    if (sb_run_config_check(&cfg, &rerr) != SB_OK) {
-        p->tally.refused++;
-        ev.outcome = SB_SWEEP_REFUSED;
-        ev.reason = rerr.msg;
-        ev.recorded = record_refused(p->db, &cfg, hash, rerr.msg);
+    long holder = lock_holder(p, hash);
+    if (holder != 0) {
+        wait_for_lock(p, k, -1, hash, &cfg, holder);
+        return 0;
+    }
+    if (valid != SB_OK) {
+        ev.outcome = refusal_outcome(&check);
+        tally_add(p, ev.outcome);
+        ev.reason = check.msg;
+        ev.recorded = record_refused(p->db, &cfg, hash, check.msg);
         emit(p, &ev);
         return 0;
     }
@@ -575,7 +700,7 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
     int fd = -1;
     pid_t pid = -1;
     if (sb_sweep_run_args(s, k, &args, &n_args, &rerr) == SB_OK) {
-        pid = spawn_run(p, args, n_args, hash, &fd);
+        pid = spawn_run(p, args, n_args, hash, resume, &fd);
         if (pid < 0)
             sb_error_set(&rerr, SB_ERR_RUNTIME, "cannot start a worker: %s", strerror(errno));
         sb_sweep_args_free(args);
@@ -600,6 +725,39 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
     sb_sweep_event started = worker_event(p, SB_SWEEP_RUN_STARTED, i);
     emit(p, &started);
     return 1;
+}
+
+/* The next run for a free slot: a run put aside whose lock is free now (looked at once a
+ * second at most), else the next run of the selection; -1 when there is none now. */
+static int64_t next_run(pool *p, const sb_sweep *s, const int64_t *runs, int64_t *next)
+{
+    double now = sb_time_now();
+    if (p->n_waiting > 0 && now >= p->next_lock_look) {
+        p->next_lock_look = now + LOCK_RETRY_S;
+        for (int64_t w = 0; w < p->n_waiting; w++) {
+            sb_run_config cfg;
+            sb_error err = {0};
+            char hash[17] = "";
+            int64_t k = p->waiting[w];
+            if (sb_sweep_run_config(s, k, &cfg, &err) == SB_OK)
+                sb_run_config_hash(&cfg, 0, hash);
+            if (hash[0] != '\0' && lock_holder(p, hash) != 0)
+                continue;
+            memmove(p->waiting + w, p->waiting + w + 1,
+                    (size_t)(p->n_waiting - w - 1) * sizeof *p->waiting);
+            p->n_waiting--;
+            return k;
+        }
+    }
+    return *next < p->n_runs ? runs[(*next)++] : -1;
+}
+
+/* Sends sig to every running worker. */
+static void signal_workers(const pool *p, int sig)
+{
+    for (int i = 0; i < p->opts->workers; i++)
+        if (p->slots[i].pid > 0)
+            kill(p->slots[i].pid, sig);
 }
 
 sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_runs,
@@ -629,10 +787,12 @@ sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_run
     p.threads = opts->threads > 0 ? opts->threads
                                   : (cores / opts->workers > 0 ? cores / opts->workers : 1);
     p.slots = calloc((size_t)opts->workers, sizeof *p.slots);
+    p.waiting = calloc((size_t)(n_runs > 0 ? n_runs : 1), sizeof *p.waiting);
     struct pollfd *pfd = calloc((size_t)opts->workers, sizeof *pfd);
     int *slot_of = calloc((size_t)opts->workers, sizeof *slot_of); /* pfd index -> slot */
-    if (p.slots == NULL || pfd == NULL || slot_of == NULL) {
+    if (p.slots == NULL || p.waiting == NULL || pfd == NULL || slot_of == NULL) {
         free(p.slots);
+        free(p.waiting);
         free(pfd);
         free(slot_of);
         sb_results_close(p.db);
@@ -640,22 +800,27 @@ sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_run
                             opts->workers);
     }
     int64_t next = 0;
-    int cancelled = 0;
-    while (next < n_runs || p.running > 0) {
-        if (!cancelled && opts->cancel != NULL && opts->cancel(opts->user)) {
-            cancelled = 1;
-            for (int i = 0; i < opts->workers; i++)
-                if (p.slots[i].pid > 0)
-                    kill(p.slots[i].pid, SIGTERM);
+    while (next < n_runs || p.running > 0 || p.n_waiting > 0) {
+        if (!p.cancelled && opts->cancel != NULL) {
+            int sig = opts->cancel(opts->user);
+            if (sig != 0) {
+                /* once: a worker takes a second signal as "quit at once" */
+                p.cancelled = sig == SIGINT ? SIGINT : SIGTERM;
+                signal_workers(&p, p.cancelled);
+            }
         }
-        /* fill free workers */
-        for (int i = 0; i < opts->workers && !cancelled; i++)
-            while (p.slots[i].pid <= 0 && next < n_runs)
-                take_run(&p, s, runs[next++], i);
-        if (p.running == 0)
+        /* fill free workers (none once cancelled) */
+        for (int i = 0; i < opts->workers && !p.cancelled; i++)
+            while (p.slots[i].pid <= 0) {
+                int64_t k = next_run(&p, s, runs, &next);
+                if (k < 0 || take_run(&p, s, k, i))
+                    break;
+            }
+        if (p.running == 0 && (p.cancelled || (next >= n_runs && p.n_waiting == 0)))
             break;
 
-        /* wait for progress records or the refresh period */
+        /* wait for progress records or the refresh period (a signal ends the wait early;
+         * with no worker running, this is the pause before the locks are looked at again) */
         int n_fds = 0;
         for (int i = 0; i < opts->workers; i++)
             if (p.slots[i].pid > 0 && p.slots[i].fd >= 0) {
@@ -680,13 +845,16 @@ sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_run
     }
     *tally = p.tally;
     free(p.slots);
+    free(p.waiting);
     free(pfd);
     free(slot_of);
     sb_results_close(p.db);
-    if (cancelled)
+    if (p.cancelled)
         return sb_error_set(err, SB_ERR_RUNTIME,
-                            "sweep cancelled: %d of %lld runs settled (run it again to resume)",
-                            tally->done + tally->failed + tally->skipped + tally->refused,
-                            (long long)n_runs);
+                            "sweep cancelled: %d of %lld runs settled, %d interrupted (run it "
+                            "again to resume)",
+                            tally->done + tally->failed + tally->skipped + tally->refused + tally->excluded +
+                                tally->interrupted,
+                            (long long)n_runs, tally->interrupted);
     return SB_OK;
 }

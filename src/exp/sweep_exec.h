@@ -8,8 +8,15 @@
  * output goes to DIR/logs/<run hash>.log (run_store.h). A worker dies with the process
  * that started it (PR_SET_PDEATHSIG), so a killed sweep leaves no orphan writing to the
  * database; a run a dead worker left `running` is settled as failed with the signal or
- * exit code. Runs the database has as finished are skipped, so executing a sweep again
- * resumes it.
+ * exit code (as interrupted when the worker was stopped by SIGINT or SIGTERM, or exited
+ * with 130 or 75). Runs the database has as finished are skipped, so executing a sweep
+ * again resumes it; a run it has as interrupted continues from its checkpoint (the worker
+ * gets --resume when the checkpoint is there).
+ *
+ * Runs are locked (run_lock.h): a run another process is training (a second sweep over the
+ * same grid, a `train` of the same configuration) is put aside and taken again once its lock
+ * is free, in the same execution; a worker that finds its run locked (it exits 75) has its
+ * run put aside the same way.
  *
  * The library prints nothing: a front end draws the sweep from the events (the CLI's
  * src/cli/sweep_view.c draws live lines on a terminal, plain lines otherwise).
@@ -41,6 +48,13 @@
  * name the file or the flag. The configuration is not checked across keys
  * (sb_run_config_check does that; sb_sweep_execute refuses the runs it rejects). */
 sb_status sb_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, sb_error *err);
+
+/* Run k's configuration built and checked exactly as sb_sweep_execute does before it starts
+ * a worker: sb_sweep_run_config, then sb_run_config_check. The one check of a sweep's run:
+ * the dry run and --hashes call it too (sb_sweep_check_run). *built says whether *cfg holds
+ * the built configuration, also when the check then refused it. Errors: those of the two. */
+sb_status sb_sweep_run_validate(const sb_sweep *s, int64_t k, sb_run_config *cfg, int *built,
+                                sb_error *err);
 
 /* Checks that every parameter of the grid is a train flag: a key of the table or a worker
  * switch. SB_ERR_INVALID naming the file and the first parameter that is not. */
@@ -104,27 +118,40 @@ int sb_sweep_progress_parse(const char *line, sb_sweep_progress *p);
 
 /* How a run of the selection ended. */
 typedef enum sb_sweep_outcome {
-    SB_SWEEP_DONE,     /* trained and recorded as finished */
-    SB_SWEEP_FAILED,   /* recorded as failed, killed, or not recorded at all */
-    SB_SWEEP_DIVERGED, /* recorded as diverged */
-    SB_SWEEP_SKIPPED,  /* finished in the database before: not run again */
-    SB_SWEEP_REFUSED,  /* its configuration could not be built or is invalid: not run */
+    SB_SWEEP_DONE,        /* trained and recorded as finished */
+    SB_SWEEP_FAILED,      /* recorded as failed, killed, or not recorded at all */
+    SB_SWEEP_DIVERGED,    /* recorded as diverged */
+    SB_SWEEP_SKIPPED,     /* finished in the database before: not run again */
+    SB_SWEEP_REFUSED,     /* its configuration could not be built or is invalid: not run */
+    SB_SWEEP_EXCLUDED,    /* the reference does not run it either (SB_ERR_EXCLUDED): not run,
+                             and not an error of the sweep */
+    SB_SWEEP_INTERRUPTED, /* stopped by a signal, recorded as interrupted: the next execution
+                             continues it from its checkpoint */
 } sb_sweep_outcome;
 
-/* "done", "failed", "diverged", "skipped", "refused". */
+/* "done", "failed", "diverged", "skipped", "refused", "excluded", "interrupted". */
 const char *sb_sweep_outcome_name(sb_sweep_outcome o);
 
 /* Counts of the selection's runs so far. `failed` includes diverged runs and runs whose
  * worker could not be started. */
 typedef struct sb_sweep_tally {
-    int done, failed, skipped, refused;
+    int done, failed, skipped, refused, excluded, interrupted;
 } sb_sweep_tally;
+
+/* The exit code of a `train` worker that found its run locked by another process (75,
+ * EX_TEMPFAIL: try again later), also its code after SIGTERM (it stopped with a checkpoint);
+ * 130 after SIGINT. */
+#define SB_SWEEP_EXIT_TEMPFAIL 75
+#define SB_SWEEP_EXIT_INTERRUPTED 130
 
 typedef enum sb_sweep_event_kind {
     SB_SWEEP_RUN_STARTED,  /* a worker process started a run */
     SB_SWEEP_RUN_PROGRESS, /* a running run's worker sent progress records */
     SB_SWEEP_RUN_ENDED,    /* a run of the selection is settled (any outcome) */
     SB_SWEEP_TICK,         /* about twice a second while runs are going: the counts */
+    SB_SWEEP_RUN_WAITING,  /* another process trains the run (locked_by): it is put aside
+                              and taken again when its lock is free; slot is the worker that
+                              found it locked, or -1 */
 } sb_sweep_event_kind;
 
 /* What the callback receives. Pointers are valid during the call only. */
@@ -145,6 +172,7 @@ typedef struct sb_sweep_event {
                               configuration was built and its refusal recorded) */
     int exit_code;         /* the worker's exit code; -1 when it did not exit normally */
     int term_signal;       /* the signal that killed the worker; 0 when none */
+    long locked_by;        /* RUN_WAITING: the pid holding the run's lock (-1: unknown) */
     const char *reason;    /* why it failed, diverged or was refused; NULL otherwise */
     sb_run_metrics metrics; /* the row's final metrics; NaN where unknown */
     /* the sweep, in every event (after this event's run is counted) */
@@ -168,22 +196,26 @@ typedef struct sb_sweep_exec_opts {
     const char *worker_exe;
     sb_sweep_callback on_event; /* may be NULL */
     void *user;                 /* passed to on_event and cancel */
-    /* Polled about twice a second; when it returns nonzero, no new run starts and the
-     * running workers are sent SIGTERM (their runs end failed, killed by signal 15, and
-     * run again when the sweep is executed again). May be NULL. */
+    /* Polled about twice a second, and at once when a signal wakes the wait; when it
+     * returns nonzero, no new run starts and the running workers are sent that signal when
+     * it is SIGINT, else SIGTERM, once. A worker stops after its current update, writes its
+     * checkpoint and records its run as interrupted (the next execution continues it);
+     * the execution waits for them. May be NULL. */
     int (*cancel)(void *user);
 } sb_sweep_exec_opts;
 
 /* Runs runs[0..n_runs-1] (indices into the grid of s) with opts->workers processes at a
- * time. For each run, in order: builds its configuration (sb_sweep_run_config; refused
- * when that fails), skips it when the database has it finished, refuses it (recording it
- * as failed with the reason) when sb_run_config_check rejects it, else starts its worker.
+ * time. For each run, in order: builds and checks its configuration
+ * (sb_sweep_run_validate; refused when it cannot be built), skips it when the database has
+ * it finished, refuses it (recording it as failed with the reason) when the check rejects
+ * it, else starts its worker.
  * Events go to opts->on_event from this thread only; *tally receives the final counts.
  *
  * Returns SB_OK when every run was settled, whatever their outcomes (look at the tally);
  * SB_ERR_INVALID for bad options, SB_ERR_IO/SB_ERR_INVALID when the results folder, its
  * logs or the database cannot be set up (nothing ran), SB_ERR_NOMEM, or SB_ERR_RUNTIME
- * when cancelled (the tally holds what was settled). */
+ * when cancelled (the tally holds what was settled; runs put aside because they were
+ * locked and runs never started are not in it). */
 sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_runs,
                            const sb_sweep_exec_opts *opts, sb_sweep_tally *tally, sb_error *err);
 

@@ -68,7 +68,7 @@ static int transformer_model_width(int feat_size)
 static sb_status transformer_check_feat_size(int feat_size, sb_error *err)
 {
     if (feat_size == 960)
-        return sb_error_set(err, SB_ERR_INVALID,
+        return sb_error_set(err, SB_ERR_EXCLUDED,
                             "--feat_size 960 with the transformer: train.py skips this run (its "
                             "positional code fails there); use another width");
     return SB_OK;

@@ -21,7 +21,8 @@
 /* exp for the kernels. The double build uses libm (finite-difference checks want every
  * digit); the float build uses a Cody-Waite reduction and a degree-6 polynomial (cephes
  * expf, about 1 ulp) written so that loops over it vectorise (libm's expf does not without
- * -ffast-math). Arguments below -87 give 0 (libm: denormals down to -103), NaN stays NaN. */
+ * -ffast-math). Arguments below -87 give 0 (libm: denormals down to -103), NaN stays NaN;
+ * no input reaches undefined behaviour. */
 #ifdef SB_REAL_DOUBLE
 static inline real fla_exp(real x)
 {
@@ -31,7 +32,8 @@ static inline real fla_exp(real x)
 static inline float fla_exp(float x)
 {
     float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
+    float shifted = xc * 1.44269504088896341f + 12582912.0f;
+    float n = shifted - 12582912.0f; /* round(x / ln 2) */
     float r = xc - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
@@ -41,7 +43,13 @@ static inline float fla_exp(float x)
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
+    /* n as an integer from the bits of shifted (as ssm_exp does, ssm_math.h): no
+     * float-to-int conversion, undefined for the NaN that a NaN argument carries here */
+    const float magic = 12582912.0f;
+    uint32_t shifted_bits, magic_bits;
+    memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
+    memcpy(&magic_bits, &magic, sizeof magic_bits);
+    uint32_t bits = (shifted_bits - magic_bits + 127u) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     float y = p * scale;

@@ -4,7 +4,8 @@
  * a branch-free Cephes-style expf (range reduction by ln 2 in two parts, a degree-6
  * polynomial in fused multiply-adds, 2^k by exponent bits; about 2 ulp) that the compiler
  * vectorises inside `omp simd` loops, where libm's expf would be one call per element.
- * Arguments are clamped to [-87, 88]. ssm_sigmoid builds on it. In the double build
+ * Arguments are clamped to [-87, 88]; NaN gives NaN, and no input (NaN, infinities) reaches
+ * undefined behaviour. ssm_sigmoid builds on it. In the double build
  * (gradient checks) both are libm's. */
 #ifndef SB_SSM_MATH_H
 #define SB_SSM_MATH_H
@@ -50,11 +51,26 @@ static inline real ssm_sigmoid(real x)
     return 1 / (1 + exp(-x));
 }
 #else
+/* k as an integer, read from the bits of shifted = k + 1.5 * 2^23 (an integer of the
+ * binade [2^23, 2^24), where consecutive integers have consecutive bit patterns) in
+ * unsigned arithmetic: no float-to-int conversion, which is undefined for the NaN that a
+ * NaN argument carries this far (a NaN then gives garbage bits times a NaN polynomial:
+ * NaN). */
+static inline uint32_t ssm_exp_shifted_int(float shifted)
+{
+    const float magic = 12582912.0f;
+    uint32_t shifted_bits, magic_bits;
+    memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
+    memcpy(&magic_bits, &magic, sizeof magic_bits);
+    return shifted_bits - magic_bits;
+}
+
 static inline float ssm_exp(float x)
 {
     const float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
     /* k = round(x / ln 2) by the 1.5 * 2^23 trick (exact in round-to-nearest) */
-    const float k = fmaf(xc, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
+    const float shifted = fmaf(xc, 1.44269504088896341f, 12582912.0f);
+    const float k = shifted - 12582912.0f;
     float r = fmaf(k, -0.693359375f, xc);
     r = fmaf(k, 2.12194440e-4f, r);
     float p = 1.9875691500e-4f;
@@ -64,7 +80,7 @@ static inline float ssm_exp(float x)
     p = fmaf(p, r, 1.6666665459e-1f);
     p = fmaf(p, r, 5.0000001201e-1f);
     p = fmaf(p, r * r, r) + 1.0f;
-    const int32_t bits = ((int32_t)k + 127) << 23;
+    const uint32_t bits = (ssm_exp_shifted_int(shifted) + 127u) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale; /* exp(-87) = 1.6e-38 stands for anything below: still normal */

@@ -6,7 +6,8 @@
  * attention and cross-entropy loops). Accuracy: relative error below 2 ulp of float over
  * the range; inputs below -87.3 give 0 (below float's smallest normal), above 88 give
  * +inf (exp(88) = 1.7e38: the top half-octave of float is given up so that 2^n stays a
- * normal number), NaN gives NaN. In the double build (gradient checks) they are libm's exact
+ * normal number), NaN gives NaN; no input (NaN, infinities, huge or denormal values)
+ * reaches undefined behaviour. In the double build (gradient checks) they are libm's exact
  * functions, so the checks measure the derivatives, not the approximation.
  */
 #ifndef SELECTIVBENCH_FASTMATH_H
@@ -33,8 +34,12 @@ static inline real sb_fexp(real x)
 static inline float sb_fexp(float x)
 {
     const float hi = 88.0f, lo = -87.3365f;
-    float xc = x > hi ? hi : x;
-    xc = xc < lo ? lo : xc;
+    /* Clamp into [lo, hi] with comparisons that are false for NaN, so NaN becomes hi and n
+     * stays in [-126, 127] for every input: converting NaN to an integer, or shifting a
+     * negative one, would be undefined behaviour. The same min/max as before for every
+     * other input, so results are unchanged. */
+    float xc = x < hi ? x : hi;
+    xc = xc > lo ? xc : lo;
     float n = __builtin_rintf(xc * 1.44269504088896341f);
     float r = xc - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
@@ -46,7 +51,7 @@ static inline float sb_fexp(float x)
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r2 + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
+    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; /* the biased exponent, 1..254 */
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     float y = p * scale;

@@ -1,12 +1,15 @@
 /* checkpoint.c - model and optimiser state as safetensors (see checkpoint.h). */
 #include "train/checkpoint.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/safetensors.h"
+#include "train/run_setup.h"
 
 void sb_checkpoint_optim_path(const char *path, char *out, size_t size)
 {
@@ -81,9 +84,44 @@ done:
     return st;
 }
 
+/* Values of src[0..n) that are NaN or infinite once stored as float32. */
+static size_t count_non_finite(const real *src, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += !isfinite((float)src[i]);
+    return bad;
+}
+
+/* Refuses a model (and with moments, its optimiser state) holding a NaN or an infinity:
+ * such a checkpoint could only spread a diverged run. Checked before any file is written,
+ * so the checkpoint and its sidecar are never left out of step. */
+static sb_status check_finite(const char *path, const sb_model *m, int moments, sb_error *err)
+{
+    const sb_params *ps = &m->params;
+    for (int i = 0; i < ps->n; i++) {
+        const sb_param *p = &ps->p[i];
+        const real *bufs[3] = {ps->data, ps->m, ps->v};
+        const char *what[3] = {"", "exp_avg.", "exp_avg_sq."};
+        int n_bufs = moments && !(p->flags & SB_PARAM_BUFFER) ? 3 : 1;
+        for (int b = 0; b < n_bufs; b++) {
+            size_t bad = count_non_finite(bufs[b] + p->offset, p->size);
+            if (bad > 0)
+                return sb_error_set(err, SB_ERR_DIVERGED,
+                                    "not writing checkpoint '%s': tensor '%s%s' has %zu "
+                                    "non-finite value%s (NaN/inf): the run diverged",
+                                    path, what[b], p->name, bad, bad == 1 ? "" : "s");
+        }
+    }
+    return SB_OK;
+}
+
 sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_config *cfg,
                              const sb_optimizer *opt, int64_t samples_seen, sb_error *err)
 {
+    sb_status finite = check_finite(path, m, opt != NULL, err);
+    if (finite != SB_OK)
+        return finite;
     char *config = sb_run_config_json_string(cfg, 0);
     if (config == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory writing '%s'", path);
@@ -116,6 +154,41 @@ sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_c
     return st;
 }
 
+/* A checkpoint of ours whose metadata value `key` cannot be used (why: what is wrong with
+ * it). SB_ERR_IO, as for any other damage, so that callers do not take the file for a
+ * foreign one and fall back to defaults. The checks' messages name flags ("--vocab -5 is
+ * out of range"): the user gave no such flag, so the dashes go. */
+static sb_status damaged_metadata(const char *path, const char *key, const char *why,
+                                  sb_error *err)
+{
+    if (strncmp(why, "--", 2) == 0)
+        why += 2;
+    return sb_error_set(err, SB_ERR_IO,
+                        "checkpoint '%s' is damaged or not from this version of selectivbench: "
+                        "its metadata '%s' is unusable (%s)",
+                        path, key, why);
+}
+
+/* The metadata value `key` of f as a count (a non-negative integer), 0 when absent. */
+static sb_status read_count_metadata(const char *path, const sb_safetensors *f, const char *key,
+                                     int64_t *out, sb_error *err)
+{
+    *out = 0;
+    const char *text = sb_safetensors_meta(f, key);
+    if (text == NULL)
+        return SB_OK;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end != '\0' || errno != 0 || v < 0) {
+        char why[96];
+        snprintf(why, sizeof why, "'%.40s' is not a count", text);
+        return damaged_metadata(path, key, why, err);
+    }
+    *out = (int64_t)v;
+    return SB_OK;
+}
+
 sb_status sb_checkpoint_read_config(const char *path, sb_run_config *cfg, sb_error *err)
 {
     sb_safetensors *f = NULL;
@@ -131,10 +204,9 @@ sb_status sb_checkpoint_read_config(const char *path, sb_run_config *cfg, sb_err
                           path);
     } else {
         sb_error inner = {0};
-        st = sb_run_config_from_json(config, cfg, &inner);
-        if (st != SB_OK)
-            st = sb_error_set(err, SB_ERR_INVALID, "'%s': its recorded configuration is unusable: %s",
-                              path, inner.msg);
+        if (sb_run_config_from_json(config, cfg, &inner) != SB_OK ||
+            sb_run_config_check(cfg, &inner) != SB_OK)
+            st = damaged_metadata(path, "config", inner.msg, err);
     }
     sb_safetensors_close(f);
     return st;
@@ -177,6 +249,14 @@ static sb_status load_one(const char *path, sb_safetensors *f, const char *name,
         return sb_error_set(err, SB_ERR_INVALID, "'%s': tensor '%s' is %s; expected F32 or F64",
                             path, name, sb_st_dtype_name(t->dtype));
     }
+    /* every load comes here: no NaN or infinity gets into a model (an evaluation of one
+     * gives plausible-looking numbers, and training from one goes nowhere) */
+    size_t bad = count_non_finite(dst, p->size);
+    if (bad > 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "checkpoint '%s': tensor '%s' has %zu non-finite value%s (NaN/inf); "
+                            "the file is damaged or from a diverged run",
+                            path, name, bad, bad == 1 ? "" : "s");
     return SB_OK;
 }
 
@@ -188,6 +268,9 @@ sb_status sb_checkpoint_load(const char *path, sb_model *m, sb_optimizer *opt,
     if (st != SB_OK)
         return st;
     sb_params *ps = &m->params;
+    int64_t seen = 0;
+    if ((st = read_count_metadata(path, f, "samples_seen", &seen, err)) != SB_OK)
+        goto done;
     /* every tensor of the file must be one of ours: no silent partial loads */
     for (size_t i = 0; i < sb_safetensors_count(f); i++) {
         const char *name = sb_safetensors_get(f, i)->name;
@@ -213,10 +296,6 @@ sb_status sb_checkpoint_load(const char *path, sb_model *m, sb_optimizer *opt,
     sb_free(staged);
     if (st != SB_OK)
         goto done;
-    int64_t seen = 0;
-    const char *samples = sb_safetensors_meta(f, "samples_seen");
-    if (samples != NULL)
-        seen = strtoll(samples, NULL, 10);
     if (samples_seen != NULL)
         *samples_seen = seen;
     if (opt != NULL) {
@@ -226,9 +305,12 @@ sb_status sb_checkpoint_load(const char *path, sb_model *m, sb_optimizer *opt,
         st = sb_safetensors_open(optim_path, &o, err);
         if (st != SB_OK)
             goto done;
-        const char *step = sb_safetensors_meta(o, "step");
-        const char *o_samples = sb_safetensors_meta(o, "samples_seen");
-        if (step == NULL || o_samples == NULL || strtoll(o_samples, NULL, 10) != seen) {
+        int64_t step = 0, o_seen = 0;
+        st = read_count_metadata(optim_path, o, "step", &step, err);
+        if (st == SB_OK)
+            st = read_count_metadata(optim_path, o, "samples_seen", &o_seen, err);
+        if (st == SB_OK && (sb_safetensors_meta(o, "step") == NULL ||
+                            sb_safetensors_meta(o, "samples_seen") == NULL || o_seen != seen)) {
             st = sb_error_set(err, SB_ERR_INVALID,
                               "'%s' does not match '%s' (different progress): the run was "
                               "interrupted while saving; start it again without --resume",
@@ -246,7 +328,7 @@ sb_status sb_checkpoint_load(const char *path, sb_model *m, sb_optimizer *opt,
                 st = load_one(optim_path, o, name, p, ps->v + p->offset, err);
         }
         if (st == SB_OK)
-            opt->step = strtoll(step, NULL, 10);
+            opt->step = step;
         sb_safetensors_close(o);
     }
 done:

@@ -22,18 +22,25 @@
 #define SB_CHECKPOINT_FORMAT "selectivbench-checkpoint-1"
 
 /* Saves the model (and, if opt is not NULL, the optimiser state to the sidecar).
- * samples_seen: training samples consumed so far. Errors: SB_ERR_IO naming the path. */
+ * samples_seen: training samples consumed so far. Errors: SB_ERR_DIVERGED, before either
+ * file is touched, when a weight (or, with opt, an Adam moment) is NaN or infinite (the
+ * message names the tensor and the count); SB_ERR_IO naming the path. */
 sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_config *cfg,
                              const sb_optimizer *opt, int64_t samples_seen, sb_error *err);
 
 /* Reads the run configuration recorded in a checkpoint written here. Errors: missing or
- * corrupt file (SB_ERR_IO), a file without our metadata (SB_ERR_INVALID). */
+ * corrupt file, or a recorded configuration that does not pass sb_run_config_check
+ * (SB_ERR_IO: "damaged or not from this version", naming the file and the metadata key);
+ * a file without our metadata (SB_ERR_INVALID). */
 sb_status sb_checkpoint_read_config(const char *path, sb_run_config *cfg, sb_error *err);
 
 /* Loads the weights into m: every parameter must be present with the same shape and no
- * other tensor may be (else SB_ERR_INVALID: a different model or size). With opt, also
- * the optimiser state from the sidecar; *samples_seen receives the progress (0 for a
- * file without it, e.g. a reference state_dict). */
+ * other tensor may be (else SB_ERR_INVALID: a different model or size), and every value
+ * finite (else SB_ERR_INVALID naming the tensor and the count of NaN/inf values; the one
+ * place every loader goes through). On failure m's weights are unchanged. With opt, also
+ * the optimiser state from the sidecar (checked alike); *samples_seen receives the progress
+ * (0 for a file without it, e.g. a reference state_dict; SB_ERR_IO naming the key when it
+ * is not a count). */
 sb_status sb_checkpoint_load(const char *path, sb_model *m, sb_optimizer *opt,
                              int64_t *samples_seen, sb_error *err);
 

@@ -109,6 +109,22 @@ static void train_micro_step(sb_graph *g, void *arg)
     sb_graph_backward(g);
 }
 
+real sb_train_loss_scale(sb_protocol protocol, int acc_steps)
+{
+    return protocol == SB_PROTOCOL_CLEAN ? (real)(1.0 / acc_steps) : 1;
+}
+
+sb_status sb_train_micro_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
+                               double *loss, sb_error *err)
+{
+    sb_graph_reset(g);
+    g->record = 1;
+    step_args sa = {.m = m, .batch = b, .loss_scale = loss_scale};
+    sb_status st = sb_graph_run(g, train_micro_step, &sa, err);
+    *loss = sa.loss;
+    return st;
+}
+
 /* ---- evaluation ------------------------------------------------------------------------------ */
 
 #define STREAM_CHUNK 512 /* frames per streaming step of recurrent layers */
@@ -149,8 +165,12 @@ static void decode_frames(const sb_model *m, const real *hidden, int t0, int row
         int t = t0 + r;
         real *x = logits + (size_t)r * (size_t)C;
         real mx = sb_vmax(x, C);
+        real target_logit = x[target[t]];
         double sum = (double)sb_vexp_shift(x, C, mx);
-        ds->loss += -log((double)x[target[t]] / sum);
+        double p_target = (double)x[target[t]] / sum;
+        /* a target more than 87 nats below the best class has exp() = 0 in float: its loss
+         * is then taken from the logits (log-softmax), finite as torch's, not -log(0) */
+        ds->loss += p_target > 0 ? -log(p_target) : (double)(mx - target_logit) + log(sum);
         real inv = (real)(1.0 / sum);
         int e = ds->e;
         if (e < E && t >= elem_start[e]) {
@@ -390,11 +410,15 @@ typedef struct train_run {
     double best_loss;
     int64_t since_best;
     int stop_early;         /* early stopping has fired: evaluate, save and end */
-    int stopped;            /* --stop_after ended the run; res is filled ("stopped") */
+    int stopped;            /* --stop_after or a stop request ended the run; res is filled
+                               ("stopped", "interrupted") */
+    int64_t saved_updates;  /* updates done when the checkpoint was last written (-1: never) */
     double train_time, tokens; /* seconds and frames of training steps (evaluation excluded) */
     double sum_loss, sum_acc;  /* over the updates since the last evaluation */
     int n_since_eval;
     double last_lr;
+    double first_loss; /* the loss of this process's first update (NaN before): the anchor of
+                        * the divergence rule */
 } train_run;
 
 /* The task, the model and its optimiser; the checkpoint loaded for --test_pretrained
@@ -470,7 +494,7 @@ static void train_plan(train_run *r)
     if (r->eval_every < 1)
         r->eval_every = 1;
     /* the clean protocol averages the micro-batches' gradients; the reference sums them */
-    r->loss_scale = cfg->task.protocol == SB_PROTOCOL_CLEAN ? (real)(1.0 / r->acc_steps) : 1;
+    r->loss_scale = sb_train_loss_scale(cfg->task.protocol, r->acc_steps);
 
     /* resume: skip what was consumed; dropout is already off after the first evaluation */
     r->first_micro = r->start_samples / r->micro;
@@ -499,13 +523,58 @@ static sb_status train_buffers_init(train_run *r, sb_error *err)
     return SB_OK;
 }
 
+/* ---- divergence (docs/training.md) --------------------------------------------------------- */
+
+double sb_train_loss_limit(double first_loss, int n_classes)
+{
+    double chance = log(n_classes > 1 ? (double)n_classes : 2.0);
+    return SB_DIVERGENCE_FACTOR * (first_loss > chance ? first_loss : chance);
+}
+
+/* The run's progress when it diverges at micro-batch sample `sample`. */
+static void train_diverged_at(train_run *r, int64_t sample)
+{
+    r->res->steps = r->updates;
+    r->res->samples = sample;
+}
+
+/* The rule on the mean training loss of an evaluation window, before that evaluation. */
+static sb_status train_check_window_loss(train_run *r, int64_t samples, sb_error *err)
+{
+    double window_loss = r->sum_loss / r->n_since_eval;
+    double limit = sb_train_loss_limit(r->first_loss, r->m->cfg.d_output);
+    if (window_loss <= limit)
+        return SB_OK;
+    train_diverged_at(r, samples);
+    r->res->train_loss = window_loss;
+    r->res->train_acc = r->sum_acc / r->n_since_eval;
+    return sb_error_set(err, SB_ERR_DIVERGED,
+                        "the training loss rose to %.6g (mean of updates %lld-%lld), above the "
+                        "limit %.4g (%g x the larger of the first update's loss %.4g and "
+                        "ln %d classes): the run diverged at update %lld (sample %lld); try a "
+                        "lower --lr",
+                        window_loss, (long long)(r->updates - r->n_since_eval + 1),
+                        (long long)r->updates, limit, SB_DIVERGENCE_FACTOR, r->first_loss,
+                        r->m->cfg.d_output, (long long)r->updates, (long long)samples);
+}
+
 /* One optimiser update from the accumulated gradients: clip, the learning rate of the
- * schedule, the step; then the running training averages. */
-static void train_update(train_run *r, const step_args *sa)
+ * schedule, the step; then the running training averages. A gradient norm that is NaN or
+ * infinite ends the run (diverged) before the step, so the weights stay finite.
+ * sample: the first sample of the update's last micro-batch. */
+static sb_status train_update(train_run *r, const step_args *sa, int64_t sample, sb_error *err)
 {
     const sb_run_config *cfg = r->cfg;
     sb_params *params = &r->m->params;
-    sb_clip_grad_norm(params, 1.0);
+    double grad_norm = sb_clip_grad_norm(params, 1.0);
+    if (!isfinite(grad_norm)) {
+        train_diverged_at(r, sample);
+        return sb_error_set(err, SB_ERR_DIVERGED,
+                            "the gradient norm became %s at update %lld (sample %lld), with a "
+                            "training loss of %.6g: the run diverged; try a lower --lr",
+                            isnan(grad_norm) ? "NaN" : "infinite", (long long)r->updates,
+                            (long long)sample, sa->loss);
+    }
     if (r->s4_schedule) {
         /* T_max = dataset_size // EPOCH_SIZE; one scheduler step after every periodic
          * evaluation, none within an epoch, no warm-up */
@@ -521,9 +590,12 @@ static void train_update(train_run *r, const step_args *sa)
     }
     sb_params_zero_grad(params);
     r->updates++;
+    if (isnan(r->first_loss))
+        r->first_loss = sa->loss;
     r->sum_loss += sa->loss;
     r->sum_acc += sa->counted > 0 ? (double)sa->correct / (double)sa->counted : 0.0;
     r->n_since_eval++;
+    return SB_OK;
 }
 
 /* The progress event of an update; samples: consumed so far. */
@@ -559,11 +631,22 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
 {
     const sb_run_config *cfg = r->cfg;
     sb_train_result *res = r->res;
-    double test_loss, test_acc;
-    sb_status st = evaluate(r->task, r->m, cfg->test_bs, r->budget, r->opt->arena_block_bytes,
-                            &test_loss, &test_acc, err);
+    sb_status st = train_check_window_loss(r, samples, err);
     if (st != SB_OK)
         return st;
+    double test_loss, test_acc;
+    st = evaluate(r->task, r->m, cfg->test_bs, r->budget, r->opt->arena_block_bytes, &test_loss,
+                  &test_acc, err);
+    if (st != SB_OK)
+        return st;
+    if (!isfinite(test_loss)) {
+        train_diverged_at(r, samples);
+        return sb_error_set(err, SB_ERR_DIVERGED,
+                            "the test loss became %s at the evaluation after update %lld "
+                            "(sample %lld): the run diverged; try a lower --lr",
+                            isnan(test_loss) ? "NaN" : "infinite", (long long)r->updates,
+                            (long long)samples);
+    }
     res->train_loss = r->sum_loss / r->n_since_eval;
     res->train_acc = r->sum_acc / r->n_since_eval;
     res->test_loss = test_loss;
@@ -584,6 +667,7 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     if (r->opt->ckpt_path != NULL &&
         (st = sb_checkpoint_save(r->opt->ckpt_path, r->m, cfg, &r->optim, samples, err)) != SB_OK)
         return st;
+    r->saved_updates = r->updates;
     if (r->stop_early)
         return SB_OK;
     if (r->opt->stop_after > 0 && r->updates >= r->opt->stop_after && !last_update) {
@@ -594,6 +678,16 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
         r->stopped = 1;
     }
     return SB_OK;
+}
+
+/* Testing aid: the first gradient of the first trained parameter becomes NaN. */
+static void inject_nan_gradient(sb_params *ps)
+{
+    for (int i = 0; i < ps->n; i++)
+        if (!(ps->p[i].flags & SB_PARAM_BUFFER)) {
+            ps->grad[ps->p[i].offset] = (real)NAN;
+            return;
+        }
 }
 
 /* Micro-batch k: forward and backward (gradients accumulate), the divergence check, and
@@ -620,9 +714,10 @@ static sb_status train_step(train_run *r, int64_t k, sb_error *err)
         return st;
     if (opt->inject_nan_at > 0 && k + 1 == opt->inject_nan_at)
         sa.loss = (double)NAN;
+    if (opt->inject_nan_grad_at > 0 && k + 1 == opt->inject_nan_grad_at)
+        inject_nan_gradient(&r->m->params);
     if (!isfinite(sa.loss)) {
-        r->res->steps = r->updates;
-        r->res->samples = first;
+        train_diverged_at(r, first);
         return sb_error_set(err, SB_ERR_DIVERGED,
                             "the training loss became %s at update %lld (sample %lld): the run "
                             "diverged; try a lower --lr",
@@ -631,8 +726,8 @@ static sb_status train_step(train_run *r, int64_t k, sb_error *err)
     }
     for (int b = 0; b < count; b++)
         r->tokens += r->batch.n_frames[b];
-    if (is_update)
-        train_update(r, &sa);
+    if (is_update && (st = train_update(r, &sa, first, err)) != SB_OK)
+        return st;
     r->train_time += sb_time_now() - t0;
     if (!is_update)
         return SB_OK;
@@ -646,8 +741,50 @@ static sb_status train_step(train_run *r, int64_t k, sb_error *err)
     return SB_OK;
 }
 
+/* Whether the caller asks the run to stop now: polled after an update that was not the
+ * last one (a run that is ending anyway finishes). */
+static int train_stop_requested(const train_run *r)
+{
+    const sb_train_options *opt = r->opt;
+    return opt->should_stop != NULL && !r->stop_early && !r->stopped &&
+           r->updates < r->total_updates && opt->should_stop(opt->stop_user);
+}
+
+/* Ends the run after the update that consumed `samples` samples, at a stop request: the
+ * checkpoint that resume continues from (unless the evaluation of this update wrote it
+ * already), status "interrupted" with the update in the reason. The training averages since
+ * the last evaluation are not in the checkpoint: after a resume, the first evaluation
+ * averages the updates of the resumed process only. */
+static sb_status train_interrupt(train_run *r, int64_t samples, sb_error *err)
+{
+    sb_train_result *res = r->res;
+    const char *ckpt = r->opt->ckpt_path;
+    if (ckpt != NULL && r->saved_updates != r->updates) {
+        sb_status st = sb_checkpoint_save(ckpt, r->m, r->cfg, &r->optim, samples, err);
+        if (st != SB_OK)
+            return st;
+        r->saved_updates = r->updates;
+    }
+    res->steps = r->updates;
+    res->samples = samples;
+    res->tokens_per_s = r->train_time > 0 ? r->tokens / r->train_time : 0.0;
+    snprintf(res->status, sizeof res->status, "interrupted");
+    if (ckpt != NULL)
+        snprintf(res->reason, sizeof res->reason,
+                 "interrupted at update %lld of %lld (%lld samples); its checkpoint continues "
+                 "it with --resume",
+                 (long long)r->updates, (long long)r->total_updates, (long long)samples);
+    else
+        snprintf(res->reason, sizeof res->reason,
+                 "interrupted at update %lld of %lld (%lld samples); no checkpoint was written, "
+                 "so it trains again from the start",
+                 (long long)r->updates, (long long)r->total_updates, (long long)samples);
+    r->stopped = 1;
+    return SB_OK;
+}
+
 /* The micro-batches from where this process starts to the end of the pass, unless early
- * stopping or --stop_after ends the run first. */
+ * stopping, --stop_after or a stop request ends the run first. */
 static sb_status train_loop(train_run *r, sb_error *err)
 {
     sb_train_event ev0 = {.kind = SB_EVENT_START, .total_steps = r->total_updates,
@@ -658,6 +795,9 @@ static sb_status train_loop(train_run *r, sb_error *err)
         sb_status st = train_step(r, k, err);
         if (st != SB_OK)
             return st;
+        /* the stop request is polled once per update, at the end of its last micro-batch */
+        if ((k + 1) % r->acc_steps == 0 && train_stop_requested(r))
+            return train_interrupt(r, (k + 1) * r->micro, err);
     }
     return SB_OK;
 }
@@ -696,7 +836,8 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
         omp_set_num_threads(opt->threads);
     train_run r = {.cfg = cfg, .opt = opt, .res = res,
                    .budget = opt->mem_budget_gb > 0 ? opt->mem_budget_gb : 4.0,
-                   .t_start = sb_time_now()};
+                   .t_start = sb_time_now(), .saved_updates = -1,
+                   .first_loss = (double)NAN};
 
     st = train_setup(&r, err);
     if (st == SB_OK && cfg->test_pretrained) {

@@ -12,7 +12,14 @@
  *     reference protocol dropout stops after the first evaluation (train.py never switches
  *     the model back to training mode), under clean it stays on;
  *   - a final evaluation after the last update if it did not just happen;
- *   - a NaN or infinite loss stops the run: status "diverged", SB_ERR_DIVERGED.
+ *   - divergence stops the run (status "diverged", SB_ERR_DIVERGED, the update and the value
+ *     in the reason; no checkpoint written from then on): a NaN or infinite loss, a NaN or
+ *     infinite gradient norm (before the optimiser step), a NaN or infinite test loss, or
+ *     the mean training loss of an evaluation window above sb_train_loss_limit (checked
+ *     before that evaluation).
+ *   - a stop request (should_stop, polled once per update: a signal caught by the CLI)
+ *     ends the run after the current update with a checkpoint that resume continues from:
+ *     status "interrupted", SB_OK.
  * Deterministic for a seed: the same numbers for 1 and 2 threads.
  * The library does not print: progress and evaluations are reported through a callback.
  */
@@ -24,6 +31,7 @@
 #include "model/model.h"
 #include "train/run_setup.h"
 #include "core/status.h"
+#include "task/batch.h"
 #include "task/task.h"
 
 typedef enum sb_event_kind {
@@ -58,8 +66,16 @@ typedef struct sb_train_options {
     /* stop at the first checkpoint after this many updates (0: never), with status
      * "stopped": an interruption that --resume continues (used by tests and time limits) */
     int64_t stop_after;
+    /* Polled after every update (NULL: never): nonzero ends the run there, unless it was
+     * the last update, with a checkpoint at ckpt_path (when there is one) that resume
+     * continues from, and status "interrupted". It must be cheap and must not call back
+     * into the run (the CLI reads a flag its signal handler sets). */
+    int (*should_stop)(void *stop_user);
+    void *stop_user;
     /* testing aid: treat the loss of this micro-batch (1-based) as NaN (0: never) */
     int64_t inject_nan_at;
+    /* testing aid: make one gradient of this micro-batch (1-based) NaN, its loss finite */
+    int64_t inject_nan_grad_at;
     /* bytes of each block of the activation arenas (training step, evaluation); 0: 64 MiB.
      * Small blocks make tests with many short runs cheap (and give the fault-injection test
      * more arena allocations to fail) */
@@ -67,7 +83,7 @@ typedef struct sb_train_options {
 } sb_train_options;
 
 typedef struct sb_train_result {
-    char status[16];         /* "finished", "diverged", "failed", "stopped" */
+    char status[16];         /* "finished", "diverged", "failed", "stopped", "interrupted" */
     char reason[SB_ERROR_MSG_MAX];
     double test_acc, test_loss, train_acc, train_loss;
     size_t params;
@@ -89,8 +105,30 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
 sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
                       double *loss, double *acc, sb_error *err);
 
+/* The divergence rule (docs/training.md): a run has diverged when the mean training loss
+ * over the updates since the last evaluation exceeds this limit, SB_DIVERGENCE_FACTOR times
+ * the larger of first_loss (the loss of the first update the process made) and
+ * ln(n_classes) (a uniform guess's loss, about where every model starts). */
+#define SB_DIVERGENCE_FACTOR 10.0
+double sb_train_loss_limit(double first_loss, int n_classes);
+
 /* Gradient accumulation the run will use (train.py's rules, the memory budget for -1). */
 int sb_train_grad_acc(const sb_run_config *cfg, const sb_task *task, double mem_budget_gb);
+
+/* The factor on each micro-batch's loss before its backward: 1 under the reference protocol
+ * (train.py calls loss.backward() on every micro-batch's mean loss and steps every acc_steps
+ * of them, so an update's gradient is the SUM of the micro-batches' gradients), 1 / acc_steps
+ * under clean (their mean). */
+real sb_train_loss_scale(sb_protocol protocol, int acc_steps);
+
+/* One training micro-batch as the trainer's loop runs it (exposed for test_protocol): resets
+ * g and records on it the forward of m on batch b, the mean cross-entropy over the batch's
+ * valid frames and, if that loss is finite, the backward of loss_scale times it, so the
+ * gradients ACCUMULATE (+=) into m->params.grad (the caller zeroes them between updates).
+ * Dropout follows g->training, its masks g->dropout_seed and g->step. *loss: the unscaled
+ * mean loss (NaN or infinite: no backward ran). */
+sb_status sb_train_micro_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
+                               double *loss, sb_error *err);
 
 /* Estimated peak bytes of one training step on `samples` samples of `frames` frames. */
 double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames);

@@ -390,6 +390,68 @@ static void test_results(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* settings->should_stop: polled once per update; the third poll stops the run. */
+static int stop_at_third_poll(void *user)
+{
+    int *polls = user;
+    return ++*polls >= 3;
+}
+
+/* A stop request ends a recorded run after its update with a checkpoint: status
+ * "interrupted" in the outcome and the database; resume finishes it as a second attempt. */
+static void test_train_stop_request(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    char dir[] = "/tmp/sb_test_api_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    sb_config *cfg = NULL;
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    const char *keys[][2] = {{"amb", "3"},          {"grammar_scale", "True"},
+                             {"train_seqlen_max", "8"}, {"test_seqlen_max", "8"},
+                             {"test_size", "20"},     {"dataset_size", "160"},
+                             {"batch_size", "16"},    {"epoch_size", "64"},
+                             {"model", "gru"},        {"feat_size", "8"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        assert_int_equal(sb_config_set_key(cfg, keys[i][0], keys[i][1], &err), SB_OK);
+    int polls = 0;
+    sb_train_settings set = {.results_dir = dir, .save_checkpoint = 1, .threads = 1,
+                             .user = &polls, .should_stop = stop_at_third_poll};
+    sb_train_outcome out;
+    if (sb_train_config(cfg, &set, &out, &err) != SB_OK)
+        fail_msg("train: %s", err.msg);
+    assert_string_equal(out.status, "interrupted");
+    assert_int_equal(out.steps, 3);
+    assert_int_equal(out.locked_by, 0);
+    assert_non_null(strstr(out.reason, "interrupted at update 3 of 10"));
+    assert_int_equal(access(out.checkpoint, R_OK), 0);
+    sb_results *db = NULL;
+    sb_result_row row;
+    int found = 0;
+    assert_int_equal(sb_results_open_readonly(out.database, &db, &err), SB_OK);
+    assert_int_equal(sb_results_find(db, out.run_hash, &row, &found, &err), SB_OK);
+    assert_int_equal(found, 1);
+    assert_string_equal(row.status, "interrupted");
+    assert_int_equal(row.attempts, 1);
+    sb_results_close(db);
+
+    set.should_stop = NULL;
+    set.resume = 1;
+    if (sb_train_config(cfg, &set, &out, &err) != SB_OK)
+        fail_msg("resume: %s", err.msg);
+    assert_string_equal(out.status, "finished");
+    assert_int_equal(out.steps, 10);
+    assert_int_equal(sb_results_open_readonly(out.database, &db, &err), SB_OK);
+    assert_int_equal(sb_results_find(db, out.run_hash, &row, &found, &err), SB_OK);
+    assert_string_equal(row.status, "finished");
+    assert_int_equal(row.attempts, 2);
+    sb_results_close(db);
+    sb_config_free(cfg);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* A sweep file's run k as a configuration; bad runs and flags are errors. */
 static void test_sweep(void **state)
 {
@@ -641,7 +703,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_version),     cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_keys), cmocka_unit_test(test_models),
         cmocka_unit_test(test_task_batch),  cmocka_unit_test(test_missing_files),
-        cmocka_unit_test(test_results),     cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_results),
+        cmocka_unit_test(test_train_stop_request),     cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_sweep_run),   cmocka_unit_test(test_grammar_data_ceiling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

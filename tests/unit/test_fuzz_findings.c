@@ -42,8 +42,8 @@ static void test_sweep_parameter_twice(void **state)
     sb_error err = {0};
     assert_int_equal(sb_sweep_load_text("dup.yaml", text, strlen(text), &s, &err), SB_ERR_INVALID);
     assert_null(s);
-    assert_string_equal(err.msg, "sweep file 'dup.yaml', line 5: parameter 'seed' is given "
-                                 "twice; keep one of them");
+    assert_string_equal(err.msg, "sweep file 'dup.yaml', line 5: key 'seed' is given twice in one "
+                                 "mapping (first on line 3); keep one");
 }
 
 static void test_sweep_args_macro_repeated(void **state)
@@ -84,8 +84,9 @@ static void test_sweep_grid_too_large(void **state)
     sb_sweep *s = NULL;
     sb_error err = {0};
     assert_int_equal(sb_sweep_load_text("wide.yaml", text, strlen(text), &s, &err), SB_ERR_INVALID);
-    assert_string_equal(err.msg, "sweep file 'wide.yaml', line 3: the grid has more than 2^63 "
-                                 "runs; split it into several files");
+    assert_string_equal(err.msg, "sweep file 'wide.yaml': its grid has more than "
+                                 "9223372036854775807 runs (the product of its 64 parameters' "
+                                 "value counts); split it into several files");
     *strstr(text, "  p62") = '\0';
     assert_int_equal(sb_sweep_load_text("wide.yaml", text, strlen(text), &s, &err), SB_OK);
     assert_true(sb_sweep_count(s) == INT64_C(1) << 62);

@@ -1,8 +1,8 @@
 /*
  * test_results.c - the results database: schema, run life cycle, round trips, concurrent
  * connections and processes, files that must be refused untouched, the yardsticks (the
- * cache of ceilings, a run's ceiling and effective memory) and the upgrade of version-1
- * files.
+ * cache of ceilings, a run's ceiling and effective memory), interrupted runs and resumed
+ * attempts, and the upgrades of version-1 and version-2 files.
  *
  * Every test works in its own mkdtemp folder, removed afterwards. Checks on the file
  * itself (journal mode, meta table, NULLs, constraints) go through a raw SQLite
@@ -254,8 +254,14 @@ static void test_schema_version(void **state)
     fixture *fx = *state;
     sb_results_close(open_ok(fx->path));
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "2");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "3");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'application'", "selectivbench");
+    /* a new file's runs table takes 'interrupted' and has its index */
+    assert_raw_text(raw,
+                    "SELECT count(*) FROM sqlite_master WHERE name = 'runs' AND "
+                    "sql LIKE '%''interrupted''%'",
+                    "1");
+    assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_model'", "1");
     assert_raw_text(raw,
                     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                     "('meta', 'runs', 'evaluations', 'ceilings')",
@@ -513,6 +519,72 @@ static void test_unfinished_run_reset(void **state)
     sb_results_close(db);
 }
 
+/* A run stopped by a signal ends 'interrupted' with its reason; the attempt that resumes it
+ * from its checkpoint keeps its evaluations (those past the resume point are dropped),
+ * one that starts over does not. */
+static void test_interrupted_run(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_run_info run = run_info("h-stop", "gru");
+    int64_t id = begin_ok(db, &run);
+    eval_ok(db, id, 10, SB_SPLIT_TEST, 0.5, 0.5);
+    eval_ok(db, id, 20, SB_SPLIT_TEST, 0.4, 0.6);
+    end_ok(db, id, "interrupted", "interrupted at update 25 of 40 (800 samples)", &final_metrics);
+    sb_run_row row = get_ok(db, "h-stop");
+    assert_string_equal(row.status, "interrupted");
+    assert_string_equal(row.reason, "interrupted at update 25 of 40 (800 samples)");
+    assert_non_null(row.finished_at);
+    sb_results_run_row_clear(&row);
+
+    /* resumed: same id, attempt 2, running, the evaluations kept */
+    run.keep_evaluations = 1;
+    assert_int_equal(begin_ok(db, &run), id);
+    row = get_ok(db, "h-stop");
+    assert_string_equal(row.status, "running");
+    assert_null(row.reason);
+    assert_int_equal(row.attempts, 2);
+    sb_results_run_row_clear(&row);
+    sb_eval_row *evals = NULL;
+    size_t n = 0;
+    sb_error err = {0};
+    assert_int_equal(sb_results_list_evals(db, id, &evals, &n, &err), SB_OK);
+    assert_int_equal(n, 2);
+    free(evals);
+    /* it resumes from update 10: the evaluation at 20 is its to redo */
+    assert_int_equal(sb_results_delete_evals_after(db, id, 10, &err), SB_OK);
+    assert_int_equal(sb_results_list_evals(db, id, &evals, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(evals[0].step, 10);
+    free(evals);
+    eval_ok(db, id, 20, SB_SPLIT_TEST, 0.3, 0.7);
+    end_ok(db, id, "finished", NULL, &final_metrics);
+    row = get_ok(db, "h-stop");
+    assert_string_equal(row.status, "finished");
+    assert_int_equal(row.attempts, 2);
+    sb_results_run_row_clear(&row);
+
+    /* interrupted again and started over (no keep): the evaluations go */
+    sb_run_info other = run_info("h-stop-2", "gru");
+    int64_t id2 = begin_ok(db, &other);
+    eval_ok(db, id2, 10, SB_SPLIT_TEST, 0.5, 0.5);
+    end_ok(db, id2, "interrupted", "interrupted at update 12 of 40", &final_metrics);
+    assert_int_equal(begin_ok(db, &other), id2);
+    assert_int_equal(sb_results_list_evals(db, id2, &evals, &n, &err), SB_OK);
+    assert_int_equal(n, 0);
+    sb_results_close(db);
+
+    /* the schema itself takes the status */
+    sqlite3 *raw = raw_open(fx->path);
+    assert_int_equal(sqlite3_exec(raw, "UPDATE runs SET status = 'interrupted' WHERE id = 1",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_not_equal(sqlite3_exec(raw, "UPDATE runs SET status = 'paused' WHERE id = 1",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+    sqlite3_close(raw);
+}
+
 /* Another connection (another worker) sees each write once it is committed. */
 static void test_second_connection(void **state)
 {
@@ -731,7 +803,7 @@ static void test_newer_schema_refused(void **state)
     assert_null(db);
     assert_non_null(strstr(err.msg, fx->path));
     assert_non_null(strstr(err.msg, "schema_version 99"));
-    assert_non_null(strstr(err.msg, "schema_version 2 "));
+    assert_non_null(strstr(err.msg, "schema_version 3 "));
 
     unsigned char *after = read_file(fx->path, &n_after);
     assert_int_equal(n_after, n_before);
@@ -902,6 +974,72 @@ static void test_report_best_setting(void **state)
     }
     fclose(f);
     assert_int_equal(rows, 1);
+}
+
+/* One run of the task 1b setting (gru, width 16, lr 3e-3) with this seed, status and test
+ * accuracy. */
+static void add_setting_run(sb_results *db, uint64_t seed, const char *status, double acc)
+{
+    sb_run_config c = sb_run_config_default();
+    snprintf(c.model, sizeof c.model, "gru");
+    c.feat_size = 16;
+    c.lr = 3e-3;
+    c.seed = seed;
+    char hash[17];
+    sb_run_config_hash(&c, 0, hash);
+    char *json = sb_run_config_json_string(&c, 0);
+    assert_non_null(json);
+    sb_run_info run = run_info(hash, "gru");
+    run.config_json = json;
+    run.params = 2929;
+    int64_t id = begin_ok(db, &run);
+    sb_run_metrics m = sb_results_metrics_unknown();
+    m.test_acc = acc;
+    end_ok(db, id, status, strcmp(status, "finished") == 0 ? NULL : "why", &m);
+    free(json);
+}
+
+/* Diverged and unfinished runs are left out of the means, and counted: seeds 1 and 2
+ * finished (0.62, 0.66: mean 0.64); seed 3 diverged with the accuracy of its last
+ * evaluation (0.99), seed 4 failed (0.98). */
+static void test_report_leaves_out_diverged(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    add_setting_run(db, 1, "finished", 0.62);
+    add_setting_run(db, 2, "finished", 0.66);
+    add_setting_run(db, 3, "diverged", 0.99);
+    add_setting_run(db, 4, "failed", 0.98);
+    sb_results_close(db);
+    char out[700];
+    snprintf(out, sizeof out, "%s/report", fx->dir);
+    sb_report_summary sum;
+    sb_error err = {0};
+    if (sb_report_generate(fx->path, out, &sum, &err) != SB_OK)
+        fail_msg("report: %s", err.msg);
+    assert_int_equal(sum.runs_read, 4);
+    assert_int_equal(sum.runs_used, 2);
+    assert_int_equal(sum.runs_diverged, 1);
+    assert_int_equal(sum.runs_unfinished, 1);
+    assert_int_equal(sum.runs_unusable, 0);
+    FILE *f = fopen(sum.table_path, "r");
+    assert_non_null(f);
+    char line[2048];
+    int rows = 0, said = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        said += strstr(line, "From `") != NULL &&
+                strstr(line, ": 4 runs, 2 finished and placed in a figure. Left out of every "
+                             "figure and mean: 1 diverged run, 1 unfinished run (failed, "
+                             "stopped or running); `selectivbench results` shows why.") != NULL;
+        if (strncmp(line, "| gru |", 7) != 0)
+            continue;
+        rows++;
+        if (strstr(line, "| 0.6400 | 0.0200 | 2 | 0.003 |") == NULL)
+            fail_msg("report.md row: %s", line);
+    }
+    fclose(f);
+    assert_int_equal(rows, 1);
+    assert_int_equal(said, 1);
 }
 
 /* ---- yardsticks: the cache of ceilings, a run's ceiling and effective memory ------------- */
@@ -1247,11 +1385,11 @@ static void test_migrate_v1(void **state)
     free(after);
     free(before);
 
-    /* a writable connection upgrades it */
+    /* a writable connection upgrades it (through version 2 to 3) */
     db = open_ok(fx->path);
     sb_results_close(db);
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "2");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "3");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'created_at'",
                     "2025-01-31T12:00:00.000Z");
     assert_raw_text(raw,
@@ -1268,7 +1406,7 @@ static void test_migrate_v1(void **state)
     assert_raw_text(raw, "PRAGMA integrity_check", "ok");
     sqlite3_close(raw);
 
-    /* and it is a version-2 database now: backfill writes, new runs carry yardsticks */
+    /* and it is a current database now: backfill writes, new runs carry yardsticks */
     db = open_ok(fx->path);
     assert_false(sb_results_is_readonly(db));
     assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
@@ -1291,6 +1429,104 @@ static void test_migrate_v1(void **state)
     sqlite3_close(raw);
 }
 
+/* Version 2 as the second selectivbench wrote it: version 1 with the yardsticks and the
+ * ceilings table, a finished run (with yardsticks and evaluations), a failed run with
+ * evaluations, and a cached ceiling. */
+static const char v2_extra_sql[] =
+    "ALTER TABLE runs ADD COLUMN ceiling REAL;\n"
+    "ALTER TABLE runs ADD COLUMN effective_memory REAL;\n"
+    "CREATE TABLE ceilings (\n"
+    "  hash TEXT PRIMARY KEY NOT NULL CONSTRAINT ceiling_hash_not_empty CHECK (hash <> ''),\n"
+    "  config_json TEXT NOT NULL\n"
+    "    CONSTRAINT ceiling_config_is_json CHECK (json_valid(config_json)),\n"
+    "  ceiling_json TEXT NOT NULL CONSTRAINT ceiling_is_json CHECK (json_valid(ceiling_json)),\n"
+    "  created_at TEXT NOT NULL\n"
+    ");\n"
+    "UPDATE meta SET value = '2' WHERE key = 'schema_version';\n"
+    "UPDATE runs SET ceiling = 0.75, effective_memory = 3.5, attempts = 2 WHERE id = 1;\n"
+    "INSERT INTO runs (id, hash, config_json, model, protocol, status, reason, started_at, "
+    "  checkpoint) VALUES (7, 'h-failed', '{\"model\": \"gla\"}', 'gla', 'clean', 'failed', "
+    "  'killed by signal 15', '2025-02-01T00:00:00.000Z', 'ck/h-failed.safetensors');\n"
+    "INSERT INTO evaluations (run_id, step, samples, split, loss, acc) VALUES "
+    "  (7, 5, 80, 'test', 1.75, 0.5), (7, 5, 80, 'train', 1.5, 0.5), "
+    "  (7, 10, 160, 'test', 1.25, 0.625);\n"
+    "INSERT INTO ceilings VALUES ('c1', '{}', '{\"expected_acc\": 0.75}', "
+    "  '2025-02-01T00:00:00.000Z');\n";
+
+/* A version-2 file: read as it is by a read-only connection (untouched), upgraded in place
+ * by a writable one: the runs table rebuilt with 'interrupted' allowed, every run with its
+ * id, columns and yardsticks, every evaluation still attached (the rebuild must not
+ * cascade), the index, foreign keys enforced again; then an interrupted run records. */
+static void test_migrate_v2(void **state)
+{
+    fixture *fx = *state;
+    write_v1_file(fx->path, v2_extra_sql);
+    size_t n_before = 0, n_after = 0;
+    unsigned char *before = read_file(fx->path, &n_before);
+
+    sb_results *db = NULL;
+    sb_error err = {0};
+    if (sb_results_open_readonly(fx->path, &db, &err) != SB_OK)
+        fail_msg("open_readonly: %s", err.msg);
+    sb_run_row *rows = NULL;
+    size_t n = 0;
+    assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(rows[0].status, "finished");
+    assert_same_double(rows[0].ceiling, 0.75);
+    assert_string_equal(rows[1].status, "failed");
+    sb_results_run_rows_free(rows, n);
+    sb_results_close(db);
+    unsigned char *after = read_file(fx->path, &n_after);
+    assert_int_equal(n_after, n_before);
+    assert_memory_equal(after, before, n_before);
+    free(after);
+    free(before);
+
+    db = open_ok(fx->path);
+    sb_results_close(db);
+    sqlite3 *raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "3");
+    assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_new'", "0");
+    assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_model'", "1");
+    assert_raw_text(raw,
+                    "SELECT group_concat(id || ' ' || model || ' ' || status || ' ' || "
+                    "attempts || ' ' || coalesce(ceiling, '-') || ' ' || "
+                    "coalesce(effective_memory, '-') || ' ' || coalesce(checkpoint, '-') || "
+                    "' ' || coalesce(reason, '-'), '; ') FROM runs",
+                    "1 gru finished 2 0.75 3.5 - -; "
+                    "7 gla failed 1 - - ck/h-failed.safetensors killed by signal 15");
+    assert_raw_text(raw, "SELECT hash FROM runs WHERE id = 7", "h-failed");
+    assert_raw_text(raw,
+                    "SELECT group_concat(run_id || ':' || step || ':' || split, ' ') FROM "
+                    "(SELECT * FROM evaluations ORDER BY run_id, step, split)",
+                    "1:0:test 1:6:test 7:5:test 7:5:train 7:10:test");
+    assert_raw_text(raw, "SELECT count(*) FROM pragma_foreign_key_check", "0");
+    assert_raw_text(raw, "SELECT count(*) FROM ceilings", "1");
+    assert_raw_text(raw, "PRAGMA integrity_check", "ok");
+    sqlite3_close(raw);
+
+    /* the new status records; foreign keys are on again (a deleted run takes its
+     * evaluations with it) */
+    db = open_ok(fx->path);
+    sb_run_info failed = run_info("h-failed", "gla");
+    failed.keep_evaluations = 1;
+    int64_t id = begin_ok(db, &failed);
+    assert_int_equal(id, 7);
+    end_ok(db, id, "interrupted", "interrupted at update 12 of 40", &final_metrics);
+    sb_run_row row = get_ok(db, "h-failed");
+    assert_string_equal(row.status, "interrupted");
+    assert_int_equal(row.attempts, 2);
+    sb_results_run_row_clear(&row);
+    int deleted = 0;
+    assert_int_equal(sb_results_delete_run(db, "h-failed", &deleted, &err), SB_OK);
+    assert_int_equal(deleted, 1);
+    sb_results_close(db);
+    raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT count(*) FROM evaluations", "2");
+    sqlite3_close(raw);
+}
+
 /* A version-1 file whose upgrade cannot be done (a damaged file: its runs table is not
  * there) is refused with the reason and left byte for byte as it was, still version 1.
  * read-only opens of missing files fail without creating them. */
@@ -1305,7 +1541,7 @@ static void test_migrate_refused(void **state)
     assert_int_equal(sb_results_open(fx->path, &db, &err), SB_ERR_IO);
     assert_null(db);
     assert_non_null(strstr(err.msg, fx->path));
-    assert_non_null(strstr(err.msg, "cannot upgrade the schema from version 1 to 2"));
+    assert_non_null(strstr(err.msg, "cannot upgrade the schema from version 1 to 3"));
     unsigned char *after = read_file(fx->path, &n_after);
     assert_int_equal(n_after, n_before);
     assert_memory_equal(after, before, n_before);
@@ -1332,6 +1568,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finished_run_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unfinished_run_reset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupted_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_waits_for_writer, setup, teardown),
@@ -1340,10 +1577,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_best_setting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_leaves_out_diverged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ceiling_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_yardsticks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_task_ceiling_cached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

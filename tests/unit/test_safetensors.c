@@ -38,7 +38,7 @@ static int exists(const char *path)
 static int tmp_exists(const char *path)
 {
     char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()); /* PATH.PID.tmp */
     return exists(tmp);
 }
 

@@ -1,7 +1,8 @@
 /*
  * test_train.c - parameter counts, the optimiser against torch, schedules, and the
  * training loop: identical results on 1 and 2 threads, resume equals an uninterrupted run,
- * divergence handling, checkpoints and their failure modes.
+ * divergence (NaN loss, NaN gradient, an exploding loss), checkpoints and their failure
+ * modes (non-finite values refused on save and load, damaged metadata).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -221,6 +222,61 @@ static void test_resume_equals_uninterrupted(void **state)
     assert_same_file(full, part);
 }
 
+/* A stop request (what the CLI's signal handler sets) polled after update 6, between two
+ * evaluations: the run ends there with a checkpoint, status "interrupted" and the update in
+ * the reason; resumed, it ends with the weights, the test metrics and the last training
+ * averages of an uninterrupted run. Without a checkpoint path the reason says it starts
+ * over. */
+typedef struct stop_poll {
+    int polls, stop_at;
+} stop_poll;
+
+static int stop_at_poll(void *user)
+{
+    stop_poll *p = user;
+    return ++p->polls >= p->stop_at;
+}
+
+static void test_stop_request_resumes(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("transformer");
+    char full[512], part[512];
+    snprintf(full, sizeof full, "%s/stop_full.safetensors", tmpdir);
+    snprintf(part, sizeof part, "%s/stop_part.safetensors", tmpdir);
+    sb_train_result r_full, r_part, r_rest;
+    train_to(&c, 2, full, &r_full, 0, 0);
+    stop_poll poll = {.stop_at = 6};
+    sb_train_options opt = {.threads = 2, .ckpt_path = part, .mem_budget_gb = 1.0,
+                            .should_stop = stop_at_poll, .stop_user = &poll};
+    sb_error err = {0};
+    assert_int_equal(sb_train(&c, &opt, &r_part, &err), SB_OK);
+    assert_string_equal(r_part.status, "interrupted");
+    assert_int_equal(poll.polls, 6); /* once per update */
+    assert_int_equal(r_part.steps, 6);
+    assert_int_equal(r_part.samples, 6 * c.batch_size);
+    assert_int_equal(r_part.n_evals, 1); /* the evaluation at update 4 */
+    assert_non_null(strstr(r_part.reason, "interrupted at update 6 of 12"));
+    train_to(&c, 2, part, &r_rest, 0, 1);
+    assert_string_equal(r_rest.status, "finished");
+    assert_int_equal(r_rest.steps, r_full.steps);
+    assert_true(r_rest.test_acc == r_full.test_acc && r_rest.test_loss == r_full.test_loss);
+    assert_true(r_rest.train_loss == r_full.train_loss && r_rest.train_acc == r_full.train_acc);
+    assert_same_file(full, part);
+
+    /* a request that is never granted stops nothing; without a path, nothing is written */
+    poll = (stop_poll){.stop_at = 1000};
+    opt.ckpt_path = NULL;
+    assert_int_equal(sb_train(&c, &opt, &r_part, &err), SB_OK);
+    assert_string_equal(r_part.status, "finished");
+    assert_int_equal(poll.polls, 11); /* not after the last update */
+    poll = (stop_poll){.stop_at = 2};
+    assert_int_equal(sb_train(&c, &opt, &r_part, &err), SB_OK);
+    assert_string_equal(r_part.status, "interrupted");
+    assert_int_equal(r_part.steps, 2);
+    assert_non_null(strstr(r_part.reason, "no checkpoint was written"));
+}
+
 static void test_divergence_stops(void **state)
 {
     (void)state;
@@ -232,6 +288,76 @@ static void test_divergence_stops(void **state)
     assert_string_equal(res.status, "diverged");
     assert_non_null(strstr(err.msg, "NaN"));
     assert_int_equal(res.steps, 5);
+}
+
+/* The limit of the divergence rule: 10 x the larger of the first update's loss and ln(C). */
+static void test_divergence_limit(void **state)
+{
+    (void)state;
+    assert_true(fabs(sb_train_loss_limit(4.3, 65) - 43.0) < 1e-12);
+    assert_true(fabs(sb_train_loss_limit(1.0, 65) - 10.0 * log(65.0)) < 1e-12);
+    assert_true(fabs(sb_train_loss_limit((double)NAN, 9) - 10.0 * log(9.0)) < 1e-12);
+    /* every model starts near ln(C): 4.18 to 4.49 nats for C = 65 (docs/training.md) */
+    assert_true(sb_train_loss_limit(4.49, 65) > 40.0);
+}
+
+/* A run whose loss explodes (--lr 50) but stays finite is diverged, not finished: at the
+ * first evaluation, before it, with the window's mean loss in the reason; no checkpoint. */
+static void test_divergence_high_lr(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("gru");
+    c.lr = 50;
+    char ckpt[512], sidecar[600];
+    snprintf(ckpt, sizeof ckpt, "%s/high_lr.safetensors", tmpdir);
+    sb_checkpoint_optim_path(ckpt, sidecar, sizeof sidecar);
+    sb_train_options opt = {.threads = 2, .mem_budget_gb = 1.0, .ckpt_path = ckpt};
+    sb_train_result res;
+    sb_error err = {0};
+    assert_int_equal(sb_train(&c, &opt, &res, &err), SB_ERR_DIVERGED);
+    assert_string_equal(res.status, "diverged");
+    assert_string_equal(res.reason, err.msg);
+    assert_non_null(strstr(err.msg, "the training loss rose to "));
+    assert_non_null(strstr(err.msg, "(mean of updates 1-4)"));
+    assert_non_null(strstr(err.msg, "diverged at update 4 (sample 64)"));
+    assert_int_equal(res.steps, 4);
+    assert_true(res.train_loss > sb_train_loss_limit(4.6, 65)); /* the window's mean */
+    assert_true(isnan(res.test_acc) && res.n_evals == 0);
+    assert_int_equal(access(ckpt, F_OK), -1);
+    assert_int_equal(access(sidecar, F_OK), -1);
+    /* the same run at its normal rate finishes */
+    c.lr = 3e-3;
+    train_to(&c, 2, NULL, &res, 0, 0);
+    assert_string_equal(res.status, "finished");
+}
+
+/* A NaN gradient with a finite loss: diverged at that update, before the optimiser step;
+ * the checkpoint of the evaluation before stays finite and loadable. */
+static void test_divergence_nan_gradient(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("gru");
+    char ckpt[512];
+    snprintf(ckpt, sizeof ckpt, "%s/nan_grad.safetensors", tmpdir);
+    sb_train_options opt = {.threads = 2, .mem_budget_gb = 1.0, .ckpt_path = ckpt,
+                            .inject_nan_grad_at = 6};
+    sb_train_result res;
+    sb_error err = {0};
+    assert_int_equal(sb_train(&c, &opt, &res, &err), SB_ERR_DIVERGED);
+    assert_string_equal(res.status, "diverged");
+    assert_non_null(strstr(err.msg, "the gradient norm became NaN at update 5 (sample 80)"));
+    assert_int_equal(res.steps, 5);
+    assert_int_equal(res.n_evals, 1);
+    sb_model *m = NULL;
+    sb_model_config mc = sb_run_config_model(&c, 9, 65);
+    assert_int_equal(sb_model_create(&mc, 1, &m, &err), SB_OK);
+    sb_optimizer o;
+    sb_optimizer_init(&o, SB_OPT_ADAM, c.lr, 0);
+    int64_t seen = 0;
+    if (sb_checkpoint_load(ckpt, m, &o, &seen, &err) != SB_OK)
+        fail_msg("the checkpoint before the divergence does not load: %s", err.msg);
+    assert_int_equal(seen, 64);
+    sb_model_free(m);
 }
 
 /* train.py's early stopping: a run whose update loss never improves for `patience`
@@ -317,6 +443,128 @@ static void test_checkpoint_roundtrip_and_errors(void **state)
     sb_model_free(wide);
 }
 
+/* Overwrites `count` float32 values of tensor `name` in a safetensors file with `value`
+ * (the header gives where its bytes are). */
+static void poke_tensor(const char *path, const char *name, int count, float value)
+{
+    unsigned char *bytes = NULL;
+    long n = read_file(path, &bytes);
+    assert_true(n > 8);
+    uint64_t header_len = 0;
+    for (int i = 7; i >= 0; i--)
+        header_len = header_len << 8 | bytes[i];
+    char key[128];
+    snprintf(key, sizeof key, "\"%s\":{", name);
+    char *header = malloc(header_len + 1);
+    memcpy(header, bytes + 8, header_len);
+    header[header_len] = '\0';
+    const char *entry = strstr(header, key);
+    assert_non_null(entry);
+    long begin = -1;
+    assert_int_equal(sscanf(strstr(entry, "data_offsets"), "data_offsets\":[%ld", &begin), 1);
+    for (int i = 0; i < count; i++)
+        memcpy(bytes + 8 + header_len + (size_t)begin + (size_t)i * 4, &value, 4);
+    FILE *f = fopen(path, "wb");
+    assert_int_equal(fwrite(bytes, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    free(header);
+    free(bytes);
+}
+
+/* Replaces `from` by `to` (the same length) in a file's bytes: a damaged header. */
+static void replace_in_file(const char *src, const char *dst, const char *from, const char *to)
+{
+    assert_int_equal(strlen(from), strlen(to));
+    unsigned char *bytes = NULL;
+    long n = read_file(src, &bytes);
+    unsigned char *at = memmem(bytes, (size_t)n, from, strlen(from));
+    assert_non_null(at);
+    memcpy(at, to, strlen(to));
+    FILE *f = fopen(dst, "wb");
+    assert_int_equal(fwrite(bytes, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    free(bytes);
+}
+
+/* No NaN or infinity is written to a checkpoint or read from one; damaged metadata names
+ * the file and the key. */
+static void test_checkpoint_non_finite_and_metadata(void **state)
+{
+    (void)state;
+    sb_model_config mc = {.d_input = 9, .d_output = 65, .d_model = 16, .n_layers = 1, .d_state = 8,
+                          .n_head = 4, .dropout = 0.2, .rope_base = 1000};
+    snprintf(mc.model, sizeof mc.model, "gru");
+    sb_model *a = NULL, *b = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_model_create(&mc, 1, &a, &err), SB_OK);
+    assert_int_equal(sb_model_create(&mc, 2, &b, &err), SB_OK);
+    sb_run_config cfg = sb_run_config_default();
+    snprintf(cfg.model, sizeof cfg.model, "gru");
+    sb_optimizer opt;
+    sb_optimizer_init(&opt, SB_OPT_ADAM, 1e-3, 0);
+    char path[512], sidecar[600];
+    snprintf(path, sizeof path, "%s/nonfinite.safetensors", tmpdir);
+    sb_checkpoint_optim_path(path, sidecar, sizeof sidecar);
+    sb_params *ps = &a->params;
+    const sb_param *hh = sb_params_find(ps, "layers.0.weight_hh_l0");
+    assert_non_null(hh);
+
+    /* the writer: 2 NaN and 1 inf weights, then 1 NaN moment; nothing is written */
+    real *w = ps->data + hh->offset;
+    real saved[3] = {w[0], w[5], w[7]};
+    w[0] = (real)NAN, w[5] = (real)INFINITY, w[7] = (real)NAN;
+    assert_int_equal(sb_checkpoint_save(path, a, &cfg, &opt, 0, &err), SB_ERR_DIVERGED);
+    assert_non_null(strstr(err.msg, "tensor 'layers.0.weight_hh_l0' has 3 non-finite values"));
+    assert_non_null(strstr(err.msg, path));
+    w[0] = saved[0], w[5] = saved[1], w[7] = saved[2];
+    ps->v[hh->offset + 2] = (real)NAN;
+    assert_int_equal(sb_checkpoint_save(path, a, &cfg, &opt, 0, &err), SB_ERR_DIVERGED);
+    assert_non_null(strstr(err.msg, "tensor 'exp_avg_sq.layers.0.weight_hh_l0' has 1 "
+                                    "non-finite value "));
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(access(sidecar, F_OK), -1);
+    ps->v[hh->offset + 2] = 0;
+
+    /* the loader: a finite file loads; with 3 NaN in one tensor it is refused, the model
+     * untouched; the same for the optimiser's sidecar */
+    assert_int_equal(sb_checkpoint_save(path, a, &cfg, &opt, 32, &err), SB_OK);
+    assert_int_equal(sb_checkpoint_load(path, b, &opt, NULL, &err), SB_OK);
+    real *before = malloc(b->params.total * sizeof *before);
+    memcpy(before, b->params.data, b->params.total * sizeof *before);
+    char bad[512];
+    snprintf(bad, sizeof bad, "%s/nan.safetensors", tmpdir);
+    replace_in_file(path, bad, "\"samples_seen\":\"32\"", "\"samples_seen\":\"32\"");
+    poke_tensor(bad, "layers.0.weight_hh_l0", 3, NAN);
+    assert_int_equal(sb_checkpoint_load(bad, b, NULL, NULL, &err), SB_ERR_INVALID);
+    char want[700];
+    snprintf(want, sizeof want,
+             "checkpoint '%s': tensor 'layers.0.weight_hh_l0' has 3 non-finite values "
+             "(NaN/inf); the file is damaged or from a diverged run", bad);
+    assert_string_equal(err.msg, want);
+    assert_memory_equal(before, b->params.data, b->params.total * sizeof *before);
+    poke_tensor(sidecar, "exp_avg.decoder.bias", 1, -INFINITY);
+    assert_int_equal(sb_checkpoint_load(path, b, &opt, NULL, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "tensor 'exp_avg.decoder.bias' has 1 non-finite value "));
+
+    /* damaged metadata: the file and the key are named, as damage (SB_ERR_IO), not as a
+     * foreign file (SB_ERR_INVALID, which callers answer with defaults) */
+    replace_in_file(path, bad, "\"samples_seen\":\"32\"", "\"samples_seen\":\"-2\"");
+    assert_int_equal(sb_checkpoint_load(bad, b, NULL, NULL, &err), SB_ERR_IO);
+    assert_non_null(strstr(err.msg, "is damaged or not from this version"));
+    assert_non_null(strstr(err.msg, "metadata 'samples_seen'"));
+    sb_run_config back;
+    replace_in_file(path, bad, "\\\"vocab\\\":41", "\\\"vocab\\\":-5");
+    assert_int_equal(sb_checkpoint_read_config(bad, &back, &err), SB_ERR_IO);
+    snprintf(want, sizeof want,
+             "checkpoint '%s' is damaged or not from this version of selectivbench: its "
+             "metadata 'config' is unusable (vocab -5 is ", bad);
+    assert_memory_equal(err.msg, want, strlen(want));
+    assert_int_equal(sb_checkpoint_read_config(path, &back, &err), SB_OK);
+    free(before);
+    sb_model_free(a);
+    sb_model_free(b);
+}
+
 /* train.py's feat_size work-arounds for the transformer: 648 -> 768 and 1296 -> 1280 (960
  * is refused by sb_run_config_check); every other width and model is built as asked. */
 static void test_feat_size_workarounds(void **state)
@@ -373,6 +621,37 @@ static void test_grad_acc_rules(void **state)
     sb_task_free(task);
 }
 
+/* A NaN weight reaching the forward (as one did from a damaged checkpoint before loads
+ * were checked): attention's softmax, the gates and the decoder run exp on NaN, which must
+ * be well defined (the sanitizer build aborts on undefined behaviour) and give a NaN test
+ * loss, which the trainer calls divergence. Every registered model. */
+static void test_nan_weight_forward(void **state)
+{
+    (void)state;
+    sb_run_config c = tiny_run("transformer");
+    c.feat_size = 32; /* fox_layered's 32 heads */
+    sb_task *task = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_task_create(&c.task, &task, &err), SB_OK);
+    const sb_layer_type *const *types = sb_layer_types();
+    for (int t = 0; types[t] != NULL; t++) {
+        snprintf(c.model, sizeof c.model, "%s", types[t]->name);
+        sb_model_config mc = sb_run_config_model(&c, task->n_inputs, task->grammar->d_output);
+        sb_model *m = NULL;
+        if (sb_model_create(&mc, 1, &m, &err) != SB_OK)
+            fail_msg("%s: %s", types[t]->name, err.msg);
+        for (size_t i = 0; i < m->params.total; i += 7)
+            m->params.data[i] = (real)NAN;
+        double loss = 0, acc = 0;
+        if (sb_evaluate(task, m, 6, 1.0, &loss, &acc, &err) != SB_OK)
+            fail_msg("%s: evaluation failed: %s", types[t]->name, err.msg);
+        if (!isnan(loss))
+            fail_msg("%s: NaN weights gave a test loss of %g", types[t]->name, loss);
+        sb_model_free(m);
+    }
+    sb_task_free(task);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -381,11 +660,17 @@ int main(void)
         cmocka_unit_test(test_schedules),
         cmocka_unit_test(test_threads_identical),
         cmocka_unit_test(test_resume_equals_uninterrupted),
+        cmocka_unit_test(test_stop_request_resumes),
         cmocka_unit_test(test_divergence_stops),
+        cmocka_unit_test(test_divergence_limit),
+        cmocka_unit_test(test_divergence_high_lr),
+        cmocka_unit_test(test_divergence_nan_gradient),
         cmocka_unit_test(test_early_stop),
         cmocka_unit_test(test_checkpoint_roundtrip_and_errors),
+        cmocka_unit_test(test_checkpoint_non_finite_and_metadata),
         cmocka_unit_test(test_feat_size_workarounds),
         cmocka_unit_test(test_grad_acc_rules),
+        cmocka_unit_test(test_nan_weight_forward),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
