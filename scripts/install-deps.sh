@@ -1,11 +1,28 @@
 #!/bin/sh
 # Installs the Debian 12 packages selectivbench needs, if any are missing.
 # Runs apt-get as root, or through sudo for a user. Does nothing when all are present.
+#
+#   scripts/install-deps.sh          what the build and the test suite need (gcc)
+#   scripts/install-deps.sh clang    and clang with its OpenMP (`./run.sh clang`)
+#   scripts/install-deps.sh fuzz     and libFuzzer with clang's sanitizer runtimes
+#                                    (`./run.sh fuzz`; about 300 MB, so only on request)
 set -eu
 
 PACKAGES="gcc make cmake pkg-config libc6-dev libgomp1 libopenblas-openmp-dev \
 libjansson-dev libcmocka-dev libsqlite3-dev libyaml-dev \
 libcairo2-dev fonts-dejavu-core libfftw3-dev"
+CLANG_PACKAGES="clang clang-14 libomp-14-dev"
+case "${1:-}" in
+  "") ;;
+  clang) PACKAGES="$PACKAGES $CLANG_PACKAGES" ;;
+  # libclang_rt.fuzzer and clang's ASan/UBSan runtimes are in libclang-rt-14-dev, only
+  # recommended by clang-14 (not installed with --no-install-recommends)
+  fuzz) PACKAGES="$PACKAGES $CLANG_PACKAGES libclang-rt-14-dev" ;;
+  *)
+    echo "usage: scripts/install-deps.sh [clang|fuzz]" >&2
+    exit 2
+    ;;
+esac
 
 missing=""
 for p in $PACKAGES; do

@@ -94,7 +94,8 @@ typedef struct sb_eval_row {
 } sb_eval_row;
 
 /* A run as stored. Every string is owned by the row (NULL where the column is NULL) and
- * freed by sb_results_run_row_clear / sb_results_run_rows_free. */
+ * freed by sb_results_run_row_clear / sb_results_run_rows_free. hash and status are never
+ * NULL (NOT NULL columns; a damaged file's NULL reads as ""). */
 typedef struct sb_run_row {
     int64_t id;
     char *hash, *config_json, *model, *protocol;

@@ -434,7 +434,13 @@ void sb_sweep_args_free(char **argv)
 
 sb_status sb_sweep_run_args(const sb_sweep *s, int64_t k, char ***out, int *argc, sb_error *err)
 {
-    size_t cap = (size_t)s->n_command + (size_t)s->n_params + 1;
+    /* room for the command's items and the parameters at each ${args} (W&B repeats them
+     * there), or once at the end when there is none */
+    size_t n_args_macros = 0;
+    for (int i = 0; i < s->n_command; i++)
+        n_args_macros += strcmp(s->command[i], "${args}") == 0;
+    size_t cap =
+        (size_t)s->n_command + (size_t)s->n_params * (n_args_macros > 0 ? n_args_macros : 1) + 1;
     char **argv = calloc(cap, sizeof *argv);
     int n = 0, has_args = 0;
     if (argv == NULL)

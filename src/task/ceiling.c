@@ -802,6 +802,17 @@ static int json_number(json_t *obj, const char *key, double *v)
     return 1;
 }
 
+/* A count (n_samples, ...) of the object: a number in [0, 2^53], so that the conversion is
+ * exact and defined (a damaged cache may hold 1e300; tests/fuzz/fuzz_ceiling_json.c). */
+static int json_count(json_t *obj, const char *key, int64_t *v)
+{
+    double d = 0.0;
+    if (!json_number(obj, key, &d) || !(d >= 0.0 && d <= 9007199254740992.0))
+        return 0;
+    *v = (int64_t)d;
+    return 1;
+}
+
 sb_status sb_ceiling_from_json(const char *text, sb_ceiling *c, sb_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -820,15 +831,13 @@ sb_status sb_ceiling_from_json(const char *text, sb_ceiling *c, sb_error *err)
         snprintf(key, sizeof key, "%d", sb_ceiling_window_k[w]);
         ok = json_is_object(win) && json_number(win, key, &c->window_acc[w]);
     }
-    double v = 0.0;
-    if (ok && json_number(root, "n_samples", &v))
-        c->n_samples = (int64_t)v;
-    if (ok && json_number(root, "n_elements", &v))
-        c->n_elements = (int64_t)v;
-    if (ok && json_number(root, "prior_samples", &v))
-        c->prior_samples = (int64_t)v;
-    if (ok && json_number(root, "seconds", &v))
-        c->seconds = v;
+    /* optional: a missing or out-of-range count stays 0 */
+    if (ok) {
+        json_count(root, "n_samples", &c->n_samples);
+        json_count(root, "n_elements", &c->n_elements);
+        json_count(root, "prior_samples", &c->prior_samples);
+        json_number(root, "seconds", &c->seconds);
+    }
     c->bayes_model_acc = c->expected_acc;
     c->bayes_model_realized_acc = c->realized_acc;
     json_number(root, "bayes_model_acc", &c->bayes_model_acc);

@@ -84,7 +84,8 @@ void sb_ceiling_hash(const sb_task_config *cfg, const sb_ceiling_options *opt, c
  * "segmented", "seconds"} as one object. */
 void sb_ceiling_write_json(const sb_ceiling *c, sb_json *j);
 
-/* Reads what sb_ceiling_write_json wrote (the results database's cache). */
+/* Reads what sb_ceiling_write_json wrote (the results database's cache). A count outside
+ * [0, 2^53] (only in a damaged cache) reads as 0, as a missing one does. */
 sb_status sb_ceiling_from_json(const char *text, sb_ceiling *c, sb_error *err);
 
 #endif
