@@ -1130,10 +1130,11 @@ sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **ro
             rc = SQLITE_NOMEM;
             break;
         }
-        /* split is NOT NULL and CHECKed to 'train' or 'test'; NULL text means no memory */
+        /* split is NOT NULL and CHECKed to 'train' or 'test': NULL text is no memory, or a
+         * damaged file (whose constraints were not enforced) */
         const unsigned char *split = sqlite3_column_text(st, 2);
         if (split == NULL) {
-            rc = SQLITE_NOMEM;
+            rc = sqlite3_column_type(st, 2) == SQLITE_NULL ? SQLITE_CORRUPT : SQLITE_NOMEM;
             break;
         }
         sb_eval_row *e = (sb_eval_row *)list + count++;
@@ -1153,6 +1154,11 @@ sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **ro
                               "out of memory listing the evaluations of run %lld in results "
                               "database '%s'",
                               (long long)run_id, db->path);
+    else if (rc == SQLITE_CORRUPT)
+        status = sb_error_set(err, SB_ERR_IO,
+                              "results database '%s' is damaged: an evaluation of run %lld has "
+                              "no split; restore it from a copy or start a new one",
+                              db->path, (long long)run_id);
     else if (rc != SQLITE_OK)
         status =
             results_fail(db, rc, err, "cannot list the evaluations of run %lld", (long long)run_id);

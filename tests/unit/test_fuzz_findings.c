@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
+#include <unistd.h>
 
 #include "exp/results.h"
 #include "exp/sweep.h"
@@ -116,6 +118,57 @@ static void test_results_null_hash_status(void **state)
     sb_results_close(db);
 }
 
+/* A NULL split in a damaged database (its NOT NULL dropped from the schema) is reported as
+ * damage, not as "out of memory". */
+static void test_results_null_split(void **state)
+{
+    (void)state;
+    char src[4096], path[64];
+    snprintf(src, sizeof src, "%s/results/one_run.db", corpus_dir);
+    snprintf(path, sizeof path, "/tmp/sb-null-split-%ld.db", (long)getpid());
+    FILE *in = fopen(src, "rb"), *out = fopen(path, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, got, out), got);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+    sqlite3 *raw = NULL;
+    assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+    const char *damage =
+        "PRAGMA writable_schema = ON;"
+        "UPDATE sqlite_master SET sql = replace(sql, 'split TEXT NOT NULL', 'split TEXT') "
+        "WHERE name = 'evaluations';"
+        "PRAGMA writable_schema = OFF;";
+    assert_int_equal(sqlite3_exec(raw, damage, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+    assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, "PRAGMA ignore_check_constraints = ON;"
+                                       "UPDATE evaluations SET split = NULL;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_true(sqlite3_changes(raw) > 0);
+    sqlite3_close(raw);
+
+    sb_results *db = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_results_open_readonly(path, &db, &err), SB_OK);
+    sb_run_row *rows = NULL;
+    size_t n = 0;
+    assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    sb_eval_row *evals = NULL;
+    size_t n_evals = 0;
+    assert_int_equal(sb_results_list_evals(db, rows[0].id, &evals, &n_evals, &err), SB_ERR_IO);
+    assert_non_null(strstr(err.msg, "is damaged: an evaluation of run"));
+    assert_non_null(strstr(err.msg, "has no split"));
+    sb_results_run_rows_free(rows, n);
+    sb_results_close(db);
+    unlink(path);
+}
+
 static void test_ceiling_counts_out_of_range(void **state)
 {
     (void)state;
@@ -144,6 +197,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sweep_args_macro_repeated),
         cmocka_unit_test(test_sweep_grid_too_large),
         cmocka_unit_test(test_results_null_hash_status),
+        cmocka_unit_test(test_results_null_split),
         cmocka_unit_test(test_ceiling_counts_out_of_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
