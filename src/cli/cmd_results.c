@@ -126,6 +126,36 @@ static int model_known(const char *name)
     return 0;
 }
 
+/* The --filter error for a key the configuration does not have, with the closest key. */
+static sb_status unknown_filter_key(const char *filter, const char *key, sb_error *err)
+{
+    const char *names[256];
+    int n_names = 0;
+    for (int i = 0; i < sb_config_key_count() && n_names < 256; i++)
+        names[n_names++] = sb_config_key_name(i);
+    const char *hint = sb_closest_name(key, names, n_names);
+    if (hint != NULL)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--filter '%s': '%s' is not a configuration key; did you mean '%s'? "
+                            "(selectivbench train --help lists them)", filter, key, hint);
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "--filter '%s': '%s' is not a configuration key (selectivbench train "
+                        "--help lists them)", filter, key);
+}
+
+/* The --filter error for a model the registry does not have, with the closest model. */
+static sb_status unknown_filter_model(const char *filter, const char *model, sb_error *err)
+{
+    const char *hint = sb_cli_closest_model(model);
+    if (hint != NULL)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--filter '%s': unknown model '%s'; did you mean '%s'? (selectivbench "
+                            "models lists them)", filter, model, hint);
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "--filter '%s': unknown model '%s' (selectivbench models lists them)",
+                        filter, model);
+}
+
 /* A --filter KEY=VALUE must name a key of the configuration and a value that key takes (a
  * model of the registry for `model`): a typo is an error, not an empty table. */
 static sb_status check_filter(const char *filter, sb_config *scratch, sb_error *err)
@@ -136,14 +166,9 @@ static sb_status check_filter(const char *filter, sb_config *scratch, sb_error *
     char key[128];
     snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
     if (sb_config_key_find(key) < 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "--filter '%s': '%s' is not a configuration key (selectivbench train "
-                            "--help lists them)",
-                            filter, key);
+        return unknown_filter_key(filter, key, err);
     if (strcmp(key, "model") == 0 && !model_known(eq + 1))
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "--filter '%s': unknown model '%s' (selectivbench models lists them)",
-                            filter, eq + 1);
+        return unknown_filter_model(filter, eq + 1, err);
     sb_error why = {0};
     if (sb_config_set_key(scratch, key, eq + 1, &why) != SB_OK)
         return sb_error_set(err, SB_ERR_INVALID, "--filter '%s': %s", filter, why.msg);

@@ -43,6 +43,29 @@ expect_error 2 "outside the split" data --samples 0-300000 --json
 expect_error 2 "--samples" data --json
 expect_error 2 "base_set" data --base_set gsc
 expect_error 2 "unknown command" frobnicate
+# did you mean: a typo close to one known name (<= 2 edits, or a unique prefix) names it
+expect_error 2 "unknown command 'trian'; did you mean 'train'?" trian
+expect_error 2 "unknown command 'swe'; did you mean 'sweep'?" swe
+expect_error 2 "unknown command 'frobnicate'; run 'selectivbench --help'" frobnicate
+expect_error 2 "unknown flag --sed; did you mean --seed?" grammar --sed 1
+expect_error 2 "unknown flag --lrr; did you mean --lr?" train --lrr 1
+expect_error 2 "unknown flag --worker; did you mean --workers?" sweep tiny/task2 --worker 2
+expect_error 2 "unknown flag --zzzzzz; see --help for the list" train --zzzzzz 1
+expect_error 2 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)" \
+  train --model glaa
+expect_error 2 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)" \
+  bench --model glaa --steps 1
+expect_error 2 "--models: unknown model 'mamb'; did you mean 'mamba'?" demo --models mamb
+expect_error 2 "no sweep file or preset 'tiny/tsk2'; did you mean the preset 'tiny/task2'?" \
+  sweep tiny/tsk2 --dry_run
+expect_error 2 "in sweep file 'tiny/task2'; did you mean model=gla?\$" \
+  sweep tiny/task2 --dry_run --filter model=glaa
+expect_error 2 "train_seqlen_max, warmup_steps); did you mean 'model'?\$" \
+  sweep tiny/task2 --dry_run --filter modle=gla
+expect_error 2 "--filter 'model=glaa': unknown model 'glaa'; did you mean 'gla'?" \
+  results --db "$TMP/none.db" --filter model=glaa
+expect_error 2 "'modle' is not a configuration key; did you mean 'model'?" \
+  results --db "$TMP/none.db" --filter modle=gla
 expect_error 2 "unknown --model" bench --model nosuch --steps 1
 # ---- bad input: unwritable outputs -----------------------------------------------------
 expect_error 1 "export folder" data --vocab 9 --amb 8 --amb_depth 8 --dataset_size 10 \
