@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -75,4 +76,15 @@ int sb_cli_threads(int requested)
 int sb_cli_stdout_is_tty(void)
 {
     return isatty(STDOUT_FILENO);
+}
+
+const char *sb_cli_results_db(const char *path, char *buf, size_t size)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return path;
+    size_t len = strlen(path);
+    int has_slash = len > 0 && path[len - 1] == '/';
+    snprintf(buf, size, "%s%s" SB_RESULTS_DB_NAME, path, has_slash ? "" : "/");
+    return buf;
 }

@@ -28,6 +28,11 @@ int sb_cli_threads(int requested);
 /* --print_hashes: prints "RUN_HASH TRAINING_HASH" of cfg and returns 0. */
 int sb_cli_print_config_hashes(const sb_config *cfg);
 
+/* The database a results/report path names: a results folder (such as results/) stands
+ * for the database inside it, DIR/selectivbench.db (SB_RESULTS_DB_NAME), joined into buf;
+ * any other path is returned as given. */
+const char *sb_cli_results_db(const char *path, char *buf, size_t size);
+
 /* Whether stdout is a terminal (for live progress lines). */
 int sb_cli_stdout_is_tty(void);
 

@@ -89,6 +89,7 @@ static void csv_value(json_t *v)
 /* The command line of `results`. */
 typedef struct results_args {
     const char *db_path, *model, *status;
+    char db_in_folder[4096]; /* DIR/selectivbench.db when the path given is a folder */
     int json, csv, check, threads;
     const char *filters[MAX_FILTERS]; /* KEY=VALUE, each --filter in order */
     int n_filters;
@@ -208,7 +209,8 @@ static int results_parse(int argc, char **argv, results_args *a)
     }
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &a->db_path, 0, 0, NULL, "PATH",
-         "results database (default results/" SB_RESULTS_DB_NAME ")", 0},
+         "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
+         " (default results/" SB_RESULTS_DB_NAME ")", 0},
         {"model", SB_OPT_CHOICE, &model_index, 0, 0, models, "NAME",
          "only runs of this model (selectivbench models lists them)", 0},
         {"status", SB_OPT_CHOICE, &status_index, 0, 0, statuses, "S", status_help, 0},
@@ -232,7 +234,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     }
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("results", "[DB] [--model M] [--status S] [--filter K=V] [--json|--csv]",
+    int rc = sb_cli_parse("results", "[DB|DIR] [--model M] [--status S] [--filter K=V] [--json|--csv]",
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
     /* the chosen names are the library's own strings: they outlive the list */
     a->status = status_index >= 0 ? statuses[status_index] : NULL;
@@ -243,6 +245,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     sb_cli_threads(a->threads);
     if (n_pos == 1)
         a->db_path = pos[0];
+    a->db_path = sb_cli_results_db(a->db_path, a->db_in_folder, sizeof a->db_in_folder);
     if (n_filters > MAX_FILTERS) {
         sb_error_set(&err, SB_ERR_INVALID, "--filter is given %d times; at most %d", n_filters,
                      MAX_FILTERS);

@@ -236,6 +236,18 @@ head -1 "$TMP/out" | grep -q "test_acc" || fail "results --csv: no test_acc colu
 n_csv=$(($(wc -l <"$TMP/out") - 1))
 [ "$n_json" -ge 1 ] && [ "$n_csv" -eq "$n_json" ] ||
   fail "results --csv: $n_csv rows for $n_json runs"
+# a results folder stands for the database in it (DIR/selectivbench.db), with or without /
+expect_ok results "$TMP/demo" --json
+n_dir=$(grep -o '"hash"' "$TMP/out" | wc -l)
+[ "$n_dir" -eq "$n_json" ] || fail "results DIR: $n_dir runs, --db finds $n_json"
+expect_ok results --db "$TMP/demo/" --json
+n_dir=$(grep -o '"hash"' "$TMP/out" | wc -l)
+[ "$n_dir" -eq "$n_json" ] || fail "results --db DIR/: $n_dir runs, the file has $n_json"
+mkdir -p "$TMP/no_db_here"
+expect_error 1 "$TMP/no_db_here/selectivbench.db" results "$TMP/no_db_here"
+expect_ok report "$TMP/demo" --out "$TMP/report_of_dir"
+[ -s "$TMP/report_of_dir/report.md" ] || fail "report DIR: no report.md"
+expect_error 1 "no results database at '$TMP/no_db_here/selectivbench.db'" report "$TMP/no_db_here"
 
 # the data-generation benchmark runs on a small task and reports every stage
 expect_ok bench data --vocab 5 --amb 2 --amb_depth 2 --train_seqlen_max 20 --dataset_size 200
