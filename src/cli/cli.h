@@ -17,10 +17,14 @@ int sb_cli_parse(const char *cmd, const char *usage, sb_option *opts, int n_opts
                  char **argv, const char **positional, int max_positional, int *n_positional);
 
 /* Commands that take a checkpoint first (`eval CKPT [flags]`, `probe CKPT [flags]`): returns
- * -1 to go on with *ckpt = argv[2]; otherwise prints the usage (--help, exit code 0) or one
- * error line (exit code 2) and returns the code. */
-int sb_cli_checkpoint_first(const char *cmd, const char *usage, int argc, char **argv,
-                            const char **ckpt);
+ * -1 to go on with *ckpt = argv[2], or with *ckpt = NULL when argv[2] is --help (then call
+ * sb_cli_checkpoint_help); otherwise prints one error line and returns its exit code (2). */
+int sb_cli_checkpoint_first(const char *cmd, int argc, char **argv, const char **ckpt);
+
+/* `eval --help`, `probe --help`: the usage and every flag with train's defaults, and a line
+ * saying a checkpoint's recorded configuration replaces them. Returns the exit code. */
+int sb_cli_checkpoint_help(const char *cmd, const char *usage, sb_option *opts, int n_opts,
+                           int argc, char **argv);
 
 /* The --threads flag: applies it (0 = all cores) and returns the thread count. */
 int sb_cli_threads(int requested);

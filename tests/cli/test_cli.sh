@@ -297,5 +297,21 @@ for c in grammar data demo bench train ceiling models sweep results report; do
   grep -q -- "--threads" "$TMP/out" || fail "$c --help does not list --threads"
 done
 
+# every command's --help exits 0 and lists its flags with their defaults (eval and probe
+# take no checkpoint for it and list train's flags, which override the checkpoint's)
+for pair in grammar:--amb data:--split demo:--models bench:--frames train:--lr \
+  ceiling:--prior_samples eval:--test_dur eval:--dump probe:--section probe:--feat_size \
+  models:--d_state sweep:--workers results:--filter report:--out; do
+  c=${pair%%:*}
+  flag=${pair#*:}
+  expect_ok "$c" --help
+  grep -q -- "^  $flag " "$TMP/out" || fail "$c --help does not list $flag"
+  grep -q "(default" "$TMP/out" || fail "$c --help shows no defaults"
+done
+expect_ok eval --help
+grep -q "^  --feat_size N .*(default 256)" "$TMP/out" || fail "eval --help: train's defaults missing"
+grep -q "checkpoint's recorded configuration replaces them" "$TMP/out" ||
+  fail "eval --help: does not say the checkpoint's configuration replaces the defaults"
+
 echo "$checks CLI checks, $failures failures"
 [ "$failures" -eq 0 ]
