@@ -109,6 +109,14 @@ sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
                 strncat(list, ", ", sizeof list - strlen(list) - 1);
             strncat(list, o->choices[c], sizeof list - strlen(list) - 1);
         }
+        int n_choices = 0;
+        while (o->choices[n_choices] != NULL)
+            n_choices++;
+        const char *hint = sb_closest_name(value, o->choices, n_choices);
+        if (hint != NULL)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--%s: '%s' is not one of: %s; did you mean '%s'?", o->name,
+                                value, list, hint);
         return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not one of: %s", o->name, value,
                             list);
     }

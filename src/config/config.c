@@ -187,6 +187,15 @@ static sb_status store(sb_run_config *cfg, const sb_config_key *k, const char *v
                 strncat(list, ", ", sizeof list - strlen(list) - 1);
             strncat(list, k->choices[c], sizeof list - strlen(list) - 1);
         }
+        sb_suggest near;
+        sb_suggest_init(&near, value);
+        for (int c = 0; k->choices[c] != NULL; c++)
+            sb_suggest_offer(&near, k->choices[c]);
+        const char *hint = sb_suggest_result(&near);
+        if (hint != NULL)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--%s: '%s' is not one of: %s; did you mean '%s'?", k->name,
+                                value, list, hint);
         return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not one of: %s", k->name, value,
                             list);
     }

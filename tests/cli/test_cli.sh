@@ -51,6 +51,13 @@ expect_error 2 "unknown flag --sed; did you mean --seed?" grammar --sed 1
 expect_error 2 "unknown flag --lrr; did you mean --lr?" train --lrr 1
 expect_error 2 "unknown flag --worker; did you mean --workers?" sweep tiny/task2 --worker 2
 expect_error 2 "unknown flag --zzzzzz; see --help for the list" train --zzzzzz 1
+expect_error 2 "--split: 'tset' is not one of: train, test; did you mean 'test'?\$" data --split tset
+expect_error 2 "--optimizer: 'adan' is not one of: adam, adamw; did you mean 'adam'?\$" \
+  train --optimizer adan
+# a tie (adamx is one edit from adam and from adamw) suggests nothing
+expect_error 2 "--optimizer: 'adamx' is not one of: adam, adamw\$" train --optimizer adamx
+expect_error 2 "--model: 'glaa' is not one of: .*; did you mean 'gla'?\$" \
+  results --db "$TMP/none.db" --model glaa
 expect_error 2 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)" \
   train --model glaa
 expect_error 2 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)" \
