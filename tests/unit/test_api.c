@@ -164,6 +164,15 @@ static void test_closest_name(void **state)
     assert_null(sb_closest_name("", names, n));
     assert_null(sb_closest_name(NULL, names, n));
     assert_null(sb_closest_name("gla", NULL, 0));
+    /* the library's own errors: a key of the table, a choice of a key */
+    sb_config *cfg = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    assert_error(sb_config_set_key(cfg, "lrr", "1", &err), &err, SB_ERR_INVALID,
+                 "unknown flag --lrr; did you mean --lr?");
+    assert_error(sb_config_set_key(cfg, "optimizer", "adan", &err), &err, SB_ERR_INVALID,
+                 "did you mean 'adam'?");
+    sb_config_free(cfg);
 }
 
 static void test_models(void **state)
@@ -192,6 +201,9 @@ static void test_models(void **state)
     assert_error(sb_models_size("no_such_model", &shape, &params, NULL, &err), &err,
                  SB_ERR_INVALID, "no_such_model");
     assert_non_null(strstr(err.msg, "gru")); /* the known models are listed */
+    /* a typo names the model it is closest to */
+    assert_error(sb_models_size("glaa", &shape, &params, NULL, &err), &err, SB_ERR_INVALID,
+                 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)");
     shape.width = 0;
     assert_error(sb_models_size("gru", &shape, &params, NULL, &err), &err, SB_ERR_INVALID,
                  "width 0");
