@@ -78,6 +78,11 @@ const char *sb_status_name(sb_status status);
 /* The message in err ("" for NULL or an error never set). Owned by err. */
 const char *sb_error_message(const sb_error *err);
 
+/* "Did you mean": among names[0..n_names-1], the single one within two single-character
+ * edits of word, else the only one that starts with word; NULL when none is (or several
+ * tie). Returns one of names, not a copy. */
+const char *sb_closest_name(const char *word, const char *const *names, int n_names);
+
 /* Frees a string the library allocated (sb_config_to_json). NULL is allowed. */
 void sb_string_free(char *s);
 

@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "config/config.h"
+#include "core/suggest.h"
 #include "task/grammar.h"
 #include "train/run_setup.h"
 
@@ -16,6 +17,18 @@ const char *sb_version(void)
 const char *sb_error_message(const sb_error *err)
 {
     return err != NULL ? err->msg : "";
+}
+
+const char *sb_closest_name(const char *word, const char *const *names, int n_names)
+{
+    if (word == NULL || names == NULL)
+        return NULL;
+    sb_suggest near;
+    sb_suggest_init(&near, word);
+    for (int i = 0; i < n_names; i++)
+        if (names[i] != NULL)
+            sb_suggest_offer(&near, names[i]);
+    return sb_suggest_result(&near);
 }
 
 void sb_string_free(char *s)

@@ -54,11 +54,8 @@ sb_status sb_models_size(const char *model, const sb_model_shape *shape, uint64_
     SB_API_REQUIRE(model, err);
     SB_API_REQUIRE(shape, err);
     const sb_layer_type *type = sb_layer_type_find(model);
-    if (type == NULL) {
-        char known[1024];
-        sb_layer_type_list(known, sizeof known);
-        return sb_error_set(err, SB_ERR_INVALID, "unknown model '%s' (known: %s)", model, known);
-    }
+    if (type == NULL)
+        return sb_layer_type_unknown(model, err);
     if (shape->inputs < 1 || shape->classes < 1 || shape->width < 1 || shape->layers < 1 ||
         shape->d_state < 1)
         return sb_error_set(err, SB_ERR_INVALID,

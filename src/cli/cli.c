@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -39,21 +40,30 @@ int sb_cli_parse(const char *cmd, const char *usage, sb_option *opts, int n_opts
     return -1;
 }
 
-int sb_cli_checkpoint_first(const char *cmd, const char *usage, int argc, char **argv,
-                            const char **ckpt)
+int sb_cli_checkpoint_first(const char *cmd, int argc, char **argv, const char **ckpt)
 {
     if (argc >= 3 && strncmp(argv[2], "--", 2) != 0) {
         *ckpt = argv[2];
         return -1;
     }
     if (argc >= 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
-        printf("usage: selectivbench %s %s\n", cmd, usage);
-        return 0;
+        *ckpt = NULL; /* the caller prints its flags (sb_cli_checkpoint_help) */
+        return -1;
     }
     fprintf(stderr, "selectivbench %s: error: name the checkpoint first: selectivbench %s CKPT "
                     "[flags]\n",
             cmd, cmd);
     return 2;
+}
+
+int sb_cli_checkpoint_help(const char *cmd, const char *usage, sb_option *opts, int n_opts,
+                           int argc, char **argv)
+{
+    int rc = sb_cli_parse(cmd, usage, opts, n_opts, argc, argv, NULL, 0, NULL);
+    if (rc == 0)
+        printf("\nThe defaults shown are train's: a checkpoint's recorded configuration replaces "
+               "them, and a flag given overrides that.\n");
+    return rc;
 }
 
 int sb_cli_print_config_hashes(const sb_config *cfg)
@@ -75,4 +85,15 @@ int sb_cli_threads(int requested)
 int sb_cli_stdout_is_tty(void)
 {
     return isatty(STDOUT_FILENO);
+}
+
+const char *sb_cli_results_db(const char *path, char *buf, size_t size)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return path;
+    size_t len = strlen(path);
+    int has_slash = len > 0 && path[len - 1] == '/';
+    snprintf(buf, size, "%s%s" SB_RESULTS_DB_NAME, path, has_slash ? "" : "/");
+    return buf;
 }

@@ -17,16 +17,25 @@ int sb_cli_parse(const char *cmd, const char *usage, sb_option *opts, int n_opts
                  char **argv, const char **positional, int max_positional, int *n_positional);
 
 /* Commands that take a checkpoint first (`eval CKPT [flags]`, `probe CKPT [flags]`): returns
- * -1 to go on with *ckpt = argv[2]; otherwise prints the usage (--help, exit code 0) or one
- * error line (exit code 2) and returns the code. */
-int sb_cli_checkpoint_first(const char *cmd, const char *usage, int argc, char **argv,
-                            const char **ckpt);
+ * -1 to go on with *ckpt = argv[2], or with *ckpt = NULL when argv[2] is --help (then call
+ * sb_cli_checkpoint_help); otherwise prints one error line and returns its exit code (2). */
+int sb_cli_checkpoint_first(const char *cmd, int argc, char **argv, const char **ckpt);
+
+/* `eval --help`, `probe --help`: the usage and every flag with train's defaults, and a line
+ * saying a checkpoint's recorded configuration replaces them. Returns the exit code. */
+int sb_cli_checkpoint_help(const char *cmd, const char *usage, sb_option *opts, int n_opts,
+                           int argc, char **argv);
 
 /* The --threads flag: applies it (0 = all cores) and returns the thread count. */
 int sb_cli_threads(int requested);
 
 /* --print_hashes: prints "RUN_HASH TRAINING_HASH" of cfg and returns 0. */
 int sb_cli_print_config_hashes(const sb_config *cfg);
+
+/* The database a results/report path names: a results folder (such as results/) stands
+ * for the database inside it, DIR/selectivbench.db (SB_RESULTS_DB_NAME), joined into buf;
+ * any other path is returned as given. */
+const char *sb_cli_results_db(const char *path, char *buf, size_t size);
 
 /* Whether stdout is a terminal (for live progress lines). */
 int sb_cli_stdout_is_tty(void);

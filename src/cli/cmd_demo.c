@@ -137,8 +137,13 @@ int sb_cmd_demo(int argc, char **argv)
         models[n_models++] = tok;
     for (int m = 0; m < n_models; m++)
         if (!model_known(models[m])) {
-            sb_error_set(&err, SB_ERR_INVALID, "--models: unknown model '%s' (selectivbench "
-                                               "models lists them)", models[m]);
+            const char *hint = sb_cli_closest_model(models[m]);
+            if (hint != NULL)
+                sb_error_set(&err, SB_ERR_INVALID, "--models: unknown model '%s'; did you mean "
+                             "'%s'? (selectivbench models lists them)", models[m], hint);
+            else
+                sb_error_set(&err, SB_ERR_INVALID, "--models: unknown model '%s' (selectivbench "
+                                                   "models lists them)", models[m]);
             return sb_cli_fail("demo", &err);
         }
     double t_start = sb_clock_seconds();

@@ -17,9 +17,9 @@
 
 static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
+    const char *usage = "CKPT [train.py flags to override] [--dump FILE] [--json]";
     const char *ckpt = NULL;
-    int first = sb_cli_checkpoint_first(
-        "eval", "CKPT [train.py flags to override] [--dump FILE] [--json]", argc, argv, &ckpt);
+    int first = sb_cli_checkpoint_first("eval", argc, argv, &ckpt);
     if (first >= 0)
         return first;
     sb_option opts[SB_RUN_MAX_OPTIONS + 2];
@@ -30,6 +30,8 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
     const char *dump = NULL;
     opts[n++] = (sb_option){"dump", SB_OPT_STRING, &dump, 0, 0, NULL, "FILE",
                             "write the first test batch (inputs, logits, mask) as safetensors", 0};
+    if (ckpt == NULL)
+        return sb_cli_checkpoint_help("eval", usage, opts, n, argc, argv);
     /* the recorded configuration, then the flags set its keys by name */
     sb_config *recorded = NULL;
     sb_status st = sb_checkpoint_config(ckpt, &recorded, &err);

@@ -25,11 +25,9 @@ static const char *const readout_names[] = {"lda", "ridge", NULL};
 static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
     const char *ckpt = NULL;
-    int first = sb_cli_checkpoint_first("probe",
-                                        "CKPT [train.py flags to override] [--section "
-                                        "all|readout|gates|retention] [--json] [--out DIR]\n"
-                                        "(selectivbench probe CKPT --help lists every flag)",
-                                        argc, argv, &ckpt);
+    const char *usage = "CKPT [train.py flags to override] [--section "
+                        "all|readout|gates|retention] [--json] [--out DIR]";
+    int first = sb_cli_checkpoint_first("probe", argc, argv, &ckpt);
     if (first >= 0)
         return first;
     sb_option opts[SB_RUN_MAX_OPTIONS + 12];
@@ -77,6 +75,8 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
     opts[n++] = (sb_option){"out", SB_OPT_STRING, &out_dir, 0, 0, NULL, "DIR",
                             "folder of the figures and probe.json (default: CKPT without "
                             ".safetensors, plus _probe)", 0};
+    if (ckpt == NULL)
+        return sb_cli_checkpoint_help("probe", usage, opts, n, argc, argv);
     /* the recorded configuration, then the flags set its keys by name */
     sb_config *recorded = NULL;
     sb_status st = sb_checkpoint_config(ckpt, &recorded, &err);

@@ -13,20 +13,23 @@ int sb_cmd_report(int argc, char **argv)
     int threads = 0;
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
-         "results database (default results/" SB_RESULTS_DB_NAME ")", 0},
+         "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
+         " (default results/" SB_RESULTS_DB_NAME ")", 0},
         {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
          "where the figures and report.md go (default: report/ beside the database)", 0},
         {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
     };
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("report", "[DB] [--out DIR]", opts, (int)(sizeof opts / sizeof *opts),
+    int rc = sb_cli_parse("report", "[DB|DIR] [--out DIR]", opts, (int)(sizeof opts / sizeof *opts),
                           argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
     sb_cli_threads(threads);
     if (n_pos == 1)
         db_path = pos[0];
+    char db_in_folder[4096];
+    db_path = sb_cli_results_db(db_path, db_in_folder, sizeof db_in_folder);
     sb_error err = {0};
     FILE *probe = fopen(db_path, "rb");
     if (probe == NULL) {

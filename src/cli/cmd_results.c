@@ -89,6 +89,7 @@ static void csv_value(json_t *v)
 /* The command line of `results`. */
 typedef struct results_args {
     const char *db_path, *model, *status;
+    char db_in_folder[4096]; /* DIR/selectivbench.db when the path given is a folder */
     int json, csv, check, threads;
     const char *filters[MAX_FILTERS]; /* KEY=VALUE, each --filter in order */
     int n_filters;
@@ -126,6 +127,36 @@ static int model_known(const char *name)
     return 0;
 }
 
+/* The --filter error for a key the configuration does not have, with the closest key. */
+static sb_status unknown_filter_key(const char *filter, const char *key, sb_error *err)
+{
+    const char *names[256];
+    int n_names = 0;
+    for (int i = 0; i < sb_config_key_count() && n_names < 256; i++)
+        names[n_names++] = sb_config_key_name(i);
+    const char *hint = sb_closest_name(key, names, n_names);
+    if (hint != NULL)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--filter '%s': '%s' is not a configuration key; did you mean '%s'? "
+                            "(selectivbench train --help lists them)", filter, key, hint);
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "--filter '%s': '%s' is not a configuration key (selectivbench train "
+                        "--help lists them)", filter, key);
+}
+
+/* The --filter error for a model the registry does not have, with the closest model. */
+static sb_status unknown_filter_model(const char *filter, const char *model, sb_error *err)
+{
+    const char *hint = sb_cli_closest_model(model);
+    if (hint != NULL)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--filter '%s': unknown model '%s'; did you mean '%s'? (selectivbench "
+                            "models lists them)", filter, model, hint);
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "--filter '%s': unknown model '%s' (selectivbench models lists them)",
+                        filter, model);
+}
+
 /* A --filter KEY=VALUE must name a key of the configuration and a value that key takes (a
  * model of the registry for `model`): a typo is an error, not an empty table. */
 static sb_status check_filter(const char *filter, sb_config *scratch, sb_error *err)
@@ -136,14 +167,9 @@ static sb_status check_filter(const char *filter, sb_config *scratch, sb_error *
     char key[128];
     snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
     if (sb_config_key_find(key) < 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "--filter '%s': '%s' is not a configuration key (selectivbench train "
-                            "--help lists them)",
-                            filter, key);
+        return unknown_filter_key(filter, key, err);
     if (strcmp(key, "model") == 0 && !model_known(eq + 1))
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "--filter '%s': unknown model '%s' (selectivbench models lists them)",
-                            filter, eq + 1);
+        return unknown_filter_model(filter, eq + 1, err);
     sb_error why = {0};
     if (sb_config_set_key(scratch, key, eq + 1, &why) != SB_OK)
         return sb_error_set(err, SB_ERR_INVALID, "--filter '%s': %s", filter, why.msg);
@@ -183,7 +209,8 @@ static int results_parse(int argc, char **argv, results_args *a)
     }
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &a->db_path, 0, 0, NULL, "PATH",
-         "results database (default results/" SB_RESULTS_DB_NAME ")", 0},
+         "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
+         " (default results/" SB_RESULTS_DB_NAME ")", 0},
         {"model", SB_OPT_CHOICE, &model_index, 0, 0, models, "NAME",
          "only runs of this model (selectivbench models lists them)", 0},
         {"status", SB_OPT_CHOICE, &status_index, 0, 0, statuses, "S", status_help, 0},
@@ -207,7 +234,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     }
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("results", "[DB] [--model M] [--status S] [--filter K=V] [--json|--csv]",
+    int rc = sb_cli_parse("results", "[DB|DIR] [--model M] [--status S] [--filter K=V] [--json|--csv]",
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
     /* the chosen names are the library's own strings: they outlive the list */
     a->status = status_index >= 0 ? statuses[status_index] : NULL;
@@ -218,6 +245,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     sb_cli_threads(a->threads);
     if (n_pos == 1)
         a->db_path = pos[0];
+    a->db_path = sb_cli_results_db(a->db_path, a->db_in_folder, sizeof a->db_in_folder);
     if (n_filters > MAX_FILTERS) {
         sb_error_set(&err, SB_ERR_INVALID, "--filter is given %d times; at most %d", n_filters,
                      MAX_FILTERS);

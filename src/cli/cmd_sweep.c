@@ -114,6 +114,22 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
     return -1;
 }
 
+/* A name that is neither a file nor a preset but close to a preset (a typo such as
+ * tiny/tsk2): SB_ERR_INVALID with the suggestion; SB_ERR_IO when no preset is close. */
+static sb_status unknown_preset(const char *name, sb_error *err)
+{
+    const char *names[64];
+    int n_names = 0;
+    for (int i = 0; sb_presets[i].name != NULL && n_names < 64; i++)
+        names[n_names++] = sb_presets[i].name;
+    const char *hint = sb_closest_name(name, names, n_names);
+    if (hint == NULL)
+        return SB_ERR_IO;
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "no sweep file or preset '%s'; did you mean the preset '%s'?", name,
+                        hint);
+}
+
 /* The sweep file, or a built-in preset such as tiny/task2, with its parameters checked. */
 static sb_status sweep_open(const char *name, sb_sweep **out, sb_error *err)
 {
@@ -127,7 +143,7 @@ static sb_status sweep_open(const char *name, sb_sweep **out, sb_error *err)
         for (int i = 0; sb_presets[i].name != NULL; i++)
             if (strcmp(sb_presets[i].name, name) == 0)
                 load = sb_sweep_load_text(name, sb_presets[i].text, sb_presets[i].len, &s, err);
-        if (load == SB_ERR_IO)
+        if (load == SB_ERR_IO && (load = unknown_preset(name, err)) == SB_ERR_IO)
             load = sb_sweep_load(name, &s, err); /* for its error message */
     }
     if (load != SB_OK)

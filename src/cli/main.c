@@ -57,6 +57,22 @@ static void ensure_passive_wait(char **argv)
     /* exec failed (no /proc): carry on with the default policy */
 }
 
+/* The error for a command that does not exist: the closest command when one is near. */
+static int unknown_command(const char *cmd)
+{
+    static const char *const commands[] = {"grammar", "data",  "demo",   "bench",   "train",
+                                           "ceiling", "eval",  "probe",  "models",  "sweep",
+                                           "results", "report", "help",  "version"};
+    const char *hint = sb_closest_name(cmd, commands, (int)(sizeof commands / sizeof *commands));
+    if (hint != NULL)
+        fprintf(stderr, "selectivbench: error: unknown command '%s'; did you mean '%s'? (run "
+                "'selectivbench --help' for the list)\n", cmd, hint);
+    else
+        fprintf(stderr, "selectivbench: error: unknown command '%s'; run 'selectivbench --help'\n",
+                cmd);
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     ensure_passive_wait(argv);
@@ -97,7 +113,5 @@ int main(int argc, char **argv)
         return sb_cmd_results(argc, argv);
     if (strcmp(cmd, "report") == 0)
         return sb_cmd_report(argc, argv);
-    fprintf(stderr, "selectivbench: error: unknown command '%s'; run 'selectivbench --help'\n",
-            cmd);
-    return 2;
+    return unknown_command(cmd);
 }

@@ -26,12 +26,33 @@ int sb_option_is_switch(const sb_option *o)
     return 0;
 }
 
+const char *sb_cli_closest_model(const char *model)
+{
+    const char *names[64];
+    int n_names = 0;
+    for (int i = 0; i < sb_models_count() && n_names < 64; i++) {
+        names[n_names++] = sb_models_name(i);
+        if (strcmp(names[n_names - 1], model) == 0)
+            return NULL;
+    }
+    return sb_closest_name(model, names, n_names);
+}
+
 sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
 {
     if (value == NULL && !sb_option_is_switch(o))
         return sb_error_set(err, SB_ERR_INVALID, "--%s needs a value", o->name);
     switch (o->type) {
     case SB_OPT_KEY: {
+        /* a mistyped --model is refused where it is read, with the name it was meant to be;
+         * a name close to none is left to the configuration check (which lists them all) */
+        const char *model_hint = strcmp(o->name, "model") == 0 && value != NULL
+                                     ? sb_cli_closest_model(value)
+                                     : NULL;
+        if (model_hint != NULL)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "unknown --model '%s'; did you mean '%s'? (selectivbench models "
+                                "lists them)", value, model_hint);
         sb_status st = sb_config_set_key(o->dest, o->name, value != NULL ? value : "True", err);
         if (st == SB_OK)
             o->seen = 1;
@@ -88,6 +109,14 @@ sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
                 strncat(list, ", ", sizeof list - strlen(list) - 1);
             strncat(list, o->choices[c], sizeof list - strlen(list) - 1);
         }
+        int n_choices = 0;
+        while (o->choices[n_choices] != NULL)
+            n_choices++;
+        const char *hint = sb_closest_name(value, o->choices, n_choices);
+        if (hint != NULL)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--%s: '%s' is not one of: %s; did you mean '%s'?", o->name,
+                                value, list, hint);
         return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not one of: %s", o->name, value,
                             list);
     }
@@ -103,6 +132,20 @@ sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
     }
     o->seen = 1;
     return SB_OK;
+}
+
+/* The error for a flag no option has: the closest option when one is near (a typo). */
+static sb_status unknown_flag(const sb_option *opts, int n_opts, const char *name, sb_error *err)
+{
+    const char *names[256];
+    int n_names = 0;
+    for (int i = 0; i < n_opts && n_names < (int)(sizeof names / sizeof *names); i++)
+        names[n_names++] = opts[i].name;
+    const char *hint = sb_closest_name(name, names, n_names);
+    if (hint != NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; did you mean --%s?", name,
+                            hint);
+    return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; see --help for the list", name);
 }
 
 sb_status sb_options_parse(sb_option *opts, int n_opts, int argc, char **argv, int first,
@@ -138,8 +181,7 @@ sb_status sb_options_parse(sb_option *opts, int n_opts, int argc, char **argv, i
                 *p = '_';
         sb_option *o = sb_options_find(opts, n_opts, name);
         if (o == NULL)
-            return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; see --help for the list",
-                                name);
+            return unknown_flag(opts, n_opts, name, err);
         if (eq != NULL)
             value = eq + 1;
         else if (!sb_option_is_switch(o) && i + 1 < argc)

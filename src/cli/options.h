@@ -52,6 +52,10 @@ int sb_option_is_switch(const sb_option *o);
 /* The option of that name, or NULL. */
 sb_option *sb_options_find(sb_option *opts, int n_opts, const char *name);
 
+/* For a model name the registry does not have: the registered name closest to it (a
+ * typo), else NULL (also NULL for a known name). */
+const char *sb_cli_closest_model(const char *model);
+
 /* Prints the options as a help table. */
 void sb_options_print_help(FILE *f, const sb_option *opts, int n_opts);
 

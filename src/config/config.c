@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/suggest.h"
+
 static const char *const optimizer_names[] = {"adam", "adamw", NULL};
 static const char *const scheduler_names[] = {"cosine_schedule_with_warmup",
                                               "cosine_schedule_with_warmup_lr_min", NULL};
@@ -185,6 +187,15 @@ static sb_status store(sb_run_config *cfg, const sb_config_key *k, const char *v
                 strncat(list, ", ", sizeof list - strlen(list) - 1);
             strncat(list, k->choices[c], sizeof list - strlen(list) - 1);
         }
+        sb_suggest near;
+        sb_suggest_init(&near, value);
+        for (int c = 0; k->choices[c] != NULL; c++)
+            sb_suggest_offer(&near, k->choices[c]);
+        const char *hint = sb_suggest_result(&near);
+        if (hint != NULL)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--%s: '%s' is not one of: %s; did you mean '%s'?", k->name,
+                                value, list, hint);
         return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not one of: %s", k->name, value,
                             list);
     }
@@ -233,12 +244,25 @@ static void derive_seed_inputs(sb_run_config *cfg)
     cfg->requested_task_seed = cfg->same_seed ? DEFAULT_TASK_SEED : cfg->task.grammar.seed;
 }
 
+/* The error for a flag no key has: the closest key when one is near (a typo). */
+static sb_status unknown_flag(const char *name, sb_error *err)
+{
+    sb_suggest near;
+    sb_suggest_init(&near, name);
+    for (int i = 0; i < N_KEYS; i++)
+        sb_suggest_offer(&near, keys[i].name);
+    const char *hint = sb_suggest_result(&near);
+    if (hint != NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; did you mean --%s?", name,
+                            hint);
+    return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; see --help for the list", name);
+}
+
 sb_status sb_config_set(sb_run_config *cfg, const char *name, const char *value, sb_error *err)
 {
     const sb_config_key *k = sb_config_find(name);
     if (k == NULL)
-        return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; see --help for the list",
-                            name);
+        return unknown_flag(name, err);
     sb_status st = store(cfg, k, value, 1, err);
     if (st != SB_OK)
         return st;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "core/suggest.h"
 #include "layers/layer.h"
 
 static char *dup_str(const char *s)
@@ -529,6 +530,29 @@ static void join_words(char *buf, size_t size, char *const *words, int n)
     }
 }
 
+/* The parameter name closest to the first len characters of filter (a typo), or NULL. */
+static const char *closest_param(const sb_sweep *s, const char *filter, size_t len)
+{
+    char typed[128];
+    snprintf(typed, sizeof typed, "%.*s", (int)(len < sizeof typed ? len : sizeof typed - 1),
+             filter);
+    sb_suggest near;
+    sb_suggest_init(&near, typed);
+    for (int p = 0; p < s->n_params; p++)
+        sb_suggest_offer(&near, s->params[p].name);
+    return sb_suggest_result(&near);
+}
+
+/* The value of param closest to a filter's value (a typo), or NULL. */
+static const char *closest_value(const sb_sweep_param *param, const char *value)
+{
+    sb_suggest near;
+    sb_suggest_init(&near, value);
+    for (int v = 0; v < param->n_values; v++)
+        sb_suggest_offer(&near, param->values[v]);
+    return sb_suggest_result(&near);
+}
+
 /* The parameter a filter "NAME=VALUE" names, and its value; -1 (with the error) when the
  * filter is malformed or names no parameter. */
 static int filter_param(const sb_sweep *s, const char *filter, const char **value, sb_error *err)
@@ -551,6 +575,14 @@ static int filter_param(const sb_sweep *s, const char *filter, const char **valu
         words[p] = s->params[p].name;
     join_words(names, sizeof names, words, s->n_params);
     free(words);
+    const char *hint = eq != NULL ? closest_param(s, filter, (size_t)(eq - filter)) : NULL;
+    if (hint != NULL) {
+        sb_error_set(err, SB_ERR_INVALID,
+                     "--filter '%.80s': write NAME=VALUE with NAME one of the parameters of "
+                     "sweep file '%s' (%s); did you mean '%s'?",
+                     filter, s->path, names, hint);
+        return -1;
+    }
     sb_error_set(err, SB_ERR_INVALID,
                  "--filter '%.80s': write NAME=VALUE with NAME one of the parameters of sweep "
                  "file '%s' (%s)",
@@ -578,6 +610,13 @@ static sb_status apply_filters(sb_sweep_selection *sel, const sb_sweep_select_op
         if (!taken) {
             char values[256];
             join_words(values, sizeof values, param->values, param->n_values);
+            const char *hint = closest_value(param, value);
+            if (hint != NULL)
+                return sb_error_set(err, SB_ERR_INVALID,
+                                    "--filter '%.80s': %s takes %s in sweep file '%s'; did "
+                                    "you mean %s=%s?",
+                                    o->filters[f], param->name, values, s->path, param->name,
+                                    hint);
             return sb_error_set(err, SB_ERR_INVALID,
                                 "--filter '%.80s': %s takes %s in sweep file '%s'",
                                 o->filters[f], param->name, values, s->path);

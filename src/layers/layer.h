@@ -152,6 +152,9 @@ const sb_layer_type *sb_layer_type_find(const char *name);
 const sb_layer_type *const *sb_layer_types(void);
 /* "transformer, gru, ..." */
 void sb_layer_type_list(char *buf, size_t size);
+/* The error for a --model that names no type: the closest name when one is near (a typo),
+ * else the whole list. Always returns SB_ERR_INVALID. */
+sb_status sb_layer_type_unknown(const char *name, sb_error *err);
 
 /* get_num_heads(d, 128) of the reference's utils.py; 0 if none exists. */
 int sb_num_heads(int d_model);

@@ -3,6 +3,7 @@
  * src/layers/layers.def (the build compiles every file of src/layers/). */
 #include <string.h>
 
+#include "core/suggest.h"
 #include "layers/layer.h"
 
 /* one SB_LAYER(x) line per type in layers/layers.def: first the declarations of the
@@ -50,4 +51,20 @@ int sb_num_heads(int d_model)
         if (d_model % n == 0 && d_model / n <= 128)
             return n;
     return 0;
+}
+
+sb_status sb_layer_type_unknown(const char *name, sb_error *err)
+{
+    sb_suggest near;
+    sb_suggest_init(&near, name);
+    for (int i = 0; registry[i] != NULL; i++)
+        sb_suggest_offer(&near, registry[i]->name);
+    const char *hint = sb_suggest_result(&near);
+    if (hint != NULL)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "unknown --model '%s'; did you mean '%s'? (selectivbench models "
+                            "lists them)", name, hint);
+    char list[512];
+    sb_layer_type_list(list, sizeof list);
+    return sb_error_set(err, SB_ERR_INVALID, "unknown --model '%s'; available: %s", name, list);
 }

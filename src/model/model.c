@@ -26,12 +26,8 @@ sb_status sb_model_create(const sb_model_config *cfg, uint64_t seed, sb_model **
 {
     *out = NULL;
     const sb_layer_type *type = sb_layer_type_find(cfg->model);
-    if (type == NULL) {
-        char list[512];
-        sb_layer_type_list(list, sizeof list);
-        return sb_error_set(err, SB_ERR_INVALID, "unknown --model '%s'; available: %s",
-                            cfg->model, list);
-    }
+    if (type == NULL)
+        return sb_layer_type_unknown(cfg->model, err);
     return sb_model_create_type(type, cfg, seed, out, err);
 }
 

@@ -43,6 +43,36 @@ expect_error 2 "outside the split" data --samples 0-300000 --json
 expect_error 2 "--samples" data --json
 expect_error 2 "base_set" data --base_set gsc
 expect_error 2 "unknown command" frobnicate
+# did you mean: a typo close to one known name (<= 2 edits, or a unique prefix) names it
+expect_error 2 "unknown command 'trian'; did you mean 'train'?" trian
+expect_error 2 "unknown command 'swe'; did you mean 'sweep'?" swe
+expect_error 2 "unknown command 'frobnicate'; run 'selectivbench --help'" frobnicate
+expect_error 2 "unknown flag --sed; did you mean --seed?" grammar --sed 1
+expect_error 2 "unknown flag --lrr; did you mean --lr?" train --lrr 1
+expect_error 2 "unknown flag --worker; did you mean --workers?" sweep tiny/task2 --worker 2
+expect_error 2 "unknown flag --zzzzzz; see --help for the list" train --zzzzzz 1
+expect_error 2 "--split: 'tset' is not one of: train, test; did you mean 'test'?\$" data --split tset
+expect_error 2 "--optimizer: 'adan' is not one of: adam, adamw; did you mean 'adam'?\$" \
+  train --optimizer adan
+# a tie (adamx is one edit from adam and from adamw) suggests nothing
+expect_error 2 "--optimizer: 'adamx' is not one of: adam, adamw\$" train --optimizer adamx
+expect_error 2 "--model: 'glaa' is not one of: .*; did you mean 'gla'?\$" \
+  results --db "$TMP/none.db" --model glaa
+expect_error 2 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)" \
+  train --model glaa
+expect_error 2 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)" \
+  bench --model glaa --steps 1
+expect_error 2 "--models: unknown model 'mamb'; did you mean 'mamba'?" demo --models mamb
+expect_error 2 "no sweep file or preset 'tiny/tsk2'; did you mean the preset 'tiny/task2'?" \
+  sweep tiny/tsk2 --dry_run
+expect_error 2 "in sweep file 'tiny/task2'; did you mean model=gla?\$" \
+  sweep tiny/task2 --dry_run --filter model=glaa
+expect_error 2 "train_seqlen_max, warmup_steps); did you mean 'model'?\$" \
+  sweep tiny/task2 --dry_run --filter modle=gla
+expect_error 2 "--filter 'model=glaa': unknown model 'glaa'; did you mean 'gla'?" \
+  results --db "$TMP/none.db" --filter model=glaa
+expect_error 2 "'modle' is not a configuration key; did you mean 'model'?" \
+  results --db "$TMP/none.db" --filter modle=gla
 expect_error 2 "unknown --model" bench --model nosuch --steps 1
 # ---- bad input: unwritable outputs -----------------------------------------------------
 expect_error 1 "export folder" data --vocab 9 --amb 8 --amb_depth 8 --dataset_size 10 \
@@ -213,6 +243,18 @@ head -1 "$TMP/out" | grep -q "test_acc" || fail "results --csv: no test_acc colu
 n_csv=$(($(wc -l <"$TMP/out") - 1))
 [ "$n_json" -ge 1 ] && [ "$n_csv" -eq "$n_json" ] ||
   fail "results --csv: $n_csv rows for $n_json runs"
+# a results folder stands for the database in it (DIR/selectivbench.db), with or without /
+expect_ok results "$TMP/demo" --json
+n_dir=$(grep -o '"hash"' "$TMP/out" | wc -l)
+[ "$n_dir" -eq "$n_json" ] || fail "results DIR: $n_dir runs, --db finds $n_json"
+expect_ok results --db "$TMP/demo/" --json
+n_dir=$(grep -o '"hash"' "$TMP/out" | wc -l)
+[ "$n_dir" -eq "$n_json" ] || fail "results --db DIR/: $n_dir runs, the file has $n_json"
+mkdir -p "$TMP/no_db_here"
+expect_error 1 "$TMP/no_db_here/selectivbench.db" results "$TMP/no_db_here"
+expect_ok report "$TMP/demo" --out "$TMP/report_of_dir"
+[ -s "$TMP/report_of_dir/report.md" ] || fail "report DIR: no report.md"
+expect_error 1 "no results database at '$TMP/no_db_here/selectivbench.db'" report "$TMP/no_db_here"
 
 # the data-generation benchmark runs on a small task and reports every stage
 expect_ok bench data --vocab 5 --amb 2 --amb_depth 2 --train_seqlen_max 20 --dataset_size 200
@@ -261,6 +303,22 @@ for c in grammar data demo bench train ceiling models sweep results report; do
   expect_ok $c --threads 1 --help
   grep -q -- "--threads" "$TMP/out" || fail "$c --help does not list --threads"
 done
+
+# every command's --help exits 0 and lists its flags with their defaults (eval and probe
+# take no checkpoint for it and list train's flags, which override the checkpoint's)
+for pair in grammar:--amb data:--split demo:--models bench:--frames train:--lr \
+  ceiling:--prior_samples eval:--test_dur eval:--dump probe:--section probe:--feat_size \
+  models:--d_state sweep:--workers results:--filter report:--out; do
+  c=${pair%%:*}
+  flag=${pair#*:}
+  expect_ok "$c" --help
+  grep -q -- "^  $flag " "$TMP/out" || fail "$c --help does not list $flag"
+  grep -q "(default" "$TMP/out" || fail "$c --help shows no defaults"
+done
+expect_ok eval --help
+grep -q "^  --feat_size N .*(default 256)" "$TMP/out" || fail "eval --help: train's defaults missing"
+grep -q "checkpoint's recorded configuration replaces them" "$TMP/out" ||
+  fail "eval --help: does not say the checkpoint's configuration replaces the defaults"
 
 echo "$checks CLI checks, $failures failures"
 [ "$failures" -eq 0 ]

@@ -147,6 +147,34 @@ static void test_config_keys(void **state)
     sb_config_free(cfg);
 }
 
+/* did you mean: the one name within two edits, else a unique prefix, else nothing */
+static void test_closest_name(void **state)
+{
+    (void)state;
+    const char *const names[] = {"gla", "gru", "mamba", "mamba2", "transformer", "sweep"};
+    int n = (int)(sizeof names / sizeof *names);
+    assert_string_equal(sb_closest_name("glaa", names, n), "gla");      /* one insertion */
+    assert_string_equal(sb_closest_name("tarnsformer", names, n), "transformer"); /* 2 edits */
+    assert_string_equal(sb_closest_name("mamb", names, n), "mamba");    /* 1 edit beats 2 */
+    assert_string_equal(sb_closest_name("trans", names, n), "transformer"); /* unique prefix */
+    assert_string_equal(sb_closest_name("sweeep", names, n), "sweep");
+    assert_null(sb_closest_name("gxa", (const char *const[]){"gla", "gra"}, 2)); /* a tie */
+    assert_null(sb_closest_name("xyzzy", names, n));                    /* nothing near */
+    assert_null(sb_closest_name("mamba", names, n)); /* an exact name needs no suggestion */
+    assert_null(sb_closest_name("", names, n));
+    assert_null(sb_closest_name(NULL, names, n));
+    assert_null(sb_closest_name("gla", NULL, 0));
+    /* the library's own errors: a key of the table, a choice of a key */
+    sb_config *cfg = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    assert_error(sb_config_set_key(cfg, "lrr", "1", &err), &err, SB_ERR_INVALID,
+                 "unknown flag --lrr; did you mean --lr?");
+    assert_error(sb_config_set_key(cfg, "optimizer", "adan", &err), &err, SB_ERR_INVALID,
+                 "did you mean 'adam'?");
+    sb_config_free(cfg);
+}
+
 static void test_models(void **state)
 {
     (void)state;
@@ -173,6 +201,9 @@ static void test_models(void **state)
     assert_error(sb_models_size("no_such_model", &shape, &params, NULL, &err), &err,
                  SB_ERR_INVALID, "no_such_model");
     assert_non_null(strstr(err.msg, "gru")); /* the known models are listed */
+    /* a typo names the model it is closest to */
+    assert_error(sb_models_size("glaa", &shape, &params, NULL, &err), &err, SB_ERR_INVALID,
+                 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)");
     shape.width = 0;
     assert_error(sb_models_size("gru", &shape, &params, NULL, &err), &err, SB_ERR_INVALID,
                  "width 0");
@@ -702,6 +733,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),     cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_keys), cmocka_unit_test(test_models),
+        cmocka_unit_test(test_closest_name),
         cmocka_unit_test(test_task_batch),  cmocka_unit_test(test_missing_files),
         cmocka_unit_test(test_results),
         cmocka_unit_test(test_train_stop_request),     cmocka_unit_test(test_sweep),

@@ -240,7 +240,7 @@ static void test_select_errors(void **state)
     const char *bad[][1] = {{"a"}, {"nosuch=1"}, {"a=w"}, {"b=1.0"}};
     const char *says[] = {"--filter 'a': write NAME=VALUE", "one of the parameters of sweep file 'grid' (a, b)",
                           "--filter 'a=w': a takes x, y in sweep file 'grid'",
-                          "--filter 'b=1.0': b takes 1, 2"};
+                          "--filter 'b=1.0': b takes 1, 2 in sweep file 'grid'; did you mean b=1?"};
     for (int i = 0; i < 4; i++) {
         sb_sweep_select_options o = {.filters = bad[i], .n_filters = 1};
         sb_sweep_selection *sel = NULL;
