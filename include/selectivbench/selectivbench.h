@@ -533,6 +533,32 @@ sb_status sb_results_config_json(sb_results *db, const char *run_hash, char **js
 sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads,
                               double *ceiling_se, sb_error *err);
 
+/* A run's id is its run hash (16 hex digits); commands take any unique prefix of it.
+ * Resolves id (a full hash or a prefix of at least 4 hex digits) to the stored run's hash.
+ * Errors: SB_ERR_INVALID when id is not hex, too short, matches no run or matches several
+ * (the message names two of them); SB_ERR_IO, SB_ERR_NOMEM. */
+sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[17],
+                                 sb_error *err);
+
+/* One point of a run's learning curve: an evaluation on one split. NaN: unknown. */
+typedef struct sb_curve_point {
+    int64_t step;        /* optimiser update */
+    int64_t samples;     /* training samples seen; < 0: unknown */
+    sb_split split;      /* SB_SPLIT_TRAIN or SB_SPLIT_TEST */
+    double loss, acc;
+    double lr;           /* learning rate at this step */
+    double tokens_per_s; /* training throughput so far */
+    double wall_s;       /* seconds since the run started */
+} sb_curve_point;
+
+/* The learning curve of the run with this run hash: its evaluations ordered by step, then
+ * split (test before train). *points is a new array of *n points (NULL when *n is 0), freed
+ * with sb_results_curve_free. Errors: SB_ERR_INVALID when no such run exists; SB_ERR_IO,
+ * SB_ERR_NOMEM. */
+sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point **points,
+                           size_t *n, sb_error *err);
+void sb_results_curve_free(sb_curve_point *points);
+
 /* SQLite's integrity check of the database: *ok is 1 when it passes. Errors: SB_ERR_IO
  * when it cannot run. */
 sb_status sb_results_integrity_check(sb_results *db, int *ok, sb_error *err);

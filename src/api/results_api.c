@@ -257,3 +257,96 @@ sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_ou
     }
     return st;
 }
+
+/* ---- run ids and learning curves ------------------------------------------------------ */
+
+/* Fewer hex digits than this would match many runs of a sweep by chance. */
+#define RUN_ID_MIN_PREFIX 4
+
+sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[17],
+                                 sb_error *err)
+{
+    SB_API_REQUIRE(db, err);
+    SB_API_REQUIRE(id, err);
+    SB_API_REQUIRE(run_hash, err);
+    run_hash[0] = '\0';
+    size_t len = strlen(id);
+    if (len < RUN_ID_MIN_PREFIX || len > 16 || strspn(id, "0123456789abcdef") != len)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "run id '%.40s' is not a run hash: give 4 to 16 of its lowercase hex "
+                            "digits (the `run` column of `selectivbench results`)",
+                            id);
+    sb_run_row *rows = NULL;
+    size_t n_rows = 0;
+    sb_status st = sb_results_list_runs(db, NULL, &rows, &n_rows, err);
+    if (st != SB_OK)
+        return st;
+    const char *first = NULL, *second = NULL;
+    for (size_t i = 0; i < n_rows && second == NULL; i++) {
+        if (rows[i].hash == NULL || strncmp(rows[i].hash, id, len) != 0)
+            continue;
+        if (first == NULL)
+            first = rows[i].hash;
+        else
+            second = rows[i].hash;
+    }
+    if (first == NULL)
+        st = sb_error_set(err, SB_ERR_INVALID,
+                          "no run in the results database has an id starting with '%s'; list "
+                          "the runs with `selectivbench results`",
+                          id);
+    else if (second != NULL)
+        st = sb_error_set(err, SB_ERR_INVALID,
+                          "run id '%s' matches several runs (%s, %s, ...); give more of its "
+                          "digits",
+                          id, first, second);
+    else
+        snprintf(run_hash, 17, "%s", first);
+    sb_results_run_rows_free(rows, n_rows);
+    return st;
+}
+
+sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point **points,
+                           size_t *n, sb_error *err)
+{
+    SB_API_REQUIRE(points, err);
+    SB_API_REQUIRE(n, err);
+    *points = NULL;
+    *n = 0;
+    SB_API_REQUIRE(db, err);
+    SB_API_REQUIRE(run_hash, err);
+    sb_run_row stored;
+    sb_status st = stored_run(db, run_hash, &stored, err);
+    if (st != SB_OK)
+        return st;
+    sb_eval_row *evals = NULL;
+    size_t n_evals = 0;
+    st = sb_results_list_evals(db, stored.id, &evals, &n_evals, err);
+    sb_results_run_row_clear(&stored);
+    if (st != SB_OK || n_evals == 0)
+        return st;
+    sb_curve_point *out = malloc(n_evals * sizeof *out);
+    if (out == NULL) {
+        free(evals);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory reading the curve of run %s",
+                            run_hash);
+    }
+    for (size_t i = 0; i < n_evals; i++)
+        out[i] = (sb_curve_point){.step = evals[i].step,
+                                  .samples = evals[i].samples,
+                                  .split = evals[i].split,
+                                  .loss = evals[i].loss,
+                                  .acc = evals[i].acc,
+                                  .lr = evals[i].lr,
+                                  .tokens_per_s = evals[i].tokens_per_s,
+                                  .wall_s = evals[i].wall_s};
+    free(evals);
+    *points = out;
+    *n = n_evals;
+    return SB_OK;
+}
+
+void sb_results_curve_free(sb_curve_point *points)
+{
+    free(points);
+}
