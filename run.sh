@@ -2,7 +2,8 @@
 # selectivbench: one entry point for the README commands and for developers.
 #
 #   ./run.sh demo     install what is missing, build, run `selectivbench demo`
-#   ./run.sh test     install what is missing, build, run the whole test suite
+#   ./run.sh test     install what is missing (chromium included, for the dashboard's
+#                     browser test), build, run the whole test suite
 #   ./run.sh test-torch  build, run the PyTorch round trip (ctest -L torch; skipped, with
 #                     one line, without python3-torch)
 #   ./run.sh asan     the test suite under AddressSanitizer + UBSan (build-asan/)
@@ -34,7 +35,7 @@ case "$cmd" in
     exec ./build/selectivbench demo "$@"
     ;;
   test)
-    scripts/install-deps.sh
+    scripts/install-deps.sh test
     build build -DSB_WERROR=ON
     cd build && exec ctest --output-on-failure "$@"
     ;;
@@ -44,7 +45,7 @@ case "$cmd" in
     cd build && exec ctest -L torch -V "$@"
     ;;
   asan)
-    scripts/install-deps.sh
+    scripts/install-deps.sh test
     build build-asan -DSB_WERROR=ON -DSB_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
     supp="$PWD/tests/lsan.supp"
     cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$supp" \
