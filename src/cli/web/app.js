@@ -431,10 +431,15 @@ async function poll() {
   setTimeout(poll, next);
 }
 
-// #select=ID,ID ticks runs from the address (the browser test and shared links use it).
-function selectFromAddress() {
-  const m = location.hash.match(/select=([0-9a-f,]+)/);
-  if (m) state.selected = m[1].split(",").filter(s => s.length > 0);
+// The address's fragment sets the view: #select=ID,ID (runs ticked, ids or prefixes),
+// &group=KEY,KEY, &filter=TEXT. Shared links and the browser test use it.
+function viewFromAddress() {
+  const params = new URLSearchParams(location.hash.replace(/^#/, ""));
+  const list = name => (params.get(name) || "").split(",").filter(s => s.length > 0);
+  state.selected = list("select").filter(s => /^[0-9a-f]+$/.test(s));
+  state.groupKeys = list("group");
+  state.filter = params.get("filter") || "";
+  document.getElementById("filter").value = state.filter;
 }
 
 async function start() {
@@ -442,7 +447,7 @@ async function start() {
     state.filter = e.target.value;
     drawTables();
   });
-  selectFromAddress();
+  viewFromAddress();
   await poll(); // loads the runs and the figures
   // ids from the address may be prefixes: take the runs they name
   state.selected = state.selected.map(p => (state.runs.find(r => r.id.startsWith(p)) || { id: p }).id);
