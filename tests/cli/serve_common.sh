@@ -36,12 +36,15 @@ make_runs() {
 }
 
 start_server() {
+  # removed first: the previous server's address must not be read before the new one's
+  # shell truncates the file
+  rm -f "$TMP/serve.out" "$TMP/serve.err"
   "$SB" serve "$@" --port 0 >"$TMP/serve.out" 2>"$TMP/serve.err" &
   SERVER=$!
   PORT=
   for _ in $(seq 100); do
     PORT=$(sed -n 's|^serving .* at http://127\.0\.0\.1:\([0-9]*\)/ (Ctrl-C to stop)$|\1|p' \
-      "$TMP/serve.out")
+      "$TMP/serve.out" 2>/dev/null)
     [ -n "$PORT" ] && return 0
     kill -0 "$SERVER" 2>/dev/null || break
     sleep 0.1

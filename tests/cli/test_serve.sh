@@ -144,7 +144,8 @@ code=$(head -n 1 "$TMP/resp" | cut -d' ' -f2)
 # lives on, and answers once they are closed
 fds=()
 for _ in $(seq 100); do
-  exec {fd}<>"/dev/tcp/127.0.0.1/$PORT" 2>/dev/null && fds+=("$fd")
+  # (the group's redirection is undone after it; exec's own would stay for the script)
+  { exec {fd}<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null && fds+=("$fd")
 done
 [ "${#fds[@]}" -gt 0 ] || fail "no idle connection could be opened"
 for fd in "${fds[@]}"; do exec {fd}>&-; done
@@ -211,7 +212,13 @@ echo "not a database" >"$TMP/junk.db"
 expect_error 1 "junk.db" serve --db "$TMP/junk.db"
 start_server --db "$db" || exit 1
 first_port=$PORT
-expect_error 1 "cannot listen on 127.0.0.1:$first_port" serve --db "$db" --port "$first_port"
+# (under timeout: a second server that did bind would never return)
+checks=$((checks + 1))
+timeout 20 "$SB" serve --db "$db" --port "$first_port" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+  grep -q "^selectivbench serve: error: cannot listen on 127.0.0.1:$first_port" "$TMP/err" ||
+  fail "a second server on port $first_port: exit $rc, $(cat "$TMP/err")"
 stop_server
 expect_ok serve --help
 grep -q -- '--port N' "$TMP/out" || fail "serve --help lists no --port"
