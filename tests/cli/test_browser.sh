@@ -3,8 +3,8 @@
 # chromium; scripts/install-deps.sh test installs it): the page renders its data with its
 # JS, so the DOM after loading must hold one table row per run (their ids), the curves of
 # the ticked runs (a polyline of 4 test points each, none for a run not ticked), the group
-# table with mean, std and n over the seeds as computed here by hand, the figures and the
-# status strip; while a run trains, the strip shows it running. A screenshot is taken (and
+# table with mean, std and n over the seeds as computed here by hand, the groups' mean
+# curves, the figures and the status strip; while a run trains, the strip shows it running. A screenshot is taken (and
 # copied to $SB_DASHBOARD_PNG when set: docs/figures/dashboard.png is made that way).
 # Without chromium, prints one "skipped:" line and exits 0 (ctest shows it as skipped).
 #
@@ -67,21 +67,31 @@ for id in "$RUN_GRU1" "$RUN_TF1"; do
   [ "$coords" -eq 4 ] || fail "run $id: the polyline has $coords points, expected 4: $line"
 done
 grep -q "<polyline data-run=\"$RUN_GRU2\"" "$TMP/dom.html" && fail "a curve for a run not ticked"
-grep -q '<svg class="chart" id="curve-chart"[^>]*data-runs="2"' "$TMP/dom.html" ||
+grep -q '<svg class="chart" id="curve-chart"[^>]*data-series="2"' "$TMP/dom.html" ||
   fail "the curve chart does not hold 2 runs"
 
 # the group of the two gru seeds: n, mean and sample std of their test accuracies
 mapfile -t cells < <(row_cells 'data-group="\[&quot;gru&quot;\]" data-n="2"')
 [ "${#cells[@]}" -ge 4 ] || fail "no group row for gru with n = 2: $(grep -o '<table id="groups".*</table>' "$TMP/dom.html" | head -c 600)"
+mean=$(awk -v a="$ACC_GRU1" -v b="$ACC_GRU2" 'BEGIN { printf "%.10f", (a + b) / 2 }')
+std=$(awk -v a="$ACC_GRU1" -v b="$ACC_GRU2" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.10f", d / sqrt(2) }')
 if [ "${#cells[@]}" -ge 4 ]; then
-  mean=$(awk -v a="$ACC_GRU1" -v b="$ACC_GRU2" 'BEGIN { printf "%.10f", (a + b) / 2 }')
-  std=$(awk -v a="$ACC_GRU1" -v b="$ACC_GRU2" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.10f", d / sqrt(2) }')
   [ "${cells[0]}" = gru ] && [ "${cells[1]}" = 2 ] || fail "gru group row: ${cells[*]}"
   close_to "${cells[2]}" "$mean" || fail "gru group mean ${cells[2]}, by hand $mean"
   close_to "${cells[3]}" "$std" || fail "gru group std ${cells[3]}, by hand $std"
 fi
 row_cells 'data-group="\[&quot;transformer&quot;\]" data-n="1"' | sed -n 2p | grep -qx 1 ||
   fail "no group row for transformer with n = 1"
+# the groups' curves: per group the mean over its runs at each of the 4 evaluations; the
+# last is the mean of the runs' test accuracies
+gru_curve=$(grep -o '<polyline data-group="\[&quot;gru&quot;\]" data-last-mean="[0-9.]*" data-points="[0-9]*"' "$TMP/dom.html")
+tf_curve=$(grep -o '<polyline data-group="\[&quot;transformer&quot;\]" data-last-mean="[0-9.]*" data-points="[0-9]*"' "$TMP/dom.html")
+[[ "$gru_curve" == *'data-points="4"' ]] || fail "gru group curve: '$gru_curve'"
+[[ "$tf_curve" == *'data-points="4"' ]] || fail "transformer group curve: '$tf_curve'"
+last_mean=$(echo "$gru_curve" | sed 's/.*data-last-mean="\([0-9.]*\)".*/\1/')
+close_to "$last_mean" "$mean" || fail "gru group curve ends at $last_mean, by hand $mean"
+last_mean=$(echo "$tf_curve" | sed 's/.*data-last-mean="\([0-9.]*\)".*/\1/')
+close_to "$last_mean" "$ACC_TF1" || fail "transformer group curve ends at $last_mean, not $ACC_TF1"
 
 grep -q '<figure data-figure="[a-z0-9_]*"><img src="/figures/[a-z0-9_]*\.svg' "$TMP/dom.html" ||
   fail "no figure in the page"

@@ -164,6 +164,26 @@ files_now=$(ls "$TMP/res" | grep -v '^selectivbench\.db-\(wal\|shm\)$')
   fail "the results folder changed: $files_now (was: $files_before)"
 [ ! -s "$db-wal" ] || fail "serve wrote $(wc -c <"$db-wal") bytes into the database's WAL"
 
+# the figures of a database whose runs lack their yardsticks (recorded before they
+# existed): drawn with them computed, never stored (sb_report_write_readonly), where
+# `report` would write them back. Needs the sqlite3 program to clear them.
+if command -v sqlite3 >/dev/null 2>&1; then
+  cp "$db" "$TMP/old.db"
+  sqlite3 "$TMP/old.db" "UPDATE runs SET ceiling = NULL, effective_memory = NULL; DELETE FROM ceilings;"
+  old_sum=$(md5sum <"$TMP/old.db")
+  server_before=$SERVER port_before=$PORT
+  start_server --db "$TMP/old.db" || exit 1
+  http GET /api/figures
+  expect_code 200 "/api/figures of runs without yardsticks"
+  expect_body '"runs_read":3,"runs_used":3,"error":""' "/api/figures without yardsticks"
+  stop_server
+  SERVER=$server_before PORT=$port_before
+  [ "$(md5sum <"$TMP/old.db")" = "$old_sum" ] || fail "serve wrote the backfilled yardsticks"
+  [ "$(sqlite3 "$TMP/old.db" "SELECT count(*) FROM runs WHERE ceiling IS NULL")" -eq 3 ] &&
+    [ "$(sqlite3 "$TMP/old.db" "SELECT count(*) FROM ceilings")" -eq 0 ] ||
+    fail "yardsticks were stored in the database serve read"
+fi
+
 # (g) a run in progress: listed as running with its latest evaluation, its curve growing;
 # stopped (SIGTERM, exit 75), it shows as interrupted
 long="--model gru --vocab 5 --amb 4 --grammar_scale True --train_seqlen_max 10 \

@@ -92,7 +92,7 @@ function cellText(col, run) {
 
 // The value of key for a run: a configuration key, or a field of the run.
 function valueOf(run, key) {
-  if (key in run.config) return run.config[key];
+  if (Object.prototype.hasOwnProperty.call(run.config, key)) return run.config[key];
   return run[key];
 }
 
@@ -229,6 +229,8 @@ function drawRow(run, cols) {
 function drawGroups(runs) {
   const wrap = document.getElementById("groups-wrap");
   wrap.hidden = state.groupKeys.length === 0;
+  const list = wrap.hidden ? [] : groups(runs);
+  drawGroupCurves(list);
   if (wrap.hidden) return;
   const table = document.getElementById("groups");
   const thead = table.tHead, tbody = table.tBodies[0];
@@ -238,7 +240,7 @@ function drawGroups(runs) {
   for (const k of state.groupKeys) head.append(el("th", { class: "text" }, k));
   for (const h of ["n", "test acc mean", "std", "test loss mean", "runs"]) head.append(el("th", {}, h));
   thead.append(head);
-  for (const g of groups(runs)) {
+  for (const g of list) {
     const acc = stats(g.runs.map(r => r.test_acc));
     const loss = stats(g.runs.map(r => r.test_loss));
     const tr = el("tr", { "data-group": JSON.stringify(g.values), "data-n": acc.n });
@@ -306,53 +308,143 @@ function testPoints(curve) {
                      .map(p => [p.samples !== null ? p.samples : p.step, p.acc]);
 }
 
+// One chart of test accuracy (axis [0, 1]) against training samples. series: [{attrs (set
+// on its polyline), color, points: [[x, y]], band: [[x, lo, hi]] or null}]; id: the
+// chart's element id.
+function chart(id, series) {
+  const W = 760, H = 320, L = 56, R = 16, T = 12, B = 40;
+  const all = series.flatMap(s => s.points);
+  const xmax = all.length > 0 ? Math.max(...all.map(p => p[0]), 1) : 1;
+  const sx = x => L + (x / xmax) * (W - L - R);
+  const sy = y => T + (1 - Math.min(Math.max(y, 0), 1)) * (H - T - B);
+  const box = svg("svg", { class: "chart", id, width: W, height: H, viewBox: `0 0 ${W} ${H}`,
+                           "data-series": series.length });
+  for (const y of [0, 0.2, 0.4, 0.6, 0.8, 1]) {
+    box.append(svg("line", { class: "grid", x1: L, x2: W - R, y1: sy(y), y2: sy(y) }));
+    box.append(svg("text", { x: L - 6, y: sy(y) + 4, "text-anchor": "end" }, y.toFixed(1)));
+  }
+  for (const x of ticks(0, xmax, 6)) {
+    box.append(svg("line", { class: "grid", x1: sx(x), x2: sx(x), y1: T, y2: H - B }));
+    box.append(svg("text", { x: sx(x), y: H - B + 16, "text-anchor": "middle" }, shortNumber(x)));
+  }
+  box.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
+  box.append(svg("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
+  box.append(svg("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, "training samples"));
+  box.append(svg("text", { x: 14, y: (T + H - B) / 2, "text-anchor": "middle",
+                           transform: `rotate(-90 14 ${(T + H - B) / 2})` }, "test accuracy"));
+  const xy = (x, y) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`;
+  for (const s of series) {
+    if (s.band && s.band.length > 1) {
+      const outline = [...s.band.map(b => xy(b[0], b[2])), ...s.band.slice().reverse().map(b => xy(b[0], b[1]))];
+      box.append(svg("polygon", { class: "band", fill: s.color, "fill-opacity": 0.15,
+                                  points: outline.join(" ") }));
+    }
+    box.append(svg("polyline", { ...s.attrs, "data-points": s.points.length, stroke: s.color,
+                                 points: s.points.map(p => xy(p[0], p[1])).join(" ") }));
+    if (s.points.length <= 60) // markers only where they stay apart
+      for (const p of s.points)
+        box.append(svg("circle", { cx: sx(p[0]), cy: sy(p[1]), r: 2.5, fill: s.color }));
+  }
+  return box;
+}
+
+function legendItem(attrs, color, text) {
+  const item = el("span", attrs);
+  const swatch = svg("svg", { width: 22, height: 8 });
+  swatch.append(svg("line", { x1: 0, x2: 22, y1: 4, y2: 4, stroke: color, "stroke-width": 3 }));
+  item.append(swatch, " " + text);
+  return item;
+}
+
 function drawCurves() {
   const box = document.getElementById("curves");
   const legend = document.getElementById("curves-legend");
   box.textContent = "";
   legend.textContent = "";
-  const shown = state.selected.filter(id => state.curves.has(id)).map(id => state.curves.get(id));
   if (state.selected.length === 0) {
     box.append(el("p", { class: "muted" }, "No run ticked."));
     return;
   }
-  const W = 760, H = 320, L = 56, R = 16, T = 12, B = 40;
-  const all = shown.flatMap(testPoints);
-  const xmax = all.length > 0 ? Math.max(...all.map(p => p[0]), 1) : 1;
-  const sx = x => L + (x / xmax) * (W - L - R);
-  const sy = y => T + (1 - y) * (H - T - B); // accuracy axis: always [0, 1]
-  const chart = svg("svg", { class: "chart", id: "curve-chart", width: W, height: H,
-                             viewBox: `0 0 ${W} ${H}`, "data-runs": shown.length });
-  for (const y of [0, 0.2, 0.4, 0.6, 0.8, 1]) {
-    chart.append(svg("line", { class: "grid", x1: L, x2: W - R, y1: sy(y), y2: sy(y) }));
-    chart.append(svg("text", { x: L - 6, y: sy(y) + 4, "text-anchor": "end" }, y.toFixed(1)));
-  }
-  for (const x of ticks(0, xmax, 6)) {
-    chart.append(svg("line", { class: "grid", x1: sx(x), x2: sx(x), y1: T, y2: H - B }));
-    chart.append(svg("text", { x: sx(x), y: H - B + 16, "text-anchor": "middle" }, shortNumber(x)));
-  }
-  chart.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
-  chart.append(svg("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
-  chart.append(svg("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, "training samples"));
-  chart.append(svg("text", { x: 14, y: (T + H - B) / 2, "text-anchor": "middle",
-                             transform: `rotate(-90 14 ${(T + H - B) / 2})` }, "test accuracy"));
+  const shown = state.selected.filter(id => state.curves.has(id)).map(id => state.curves.get(id));
+  const series = shown.map(curve => ({
+    attrs: { "data-run": curve.id },
+    color: COLORS[state.selected.indexOf(curve.id) % COLORS.length],
+    points: testPoints(curve),
+    band: null,
+  }));
+  box.append(chart("curve-chart", series));
   shown.forEach((curve, i) => {
-    const color = COLORS[state.selected.indexOf(curve.id) % COLORS.length];
-    const pts = testPoints(curve);
-    const line = svg("polyline", { "data-run": curve.id, "data-points": pts.length, stroke: color,
-                                   points: pts.map(p => `${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join(" ") });
-    chart.append(line);
-    for (const p of pts)
-      chart.append(svg("circle", { cx: sx(p[0]), cy: sy(p[1]), r: 2.5, fill: color }));
-    const item = el("span", { "data-run": curve.id });
-    const swatch = svg("svg", { width: 22, height: 8 });
-    swatch.append(svg("line", { x1: 0, x2: 22, y1: 4, y2: 4, stroke: color, "stroke-width": 3 }));
+    const pts = series[i].points;
     const last = pts.length > 0 ? pts[pts.length - 1][1].toFixed(4) : "no test points yet";
-    item.append(swatch, ` ${curve.id.slice(0, 8)} ${curve.model || ""} (${pts.length} points, last ${last})`);
+    const item = legendItem({ "data-run": curve.id }, series[i].color,
+      `${curve.id.slice(0, 8)} ${curve.model || ""} (${pts.length} points, last ${last})`);
     if (curve.error) item.append(" error: " + curve.error);
     legend.append(item);
   });
-  box.append(chart);
+}
+
+// ---- the groups' learning curves --------------------------------------------------------
+
+const GROUP_CURVES_MAX_RUNS = 300; // curves fetched for the groups' chart, at most
+
+// A group's curve: at each number of samples, the mean test accuracy over its runs with a
+// point there, and the band mean +- sample std (where two or more runs have one).
+function groupCurve(runs) {
+  const at = new Map();
+  for (const r of runs) {
+    const curve = state.curves.get(r.id);
+    if (!curve) continue;
+    for (const [x, y] of testPoints(curve)) {
+      if (!at.has(x)) at.set(x, []);
+      at.get(x).push(y);
+    }
+  }
+  const xs = [...at.keys()].sort((a, b) => a - b);
+  const points = [], band = [];
+  for (const x of xs) {
+    const s = stats(at.get(x));
+    points.push([x, s.mean]);
+    band.push([x, s.mean - (s.n > 1 ? s.std : 0), s.mean + (s.n > 1 ? s.std : 0)]);
+  }
+  return { points, band };
+}
+
+let groupCurvesToken = 0; // a newer drawing makes an older one's fetches stop drawing
+
+async function drawGroupCurves(list) {
+  const box = document.getElementById("group-curves");
+  const legend = document.getElementById("group-curves-legend");
+  box.parentElement.hidden = list.length === 0;
+  if (list.length === 0) return;
+  const token = ++groupCurvesToken;
+  const runs = list.flatMap(g => g.runs);
+  if (runs.length > GROUP_CURVES_MAX_RUNS) {
+    box.textContent = "";
+    legend.textContent = "";
+    box.append(el("p", { class: "muted" },
+      `${runs.length} runs in the groups: filter to ${GROUP_CURVES_MAX_RUNS} or fewer to draw their curves.`));
+    return;
+  }
+  for (const r of runs)
+    if (!state.curves.has(r.id)) {
+      try {
+        state.curves.set(r.id, await getJSON("/api/curve?run=" + r.id));
+      } catch (e) {
+        state.curves.set(r.id, { id: r.id, error: e.message, points: [] });
+      }
+      if (token !== groupCurvesToken) return;
+    }
+  box.textContent = "";
+  legend.textContent = "";
+  const series = list.map((g, i) => {
+    const c = groupCurve(g.runs);
+    const last = c.points.length > 0 ? c.points[c.points.length - 1][1] : NaN;
+    return { attrs: { "data-group": JSON.stringify(g.values), "data-last-mean": fmt(last, 6) },
+             color: COLORS[i % COLORS.length], points: c.points, band: c.band };
+  });
+  box.append(chart("group-chart", series));
+  list.forEach((g, i) => legend.append(legendItem({ "data-group": JSON.stringify(g.values) },
+    series[i].color, `${g.values.map(v => fmt(v)).join(" ")} (${g.runs.length} runs)`)));
 }
 
 // ---- figures ----------------------------------------------------------------------------
@@ -415,13 +507,17 @@ async function poll() {
       await loadRuns();
       loadFigures(st.key);
     }
-    // curves of ticked runs that are still learning: fetched again when they grew
+    // curves of runs that are still learning: those of ticked runs fetched again when they
+    // grew, the others dropped (the groups' chart fetches them again)
     const counts = new Map(st.running.map(r => [r.id, r.points]));
-    for (const id of state.selected)
-      if ((counts.has(id) && state.running.get(id) !== counts.get(id)) ||
-          (state.running.has(id) && !counts.has(id)))
-        loadCurve(id);
+    const grown = [...new Set([...counts.keys(), ...state.running.keys()])]
+      .filter(id => counts.get(id) !== state.running.get(id));
     state.running = counts;
+    for (const id of grown) {
+      if (state.selected.includes(id)) loadCurve(id);
+      else state.curves.delete(id);
+    }
+    if (grown.length > 0 && state.groupKeys.length > 0) drawTables();
     if (st.running.length > 0) next = POLL_RUNNING_MS;
   } catch (e) {
     const box = document.getElementById("status");
