@@ -28,7 +28,8 @@ typedef struct sb_serve_figures {
     char root[4096];    /* the private temporary folder (mkdtemp), "" before init */
     char dir[4200];     /* the folder of the latest rendering inside root, "" before one */
     int generation;     /* renderings so far (each in root/N) */
-    uint64_t key;       /* sb_serve_runs_key of the runs drawn */
+    int tried;          /* 1 once a rendering was tried (key is then set) */
+    uint64_t key;       /* sb_serve_runs_key of the runs last tried, drawn unless error */
     int n;              /* figures in dir (their SVG files) */
     char names[64][64]; /* their names, without ".svg", sorted */
     int runs_read, runs_used;

@@ -73,7 +73,9 @@ static void list_svgs(sb_serve_figures *f, const char *dir)
 }
 
 /* Renders the figures into a new folder root/N when the runs changed since the last
- * rendering; the previous folder is removed once the new one is complete. */
+ * rendering; the previous folder is removed once the new one is complete. A rendering that
+ * failed is tried again only when the runs change (its error is listed meanwhile, with the
+ * figures of the last rendering that worked). */
 static void figures_refresh(sb_serve *s)
 {
     sb_serve_figures *f = &s->figures;
@@ -81,10 +83,13 @@ static void figures_refresh(sb_serve *s)
     uint64_t key = 0;
     if (sb_serve_runs_key(s->db_path, &key, &err) != SB_OK) {
         snprintf(f->error, sizeof f->error, "%s", err.msg);
+        f->tried = 0; /* render at the next request that reads the runs */
         return;
     }
-    if (f->dir[0] != '\0' && key == f->key)
+    if (f->tried && key == f->key)
         return;
+    f->tried = 1;
+    f->key = key;
     char dir[sizeof f->dir];
     snprintf(dir, sizeof dir, "%s/%d", f->root, ++f->generation);
     sb_report_outcome out;
@@ -95,7 +100,6 @@ static void figures_refresh(sb_serve *s)
     }
     remove_tree(f->dir);
     snprintf(f->dir, sizeof f->dir, "%s", dir);
-    f->key = key;
     f->error[0] = '\0';
     f->runs_read = out.runs_read;
     f->runs_used = out.runs_used;

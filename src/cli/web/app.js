@@ -260,7 +260,9 @@ function drawTables() {
   const tbody = table.tBodies[0];
   tbody.textContent = "";
   for (const r of runs) tbody.append(drawRow(r, cols));
-  document.getElementById("runs-empty").hidden = runs.length > 0;
+  const empty = document.getElementById("runs-empty");
+  empty.hidden = runs.length > 0;
+  empty.textContent = state.runs.length === 0 ? "No runs in the database yet." : "No runs match.";
   document.getElementById("runs-count").textContent =
     runs.length === state.runs.length ? `(${runs.length})` : `(${runs.length} of ${state.runs.length})`;
   drawGroups(runs);
