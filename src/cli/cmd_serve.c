@@ -28,7 +28,8 @@ static int serve_parse(int argc, char **argv, serve_args *a)
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &a->db, 0, 0, NULL, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
-         " (default results/" SB_RESULTS_DB_NAME ")", 0},
+         " (default results/" SB_RESULTS_DB_NAME ")",
+         0},
         {"results", SB_OPT_STRING, &a->results, 0, 0, NULL, "DIR",
          "results folder: serve DIR/" SB_RESULTS_DB_NAME, 0},
         {"port", SB_OPT_INT, &a->port, 0, 65535, NULL, "N",
@@ -44,7 +45,8 @@ static int serve_parse(int argc, char **argv, serve_args *a)
         return rc;
     sb_error err = {0};
     if ((n_pos > 0) + (a->db != NULL) + (a->results != NULL) > 1) {
-        sb_error_set(&err, SB_ERR_INVALID, "give the database once: DB, --db FILE or --results DIR");
+        sb_error_set(&err, SB_ERR_INVALID,
+                     "give the database once: DB, --db FILE or --results DIR");
         return sb_cli_fail("serve", &err);
     }
     if (n_pos == 1)
@@ -54,8 +56,8 @@ static int serve_parse(int argc, char **argv, serve_args *a)
             return sb_cli_fail("serve", &err);
         a->db = a->db_buf;
     } else {
-        a->db = sb_cli_results_db(a->db != NULL ? a->db : "results/" SB_RESULTS_DB_NAME,
-                                  a->db_buf, sizeof a->db_buf);
+        a->db = sb_cli_results_db(a->db != NULL ? a->db : "results/" SB_RESULTS_DB_NAME, a->db_buf,
+                                  sizeof a->db_buf);
     }
     sb_cli_threads(a->threads);
     return -1;
@@ -67,8 +69,10 @@ static int check_database(const char *db_path)
     sb_error err = {0};
     FILE *probe = fopen(db_path, "rb");
     if (probe == NULL) {
-        sb_error_set(&err, SB_ERR_IO, "no results database at '%s' (train or sweep first, or "
-                                      "give --db PATH)", db_path);
+        sb_error_set(&err, SB_ERR_IO,
+                     "no results database at '%s' (train or sweep first, or "
+                     "give --db PATH)",
+                     db_path);
         return sb_cli_fail("serve", &err);
     }
     fclose(probe);

@@ -20,7 +20,7 @@ typedef struct sb_serve_reply {
     const char *type; /* Content-Type (a static string) */
     char *body;       /* malloc'd (freed by whoever sends it), or NULL with fd */
     size_t len;
-    int fd;           /* an open file to send instead of body, else -1 */
+    int fd; /* an open file to send instead of body, else -1 */
 } sb_serve_reply;
 
 /* The figures of the report, rendered when the runs they are drawn from changed. */

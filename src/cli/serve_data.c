@@ -130,8 +130,7 @@ static int key_varies(json_t *const *configs, size_t n, const char *key)
         if (!seen) {
             first = v;
             seen = 1;
-        } else if ((first == NULL) != (v == NULL) ||
-                   (first != NULL && !json_equal(first, v))) {
+        } else if ((first == NULL) != (v == NULL) || (first != NULL && !json_equal(first, v))) {
             return 1;
         }
     }
@@ -310,8 +309,7 @@ static void write_point(sb_jw *j, const sb_curve_point *p)
     sb_jw_object_end(j);
 }
 
-static void write_curve(sb_jw *j, const sb_result_row *run, const sb_curve_point *points,
-                        size_t n)
+static void write_curve(sb_jw *j, const sb_result_row *run, const sb_curve_point *points, size_t n)
 {
     sb_jw_object_begin(j);
     sb_jw_key(j, "id");
@@ -355,8 +353,9 @@ static unsigned resolve(sb_results *db, const sb_result_row *rows, size_t n, con
 void sb_serve_curve(const char *db_path, const char *id, sb_serve_reply *r)
 {
     if (id == NULL || !id_well_formed(id)) {
-        sb_serve_reply_error(r, 400, "give the run as ?run=ID: its id or a prefix of at least 4 "
-                                     "lowercase hex digits");
+        sb_serve_reply_error(r, 400,
+                             "give the run as ?run=ID: its id or a prefix of at least 4 "
+                             "lowercase hex digits");
         return;
     }
     sb_error err = {0};

@@ -19,8 +19,10 @@ sb_status sb_serve_figures_init(sb_serve_figures *f, sb_error *err)
     snprintf(f->root, sizeof f->root, "%s/selectivbench-serve-XXXXXX",
              tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
     if (mkdtemp(f->root) == NULL) {
-        sb_error_set(err, SB_ERR_IO, "cannot make a temporary folder for the figures ('%s'): %s "
-                                     "(set TMPDIR to a writable folder)", f->root, strerror(errno));
+        sb_error_set(err, SB_ERR_IO,
+                     "cannot make a temporary folder for the figures ('%s'): %s "
+                     "(set TMPDIR to a writable folder)",
+                     f->root, strerror(errno));
         f->root[0] = '\0';
         return SB_ERR_IO;
     }

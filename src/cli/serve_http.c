@@ -22,11 +22,11 @@
 #include "cli/serve.h"
 #include "cli/web_assets.h"
 
-#define QUERY_MAX 4096       /* bytes of a query string */
-#define PATH_MAX_LEN 1024    /* bytes of a path */
-#define MAX_ARGUMENTS 16     /* query parameters */
-#define MAX_CONNECTIONS 64   /* at once; more wait in the kernel's queue */
-#define CONNECTION_TIMEOUT 15 /* seconds a silent connection is kept */
+#define QUERY_MAX 4096                /* bytes of a query string */
+#define PATH_MAX_LEN 1024             /* bytes of a path */
+#define MAX_ARGUMENTS 16              /* query parameters */
+#define MAX_CONNECTIONS 64            /* at once; more wait in the kernel's queue */
+#define CONNECTION_TIMEOUT 15         /* seconds a silent connection is kept */
 #define CONNECTION_MEMORY (32 * 1024) /* per connection: request line, headers, reply head */
 
 struct sb_serve_http {
@@ -79,8 +79,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
 /* Whether the Host header names this server (127.0.0.1 or localhost, on its port). */
 static int host_ok(struct MHD_Connection *connection, int port)
 {
-    const char *host = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
-                                                   MHD_HTTP_HEADER_HOST);
+    const char *host =
+        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     if (host == NULL)
         return 1; /* HTTP/1.0 clients may leave it out */
     char want[2][64];
@@ -238,9 +238,8 @@ static unsigned check_request(const sb_serve_http *h, struct MHD_Connection *con
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **req_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
 {
     (void)version;
     (void)upload_data;
@@ -263,8 +262,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     return send_reply(connection, &r, NULL);
 }
 
-sb_status sb_serve_http_start(sb_serve *s, int port, sb_serve_http **out, int *bound,
-                              sb_error *err)
+sb_status sb_serve_http_start(sb_serve *s, int port, sb_serve_http **out, int *bound, sb_error *err)
 {
     *out = NULL;
     sb_serve_http *h = calloc(1, sizeof *h);
@@ -277,6 +275,8 @@ sb_status sb_serve_http_start(sb_serve *s, int port, sb_serve_http **out, int *b
     addr.sin_family = AF_INET;
     addr.sin_port = htons((uint16_t)port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* never another interface */
+    /* one option and its value per line */
+    /* clang-format off */
     h->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)port, NULL, NULL, on_request, h,
         MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&addr,
@@ -286,10 +286,13 @@ sb_status sb_serve_http_start(sb_serve *s, int port, sb_serve_http **out, int *b
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_END);
+    /* clang-format on */
     if (h->daemon == NULL) {
         free(h);
-        return sb_error_set(err, SB_ERR_IO, "cannot listen on 127.0.0.1:%d (is the port in use? "
-                                            "--port 0 takes any free port)", port);
+        return sb_error_set(err, SB_ERR_IO,
+                            "cannot listen on 127.0.0.1:%d (is the port in use? "
+                            "--port 0 takes any free port)",
+                            port);
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     if (info != NULL)
