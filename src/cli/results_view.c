@@ -96,8 +96,9 @@ static sb_status unknown_column(const char *flag, const char *name, sb_error *er
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", f > 0 ? ", " : "",
                  fields[f].name);
     }
+    column c;
     for (int k = 0; k < sb_config_key_count() && n < (int)(sizeof names / sizeof *names); k++)
-        if (sb_config_key_hashes(k) != 0)
+        if (column_find(sb_config_key_name(k), &c) && c.field < 0) /* model is a field */
             names[n++] = sb_config_key_name(k);
     const char *hint = sb_closest_name(name, names, n);
     char did_you_mean[96] = "";
