@@ -78,6 +78,8 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
                             "folder of the figures and probe.json (default: CKPT without "
                             ".safetensors, plus _probe)", 0};
     const char *db_path = NULL;
+    /* --db and --results are read from argv before the flags are parsed, to find a RUN id's
+     * checkpoint (sb_cli_run_or_checkpoint); the table lists them for parsing and --help */
     opts[n++] = (sb_option){"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
                             "results database (or folder) a RUN id is looked up in (default "
                             "DIR/" SB_RESULTS_DB_NAME " of --results)", 0};
