@@ -41,6 +41,7 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     COPY_STRING(protocol, src->protocol);
     COPY_STRING(finished_at, src->finished_at);
     COPY_STRING(reason, src->reason);
+    COPY_STRING(checkpoint, src->checkpoint);
 #undef COPY_STRING
     dst->params = src->params;
     dst->test_acc = src->metrics.test_acc;
