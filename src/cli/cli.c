@@ -50,9 +50,8 @@ int sb_cli_checkpoint_first(const char *cmd, int argc, char **argv, const char *
         *ckpt = NULL; /* the caller prints its flags (sb_cli_checkpoint_help) */
         return -1;
     }
-    fprintf(stderr, "selectivbench %s: error: name the checkpoint first: selectivbench %s CKPT "
-                    "[flags]\n",
-            cmd, cmd);
+    fprintf(stderr, "selectivbench %s: error: name the checkpoint first: %s %s CKPT [flags]\n",
+            cmd, sb_cli_program(), cmd);
     return 2;
 }
 
