@@ -275,7 +275,7 @@ sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[1
     if (len < RUN_ID_MIN_PREFIX || len > 16 || strspn(id, "0123456789abcdef") != len)
         return sb_error_set(err, SB_ERR_INVALID,
                             "run id '%.40s' is not a run hash: give 4 to 16 of its lowercase hex "
-                            "digits (the `run` column of `selectivbench results`)",
+                            "digits (the `run` column of the results command)",
                             id);
     sb_run_row *rows = NULL;
     size_t n_rows = 0;
@@ -294,7 +294,7 @@ sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[1
     if (first == NULL)
         st = sb_error_set(err, SB_ERR_INVALID,
                           "no run in the results database has an id starting with '%s'; list "
-                          "the runs with `selectivbench results`",
+                          "the runs with the results command",
                           id);
     else if (second != NULL)
         st = sb_error_set(err, SB_ERR_INVALID,

@@ -51,8 +51,8 @@ int sb_cli_checkpoint_first(const char *cmd, int argc, char **argv, const char *
         return -1;
     }
     fprintf(stderr, "selectivbench %s: error: name the checkpoint first, a run id or a file: "
-                    "selectivbench %s RUN|CKPT [flags]\n",
-            cmd, cmd);
+                    "%s %s RUN|CKPT [flags]\n",
+            cmd, sb_cli_program(), cmd);
     return 2;
 }
 

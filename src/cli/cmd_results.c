@@ -90,10 +90,10 @@ static sb_status unknown_filter_key(const char *filter, const char *key, sb_erro
     if (hint != NULL)
         return sb_error_set(err, SB_ERR_INVALID,
                             "--filter '%s': '%s' is not a configuration key; did you mean '%s'? "
-                            "(selectivbench train --help lists them)", filter, key, hint);
+                            "(%s train --help lists them)", filter, key, hint, sb_cli_program());
     return sb_error_set(err, SB_ERR_INVALID,
-                        "--filter '%s': '%s' is not a configuration key (selectivbench train "
-                        "--help lists them)", filter, key);
+                        "--filter '%s': '%s' is not a configuration key (%s train --help lists "
+                        "them)", filter, key, sb_cli_program());
 }
 
 /* The --filter error for a model the registry does not have, with the closest model. */
@@ -102,11 +102,11 @@ static sb_status unknown_filter_model(const char *filter, const char *model, sb_
     const char *hint = sb_cli_closest_model(model);
     if (hint != NULL)
         return sb_error_set(err, SB_ERR_INVALID,
-                            "--filter '%s': unknown model '%s'; did you mean '%s'? (selectivbench "
-                            "models lists them)", filter, model, hint);
+                            "--filter '%s': unknown model '%s'; did you mean '%s'? (%s models "
+                            "lists them)", filter, model, hint, sb_cli_program());
     return sb_error_set(err, SB_ERR_INVALID,
-                        "--filter '%s': unknown model '%s' (selectivbench models lists them)",
-                        filter, model);
+                        "--filter '%s': unknown model '%s' (%s models lists them)", filter,
+                        model, sb_cli_program());
 }
 
 /* A --filter KEY=VALUE must name a key of the configuration and a value that key takes (a
@@ -164,7 +164,7 @@ static int results_parse(int argc, char **argv, results_args *a)
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
          " (default results/" SB_RESULTS_DB_NAME ")", 0},
         {"model", SB_OPT_CHOICE, &model_index, 0, 0, models, "NAME",
-         "only runs of this model (selectivbench models lists them)", 0},
+         "only runs of this model (the models command lists them)", 0},
         {"status", SB_OPT_CHOICE, &status_index, 0, 0, statuses, "S", status_help, 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
          "only runs whose configuration has KEY = VALUE (repeatable)", 0},

@@ -203,7 +203,7 @@ static void test_models(void **state)
     assert_non_null(strstr(err.msg, "gru")); /* the known models are listed */
     /* a typo names the model it is closest to */
     assert_error(sb_models_size("glaa", &shape, &params, NULL, &err), &err, SB_ERR_INVALID,
-                 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)");
+                 "unknown --model 'glaa'; did you mean 'gla'? (the models command lists them)");
     shape.width = 0;
     assert_error(sb_models_size("gru", &shape, &params, NULL, &err), &err, SB_ERR_INVALID,
                  "width 0");
