@@ -226,41 +226,70 @@ static void axis_add_tick(sb_plot_axis *a, double v, const char *label)
     a->n_ticks++;
 }
 
-/* The ticks m * 10^e in [lo, hi] for the mantissas m of one set; returns how many. */
-static int log_ticks_of_set(double lo, double hi, const int *mantissas, int n_m,
+/* How round a mantissa is: 1, then 2 and 5, then the others. */
+static int mantissa_rank(int m)
+{
+    return m == 1 ? 0 : (m == 2 || m == 5) ? 1 : 2;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The ticks m * 10^e in [lo, hi] for the mantissas m of one set, roundest first, each kept
+ * only when it is at least min_gap (a fraction of the axis' length) from every tick kept
+ * before, so that labels never overlap; in increasing order. Returns how many. */
+static int log_ticks_of_set(double lo, double hi, const int *mantissas, int n_m, double min_gap,
                             sb_plot_axis *a)
 {
+    double kept[SB_PLOT_MAX_TICKS];
+    int n = 0;
+    const double span = log10(hi) - log10(lo);
+    for (int rank = 0; rank <= 2; rank++)
+        for (int e = (int)floor(log10(lo)) - 1; e <= (int)ceil(log10(hi)); e++)
+            for (int m = 0; m < n_m; m++) {
+                double v = mantissas[m] * pow(10.0, e);
+                if (mantissa_rank(mantissas[m]) != rank || v < lo * (1 - 1e-9) ||
+                    v > hi * (1 + 1e-9))
+                    continue;
+                int clear = n < SB_PLOT_MAX_TICKS;
+                for (int k = 0; k < n && clear; k++)
+                    clear = fabs(log10(v) - log10(kept[k])) >= min_gap * span;
+                if (clear)
+                    kept[n++] = v;
+            }
+    qsort(kept, (size_t)n, sizeof *kept, cmp_double);
     a->n_ticks = 0;
-    for (int e = (int)floor(log10(lo)) - 1; e <= (int)ceil(log10(hi)); e++)
-        for (int m = 0; m < n_m; m++) {
-            double v = mantissas[m] * pow(10.0, e);
-            if (v < lo * (1 - 1e-9) || v > hi * (1 + 1e-9))
-                continue;
-            char buf[SB_PLOT_TICK_LABEL];
-            snprintf(buf, sizeof buf, "%g", v);
-            axis_add_tick(a, v, buf);
-        }
+    for (int k = 0; k < n; k++) {
+        char buf[SB_PLOT_TICK_LABEL];
+        snprintf(buf, sizeof buf, "%g", kept[k]);
+        axis_add_tick(a, kept[k], buf);
+    }
     return a->n_ticks;
 }
 
-/* Ticks of a log axis: at least three labelled ones. Decades when they give 3 to 8, else
- * 1-2-5 (up to 12), else 1..9 times a power of ten; on a range too narrow for those, four
- * ticks evenly spaced in log, with as many digits as keep their labels apart. */
+/* Ticks of a log axis: at least three labelled ones, never closer than 8 % of the axis.
+ * Decades when they give 3 to 8, else 1-2-5 (up to 12), else 1..9 times a power of ten
+ * (the roundest kept where they crowd); on a range too narrow for those, four ticks evenly
+ * spaced in log, with as many digits as keep their labels apart. */
 static void log_ticks(double lo, double hi, sb_plot_axis *a)
 {
     static const int decades[1] = {1}, one_two_five[3] = {1, 2, 5};
     static const int all[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-    int n = log_ticks_of_set(lo, hi, decades, 1, a);
+    const double min_gap = 0.08;
+    int n = log_ticks_of_set(lo, hi, decades, 1, min_gap, a);
     if (n >= 3 && n <= 8)
         return;
-    n = log_ticks_of_set(lo, hi, one_two_five, 3, a);
+    n = log_ticks_of_set(lo, hi, one_two_five, 3, min_gap, a);
     if (n >= 3 && n <= 12)
         return;
     if (n > 12) { /* many decades: every decade */
-        log_ticks_of_set(lo, hi, decades, 1, a);
+        log_ticks_of_set(lo, hi, decades, 1, min_gap, a);
         return;
     }
-    if (log_ticks_of_set(lo, hi, all, 9, a) >= 3)
+    if (log_ticks_of_set(lo, hi, all, 9, min_gap, a) >= 3)
         return;
     static const double at[4] = {0.1, 0.37, 0.63, 0.9};
     for (int digits = 2; digits <= 8; digits++) {

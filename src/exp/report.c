@@ -501,7 +501,7 @@ static int figure_buffers_alloc(figure_buffers *fb, size_t n)
 typedef struct figure_names {
     char base[4096], title[256], subtitle[256];
     char mem_base[4200], mem_title[300]; /* the effective-memory companion */
-    char curves_base[4200], curves_title[300]; /* the learning curves */
+    char curves_base[4200], curves_title[300], curves_subtitle[300]; /* learning curves */
 } figure_names;
 
 static void figure_names_make(const rec *head, const char *out_dir, figure_names *fn)
@@ -524,6 +524,12 @@ static void figure_names_make(const rec *head, const char *out_dir, figure_names
     snprintf(fn->mem_title, sizeof fn->mem_title, "%s: effective memory", fn->title);
     snprintf(fn->curves_base, sizeof fn->curves_base, "%s_curves", base);
     snprintf(fn->curves_title, sizeof fn->curves_title, "%s: learning curves", fn->title);
+    char width[32] = "";
+    if (head->panel > 0)
+        snprintf(width, sizeof width, "width %d, ", head->panel);
+    snprintf(fn->curves_subtitle, sizeof fn->curves_subtitle,
+             "%sprotocol %s; mean and min-max over the seeds of each point's best lr / warm-up",
+             width, head->protocol == 1 ? "clean" : "reference");
 }
 
 /* The figure's section of report.md: its heading and the head of its table. */
@@ -732,20 +738,25 @@ static sb_status write_plot(report_ctx *rc, const sb_plot *p, const char *base, 
 }
 
 /* The horizontal reference lines of a learning-curve figure: the ceiling and chance of the
- * runs recs[a..b) when every run has the same (else none: they vary along the paper
- * figure's x). */
-static int curve_refs(const rec *recs, int a, int b, sb_plot_ref *refs)
+ * runs recs[a..b), their mean over the runs (seeds draw different grammars; every line is
+ * a mean over seeds too), or with same_only only when every run has the same value (the
+ * other runs: unrelated tasks). */
+static int curve_refs(const rec *recs, int a, int b, int same_only, sb_plot_ref *refs)
 {
     int n_refs = 0;
     for (int r = 0; r < 2; r++) {
-        double lo = HUGE_VAL, hi = -HUGE_VAL;
+        double lo = HUGE_VAL, hi = -HUGE_VAL, sum = 0;
+        int n = 0;
         for (int q = a; q < b; q++) {
             double v[N_REFS];
             rec_ref_values(&recs[q], v);
-            lo = fmin(lo, v[r]), hi = fmax(hi, v[r]); /* NaN is skipped by fmin/fmax */
+            if (isnan(v[r]))
+                continue;
+            lo = fmin(lo, v[r]), hi = fmax(hi, v[r]);
+            sum += v[r], n++;
         }
-        if (isfinite(lo) && hi - lo <= 1e-9)
-            refs[n_refs++] = (sb_plot_ref){.label = ref_label[r], .y = lo,
+        if (n > 0 && (!same_only || hi - lo <= 1e-9))
+            refs[n_refs++] = (sb_plot_ref){.label = ref_label[r], .y = sum / n,
                                            .style = ref_style_of[r]};
     }
     return n_refs;
@@ -825,7 +836,7 @@ static sb_status write_curves(report_ctx *rc, int f0, int f1, const char *base,
     char labels[MAX_CURVES][96];
     int n_groups = curve_groups(rc->recs, f0, f1, ids, groups, labels);
     sb_plot_ref refs[2];
-    int n_refs = curve_refs(rc->recs, f0, f1, refs);
+    int n_refs = curve_refs(rc->recs, f0, f1, 0, refs);
     sb_plot_axis x, y;
     sb_status st = sb_report_curve_figure(rc->db, title, subtitle, groups, n_groups, refs,
                                           n_refs, base, &x, &y, err);
@@ -875,7 +886,7 @@ static sb_status write_figure(report_ctx *rc, int f0, int f1, sb_error *err)
         st = write_plot(rc, &mem_plot, fn.mem_base, "memory", err);
     figure_buffers_free(&fb);
     if (st == SB_OK)
-        st = write_curves(rc, f0, f1, fn.curves_base, fn.curves_title, fn.subtitle, err);
+        st = write_curves(rc, f0, f1, fn.curves_base, fn.curves_title, fn.curves_subtitle, err);
     if (st != SB_OK)
         return st;
     fprintf(rc->md, "\n![%s](%s.png)\n\n![%s](%s.png)\n\n![%s](%s.png)\n", fn.title,
@@ -978,7 +989,7 @@ static sb_status write_other_runs(report_ctx *rc, int o0, sb_error *err)
     snprintf(base, sizeof base, "%s/other_curves", rc->out_dir);
     const char *title = "Other runs: learning curves";
     sb_plot_ref refs[2];
-    int n_refs = curve_refs(recs, o0, rc->n, refs);
+    int n_refs = curve_refs(recs, o0, rc->n, 1, refs);
     sb_plot_axis x, y;
     sb_status st = sb_report_curve_figure(rc->db, title, "test accuracy; mean and min-max over "
                                           "the seeds of each setting", groups, n_groups, refs,

@@ -3,8 +3,8 @@
  *
  * The axes a figure computes (sb_plot_axes): an accuracy axis stays inside [0, 1] and
  * spans at least 0.1 around one point or points all equal; a log axis has at least three
- * labelled, distinct ticks inside its range and "(log)" in its label, for one x, two close
- * x values and a wide range.
+ * labelled, distinct ticks inside its range, never closer than 8 % of the axis, and "(log)"
+ * in its label, for one x, two close x values, the demo's range and a wide range.
  *
  * The report on degenerate databases (built with the library, each run with a few
  * evaluations): one run (the README's `train` run: task 1a settings), two models of one
@@ -62,6 +62,11 @@ static void check_log_axis(const sb_plot_axis *a)
         if (i > 0) {
             assert_true(a->ticks[i] > a->ticks[i - 1]);
             assert_string_not_equal(a->tick_labels[i], a->tick_labels[i - 1]);
+            /* labels apart: at least 8 % of the axis between neighbours */
+            double gap = log10(a->ticks[i] / a->ticks[i - 1]) / log10(a->max / a->min);
+            if (gap < 0.08 - 1e-9)
+                fail_msg("log ticks %s and %s crowd (%.3f of the axis)", a->tick_labels[i - 1],
+                         a->tick_labels[i], gap);
         }
     }
 }
