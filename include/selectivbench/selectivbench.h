@@ -491,6 +491,9 @@ typedef struct sb_result_row {
     double flops_per_token;  /* the model's forward FLOPs per token */
     int64_t state_size;      /* floats the model carries from one frame to the next */
     int64_t attempts;        /* times the run was started (a resume or a retry adds one) */
+    char checkpoint[4096];   /* its weights (safetensors), or "" when it saved none; the file
+                                is named by the training hash, which runs that differ only in
+                                test settings share (task 4 evaluates task 2's weights) */
 } sb_result_row;
 
 /* The statuses a stored run can have ("running", "finished", ...): a NULL-terminated list,
@@ -1166,7 +1169,7 @@ sb_status sb_probe_checkpoint(const char *checkpoint, const sb_config *cfg,
 
 typedef struct sb_report_outcome {
     int runs_read;           /* runs in the database */
-    int runs_used;           /* finished runs placed in a figure */
+    int runs_used;           /* finished runs used: in a figure or under "Other runs" */
     int figures;             /* figures written, each as PNG, SVG and PDF */
     int yardsticks_missing;  /* runs drawn without their yardsticks */
     char yardsticks_error[SB_ERROR_MSG_MAX]; /* why, for the first of them */
@@ -1175,6 +1178,9 @@ typedef struct sb_report_outcome {
      * (failed, stopped, running), or finished without a test accuracy; of them, diverged */
     int runs_left_out;
     int runs_diverged;
+    /* of runs_used, those listed under "Other runs" in report.md rather than drawn: their
+     * figure would have one x value (a single `train` run, the seeds of one setting) */
+    int runs_other;
 } sb_report_outcome;
 
 /* Reads the results database at db_path and writes the paper's figures and report.md into

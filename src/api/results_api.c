@@ -41,6 +41,7 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     COPY_STRING(protocol, src->protocol);
     COPY_STRING(finished_at, src->finished_at);
     COPY_STRING(reason, src->reason);
+    COPY_STRING(checkpoint, src->checkpoint);
 #undef COPY_STRING
     dst->params = src->params;
     dst->test_acc = src->metrics.test_acc;
@@ -256,6 +257,7 @@ static sb_status report_write(const char *db_path, int read_only, const char *ou
         snprintf(out->table_path, sizeof out->table_path, "%s", sum.table_path);
         out->runs_left_out = sum.runs_read - sum.runs_used;
         out->runs_diverged = sum.runs_diverged;
+        out->runs_other = sum.runs_other;
     }
     return st;
 }
@@ -288,7 +290,7 @@ sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[1
     if (len < RUN_ID_MIN_PREFIX || len > 16 || strspn(id, "0123456789abcdef") != len)
         return sb_error_set(err, SB_ERR_INVALID,
                             "run id '%.40s' is not a run hash: give 4 to 16 of its lowercase hex "
-                            "digits (the `run` column of `selectivbench results`)",
+                            "digits (the `run` column of the results command)",
                             id);
     sb_run_row *rows = NULL;
     size_t n_rows = 0;
@@ -307,7 +309,7 @@ sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[1
     if (first == NULL)
         st = sb_error_set(err, SB_ERR_INVALID,
                           "no run in the results database has an id starting with '%s'; list "
-                          "the runs with `selectivbench results`",
+                          "the runs with the results command",
                           id);
     else if (second != NULL)
         st = sb_error_set(err, SB_ERR_INVALID,

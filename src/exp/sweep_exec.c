@@ -209,7 +209,7 @@ sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err)
         if (sb_config_find(name) == NULL && sb_sweep_worker_switch_find(name) == NULL)
             return sb_error_set(err, SB_ERR_INVALID,
                                 "sweep file '%s': parameter '%s' is not a train flag "
-                                "(selectivbench train --help lists them)",
+                                "(the train command's --help lists them)",
                                 s->path, name);
     }
     return SB_OK;
