@@ -117,6 +117,22 @@ static int fixed_column(const char *key)
     return strcmp(key, "model") == 0 || strcmp(key, "protocol") == 0;
 }
 
+/* Whether two configuration values are the same (NULL: the key is missing). */
+static int same_value(json_t *a, json_t *b)
+{
+    return (a == NULL && b == NULL) || (a != NULL && b != NULL && json_equal(a, b));
+}
+
+/* Whether keys a and b hold the same value in every run (the task seed follows the seed). */
+static int keys_equal(json_t *const *configs, size_t n, const char *a, const char *b)
+{
+    for (size_t i = 0; i < n; i++)
+        if (configs[i] != NULL &&
+            !same_value(json_object_get(configs[i], a), json_object_get(configs[i], b)))
+            return 0;
+    return 1;
+}
+
 /* Whether the runs' configurations (n parsed objects, NULL: unreadable) do not all have the
  * same value of key (a key some lack and others have counts as varied). */
 static int key_varies(json_t *const *configs, size_t n, const char *key)
@@ -130,7 +146,7 @@ static int key_varies(json_t *const *configs, size_t n, const char *key)
         if (!seen) {
             first = v;
             seen = 1;
-        } else if ((first == NULL) != (v == NULL) || (first != NULL && !json_equal(first, v))) {
+        } else if (!same_value(first, v)) {
             return 1;
         }
     }
@@ -178,6 +194,8 @@ static void write_run(sb_jw *j, const sb_result_row *r, const char *config_json)
     sb_jw_string(j, r->finished_at);
     sb_jw_key(j, "attempts");
     sb_jw_int(j, r->attempts);
+    sb_jw_key(j, "checkpoint");
+    sb_jw_string(j, r->checkpoint);
     sb_jw_key(j, "config");
     sb_jw_raw(j, config_json != NULL ? config_json : "{}");
     sb_jw_object_end(j);
@@ -230,13 +248,18 @@ static void write_runs(sb_jw *j, const char *db_path, const sb_result_row *rows,
     for (const char *const *s = sb_results_statuses(); *s != NULL; s++)
         sb_jw_string(j, *s);
     sb_jw_array_end(j);
-    /* the keys of the table in its order, those whose value differs between runs */
+    /* the keys of the table in its order whose value differs between runs, as the default
+     * columns of `results`: keys of the run hash only, the task seed not when it follows
+     * the seed */
     sb_jw_key(j, "varied");
     sb_jw_array_begin(j);
     for (int k = 0; k < sb_config_key_count(); k++) {
         const char *key = sb_config_key_name(k);
-        if (!fixed_column(key) && key_varies(c->parsed, c->n, key))
-            sb_jw_string(j, key);
+        if (fixed_column(key) || !sb_config_key_hashes(k) || !key_varies(c->parsed, c->n, key))
+            continue;
+        if (strcmp(key, "task_seed") == 0 && keys_equal(c->parsed, c->n, "seed", "task_seed"))
+            continue;
+        sb_jw_string(j, key);
     }
     sb_jw_array_end(j);
     sb_jw_key(j, "runs");

@@ -79,6 +79,12 @@ if [ "${#cells[@]}" -ge 4 ]; then
   [ "${cells[0]}" = gru ] && [ "${cells[1]}" = 2 ] || fail "gru group row: ${cells[*]}"
   close_to "${cells[2]}" "$mean" || fail "gru group mean ${cells[2]}, by hand $mean"
   close_to "${cells[3]}" "$std" || fail "gru group std ${cells[3]}, by hand $std"
+  # and as `results --group model` computes them
+  "$SB" results --db "$TMP/res/selectivbench.db" --group model --json >"$TMP/groups.json"
+  gru=$(grep -o '{"model":"gru","n":2,"test_acc":{"mean":[^,]*,"std":[^,]*' "$TMP/groups.json")
+  close_to "${cells[2]}" "$(echo "$gru" | sed 's/.*"mean":\([^,]*\),.*/\1/')" &&
+    close_to "${cells[3]}" "$(echo "$gru" | sed 's/.*"std":\(.*\)/\1/')" ||
+    fail "gru group ${cells[2]} ${cells[3]}; results --group: $gru"
 fi
 row_cells 'data-group="\[&quot;transformer&quot;\]" data-n="1"' | sed -n 2p | grep -qx 1 ||
   fail "no group row for transformer with n = 1"

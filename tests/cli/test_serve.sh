@@ -46,14 +46,16 @@ grep -qi '^Content-Type: text/javascript' "$TMP/head" || fail "GET /app.js: $(ca
 http GET /style.css
 expect_code 200 "GET /style.css"
 
-# (b) /api/runs: every run, and the keys they vary (the seed; the task seed follows it)
+# (b) /api/runs: every run with its checkpoint, and the keys they vary as `results` shows
+# them (the seed; not the task seed, which follows it)
 http GET /api/runs
 expect_code 200 "/api/runs"
 for id in "$RUN_GRU1" "$RUN_GRU2" "$RUN_TF1"; do
   expect_body "{\"id\":\"$id\",\"status\":\"finished\"" "/api/runs"
 done
 [ "$(grep -o '"id":' "$TMP/body" | wc -l)" -eq 3 ] || fail "/api/runs: not 3 runs"
-expect_body '"varied":["seed","task_seed"]' "/api/runs"
+expect_body '"varied":["seed"]' "/api/runs"
+expect_body "\"checkpoint\":\"$TMP/res/checkpoints/" "/api/runs"
 expect_body "\"test_acc\":$ACC_GRU2," "/api/runs"
 
 # (c) /api/curve: a 6-digit prefix resolves; 4 evaluations of 64 samples (256 / 64), each

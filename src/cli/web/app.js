@@ -219,7 +219,7 @@ function drawRow(run, cols) {
     const cls = [c.text ? "text" : "", c.key === "id" ? "id" : "",
                  c.key === "status" ? "status-" + run.status : ""].join(" ").trim();
     const cell = el("td", cls ? { class: cls } : {}, cellText(c, run));
-    if (c.key === "id") cell.title = run.id;
+    if (c.key === "id") cell.title = run.id + (run.checkpoint ? "\ncheckpoint: " + run.checkpoint : "");
     if (c.key === "status" && run.reason) cell.title = run.reason;
     tr.append(cell);
   }
@@ -241,8 +241,10 @@ function drawGroups(runs) {
   for (const h of ["n", "test acc mean", "std", "test loss mean", "runs"]) head.append(el("th", {}, h));
   thead.append(head);
   for (const g of list) {
-    const acc = stats(g.runs.map(r => r.test_acc));
-    const loss = stats(g.runs.map(r => r.test_loss));
+    // as `results --group`: the statistics of the group's finished runs
+    const done = g.runs.filter(r => r.status === "finished");
+    const acc = stats(done.map(r => r.test_acc));
+    const loss = stats(done.map(r => r.test_loss));
     const tr = el("tr", { "data-group": JSON.stringify(g.values), "data-n": acc.n });
     for (const v of g.values) tr.append(el("td", { class: "text" }, fmt(v)));
     tr.append(el("td", {}, String(acc.n)), el("td", {}, fmt(acc.mean, 4)),
@@ -389,11 +391,12 @@ function drawCurves() {
 
 const GROUP_CURVES_MAX_RUNS = 300; // curves fetched for the groups' chart, at most
 
-// A group's curve: at each number of samples, the mean test accuracy over its runs with a
-// point there, and the band mean +- sample std (where two or more runs have one).
+// A group's curve: at each number of samples, the mean test accuracy over its finished runs
+// with a point there (as the group's statistics), and the band mean +- sample std (where
+// two or more runs have one).
 function groupCurve(runs) {
   const at = new Map();
-  for (const r of runs) {
+  for (const r of runs.filter(r => r.status === "finished")) {
     const curve = state.curves.get(r.id);
     if (!curve) continue;
     for (const [x, y] of testPoints(curve)) {
@@ -419,7 +422,7 @@ async function drawGroupCurves(list) {
   box.parentElement.hidden = list.length === 0;
   if (list.length === 0) return;
   const token = ++groupCurvesToken;
-  const runs = list.flatMap(g => g.runs);
+  const runs = list.flatMap(g => g.runs).filter(r => r.status === "finished");
   if (runs.length > GROUP_CURVES_MAX_RUNS) {
     box.textContent = "";
     legend.textContent = "";
@@ -446,7 +449,8 @@ async function drawGroupCurves(list) {
   });
   box.append(chart("group-chart", series));
   list.forEach((g, i) => legend.append(legendItem({ "data-group": JSON.stringify(g.values) },
-    series[i].color, `${g.values.map(v => fmt(v)).join(" ")} (${g.runs.length} runs)`)));
+    series[i].color, `${g.values.map(v => fmt(v)).join(" ")} ` +
+    `(${g.runs.filter(r => r.status === "finished").length} finished runs)`)));
 }
 
 // ---- figures ----------------------------------------------------------------------------
