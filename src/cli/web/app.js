@@ -508,22 +508,20 @@ async function poll() {
   try {
     const st = await getJSON("/api/status");
     drawStatus(st);
+    // curves of runs that are still learning (or just stopped): those of ticked runs
+    // fetched again when they grew, the others dropped from the cache first (the groups'
+    // chart, drawn from finished runs, then fetches a finished run's whole curve)
+    const counts = new Map(st.running.map(r => [r.id, r.points]));
+    const grown = [...new Set([...counts.keys(), ...state.running.keys()])]
+      .filter(id => counts.get(id) !== state.running.get(id));
+    state.running = counts;
+    for (const id of grown) state.curves.delete(id);
     if (st.key !== state.statusKey) {
       state.statusKey = st.key;
       await loadRuns();
       loadFigures(st.key);
     }
-    // curves of runs that are still learning: those of ticked runs fetched again when they
-    // grew, the others dropped (the groups' chart fetches them again)
-    const counts = new Map(st.running.map(r => [r.id, r.points]));
-    const grown = [...new Set([...counts.keys(), ...state.running.keys()])]
-      .filter(id => counts.get(id) !== state.running.get(id));
-    state.running = counts;
-    for (const id of grown) {
-      if (state.selected.includes(id)) loadCurve(id);
-      else state.curves.delete(id);
-    }
-    if (grown.length > 0 && state.groupKeys.length > 0) drawTables();
+    for (const id of grown) if (state.selected.includes(id)) loadCurve(id);
     if (st.running.length > 0) next = POLL_RUNNING_MS;
   } catch (e) {
     const box = document.getElementById("status");
