@@ -341,6 +341,9 @@ typedef struct sb_progress {
     double elapsed_s, eta_s;
     uint64_t params;       /* trainable parameters of the model */
     int grad_acc;          /* micro-batches per update (gradient accumulation) */
+    double mean_loss, mean_acc; /* after an update: the means over the updates since the
+                                   previous evaluation (the running training loss and
+                                   accuracy); after an evaluation: loss and acc */
 } sb_progress;
 
 /* Called on the training thread after every update and every evaluation; p is valid for the

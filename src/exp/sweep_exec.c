@@ -669,6 +669,8 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
     sb_run_row row;
     int found = 0, resume = 0;
     if (sb_results_get_run(p->db, hash, &row, &found, &rerr) == SB_OK && found) {
+        /* left running by a process that is gone: interrupted, continued from its checkpoint */
+        (void)sb_run_store_settle_dead(p->db, &row, 1, &rerr);
         int finished = strcmp(row.status, "finished") == 0;
         resume = resumable(&row);
         if (finished) {
