@@ -30,8 +30,8 @@
 
 /* ---- train's worker switches ---------------------------------------------------------- */
 
-/* Must match the switches of src/cli/run_options.c (test_sweep_exec checks the names
- * against `train --help`). */
+/* Must match the switches of src/cli/run_options.c, and --progress_every of
+ * src/cli/cmd_train.c (test_sweep_exec checks the names against `train --help`). */
 static const sb_worker_switch worker_switches[] = {
     {"save_model", SB_WORKER_BOOL, 0, 1},
     {"continued_training", SB_WORKER_SWITCH, 0, 1},
@@ -44,6 +44,7 @@ static const sb_worker_switch worker_switches[] = {
     {"json", SB_WORKER_SWITCH, 0, 1},
     {"quiet", SB_WORKER_SWITCH, 0, 1},
     {"print_hashes", SB_WORKER_SWITCH, 0, 1},
+    {"progress_every", SB_WORKER_DOUBLE, 0, 86400},
 };
 
 int sb_sweep_worker_switch_count(void)
