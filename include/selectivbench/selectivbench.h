@@ -652,6 +652,43 @@ int64_t sb_sweep_selection_run(const sb_sweep_selection *sel, int64_t i);
 /* Frees a selection (NULL is allowed). */
 void sb_sweep_selection_free(sb_sweep_selection *sel);
 
+/* The grid's parameters (its axes), sorted by name: how many, and the name of parameter p
+ * (NULL outside [0, count)). */
+int sb_sweep_param_count(const sb_sweep *s);
+const char *sb_sweep_param_name(const sb_sweep *s, int p);
+
+/* The values of parameter p that the selection's filters keep, as written in the file: how
+ * many (0 for p out of range), and value j (NULL out of range). A shard or a limit does not
+ * narrow them. */
+int sb_sweep_selection_value_count(const sb_sweep_selection *sel, int p);
+const char *sb_sweep_selection_value(const sb_sweep_selection *sel, int p, int j);
+
+/* What the runs of a selection cost, estimated without training (sb_sweep_estimate_cost). */
+typedef struct sb_sweep_cost {
+    int64_t runs;         /* the runs costed: those the sweep would train (not refused or
+                             excluded) */
+    int64_t samples;      /* training samples of those runs together (one pass each) */
+    double tokens;        /* frames they train on together: each run's samples x the mean
+                             frames (symbols and gaps) of its task's first training samples */
+    double train_flops;   /* 3 x each model's forward FLOPs per frame x its frames, summed
+                             (forward and backward; padding and evaluations not counted) */
+    uint64_t params_min, params_max; /* trainable parameters of the smallest, largest model */
+    /* the first costed run (-1: none) and its training step, to time it with
+     * sb_bench_train_step: model, B, T (its task's mean frames), D, L, inputs, classes, N */
+    int64_t first_run;
+    char first_model[64];
+    int first_batch, first_frames, first_width, first_layers, first_inputs, first_classes,
+        first_d_state;
+    double first_flops_per_token; /* its model's forward FLOPs per frame */
+} sb_sweep_cost;
+
+/* Estimates the cost of the runs of sel: every run is built and checked as the sweep does
+ * (sb_sweep_check_run; refused and excluded runs are left out), each distinct task is built
+ * once (grammar and the first training samples, not the data), models are sized without
+ * being built. Nothing is trained or timed. Errors: those of building a task, SB_ERR_NOMEM. */
+sb_status sb_sweep_estimate_cost(const sb_sweep *s, const sb_sweep_selection *sel,
+                                 sb_sweep_cost *out, sb_error *err);
+
 /* Whether the grid has a parameter of this name. */
 int sb_sweep_has_param(const sb_sweep *s, const char *name);
 

@@ -15,9 +15,11 @@
  * run exactly as the real sweep does (sb_sweep_check_run) and print one line per run.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -251,17 +253,152 @@ static sb_status print_run(const sb_sweep *s, int64_t k, int hashes, refusals *r
     return SB_OK;
 }
 
-/* --dry_run and --hashes: every selected run checked and printed as it comes (nothing is
- * kept, so memory does not grow with the selection), then "N runs" (", M refused",
- * ", E excluded ..."). Exit 1 when a run is refused; excluded runs are not an error. */
-static int sweep_list(const sb_sweep *s, const sb_sweep_selection *sel, int hashes)
+/* --dry_run's axes: each parameter the selection varies, with its values, then the fixed
+ * ones as NAME=VALUE. */
+static void print_axes(const sb_sweep *s, const sb_sweep_selection *sel)
 {
+    int n_params = sb_sweep_param_count(s), n_varied = 0;
+    for (int p = 0; p < n_params; p++)
+        n_varied += sb_sweep_selection_value_count(sel, p) > 1;
+    printf("axes: %d of %d parameters vary (%lld runs selected of a grid of %lld)\n", n_varied,
+           n_params, (long long)sb_sweep_selection_size(sel), (long long)sb_sweep_count(s));
+    for (int p = 0; p < n_params; p++) {
+        int n_values = sb_sweep_selection_value_count(sel, p);
+        if (n_values < 2)
+            continue;
+        printf("  %-20s %3d values: ", sb_sweep_param_name(s, p), n_values);
+        for (int j = 0; j < n_values; j++)
+            printf("%s%s", j > 0 ? ", " : "", sb_sweep_selection_value(sel, p, j));
+        printf("\n");
+    }
+    int first = 1;
+    for (int p = 0; p < n_params; p++) {
+        if (sb_sweep_selection_value_count(sel, p) != 1)
+            continue;
+        printf("%s%s=%s", first ? "fixed: " : ", ", sb_sweep_param_name(s, p),
+               sb_sweep_selection_value(sel, p, 0));
+        first = 0;
+    }
+    if (!first)
+        printf("\n");
+}
+
+/* A count in words a person reads at a glance: 1234567 -> "1.23M". */
+static void format_count(double x, char *buf, size_t size)
+{
+    const char *units[] = {"", "k", "M", "G", "T", "P", "E"};
+    int u = 0;
+    while (x >= 1000.0 && u < 6) {
+        x /= 1000.0;
+        u++;
+    }
+    snprintf(buf, size, u == 0 ? "%.0f%s" : "%.3g%s", x, units[u]);
+}
+
+/* Seconds as "3 h 20 min", "4.2 days". */
+static void format_time(double s, char *buf, size_t size)
+{
+    if (!(s >= 0) || isinf(s))
+        snprintf(buf, size, "?");
+    else if (s < 120)
+        snprintf(buf, size, "%.0f s", s);
+    else if (s < 7200)
+        snprintf(buf, size, "%.0f min", s / 60);
+    else if (s < 2 * 86400)
+        snprintf(buf, size, "%.1f h", s / 3600);
+    else if (s < 730 * 86400)
+        snprintf(buf, size, "%.1f days", s / 86400);
+    else
+        snprintf(buf, size, "%.0f years", s / (365.25 * 86400));
+}
+
+/* Threads per run as the sweep gives them: --threads, else cores / workers (at least 1). */
+static int run_threads(const sweep_flags *o)
+{
+    if (o->threads > 0)
+        return o->threads;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long per_run = cores / o->workers;
+    return per_run > 0 ? (int)per_run : 1;
+}
+
+/* The machine's rate is measured on a slice of the first costed run's model: its width and
+ * kind, one layer, SWEEP_ESTIMATE_FRAMES frames of SWEEP_ESTIMATE_BATCH samples, one timed
+ * update after the benchmark's two (warm-up and check). It costs about a second even for
+ * the paper's models, and the matrix products it times have the run's widths. */
+#define SWEEP_ESTIMATE_FRAMES 64
+#define SWEEP_ESTIMATE_BATCH 4
+
+/* --dry_run's cost: samples, frames, parameters and FLOPs of the runs it would train
+ * (sb_sweep_estimate_cost), and a time: every run's FLOPs at the FLOP/s that a training
+ * update of the first run's model achieves on this machine (sb_bench_train_step on a slice
+ * of it). Both lines say they are estimates, and how they were made. */
+static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const sweep_flags *o)
+{
+    sb_sweep_cost c;
+    sb_error err = {0};
+    if (sb_sweep_estimate_cost(s, sel, &c, &err) != SB_OK) {
+        printf("cost (estimate): not estimated: %s\n", err.msg);
+        return;
+    }
+    if (c.runs == 0) {
+        printf("cost (estimate): no run to train\n");
+        return;
+    }
+    char samples[32], tokens[32], flops[32], pmin[32], pmax[32];
+    format_count((double)c.samples, samples, sizeof samples);
+    format_count(c.tokens, tokens, sizeof tokens);
+    format_count(c.train_flops, flops, sizeof flops);
+    format_count((double)c.params_min, pmin, sizeof pmin);
+    format_count((double)c.params_max, pmax, sizeof pmax);
+    printf("cost (estimate): %lld runs x %lld samples = %s samples, %s frames; %s%s%s "
+           "parameters per run; %s training FLOPs (3 x forward FLOPs per frame x frames)\n",
+           (long long)c.runs, (long long)(c.samples / c.runs), samples, tokens, pmin,
+           c.params_min != c.params_max ? " to " : "", c.params_min != c.params_max ? pmax : "",
+           flops);
+    int threads = run_threads(o);
+    int frames = c.first_frames < SWEEP_ESTIMATE_FRAMES ? c.first_frames : SWEEP_ESTIMATE_FRAMES;
+    int batch = c.first_batch < SWEEP_ESTIMATE_BATCH ? c.first_batch : SWEEP_ESTIMATE_BATCH;
+    sb_bench_config bench = {.model = c.first_model, .batch = batch, .frames = frames,
+                             .width = c.first_width, .layers = 1, .inputs = c.first_inputs,
+                             .classes = c.first_classes, .d_state = c.first_d_state,
+                             .steps = 1, .threads = threads};
+    sb_bench_result r;
+    if (sb_bench_train_step(&bench, &r, &err) != SB_OK || !(r.gflops > 0)) {
+        printf("time (estimate): not measured: %s\n",
+               err.msg[0] != '\0' ? err.msg : "the benchmark gave no rate");
+        return;
+    }
+    double rate = r.gflops * 1e9; /* achieved: 3 x forward FLOPs of the update / its time */
+    char total[32], per_worker[32];
+    format_time(c.train_flops / rate, total, sizeof total);
+    format_time(c.train_flops / rate / o->workers, per_worker, sizeof per_worker);
+    printf("time (estimate): about %s of training, %s with %d worker%s of %d thread%s: the "
+           "FLOPs at %.1f GFLOP/s, the rate of a training update of run %lld's model (%s, d "
+           "%d, 1 layer, batch %d x %d frames) here; padding and evaluations add\n",
+           total, per_worker, o->workers, o->workers == 1 ? "" : "s", threads,
+           threads == 1 ? "" : "s", r.gflops, (long long)c.first_run, c.first_model,
+           c.first_width, batch, frames);
+}
+
+/* --dry_run and --hashes: every selected run checked and printed as it comes (nothing is
+ * kept, so memory does not grow with the selection); --dry_run then summarises the axes and
+ * estimates the cost; last "N runs" (", M refused", ", E excluded ..."). Exit 1 when a run
+ * is refused; excluded runs are not an error. */
+static int sweep_list(const sb_sweep *s, const sb_sweep_selection *sel, const sweep_flags *o)
+{
+    int hashes = o->hashes;
     int64_t n_runs = sb_sweep_selection_size(sel);
     refusals refused = {0};
     sb_error err = {0};
     for (int64_t i = 0; i < n_runs; i++)
         if (print_run(s, sb_sweep_selection_run(sel, i), hashes, &refused, &err) != SB_OK)
             return sb_cli_fail("sweep", &err);
+    if (!hashes) {
+        print_axes(s, sel);
+        fflush(stdout); /* the axes while the cost is measured */
+        print_cost(s, sel, o);
+    }
     printf("%lld runs", (long long)n_runs);
     if (refused.count > 0)
         printf(", %lld refused", (long long)refused.count);
@@ -342,7 +479,7 @@ int sb_cmd_sweep(int argc, char **argv)
         return sb_cli_fail("sweep", &err);
     }
     if (o.hashes || o.dry_run)
-        rc = sweep_list(s, sel, o.hashes);
+        rc = sweep_list(s, sel, &o);
     else
         rc = sweep_execute(s, sel, &o);
     sb_sweep_selection_free(sel);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "core/suggest.h"
 #include "core/timer.h"
 #include "exp/run_store.h"
 #include "train/run_setup.h"
@@ -119,6 +120,30 @@ static int flag_is_switch(const char *name)
     return ws != NULL && ws->kind == SB_WORKER_SWITCH;
 }
 
+/* The train flag (a key or a worker switch) closest to name, a typo; NULL when none is. */
+static const char *closest_train_flag(const char *name)
+{
+    sb_suggest near;
+    sb_suggest_init(&near, name);
+    for (int i = 0; i < sb_config_key_count(); i++)
+        sb_suggest_offer(&near, sb_config_key_at(i)->name);
+    for (int i = 0; i < sb_sweep_worker_switch_count(); i++)
+        sb_suggest_offer(&near, worker_switches[i].name);
+    return sb_suggest_result(&near);
+}
+
+/* The error for a flag that is neither a key nor a worker switch: the closest of them when
+ * one is near (a typo), else where the list is. */
+static sb_status unknown_train_flag(const char *name, sb_error *err)
+{
+    const char *hint = closest_train_flag(name);
+    if (hint != NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; did you mean --%s?", name,
+                            hint);
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "unknown flag --%s; `selectivbench train --help` lists the flags", name);
+}
+
 /* Sets one train flag of a sweep by name: a key sets cfg; a worker switch is checked and
  * left to the worker; anything else is an unknown flag. value NULL: the bare flag. */
 static sb_status set_flag(sb_run_config *cfg, const char *name, const char *value, sb_error *err)
@@ -131,8 +156,7 @@ static sb_status set_flag(sb_run_config *cfg, const char *name, const char *valu
     }
     const sb_worker_switch *ws = sb_sweep_worker_switch_find(name);
     if (ws == NULL)
-        return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; see --help for the list",
-                            name);
+        return unknown_train_flag(name, err);
     return check_worker_value(ws, value, err);
 }
 
@@ -207,11 +231,18 @@ sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err)
 {
     for (int p = 0; p < s->n_params; p++) {
         const char *name = s->params[p].name;
-        if (sb_config_find(name) == NULL && sb_sweep_worker_switch_find(name) == NULL)
+        if (sb_config_find(name) != NULL || sb_sweep_worker_switch_find(name) != NULL)
+            continue;
+        const char *hint = closest_train_flag(name);
+        if (hint != NULL)
             return sb_error_set(err, SB_ERR_INVALID,
-                                "sweep file '%s': parameter '%s' is not a train flag "
-                                "(selectivbench train --help lists them)",
-                                s->path, name);
+                                "sweep file '%s': parameter '%s' is not a train flag; did you "
+                                "mean '%s'?",
+                                s->path, name, hint);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sweep file '%s': parameter '%s' is not a train flag "
+                            "(selectivbench train --help lists them)",
+                            s->path, name);
     }
     return SB_OK;
 }
