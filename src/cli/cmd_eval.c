@@ -29,7 +29,8 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
         return sb_cli_fail("eval", &err);
     const char *dump = NULL;
     opts[n++] = (sb_option){"dump", SB_OPT_STRING, &dump, 0, 0, NULL, "FILE",
-                            "write the first test batch (inputs, logits, mask) as safetensors", 0};
+                            "write the first test batch (inputs, logits, mask) as safetensors (default: "
+                            "none)", 0};
     if (ckpt == NULL)
         return sb_cli_checkpoint_help("eval", usage, opts, n, argc, argv);
     /* the recorded configuration, then the flags set its keys by name */

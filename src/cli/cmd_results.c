@@ -199,7 +199,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     char status_help[160] = "only runs with this status (";
     for (int i = 0; statuses[i] != NULL; i++) {
         strncat(status_help, statuses[i], sizeof status_help - strlen(status_help) - 1);
-        strncat(status_help, statuses[i + 1] != NULL ? ", " : ")",
+        strncat(status_help, statuses[i + 1] != NULL ? ", " : "; default: all)",
                 sizeof status_help - strlen(status_help) - 1);
     }
     sb_error err = {0};
@@ -212,10 +212,10 @@ static int results_parse(int argc, char **argv, results_args *a)
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
          " (default results/" SB_RESULTS_DB_NAME ")", 0},
         {"model", SB_OPT_CHOICE, &model_index, 0, 0, models, "NAME",
-         "only runs of this model (selectivbench models lists them)", 0},
+         "only runs of this model (selectivbench models lists them; default: all)", 0},
         {"status", SB_OPT_CHOICE, &status_index, 0, 0, statuses, "S", status_help, 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
-         "only runs whose configuration has KEY = VALUE (repeatable)", 0},
+         "only runs whose configuration has KEY = VALUE (repeatable; default: none)", 0},
         {"json", SB_OPT_SWITCH, &a->json, 0, 1, NULL, NULL, "print {\"runs\": [...]}", 0},
         {"csv", SB_OPT_SWITCH, &a->csv, 0, 1, NULL, NULL, "print CSV with every configuration key",
          0},

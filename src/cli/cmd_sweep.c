@@ -64,7 +64,8 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
     sb_option opts[] = {
         {"dry_run", SB_OPT_SWITCH, &o->dry_run, 0, 1, NULL, NULL,
          "check each selected run as the sweep would and print its train flags (or why it is "
-         "refused) and the count; run nothing",
+         "refused), the axes, an estimate of the cost (time measured on one update) and the "
+         "count; run nothing",
          0},
         {"hashes", SB_OPT_SWITCH, &o->hashes, 0, 1, NULL, NULL,
          "print each selected run's run hash and training hash (or why it is refused) and the "
@@ -77,11 +78,12 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
          "results folder (default ./results)", 0},
         {"db", SB_OPT_STRING, &o->db, 0, 0, NULL, "PATH",
          "results database (default DIR/" SB_RESULTS_DB_NAME ")", 0},
-        {"limit", SB_OPT_INT, &o->limit, 0, 1e9, NULL, "K", "only the first K selected runs", 0},
+        {"limit", SB_OPT_INT, &o->limit, 0, 1e9, NULL, "K", "only the first K selected runs (default 0: all)", 0},
         {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
-         "only runs with this parameter value (repeat the flag for several)", 0},
+         "only runs with this parameter value (repeat the flag for several; default: none)", 0},
         {"shard", SB_OPT_STRING, &o->shard, 0, 0, NULL, "I/N",
-         "only the filtered runs at positions I, I+N, I+2N, ... (one shard per machine)", 0},
+         "only the filtered runs at positions I, I+N, I+2N, ... (one shard per machine; "
+         "default 0/1: all)", 0},
         {"quiet", SB_OPT_SWITCH, &o->quiet, 0, 1, NULL, NULL, "no progress line", 0},
     };
     int n_opts = (int)(sizeof opts / sizeof *opts);
