@@ -9,7 +9,9 @@
 #     reason, in the table and in JSON, and `--status interrupted` finds it; `train
 #     --resume` continues it (attempt 2) and finishes it; a sweep killed with -9, run again,
 #     continues its run from the checkpoint;
-#   - sweep --dry_run summarises the axes and estimates the cost.
+#   - sweep --dry_run summarises the axes (varied parameters with their values, the fixed
+#     ones, narrowed by --filter) and estimates the cost (runs x samples, frames, parameters,
+#     FLOPs; a time whose form only is checked), the count staying the last line.
 # Every wait polls for its condition (at most a minute), never a fixed sleep; nothing is timed.
 #
 # usage: test_alive.sh PATH/TO/selectivbench SOURCE_DIR
@@ -117,6 +119,37 @@ grep -q '^  progress: step 1/750 (32 samples): ' "$TMP"/sw/logs/*.log ||
   fail "sweep again: $(field "$TMP/sw/selectivbench.db" status), attempts $(field "$TMP/sw/selectivbench.db" attempts)"
 grep -q 'resuming at update [1-9]' "$TMP"/sw/logs/*.log ||
   fail "sweep again: the run was not continued from its checkpoint"
+
+# ---- sweep --dry_run: the axes and the cost ------------------------------------------------
+# tiny/task2: feat_size x model x seed vary (2 x 4 x 2 = 16 runs of 2000 samples)
+expect_ok sweep tiny/task2 --dry_run --threads 1
+grep -v '^selectivbench train ' "$TMP/out" >"$TMP/summary"
+grep -q '^axes: 3 of 12 parameters vary (16 runs selected of a grid of 16)$' "$TMP/summary" &&
+  grep -q '^  feat_size  *2 values: 16, 32$' "$TMP/summary" &&
+  grep -q '^  model  *4 values: transformer, mamba, gla, gated_delta_net$' "$TMP/summary" &&
+  grep -q '^  seed  *2 values: 1, 2$' "$TMP/summary" &&
+  grep -q '^fixed: amb=6, amb_depth=6, d_state=16, layers=2, lr=0.003, ' "$TMP/summary" ||
+  fail "sweep --dry_run axes: $(cat "$TMP/summary")"
+grep -q '^cost (estimate): 16 runs x 2000 samples = 32k samples, [0-9.]*[kM] frames; [0-9.]*k to [0-9.]*k parameters per run; [0-9.]*[MGT] training FLOPs (3 x forward FLOPs per frame x frames)$' \
+  "$TMP/summary" || fail "sweep --dry_run cost: $(cat "$TMP/summary")"
+# the time is measured, so only its form is checked
+grep -q '^time (estimate): about [0-9.]* [a-z]* of training, .* with 1 worker of 1 thread: the FLOPs at [0-9.]* GFLOP/s, the rate of a training update of run 0.s model (transformer, d 16, 1 layer, batch 4 x 64 frames) here; padding and evaluations add$' \
+  "$TMP/summary" || fail "sweep --dry_run time: $(cat "$TMP/summary")"
+[ "$(tail -n 1 "$TMP/out")" = "16 runs" ] || fail "sweep --dry_run: last line $(tail -n 1 "$TMP/out")"
+# a filter narrows the axes: model fixed to gla, 4 runs
+expect_ok sweep tiny/task2 --dry_run --threads 1 --filter model=gla
+grep -q '^axes: 2 of 12 parameters vary (4 runs selected of a grid of 16)$' "$TMP/out" &&
+  grep -q '^fixed: .*model=gla' "$TMP/out" && ! grep -q '^  model ' "$TMP/out" &&
+  grep -q '^cost (estimate): 4 runs x 2000 samples = 8k samples, ' "$TMP/out" ||
+  fail "sweep --dry_run --filter model=gla: $(grep -v '^selectivbench' "$TMP/out")"
+# one run: its parameters are the model's at the task's sizes (vocab 7: 7 inputs; 6 letters,
+# all ambiguous with depth 6, and '#': 37 classes), as `models` counts them
+expect_ok sweep tiny/task2 --dry_run --threads 1 --filter model=gla --filter feat_size=16 \
+  --filter seed=1
+got=$(sed -n 's/^cost (estimate): 1 runs x 2000 samples = 2k samples, .* frames; \([0-9.k]*\) parameters per run; .*/\1/p' "$TMP/out")
+want=$("$SB" models --feat_size 16 --d_state 16 --inp 7 --classes 37 --layers 2 --json |
+  grep -o '"model":"gla","params":[0-9]*' | sed 's/.*://' | awk '{printf "%.3gk", $1 / 1000}')
+[ -n "$got" ] && [ "$got" = "$want" ] || fail "one gla run: $got parameters, models says $want"
 
 echo "test_alive: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]
