@@ -505,12 +505,17 @@ sb_status sb_results_count(sb_results *db, const char *model, size_t *count, sb_
 
 /* Reads up to `max` runs (of every model, or of one), from the first-th in insertion order,
  * into rows[]; *n receives how many were written (0 past the end). Iterate by advancing
- * first by *n until it is 0. Errors: SB_ERR_IO, SB_ERR_NOMEM. */
+ * first by *n until it is 0. A run stored as "running" whose lock no process holds (its
+ * process died: kill -9, a crash) reads as "interrupted" with the reason "its process ended
+ * without finishing (killed?) ..."; a connection opened for writing also records that in
+ * the database, a read-only one does not (sb_results_find alike). Errors: SB_ERR_IO,
+ * SB_ERR_NOMEM. */
 sb_status sb_results_read(sb_results *db, const char *model, size_t first, sb_result_row *rows,
                           size_t max, size_t *n, sb_error *err);
 
-/* The run with this run hash: *found is 1 and *row filled when it exists, else 0.
- * Errors: SB_ERR_IO, SB_ERR_NOMEM. */
+/* The run with this run hash: *found is 1 and *row filled when it exists, else 0 (a dead
+ * "running" run reads as "interrupted", as with sb_results_read). Errors: SB_ERR_IO,
+ * SB_ERR_NOMEM. */
 sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *row, int *found,
                           sb_error *err);
 
@@ -668,6 +673,7 @@ typedef struct sb_sweep_cost {
     int64_t runs;         /* the runs costed: those the sweep would train (not refused or
                              excluded) */
     int64_t samples;      /* training samples of those runs together (one pass each) */
+    int64_t samples_min, samples_max; /* of one run: the fewest, the most */
     double tokens;        /* frames they train on together: each run's samples x the mean
                              frames (symbols and gaps) of its task's first training samples */
     double train_flops;   /* 3 x each model's forward FLOPs per frame x its frames, summed

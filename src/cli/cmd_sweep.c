@@ -353,9 +353,15 @@ static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const s
     format_count(c.train_flops, flops, sizeof flops);
     format_count((double)c.params_min, pmin, sizeof pmin);
     format_count((double)c.params_max, pmax, sizeof pmax);
-    printf("cost (estimate): %lld runs x %lld samples = %s samples, %s frames; %s%s%s "
+    char per_run[64];
+    if (c.samples_min == c.samples_max)
+        snprintf(per_run, sizeof per_run, "%lld", (long long)c.samples_min);
+    else
+        snprintf(per_run, sizeof per_run, "%lld to %lld", (long long)c.samples_min,
+                 (long long)c.samples_max);
+    printf("cost (estimate): %lld runs x %s samples = %s samples, %s frames; %s%s%s "
            "parameters per run; %s training FLOPs (3 x forward FLOPs per frame x frames)\n",
-           (long long)c.runs, (long long)(c.samples / c.runs), samples, tokens, pmin,
+           (long long)c.runs, per_run, samples, tokens, pmin,
            c.params_min != c.params_max ? " to " : "", c.params_min != c.params_max ? pmax : "",
            flops);
     int threads = run_threads(o);

@@ -98,6 +98,7 @@ static sb_status cost_add(sb_sweep_cost *c, int64_t k, const sb_run_config *cfg,
     double tokens = (double)t->samples * t->frames_per_sample;
     if (c->runs == 0) {
         c->params_min = c->params_max = params;
+        c->samples_min = c->samples_max = t->samples;
         c->first_run = k;
         snprintf(c->first_model, sizeof c->first_model, "%s", cfg->model);
         c->first_batch = cfg->batch_size;
@@ -117,6 +118,10 @@ static sb_status cost_add(sb_sweep_cost *c, int64_t k, const sb_run_config *cfg,
         c->params_min = params;
     if (params > c->params_max)
         c->params_max = params;
+    if (t->samples < c->samples_min)
+        c->samples_min = t->samples;
+    if (t->samples > c->samples_max)
+        c->samples_max = t->samples;
     return SB_OK;
 }
 
