@@ -324,12 +324,38 @@ static int run_threads(const sweep_flags *o)
     return per_run > 0 ? (int)per_run : 1;
 }
 
-/* The machine's rate is measured on a slice of the first costed run's model: its width and
- * kind, one layer, SWEEP_ESTIMATE_FRAMES frames of SWEEP_ESTIMATE_BATCH samples, one timed
- * update after the benchmark's two (warm-up and check). It costs about a second even for
- * the paper's models, and the matrix products it times have the run's widths. */
+/* The machine's rate is measured on the first costed run's own training update (its batch,
+ * frames and layers) when that update is small (at most SWEEP_ESTIMATE_STEP_FLOPS), else on
+ * a slice of it: the same model kind and width, one layer, SWEEP_ESTIMATE_BATCH samples of
+ * SWEEP_ESTIMATE_FRAMES frames, so that the paper's models take about a second too. The
+ * benchmark warms up and checks the update before it times it. */
+#define SWEEP_ESTIMATE_STEP_FLOPS 2e9
 #define SWEEP_ESTIMATE_FRAMES 64
 #define SWEEP_ESTIMATE_BATCH 4
+
+/* The training update that print_cost times, and its words for the time line. */
+static sb_bench_config estimate_step(const sb_sweep_cost *c, int threads, char *what,
+                                     size_t size)
+{
+    sb_bench_config b = {.model = c->first_model, .batch = c->first_batch,
+                         .frames = c->first_frames, .width = c->first_width,
+                         .layers = c->first_layers, .inputs = c->first_inputs,
+                         .classes = c->first_classes, .d_state = c->first_d_state, .steps = 3,
+                         .threads = threads};
+    double step_flops = 3.0 * c->first_flops_per_token * b.batch * b.frames;
+    if (step_flops > SWEEP_ESTIMATE_STEP_FLOPS) {
+        b.layers = 1;
+        b.frames = b.frames < SWEEP_ESTIMATE_FRAMES ? b.frames : SWEEP_ESTIMATE_FRAMES;
+        b.batch = b.batch < SWEEP_ESTIMATE_BATCH ? b.batch : SWEEP_ESTIMATE_BATCH;
+        b.steps = 1;
+    }
+    int whole = b.layers == c->first_layers && b.batch == c->first_batch &&
+                b.frames == c->first_frames;
+    snprintf(what, size, "%s (%s, d %d, %d layer%s, batch %d x %d frames)",
+             whole ? "update" : "update's slice", b.model, b.width, b.layers,
+             b.layers == 1 ? "" : "s", b.batch, b.frames);
+    return b;
+}
 
 /* --dry_run's cost: samples, frames, parameters and FLOPs of the runs it would train
  * (sb_sweep_estimate_cost), and a time: every run's FLOPs at the FLOP/s that a training
@@ -365,12 +391,8 @@ static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const s
            c.params_min != c.params_max ? " to " : "", c.params_min != c.params_max ? pmax : "",
            flops);
     int threads = run_threads(o);
-    int frames = c.first_frames < SWEEP_ESTIMATE_FRAMES ? c.first_frames : SWEEP_ESTIMATE_FRAMES;
-    int batch = c.first_batch < SWEEP_ESTIMATE_BATCH ? c.first_batch : SWEEP_ESTIMATE_BATCH;
-    sb_bench_config bench = {.model = c.first_model, .batch = batch, .frames = frames,
-                             .width = c.first_width, .layers = 1, .inputs = c.first_inputs,
-                             .classes = c.first_classes, .d_state = c.first_d_state,
-                             .steps = 1, .threads = threads};
+    char what[160];
+    sb_bench_config bench = estimate_step(&c, threads, what, sizeof what);
     sb_bench_result r;
     if (sb_bench_train_step(&bench, &r, &err) != SB_OK || !(r.gflops > 0)) {
         printf("time (estimate): not measured: %s\n",
@@ -382,11 +404,10 @@ static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const s
     format_time(c.train_flops / rate, total, sizeof total);
     format_time(c.train_flops / rate / o->workers, per_worker, sizeof per_worker);
     printf("time (estimate): about %s of training, %s with %d worker%s of %d thread%s: the "
-           "FLOPs at %.1f GFLOP/s, the rate of a training update of run %lld's model (%s, d "
-           "%d, 1 layer, batch %d x %d frames) here; padding and evaluations add\n",
+           "FLOPs at %.1f GFLOP/s, the rate of run %lld's training %s here; padding and "
+           "evaluations add\n",
            total, per_worker, o->workers, o->workers == 1 ? "" : "s", threads,
-           threads == 1 ? "" : "s", r.gflops, (long long)c.first_run, c.first_model,
-           c.first_width, batch, frames);
+           threads == 1 ? "" : "s", r.gflops, (long long)c.first_run, what);
 }
 
 /* --dry_run and --hashes: every selected run checked and printed as it comes (nothing is

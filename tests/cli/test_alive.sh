@@ -133,7 +133,7 @@ grep -q '^axes: 3 of 12 parameters vary (16 runs selected of a grid of 16)$' "$T
 grep -q '^cost (estimate): 16 runs x 2000 samples = 32k samples, [0-9.]*[kM] frames; [0-9.]*k to [0-9.]*k parameters per run; [0-9.]*[MGT] training FLOPs (3 x forward FLOPs per frame x frames)$' \
   "$TMP/summary" || fail "sweep --dry_run cost: $(cat "$TMP/summary")"
 # the time is measured, so only its form is checked
-grep -q '^time (estimate): about [0-9.]* [a-z]* of training, .* with 1 worker of 1 thread: the FLOPs at [0-9.]* GFLOP/s, the rate of a training update of run 0.s model (transformer, d 16, 1 layer, batch 4 x 64 frames) here; padding and evaluations add$' \
+grep -q '^time (estimate): about [0-9.]* [a-z]* of training, .* with 1 worker of 1 thread: the FLOPs at [0-9.]* GFLOP/s, the rate of run 0.s training update (transformer, d 16, 2 layers, batch 32 x [0-9]* frames) here; padding and evaluations add$' \
   "$TMP/summary" || fail "sweep --dry_run time: $(cat "$TMP/summary")"
 [ "$(tail -n 1 "$TMP/out")" = "16 runs" ] || fail "sweep --dry_run: last line $(tail -n 1 "$TMP/out")"
 # a filter narrows the axes: model fixed to gla, 4 runs
