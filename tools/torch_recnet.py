@@ -1,4 +1,4 @@
-"""A PyTorch RecNet with GRU layers, written from spec/models-ssm.md (sections 3 and 8).
+"""A PyTorch RecNet with GRU layers, written from docs/models/recnet.md and docs/models/gru.md.
 
 It stands in for the reference's RecNet (symseqbench/selectivbench models/ssm_models.py,
 which this repository does not contain) in tools/torch_roundtrip.py when no path to the

@@ -7,7 +7,7 @@ usage: torch_roundtrip.py SELECTIVBENCH WORKDIR [SSM_MODELS_PY]
 The PyTorch RecNet is the reference's (imported from SSM_MODELS_PY, the reference's
 models/ssm_models.py, through make_torch_vectors.load_reference) when that path is given,
 for gru, transformer and s4 (the other layer types need mamba_ssm or fla); otherwise the GRU
-RecNet of tools/torch_recnet.py, written from spec/models-ssm.md. For each model:
+RecNet of tools/torch_recnet.py, written from docs/models/recnet.md. For each model:
   1. `selectivbench train` trains a tiny run (its checkpoint has the run's configuration in
      its metadata); `selectivbench eval CKPT --dump` gives its test loss and accuracy and the
      first test batch (inputs, logits, padding mask);

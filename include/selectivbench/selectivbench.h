@@ -494,6 +494,9 @@ typedef struct sb_result_row {
     double flops_per_token;  /* the model's forward FLOPs per token */
     int64_t state_size;      /* floats the model carries from one frame to the next */
     int64_t attempts;        /* times the run was started (a resume or a retry adds one) */
+    char checkpoint[4096];   /* its weights (safetensors), or "" when it saved none; the file
+                                is named by the training hash, which runs that differ only in
+                                test settings share (task 4 evaluates task 2's weights) */
 } sb_result_row;
 
 /* The statuses a stored run can have ("running", "finished", ...): a NULL-terminated list,

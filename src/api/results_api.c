@@ -41,6 +41,7 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     COPY_STRING(protocol, src->protocol);
     COPY_STRING(finished_at, src->finished_at);
     COPY_STRING(reason, src->reason);
+    COPY_STRING(checkpoint, src->checkpoint);
 #undef COPY_STRING
     dst->params = src->params;
     dst->test_acc = src->metrics.test_acc;
@@ -280,7 +281,7 @@ sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[1
     if (len < RUN_ID_MIN_PREFIX || len > 16 || strspn(id, "0123456789abcdef") != len)
         return sb_error_set(err, SB_ERR_INVALID,
                             "run id '%.40s' is not a run hash: give 4 to 16 of its lowercase hex "
-                            "digits (the `run` column of `selectivbench results`)",
+                            "digits (the `run` column of the results command)",
                             id);
     sb_run_row *rows = NULL;
     size_t n_rows = 0;
@@ -299,7 +300,7 @@ sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[1
     if (first == NULL)
         st = sb_error_set(err, SB_ERR_INVALID,
                           "no run in the results database has an id starting with '%s'; list "
-                          "the runs with `selectivbench results`",
+                          "the runs with the results command",
                           id);
     else if (second != NULL)
         st = sb_error_set(err, SB_ERR_INVALID,

@@ -50,9 +50,9 @@ int sb_cli_checkpoint_first(const char *cmd, int argc, char **argv, const char *
         *ckpt = NULL; /* the caller prints its flags (sb_cli_checkpoint_help) */
         return -1;
     }
-    fprintf(stderr, "selectivbench %s: error: name the checkpoint first: selectivbench %s CKPT "
-                    "[flags]\n",
-            cmd, cmd);
+    fprintf(stderr, "selectivbench %s: error: name the checkpoint first, a run id or a file: "
+                    "%s %s RUN|CKPT [flags]\n",
+            cmd, sb_cli_program(), cmd);
     return 2;
 }
 
@@ -64,6 +64,115 @@ int sb_cli_checkpoint_help(const char *cmd, const char *usage, sb_option *opts, 
         printf("\nThe defaults shown are train's: a checkpoint's recorded configuration replaces "
                "them, and a flag given overrides that.\n");
     return rc;
+}
+
+/* The value of flag --name in argv[first..] ("--name V" or "--name=V"; the last one
+ * given), or NULL. */
+static const char *flag_value(int argc, char **argv, int first, const char *name)
+{
+    const char *value = NULL;
+    size_t len = strlen(name);
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || strncmp(a + 2, name, len) != 0)
+            continue;
+        if (a[2 + len] == '=')
+            value = a + 3 + len;
+        else if (a[2 + len] == '\0' && i + 1 < argc)
+            value = argv[++i];
+    }
+    return value;
+}
+
+static int is_regular_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Whether text is meant as a run id: 1 to 16 lowercase hex digits (sb_results_resolve_run
+ * says when there are too few). */
+static int looks_like_run_id(const char *text)
+{
+    size_t len = strlen(text);
+    return len >= 1 && len <= 16 && strspn(text, "0123456789abcdef") == len;
+}
+
+/* The checkpoint a run recorded: the stored path when the file is there, else the file of
+ * that name in the database's folder (a run trained from another working directory, or a
+ * results folder moved), else the stored path (loading it says it is missing). */
+static void locate_checkpoint(const char *stored, const char *db_path, char *out, size_t size)
+{
+    snprintf(out, size, "%s", stored);
+    if (is_regular_file(stored))
+        return;
+    const char *name = strrchr(stored, '/');
+    name = name != NULL ? name + 1 : stored;
+    const char *slash = strrchr(db_path, '/');
+    char moved[8192];
+    int len = slash != NULL ? snprintf(moved, sizeof moved, "%.*s/checkpoints/%s",
+                                       (int)(slash - db_path), db_path, name)
+                            : snprintf(moved, sizeof moved, "checkpoints/%s", name);
+    if (len > 0 && (size_t)len < size && is_regular_file(moved))
+        snprintf(out, size, "%s", moved);
+}
+
+/* The run with id `id` in the database at db_path: its hash, checkpoint and configuration. */
+static sb_status find_run(const char *id, const char *db_path, char *ckpt, size_t size,
+                          char run_id[17], sb_config **run_config, sb_error *err)
+{
+    sb_results *db = NULL;
+    sb_status st = sb_results_open_readonly(db_path, &db, err);
+    if (st == SB_OK && (st = sb_results_resolve_run(db, id, run_id, err)) != SB_OK) {
+        char msg[SB_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        sb_error_set(err, st, "%s (results database %s)", msg, db_path);
+    }
+    sb_result_row row;
+    int found = 0;
+    if (st == SB_OK && (st = sb_results_find(db, run_id, &row, &found, err)) == SB_OK &&
+        row.checkpoint[0] == '\0')
+        st = sb_error_set(err, SB_ERR_INVALID,
+                          "run %s has no checkpoint (trained with --save_model False); train it "
+                          "again with --force to get one", run_id);
+    if (st == SB_OK)
+        locate_checkpoint(row.checkpoint, db_path, ckpt, size);
+    if (st == SB_OK)
+        st = sb_results_run_config(db, run_id, run_config, err);
+    sb_results_close(db);
+    return st;
+}
+
+int sb_cli_run_or_checkpoint(const char *cmd, const char *arg, int argc, char **argv,
+                             char *ckpt, size_t size, char run_id[17], sb_config **run_config)
+{
+    run_id[0] = '\0';
+    *run_config = NULL;
+    snprintf(ckpt, size, "%s", arg);
+    if (is_regular_file(arg) || !looks_like_run_id(arg))
+        return -1;
+    /* a run id: in the database of --db, else of --results (default results/) */
+    char db_buf[4096], folder_db[4096];
+    const char *db_path = flag_value(argc, argv, 3, "db");
+    sb_error err = {0};
+    if (db_path != NULL) {
+        db_path = sb_cli_results_db(db_path, folder_db, sizeof folder_db);
+    } else {
+        const char *dir = flag_value(argc, argv, 3, "results");
+        if (sb_results_path(dir != NULL ? dir : "results", db_buf, sizeof db_buf, &err) != SB_OK)
+            return sb_cli_fail(cmd, &err);
+        db_path = db_buf;
+    }
+    if (!is_regular_file(db_path)) {
+        sb_error_set(&err, SB_ERR_IO,
+                     "'%s' is neither a checkpoint file nor a run id of a results database: "
+                     "there is no database at '%s' (give --results DIR or --db PATH)",
+                     arg, db_path);
+        return sb_cli_fail(cmd, &err);
+    }
+    if (find_run(arg, db_path, ckpt, size, run_id, run_config, &err) != SB_OK)
+        return sb_cli_fail(cmd, &err);
+    return -1;
 }
 
 int sb_cli_print_config_hashes(const sb_config *cfg)

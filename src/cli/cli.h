@@ -16,7 +16,7 @@ int sb_cli_fail(const char *cmd, const sb_error *err);
 int sb_cli_parse(const char *cmd, const char *usage, sb_option *opts, int n_opts, int argc,
                  char **argv, const char **positional, int max_positional, int *n_positional);
 
-/* Commands that take a checkpoint first (`eval CKPT [flags]`, `probe CKPT [flags]`): returns
+/* Commands that take a checkpoint first (`eval RUN|CKPT [flags]`, `probe RUN|CKPT`): returns
  * -1 to go on with *ckpt = argv[2], or with *ckpt = NULL when argv[2] is --help (then call
  * sb_cli_checkpoint_help); otherwise prints one error line and returns its exit code (2). */
 int sb_cli_checkpoint_first(const char *cmd, int argc, char **argv, const char **ckpt);
@@ -25,6 +25,18 @@ int sb_cli_checkpoint_first(const char *cmd, int argc, char **argv, const char *
  * saying a checkpoint's recorded configuration replaces them. Returns the exit code. */
 int sb_cli_checkpoint_help(const char *cmd, const char *usage, sb_option *opts, int n_opts,
                            int argc, char **argv);
+
+/* `eval` and `probe` take a run id (a unique prefix of a run hash, the `run` column of
+ * `results`) or a checkpoint file as arg. An existing file is the checkpoint itself:
+ * ckpt = arg, run_id "" and *run_config NULL. Otherwise lowercase hex digits are a run id,
+ * looked up (at least 4 digits, a unique prefix) in the results database that --db PATH or
+ * --results DIR in argv name (default results/selectivbench.db): ckpt receives the run's checkpoint (the stored
+ * path, or DB_FOLDER/checkpoints/NAME when the stored path is relative to another
+ * folder), run_id its run hash and *run_config its stored configuration (free it with
+ * sb_config_free). Any other argument is passed on as a path (loading it says it is
+ * missing). Returns -1 to go on, else prints one error line and returns its exit code. */
+int sb_cli_run_or_checkpoint(const char *cmd, const char *arg, int argc, char **argv,
+                             char *ckpt, size_t size, char run_id[17], sb_config **run_config);
 
 /* The --threads flag: applies it (0 = all cores) and returns the thread count. */
 int sb_cli_threads(int requested);

@@ -140,10 +140,10 @@ int sb_cmd_demo(int argc, char **argv)
             const char *hint = sb_cli_closest_model(models[m]);
             if (hint != NULL)
                 sb_error_set(&err, SB_ERR_INVALID, "--models: unknown model '%s'; did you mean "
-                             "'%s'? (selectivbench models lists them)", models[m], hint);
+                             "'%s'? (%s models lists them)", models[m], hint, sb_cli_program());
             else
-                sb_error_set(&err, SB_ERR_INVALID, "--models: unknown model '%s' (selectivbench "
-                                                   "models lists them)", models[m]);
+                sb_error_set(&err, SB_ERR_INVALID, "--models: unknown model '%s' (%s models lists "
+                                                   "them)", models[m], sb_cli_program());
             return sb_cli_fail("demo", &err);
         }
     double t_start = sb_clock_seconds();
@@ -212,14 +212,17 @@ int sb_cmd_demo(int argc, char **argv)
     if (sb_report_write(db, report_dir, &sum, &err) != SB_OK)
         return sb_cli_fail("demo", &err);
     print_tables(sum.table_path);
+    /* each Next line pastes whole into the shell the demo ran in: the program as it was run,
+     * the description after a shell comment sign */
+    const char *prog = sb_cli_program();
     printf("\nDone in %.0f s. Written:\n"
-           "   %s                 the results database (selectivbench results --db %s)\n"
+           "   %s                 the results database\n"
            "   %s/  %d figures as PNG, SVG and PDF, and report.md\n"
            "Next:\n"
-           "   selectivbench sweep configs/lite/task2.yaml --workers 2   the paper's grid, scaled "
-           "down\n"
-           "   selectivbench sweep configs/paper/task2.yaml --dry_run    the paper's grid itself\n"
-           "   selectivbench train --help, selectivbench models, selectivbench bench\n",
-           sb_clock_seconds() - t_start, db, db, report_dir, sum.figures);
+           "   %s results --db %s   # these runs again\n"
+           "   %s sweep configs/lite/task2.yaml --workers 2   # the paper's grid, scaled down\n"
+           "   %s sweep configs/paper/task2.yaml --dry_run    # the paper's grid itself\n"
+           "   %s train --help   # one run's flags; also: models, bench\n",
+           sb_clock_seconds() - t_start, db, report_dir, sum.figures, prog, db, prog, prog, prog);
     return 0;
 }

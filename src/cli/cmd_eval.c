@@ -1,11 +1,15 @@
 /*
- * cmd_eval.c - `selectivbench eval CKPT [flags]`: evaluate a checkpoint on the test set.
+ * cmd_eval.c - `selectivbench eval RUN|CKPT [flags]`: evaluate a run's checkpoint on the
+ * test set.
  *
- * The run configuration comes from the checkpoint's metadata; every flag given on the
- * command line overrides it (typically the test settings: --test_dur for task 4's longer
- * gaps, --test_size, --test_bs). A checkpoint without our metadata (a state_dict saved by
- * the reference) needs the run's flags given explicitly. --dump FILE writes the first test
- * batch (inputs, logits, mask) as safetensors for cross-checks.
+ * RUN is a run id (a unique prefix of the `run` column of `results`), looked up in the
+ * results database of --results DIR or --db PATH (default results/): the run's checkpoint
+ * and its stored configuration are used. CKPT is a checkpoint file: the configuration comes
+ * from its metadata. Every flag given on the command line overrides the configuration
+ * (typically the test settings: --test_dur for task 4's longer gaps, --test_size,
+ * --test_bs). A checkpoint without our metadata (a state_dict saved by the reference) needs
+ * the run's flags given explicitly. --dump FILE writes the first test batch (inputs,
+ * logits, mask) as safetensors for cross-checks.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,32 +21,44 @@
 
 static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
-    const char *usage = "CKPT [train.py flags to override] [--dump FILE] [--json]";
-    const char *ckpt = NULL;
-    int first = sb_cli_checkpoint_first("eval", argc, argv, &ckpt);
+    const char *usage = "RUN|CKPT [train.py flags to override] [--dump FILE] [--json]";
+    const char *arg = NULL;
+    int first = sb_cli_checkpoint_first("eval", argc, argv, &arg);
     if (first >= 0)
         return first;
-    sb_option opts[SB_RUN_MAX_OPTIONS + 2];
+    sb_option opts[SB_RUN_MAX_OPTIONS + 3];
     int n = 0;
     sb_error err = {0};
     if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
-    const char *dump = NULL;
+    const char *dump = NULL, *db_path = NULL;
     opts[n++] = (sb_option){"dump", SB_OPT_STRING, &dump, 0, 0, NULL, "FILE",
-                            "write the first test batch (inputs, logits, mask) as safetensors (default: "
-                            "none)", 0};
-    if (ckpt == NULL)
+                            "write the first test batch (inputs, logits, mask) as safetensors "
+                            "(default: none)",
+                            0};
+    /* --db and --results are read from argv before the flags are parsed, to find a RUN id's
+     * checkpoint (sb_cli_run_or_checkpoint); the table lists them for parsing and --help */
+    opts[n++] = (sb_option){"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
+                            "results database (or folder) a RUN id is looked up in (default "
+                            "DIR/" SB_RESULTS_DB_NAME " of --results)", 0};
+    if (arg == NULL)
         return sb_cli_checkpoint_help("eval", usage, opts, n, argc, argv);
-    /* the recorded configuration, then the flags set its keys by name */
+    /* a run id names a run of the results database: its checkpoint and configuration */
+    char ckpt[4096], run_id[17];
     sb_config *recorded = NULL;
-    sb_status st = sb_checkpoint_config(ckpt, &recorded, &err);
+    int rc = sb_cli_run_or_checkpoint("eval", arg, argc, argv, ckpt, sizeof ckpt, run_id,
+                                      &recorded);
+    if (rc >= 0)
+        return rc;
+    /* the recorded configuration, then the flags set its keys by name */
+    sb_status st = recorded != NULL ? SB_OK : sb_checkpoint_config(ckpt, &recorded, &err);
     if (st == SB_OK)
         st = sb_config_assign(rf->config, recorded, &err);
     sb_config_free(recorded);
     if (st != SB_OK && st != SB_ERR_INVALID) /* missing or corrupt file */
         return sb_cli_fail("eval", &err);
     /* parse from argv[3]: shift so that sb_cli_parse's first argument is argv[3] */
-    int rc = sb_cli_parse("eval", "CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
+    rc = sb_cli_parse("eval", "RUN|CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
     int threads = sb_cli_threads(rf->threads);
@@ -63,6 +79,10 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
             return sb_cli_fail("eval", &err);
         }
         sb_jw_object_begin(j);
+        if (run_id[0] != '\0') {
+            sb_jw_key(j, "run");
+            sb_jw_string(j, run_id);
+        }
         sb_jw_key(j, "checkpoint");
         sb_jw_string(j, ckpt);
         sb_jw_key(j, "test_acc");
@@ -77,6 +97,8 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
         sb_jw_close(j);
         printf("\n");
     } else {
+        if (run_id[0] != '\0')
+            printf("run %s, ", run_id);
         printf("%s: test acc %.4f, test loss %.4f (%lld test samples, gaps of %g s, %d "
                "thread%s)\n",
                ckpt, res.test_acc, res.test_loss, (long long)res.test_size, res.test_gap_s,

@@ -35,7 +35,8 @@ static void print_markdown(int D, int N, int I, int C, int L)
            "for feat_size %d, d_state %d, %d layers, %d one-hot inputs and %d classes (the "
            "paper's main task); `state/layer` counts the floats a layer carries from one frame "
            "to the next (0: attention, whose cache grows with the sequence). The taxonomy "
-           "follows spec/models-fla.md section 16. Each model has a page in this folder.\n\n",
+           "columns are explained in `docs/spec/taxonomy.md`. Each "
+           "model has a page in this folder.\n\n",
            D, N, L, I, C);
     printf("| model | parameters | state/layer | what distinguishes it |\n| --- | ---: | ---: | --- |\n");
     for (int t = 0; t < n_models; t++) {
@@ -161,7 +162,7 @@ int sb_cmd_models(int argc, char **argv)
         printf("\n");
         return 0;
     }
-    printf("\nTaxonomy (spec/models-fla.md section 16):\n");
+    printf("\nTaxonomy (docs/spec/taxonomy.md):\n");
     for (int t = 0; t < n_models; t++) {
         sb_model_desc x;
         sb_models_describe(t, &x, NULL);

@@ -3,7 +3,9 @@
  * what a trained model keeps and where (linear readouts by depth and lag, gates on symbol
  * versus gap frames, state norms along a long gap; docs/probe.md).
  *
- * The run configuration comes from the checkpoint's metadata, as for eval; flags override
+ * RUN is a run id (a unique prefix of the `run` column of `results`, looked up in the
+ * database of --results DIR or --db PATH): its checkpoint and stored configuration. CKPT is
+ * a checkpoint file: the configuration comes from its metadata, as for eval. Flags override
  * it. Flags that change the task's inputs or states against the recorded task are refused
  * (the readouts would be meaningless). Figures (readout, gates, retention .png/.svg/.pdf) and
  * probe.json go to --out (default: the checkpoint's path without .safetensors, plus _probe).
@@ -24,13 +26,13 @@ static const char *const readout_names[] = {"lda", "ridge", NULL};
 
 static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
-    const char *ckpt = NULL;
-    const char *usage = "CKPT [train.py flags to override] [--section "
+    const char *arg = NULL;
+    const char *usage = "RUN|CKPT [train.py flags to override] [--section "
                         "all|readout|gates|retention] [--json] [--out DIR]";
-    int first = sb_cli_checkpoint_first("probe", argc, argv, &ckpt);
+    int first = sb_cli_checkpoint_first("probe", argc, argv, &arg);
     if (first >= 0)
         return first;
-    sb_option opts[SB_RUN_MAX_OPTIONS + 12];
+    sb_option opts[SB_RUN_MAX_OPTIONS + 13];
     int n = 0;
     sb_error err = {0};
     if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
@@ -75,17 +77,29 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
     opts[n++] = (sb_option){"out", SB_OPT_STRING, &out_dir, 0, 0, NULL, "DIR",
                             "folder of the figures and probe.json (default: CKPT without "
                             ".safetensors, plus _probe)", 0};
-    if (ckpt == NULL)
+    const char *db_path = NULL;
+    /* --db and --results are read from argv before the flags are parsed, to find a RUN id's
+     * checkpoint (sb_cli_run_or_checkpoint); the table lists them for parsing and --help */
+    opts[n++] = (sb_option){"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
+                            "results database (or folder) a RUN id is looked up in (default "
+                            "DIR/" SB_RESULTS_DB_NAME " of --results)", 0};
+    if (arg == NULL)
         return sb_cli_checkpoint_help("probe", usage, opts, n, argc, argv);
-    /* the recorded configuration, then the flags set its keys by name */
+    /* a run id names a run of the results database: its checkpoint and configuration */
+    char ckpt[4096], run_id[17];
     sb_config *recorded = NULL;
-    sb_status st = sb_checkpoint_config(ckpt, &recorded, &err);
+    int rc = sb_cli_run_or_checkpoint("probe", arg, argc, argv, ckpt, sizeof ckpt, run_id,
+                                      &recorded);
+    if (rc >= 0)
+        return rc;
+    /* the recorded configuration, then the flags set its keys by name */
+    sb_status st = recorded != NULL ? SB_OK : sb_checkpoint_config(ckpt, &recorded, &err);
     if (st == SB_OK)
         st = sb_config_assign(rf->config, recorded, &err);
     sb_config_free(recorded);
     if (st != SB_OK && st != SB_ERR_INVALID) /* missing or corrupt file */
         return sb_cli_fail("probe", &err);
-    int rc = sb_cli_parse("probe", "CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
+    rc = sb_cli_parse("probe", "RUN|CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
     sb_cli_threads(rf->threads);

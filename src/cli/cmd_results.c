@@ -1,9 +1,11 @@
 /*
  * cmd_results.c - `selectivbench results`: the runs of a results database, as a table,
  * JSON ({"runs": [...]}) or CSV for pandas; filtered by model, status or any
- * configuration key. Every finished run is shown with its yardsticks: those missing (runs
- * recorded before they existed) are computed from the run's stored configuration and
- * written back, unless the database is read-only (sb_results_backfill).
+ * configuration key; sorted (--sort), with chosen columns (--columns), grouped with mean,
+ * standard deviation and n (--group), or one run in detail (--run ID). The columns and
+ * the printing are results_view.c's. Every finished run is shown with its yardsticks: those
+ * missing (runs recorded before they existed) are computed from the run's stored
+ * configuration and written back, unless the database is read-only (sb_results_backfill).
  */
 #include <jansson.h>
 #include <math.h>
@@ -13,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/results_view.h"
 #include "selectivbench/selectivbench.h"
 
 #define MAX_FILTERS 16
@@ -46,46 +49,6 @@ static int config_matches(json_t *config, const char *filter)
     return 0;
 }
 
-static void print_number_or_empty(double v)
-{
-    if (isfinite(v)) {
-        char buf[40];
-        sb_jw_format_double(buf, sizeof buf, v);
-        fputs(buf, stdout);
-    }
-}
-
-/* Effective memory as text: ">32" beyond the k = 32 observer, empty when unknown. */
-static void format_memory(char *buf, size_t size, double v)
-{
-    if (isnan(v))
-        buf[0] = '\0';
-    else if (isinf(v))
-        snprintf(buf, size, ">32");
-    else
-        sb_jw_format_double(buf, size, v);
-}
-
-/* configuration keys that are already fixed columns */
-static int fixed_column(const char *key)
-{
-    return strcmp(key, "model") == 0 || strcmp(key, "protocol") == 0;
-}
-
-static void csv_value(json_t *v)
-{
-    if (v == NULL || json_is_null(v))
-        return;
-    if (json_is_string(v))
-        printf("%s", json_string_value(v));
-    else if (json_is_integer(v))
-        printf("%lld", (long long)json_integer_value(v));
-    else if (json_is_real(v))
-        print_number_or_empty(json_real_value(v));
-    else if (json_is_boolean(v))
-        printf("%s", json_is_true(v) ? "True" : "False");
-}
-
 /* The command line of `results`. */
 typedef struct results_args {
     const char *db_path, *model, *status;
@@ -93,20 +56,9 @@ typedef struct results_args {
     int json, csv, check, threads;
     const char *filters[MAX_FILTERS]; /* KEY=VALUE, each --filter in order */
     int n_filters;
+    const char *run;                  /* --run ID: this run alone, in detail */
+    results_view_options view;        /* --columns, --sort, --group */
 } results_args;
-
-/* The runs of the database and which of them are shown. */
-typedef struct results_rows {
-    sb_result_row *rows;
-    size_t n;
-    char **config_json; /* [n] each run's configuration as stored (NULL: none) */
-    json_t **configs;   /* [n] each run's configuration, parsed (NULL: unreadable) */
-    int *keep;          /* [n] shown: passes --status and every --filter */
-    size_t kept;
-    double *ceiling_se; /* [n] standard error of the ceiling, NaN where unknown */
-    int n_unfilled;     /* finished runs shown whose yardsticks could not be computed */
-    sb_error fill_err;  /* why, for the first of them */
-} results_rows;
 
 /* The registry's model names, NULL-terminated (malloc'd; the names are the registry's). */
 static const char **model_names(void)
@@ -138,10 +90,10 @@ static sb_status unknown_filter_key(const char *filter, const char *key, sb_erro
     if (hint != NULL)
         return sb_error_set(err, SB_ERR_INVALID,
                             "--filter '%s': '%s' is not a configuration key; did you mean '%s'? "
-                            "(selectivbench train --help lists them)", filter, key, hint);
+                            "(%s train --help lists them)", filter, key, hint, sb_cli_program());
     return sb_error_set(err, SB_ERR_INVALID,
-                        "--filter '%s': '%s' is not a configuration key (selectivbench train "
-                        "--help lists them)", filter, key);
+                        "--filter '%s': '%s' is not a configuration key (%s train --help lists "
+                        "them)", filter, key, sb_cli_program());
 }
 
 /* The --filter error for a model the registry does not have, with the closest model. */
@@ -150,11 +102,11 @@ static sb_status unknown_filter_model(const char *filter, const char *model, sb_
     const char *hint = sb_cli_closest_model(model);
     if (hint != NULL)
         return sb_error_set(err, SB_ERR_INVALID,
-                            "--filter '%s': unknown model '%s'; did you mean '%s'? (selectivbench "
-                            "models lists them)", filter, model, hint);
+                            "--filter '%s': unknown model '%s'; did you mean '%s'? (%s models "
+                            "lists them)", filter, model, hint, sb_cli_program());
     return sb_error_set(err, SB_ERR_INVALID,
-                        "--filter '%s': unknown model '%s' (selectivbench models lists them)",
-                        filter, model);
+                        "--filter '%s': unknown model '%s' (%s models lists them)", filter,
+                        model, sb_cli_program());
 }
 
 /* A --filter KEY=VALUE must name a key of the configuration and a value that key takes (a
@@ -212,13 +164,26 @@ static int results_parse(int argc, char **argv, results_args *a)
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
          " (default results/" SB_RESULTS_DB_NAME ")", 0},
         {"model", SB_OPT_CHOICE, &model_index, 0, 0, models, "NAME",
-         "only runs of this model (selectivbench models lists them; default: all)", 0},
+         "only runs of this model (the models command lists them; default: all)", 0},
         {"status", SB_OPT_CHOICE, &status_index, 0, 0, statuses, "S", status_help, 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
          "only runs whose configuration has KEY = VALUE (repeatable; default: none)", 0},
         {"json", SB_OPT_SWITCH, &a->json, 0, 1, NULL, NULL, "print {\"runs\": [...]}", 0},
         {"csv", SB_OPT_SWITCH, &a->csv, 0, 1, NULL, NULL, "print CSV with every configuration key",
          0},
+        {"run", SB_OPT_STRING, &a->run, 0, 0, NULL, "ID",
+         "this run alone, in detail: its checkpoint, log, metrics and configuration (ID: a "
+         "unique prefix of the run column)", 0},
+        {"columns", SB_OPT_STRING, &a->view.columns, 0, 0, NULL, "A,B,..",
+         "the table's and CSV's columns: a run's fields (run, status, test_acc, checkpoint, "
+         "te, ...) or configuration keys (default: run, model, the keys whose values differ "
+         "between the runs shown, then the results)", 0},
+        {"sort", SB_OPT_STRING, &a->view.sort, 0, 0, NULL, "[-]KEY",
+         "order by a column (-KEY: descending; unknown values last)", 0},
+        {"group", SB_OPT_STRING, &a->view.group, 0, 0, NULL, "A,B,..",
+         "one line per distinct value of these columns (e.g. model,feat_size): n finished "
+         "runs and the mean and sample standard deviation (n - 1) of test_acc, test_loss and "
+         "ceiling, or of the numeric --columns", 0},
         {"check", SB_OPT_SWITCH, &a->check, 0, 1, NULL, NULL,
          "run SQLite's integrity check on the database and print ok or corrupt", 0},
         {"threads", SB_OPT_INT, &a->threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
@@ -234,7 +199,8 @@ static int results_parse(int argc, char **argv, results_args *a)
     }
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("results", "[DB|DIR] [--model M] [--status S] [--filter K=V] [--json|--csv]",
+    int rc = sb_cli_parse("results", "[DB|DIR] [--model M] [--status S] [--filter K=V] [--run ID] "
+                          "[--columns A,B] [--sort [-]KEY] [--group A,B] [--json|--csv]",
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
     /* the chosen names are the library's own strings: they outlive the list */
     a->status = status_index >= 0 ? statuses[status_index] : NULL;
@@ -257,6 +223,10 @@ static int results_parse(int argc, char **argv, results_args *a)
         sb_error_set(&err, SB_ERR_INVALID, "choose one of --json and --csv");
         return sb_cli_fail("results", &err);
     }
+    a->view.json = a->json;
+    a->view.csv = a->csv;
+    if (results_view_check(&a->view, &err) != SB_OK)
+        return sb_cli_fail("results", &err);
     return -1;
 }
 
@@ -311,8 +281,12 @@ static void results_rows_free(results_rows *t)
 static sb_status results_select(sb_results *db, const results_args *a, results_rows *t,
                                 sb_error *err)
 {
+    char run_hash[17] = "";
+    sb_status st = a->run != NULL ? sb_results_resolve_run(db, a->run, run_hash, err) : SB_OK;
+    if (st != SB_OK)
+        return st;
     size_t n = 0;
-    sb_status st = sb_results_count(db, a->model, &n, err);
+    st = sb_results_count(db, a->model, &n, err);
     if (st != SB_OK)
         return st;
     t->rows = calloc(n > 0 ? n : 1, sizeof *t->rows);
@@ -335,6 +309,8 @@ static sb_status results_select(sb_results *db, const results_args *a, results_r
         t->keep[i] = t->configs[i] != NULL && (a->status == NULL || strcmp(r->status, a->status) == 0);
         for (int f = 0; t->keep[i] && f < a->n_filters; f++)
             t->keep[i] = config_matches(t->configs[i], a->filters[f]);
+        if (run_hash[0] != '\0')
+            t->keep[i] = strcmp(r->run_hash, run_hash) == 0;
         t->kept += t->keep[i] != 0;
         t->ceiling_se[i] = (double)NAN;
     }
@@ -353,176 +329,6 @@ static void results_backfill(sb_results *db, int threads, results_rows *t)
             t->n_unfilled++ == 0)
             t->fill_err = e;
     }
-}
-
-/* --json: one run as an object. */
-static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_json,
-                           double ceiling_se)
-{
-    sb_jw_object_begin(j);
-    sb_jw_key(j, "hash");
-    sb_jw_string(j, r->run_hash);
-    sb_jw_key(j, "status");
-    sb_jw_string(j, r->status);
-    sb_jw_key(j, "model");
-    sb_jw_string(j, r->model);
-    sb_jw_key(j, "protocol");
-    sb_jw_string(j, r->protocol);
-    if (r->reason[0] != '\0') {
-        sb_jw_key(j, "reason");
-        sb_jw_string(j, r->reason);
-    }
-    /* the configuration as an object (already canonical JSON text) */
-    sb_jw_key(j, "config");
-    sb_jw_raw(j, config_json != NULL ? config_json : "{}");
-    sb_jw_key(j, "params");
-    if (r->params >= 0)
-        sb_jw_int(j, r->params);
-    else
-        sb_jw_null(j);
-    const char *mk[6] = {"test_acc", "test_loss", "train_acc", "train_loss", "wall_s",
-                         "tokens_per_s"};
-    double mv[6] = {r->test_acc, r->test_loss, r->train_acc,
-                    r->train_loss, r->wall_s, r->tokens_per_s};
-    for (int k = 0; k < 6; k++) {
-        sb_jw_key(j, mk[k]);
-        sb_jw_double(j, mv[k]);
-    }
-    sb_jw_key(j, "ceiling");
-    sb_jw_double(j, r->ceiling);
-    sb_jw_key(j, "ceiling_se");
-    sb_jw_double(j, ceiling_se);
-    sb_jw_key(j, "effective_memory");
-    if (isinf(r->effective_memory))
-        sb_jw_string(j, ">32");
-    else
-        sb_jw_double(j, r->effective_memory);
-    sb_jw_key(j, "flops_per_token");
-    sb_jw_double(j, r->flops_per_token);
-    sb_jw_key(j, "state_size");
-    if (r->state_size >= 0)
-        sb_jw_int(j, r->state_size);
-    else
-        sb_jw_null(j);
-    sb_jw_key(j, "finished_at");
-    if (r->finished_at[0] != '\0')
-        sb_jw_string(j, r->finished_at);
-    else
-        sb_jw_null(j);
-    sb_jw_key(j, "attempts");
-    sb_jw_int(j, r->attempts);
-    sb_jw_object_end(j);
-}
-
-/* --json: {"runs": [...]} of the runs shown. Errors: SB_ERR_NOMEM. */
-static sb_status print_json(const results_rows *t, sb_error *err)
-{
-    sb_jw *j = sb_jw_open(stdout, 0);
-    if (j == NULL)
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
-    sb_jw_object_begin(j);
-    sb_jw_key(j, "runs");
-    sb_jw_array_begin(j);
-    for (size_t i = 0; i < t->n; i++)
-        if (t->keep[i])
-            print_json_run(j, &t->rows[i], t->config_json[i], t->ceiling_se[i]);
-    sb_jw_array_end(j);
-    sb_jw_object_end(j);
-    sb_jw_close(j);
-    printf("\n");
-    return SB_OK;
-}
-
-/* --csv: one run's line; keys: the configuration whose keys are the columns (or NULL). */
-static void print_csv_run(const sb_result_row *r, json_t *config, double ceiling_se, json_t *keys)
-{
-    printf("%s,%s,%s,%s,", r->run_hash, r->status, r->model,
-           r->protocol);
-    if (r->params >= 0)
-        printf("%lld", (long long)r->params);
-    double mv[6] = {r->test_acc, r->test_loss, r->train_acc,
-                    r->train_loss, r->wall_s, r->tokens_per_s};
-    for (int k = 0; k < 6; k++) {
-        printf(",");
-        print_number_or_empty(mv[k]);
-    }
-    char mem[40];
-    format_memory(mem, sizeof mem, r->effective_memory);
-    printf(",");
-    print_number_or_empty(r->ceiling);
-    printf(",%s,", mem);
-    print_number_or_empty(ceiling_se);
-    const char *key;
-    json_t *v;
-    if (keys != NULL)
-        json_object_foreach(keys, key, v) {
-            if (fixed_column(key))
-                continue;
-            printf(",");
-            csv_value(json_object_get(config, key));
-        }
-    printf("\n");
-}
-
-/* --csv: a header line, then one line per run shown. */
-static void print_csv(const results_rows *t)
-{
-    /* columns: fixed ones, then the configuration keys of the first kept run */
-    json_t *keys = NULL;
-    for (size_t i = 0; i < t->n && keys == NULL; i++)
-        if (t->keep[i])
-            keys = t->configs[i];
-    printf("hash,status,model,protocol,params,test_acc,test_loss,train_acc,train_loss,wall_s,"
-           "tokens_per_s,ceiling,effective_memory,ceiling_se");
-    const char *key;
-    json_t *v;
-    if (keys != NULL)
-        json_object_foreach(keys, key, v)
-            if (!fixed_column(key))
-                printf(",%s", key);
-    printf("\n");
-    for (size_t i = 0; i < t->n; i++)
-        if (t->keep[i])
-            print_csv_run(&t->rows[i], t->configs[i], t->ceiling_se[i], keys);
-}
-
-/* The table: one run's line, and its reason when it did not finish. */
-static void print_table_run(const sb_result_row *r, json_t *c)
-{
-    json_t *warm = json_object_get(c, "warmup_steps");
-    char warm_s[16] = "5%";
-    if (json_is_integer(warm))
-        snprintf(warm_s, sizeof warm_s, "%lld", (long long)json_integer_value(warm));
-    /* yardsticks: "-" where unknown; effective memory in elements, ">32" beyond */
-    char ceil_s[16] = "-", mem_s[16] = "-";
-    if (!isnan(r->ceiling))
-        snprintf(ceil_s, sizeof ceil_s, "%.4f", r->ceiling);
-    if (isinf(r->effective_memory))
-        snprintf(mem_s, sizeof mem_s, ">32");
-    else if (!isnan(r->effective_memory))
-        snprintf(mem_s, sizeof mem_s, "%.2f", r->effective_memory);
-    printf("%-16s %-20s %6lld %4lld %8g %6s %5lld %-9s %9.4f %9.4f %8s %7s %10lld %8.1f\n",
-           r->run_hash, r->model[0] != '\0' ? r->model : "?",
-           (long long)json_integer_value(json_object_get(c, "feat_size")),
-           (long long)json_integer_value(json_object_get(c, "layers")),
-           json_number_value(json_object_get(c, "lr")), warm_s,
-           (long long)json_integer_value(json_object_get(c, "seed")), r->status,
-           r->test_acc, r->test_loss, ceil_s, mem_s, (long long)r->params,
-           r->wall_s);
-    if (r->reason[0] != '\0' && strcmp(r->status, "finished") != 0)
-        printf("    %s\n", r->reason);
-}
-
-/* The default output: a header, one line per run shown, the count. */
-static void print_table(const results_rows *t)
-{
-    printf("%-16s %-20s %6s %4s %8s %6s %5s %-9s %9s %9s %8s %7s %10s %8s\n", "hash", "model",
-           "width", "L", "lr", "warmup", "seed", "status", "test acc", "test loss", "ceiling",
-           "eff mem", "params", "wall s");
-    for (size_t i = 0; i < t->n; i++)
-        if (t->keep[i])
-            print_table_run(&t->rows[i], t->configs[i]);
-    printf("%zu of %zu runs\n", t->kept, t->n);
 }
 
 int sb_cmd_results(int argc, char **argv)
@@ -545,16 +351,19 @@ int sb_cmd_results(int argc, char **argv)
         return sb_cli_fail("results", &err);
     }
     results_backfill(db, a.threads, &t);
-    if (a.json) {
-        if (print_json(&t, &err) != SB_OK) {
-            results_rows_free(&t);
-            sb_results_close(db);
-            return sb_cli_fail("results", &err);
-        }
-    } else if (a.csv)
-        print_csv(&t);
-    else
-        print_table(&t);
+    sb_status st = SB_OK;
+    if (a.run != NULL && !a.json && !a.csv) {
+        for (size_t i = 0; i < t.n; i++)
+            if (t.keep[i])
+                results_view_print_run(&t, i, a.db_path);
+    } else {
+        st = results_view_print(&t, &a.view, &err);
+    }
+    if (st != SB_OK) {
+        results_rows_free(&t);
+        sb_results_close(db);
+        return sb_cli_fail("results", &err);
+    }
     if (t.n_unfilled > 0)
         fprintf(stderr,
                 "selectivbench results: warning: the yardsticks of %d finished run%s could not "

@@ -247,7 +247,7 @@ static sb_status print_run(const sb_sweep *s, int64_t k, int hashes, refusals *r
     sb_status st = sb_sweep_run_args(s, k, &args, &n_args, err);
     if (st != SB_OK)
         return st;
-    printf("selectivbench train");
+    printf("%s train", sb_cli_program()); /* each line pastes: this program, as it was run */
     for (int i = 0; i < n_args; i++)
         printf(" %s", args[i]);
     printf("\n");

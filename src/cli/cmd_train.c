@@ -78,7 +78,9 @@ static void print_interrupted(const sb_train_outcome *res, int argc, char **argv
                         "command: it trains again from the start\n");
         return;
     }
-    fprintf(stderr, " (checkpoint %s); resume with: selectivbench train", res->checkpoint);
+    fprintf(stderr, " (checkpoint %s); resume with: ", res->checkpoint);
+    print_shell_word(stderr, sb_cli_program());
+    fprintf(stderr, " train");
     for (int i = 2; i < argc; i++) {
         fputc(' ', stderr);
         print_shell_word(stderr, argv[i]);

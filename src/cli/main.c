@@ -19,7 +19,7 @@ static void print_usage(FILE *f)
     fprintf(f,
             "selectivbench %s - the SelectivBench benchmark on the CPU\n"
             "\n"
-            "usage: selectivbench COMMAND [flags]     (selectivbench COMMAND --help for its flags)\n"
+            "usage: selectivbench COMMAND [flags]     (%s COMMAND --help for its flags)\n"
             "\n"
             "commands:\n"
             "  demo       the main job on a small default: grammar, samples, generation speed\n"
@@ -40,7 +40,7 @@ static void print_usage(FILE *f)
             "\n"
             "Task flags follow the reference's train.py (--vocab, --amb, --amb_depth,\n"
             "--grammar_scale True, --train_gap_max, --train_noise, --grammar_gap True, ...).\n",
-            sb_version());
+            sb_version(), sb_cli_program());
 }
 
 /* OpenMP threads that spin while waiting make two threads far slower than one when
@@ -66,16 +66,17 @@ static int unknown_command(const char *cmd)
     const char *hint = sb_closest_name(cmd, commands, (int)(sizeof commands / sizeof *commands));
     if (hint != NULL)
         fprintf(stderr, "selectivbench: error: unknown command '%s'; did you mean '%s'? (run "
-                "'selectivbench --help' for the list)\n", cmd, hint);
+                "'%s --help' for the list)\n", cmd, hint, sb_cli_program());
     else
-        fprintf(stderr, "selectivbench: error: unknown command '%s'; run 'selectivbench --help'\n",
-                cmd);
+        fprintf(stderr, "selectivbench: error: unknown command '%s'; run '%s --help'\n", cmd,
+                sb_cli_program());
     return 2;
 }
 
 int main(int argc, char **argv)
 {
     ensure_passive_wait(argv);
+    sb_cli_set_program(argv[0]);
     if (argc < 2) {
         print_usage(stderr);
         return 2;

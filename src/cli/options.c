@@ -7,6 +7,19 @@
 #include <string.h>
 #include <strings.h>
 
+static const char *program = "selectivbench";
+
+void sb_cli_set_program(const char *argv0)
+{
+    if (argv0 != NULL && argv0[0] != '\0')
+        program = argv0;
+}
+
+const char *sb_cli_program(void)
+{
+    return program;
+}
+
 sb_option *sb_options_find(sb_option *opts, int n_opts, const char *name)
 {
     for (int i = 0; i < n_opts; i++)
@@ -51,8 +64,8 @@ sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
                                      : NULL;
         if (model_hint != NULL)
             return sb_error_set(err, SB_ERR_INVALID,
-                                "unknown --model '%s'; did you mean '%s'? (selectivbench models "
-                                "lists them)", value, model_hint);
+                                "unknown --model '%s'; did you mean '%s'? (%s models lists them)",
+                                value, model_hint, sb_cli_program());
         sb_status st = sb_config_set_key(o->dest, o->name, value != NULL ? value : "True", err);
         if (st == SB_OK)
             o->seen = 1;

@@ -52,6 +52,12 @@ int sb_option_is_switch(const sb_option *o);
 /* The option of that name, or NULL. */
 sb_option *sb_options_find(sb_option *opts, int n_opts, const char *name);
 
+/* The program as the user ran it (argv[0]: "./build/selectivbench" before `./run.sh install`,
+ * "selectivbench" after it). Every hint that gives a command to run starts with it, so that
+ * the hint pastes into the shell it was printed in. main() sets it first. */
+void sb_cli_set_program(const char *argv0);
+const char *sb_cli_program(void);
+
 /* For a model name the registry does not have: the registered name closest to it (a
  * typo), else NULL (also NULL for a known name). */
 const char *sb_cli_closest_model(const char *model);

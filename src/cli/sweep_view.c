@@ -13,18 +13,25 @@
 
 #define PLAIN_PROGRESS_EVERY_S 60.0 /* progress lines when stdout is not a terminal */
 #define REFRESH_S 0.5               /* live block refresh */
+#define MAX_SCANNED_RUNS 20000      /* runs compared to find the flags a sweep varies */
+#define DESC_SIZE 160
 
 /* What the view knows of the run on one worker slot. */
 typedef struct slot_line {
     int busy;
     int64_t run;
-    char desc[96];           /* model, width, depth, lr, seed */
+    char desc[DESC_SIZE];    /* model and the values the sweep varies (describe) */
     int have;                /* a progress record arrived */
     sb_sweep_update progress; /* the last one (its strings are not kept) */
     double last_plain;       /* when its last plain line was printed */
 } slot_line;
 
 typedef struct view {
+    const sb_sweep *sweep;
+    /* [n_args]: 1 where a run's flag (sb_sweep_run_args) differs between the selected
+     * runs, the parameters the sweep varies; NULL when none does (one run) */
+    unsigned char *varied;
+    int n_args;
     int tty, quiet, columns;
     int lines_drawn;         /* lines of the live block on screen */
     double last_draw, last_sweep_plain;
@@ -214,7 +221,7 @@ static void view_plain(view *v, const sb_sweep_update *ev)
 }
 
 /* "model dD LL lr LR sSEED" of a run's configuration. */
-static void describe(const sb_config *cfg, char *out, size_t size)
+static void describe_fixed(const sb_config *cfg, char *out, size_t size)
 {
     char model[64] = "", width[32] = "", layers[32] = "", lr[64] = "", seed[32] = "";
     sb_config_get_key(cfg, "model", model, sizeof model, NULL);
@@ -226,6 +233,66 @@ static void describe(const sb_config *cfg, char *out, size_t size)
              strtod(lr, NULL), strtoull(seed, NULL, 10));
 }
 
+/* A run's label: its model and "name=value" for each parameter the sweep varies (amb=4
+ * seed=1), so that two different runs never read the same; without varied parameters,
+ * model, width, depth, learning rate and seed. */
+static void describe(const view *v, int64_t run, const sb_config *cfg, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (cfg == NULL)
+        return;
+    char **args = NULL;
+    int n_args = 0;
+    sb_error ignored = {0};
+    if (v->varied == NULL || sb_sweep_run_args(v->sweep, run, &args, &n_args, &ignored) != SB_OK) {
+        describe_fixed(cfg, out, size);
+        return;
+    }
+    sb_config_get_key(cfg, "model", out, size, NULL);
+    for (int a = 0; a < n_args && a < v->n_args; a++) {
+        const char *flag = args[a] + (strncmp(args[a], "--", 2) == 0 ? 2 : 0);
+        if (!v->varied[a] || strncmp(flag, "model=", 6) == 0)
+            continue;
+        size_t len = strlen(out);
+        snprintf(out + len, size - len, "%s%s", len > 0 ? " " : "", flag);
+    }
+    sb_sweep_args_free(args);
+}
+
+/* Which of the runs' flags differ between the selected runs (at most MAX_SCANNED_RUNS of
+ * them, evenly spaced, are compared: a parameter a selection varies shows in those). */
+static void find_varied(view *v, const sb_sweep_run_options *o)
+{
+    int64_t n = o->runs != NULL ? o->n_runs : sb_sweep_count(v->sweep);
+    int64_t stride = n > MAX_SCANNED_RUNS ? n / MAX_SCANNED_RUNS : 1;
+    char **first = NULL;
+    int any = 0;
+    sb_error ignored = {0};
+    for (int64_t i = 0; i < n; i += stride) {
+        char **args = NULL;
+        int n_args = 0;
+        int64_t k = o->runs != NULL ? o->runs[i] : i;
+        if (sb_sweep_run_args(v->sweep, k, &args, &n_args, &ignored) != SB_OK)
+            continue;
+        if (first == NULL) {
+            first = args;
+            v->varied = calloc((size_t)(n_args > 0 ? n_args : 1), 1);
+            v->n_args = v->varied != NULL ? n_args : 0;
+            continue;
+        }
+        for (int a = 0; a < n_args && a < v->n_args; a++)
+            if (strcmp(args[a], first[a]) != 0)
+                any = v->varied[a] = 1;
+        sb_sweep_args_free(args);
+    }
+    sb_sweep_args_free(first);
+    if (!any) { /* nothing varies: the fixed description */
+        free(v->varied);
+        v->varied = NULL;
+        v->n_args = 0;
+    }
+}
+
 /* A run another process is training: put aside until it lets go (its worker's slot, if it
  * had one, is free again). */
 static void view_waiting(view *v, const sb_sweep_update *ev)
@@ -233,9 +300,8 @@ static void view_waiting(view *v, const sb_sweep_update *ev)
     char who[48] = "another process";
     if (ev->locked_by > 0)
         snprintf(who, sizeof who, "pid %ld", ev->locked_by);
-    char desc[96] = "";
-    if (ev->config != NULL)
-        describe(ev->config, desc, sizeof desc);
+    char desc[DESC_SIZE] = "";
+    describe(v, ev->run, ev->config, desc, sizeof desc);
     char msg[512];
     snprintf(msg, sizeof msg, "#%lld [%s] %s: locked, %s is training it; coming back to it later",
              (long long)ev->run, ev->hash, desc, who);
@@ -262,7 +328,7 @@ static void view_event(const sb_sweep_update *ev, void *user)
         l->busy = 1;
         l->run = ev->run;
         l->last_plain = sb_clock_seconds();
-        describe(ev->config, l->desc, sizeof l->desc);
+        describe(v, ev->run, ev->config, l->desc, sizeof l->desc);
         break;
     case SB_SWEEP_UPDATE_PROGRESS:
         if (l == NULL)
@@ -297,14 +363,17 @@ static void view_event(const sb_sweep_update *ev, void *user)
 sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_run_options *opts,
                            int quiet, sb_cli_sweep_tally *tally, sb_error *err)
 {
-    view v = {.tty = isatty(STDOUT_FILENO), .quiet = quiet, .columns = 80,
+    view v = {.sweep = s, .tty = isatty(STDOUT_FILENO), .quiet = quiet, .columns = 80,
               .n_slots = opts->workers, .first_refused_run = -1};
+    find_varied(&v, opts);
     struct winsize ws;
     if (v.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
         v.columns = ws.ws_col;
     v.slots = calloc((size_t)(opts->workers > 0 ? opts->workers : 1), sizeof *v.slots);
-    if (v.slots == NULL)
+    if (v.slots == NULL) {
+        free(v.varied);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    }
     sb_sweep_run_options o = *opts;
     o.on_update = view_event;
     o.user = &v;
@@ -312,6 +381,7 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
     if (v.tty)
         view_clear(&v);
     free(v.slots);
+    free(v.varied);
     *tally = v.tally;
     tally->first_refused_run = v.first_refused_run;
     snprintf(tally->first_refused, sizeof tally->first_refused, "%s", v.first_refused);

@@ -224,8 +224,9 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
     /* an interrupted run gets its one line from the caller: how to resume it */
     if (o->quiet || strcmp(res->status, "interrupted") == 0)
         return;
-    fprintf(o->f, "%s: test acc %.4f, test loss %.4f, train acc %.4f, %.0f tokens/s, %.1f s\n",
-            res->status, res->test_acc, res->test_loss, res->train_acc, res->tokens_per_s,
+    fprintf(o->f, "run %s %s: test acc %.4f, test loss %.4f, train acc %.4f, %.0f tokens/s, "
+                  "%.1f s\n",
+            res->run_hash, res->status, res->test_acc, res->test_loss, res->train_acc, res->tokens_per_s,
             res->wall_s);
     char pretrained[16] = "";
     sb_config_get_key(o->cfg, "test_pretrained", pretrained, sizeof pretrained, NULL);

@@ -2,7 +2,7 @@
  * rng.h - random number generators that reproduce the reference's streams bit for bit.
  *
  * The reference (Python) draws from three generators; all are reproduced here
- * (spec/task.md section 2):
+ * (docs/task.md):
  *   1. numpy's default_rng(seed): SeedSequence -> PCG64, with the Generator methods the
  *      reference calls (integers, random, permutation, choice without replacement);
  *   2. CPython's `random` module: MT19937 seeded by init_by_array, with getrandbits,

@@ -1,6 +1,6 @@
 /*
  * rng_mt19937.c - MT19937 as CPython's `random` module and numpy's legacy RandomState
- * use it (spec/task.md sections 2.4 and 6.2).
+ * use it (docs/task.md).
  */
 #include "core/alloc.h"
 #include "core/rng.h"

@@ -1,8 +1,8 @@
 /*
  * rng_pcg64.c - numpy's SeedSequence, PCG64 and the Generator methods the reference uses.
  *
- * Every function here reproduces numpy (>= 1.17) bit for bit; spec/task.md sections
- * 2.1-2.3 give the algorithms and tests/test_rng.c checks them against vectors recorded
+ * Every function here reproduces numpy (>= 1.17) bit for bit (docs/task.md,
+ * "Grammar", names the streams); tests/unit/test_rng.c checks them against vectors recorded
  * from numpy.
  */
 #include "core/rng.h"

@@ -1,6 +1,6 @@
 /*
  * results.h - the results database: one SQLite file per results folder, with a row per
- * training run and a row per evaluation (DESIGN.md section 4, "results").
+ * training run and a row per evaluation (docs/training.md, "Checkpoints, results and resuming").
  *
  * Several worker processes write to the same file at once: the database runs in WAL
  * journal mode (readers never block the writer), every connection waits up to

@@ -141,7 +141,7 @@ static sb_status unknown_train_flag(const char *name, sb_error *err)
         return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; did you mean --%s?", name,
                             hint);
     return sb_error_set(err, SB_ERR_INVALID,
-                        "unknown flag --%s; `selectivbench train --help` lists the flags", name);
+                        "unknown flag --%s; the train command's --help lists them", name);
 }
 
 /* Sets one train flag of a sweep by name: a key sets cfg; a worker switch is checked and
@@ -241,7 +241,7 @@ sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err)
                                 s->path, name, hint);
         return sb_error_set(err, SB_ERR_INVALID,
                             "sweep file '%s': parameter '%s' is not a train flag "
-                            "(selectivbench train --help lists them)",
+                            "(the train command's --help lists them)",
                             s->path, name);
     }
     return SB_OK;

@@ -1,7 +1,7 @@
 /* delta_net.c - DeltaNet of flash-linear-attention v0.3.2 (fla/layers/delta_net.py) as the
  * reference builds it: hidden_size=D, num_heads=H, use_short_conv=True, expand_k=1,
  * expand_v=2, conv_size=4, defaults otherwise (use_beta, no output gate, qk_activation silu,
- * qk_norm l2, allow_neg_eigval False) (spec/models-fla.md 0.1, 8).
+ * qk_norm l2, allow_neg_eigval False) (docs/models/fla_layers.md).
  *
  *   q, k = L2N(silu(conv(x Wq^T))), L2N(silu(conv(x Wk^T)))   [B, T, H, K]   K = D / H
  *   v    = silu(conv(x Wv^T))                                 [B, T, H, V]   V = 2D / H

@@ -1,7 +1,7 @@
 /* fla_mixer.h - the fla token mixers as functions of their configuration, so that both
  * wrappers can build them: RecNet with the benchmark's constructor arguments
- * (spec/models-fla.md 0.1; gla.c, delta_net.c, gated_delta_net.c register those layer types)
- * and the LM stack with the defaults of the fla model configs (spec/models-fla-stacks.md 3-4;
+ * (docs/models/fla_layers.md; gla.c, delta_net.c, gated_delta_net.c register those layer types)
+ * and the LM stack with the defaults of the fla model configs (docs/models/layered.md;
  * layered.c registers the *_layered types). Internal to src/layers/.
  *
  * Every function takes the mixer's parameters as sb_model_param(m, l, k), k in registration

@@ -1,6 +1,6 @@
 /* fox.c - ForgettingAttention of flash-linear-attention v0.3.2 (fla/layers/forgetting_attn.py)
  * with its defaults (no q/k norm, no output gate, no window, no kv-head sharing;
- * spec/models-fla.md 13), the mixer of fox_layered (layered.c; 32 heads there):
+ * docs/models/layered.md), the mixer of fox_layered (layered.c; 32 heads there):
  *
  *   q, k, v = x Wq^T, x Wk^T, x Wv^T                [B, T, H, Dh]   Dh = D / H
  *   f       = logsigmoid(x Wf^T + bf)                [B, T, H]

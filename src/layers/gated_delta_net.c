@@ -1,7 +1,7 @@
 /* gated_delta_net.c - GatedDeltaNet of flash-linear-attention v0.3.2
  * (fla/layers/gated_deltanet.py) as the reference builds it: hidden_size=D, head_dim=D/H,
  * num_heads=H, use_short_conv=True, expand_v=2, conv_size=4, defaults otherwise (output
- * gate with fused gated RMSNorm, allow_neg_eigval False) (spec/models-fla.md 0.1, 9).
+ * gate with fused gated RMSNorm, allow_neg_eigval False) (docs/models/fla_layers.md).
  *
  *   q, k = L2N(silu(conv(x Wq^T))), L2N(silu(conv(x Wk^T)))   [B, T, H, K]   K = D / H
  *   v    = silu(conv(x Wv^T))                                 [B, T, H, V]   V = 2K

@@ -2,7 +2,7 @@
  * (fla/layers/gated_deltaproduct.py) as the reference builds it: hidden_size=D, head_dim=D/H,
  * num_heads=H, use_short_conv=True, num_householder=4, expand_v=2, conv_size=4, defaults
  * otherwise: forget gate, output gate with fused gated RMSNorm and allow_neg_eigval=True
- * (beta = 2 sigmoid) (spec/models-fla.md 0.1, 10).
+ * (beta = 2 sigmoid) (docs/models/fla_layers.md).
  *
  *   q    = L2N(silu(conv(x Wq^T)))                 [B, T, H, K]     K = D / H
  *   kk   = L2N(silu(conv(x Wk^T)))                 [B, T, 4H, K]    step j of head h at j H + h

@@ -1,5 +1,5 @@
 /* gru.c - PyTorch nn.GRU as the reference's RecNet uses it (one layer, hidden = input
- * width, h0 = 0). Spec: spec/models-ssm.md section 8. */
+ * width, h0 = 0). Spec: docs/models/gru.md. */
 #include <math.h>
 
 #include "layers/layer.h"

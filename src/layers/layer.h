@@ -36,7 +36,7 @@ typedef struct sb_model_config {
 typedef struct sb_model sb_model;
 struct sb_optimizer; /* optim.h */
 
-/* Taxonomy of a layer (spec/models-fla.md section 7). */
+/* Taxonomy of a layer (docs/spec/taxonomy.md). */
 typedef struct sb_taxonomy {
     const char *gating;
     const char *transition;   /* state transition structure */

@@ -1,4 +1,4 @@
-/* layered.c - the reference's four *_layered models (spec/models-fla-stacks.md): fla causal-LM
+/* layered.c - the reference's four *_layered models (docs/models/layered.md): fla causal-LM
  * stacks that the LM stack (src/model/lm_stack.c) builds around these mixers, configured with
  * the fla model configs' defaults rather than the benchmark's layer arguments (section 3):
  *

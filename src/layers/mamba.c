@@ -8,7 +8,7 @@
  *   delta = dt_low W_dt^T                    (dt_proj.bias is added inside the scan)
  *   y = selective_scan(u, delta, A = -exp(A_log), B, C, D) * silu(z)
  *   out = y W_out^T
- * Spec: spec/models-ssm.md section 5; derivations and the reference's quirks:
+ * Spec: docs/models/mamba.md; derivations and the reference's quirks:
  * docs/models/mamba.md.
  */
 #include <math.h>
@@ -177,7 +177,7 @@ static void mamba_stream_recurrent(const sb_model_config *cfg, size_t *history, 
 static double mamba_flops(const sb_model_config *cfg, int T)
 {
     (void)T;
-    /* spec/models-ssm.md section 10: 12 D^2 + 8 D R + 20 D N + 40 D */
+    /* docs/spec/flops.md: 12 D^2 + 8 D R + 20 D N + 40 D */
     const double D = cfg->d_model, N = cfg->d_state, R = dt_rank(cfg->d_model);
     return 12.0 * D * D + 8.0 * D * R + 20.0 * D * N + 40.0 * D;
 }

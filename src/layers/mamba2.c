@@ -8,7 +8,7 @@
  *   y = SSD(x, dt + dt_bias, A = -exp(A_log), B, C) + D x      per head, chunked
  *   o = RMSNormGated(y, z)                   gate first, one group over all E channels
  *   out = o W_out^T
- * Spec: spec/models-ssm.md section 6; derivations and the reference's quirks:
+ * Spec: docs/models/mamba2.md; derivations and the reference's quirks:
  * docs/models/mamba2.md.
  */
 #include <math.h>
@@ -159,7 +159,7 @@ static void mamba2_stream_recurrent(const sb_model_config *cfg, size_t *history,
 
 static double mamba2_flops(const sb_model_config *cfg, int T)
 {
-    /* spec/models-ssm.md section 10, chunked SSD with q = min(256, T):
+    /* docs/spec/flops.md, chunked SSD with q = min(256, T):
      * 12 D^2 + 14 D N + 2 D M + 46 D + 24 N with 5 E N replaced by
      * N (q + 1) + (q + 1)(E + 1.5 M) + 4 E N */
     const double D = cfg->d_model, N = cfg->d_state, M = n_ssm_heads(cfg), E = 2.0 * D;

@@ -1,6 +1,6 @@
 /* mesa_net.c - MesaNet of flash-linear-attention v0.3.2 (fla/layers/mesa_net.py) as the
  * reference builds it: hidden_size=D, head_dim=D/H, num_heads=H, use_short_conv=True,
- * expand_v=2, conv_size=4 (spec/models-fla.md 0.1, 12). MesaNet has no expand_v argument: it
+ * expand_v=2, conv_size=4 (docs/models/fla_layers.md). MesaNet has no expand_v argument: it
  * lands in **kwargs and is ignored, so the value width equals the key width (V = K = D/H).
  *
  *   q, k  = silu(conv(x Wq^T)), silu(conv(x Wk^T))       [B, T, H, K]  (always convolved)

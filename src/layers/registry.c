@@ -62,7 +62,7 @@ sb_status sb_layer_type_unknown(const char *name, sb_error *err)
     const char *hint = sb_suggest_result(&near);
     if (hint != NULL)
         return sb_error_set(err, SB_ERR_INVALID,
-                            "unknown --model '%s'; did you mean '%s'? (selectivbench models "
+                            "unknown --model '%s'; did you mean '%s'? (the models command "
                             "lists them)", name, hint);
     char list[512];
     sb_layer_type_list(list, sizeof list);

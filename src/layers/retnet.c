@@ -1,7 +1,7 @@
 /* retnet.c - MultiScaleRetention of flash-linear-attention v0.3.2
  * (fla/layers/multiscale_retention.py) as the reference builds it: hidden_size=D,
  * num_heads=H, use_short_conv=True, expand_k=1, expand_v=2, conv_size=4, every other argument
- * at its default (spec/models-fla.md 0.1, 11).
+ * at its default (docs/models/fla_layers.md).
  *
  *   q, k = silu(conv(x Wq^T)), silu(conv(x Wk^T))      [B, T, H, K]   K = D / H
  *   v    = silu(conv(x Wv^T))                          [B, T, H, V]   V = 2D / H

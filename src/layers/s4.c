@@ -10,7 +10,7 @@
  *   out = GLU(a W^T + b)                           1x1 conv H -> 2H, gate = second half
  * The reference works in (B, H, L) layout; here x stays [B, T, H] (the same numbers, with
  * the time axis strided). Evaluation streams with the equivalent diagonal recurrence.
- * Spec: spec/models-ssm.md section 7; derivations and the reference's quirks:
+ * Spec: docs/models/s4.md; derivations and the reference's quirks:
  * docs/models/s4.md. */
 #include <math.h>
 #include <stdint.h>
@@ -296,7 +296,7 @@ static sb_tensor *s4_forward_stream(sb_graph *g, const sb_model *m, int l, sb_te
 
 static double s4_flops(const sb_model_config *cfg, int T)
 {
-    /* spec/models-ssm.md section 10, direct convolution averaged over a sequence of T
+    /* docs/spec/flops.md, direct convolution averaged over a sequence of T
      * frames: 4 H^2 + H (T + 1) + 12 H (the kernel build, 10 H N/2 T per forward, is not
      * per token) */
     const double H = cfg->d_model;

@@ -7,7 +7,7 @@
  *   x1 = x + RMSNorm_out(o W_o^T + b_o)
  *   f = linear2(SwiGLU_beta(linear1(x1)))
  *   return x1 + Dropout(f)                (RecNet adds x again: the doubled skip path)
- * Spec: spec/models-ssm.md section 4; derivations: docs/models/transformer.md.
+ * Derivations: docs/models/transformer.md.
  */
 #include <math.h>
 #include <stdio.h>
@@ -178,7 +178,7 @@ static sb_tensor *transformer_probe_gates(sb_graph *g, const sb_model *m, int l,
 
 static double transformer_flops(const sb_model_config *cfg, int T)
 {
-    /* spec/models-ssm.md section 10: 32 D^2 + (2D + 2H)(T + 1) + ~60 D, averaged over t */
+    /* docs/spec/flops.md: 32 D^2 + (2D + 2H)(T + 1) + ~60 D, averaged over t */
     double D = cfg->d_model, H = cfg->n_head;
     return 32.0 * D * D + (2.0 * D + 2.0 * H) * (T + 1) + 60.0 * D;
 }

@@ -1,6 +1,6 @@
 /* lm_stack.c - the second model wrapper: fla's causal-LM stack as the reference's
  * *_layered models build it (train.py: an fla XForCausalLM whose token embedding is
- * replaced by an identity, wrapped in CustomModel; spec/models-fla-stacks.md 1-2):
+ * replaced by an identity, wrapped in CustomModel; docs/models/layered.md):
  *
  *   x_0 = u Wp^T + bp                                    proj: Linear(F -> D), with bias
  *   block l:  s = x_l + Mixer_l(RMSNorm(x_l))            pre-norm 1, residual 1

@@ -1,5 +1,5 @@
 /* lm_stack.h - the second model wrapper beside RecNet: the fla causal-LM stack of the
- * reference's *_layered models (spec/models-fla-stacks.md; docs/models/layered.md). recnet.c
+ * reference's *_layered models (docs/models/layered.md). recnet.c
  * hands every layer type with a stack descriptor to these functions; the rest of the library
  * sees an ordinary sb_model. Internal to src/model/. */
 #ifndef SELECTIVBENCH_LM_STACK_H

@@ -6,7 +6,7 @@
  *   dbias[c] += sum_{b,t} dy[b, t, c]
  *   dw[c, k] += sum_{b,t} dy[b, t, c] x[b, t - (K-1) + k, c]
  *   dx[b, s, c] += sum_k dy[b, s + (K-1) - k, c] w[c, k]
- * Spec: spec/models-ssm.md section 1.4. */
+ * Spec: docs/models/mamba.md. */
 #include <omp.h>
 #include <string.h>
 

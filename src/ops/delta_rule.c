@@ -1,5 +1,5 @@
 /* delta_rule.c - kernel K2, the (gated) delta rule with n Householder steps per token (see
- * ops_fla.h; spec spec/models-fla.md sections 3 and 10; derivations
+ * ops_fla.h; spec docs/models/linear_attention.md; derivations
  * docs/models/linear_attention.md).
  *
  * A token's n steps are run as n consecutive positions of one interleaved sequence

@@ -1,5 +1,5 @@
 /* fla_blocks.c - the small blocks around the fla recurrences (see ops_fla.h; spec
- * spec/models-fla.md section 1): short convolution, L2 norm, (gated) RMSNorm, and the gate
+ * docs/models/fla_layers.md): short convolution, L2 norm, (gated) RMSNorm, and the gate
  * functions (GLA logsigmoid, Gated DeltaNet decay, beta).
  *
  *   L2 norm (1.3):    r = (sum x^2 + eps)^-1/2, y = x r;   dx = r (dy - (dy . y) y)

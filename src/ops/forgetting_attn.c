@@ -1,4 +1,4 @@
-/* forgetting_attn.c - kernel K4, forgetting attention (FoX; spec/models-fla.md 5), see
+/* forgetting_attn.c - kernel K4, forgetting attention (FoX; docs/models/layered.md), see
  * ops_layered.h.
  *
  * Per batch b and head h, with Q, K, V the [T, Dh] slices (row stride H Dh), F the cumulative

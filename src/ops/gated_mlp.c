@@ -1,5 +1,5 @@
 /* gated_mlp.c - fla's GatedMLP (fla/modules/mlp.py, swish activation, fused swiglu_linear),
- * see ops_layered.h and spec/models-fla-stacks.md 2.2 and 5.
+ * see ops_layered.h and docs/models/layered.md.
  *
  *   forward:  h = [z Wg^T | z Wu^T] = [g | u]  ([N, 2I]),  p = silu(g) u,  m = p Wd^T
  *   backward: p recomputed from h;  dWd += dm^T p,  dp = dm Wd,

@@ -1,5 +1,5 @@
-/* linear_attn.c - kernel K1, decayed linear attention (see ops_fla.h; spec
- * spec/models-fla.md section 2; derivations docs/models/linear_attention.md).
+/* linear_attn.c - kernel K1, decayed linear attention (see ops_fla.h;
+ * derivations docs/models/linear_attention.md).
  *
  * Per batch and head, with log-decays g_t (a vector over the K key channels, one scalar, or
  * none) and scale s:

@@ -1,4 +1,4 @@
-/* mesa.c - kernel K3, the MesaNet recurrence (see mesa.h; spec spec/models-fla.md section 4;
+/* mesa.c - kernel K3, the MesaNet recurrence (see mesa.h; spec docs/models/mesa_net.md;
  * derivations docs/models/mesa_net.md).
  *
  * Per batch and head (alpha_t = exp(g_t), A_t = H_t + diag(lam)):

@@ -1,5 +1,5 @@
 /* mesa.h - kernel K3, the MesaNet recurrence (mesa.c), and the ridge parameter of MesaNet.
- * Spec: spec/models-fla.md sections 4 and 12; derivations: docs/models/mesa_net.md.
+ * Derivations: docs/models/mesa_net.md.
  * Conventions as ops.h and ops_fla.h: every op writes a new output in the arena, records its
  * backward when an input needs a gradient, and its backward accumulates (+=).
  * Internal to src/ops/ and src/layers/ (the MesaNet layer and the tests include it by path).

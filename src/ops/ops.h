@@ -103,7 +103,7 @@ sb_tensor *sb_gru_stream(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *
 sb_tensor *sb_cross_entropy(sb_graph *g, sb_tensor *logits, const int32_t *target,
                             const uint8_t *valid, real loss_scale, sb_tensor **probs);
 
-/* Per-element accuracy (spec/training.md): for every element window (elem_start,
+/* Per-element accuracy (docs/training.md): for every element window (elem_start,
  * elem_len of B rows of E entries; len 0 = padding, skipped) sum the probabilities of
  * its frames, take the first argmax, compare with the window's target. probs[B*T, C]. */
 void sb_window_accuracy(const real *probs, int T, int C, const int32_t *target,

@@ -7,7 +7,7 @@
  *
  * Glossary: B batch, T frames, H heads, K key width per head, V value width per head,
  * n Householder steps per token (delta rule), C chunk length (tokens).
- * Spec: spec/models-fla.md sections 1-3; derivations: docs/models/linear_attention.md.
+ * Spec: docs/models/fla_layers.md; derivations: docs/models/linear_attention.md.
  *
  * Recurrent states are [B, H, K, V] (key-major), as the spec writes them.
  */

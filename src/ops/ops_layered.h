@@ -3,8 +3,7 @@
  * ops_fla.h: kernel K4 (forgetting attention, FoX) and fla's GatedMLP. Conventions as ops.h:
  * every op writes a new output in the arena, records its backward when an input needs a
  * gradient, and its backward accumulates (+=) into the inputs' gradients.
- * Spec: spec/models-fla.md 5 and 13, spec/models-fla-stacks.md 2.2 and 5;
- * docs: docs/models/layered.md.
+ * Docs: docs/models/layered.md.
  */
 #ifndef SELECTIVBENCH_OPS_LAYERED_H
 #define SELECTIVBENCH_OPS_LAYERED_H

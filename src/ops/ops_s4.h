@@ -1,6 +1,6 @@
 /*
  * ops_s4.h - the ops of the S4D layer (the reference's S4D and S4DKernel in
- * models/ssm_models.py; spec/models-ssm.md section 7). Same conventions as ops.h: outputs
+ * models/ssm_models.py; docs/models/s4.md). Same conventions as ops.h: outputs
  * go to the step's arena, the backward is recorded when the graph records, and every
  * backward accumulates (+=) into its inputs' gradients.
  *

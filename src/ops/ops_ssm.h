@@ -7,7 +7,7 @@
  * Every recurrence comes twice: the fast form the layers use, and a plain step-by-step
  * `_ref` form in the same file with the same contract, which the tests hold the fast form
  * to (outputs, final states and gradients). Derivations: docs/models/mamba.md and
- * docs/models/mamba2.md; spec: spec/models-ssm.md sections 1.6, 5 and 6.
+ * docs/models/mamba2.md.
  *
  * Dimension names: B batch, T frames, E inner width (2 * d_model), N state width,
  * M Mamba2 heads, P = E / M head width, Q chunk length.

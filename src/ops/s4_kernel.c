@@ -1,4 +1,4 @@
-/* s4_kernel.c - the S4D ops (ops_s4.h; spec/models-ssm.md sections 1.3, 1.10 and 7;
+/* s4_kernel.c - the S4D ops (ops_s4.h; docs/models/s4.md;
  * derivations in docs/models/s4.md):
  *   - the kernel K[h, l] = 2 Re sum_n C q w^l from the diagonal parameters, and its
  *     backward to log_dt, C, log_A_real and A_imag;

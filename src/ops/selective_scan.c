@@ -1,5 +1,5 @@
 /* selective_scan.c - Mamba's selective scan with the D skip and the z gate fused in
- * (ops_ssm.h; spec/models-ssm.md section 5; derivation: docs/models/mamba.md).
+ * (ops_ssm.h; derivation: docs/models/mamba.md).
  *
  * Forward, per batch b and channel e (A = -exp(A_log), h[-1] = 0):
  *   dt_t = softplus(delta_t + dt_bias),  abar_t,n = exp(dt_t A_n)

@@ -1,5 +1,5 @@
 /* ssd.c - Mamba2's state-space dual (SSD) layer core: the chunked form the model uses and
- * the recurrent form as its oracle (ops_ssm.h; spec/models-ssm.md section 6; derivation:
+ * the recurrent form as its oracle (ops_ssm.h; docs/models/mamba2.md; derivation:
  * docs/models/mamba2.md).
  *
  * Per batch b and head m (scalar A = -exp(A_log[m]); x_t is the head's P channels):

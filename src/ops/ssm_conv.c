@@ -1,5 +1,5 @@
 /* ssm_conv.c - the causal depthwise convolution followed by SiLU, fused, as both Mambas
- * apply it (ops_ssm.h; spec/models-ssm.md section 1.4). Same contract as
+ * apply it (ops_ssm.h; docs/models/mamba.md). Same contract as
  * sb_conv1d_causal + sb_silu, in one pass:
  *   pre[b, t, c] = bias[c] + sum_{k<K} w[c, k] x[b, t - (K-1) + k, c]   (x = history or 0
  *                                                                        before t = 0)

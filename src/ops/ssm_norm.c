@@ -1,5 +1,5 @@
 /* ssm_norm.c - Mamba2's gated RMSNorm (RMSNormGated, norm_before_gate=False, one group
- * spanning all E channels, eps under the root). Spec: spec/models-ssm.md section 1.6.
+ * spanning all E channels, eps under the root). Spec: docs/models/mamba2.md.
  *
  * Forward, per token:  g = y silu(z),  r = (mean_E(g^2) + eps)^(-1/2),  o = g r w
  * Backward, with q = do w and ghat = g r:

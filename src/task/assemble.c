@@ -1,6 +1,6 @@
 /*
  * assemble.c - from a state sequence to what the model sees: gaps, distractor symbols,
- * one-hot frames with noise, targets (spec/task.md section 6).
+ * one-hot frames with noise, targets (docs/task.md, "Samples").
  *
  * Per element k of a sample: its symbol frame, then g_k gap frames. Whether there is a
  * gap is drawn once per element at or after gap_start (u > gap_prob: none); its duration

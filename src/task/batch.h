@@ -1,5 +1,5 @@
 /*
- * batch.h - padded batches of assembled samples, built on the fly (spec/task.md 6.3).
+ * batch.h - padded batches of assembled samples, built on the fly (docs/task.md, "Samples").
  *
  * A batch holds B samples padded to the longest one: one-hot (plus noise) frames, the
  * target state id per frame, a validity mask, and each element's accuracy window

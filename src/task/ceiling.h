@@ -14,7 +14,7 @@
  * is at most the states of one letter, so an element costs about (states of a letter) x
  * (successors) operations.
  *
- * Scored elements are every element of every sample (the accuracy of spec/training.md).
+ * Scored elements are every element of every sample (the accuracy of docs/training.md).
  *   expected_acc  mean over elements of max_s p(s | frames up to the element's symbol)
  *                 (the Bayes accuracy; ties do not matter);
  *   realized_acc  the fraction of elements whose posterior argmax is the true state

@@ -1,5 +1,5 @@
 /*
- * entropy.c - topological entropy of a grammar by the direct method (spec/task.md 4.1).
+ * entropy.c - topological entropy of a grammar by the direct method (docs/task.md, "Grammar").
  *
  * TE = ln(rho), rho the Perron root (spectral radius) of the binary table of the
  * grammar's transitions with the closing edges '#' -> start state added. The reference

@@ -1,5 +1,5 @@
 /*
- * grammar.c - generation of the random artificial grammar (spec/task.md section 3) and
+ * grammar.c - generation of the random artificial grammar (docs/task.md, "Grammar") and
  * the tables derived from it (section 4: state ids, forbidden classes).
  *
  * The draw order is the reference's, call for call: one numpy Generator for every grammar

@@ -1,5 +1,5 @@
 /*
- * grammar.h - the random artificial grammar of SelectivBench (spec/task.md sections 3-4).
+ * grammar.h - the random artificial grammar of SelectivBench (docs/task.md, "Grammar").
  *
  * A grammar has `n_states` states: plain letters ("B"), indexed copies of the ambiguous
  * letters ("C0".."C39") and the end state "#" (always last). Each state has a list of
@@ -76,7 +76,7 @@ int sb_grammar_find_state(const sb_grammar *g, const char *name);
 /* Letter of class c: '#' for 0, 'A'.. for 1.., 'a'.. for 27.. */
 char sb_class_letter(int c);
 
-/* Topological entropy by the direct method (spec/task.md 4.1): ln of the Perron root of
+/* Topological entropy by the direct method (docs/task.md, "Grammar"): ln of the Perron root of
  * the binary successor table with the edges '#' -> start added. Sparse power iteration on
  * each strongly connected component with Collatz-Wielandt bounds (converged to 1e-14
  * relative), falling back to LAPACK dgeev for components where that is slow. */

@@ -1,6 +1,6 @@
 /*
  * sequence.h - state sequences of a grammar, bit-identical to the reference's sampler
- * (spec/task.md section 5).
+ * (docs/task.md, "Samples").
  *
  * Sample idx of a task with seed s is drawn from its own numpy Generator
  * default_rng(s * idx): strings are walked from a random start state to '#', rejected

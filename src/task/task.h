@@ -1,6 +1,6 @@
 /*
  * task.h - a SelectivBench task: grammar + sequences + gaps, as the model sees them
- * (spec/task.md section 6, spec/training.md "Runs and datasets").
+ * (docs/task.md, "Samples", docs/training.md "Runs and datasets").
  *
  * A task is created once from its configuration (the reference's task flags). Samples
  * are assembled on demand and are pure functions of (configuration, split, index): no

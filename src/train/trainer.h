@@ -2,7 +2,7 @@
  * trainer.h - one run of the reference's train.py: one pass over the training set in index
  * order, evaluation of the whole test set every epoch_size samples, checkpoints, metrics.
  *
- * What happens, per spec/training.md:
+ * What happens, per docs/training.md:
  *   - micro-batches of batch_size / grad_acc samples; one update every grad_acc of them,
  *     gradients summed (protocol reference) or averaged (clean) over the micro-batches;
  *   - before each update: global-norm clipping at 1, then Adam/AdamW with the learning

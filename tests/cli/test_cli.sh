@@ -49,7 +49,10 @@ expect_error 2 "unknown command" frobnicate
 # did you mean: a typo close to one known name (<= 2 edits, or a unique prefix) names it
 expect_error 2 "unknown command 'trian'; did you mean 'train'?" trian
 expect_error 2 "unknown command 'swe'; did you mean 'sweep'?" swe
-expect_error 2 "unknown command 'frobnicate'; run 'selectivbench --help'" frobnicate
+# hints name the program as it was run, so that they paste into the same shell
+expect_error 2 "unknown command 'frobnicate'; run '$SB --help'" frobnicate
+expect_error 2 "did you mean 'train'? (run '$SB --help' for the list)" trian
+expect_error 2 "name the checkpoint first, a run id or a file: $SB eval RUN|CKPT \[flags\]" eval --test_dur 1
 expect_error 2 "unknown flag --sed; did you mean --seed?" grammar --sed 1
 expect_error 2 "unknown flag --lrr; did you mean --lr?" train --lrr 1
 expect_error 2 "unknown flag --worker; did you mean --workers?" sweep tiny/task2 --worker 2
@@ -61,9 +64,10 @@ expect_error 2 "--optimizer: 'adan' is not one of: adam, adamw; did you mean 'ad
 expect_error 2 "--optimizer: 'adamx' is not one of: adam, adamw\$" train --optimizer adamx
 expect_error 2 "--model: 'glaa' is not one of: .*; did you mean 'gla'?\$" \
   results --db "$TMP/none.db" --model glaa
-expect_error 2 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)" \
+expect_error 2 "unknown --model 'glaa'; did you mean 'gla'? ($SB models lists them)" \
   train --model glaa
-expect_error 2 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)" \
+# bench's model is checked by the library, which does not know how the program was run
+expect_error 2 "unknown --model 'glaa'; did you mean 'gla'? (the models command lists them)" \
   bench --model glaa --steps 1
 expect_error 2 "--models: unknown model 'mamb'; did you mean 'mamba'?" demo --models mamb
 expect_error 2 "no sweep file or preset 'tiny/tsk2'; did you mean the preset 'tiny/task2'?" \
@@ -235,6 +239,16 @@ grep -q "| transformer |" "$TMP/out" || fail "demo: no results table"
 grep -q "^sample 0 (train" "$TMP/out" && grep -q "^sample 1 (train" "$TMP/out" ||
   fail "demo: the two task-2 samples are not shown"
 [ -s "$TMP/demo/report/fig2a_d32.png" ] || fail "demo: no figure"
+# the demo's Next: lines paste whole: the program as it was run, then a shell comment
+next=$(sed -n '/^Next:/,$p' "$TMP/out" | tail -n +2)
+[ "$(echo "$next" | grep -c "^   $SB [a-z]")" -eq 4 ] ||
+  fail "demo: the 4 Next: lines do not start with the program as run ($SB): $next"
+for sub in results train; do
+  hint=$(echo "$next" | grep "^   $SB $sub ")
+  sh -c "$hint" >"$TMP/paste.out" 2>&1 || fail "demo: the hint '$hint' does not run: $(cat "$TMP/paste.out")"
+done
+grep -q "^   $SB results --db $TMP/demo/selectivbench.db   # " "$TMP/out" ||
+  fail "demo: no hint for the results of its database: $next"
 expect_error 2 "unknown model 'nosuch'" demo --models transformer,nosuch --out "$TMP/demo2"
 
 # results --csv: a header with the configuration keys and the metrics, one row per run

@@ -1,6 +1,6 @@
 #!/bin/sh
-# test_dt_rank.sh - --dt_rank is a no-op, as in the reference (spec/models-ssm.md, pitfall 1;
-# docs/models/mamba.md): train.py's RecNet takes --dt_rank but never passes it to Mamba,
+# test_dt_rank.sh - --dt_rank is a no-op, as in the reference
+# (docs/models/mamba.md): train.py's RecNet takes --dt_rank but never passes it to Mamba,
 # whose dt_rank is 'auto' = ceil(d_model / 16), and no other layer has one. So:
 #   - Mamba trained with --dt_rank 3, 0 (train.py's default) or -7 gives the same run and
 #     training hashes, the same result numbers and byte-identical checkpoints (weights,

@@ -69,6 +69,20 @@ run_prog() { # run_prog PROGRAM ARGS...: with the sanitizer runtimes preloaded w
   fi
 }
 
+# the command line tool as installed: it runs from the prefix, away from the source tree, and
+# found on PATH its hints name it as `selectivbench` (the program as it was run)
+version=$(sed -n 's/^#define SB_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' \
+  "$prefix/include/selectivbench/selectivbench.h" | paste -sd. -)
+out=$(cd "$tmp" && "$prefix/bin/selectivbench" --version 2>&1)
+check "the installed selectivbench --version prints 'selectivbench $version' (got: $out)" \
+  test "$out" = "selectivbench $version"
+out=$(cd "$tmp" && OMP_WAIT_POLICY=PASSIVE "$prefix/bin/selectivbench" models 2>&1)
+check "the installed selectivbench models lists the models and the taxonomy" \
+  sh -c 'echo "$1" | grep -q "^  transformer " && echo "$1" | grep -q "^Taxonomy"' _ "$out"
+out=$(cd "$tmp" && PATH="$prefix/bin:$PATH" selectivbench frobnicate 2>&1)
+check "on PATH, its hints say 'selectivbench' (got: $out)" \
+  sh -c 'echo "$1" | grep -q "run '"'"'selectivbench --help'"'"'\$"' _ "$out"
+
 # the example, built against the installed copy through pkg-config only
 flags=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs selectivbench) || {
   echo "FAIL: pkg-config --cflags --libs selectivbench"

@@ -69,7 +69,7 @@ kill -INT $pid
 wait $pid
 rc=$?
 [ $rc -eq 130 ] || fail "train after SIGINT exited $rc, want 130: $(cat "$TMP/int.err")"
-n=$(grep -c 'interrupted at update [0-9]* (checkpoint .*); resume with: selectivbench train .* --resume$' \
+n=$(grep -c "interrupted at update [0-9]* (checkpoint .*); resume with: $SB train .* --resume\$" \
   "$TMP/int.err")
 [ "$n" -eq 1 ] || fail "train after SIGINT: want one 'interrupted ... resume with' line: $(cat "$TMP/int.err")"
 grep -q '^interrupted: ' "$TMP/int.out" && fail "an interrupted run printed a summary: $(cat "$TMP/int.out")"
@@ -79,10 +79,9 @@ field "$TMP/int/selectivbench.db" reason | grep -q "^interrupted at update [0-9]
   fail "interrupted run's reason: $(field "$TMP/int/selectivbench.db" reason)"
 ls "$TMP"/int/checkpoints/*.safetensors >/dev/null 2>&1 || fail "no checkpoint after SIGINT"
 stopped_at=$(sed -n 's/.*interrupted at update \([0-9]*\) .*/\1/p' "$TMP/int.err")
-# the command it printed, as printed
-resume=$(sed -n 's/.*; resume with: selectivbench //p' "$TMP/int.err")
-# shellcheck disable=SC2086
-"$SB" $resume >"$TMP/int2.out" 2>&1 || fail "the printed resume command failed: $(cat "$TMP/int2.out")"
+# the command it printed, pasted as printed (it starts with the program as it was run)
+resume=$(sed -n 's/.*; resume with: //p' "$TMP/int.err")
+sh -c "$resume" >"$TMP/int2.out" 2>&1 || fail "the printed resume command failed: $(cat "$TMP/int2.out")"
 grep -q "resuming at update $stopped_at\$" "$TMP/int2.out" ||
   fail "the resumed run did not pick up at update $stopped_at: $(head -n 3 "$TMP/int2.out")"
 status_is "$TMP/int/selectivbench.db" finished || fail "resumed run not finished"

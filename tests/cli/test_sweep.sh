@@ -44,11 +44,11 @@ n=$("$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --filter model=mamba -
 [ "$n" = "32 runs" ] || fail "task4 mamba shard 1/4: $n (expected 32)"
 # the shards of a filtered selection are disjoint and cover it, in grid order
 "$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --filter model=mamba |
-  grep '^selectivbench' >"$TMP/whole"
+  grep "^$SB train " >"$TMP/whole"
 : >"$TMP/shards"
 for i in 0 1 2; do
   "$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --filter model=mamba --shard $i/3 |
-    grep '^selectivbench' | awk -v i=$i '{print NR * 3 - 3 + i, $0}' >>"$TMP/shards"
+    grep "^$SB train " | awk -v i=$i '{print NR * 3 - 3 + i, $0}' >>"$TMP/shards"
 done
 sort -n "$TMP/shards" | cut -d' ' -f2- >"$TMP/merged"
 [ "$(wc -l <"$TMP/whole")" -eq 128 ] && cmp -s "$TMP/whole" "$TMP/merged" ||
@@ -141,7 +141,7 @@ else
       --results "$TMP/big" --quiet
     expect_error 2 "1000000000000000000 runs selected" sweep "$TMP/big18.yaml" --dry_run
     expect_ok sweep "$TMP/big9.yaml" --dry_run --limit 2
-    [ "$(grep -c '^selectivbench train ' "$TMP/out")" -eq 2 ] &&
+    [ "$(grep -c "^$SB train " "$TMP/out")" -eq 2 ] &&
       [ "$(tail -n 1 "$TMP/out")" = "2 runs" ] ||
       fail "big9 --dry_run --limit 2 under ulimit -v: $(cat "$TMP/out")"
     [ "$failures" -eq "$before" ] # the subshell's failures reach the parent through its status
@@ -184,7 +184,7 @@ for bad in 'abc:is not a finite number' '-1:--lr -1 is out of range' \
   expect_error 1 "2 of 4 runs refused; the first, run 2: .*$says" sweep "$TMP/bad.yaml" --dry_run
   cp "$TMP/err" "$TMP/dry_err"
   [ "$(tail -n 1 "$TMP/out")" = "4 runs, 2 refused" ] &&
-    [ "$(grep -c '^selectivbench train ' "$TMP/out")" -eq 2 ] &&
+    [ "$(grep -c "^$SB train " "$TMP/out")" -eq 2 ] &&
     [ "$(grep -c "^run [23] refused: .*$says" "$TMP/out")" -eq 2 ] ||
     fail "dry run of lr/model '$value': $(cat "$TMP/out")"
   expect_error 1 "2 of 4 runs refused" sweep "$TMP/bad.yaml" --hashes

@@ -90,7 +90,8 @@ static void read_database(sb_results *db)
         return;
     for (size_t i = 0; i < got; i++) {
         fuzz_check(memchr(page[i].run_hash, '\0', sizeof page[i].run_hash) != NULL &&
-                       memchr(page[i].reason, '\0', sizeof page[i].reason) != NULL,
+                       memchr(page[i].reason, '\0', sizeof page[i].reason) != NULL &&
+                       memchr(page[i].checkpoint, '\0', sizeof page[i].checkpoint) != NULL,
                    "a read row's strings are not terminated");
         read_run_public(db, &page[i]);
     }

@@ -203,7 +203,7 @@ static void test_models(void **state)
     assert_non_null(strstr(err.msg, "gru")); /* the known models are listed */
     /* a typo names the model it is closest to */
     assert_error(sb_models_size("glaa", &shape, &params, NULL, &err), &err, SB_ERR_INVALID,
-                 "unknown --model 'glaa'; did you mean 'gla'? (selectivbench models lists them)");
+                 "unknown --model 'glaa'; did you mean 'gla'? (the models command lists them)");
     shape.width = 0;
     assert_error(sb_models_size("gru", &shape, &params, NULL, &err), &err, SB_ERR_INVALID,
                  "width 0");
@@ -371,6 +371,7 @@ static void test_results(void **state)
     out.test_acc = 0.5;
     out.test_loss = 1.5;
     out.train_acc = out.train_loss = out.wall_s = out.tokens_per_s = (double)NAN;
+    snprintf(out.checkpoint, sizeof out.checkpoint, "elsewhere/weights.safetensors");
     assert_int_equal(sb_results_record(path, cfg, &out, &err), SB_OK);
     assert_error(sb_results_record(path, cfg, &out, &err), &err, SB_ERR_INVALID, "finished");
     char hash[17];
@@ -388,6 +389,7 @@ static void test_results(void **state)
     assert_true(rows[0].ceiling > 0 && rows[0].ceiling <= 1);
     assert_true(isnan(rows[0].train_acc));
     assert_string_equal(rows[0].reason, "");
+    assert_string_equal(rows[0].checkpoint, "elsewhere/weights.safetensors");
     /* the stored configuration's text, the yardsticks' backfill (nothing missing: the
      * ceiling's standard error only), the integrity check */
     char *json = NULL;

@@ -113,7 +113,7 @@ static void test_reference_grammars(void **state)
     json_decref(index);
 }
 
-/* The worked example of spec/task.md section 3. */
+/* The worked example of docs/task.md, "Grammar". */
 static void test_worked_example(void **state)
 {
     (void)state;

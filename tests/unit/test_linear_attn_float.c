@@ -4,7 +4,8 @@
  *     written here, including decays too strong for the factorised chunk products;
  *   - whole RecNets against the PyTorch mimic's logits (tests/data/fla);
  *   - identical training steps (logits and every gradient) with 1 and 2 threads;
- *   - parameter counts of spec/models-fla.md section 15 and state_dict names and shapes.
+ *   - the reference's parameter counts (docs/models/fla_layers.md, "Parameters") and
+ *     state_dict names and shapes.
  */
 #include <math.h>
 #include <omp.h>
@@ -246,7 +247,8 @@ static void test_stream_memory(void **state)
 /* ---- parameter counts and names ---------------------------------------------------------------
  */
 
-/* spec/models-fla.md section 15, per layer, at d = 64, 128, 256, 512, 1024 */
+/* the reference's parameter counts (docs/models/fla_layers.md), per layer, at d = 64, 128,
+ * 256, 512, 1024 */
 static const long long layer_count[4][5] = {
     {35936, 137408, 536960, 2122496, 8439040},
     {25888, 100928, 398464, 1583360, 6316288},

@@ -9,7 +9,7 @@
  *   - identical results with 1 and 2 threads;
  *   - the small-matrix kernel of the chunked forms (sb_fla_gemm) equals a plain loop exactly,
  *     through every block shape (8/4/1 rows; 32/16/8/4/fewer columns) and triangle mode.
- * spec/models-fla.md section 19 lists these checks.
+ * docs/models/linear_attention.md lists these checks.
  */
 #include <math.h>
 #include <omp.h>

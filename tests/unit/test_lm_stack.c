@@ -1,5 +1,5 @@
 /*
- * test_lm_stack.c - the *_layered models (the LM stack, spec/models-fla-stacks.md), double
+ * test_lm_stack.c - the *_layered models (the LM stack, docs/models/layered.md), double
  * precision:
  *   - kernel K4 (forgetting attention): blocked form == plain form (forward and gradients,
  *     several query blocks, large cumulative gates), both against finite differences;
@@ -342,7 +342,7 @@ static size_t count(const char *name, int D, int L, sb_status *st)
 static void test_param_counts(void **state)
 {
     (void)state;
-    /* spec/models-fla-stacks.md 6 (F = 41, n_out = 1601); fox_layered: the spec's backbone
+    /* docs/models/layered.md (F = 41, n_out = 1601); fox_layered: the spec's backbone
      * count plus the added head (1601 D) */
     static const int widths[5] = {64, 128, 256, 512, 1024};
     static const size_t total[4][2][5] = {

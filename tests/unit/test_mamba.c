@@ -2,7 +2,8 @@
  * test_mamba.c - the state-space layers in the float build:
  *   - the float kernels against a double-precision recurrence written here;
  *   - identical results (outputs and every gradient, bit for bit) with 1 and 2 threads;
- *   - parameter counts of spec/models-ssm.md section 9, state_dict names, shapes, order;
+ *   - the reference's parameter counts (docs/models/README.md lists them), state_dict
+ *     names, shapes, order;
  *   - the initialisation: A_log, D, the dt biases, bounds of the drawn weights, and the
  *     torch draw order (one value checked against torch 1.13 by hand, see below).
  */
@@ -176,7 +177,7 @@ static void test_threads(void **state)
 static void test_param_counts(void **state)
 {
     (void)state;
-    /* spec/models-ssm.md section 9: I = 41, O = 1601, 8 layers */
+    /* the reference's counts (docs/models/README.md): I = 41, O = 1601, 8 layers */
     const int dims[5] = {64, 128, 256, 512, 1024};
     const size_t mamba128[5] = {712961, 1833921, 5304641, 17161281, 60535361};
     const size_t mamba2_128[5] = {456129, 1293441, 4147713, 14574849, 54369217};

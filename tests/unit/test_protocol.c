@@ -1,5 +1,5 @@
 /*
- * test_protocol.c - what --protocol changes in training (spec/training.md, "Two protocols"),
+ * test_protocol.c - what --protocol changes in training (docs/training.md, "Two protocols"),
  * through the trainer's own code (double build: the comparisons are exact up to rounding).
  *
  * 1. Gradient accumulation. train.py calls loss.backward() on every micro-batch's loss (the

@@ -1,6 +1,6 @@
 /*
- * test_retnet_mesa.c - RetNet and MesaNet (spec/models-fla.md sections 4, 11, 12) in double
- * precision:
+ * test_retnet_mesa.c - RetNet and MesaNet (docs/models/retnet.md, docs/models/mesa_net.md)
+ * in double precision:
  *   - kernel K3 (MesaNet): finite-difference gradient checks of the chunked kernel and of the
  *     step-by-step reference in exact-solve mode (the implicit backward is the gradient of the
  *     exact solve), lengths crossing chunk boundaries with a ragged tail, V != K;

@@ -5,8 +5,8 @@
  *   - whole RecNets against the PyTorch mimic's logits (tests/data/fla_more);
  *   - identical training steps (logits and every gradient) with 1 and 2 threads;
  *   - streaming a long sequence does not grow the activation memory;
- *   - parameter counts of spec/models-fla.md section 15 (both tables) and the state_dict
- *     names and shapes; configurations the reference cannot build are refused.
+ *   - the reference's parameter counts (both tables; docs/models/retnet.md and
+ *     docs/models/mesa_net.md, "Parameters") and the state_dict names and shapes; configurations the reference cannot build are refused.
  */
 #include <math.h>
 #include <omp.h>
@@ -233,8 +233,8 @@ static void test_stream_memory(void **state)
 /* ---- parameter counts and names ---------------------------------------------------------------
  */
 
-/* spec/models-fla.md section 15: the per-layer table (d = 64 .. 1024) and the model-size sweep
- * table (d = 256 .. 1296) */
+/* the reference's parameter counts (docs/models/retnet.md, docs/models/mesa_net.md): the
+ * per-layer table (d = 64 .. 1024) and the model-size sweep table (d = 256 .. 1296) */
 static const int dims[11] = {64, 128, 256, 512, 1024, 384, 648, 768, 960, 1152, 1296};
 static const long long layer_count[2][11] = {
     {33824, 133184, 528512, 2105600, 8405248, 1185984, 3369762, 4731072, 7388400, 10635408,

@@ -3,8 +3,8 @@
  *   - the float FFT path (kernel + convolution) against the double-precision recurrence
  *     at a realistic length: outputs and gradients;
  *   - identical results (outputs and every gradient, bit for bit) with 1 and 2 threads;
- *   - parameter counts of spec/models-ssm.md section 9, state_dict names, shapes, order
- *     and optimiser groups; the initialisation against torch 1.13 bit for bit at the
+ *   - the reference's parameter counts (docs/models/README.md lists them), state_dict
+ *     names, shapes, order and optimiser groups; the initialisation against torch 1.13 bit for bit at the
  *     widths of the tiny task and the sweeps (tests/data/s4/init.json);
  *   - train.py's S4 optimiser against torch (tests/data/s4/optim.json): AdamW groups,
  *     weight decay, clipping, CosineAnnealingLR stepped per evaluation (learning rates
@@ -170,7 +170,7 @@ static void test_threads(void **state)
 static void test_param_counts(void **state)
 {
     (void)state;
-    /* spec/models-ssm.md section 9: I = 41, O = 1601, 8 layers */
+    /* the reference's counts (docs/models/README.md): I = 41, O = 1601, 8 layers */
     const int dims[5] = {64, 128, 256, 512, 1024};
     const size_t s4_128[5] = {306433, 742337, 2007361, 6110273, 20607553};
     const size_t s4_64[5] = {240897, 611265, 1745217, 5585985, 19558977};

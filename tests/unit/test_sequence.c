@@ -83,7 +83,7 @@ static void test_reference_samples(void **state)
     assert_true(samples_checked >= 200);
 }
 
-/* The worked example of spec/task.md: sample 0 with string limit 20. */
+/* The worked example of docs/task.md: sample 0 with string limit 20. */
 static void test_worked_example(void **state)
 {
     (void)state;

@@ -40,7 +40,7 @@ static int teardown(void **state)
     return test_remove_dir(tmpdir);
 }
 
-/* ---- parameter counts: spec/models-ssm.md section 9 (I 41, O 1601, 8 layers) ---------- */
+/* ---- the reference's parameter counts (docs/models/README.md; I 41, O 1601, 8 layers) -- */
 
 static void test_param_counts(void **state)
 {

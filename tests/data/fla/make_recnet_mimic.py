@@ -1,5 +1,5 @@
 # Pure-PyTorch mimic of the benchmark's RecNet with the fla layers (construction order and
-# special inits of fla v0.3.2; forward written from spec/models-fla.md with naive recurrences).
+# special inits of fla v0.3.2; forward written from docs/models/fla_layers.md and docs/models/linear_attention.md with naive recurrences).
 # Writes the reference of tests/unit/test_linear_attn_layers.c and test_linear_attn_float.c:
 #   python3 make_recnet_mimic.py recnet_mimic_seed3.json        (made with torch 1.13)
 # The tests read the JSON only; they never need Python.

@@ -3,7 +3,7 @@
 # tests/unit/test_lm_stack.c. fla cannot run here (no triton), so the modules are rebuilt from
 # fla v0.3.2's constructors in their construction order, and transformers' post_init is
 # replayed: _init_weights on every module, children before parents, each module once
-# (spec/models-fla-stacks.md 2.4). The forward follows the spec with naive recurrences, in
+# (docs/models/layered.md). The forward follows the spec with naive recurrences, in
 # float64 from the float32 parameters. fox_layered gets the lm_head of
 # ForgettingTransformerForCausalLM (the deviation documented in docs/models/layered.md).
 #   python3 make_layered_mimic.py layered_mimic.json        (made with torch 1.13, AVX2 CPU)

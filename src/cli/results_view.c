@@ -1,0 +1,1124 @@
+/* results_view.c - the runs `results` shows, as columns (see results_view.h). */
+#include "cli/results_view.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_LIST 32 /* names in one --columns or --group */
+#define G3 99       /* fields[].digits: three significant digits */
+
+/* ---- columns ------------------------------------------------------------------------------ */
+
+/* A run's own fields (and the task's TE), in the order `--help` and errors list them. */
+typedef enum field {
+    F_RUN, F_STATUS, F_MODEL, F_PROTOCOL, F_PARAMS, F_TEST_ACC, F_TEST_LOSS, F_TRAIN_ACC,
+    F_TRAIN_LOSS, F_WALL_S, F_TOKENS_PER_S, F_CEILING, F_CEILING_SE, F_EFFECTIVE_MEMORY,
+    F_FLOPS_PER_TOKEN, F_STATE_SIZE, F_ATTEMPTS, F_FINISHED_AT, F_CHECKPOINT, F_TE, N_FIELDS
+} field;
+
+static const struct {
+    const char *name;  /* in --columns/--sort/--group and JSON */
+    const char *csv;   /* the CSV header (the run id keeps its old name there: hash) */
+    const char *title; /* the table's header */
+    int digits;        /* a number in the table: its decimals; -1: as the text; G3: %.3g */
+    int numeric;
+} fields[N_FIELDS] = {
+    [F_RUN] = {"run", "hash", "run", -1, 0},
+    [F_STATUS] = {"status", "status", "status", -1, 0},
+    [F_MODEL] = {"model", "model", "model", -1, 0},
+    [F_PROTOCOL] = {"protocol", "protocol", "protocol", -1, 0},
+    [F_PARAMS] = {"params", "params", "params", -1, 1},
+    [F_TEST_ACC] = {"test_acc", "test_acc", "test acc", 4, 1},
+    [F_TEST_LOSS] = {"test_loss", "test_loss", "test loss", 4, 1},
+    [F_TRAIN_ACC] = {"train_acc", "train_acc", "train acc", 4, 1},
+    [F_TRAIN_LOSS] = {"train_loss", "train_loss", "train loss", 4, 1},
+    [F_WALL_S] = {"wall_s", "wall_s", "wall s", 1, 1},
+    [F_TOKENS_PER_S] = {"tokens_per_s", "tokens_per_s", "tok/s", 0, 1},
+    [F_CEILING] = {"ceiling", "ceiling", "ceiling", 4, 1},
+    [F_CEILING_SE] = {"ceiling_se", "ceiling_se", "ceiling se", 4, 1},
+    [F_EFFECTIVE_MEMORY] = {"effective_memory", "effective_memory", "eff mem", 2, 1},
+    [F_FLOPS_PER_TOKEN] = {"flops_per_token", "flops_per_token", "flops/tok", G3, 1},
+    [F_STATE_SIZE] = {"state_size", "state_size", "state", -1, 1},
+    [F_ATTEMPTS] = {"attempts", "attempts", "attempts", -1, 1},
+    [F_FINISHED_AT] = {"finished_at", "finished_at", "finished at", -1, 0},
+    [F_CHECKPOINT] = {"checkpoint", "checkpoint", "checkpoint", -1, 0},
+    [F_TE] = {"te", "te", "TE", 4, 1},
+};
+
+/* A column: a run's field (field >= 0) or configuration key `key` (field < 0). */
+typedef struct column {
+    int field;
+    int key;
+} column;
+
+/* The column called name ("hash" is the run id's CSV name); 0 when there is none. A
+ * configuration key that is also a field (model, protocol) is the field. */
+static int column_find(const char *name, column *out)
+{
+    for (int f = 0; f < N_FIELDS; f++)
+        if (strcmp(name, fields[f].name) == 0 || strcmp(name, fields[f].csv) == 0) {
+            *out = (column){f, -1};
+            return 1;
+        }
+    int key = sb_config_key_find(name);
+    if (key < 0 || sb_config_key_hashes(key) == 0) /* not stored with a run */
+        return 0;
+    *out = (column){-1, key};
+    return 1;
+}
+
+static const char *column_name(column c)
+{
+    return c.field >= 0 ? fields[c.field].name : sb_config_key_name(c.key);
+}
+
+static const char *column_title(column c)
+{
+    return c.field >= 0 ? fields[c.field].title : sb_config_key_name(c.key);
+}
+
+static const char *column_csv(column c)
+{
+    return c.field >= 0 ? fields[c.field].csv : sb_config_key_name(c.key);
+}
+
+/* The error for a name that is no column: the closest name and the run's fields. */
+static sb_status unknown_column(const char *flag, const char *name, sb_error *err)
+{
+    const char *names[N_FIELDS + 256];
+    int n = 0;
+    char known[400] = "";
+    for (int f = 0; f < N_FIELDS; f++) {
+        names[n++] = fields[f].name;
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", f > 0 ? ", " : "",
+                 fields[f].name);
+    }
+    column c;
+    for (int k = 0; k < sb_config_key_count() && n < (int)(sizeof names / sizeof *names); k++)
+        if (column_find(sb_config_key_name(k), &c) && c.field < 0) /* model is a field */
+            names[n++] = sb_config_key_name(k);
+    const char *hint = sb_closest_name(name, names, n);
+    char did_you_mean[96] = "";
+    if (hint != NULL)
+        snprintf(did_you_mean, sizeof did_you_mean, "; did you mean '%s'?", hint);
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "--%s: no column '%s'%s (the columns: %s, and every configuration key "
+                        "that `selectivbench train --help` lists)",
+                        flag, name, did_you_mean, known);
+}
+
+/* Splits "a,b,c" into columns (at most max); errors name the flag. */
+static sb_status parse_columns(const char *flag, const char *text, column *out, int max, int *n,
+                               sb_error *err)
+{
+    *n = 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", text);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == max)
+            return sb_error_set(err, SB_ERR_INVALID, "--%s names more than %d columns", flag, max);
+        if (!column_find(tok, &out[*n]))
+            return unknown_column(flag, tok, err);
+        (*n)++;
+    }
+    if (*n == 0)
+        return sb_error_set(err, SB_ERR_INVALID, "--%s: name at least one column (a,b,c)", flag);
+    return SB_OK;
+}
+
+/* --sort's column and direction ("-KEY": descending). */
+static sb_status parse_sort(const char *text, column *c, int *descending, sb_error *err)
+{
+    *descending = text[0] == '-';
+    const char *name = text + (*descending ? 1 : 0);
+    if (!column_find(name, c))
+        return unknown_column("sort", name, err);
+    return SB_OK;
+}
+
+sb_status results_view_check(const results_view_options *o, sb_error *err)
+{
+    column cols[MAX_LIST];
+    int n = 0, descending = 0;
+    sb_status st = SB_OK;
+    if (o->columns != NULL)
+        st = parse_columns("columns", o->columns, cols, MAX_LIST, &n, err);
+    if (st == SB_OK && o->group != NULL)
+        st = parse_columns("group", o->group, cols, MAX_LIST, &n, err);
+    if (st == SB_OK && o->sort != NULL)
+        st = parse_sort(o->sort, &cols[0], &descending, err);
+    return st;
+}
+
+/* ---- cells ---------------------------------------------------------------------------------- */
+
+/* The topological entropy of a grammar, computed once per grammar. */
+typedef struct te_entry {
+    int vocab, amb, depth;
+    char task_seed[32], density[32];
+    double te;
+} te_entry;
+
+/* What the view keeps while it prints. */
+typedef struct view {
+    const results_rows *t;
+    sb_config **cfg;    /* [t->n] the stored configurations, built when first needed */
+    te_entry *te;
+    int n_te;
+} view;
+
+/* Run i's stored configuration (defaults where it has no value); NULL when unreadable. */
+static const sb_config *run_config(view *v, size_t i)
+{
+    if (v->cfg[i] == NULL && v->t->config_json[i] != NULL)
+        sb_config_from_json(v->t->config_json[i], &v->cfg[i], NULL);
+    return v->cfg[i];
+}
+
+static void key_text(const sb_config *cfg, const char *key, char *buf, size_t size)
+{
+    if (cfg == NULL || sb_config_get_key(cfg, key, buf, size, NULL) != SB_OK)
+        buf[0] = '\0';
+}
+
+/* The topological entropy of run i's grammar (nats); NaN when it cannot be built. */
+static double run_te(view *v, size_t i)
+{
+    const sb_config *cfg = run_config(v, i);
+    if (cfg == NULL)
+        return (double)NAN;
+    te_entry e = {0};
+    sb_config_grammar_sizes(cfg, &e.vocab, &e.amb, &e.depth);
+    key_text(cfg, "task_seed", e.task_seed, sizeof e.task_seed);
+    key_text(cfg, "transition_density", e.density, sizeof e.density);
+    for (int k = 0; k < v->n_te; k++) {
+        te_entry *c = &v->te[k];
+        if (c->vocab == e.vocab && c->amb == e.amb && c->depth == e.depth &&
+            strcmp(c->task_seed, e.task_seed) == 0 && strcmp(c->density, e.density) == 0)
+            return c->te;
+    }
+    sb_grammar *g = NULL;
+    e.te = (double)NAN;
+    if (sb_grammar_from_config(cfg, &g, NULL) == SB_OK) {
+        sb_grammar_facts facts;
+        sb_grammar_get_facts(g, &facts);
+        e.te = facts.topological_entropy;
+    }
+    sb_grammar_free(g);
+    te_entry *grown = realloc(v->te, (size_t)(v->n_te + 1) * sizeof *grown);
+    if (grown != NULL) {
+        v->te = grown;
+        v->te[v->n_te++] = e;
+    }
+    return e.te;
+}
+
+/* A number as the exact text of CSV and JSON ("" when unknown). */
+static void number_text(double x, char *buf, size_t size)
+{
+    if (isfinite(x))
+        sb_jw_format_double(buf, size, x);
+    else
+        buf[0] = '\0';
+}
+
+/* The number a text holds, or NaN (text that is not wholly a finite number). */
+static double text_number(const char *text)
+{
+    if (text[0] == '\0')
+        return (double)NAN;
+    char *end;
+    double x = strtod(text, &end);
+    return *end == '\0' && isfinite(x) ? x : (double)NAN;
+}
+
+/* A configuration value of the stored JSON as text ("" for null); 0 when it has no value. */
+static int json_text(json_t *value, char *buf, size_t size)
+{
+    if (value == NULL)
+        return 0;
+    buf[0] = '\0';
+    if (json_is_string(value))
+        snprintf(buf, size, "%s", json_string_value(value));
+    else if (json_is_integer(value))
+        snprintf(buf, size, "%lld", (long long)json_integer_value(value));
+    else if (json_is_real(value))
+        number_text(json_real_value(value), buf, size);
+    else if (json_is_boolean(value))
+        snprintf(buf, size, "%s", json_is_true(value) ? "True" : "False");
+    return 1;
+}
+
+/* Run i's field f: its number (NaN when it has none) and its exact text. */
+static double field_value(view *v, size_t i, field f, char *buf, size_t size)
+{
+    const sb_result_row *r = &v->t->rows[i];
+    double x = (double)NAN;
+    const char *text = NULL;
+    switch (f) {
+    case F_RUN: text = r->run_hash; break;
+    case F_STATUS: text = r->status; break;
+    case F_MODEL: text = r->model; break;
+    case F_PROTOCOL: text = r->protocol; break;
+    case F_FINISHED_AT: text = r->finished_at; break;
+    case F_CHECKPOINT: text = r->checkpoint; break;
+    case F_PARAMS: x = r->params >= 0 ? (double)r->params : (double)NAN; break;
+    case F_TEST_ACC: x = r->test_acc; break;
+    case F_TEST_LOSS: x = r->test_loss; break;
+    case F_TRAIN_ACC: x = r->train_acc; break;
+    case F_TRAIN_LOSS: x = r->train_loss; break;
+    case F_WALL_S: x = r->wall_s; break;
+    case F_TOKENS_PER_S: x = r->tokens_per_s; break;
+    case F_CEILING: x = r->ceiling; break;
+    case F_CEILING_SE: x = v->t->ceiling_se[i]; break;
+    case F_EFFECTIVE_MEMORY: x = r->effective_memory; break;
+    case F_FLOPS_PER_TOKEN: x = r->flops_per_token; break;
+    case F_STATE_SIZE: x = r->state_size >= 0 ? (double)r->state_size : (double)NAN; break;
+    case F_ATTEMPTS: x = (double)r->attempts; break;
+    case F_TE: x = run_te(v, i); break;
+    case N_FIELDS: break;
+    }
+    int integer = f == F_PARAMS || f == F_STATE_SIZE || f == F_ATTEMPTS;
+    if (text != NULL)
+        snprintf(buf, size, "%s", text);
+    else if (integer && !isnan(x))
+        snprintf(buf, size, "%lld", (long long)x);
+    else if (f == F_EFFECTIVE_MEMORY && isinf(x))
+        snprintf(buf, size, ">32"); /* beyond the k = 32 observer */
+    else
+        number_text(x, buf, size);
+    return x;
+}
+
+/* Run i's value in column c: its exact text (as CSV writes it; "" when unknown) and its
+ * number (NaN when it is not one). */
+static double cell(view *v, size_t i, column c, char *buf, size_t size)
+{
+    if (c.field >= 0)
+        return field_value(v, i, (field)c.field, buf, size);
+    const char *key = sb_config_key_name(c.key);
+    json_t *stored = v->t->configs[i] != NULL ? json_object_get(v->t->configs[i], key) : NULL;
+    if (!json_text(stored, buf, size)) /* recorded before the key existed: its default */
+        key_text(run_config(v, i), key, buf, size);
+    return text_number(buf);
+}
+
+/* Run i's value in column c as the table shows it ("-" when unknown). */
+static void cell_table(view *v, size_t i, column c, char *buf, size_t size)
+{
+    double x = cell(v, i, c, buf, size);
+    int digits = c.field >= 0 ? fields[c.field].digits : -1;
+    if (digits == G3 && isfinite(x))
+        snprintf(buf, size, "%.3g", x);
+    else if (digits >= 0 && isfinite(x))
+        snprintf(buf, size, "%.*f", digits, x);
+    if (buf[0] == '\0')
+        snprintf(buf, size, "-");
+}
+
+static int column_numeric(column c)
+{
+    if (c.field >= 0)
+        return fields[c.field].numeric;
+    const char *type = sb_config_key_type(c.key);
+    return strstr(type, "int") != NULL || strstr(type, "double") != NULL;
+}
+
+/* ---- which runs, in which order -------------------------------------------------------- */
+
+/* The indices of the kept runs, in database order; *n receives how many. */
+static size_t *kept_runs(const results_rows *t, size_t *n)
+{
+    size_t *idx = malloc((t->n > 0 ? t->n : 1) * sizeof *idx);
+    *n = 0;
+    for (size_t i = 0; idx != NULL && i < t->n; i++)
+        if (t->keep[i])
+            idx[(*n)++] = i;
+    return idx;
+}
+
+/* One value to sort by: a number when it is one, else text; unknown ones go last. */
+typedef struct sort_item {
+    size_t index; /* the run (or group) */
+    size_t order; /* its place before sorting: ties keep it */
+    double number;
+    char text[256];
+} sort_item;
+
+static int sort_descending; /* qsort has no context argument: the direction of this sort */
+
+static int sort_compare(const void *pa, const void *pb)
+{
+    const sort_item *a = pa, *b = pb;
+    int a_known = a->text[0] != '\0', b_known = b->text[0] != '\0';
+    if (a_known != b_known)
+        return a_known ? -1 : 1; /* unknown last, in either direction */
+    int c = 0;
+    if (!isnan(a->number) && !isnan(b->number))
+        c = (a->number > b->number) - (a->number < b->number);
+    else if (a_known)
+        c = strcmp(a->text, b->text);
+    if (sort_descending)
+        c = -c;
+    if (c == 0)
+        c = (a->order > b->order) - (a->order < b->order);
+    return c;
+}
+
+/* Sorts items[n] (their index fields) and writes the indices back in their new order. */
+static void sort_indices(sort_item *items, size_t n, int descending, size_t *out)
+{
+    sort_descending = descending;
+    qsort(items, n, sizeof *items, sort_compare);
+    for (size_t k = 0; k < n; k++)
+        out[k] = items[k].index;
+}
+
+/* Sorts the runs idx[n] by column c. Errors: SB_ERR_NOMEM. */
+static sb_status sort_runs(view *v, size_t *idx, size_t n, column c, int descending,
+                           sb_error *err)
+{
+    sort_item *items = malloc((n > 0 ? n : 1) * sizeof *items);
+    if (items == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory sorting %zu runs", n);
+    for (size_t k = 0; k < n; k++) {
+        items[k].index = idx[k];
+        items[k].order = k;
+        items[k].number = cell(v, idx[k], c, items[k].text, sizeof items[k].text);
+    }
+    sort_indices(items, n, descending, idx);
+    free(items);
+    return SB_OK;
+}
+
+/* ---- the columns a set of runs varies ------------------------------------------------------ */
+
+/* Whether configuration key `key` has different values among the runs idx[n]. */
+static int key_varies(view *v, const size_t *idx, size_t n, int key)
+{
+    char first[256], other[256];
+    column c = {-1, key};
+    for (size_t k = 0; k < n; k++) {
+        cell(v, idx[k], c, k == 0 ? first : other, sizeof first);
+        if (k > 0 && strcmp(first, other) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether keys a and b hold the same value in every run (task_seed follows seed). */
+static int keys_equal(view *v, const size_t *idx, size_t n, int a, int b)
+{
+    char x[256], y[256];
+    for (size_t k = 0; k < n; k++) {
+        cell(v, idx[k], (column){-1, a}, x, sizeof x);
+        cell(v, idx[k], (column){-1, b}, y, sizeof y);
+        if (strcmp(x, y) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* The keys that make a grammar: when one varies, the table shows each run's TE. */
+static int grammar_key(const char *name)
+{
+    static const char *const keys[] = {"vocab", "amb", "amb_depth", "grammar_scale",
+                                       "transition_density", NULL};
+    for (int i = 0; keys[i] != NULL; i++)
+        if (strcmp(name, keys[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The default columns: the run, its model, every stored key whose value differs between
+ * the runs idx[n] (and TE when the grammar does), then status and results. */
+static int default_columns(view *v, const size_t *idx, size_t n, column *out, int max)
+{
+    int k = 0, grammar_varies = 0;
+    out[k++] = (column){F_RUN, -1};
+    out[k++] = (column){F_MODEL, -1};
+    int seed = sb_config_key_find("seed"), task_seed = sb_config_key_find("task_seed");
+    for (int key = 0; key < sb_config_key_count() && k < max - 8; key++) {
+        const char *name = sb_config_key_name(key);
+        if (sb_config_key_hashes(key) == 0 || strcmp(name, "model") == 0 ||
+            !key_varies(v, idx, n, key))
+            continue;
+        if (key == task_seed && keys_equal(v, idx, n, seed, task_seed))
+            continue; /* the task seed follows the seed (--same_seed True) */
+        grammar_varies |= grammar_key(name);
+        out[k++] = (column){-1, key};
+    }
+    if (grammar_varies)
+        out[k++] = (column){F_TE, -1};
+    static const field results[] = {F_STATUS,  F_TEST_ACC,         F_TEST_LOSS, F_CEILING,
+                                    F_EFFECTIVE_MEMORY, F_PARAMS, F_WALL_S};
+    for (size_t f = 0; f < sizeof results / sizeof *results; f++)
+        out[k++] = (column){results[f], -1};
+    return k;
+}
+
+/* ---- one line per run: table, CSV ----------------------------------------------------------- */
+
+#define MAX_COLUMNS 300 /* the fields and every key */
+
+static void print_table_runs(view *v, const size_t *idx, size_t n, const column *cols,
+                             int n_cols)
+{
+    int width[MAX_COLUMNS];
+    char buf[4096];
+    for (int c = 0; c < n_cols; c++) {
+        width[c] = (int)strlen(column_title(cols[c]));
+        for (size_t k = 0; k < n; k++) {
+            cell_table(v, idx[k], cols[c], buf, sizeof buf);
+            if ((int)strlen(buf) > width[c])
+                width[c] = (int)strlen(buf);
+        }
+    }
+    for (int c = 0; c < n_cols; c++)
+        printf("%s%*s", c > 0 ? "  " : "", column_numeric(cols[c]) ? width[c] : -width[c],
+               column_title(cols[c]));
+    printf("\n");
+    for (size_t k = 0; k < n; k++) {
+        for (int c = 0; c < n_cols; c++) {
+            cell_table(v, idx[k], cols[c], buf, sizeof buf);
+            printf("%s%*s", c > 0 ? "  " : "", column_numeric(cols[c]) ? width[c] : -width[c],
+                   buf);
+        }
+        printf("\n");
+        const sb_result_row *r = &v->t->rows[idx[k]];
+        if (r->reason[0] != '\0' && strcmp(r->status, "finished") != 0)
+            printf("    %s\n", r->reason);
+    }
+    printf("%zu of %zu runs\n", n, v->t->n);
+}
+
+/* A CSV field, quoted when it holds a comma, a quote or a line break. */
+static void csv_field(const char *text)
+{
+    if (strpbrk(text, ",\"\n\r") == NULL) {
+        fputs(text, stdout);
+        return;
+    }
+    putchar('"');
+    for (const char *c = text; *c != '\0'; c++) {
+        if (*c == '"')
+            putchar('"');
+        putchar(*c);
+    }
+    putchar('"');
+}
+
+/* CSV's columns without --columns: the run's fields, then every stored key (the keys of
+ * the first run's stored configuration, model and protocol being fields already). */
+static int csv_default_columns(const results_rows *t, const size_t *idx, size_t n, column *out,
+                               int max)
+{
+    static const field csv_fields[] = {
+        F_RUN,     F_STATUS,     F_MODEL,   F_PROTOCOL,         F_PARAMS,     F_TEST_ACC,
+        F_TEST_LOSS, F_TRAIN_ACC, F_TRAIN_LOSS, F_WALL_S,       F_TOKENS_PER_S, F_CEILING,
+        F_EFFECTIVE_MEMORY, F_CEILING_SE, F_CHECKPOINT};
+    int k = 0;
+    for (size_t f = 0; f < sizeof csv_fields / sizeof *csv_fields; f++)
+        out[k++] = (column){csv_fields[f], -1};
+    json_t *first = n > 0 ? t->configs[idx[0]] : NULL;
+    const char *key;
+    json_t *value;
+    if (first != NULL)
+        json_object_foreach(first, key, value) {
+            int i = sb_config_key_find(key);
+            if (i < 0 || strcmp(key, "model") == 0 || strcmp(key, "protocol") == 0 || k == max)
+                continue;
+            out[k++] = (column){-1, i};
+        }
+    return k;
+}
+
+static void print_csv_runs(view *v, const size_t *idx, size_t n, const column *cols, int n_cols)
+{
+    char buf[4096];
+    for (int c = 0; c < n_cols; c++) {
+        printf("%s", c > 0 ? "," : "");
+        csv_field(column_csv(cols[c]));
+    }
+    printf("\n");
+    for (size_t k = 0; k < n; k++) {
+        for (int c = 0; c < n_cols; c++) {
+            cell(v, idx[k], cols[c], buf, sizeof buf);
+            printf("%s", c > 0 ? "," : "");
+            csv_field(buf);
+        }
+        printf("\n");
+    }
+}
+
+/* ---- one object per run: JSON -------------------------------------------------------------- */
+
+static void json_number_or_null(sb_jw *j, double x)
+{
+    if (isfinite(x))
+        sb_jw_double(j, x);
+    else
+        sb_jw_null(j);
+}
+
+static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_json,
+                           double ceiling_se)
+{
+    sb_jw_object_begin(j);
+    sb_jw_key(j, "hash"); /* the run id */
+    sb_jw_string(j, r->run_hash);
+    sb_jw_key(j, "status");
+    sb_jw_string(j, r->status);
+    sb_jw_key(j, "model");
+    sb_jw_string(j, r->model);
+    sb_jw_key(j, "protocol");
+    sb_jw_string(j, r->protocol);
+    if (r->reason[0] != '\0') {
+        sb_jw_key(j, "reason");
+        sb_jw_string(j, r->reason);
+    }
+    /* the configuration as an object (already canonical JSON text) */
+    sb_jw_key(j, "config");
+    sb_jw_raw(j, config_json != NULL ? config_json : "{}");
+    sb_jw_key(j, "params");
+    if (r->params >= 0)
+        sb_jw_int(j, r->params);
+    else
+        sb_jw_null(j);
+    const char *mk[6] = {"test_acc", "test_loss", "train_acc", "train_loss", "wall_s",
+                         "tokens_per_s"};
+    double mv[6] = {r->test_acc, r->test_loss, r->train_acc,
+                    r->train_loss, r->wall_s, r->tokens_per_s};
+    for (int k = 0; k < 6; k++) {
+        sb_jw_key(j, mk[k]);
+        sb_jw_double(j, mv[k]);
+    }
+    sb_jw_key(j, "ceiling");
+    sb_jw_double(j, r->ceiling);
+    sb_jw_key(j, "ceiling_se");
+    sb_jw_double(j, ceiling_se);
+    sb_jw_key(j, "effective_memory");
+    if (isinf(r->effective_memory))
+        sb_jw_string(j, ">32");
+    else
+        sb_jw_double(j, r->effective_memory);
+    sb_jw_key(j, "flops_per_token");
+    sb_jw_double(j, r->flops_per_token);
+    sb_jw_key(j, "state_size");
+    if (r->state_size >= 0)
+        sb_jw_int(j, r->state_size);
+    else
+        sb_jw_null(j);
+    sb_jw_key(j, "finished_at");
+    if (r->finished_at[0] != '\0')
+        sb_jw_string(j, r->finished_at);
+    else
+        sb_jw_null(j);
+    sb_jw_key(j, "attempts");
+    sb_jw_int(j, r->attempts);
+    sb_jw_key(j, "checkpoint");
+    if (r->checkpoint[0] != '\0')
+        sb_jw_string(j, r->checkpoint);
+    else
+        sb_jw_null(j);
+    sb_jw_object_end(j);
+}
+
+static sb_status print_json_runs(const results_rows *t, const size_t *idx, size_t n,
+                                 sb_error *err)
+{
+    sb_jw *j = sb_jw_open(stdout, 0);
+    if (j == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    sb_jw_object_begin(j);
+    sb_jw_key(j, "runs");
+    sb_jw_array_begin(j);
+    for (size_t k = 0; k < n; k++)
+        print_json_run(j, &t->rows[idx[k]], t->config_json[idx[k]], t->ceiling_se[idx[k]]);
+    sb_jw_array_end(j);
+    sb_jw_object_end(j);
+    sb_jw_close(j);
+    printf("\n");
+    return SB_OK;
+}
+
+/* ---- groups ------------------------------------------------------------------------------- */
+
+/* Mean, sample standard deviation (n - 1) and count of the known values of a column. */
+typedef struct stat {
+    double mean, std;
+    size_t n;
+} stat;
+
+typedef struct group {
+    size_t first;   /* its first run (the group columns' values are that run's) */
+    size_t *runs;   /* its runs, in the order shown */
+    size_t n_runs;
+    size_t finished; /* n: the runs its statistics summarise */
+    stat *stats;    /* [n_stats] */
+} group;
+
+static stat column_stat(view *v, const group *g, column c)
+{
+    stat s = {(double)NAN, (double)NAN, 0};
+    double *x = malloc((g->n_runs > 0 ? g->n_runs : 1) * sizeof *x);
+    if (x == NULL)
+        return s;
+    char buf[256];
+    for (size_t k = 0; k < g->n_runs; k++) {
+        size_t i = g->runs[k];
+        double value = cell(v, i, c, buf, sizeof buf);
+        if (strcmp(v->t->rows[i].status, "finished") == 0 && isfinite(value))
+            x[s.n++] = value;
+    }
+    double sum = 0, sum_sq = 0;
+    for (size_t k = 0; k < s.n; k++)
+        sum += x[k];
+    if (s.n > 0)
+        s.mean = sum / (double)s.n;
+    for (size_t k = 0; k < s.n; k++) /* squared deviations from the mean: no cancellation */
+        sum_sq += (x[k] - s.mean) * (x[k] - s.mean);
+    if (s.n > 1)
+        s.std = sqrt(sum_sq / (double)(s.n - 1));
+    free(x);
+    return s;
+}
+
+/* The groups' key: run i's values in the group columns, joined. */
+static void group_key(view *v, size_t i, const column *by, int n_by, char *out, size_t size)
+{
+    out[0] = '\0';
+    char buf[256];
+    for (int c = 0; c < n_by; c++) {
+        cell(v, i, by[c], buf, sizeof buf);
+        size_t len = strlen(out);
+        snprintf(out + len, size - len, "%s\x1f", buf);
+    }
+}
+
+static void groups_free(group *groups, size_t n)
+{
+    for (size_t g = 0; groups != NULL && g < n; g++) {
+        free(groups[g].runs);
+        free(groups[g].stats);
+    }
+    free(groups);
+}
+
+/* Splits the runs idx[n] into groups by the columns by[n_by] (in order of first appearance)
+ * and computes each group's statistics of stats[n_stats]. Errors: SB_ERR_NOMEM. */
+static sb_status make_groups(view *v, const size_t *idx, size_t n, const column *by, int n_by,
+                             const column *stats, int n_stats, group **out, size_t *n_out,
+                             sb_error *err)
+{
+    group *groups = calloc(n > 0 ? n : 1, sizeof *groups);
+    char (*keys)[1024] = malloc((n > 0 ? n : 1) * sizeof *keys);
+    size_t n_groups = 0;
+    sb_status st = groups != NULL && keys != NULL ? SB_OK
+                                                  : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; st == SB_OK && k < n; k++) {
+        char key[1024];
+        group_key(v, idx[k], by, n_by, key, sizeof key);
+        size_t g = 0;
+        while (g < n_groups && strcmp(keys[g], key) != 0)
+            g++;
+        if (g == n_groups) {
+            snprintf(keys[n_groups], sizeof keys[n_groups], "%s", key);
+            groups[n_groups].first = idx[k];
+            groups[n_groups].runs = malloc(n * sizeof(size_t));
+            groups[n_groups].stats = calloc((size_t)(n_stats > 0 ? n_stats : 1), sizeof(stat));
+            n_groups++;
+            if (groups[g].runs == NULL || groups[g].stats == NULL)
+                st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+        }
+        if (st == SB_OK) {
+            groups[g].runs[groups[g].n_runs++] = idx[k];
+            groups[g].finished += strcmp(v->t->rows[idx[k]].status, "finished") == 0;
+        }
+    }
+    for (size_t g = 0; st == SB_OK && g < n_groups; g++)
+        for (int s = 0; s < n_stats; s++)
+            groups[g].stats[s] = column_stat(v, &groups[g], stats[s]);
+    free(keys);
+    if (st != SB_OK) {
+        groups_free(groups, n_groups);
+        return st;
+    }
+    *out = groups;
+    *n_out = n_groups;
+    return SB_OK;
+}
+
+/* The order of the groups: by --sort (a group column, n, or a summarised column's mean),
+ * else by the group columns' values, first to last. Errors: SB_ERR_INVALID for a --sort
+ * column that is neither, SB_ERR_NOMEM. */
+static sb_status sort_groups(view *v, group *groups, size_t n_groups, const column *by,
+                             int n_by, const column *stats, int n_stats, const char *sort,
+                             sb_error *err)
+{
+    sort_item *items = malloc((n_groups > 0 ? n_groups : 1) * sizeof *items);
+    size_t *order = malloc((n_groups > 0 ? n_groups : 1) * sizeof *order);
+    group *sorted = malloc((n_groups > 0 ? n_groups : 1) * sizeof *sorted);
+    if (items == NULL || order == NULL || sorted == NULL) {
+        free(items), free(order), free(sorted);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    }
+    sb_status st = SB_OK;
+    /* without --sort: the last group column first, then stably by the ones before it */
+    int passes = sort != NULL ? 1 : n_by;
+    for (size_t g = 0; g < n_groups; g++)
+        order[g] = g;
+    for (int p = 0; st == SB_OK && p < passes; p++) {
+        int descending = 0, by_n = 0, stat_index = -1, by_index = n_by - 1 - p;
+        if (sort != NULL) {
+            descending = sort[0] == '-';
+            const char *name = sort + descending;
+            column c = {0, 0};
+            by_n = strcmp(name, "n") == 0;
+            by_index = -1;
+            if (!by_n && column_find(name, &c)) {
+                for (int b = 0; b < n_by; b++)
+                    if (memcmp(&by[b], &c, sizeof c) == 0)
+                        by_index = b;
+                for (int s = 0; s < n_stats && by_index < 0; s++)
+                    if (memcmp(&stats[s], &c, sizeof c) == 0)
+                        stat_index = s;
+            }
+            if (!by_n && by_index < 0 && stat_index < 0) {
+                st = sb_error_set(err, SB_ERR_INVALID,
+                                  "--sort '%s' with --group: sort by a group column, by n or "
+                                  "by a summarised column (--columns)", name);
+                break;
+            }
+        }
+        for (size_t k = 0; k < n_groups; k++) {
+            group *g = &groups[order[k]];
+            items[k].index = order[k];
+            items[k].order = k;
+            if (by_n) {
+                items[k].number = (double)g->finished;
+                snprintf(items[k].text, sizeof items[k].text, "%zu", g->finished);
+            } else if (stat_index >= 0) {
+                items[k].number = g->stats[stat_index].mean;
+                number_text(items[k].number, items[k].text, sizeof items[k].text);
+            } else {
+                items[k].number = cell(v, g->first, by[by_index], items[k].text,
+                                       sizeof items[k].text);
+            }
+        }
+        sort_indices(items, n_groups, descending, order);
+    }
+    for (size_t k = 0; st == SB_OK && k < n_groups; k++)
+        sorted[k] = groups[order[k]];
+    if (st == SB_OK)
+        memcpy(groups, sorted, n_groups * sizeof *groups);
+    free(items), free(order), free(sorted);
+    return st;
+}
+
+static void print_groups_table(view *v, const group *groups, size_t n_groups, const column *by,
+                               int n_by, const column *stats, int n_stats, size_t n_runs)
+{
+    char buf[256];
+    int width[MAX_LIST];
+    for (int c = 0; c < n_by; c++) {
+        width[c] = (int)strlen(column_title(by[c]));
+        for (size_t g = 0; g < n_groups; g++) {
+            cell_table(v, groups[g].first, by[c], buf, sizeof buf);
+            if ((int)strlen(buf) > width[c])
+                width[c] = (int)strlen(buf);
+        }
+    }
+    for (int c = 0; c < n_by; c++)
+        printf("%*s  ", column_numeric(by[c]) ? width[c] : -width[c], column_title(by[c]));
+    printf("%3s", "n");
+    for (int s = 0; s < n_stats; s++)
+        printf("  %12s  %8s", column_title(stats[s]), "sd");
+    printf("\n");
+    size_t finished = 0;
+    for (size_t g = 0; g < n_groups; g++) {
+        for (int c = 0; c < n_by; c++) {
+            cell_table(v, groups[g].first, by[c], buf, sizeof buf);
+            printf("%*s  ", column_numeric(by[c]) ? width[c] : -width[c], buf);
+        }
+        printf("%3zu", groups[g].finished);
+        finished += groups[g].finished;
+        for (int s = 0; s < n_stats; s++) {
+            const stat *st = &groups[g].stats[s];
+            char mean[32] = "-", sd[32] = "-";
+            if (isfinite(st->mean))
+                snprintf(mean, sizeof mean, "%.4f", st->mean);
+            if (isfinite(st->std))
+                snprintf(sd, sizeof sd, "%.4f", st->std);
+            printf("  %12s  %8s", mean, sd);
+        }
+        printf("\n");
+    }
+    printf("%zu groups of %zu finished runs (mean and sample standard deviation, n - 1)",
+           n_groups, finished);
+    if (finished < n_runs)
+        printf("; %zu runs that did not finish left out", n_runs - finished);
+    printf("\n");
+}
+
+static void print_groups_csv(view *v, const group *groups, size_t n_groups, const column *by,
+                             int n_by, const column *stats, int n_stats)
+{
+    char buf[256];
+    for (int c = 0; c < n_by; c++) {
+        csv_field(column_csv(by[c]));
+        printf(",");
+    }
+    printf("n");
+    for (int s = 0; s < n_stats; s++)
+        printf(",%s_mean,%s_std", column_csv(stats[s]), column_csv(stats[s]));
+    printf("\n");
+    for (size_t g = 0; g < n_groups; g++) {
+        for (int c = 0; c < n_by; c++) {
+            cell(v, groups[g].first, by[c], buf, sizeof buf);
+            csv_field(buf);
+            printf(",");
+        }
+        printf("%zu", groups[g].finished);
+        for (int s = 0; s < n_stats; s++) {
+            number_text(groups[g].stats[s].mean, buf, sizeof buf);
+            printf(",%s", buf);
+            number_text(groups[g].stats[s].std, buf, sizeof buf);
+            printf(",%s", buf);
+        }
+        printf("\n");
+    }
+}
+
+static sb_status print_groups_json(view *v, const group *groups, size_t n_groups,
+                                   const column *by, int n_by, const column *stats, int n_stats,
+                                   sb_error *err)
+{
+    sb_jw *j = sb_jw_open(stdout, 0);
+    if (j == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    char buf[256];
+    sb_jw_object_begin(j);
+    sb_jw_key(j, "groups");
+    sb_jw_array_begin(j);
+    for (size_t g = 0; g < n_groups; g++) {
+        sb_jw_object_begin(j);
+        for (int c = 0; c < n_by; c++) {
+            double x = cell(v, groups[g].first, by[c], buf, sizeof buf);
+            sb_jw_key(j, column_name(by[c]));
+            if (isfinite(x) && column_numeric(by[c]))
+                sb_jw_raw(j, buf); /* the number as stored: 3 stays an integer */
+            else
+                sb_jw_string(j, buf);
+        }
+        sb_jw_key(j, "n");
+        sb_jw_int(j, (int64_t)groups[g].finished);
+        for (int s = 0; s < n_stats; s++) {
+            const stat *st = &groups[g].stats[s];
+            sb_jw_key(j, column_name(stats[s]));
+            sb_jw_object_begin(j);
+            sb_jw_key(j, "mean");
+            json_number_or_null(j, st->mean);
+            sb_jw_key(j, "std");
+            json_number_or_null(j, st->std);
+            sb_jw_key(j, "n");
+            sb_jw_int(j, (int64_t)st->n);
+            sb_jw_object_end(j);
+        }
+        sb_jw_key(j, "runs");
+        sb_jw_array_begin(j);
+        for (size_t k = 0; k < groups[g].n_runs; k++)
+            sb_jw_string(j, v->t->rows[groups[g].runs[k]].run_hash);
+        sb_jw_array_end(j);
+        sb_jw_object_end(j);
+    }
+    sb_jw_array_end(j);
+    sb_jw_object_end(j);
+    sb_jw_close(j);
+    printf("\n");
+    return SB_OK;
+}
+
+/* --group: the statistics of --columns (numeric ones; group columns skipped) or of the
+ * test accuracy, test loss and ceiling. */
+static sb_status group_stats(const results_view_options *o, const column *by, int n_by,
+                             column *stats, int *n_stats, sb_error *err)
+{
+    *n_stats = 0;
+    if (o->columns == NULL) {
+        stats[0] = (column){F_TEST_ACC, -1};
+        stats[1] = (column){F_TEST_LOSS, -1};
+        stats[2] = (column){F_CEILING, -1};
+        *n_stats = 3;
+        return SB_OK;
+    }
+    column listed[MAX_LIST];
+    int n = 0;
+    sb_status st = parse_columns("columns", o->columns, listed, MAX_LIST, &n, err);
+    for (int c = 0; st == SB_OK && c < n; c++) {
+        int is_group = 0;
+        for (int b = 0; b < n_by; b++)
+            is_group |= memcmp(&by[b], &listed[c], sizeof listed[c]) == 0;
+        if (is_group)
+            continue;
+        if (!column_numeric(listed[c]))
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--columns '%s' with --group: only numbers are summarised (mean "
+                                "and standard deviation); group by it with --group instead",
+                                column_name(listed[c]));
+        stats[(*n_stats)++] = listed[c];
+    }
+    return st;
+}
+
+static sb_status print_grouped(view *v, const size_t *idx, size_t n,
+                               const results_view_options *o, sb_error *err)
+{
+    column by[MAX_LIST], stats[MAX_LIST];
+    int n_by = 0, n_stats = 0;
+    sb_status st = parse_columns("group", o->group, by, MAX_LIST, &n_by, err);
+    if (st == SB_OK)
+        st = group_stats(o, by, n_by, stats, &n_stats, err);
+    group *groups = NULL;
+    size_t n_groups = 0;
+    if (st == SB_OK)
+        st = make_groups(v, idx, n, by, n_by, stats, n_stats, &groups, &n_groups, err);
+    if (st == SB_OK)
+        st = sort_groups(v, groups, n_groups, by, n_by, stats, n_stats, o->sort, err);
+    if (st == SB_OK && o->json)
+        st = print_groups_json(v, groups, n_groups, by, n_by, stats, n_stats, err);
+    else if (st == SB_OK && o->csv)
+        print_groups_csv(v, groups, n_groups, by, n_by, stats, n_stats);
+    else if (st == SB_OK)
+        print_groups_table(v, groups, n_groups, by, n_by, stats, n_stats, n);
+    groups_free(groups, n_groups);
+    return st;
+}
+
+/* ---- entry points -------------------------------------------------------------------------- */
+
+static void view_free(view *v)
+{
+    for (size_t i = 0; v->cfg != NULL && i < v->t->n; i++)
+        sb_config_free(v->cfg[i]);
+    free(v->cfg);
+    free(v->te);
+}
+
+static sb_status print_runs(view *v, size_t *idx, size_t n, const results_view_options *o,
+                            sb_error *err)
+{
+    column cols[MAX_COLUMNS];
+    int n_cols = 0;
+    sb_status st = SB_OK;
+    if (o->sort != NULL) {
+        column by;
+        int descending = 0;
+        st = parse_sort(o->sort, &by, &descending, err);
+        if (st == SB_OK)
+            st = sort_runs(v, idx, n, by, descending, err);
+    }
+    if (st != SB_OK)
+        return st;
+    if (o->json) /* every field of every run; --columns chooses the table's and CSV's */
+        return print_json_runs(v->t, idx, n, err);
+    if (o->columns != NULL)
+        st = parse_columns("columns", o->columns, cols, MAX_LIST, &n_cols, err);
+    else if (o->csv)
+        n_cols = csv_default_columns(v->t, idx, n, cols, MAX_COLUMNS);
+    else
+        n_cols = default_columns(v, idx, n, cols, MAX_COLUMNS);
+    if (st != SB_OK)
+        return st;
+    if (o->csv)
+        print_csv_runs(v, idx, n, cols, n_cols);
+    else
+        print_table_runs(v, idx, n, cols, n_cols);
+    return SB_OK;
+}
+
+sb_status results_view_print(const results_rows *t, const results_view_options *o,
+                             sb_error *err)
+{
+    view v = {.t = t};
+    size_t n = 0;
+    size_t *idx = kept_runs(t, &n);
+    v.cfg = calloc(t->n > 0 ? t->n : 1, sizeof *v.cfg);
+    sb_status st = idx != NULL && v.cfg != NULL ? SB_OK
+                                                 : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    if (st == SB_OK && o->group != NULL)
+        st = print_grouped(&v, idx, n, o, err);
+    else if (st == SB_OK)
+        st = print_runs(&v, idx, n, o, err);
+    view_free(&v);
+    free(idx);
+    return st;
+}
+
+/* "key value" of the stored keys of run i that differ from train's defaults, on one line. */
+static void print_changed_keys(view *v, size_t i)
+{
+    const sb_config *cfg = run_config(v, i);
+    printf("%-12s", "config");
+    if (cfg == NULL) {
+        printf("(unreadable)\n");
+        return;
+    }
+    int any = 0;
+    char value[256];
+    for (int key = 0; key < sb_config_key_count(); key++) {
+        if (sb_config_key_hashes(key) == 0)
+            continue;
+        key_text(cfg, sb_config_key_name(key), value, sizeof value);
+        const char *def = sb_config_key_default(key);
+        double a = text_number(value), b = text_number(def != NULL ? def : "");
+        int same = isnan(a) || isnan(b) ? def != NULL && strcmp(value, def) == 0 : a == b;
+        if (same)
+            continue;
+        printf("%s--%s %s", any ? " " : "", sb_config_key_name(key), value);
+        any = 1;
+    }
+    printf("%s\n", any ? "" : "(train's defaults)");
+}
+
+void results_view_print_run(const results_rows *t, size_t i, const char *db_path)
+{
+    view v = {.t = t};
+    v.cfg = calloc(t->n > 0 ? t->n : 1, sizeof *v.cfg);
+    if (v.cfg == NULL)
+        return;
+    const sb_result_row *r = &t->rows[i];
+    printf("%-12s%s\n", "run", r->run_hash);
+    printf("%-12s%s", "status", r->status);
+    if (r->finished_at[0] != '\0')
+        printf(" at %s", r->finished_at);
+    printf(", %lld attempt%s\n", (long long)r->attempts, r->attempts == 1 ? "" : "s");
+    if (r->reason[0] != '\0')
+        printf("%-12s%s\n", "reason", r->reason);
+    printf("%-12s%s (protocol %s), %lld parameters\n", "model", r->model, r->protocol,
+           (long long)r->params);
+    printf("%-12s%s\n", "checkpoint", r->checkpoint[0] != '\0' ? r->checkpoint : "(none saved)");
+    /* a sweep's worker writes its output to DIR/logs/RUN.log beside the database */
+    const char *slash = strrchr(db_path, '/');
+    char log[4200];
+    snprintf(log, sizeof log, "%.*s%slogs/%s.log", slash != NULL ? (int)(slash - db_path) : 0,
+             db_path, slash != NULL ? "/" : "", r->run_hash);
+    if (access(log, R_OK) == 0)
+        printf("%-12s%s\n", "log", log);
+    printf("%-12stest acc %.4f, test loss %.4f; train acc %.4f, train loss %.4f\n", "metrics",
+           r->test_acc, r->test_loss, r->train_acc, r->train_loss);
+    char mem[32] = "-";
+    if (isinf(r->effective_memory))
+        snprintf(mem, sizeof mem, "beyond 32");
+    else if (!isnan(r->effective_memory))
+        snprintf(mem, sizeof mem, "%.2f", r->effective_memory);
+    printf("%-12sceiling %.4f (standard error %.4f), effective memory %s elements\n",
+           "yardsticks", r->ceiling, t->ceiling_se[i], mem);
+    printf("%-12s%.1f s, %.0f tokens/s\n", "time", r->wall_s, r->tokens_per_s);
+    print_changed_keys(&v, i);
+    view_free(&v);
+}
