@@ -173,17 +173,17 @@ static int results_parse(int argc, char **argv, results_args *a)
          0},
         {"run", SB_OPT_STRING, &a->run, 0, 0, NULL, "ID",
          "this run alone, in detail: its checkpoint, log, metrics and configuration (ID: a "
-         "unique prefix of the run column)", 0},
+         "unique prefix of the run column; default: every run)", 0},
         {"columns", SB_OPT_STRING, &a->view.columns, 0, 0, NULL, "A,B,..",
          "the table's and CSV's columns: a run's fields (run, status, test_acc, checkpoint, "
          "te, ...) or configuration keys (default: run, model, the keys whose values differ "
          "between the runs shown, then the results)", 0},
         {"sort", SB_OPT_STRING, &a->view.sort, 0, 0, NULL, "[-]KEY",
-         "order by a column (-KEY: descending; unknown values last)", 0},
+         "order by a column (-KEY: descending; unknown values last; default: as recorded)", 0},
         {"group", SB_OPT_STRING, &a->view.group, 0, 0, NULL, "A,B,..",
          "one line per distinct value of these columns (e.g. model,feat_size): n finished "
          "runs and the mean and sample standard deviation (n - 1) of test_acc, test_loss and "
-         "ceiling, or of the numeric --columns", 0},
+         "ceiling, or of the numeric --columns (default: no grouping)", 0},
         {"check", SB_OPT_SWITCH, &a->check, 0, 1, NULL, NULL,
          "run SQLite's integrity check on the database and print ok or corrupt", 0},
         {"threads", SB_OPT_INT, &a->threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -390,6 +391,14 @@ static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const s
            (long long)c.runs, per_run, samples, tokens, pmin,
            c.params_min != c.params_max ? " to " : "", c.params_min != c.params_max ? pmax : "",
            flops);
+    /* OpenBLAS retries a failed allocation of its buffers for ever: under an address-space
+     * limit (ulimit -v) the measurement could hang the dry run, so it is not made */
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+        printf("time (estimate): not measured: an address-space limit (ulimit -v) is set, "
+               "under which the benchmark's matrix library can hang\n");
+        return;
+    }
     int threads = run_threads(o);
     char what[160];
     sb_bench_config bench = estimate_step(&c, threads, what, sizeof what);

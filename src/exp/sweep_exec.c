@@ -877,6 +877,13 @@ sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_run
         sb_sweep_event tick = run_event(SB_SWEEP_TICK, -1);
         emit(&p, &tick);
     }
+    /* a stop request that came while the last workers ended (a terminal's Ctrl-C reaches
+     * them too, and they may all stop before this loop looks again) still cancels the sweep */
+    if (!p.cancelled && opts->cancel != NULL) {
+        int sig = opts->cancel(opts->user);
+        if (sig != 0)
+            p.cancelled = sig == SIGINT ? SIGINT : SIGTERM;
+    }
     *tally = p.tally;
     free(p.slots);
     free(p.waiting);
