@@ -18,7 +18,7 @@
 
 /* What the cost needs of one task. */
 typedef struct cost_task {
-    char key[17];   /* the task's hash (sb_ceiling_hash with the default options) */
+    char key[17]; /* the task's hash (sb_ceiling_hash with the default options) */
     int inputs, classes;
     int64_t samples;          /* training samples */
     double frames_per_sample; /* mean over the first COST_SAMPLES */
@@ -85,8 +85,8 @@ static sb_status task_find(cost_tasks *tasks, const sb_task_config *tc, const co
 }
 
 /* Adds run cfg (of task t) to the cost; the first run also gives its training step. */
-static sb_status cost_add(sb_sweep_cost *c, int64_t k, const sb_run_config *cfg,
-                          const cost_task *t, sb_error *err)
+static sb_status cost_add(sb_sweep_cost *c, int64_t k, const sb_run_config *cfg, const cost_task *t,
+                          sb_error *err)
 {
     sb_model_config mc = sb_run_config_model(cfg, t->inputs, t->classes);
     size_t params = 0;
