@@ -1215,7 +1215,7 @@ sb_status sb_probe_checkpoint(const char *checkpoint, const sb_config *cfg,
 
 typedef struct sb_report_outcome {
     int runs_read;           /* runs in the database */
-    int runs_used;           /* finished runs placed in a figure */
+    int runs_used;           /* finished runs used: in a figure or under "Other runs" */
     int figures;             /* figures written, each as PNG, SVG and PDF */
     int yardsticks_missing;  /* runs drawn without their yardsticks */
     char yardsticks_error[SB_ERROR_MSG_MAX]; /* why, for the first of them */
@@ -1224,6 +1224,9 @@ typedef struct sb_report_outcome {
      * (failed, stopped, running), or finished without a test accuracy; of them, diverged */
     int runs_left_out;
     int runs_diverged;
+    /* of runs_used, those listed under "Other runs" in report.md rather than drawn: their
+     * figure would have one x value (a single `train` run, the seeds of one setting) */
+    int runs_other;
 } sb_report_outcome;
 
 /* Reads the results database at db_path and writes the paper's figures and report.md into

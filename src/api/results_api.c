@@ -261,6 +261,7 @@ sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_ou
         snprintf(out->table_path, sizeof out->table_path, "%s", sum.table_path);
         out->runs_left_out = sum.runs_read - sum.runs_used;
         out->runs_diverged = sum.runs_diverged;
+        out->runs_other = sum.runs_other;
     }
     return st;
 }

@@ -53,8 +53,12 @@ int sb_cmd_report(int argc, char **argv)
     printf("%d runs read, %d used", sum.runs_read, sum.runs_used);
     if (sum.runs_left_out > 0) /* out of every mean; report.md says which kinds */
         printf(", %d left out (%d diverged)", sum.runs_left_out, sum.runs_diverged);
-    printf(": %d figure%s (PNG, SVG, PDF) and %s\n", sum.figures, sum.figures == 1 ? "" : "s",
+    printf(": %d figure%s (PNG, SVG, PDF) and %s", sum.figures, sum.figures == 1 ? "" : "s",
            sum.table_path);
+    if (sum.runs_other > 0) /* their figure would have one x value: report.md lists them */
+        printf("; %d run%s under \"Other runs\" (no figure of their own)", sum.runs_other,
+               sum.runs_other == 1 ? "" : "s");
+    printf("\n");
     if (sum.yardsticks_missing > 0)
         fprintf(stderr,
                 "selectivbench report: warning: %d run%s drawn without yardsticks (ceiling, "

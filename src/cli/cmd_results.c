@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/results_curves.h"
 #include "cli/results_view.h"
 #include "selectivbench/selectivbench.h"
 
@@ -144,6 +145,7 @@ static sb_status check_filters(const results_args *a, sb_error *err)
 static int results_parse(int argc, char **argv, results_args *a)
 {
     const char *filter_dummy = NULL;
+    int curves_dummy = 0;
     /* --status and --model take a closed set: the library's statuses, the registry's models */
     const char *const *statuses = sb_results_statuses();
     const char **models = model_names();
@@ -187,6 +189,10 @@ static int results_parse(int argc, char **argv, results_args *a)
         {"check", SB_OPT_SWITCH, &a->check, 0, 1, NULL, NULL,
          "run SQLite's integrity check on the database and print ok or corrupt", 0},
         {"threads", SB_OPT_INT, &a->threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
+        /* listed for --help: a command line with --curves goes to results_curves.c */
+        {"curves", SB_OPT_SWITCH, &curves_dummy, 0, 1, NULL, NULL,
+         "the learning curves: results --curves [RUN] [--json|--csv] (every evaluation of a "
+         "run, or of every run; results --curves --help)", 0},
     };
     /* the option table keeps one value per flag: the repeatable --filter is collected here */
     int n_filters = 0;
@@ -333,6 +339,8 @@ static void results_backfill(sb_results *db, int threads, results_rows *t)
 
 int sb_cmd_results(int argc, char **argv)
 {
+    if (sb_cli_results_wants_curves(argc, argv)) /* the learning curves: results_curves.c */
+        return sb_cmd_results_curves(argc, argv);
     results_args a = {.db_path = "results/" SB_RESULTS_DB_NAME};
     int rc = results_parse(argc, argv, &a);
     if (rc >= 0)

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/options.h"
+
 #define MAX_LIST 32 /* names in one --columns or --group */
 #define G3 99       /* fields[].digits: three significant digits */
 
@@ -106,8 +108,8 @@ static sb_status unknown_column(const char *flag, const char *name, sb_error *er
         snprintf(did_you_mean, sizeof did_you_mean, "; did you mean '%s'?", hint);
     return sb_error_set(err, SB_ERR_INVALID,
                         "--%s: no column '%s'%s (the columns: %s, and every configuration key "
-                        "that `selectivbench train --help` lists)",
-                        flag, name, did_you_mean, known);
+                        "that `%s train --help` lists)",
+                        flag, name, did_you_mean, known, sb_cli_program());
 }
 
 /* Splits "a,b,c" into columns (at most max); errors name the flag. */

@@ -12,7 +12,9 @@
 #include "task/ceiling.h"
 #include "task/grammar.h"
 #include "model/model.h"
+#include "core/json_writer.h"
 #include "core/plot.h"
+#include "exp/report_curves.h"
 #include "exp/results.h"
 #include "config/run_config.h"
 #include "train/run_setup.h"
@@ -37,16 +39,22 @@ static const char *fig_xlabel[N_FIGS] = {
 
 /* One finished run, reduced to what the figures need. */
 typedef struct rec {
+    int64_t run_id;           /* the database's id (its evaluations) */
+    char hash[17];            /* the run hash, the run's id for people */
+    int seed;
+    int other;                /* its figure's runs have one x only: listed under "Other runs" */
     int fig, protocol, panel; /* panel: the width for fig2a and fig4, else 0 */
     int model_rank;           /* registry order */
     char model[SB_MODEL_NAME_MAX];
     double xkey;              /* amb (fig2a), params (2b, 3a, 3b), gap frames (4) */
+    double params_m;          /* parameters, millions */
     double lr;
     int warmup;
     double acc;
-    /* yardsticks: the ceiling and window observers k = 1, 4, 8 of the run's task, and the
-     * run's effective memory; NaN where unknown */
-    double ceiling, window[3], memory;
+    /* yardsticks: the ceiling, chance (the k = 0 observer: always the most frequent state)
+     * and window observers k = 1, 4, 8 of the run's task, and the run's effective memory;
+     * NaN where unknown */
+    double ceiling, chance, window[3], memory;
     /* for fig2a: the grammar of this run (its TE is averaged per amb) */
     int vocab, amb, depth;
     uint64_t task_seed;
@@ -55,6 +63,8 @@ typedef struct rec {
 static int cmp_rec(const void *a, const void *b)
 {
     const rec *x = a, *y = b;
+    if (x->other != y->other) /* the other runs last */
+        return x->other - y->other;
     if (x->fig != y->fig)
         return x->fig - y->fig;
     if (x->protocol != y->protocol)
@@ -194,12 +204,26 @@ static void point_yardsticks(const rec *recs, int a, int b, point *pt)
         pt->mem_mean = (double)INFINITY; /* every seed beyond 32 */
 }
 
+/* The reference lines of an accuracy figure, in this order: */
+#define N_REFS 5
+static const char *ref_label[N_REFS] = {"ceiling (ideal observer)", "chance (majority state)",
+                                        "k = 8 window", "k = 4 window", "k = 1 window"};
+/* dashed, dash-dot, solid, short dashes, dotted (plot.h) */
+static const int ref_style_of[N_REFS] = {1, 4, 0, 2, 3};
+
+/* A run's values of the reference lines, in ref_label's order. */
+static void rec_ref_values(const rec *r, double v[N_REFS])
+{
+    v[0] = r->ceiling, v[1] = r->chance;
+    v[2] = r->window[2], v[3] = r->window[1], v[4] = r->window[0];
+}
+
 /* A figure's reference lines: per distinct x (over every model's runs there) the mean
- * ceiling and window accuracies of the runs' tasks. */
+ * ceiling, chance and window accuracies of the runs' tasks. */
 typedef struct ref_x {
     double xkey, x;
-    double sum[4];
-    int n[4];
+    double sum[N_REFS];
+    int n[N_REFS];
     double te_sum;
     int te_n;
 } ref_x;
@@ -210,9 +234,9 @@ static int cmp_ref_x(const void *a, const void *b)
     return x->xkey < y->xkey ? -1 : x->xkey > y->xkey;
 }
 
-/* Builds up to 4 reference lines (ceiling, k = 8, 4, 1) of the runs recs[a..b) into refs,
- * their points into xs/ys (4 * (b - a) each); returns how many. A line is horizontal
- * when every x has the same value. */
+/* Builds up to N_REFS reference lines (ceiling, chance, k = 8, 4, 1) of the runs
+ * recs[a..b) into refs, their points into xs/ys (N_REFS * (b - a) each); returns how many.
+ * A line is horizontal when every x has the same value. */
 static int figure_refs(const rec *recs, int a, int b, int fig, te_cache **cache, int *n_cache,
                        sb_plot_ref *refs, double *xs, double *ys, ref_x *rx)
 {
@@ -223,8 +247,9 @@ static int figure_refs(const rec *recs, int a, int b, int fig, te_cache **cache,
             k++;
         if (k == n_x)
             rx[n_x++] = (ref_x){.xkey = recs[q].xkey};
-        double v[4] = {recs[q].ceiling, recs[q].window[2], recs[q].window[1], recs[q].window[0]};
-        for (int r = 0; r < 4; r++)
+        double v[N_REFS];
+        rec_ref_values(&recs[q], v);
+        for (int r = 0; r < N_REFS; r++)
             if (!isnan(v[r]))
                 rx[k].sum[r] += v[r], rx[k].n[r]++;
         if (fig == FIG_2A) {
@@ -238,9 +263,8 @@ static int figure_refs(const rec *recs, int a, int b, int fig, te_cache **cache,
         rx[k].x = fig != FIG_2A ? rx[k].xkey
                   : rx[k].te_n > 0 ? rx[k].te_sum / rx[k].te_n
                                    : (double)NAN;
-    static const char *labels[4] = {"ceiling", "k = 8 window", "k = 4 window", "k = 1 window"};
     int n_refs = 0;
-    for (int r = 0; r < 4; r++) {
+    for (int r = 0; r < N_REFS; r++) {
         double *x = xs + r * (b - a), *y = ys + r * (b - a);
         double lo = HUGE_VAL, hi = -HUGE_VAL;
         int n = 0;
@@ -254,7 +278,8 @@ static int figure_refs(const rec *recs, int a, int b, int fig, te_cache **cache,
         }
         if (n == 0)
             continue;
-        sb_plot_ref ref = {.label = labels[r], .style = r, .n = n, .x = x, .y_at = y};
+        sb_plot_ref ref = {.label = ref_label[r], .style = ref_style_of[r], .n = n, .x = x,
+                           .y_at = y};
         if (hi - lo <= 1e-9)
             ref.n = 0, ref.y = y[0];
         refs[n_refs++] = ref;
@@ -301,6 +326,10 @@ static void rec_from_run(sb_results *db, sb_run_row *row, const sb_run_config *c
                          sb_report_summary *sum)
 {
     classify(c, row->params > 0 ? (size_t)row->params : 0, r);
+    r->run_id = row->id;
+    r->params_m = row->params > 0 ? (double)row->params / 1e6 : (double)NAN;
+    snprintf(r->hash, sizeof r->hash, "%s", row->hash);
+    r->seed = (int)c->seed;
     r->protocol = (int)c->task.protocol;
     snprintf(r->model, sizeof r->model, "%s", c->model);
     r->model_rank = model_rank(c->model);
@@ -312,7 +341,7 @@ static void rec_from_run(sb_results *db, sb_run_row *row, const sb_run_config *c
     r->amb = gc.amb;
     r->depth = gc.amb_depth;
     r->task_seed = c->task.grammar.seed;
-    r->ceiling = r->memory = (double)NAN;
+    r->ceiling = r->chance = r->memory = (double)NAN;
     for (int w = 0; w < 3; w++)
         r->window[w] = (double)NAN;
     sb_ceiling ce;
@@ -321,6 +350,7 @@ static void rec_from_run(sb_results *db, sb_run_row *row, const sb_run_config *c
         sb_results_task_ceiling(db, &c->task, 0, &ce, NULL, &yerr) == SB_OK) {
         r->ceiling = row->ceiling;
         r->memory = row->effective_memory;
+        r->chance = ce.window_acc[window_index(0)];
         for (int w = 0; w < 3; w++)
             r->window[w] = ce.window_acc[window_index(ref_k[w])];
     } else if (sum->yardsticks_missing++ == 0) {
@@ -387,8 +417,15 @@ static void write_left_out(FILE *md, const sb_report_summary *sum)
 /* report.md's title and the paragraph on how to read it. */
 static void write_report_intro(FILE *md, const char *db_path, const sb_report_summary *sum)
 {
-    fprintf(md, "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished and placed in a "
-                "figure.", db_path, sum->runs_read, sum->runs_used);
+    if (sum->runs_other == 0)
+        fprintf(md, "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished and placed in a "
+                    "figure.", db_path, sum->runs_read, sum->runs_used);
+    else
+        fprintf(md, "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished: %d placed in "
+                    "a figure, %d under \"Other runs\" (a figure needs runs at two or more of "
+                    "its x values: grammars, sizes or test gaps; a single `train` run or the "
+                    "seeds of one setting make no figure).", db_path, sum->runs_read,
+                sum->runs_used, sum->runs_used - sum->runs_other, sum->runs_other);
     write_left_out(md, sum);
     fprintf(md, " Each point: the learning-rate / warm-up setting with the best mean test "
                 "accuracy; mean and standard deviation (ddof 0) over its seeds.\n\n"
@@ -397,9 +434,13 @@ static void write_report_intro(FILE *md, const char *db_path, const sb_report_su
                 "in elements, at which an observer that sees only the last k elements reaches "
                 "the run's accuracy (mean over the seeds, a memory beyond 32 counted as 32, so "
                 "the mean is a lower bound; \">32\" when every seed is beyond the k = 32 "
-                "observer). The accuracy figures "
-                "draw the ceiling and the k = 1, 4, 8 window observers as grey lines; each has "
-                "a `_memory` figure of the effective memory (log2(1 + m) axis).\n");
+                "observer); *chance* is the accuracy of always naming the task's most frequent "
+                "state (the k = 0 observer). The accuracy figures draw the ceiling (dashed), "
+                "chance (dash-dot) and the k = 1, 4, 8 window observers as grey lines; each has "
+                "a `_memory` figure of the effective memory (log2(1 + m) axis) and a `_curves` "
+                "figure of the learning curves (test accuracy against training samples: mean "
+                "and min-max band over the seeds of each point's best setting). report.json "
+                "lists every figure with the axes drawn.\n");
 }
 
 /* What the figures share while they are written. */
@@ -412,6 +453,8 @@ typedef struct report_ctx {
     int n_cache;
     point *pts;      /* [n] the points of the current figure */
     sb_report_summary *sum;
+    sb_results *db;  /* the runs' evaluations, for the learning curves */
+    sb_json *json;   /* report.json, inside its "figures" array */
 } report_ctx;
 
 /* The end of the figure that starts at recs[f0]: the runs with its fig, protocol, panel. */
@@ -428,7 +471,7 @@ static int figure_end(const rec *recs, int n, int f0)
 typedef struct figure_buffers {
     double *xs, *ys, *es;    /* [n] points: x, mean accuracy, its std */
     double *ms, *mes;        /* [n] effective memory: mean, std */
-    double *rxs, *rys;       /* [4 n] the reference lines' points */
+    double *rxs, *rys;       /* [N_REFS n] the reference lines' points */
     ref_x *rx;               /* [n] the reference lines' per-x sums */
 } figure_buffers;
 
@@ -443,8 +486,8 @@ static int figure_buffers_alloc(figure_buffers *fb, size_t n)
 {
     fb->xs = calloc(n, sizeof *fb->xs), fb->ys = calloc(n, sizeof *fb->ys),
     fb->es = calloc(n, sizeof *fb->es), fb->ms = calloc(n, sizeof *fb->ms),
-    fb->mes = calloc(n, sizeof *fb->mes), fb->rxs = calloc(4 * n, sizeof *fb->rxs),
-    fb->rys = calloc(4 * n, sizeof *fb->rys);
+    fb->mes = calloc(n, sizeof *fb->mes), fb->rxs = calloc(N_REFS * n, sizeof *fb->rxs),
+    fb->rys = calloc(N_REFS * n, sizeof *fb->rys);
     fb->rx = calloc(n, sizeof *fb->rx);
     if (fb->xs == NULL || fb->ys == NULL || fb->es == NULL || fb->ms == NULL ||
         fb->mes == NULL || fb->rxs == NULL || fb->rys == NULL || fb->rx == NULL) {
@@ -458,6 +501,7 @@ static int figure_buffers_alloc(figure_buffers *fb, size_t n)
 typedef struct figure_names {
     char base[4096], title[256], subtitle[256];
     char mem_base[4200], mem_title[300]; /* the effective-memory companion */
+    char curves_base[4200], curves_title[300], curves_subtitle[300]; /* learning curves */
 } figure_names;
 
 static void figure_names_make(const rec *head, const char *out_dir, figure_names *fn)
@@ -478,6 +522,14 @@ static void figure_names_make(const rec *head, const char *out_dir, figure_names
                  "warm-up per point", head->protocol == 1 ? "clean" : "reference");
     snprintf(fn->mem_base, sizeof fn->mem_base, "%s_memory", base);
     snprintf(fn->mem_title, sizeof fn->mem_title, "%s: effective memory", fn->title);
+    snprintf(fn->curves_base, sizeof fn->curves_base, "%s_curves", base);
+    snprintf(fn->curves_title, sizeof fn->curves_title, "%s: learning curves", fn->title);
+    char width[32] = "";
+    if (head->panel > 0)
+        snprintf(width, sizeof width, "width %d, ", head->panel);
+    snprintf(fn->curves_subtitle, sizeof fn->curves_subtitle,
+             "%sprotocol %s; mean and min-max over the seeds of each point's best lr / warm-up",
+             width, head->protocol == 1 ? "clean" : "reference");
 }
 
 /* The figure's section of report.md: its heading and the head of its table. */
@@ -490,29 +542,42 @@ static void write_table_head(FILE *md, const rec *head, const figure_names *fn)
             head->fig == FIG_2A ? "TE" : head->fig == FIG_4 ? "gap frames" : "params (M)");
 }
 
+/* The end of the setting (lr, warm-up) that starts at recs[s0], before b. */
+static int setting_end(const rec *recs, int b, int s0)
+{
+    int s = s0;
+    while (s < b && recs[s].lr == recs[s0].lr && recs[s].warmup == recs[s0].warmup)
+        s++;
+    return s;
+}
+
+/* The statistics of one setting's runs recs[s0..s1) (its seeds): mean and std (ddof 0)
+ * of the test accuracy, and the yardsticks. */
+static point setting_point(const rec *recs, int s0, int s1)
+{
+    point pt = {.n = s1 - s0, .lr = recs[s0].lr, .warmup = recs[s0].warmup};
+    double sum_acc = 0, var = 0;
+    for (int q = s0; q < s1; q++)
+        sum_acc += recs[q].acc;
+    pt.mean = sum_acc / pt.n;
+    for (int q = s0; q < s1; q++)
+        var += (recs[q].acc - pt.mean) * (recs[q].acc - pt.mean);
+    pt.std = sqrt(var / pt.n);
+    point_yardsticks(recs, s0, s1, &pt);
+    return pt;
+}
+
 /* The best (lr, warm-up) setting of runs recs[a..b) (one model at one x, sorted by
  * setting): the highest mean test accuracy over its seeds, the first on a tie. */
 static point best_setting(const rec *recs, int a, int b)
 {
     point best = {.mean = -HUGE_VAL};
-    int s = a;
-    while (s < b) {
-        int s0 = s;
-        double sum_acc = 0;
-        while (s < b && recs[s].lr == recs[s0].lr && recs[s].warmup == recs[s0].warmup)
-            sum_acc += recs[s++].acc;
-        int cnt = s - s0;
-        double mean = sum_acc / cnt, var = 0;
-        for (int q = s0; q < s; q++)
-            var += (recs[q].acc - mean) * (recs[q].acc - mean);
-        if (mean > best.mean) {
-            best.mean = mean;
-            best.std = sqrt(var / cnt);
-            best.n = cnt;
-            best.lr = recs[s0].lr;
-            best.warmup = recs[s0].warmup;
-            point_yardsticks(recs, s0, s, &best);
-        }
+    for (int s = a; s < b;) {
+        int s1 = setting_end(recs, b, s);
+        point pt = setting_point(recs, s, s1);
+        if (pt.mean > best.mean)
+            best = pt;
+        s = s1;
     }
     return best;
 }
@@ -578,7 +643,7 @@ static int figure_points(report_ctx *rc, int f0, int f1, sb_plot_series *series,
             write_point_row(rc->md, recs[m0].model, &best);
         }
         snprintf(labels[*n_series], sizeof labels[*n_series], "%s", recs[m0].model);
-        series[*n_series] = (sb_plot_series){labels[*n_series], n_pts - first_pt, NULL, NULL, NULL};
+        series[*n_series] = (sb_plot_series){.label = labels[*n_series], .n = n_pts - first_pt};
         (*n_series)++;
     }
     return n_pts;
@@ -608,8 +673,184 @@ static void figure_series(const point *pts, int n_pts, figure_buffers *fb,
     }
 }
 
+/* report.json: one axis. */
+static void json_axis(sb_json *j, const char *key, const sb_plot_axis *a)
+{
+    sb_json_key(j, key);
+    sb_json_object_begin(j);
+    sb_json_key(j, "label");
+    sb_json_string(j, a->label);
+    sb_json_key(j, "log");
+    sb_json_bool(j, a->log);
+    sb_json_key(j, "min");
+    sb_json_double(j, a->min);
+    sb_json_key(j, "max");
+    sb_json_double(j, a->max);
+    sb_json_key(j, "ticks");
+    sb_json_array_begin(j);
+    for (int i = 0; i < a->n_ticks; i++)
+        sb_json_double(j, a->ticks[i]);
+    sb_json_array_end(j);
+    sb_json_key(j, "tick_labels");
+    sb_json_array_begin(j);
+    for (int i = 0; i < a->n_ticks; i++)
+        sb_json_string(j, a->tick_labels[i]);
+    sb_json_array_end(j);
+    sb_json_object_end(j);
+}
+
+/* report.json: one figure written to base (its kind: accuracy, memory or curves), with the
+ * axes it drew. */
+static void json_figure(sb_json *j, const char *base, const char *kind, const char *title,
+                        const sb_plot_axis *x, const sb_plot_axis *y, int n_refs,
+                        const sb_plot_ref *refs)
+{
+    const char *slash = strrchr(base, '/');
+    sb_json_object_begin(j);
+    sb_json_key(j, "name");
+    sb_json_string(j, slash != NULL ? slash + 1 : base);
+    sb_json_key(j, "kind");
+    sb_json_string(j, kind);
+    sb_json_key(j, "title");
+    sb_json_string(j, title);
+    json_axis(j, "x", x);
+    json_axis(j, "y", y);
+    sb_json_key(j, "reference_lines");
+    sb_json_array_begin(j);
+    for (int r = 0; r < n_refs; r++)
+        sb_json_string(j, refs[r].label);
+    sb_json_array_end(j);
+    sb_json_object_end(j);
+}
+
+/* Writes one figure and records it in report.json and the summary. */
+static sb_status write_plot(report_ctx *rc, const sb_plot *p, const char *base, const char *kind,
+                            sb_error *err)
+{
+    sb_status st = sb_plot_write(p, base, err);
+    if (st != SB_OK)
+        return st;
+    sb_plot_axis x, y;
+    sb_plot_axes(p, &x, &y);
+    json_figure(rc->json, base, kind, p->title, &x, &y, p->n_refs, p->refs);
+    rc->sum->figures++;
+    return SB_OK;
+}
+
+/* The horizontal reference lines of a learning-curve figure: the ceiling and chance of the
+ * runs recs[a..b), their mean over the runs (seeds draw different grammars; every line is
+ * a mean over seeds too), or with same_only only when every run has the same value (the
+ * other runs: unrelated tasks). */
+static int curve_refs(const rec *recs, int a, int b, int same_only, sb_plot_ref *refs)
+{
+    int n_refs = 0;
+    for (int r = 0; r < 2; r++) {
+        double lo = HUGE_VAL, hi = -HUGE_VAL, sum = 0;
+        int n = 0;
+        for (int q = a; q < b; q++) {
+            double v[N_REFS];
+            rec_ref_values(&recs[q], v);
+            if (isnan(v[r]))
+                continue;
+            lo = fmin(lo, v[r]), hi = fmax(hi, v[r]);
+            sum += v[r], n++;
+        }
+        if (n > 0 && (!same_only || hi - lo <= 1e-9))
+            refs[n_refs++] = (sb_plot_ref){.label = ref_label[r], .y = sum / n,
+                                           .style = ref_style_of[r]};
+    }
+    return n_refs;
+}
+
+/* One learning-curve group: the runs of recs[x0..x1) (one model at one x) with the
+ * setting of best; their ids are appended to ids. */
+static void add_curve_group(const rec *recs, int x0, int x1, const point *best, int64_t *ids,
+                            int *n_ids, sb_curve_group *g, char *label, size_t label_size)
+{
+    g->run_ids = ids + *n_ids;
+    g->n_runs = 0;
+    for (int q = x0; q < x1; q++)
+        if (recs[q].lr == best->lr && recs[q].warmup == best->warmup) {
+            ids[(*n_ids)++] = recs[q].run_id;
+            g->n_runs++;
+        }
+    const rec *r = &recs[x0];
+    if (r->fig == FIG_2A || r->fig == FIG_4)
+        snprintf(label, label_size, "%s, %s %g, %d seed%s", r->model,
+                 r->fig == FIG_2A ? "amb" : "gap", r->xkey, g->n_runs, g->n_runs == 1 ? "" : "s");
+    else
+        snprintf(label, label_size, "%s, %.3gM, %d seed%s", r->model, r->params_m, g->n_runs,
+                 g->n_runs == 1 ? "" : "s");
+    g->label = label;
+}
+
+/* The learning-curve groups of runs recs[f0..f1): per model and x, the runs (seeds) of its
+ * best setting; with more than MAX_CURVES of them, per model only the x where it does best
+ * (the first MAX_CURVES models). ids has room for f1 - f0. Returns the number of groups. */
+#define MAX_CURVES 12
+static int curve_groups(const rec *recs, int f0, int f1, int64_t *ids, sb_curve_group *groups,
+                        char labels[][96])
+{
+    int n_pairs = 0;
+    for (int j = f0; j < f1; j++)
+        n_pairs += j == f0 || strcmp(recs[j].model, recs[j - 1].model) != 0 ||
+                   recs[j].xkey != recs[j - 1].xkey;
+    const int per_model = n_pairs > MAX_CURVES;
+    int n_groups = 0, n_ids = 0;
+    for (int j = f0; j < f1 && n_groups < MAX_CURVES;) {
+        int m0 = j;
+        while (j < f1 && strcmp(recs[j].model, recs[m0].model) == 0)
+            j++;
+        point best = {.mean = -HUGE_VAL};
+        int best_x0 = m0, best_x1 = m0;
+        for (int k = m0; k < j;) {
+            int x0 = k;
+            while (k < j && recs[k].xkey == recs[x0].xkey)
+                k++;
+            point pt = best_setting(recs, x0, k);
+            if (!per_model && n_groups < MAX_CURVES) {
+                add_curve_group(recs, x0, k, &pt, ids, &n_ids, &groups[n_groups],
+                                labels[n_groups], sizeof labels[n_groups]);
+                n_groups++;
+            } else if (pt.mean > best.mean) {
+                best = pt, best_x0 = x0, best_x1 = k;
+            }
+        }
+        if (per_model) {
+            add_curve_group(recs, best_x0, best_x1, &best, ids, &n_ids, &groups[n_groups],
+                            labels[n_groups], sizeof labels[n_groups]);
+            n_groups++;
+        }
+    }
+    return n_groups;
+}
+
+/* The learning-curve companion of the figure of runs recs[f0..f1), written to base. */
+static sb_status write_curves(report_ctx *rc, int f0, int f1, const char *base,
+                              const char *title, const char *subtitle, sb_error *err)
+{
+    int64_t *ids = calloc((size_t)(f1 - f0), sizeof *ids);
+    if (ids == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory drawing the learning curves");
+    sb_curve_group groups[MAX_CURVES];
+    char labels[MAX_CURVES][96];
+    int n_groups = curve_groups(rc->recs, f0, f1, ids, groups, labels);
+    sb_plot_ref refs[2];
+    int n_refs = curve_refs(rc->recs, f0, f1, 0, refs);
+    sb_plot_axis x, y;
+    sb_status st = sb_report_curve_figure(rc->db, title, subtitle, groups, n_groups, refs,
+                                          n_refs, base, &x, &y, err);
+    free(ids);
+    if (st != SB_OK)
+        return st;
+    json_figure(rc->json, base, "curves", title, &x, &y, n_refs, refs);
+    rc->sum->figures++;
+    return SB_OK;
+}
+
 /* The figure of runs recs[f0..f1): its table in report.md, the accuracy figure with its
- * reference lines, the effective-memory companion, and their links in report.md. */
+ * reference lines, the effective-memory and learning-curve companions, and their links in
+ * report.md. */
 static sb_status write_figure(report_ctx *rc, int f0, int f1, sb_error *err)
 {
     const rec *head = &rc->recs[f0];
@@ -625,7 +866,7 @@ static sb_status write_figure(report_ctx *rc, int f0, int f1, sb_error *err)
     int n_series;
     int n_pts = figure_points(rc, f0, f1, series, labels, &n_series);
     figure_series(rc->pts, n_pts, &fb, series, mem_series, n_series);
-    sb_plot_ref refs[4];
+    sb_plot_ref refs[N_REFS];
     int n_refs = figure_refs(rc->recs, f0, f1, head->fig, &rc->cache, &rc->n_cache, refs, fb.rxs,
                              fb.rys, fb.rx);
 
@@ -633,41 +874,210 @@ static sb_status write_figure(report_ctx *rc, int f0, int f1, sb_error *err)
     sb_plot plot = {.title = fn.title, .subtitle = fn.subtitle, .xlabel = fig_xlabel[head->fig],
                     .ylabel = "test accuracy (fraction of elements)", .logx = logx,
                     .ymin = (double)NAN, .ymax = (double)NAN, .n_series = n_series,
-                    .series = series, .n_refs = n_refs, .refs = refs};
+                    .series = series, .n_refs = n_refs, .refs = refs, .yfraction = 1};
     sb_plot mem_plot = {.title = fn.mem_title, .subtitle = fn.subtitle,
                         .xlabel = fig_xlabel[head->fig],
                         .ylabel = "effective memory (elements, log2(1 + m) axis)",
                         .logx = logx, .ymin = 0, .ymax = (double)NAN, .n_series = n_series,
                         .series = mem_series, .logy1p = 1, .ybeyond = MEMORY_BEYOND,
                         .ybeyond_label = ">32"};
-    sb_status st = sb_plot_write(&plot, fn.base, err);
-    if (st == SB_OK) {
-        rc->sum->figures++;
-        st = sb_plot_write(&mem_plot, fn.mem_base, err);
-    }
+    sb_status st = write_plot(rc, &plot, fn.base, "accuracy", err);
+    if (st == SB_OK)
+        st = write_plot(rc, &mem_plot, fn.mem_base, "memory", err);
     figure_buffers_free(&fb);
+    if (st == SB_OK)
+        st = write_curves(rc, f0, f1, fn.curves_base, fn.curves_title, fn.curves_subtitle, err);
     if (st != SB_OK)
         return st;
-    rc->sum->figures++;
-    fprintf(rc->md, "\n![%s](%s.png)\n\n![%s](%s.png)\n", fn.title, strrchr(fn.base, '/') + 1,
-            fn.mem_title, strrchr(fn.mem_base, '/') + 1);
+    fprintf(rc->md, "\n![%s](%s.png)\n\n![%s](%s.png)\n\n![%s](%s.png)\n", fn.title,
+            strrchr(fn.base, '/') + 1, fn.mem_title, strrchr(fn.mem_base, '/') + 1,
+            fn.curves_title, strrchr(fn.curves_base, '/') + 1);
     return SB_OK;
 }
 
-/* Every figure of the sorted recs, in order, until one fails. */
-static sb_status write_figures(const rec *recs, int n, const char *out_dir, FILE *md,
-                               sb_report_summary *sum, sb_error *err)
+/* Marks the runs of every figure whose runs have a single x value (a grammar, a size, a
+ * test gap): they make no figure and are listed under "Other runs" (a single `train` run,
+ * the seeds of one setting). Then sorts the recs again, the other runs last. Returns how
+ * many were marked. */
+static int mark_other_runs(rec *recs, int n)
 {
-    report_ctx rc = {.recs = recs, .n = n, .out_dir = out_dir, .md = md, .sum = sum};
+    int n_other = 0;
+    for (int f0 = 0; f0 < n;) {
+        int f1 = figure_end(recs, n, f0);
+        int several_x = 0;
+        for (int q = f0 + 1; q < f1 && !several_x; q++)
+            several_x = recs[q].xkey != recs[f0].xkey;
+        for (int q = f0; q < f1 && !several_x; q++)
+            recs[q].other = 1, n_other++;
+        f0 = f1;
+    }
+    qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
+    return n_other;
+}
+
+/* An other run's task in words: its task number and what its x would have been. */
+static void other_task(const rec *r, char *buf, size_t size)
+{
+    static const char *task[N_FIGS] = {"1a", "1b", "2", "3", "4"};
+    if (r->fig == FIG_2A)
+        snprintf(buf, size, "%s: amb %g, width %d", task[r->fig], r->xkey, r->panel);
+    else if (r->fig == FIG_4)
+        snprintf(buf, size, "%s: %g gap frames, width %d", task[r->fig], r->xkey, r->panel);
+    else
+        snprintf(buf, size, "%s", task[r->fig]);
+    if (r->protocol == 1)
+        snprintf(buf + strlen(buf), size - strlen(buf), " (clean)");
+}
+
+/* One setting's row under "Other runs": like a figure's row, with the task, the chance
+ * level and the run ids. */
+static void write_other_row(FILE *md, const rec *recs, int s0, int s1, const point *p)
+{
+    char task[96], warm[16] = "5%", ceil_s[32] = "-", chance_s[32] = "-", mem_s[32] = "-";
+    other_task(&recs[s0], task, sizeof task);
+    if (p->warmup >= 0)
+        snprintf(warm, sizeof warm, "%d", p->warmup);
+    if (!isnan(p->ceiling))
+        snprintf(ceil_s, sizeof ceil_s, "%.4f", p->ceiling);
+    if (!isnan(recs[s0].chance))
+        snprintf(chance_s, sizeof chance_s, "%.4f", recs[s0].chance);
+    if (p->mem_mean > MEMORY_BEYOND)
+        snprintf(mem_s, sizeof mem_s, ">32");
+    else if (!isnan(p->mem_mean))
+        snprintf(mem_s, sizeof mem_s, "%.3g \xC2\xB1 %.2g", p->mem_mean, p->mem_std);
+    fprintf(md, "| %s | %s | %.4g | %.4f | %.4f | %d | %g | %s | %s | %s | %s |", recs[s0].model,
+            task, recs[s0].params_m, p->mean, p->std, p->n, p->lr, warm, ceil_s, chance_s, mem_s);
+    for (int q = s0; q < s1; q++)
+        fprintf(md, "%s`%s`", q == s0 ? " " : ", ", recs[q].hash);
+    fprintf(md, " |\n");
+}
+
+/* The "Other runs" section: a row per setting of the other runs recs[o0..n), their
+ * learning curves (the first MAX_CURVES settings), and their ids in report.json. */
+static sb_status write_other_runs(report_ctx *rc, int o0, sb_error *err)
+{
+    const rec *recs = rc->recs;
+    fprintf(rc->md, "\n## Other runs\n\nRuns that make no figure: their task was run at one "
+                    "x value only (one grammar, size or test gap), such as a single `train` run "
+                    "or the seeds of one setting. A row per setting: mean and standard "
+                    "deviation (ddof 0) over its seeds.\n\n"
+                    "| model | task | params (M) | mean test acc | std | seeds | lr | warm-up | "
+                    "ceiling | chance | eff. memory | runs |\n"
+                    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+                    "| --- |\n");
+    int64_t *ids = calloc((size_t)(rc->n - o0), sizeof *ids);
+    if (ids == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing the other runs");
+    sb_curve_group groups[MAX_CURVES];
+    char labels[MAX_CURVES][96];
+    int n_groups = 0, n_ids = 0;
+    for (int s0 = o0; s0 < rc->n;) {
+        /* one setting: same figure, model, x, lr and warm-up */
+        int s1 = s0 + 1;
+        while (s1 < rc->n && cmp_rec(&recs[s1], &recs[s0]) == 0)
+            s1++;
+        point pt = setting_point(recs, s0, s1);
+        write_other_row(rc->md, recs, s0, s1, &pt);
+        if (n_groups < MAX_CURVES) {
+            add_curve_group(recs, s0, s1, &pt, ids, &n_ids, &groups[n_groups], labels[n_groups],
+                            sizeof labels[n_groups]);
+            n_groups++;
+        }
+        s0 = s1;
+    }
+    char base[4200];
+    snprintf(base, sizeof base, "%s/other_curves", rc->out_dir);
+    const char *title = "Other runs: learning curves";
+    sb_plot_ref refs[2];
+    int n_refs = curve_refs(recs, o0, rc->n, 1, refs);
+    sb_plot_axis x, y;
+    sb_status st = sb_report_curve_figure(rc->db, title, "test accuracy; mean and min-max over "
+                                          "the seeds of each setting", groups, n_groups, refs,
+                                          n_refs, base, &x, &y, err);
+    free(ids);
+    if (st != SB_OK)
+        return st;
+    json_figure(rc->json, base, "curves", title, &x, &y, n_refs, refs);
+    rc->sum->figures++;
+    fprintf(rc->md, "\n![%s](other_curves.png)\n", title);
+    return SB_OK;
+}
+
+/* report.json's list of the other runs: id, model, test accuracy. */
+static void json_other_runs(sb_json *j, const rec *recs, int o0, int n)
+{
+    sb_json_key(j, "other_runs");
+    sb_json_array_begin(j);
+    for (int q = o0; q < n; q++) {
+        sb_json_object_begin(j);
+        sb_json_key(j, "run");
+        sb_json_string(j, recs[q].hash);
+        sb_json_key(j, "model");
+        sb_json_string(j, recs[q].model);
+        sb_json_key(j, "test_acc");
+        sb_json_double(j, recs[q].acc);
+        sb_json_object_end(j);
+    }
+    sb_json_array_end(j);
+}
+
+/* Every figure of the sorted recs, in order, until one fails, then the other runs; json:
+ * report.json, its object open. */
+static sb_status write_figures(sb_results *db, const rec *recs, int n, const char *out_dir,
+                               FILE *md, sb_json *json, sb_report_summary *sum, sb_error *err)
+{
+    report_ctx rc = {.recs = recs, .n = n, .out_dir = out_dir, .md = md, .sum = sum, .db = db,
+                     .json = json};
     rc.pts = calloc((size_t)(n > 0 ? n : 1), sizeof *rc.pts);
+    if (rc.pts == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory drawing the figures");
     sb_status st = SB_OK;
-    for (int f0 = 0; f0 < n && rc.pts != NULL && st == SB_OK;) {
+    int f0 = 0;
+    sb_json_key(json, "figures");
+    sb_json_array_begin(json);
+    for (; f0 < n && !recs[f0].other && st == SB_OK;) {
         int f1 = figure_end(recs, n, f0);
         st = write_figure(&rc, f0, f1, err);
         f0 = f1;
     }
+    if (st == SB_OK && f0 < n)
+        st = write_other_runs(&rc, f0, err);
+    sb_json_array_end(json);
+    json_other_runs(json, recs, f0, n);
     free(rc.pts);
     free(rc.cache);
+    return st;
+}
+
+/* A file written under PATH.tmp and renamed into place when everything went well. */
+typedef struct out_file {
+    char path[4200], tmp[4300];
+    FILE *f;
+} out_file;
+
+static sb_status out_file_open(out_file *o, const char *out_dir, const char *name, sb_error *err)
+{
+    snprintf(o->path, sizeof o->path, "%s/%s", out_dir, name);
+    snprintf(o->tmp, sizeof o->tmp, "%s.tmp", o->path);
+    o->f = fopen(o->tmp, "w");
+    if (o->f == NULL)
+        return sb_error_set(err, SB_ERR_IO, "cannot write '%s': %s", o->tmp, strerror(errno));
+    return SB_OK;
+}
+
+/* Closes the file and, when st is SB_OK, renames it into place; removes it otherwise. */
+static sb_status out_file_close(out_file *o, sb_status st, sb_error *err)
+{
+    if (o->f == NULL)
+        return st;
+    int bad = fclose(o->f) != 0;
+    o->f = NULL;
+    if (st == SB_OK && bad)
+        st = sb_error_set(err, SB_ERR_IO, "writing '%s' failed", o->tmp);
+    if (st == SB_OK && rename(o->tmp, o->path) != 0)
+        st = sb_error_set(err, SB_ERR_IO, "cannot rename '%s': %s", o->tmp, strerror(errno));
+    if (st != SB_OK)
+        remove(o->tmp);
     return st;
 }
 
@@ -684,29 +1094,28 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
     sum->runs_read = (int)n_rows;
     int n = 0;
     rec *recs = report_read_runs(db, rows, n_rows, sum, &n);
-    sb_results_close(db);
     sb_results_run_rows_free(rows, n_rows);
     sum->runs_used = n;
     qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
+    sum->runs_other = mark_other_runs(recs, n);
 
-    /* report.md is written under a temporary name and renamed into place at the end */
+    /* report.md and report.json are written under temporary names, renamed at the end */
+    out_file md = {0}, json = {0};
+    st = out_file_open(&md, out_dir, "report.md", err);
+    if (st == SB_OK)
+        st = out_file_open(&json, out_dir, "report.json", err);
     snprintf(sum->table_path, sizeof sum->table_path, "%s/report.md", out_dir);
-    char tmp_table[4200];
-    snprintf(tmp_table, sizeof tmp_table, "%s.tmp", sum->table_path);
-    FILE *md = fopen(tmp_table, "w");
-    if (md == NULL) {
-        free(recs);
-        return sb_error_set(err, SB_ERR_IO, "cannot write '%s': %s", tmp_table, strerror(errno));
+    if (st == SB_OK) {
+        sb_json j;
+        sb_json_init(&j, json.f, 1);
+        sb_json_object_begin(&j);
+        write_report_intro(md.f, db_path, sum);
+        st = write_figures(db, recs, n, out_dir, md.f, &j, sum, err);
+        sb_json_object_end(&j);
+        fputc('\n', json.f);
     }
-    write_report_intro(md, db_path, sum);
-    st = write_figures(recs, n, out_dir, md, sum, err);
+    sb_results_close(db);
     free(recs);
-    int bad = fclose(md) != 0;
-    if (st == SB_OK && bad)
-        st = sb_error_set(err, SB_ERR_IO, "writing '%s' failed", tmp_table);
-    if (st == SB_OK && rename(tmp_table, sum->table_path) != 0)
-        st = sb_error_set(err, SB_ERR_IO, "cannot rename '%s': %s", tmp_table, strerror(errno));
-    if (st != SB_OK)
-        remove(tmp_table);
-    return st;
+    st = out_file_close(&md, st, err);
+    return out_file_close(&json, st, err);
 }

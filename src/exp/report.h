@@ -31,7 +31,8 @@
 
 typedef struct sb_report_summary {
     int runs_read;    /* runs in the database */
-    int runs_used;    /* finished runs placed in a figure */
+    int runs_used;    /* finished runs used: placed in a figure or under "Other runs" */
+    int runs_other;   /* of them, under "Other runs": their figure would have one x value */
     /* the runs left out of every figure and mean (runs_read - runs_used in all): */
     int runs_diverged;   /* status "diverged" */
     int runs_unfinished; /* "failed", "stopped", still "running" */

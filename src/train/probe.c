@@ -1172,8 +1172,9 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
         int ns = 0;
         for (int d = 0; d <= L && ns < MAX_SERIES; d++, ns++) {
             depth_name(res, d, labels[ns], sizeof labels[ns]);
-            series[ns] = (sb_plot_series){labels[ns], SB_PROBE_N_LAGS, x,
-                                          res->readout_acc + (size_t)d * SB_PROBE_N_LAGS, NULL};
+            series[ns] = (sb_plot_series){
+                .label = labels[ns], .n = SB_PROBE_N_LAGS, .x = x,
+                .y = res->readout_acc + (size_t)d * SB_PROBE_N_LAGS};
         }
         snprintf(subtitle, sizeof subtitle,
                  "%s: %s readout of the state id j elements back (model test acc %.3f)",
@@ -1216,7 +1217,8 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
                     continue;
                 snprintf(labels[ns], sizeof labels[ns], "%.30s, %s", name,
                          kind == 0 ? "symbol" : "gap");
-                series[ns] = (sb_plot_series){labels[ns], nl, xs, ys[ns], es[ns]};
+                series[ns] = (sb_plot_series){.label = labels[ns], .n = nl, .x = xs,
+                                              .y = ys[ns], .err = es[ns]};
                 ns++;
             }
         snprintf(subtitle, sizeof subtitle,
@@ -1252,7 +1254,7 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
                     yy[t] = v[0] > 0 ? v[t] / v[0] : (double)NAN;
                 snprintf(labels[ns], sizeof labels[ns], "layer %d %s", l + 1,
                          src == 0 ? "state" : "output");
-                series[ns] = (sb_plot_series){labels[ns], n, x, yy, NULL};
+                series[ns] = (sb_plot_series){.label = labels[ns], .n = n, .x = x, .y = yy};
                 ns++;
             }
         snprintf(subtitle, sizeof subtitle,

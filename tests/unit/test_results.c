@@ -972,7 +972,8 @@ static void test_bad_input_refused(void **state)
 
 /* ---- report: the point each figure shows ----------------------------------------------- */
 
-/* Task 1b runs of one model at one width: two learning rates x two seeds. The report must
+/* Task 1b runs of one model at one width: two learning rates x two seeds (and one run at a
+ * second width, so that the runs make a figure). The report must
  * take the learning rate with the best mean test accuracy (3e-3: mean 0.64 over 0.62 and
  * 0.66, against 0.60 for 1e-3, which has the single best run), give its population standard
  * deviation (0.02) and seed count, and write the figure as PNG, SVG and PDF plus
@@ -1003,6 +1004,21 @@ static void test_report_best_setting(void **state)
             end_ok(db, id, "finished", NULL, &m);
             free(json);
         }
+    /* a second width: a figure needs two x values (one x alone is under "Other runs") */
+    sb_run_config wide = sb_run_config_default();
+    snprintf(wide.model, sizeof wide.model, "gru");
+    wide.feat_size = 32;
+    char wide_hash[17];
+    sb_run_config_hash(&wide, 0, wide_hash);
+    char *wide_json = sb_run_config_json_string(&wide, 0);
+    assert_non_null(wide_json);
+    sb_run_info wide_run = run_info(wide_hash, "gru");
+    wide_run.config_json = wide_json;
+    wide_run.params = 9000;
+    sb_run_metrics wide_m = sb_results_metrics_unknown();
+    wide_m.test_acc = 0.55;
+    end_ok(db, begin_ok(db, &wide_run), "finished", NULL, &wide_m);
+    free(wide_json);
     sb_results_close(db);
 
     char out[700];
@@ -1011,9 +1027,10 @@ static void test_report_best_setting(void **state)
     sb_error err = {0};
     if (sb_report_generate(fx->path, out, &sum, &err) != SB_OK)
         fail_msg("report: %s", err.msg);
-    assert_int_equal(sum.runs_read, 4);
-    assert_int_equal(sum.runs_used, 4);
-    assert_int_equal(sum.figures, 2); /* accuracy and effective memory */
+    assert_int_equal(sum.runs_read, 5);
+    assert_int_equal(sum.runs_used, 5);
+    assert_int_equal(sum.runs_other, 0);
+    assert_int_equal(sum.figures, 3); /* accuracy, effective memory, learning curves */
     assert_int_equal(sum.yardsticks_missing, 0);
     const char *ext[3] = {"png", "svg", "pdf"};
     for (int e = 0; e < 3; e++)
@@ -1029,7 +1046,7 @@ static void test_report_best_setting(void **state)
     sb_run_row *all = NULL;
     size_t n_all = 0;
     assert_int_equal(sb_results_list_runs(db, NULL, &all, &n_all, &err), SB_OK);
-    assert_int_equal(n_all, 4);
+    assert_int_equal(n_all, 5);
     for (size_t i = 0; i < n_all; i++)
         assert_true(all[i].ceiling > 0.5 && all[i].ceiling <= 1 && !isnan(all[i].effective_memory));
     char want_ceiling[32];
@@ -1041,7 +1058,7 @@ static void test_report_best_setting(void **state)
     char line[512];
     int rows = 0;
     while (fgets(line, sizeof line, f) != NULL) {
-        if (strncmp(line, "| gru |", 7) != 0)
+        if (strncmp(line, "| gru | 0.002929 |", 18) != 0) /* the width with 4 runs */
             continue;
         rows++;
         if (strstr(line, "| 0.6400 | 0.0200 | 2 | 0.003 |") == NULL ||
@@ -1103,10 +1120,13 @@ static void test_report_leaves_out_diverged(void **state)
     char line[2048];
     int rows = 0, said = 0;
     while (fgets(line, sizeof line, f) != NULL) {
+        /* the two seeds of one setting make no figure: they are under "Other runs" */
         said += strstr(line, "From `") != NULL &&
-                strstr(line, ": 4 runs, 2 finished and placed in a figure. Left out of every "
-                             "figure and mean: 1 diverged run, 1 unfinished run (failed, "
-                             "stopped or running); `selectivbench results` shows why.") != NULL;
+                strstr(line, ": 4 runs, 2 finished: 0 placed in a figure, 2 under \"Other "
+                             "runs\"") != NULL &&
+                strstr(line, "Left out of every figure and mean: 1 diverged run, 1 unfinished "
+                             "run (failed, stopped or running); `selectivbench results` shows "
+                             "why.") != NULL;
         if (strncmp(line, "| gru |", 7) != 0)
             continue;
         rows++;
