@@ -341,6 +341,9 @@ typedef struct sb_progress {
     double elapsed_s, eta_s;
     uint64_t params;       /* trainable parameters of the model */
     int grad_acc;          /* micro-batches per update (gradient accumulation) */
+    double mean_loss, mean_acc; /* after an update: the means over the updates since the
+                                   previous evaluation (the running training loss and
+                                   accuracy); after an evaluation: loss and acc */
 } sb_progress;
 
 /* Called on the training thread after every update and every evaluation; p is valid for the
@@ -505,12 +508,17 @@ sb_status sb_results_count(sb_results *db, const char *model, size_t *count, sb_
 
 /* Reads up to `max` runs (of every model, or of one), from the first-th in insertion order,
  * into rows[]; *n receives how many were written (0 past the end). Iterate by advancing
- * first by *n until it is 0. Errors: SB_ERR_IO, SB_ERR_NOMEM. */
+ * first by *n until it is 0. A run stored as "running" whose lock no process holds (its
+ * process died: kill -9, a crash) reads as "interrupted" with the reason "its process ended
+ * without finishing (killed?) ..."; a connection opened for writing also records that in
+ * the database, a read-only one does not (sb_results_find alike). Errors: SB_ERR_IO,
+ * SB_ERR_NOMEM. */
 sb_status sb_results_read(sb_results *db, const char *model, size_t first, sb_result_row *rows,
                           size_t max, size_t *n, sb_error *err);
 
-/* The run with this run hash: *found is 1 and *row filled when it exists, else 0.
- * Errors: SB_ERR_IO, SB_ERR_NOMEM. */
+/* The run with this run hash: *found is 1 and *row filled when it exists, else 0 (a dead
+ * "running" run reads as "interrupted", as with sb_results_read). Errors: SB_ERR_IO,
+ * SB_ERR_NOMEM. */
 sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *row, int *found,
                           sb_error *err);
 
@@ -651,6 +659,44 @@ int64_t sb_sweep_selection_run(const sb_sweep_selection *sel, int64_t i);
 
 /* Frees a selection (NULL is allowed). */
 void sb_sweep_selection_free(sb_sweep_selection *sel);
+
+/* The grid's parameters (its axes), sorted by name: how many, and the name of parameter p
+ * (NULL outside [0, count)). */
+int sb_sweep_param_count(const sb_sweep *s);
+const char *sb_sweep_param_name(const sb_sweep *s, int p);
+
+/* The values of parameter p that the selection's filters keep, as written in the file: how
+ * many (0 for p out of range), and value j (NULL out of range). A shard or a limit does not
+ * narrow them. */
+int sb_sweep_selection_value_count(const sb_sweep_selection *sel, int p);
+const char *sb_sweep_selection_value(const sb_sweep_selection *sel, int p, int j);
+
+/* What the runs of a selection cost, estimated without training (sb_sweep_estimate_cost). */
+typedef struct sb_sweep_cost {
+    int64_t runs;         /* the runs costed: those the sweep would train (not refused or
+                             excluded) */
+    int64_t samples;      /* training samples of those runs together (one pass each) */
+    int64_t samples_min, samples_max; /* of one run: the fewest, the most */
+    double tokens;        /* frames they train on together: each run's samples x the mean
+                             frames (symbols and gaps) of its task's first training samples */
+    double train_flops;   /* 3 x each model's forward FLOPs per frame x its frames, summed
+                             (forward and backward; padding and evaluations not counted) */
+    uint64_t params_min, params_max; /* trainable parameters of the smallest, largest model */
+    /* the first costed run (-1: none) and its training step, to time it with
+     * sb_bench_train_step: model, B, T (its task's mean frames), D, L, inputs, classes, N */
+    int64_t first_run;
+    char first_model[64];
+    int first_batch, first_frames, first_width, first_layers, first_inputs, first_classes,
+        first_d_state;
+    double first_flops_per_token; /* its model's forward FLOPs per frame */
+} sb_sweep_cost;
+
+/* Estimates the cost of the runs of sel: every run is built and checked as the sweep does
+ * (sb_sweep_check_run; refused and excluded runs are left out), each distinct task is built
+ * once (grammar and the first training samples, not the data), models are sized without
+ * being built. Nothing is trained or timed. Errors: those of building a task, SB_ERR_NOMEM. */
+sb_status sb_sweep_estimate_cost(const sb_sweep *s, const sb_sweep_selection *sel,
+                                 sb_sweep_cost *out, sb_error *err);
 
 /* Whether the grid has a parameter of this name. */
 int sb_sweep_has_param(const sb_sweep *s, const char *name);

@@ -94,10 +94,14 @@ sb_status sb_results_read(sb_results *db, const char *model, size_t first, sb_re
     sb_status st = sb_results_list_runs(db, model, &stored, &n_stored, err);
     if (st != SB_OK)
         return st;
-    for (size_t i = first; i < n_stored && *n < max; i++)
+    /* a run left 'running' by a process that is gone reads as interrupted */
+    size_t end = first + max < n_stored ? first + max : n_stored;
+    if (first < end)
+        st = sb_run_store_settle_dead(db, stored + first, end - first, err);
+    for (size_t i = first; st == SB_OK && i < end; i++)
         row_copy(&rows[(*n)++], &stored[i]);
     sb_results_run_rows_free(stored, n_stored);
-    return SB_OK;
+    return st;
 }
 
 sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *row, int *found,
@@ -110,10 +114,12 @@ sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *r
     memset(row, 0, sizeof *row);
     sb_run_row stored;
     sb_status st = sb_results_get_run(db, run_hash, &stored, found, err);
-    if (st == SB_OK && *found)
+    if (st != SB_OK || !*found)
+        return st;
+    st = sb_run_store_settle_dead(db, &stored, 1, err);
+    if (st == SB_OK)
         row_copy(row, &stored);
-    if (st == SB_OK && *found)
-        sb_results_run_row_clear(&stored);
+    sb_results_run_row_clear(&stored);
     return st;
 }
 

@@ -240,7 +240,7 @@ void sb_sweep_worker_report(sb_sweep_worker *w, const sb_progress *p, double las
 {
     if (w == NULL || p == NULL)
         return;
-    fprintf(w->pipe, SB_PROGRESS_RECORD_FORMAT, p->step, p->total_steps, p->loss, p->acc,
+    fprintf(w->pipe, SB_PROGRESS_RECORD_FORMAT, p->step, p->total_steps, p->mean_loss, p->mean_acc,
             p->tokens_per_s, p->eta_s, last_test_acc);
     fflush(w->pipe);
 }

@@ -51,6 +51,8 @@ static void train_event(const sb_train_event *ev, void *user)
         .eta_s = ev->eta_s,
         .params = ev->params,
         .grad_acc = ev->grad_acc,
+        .mean_loss = ev->mean_loss,
+        .mean_acc = ev->mean_acc,
     };
     fn(&p, set->user);
 }

@@ -70,15 +70,20 @@ static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
                             "which split --samples, --show and --checksum read (default train)",
                             0};
     opts[n++] = (sb_option){"samples", SB_OPT_STRING, &samples, 0, 0, NULL, "LIST",
-                            "sample indices, e.g. 0-4,57,999 (for --json and --show)", 0};
+                            "sample indices, e.g. 0-4,57,999 (for --json and --show; default: "
+                            "the first --show)",
+                            0};
     opts[n++] = (sb_option){"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL,
                             "print the --samples as JSON: idx, class_seq, state_seq", 0};
     opts[n++] = (sb_option){"show", SB_OPT_INT, &show, 0, 1e6, NULL, "K",
-                            "pretty-print K samples (or the --samples) with their gaps", 0};
+                            "pretty-print K samples (or the --samples) with their gaps "
+                            "(default 2 when no other output is asked for)", 0};
     opts[n++] = (sb_option){"checksum", SB_OPT_SWITCH, &checksum, 0, 1, NULL, NULL,
                             "generate the whole split; print a 64-bit hash and the time", 0};
     opts[n++] = (sb_option){"export", SB_OPT_STRING, &export_dir, 0, 0, NULL, "DIR",
-                            "write the reference's dataset files train, test, transitions", 0};
+                            "write the reference's dataset files train, test, transitions "
+                            "(default: none)",
+                            0};
     opts[n++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL,
                             "threads (default: all cores)", 0};
     int rc = sb_cli_parse("data", "[task flags] [--json --samples LIST | --show K | --checksum | "

@@ -33,7 +33,9 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
         return sb_cli_fail("eval", &err);
     const char *dump = NULL, *db_path = NULL;
     opts[n++] = (sb_option){"dump", SB_OPT_STRING, &dump, 0, 0, NULL, "FILE",
-                            "write the first test batch (inputs, logits, mask) as safetensors", 0};
+                            "write the first test batch (inputs, logits, mask) as safetensors "
+                            "(default: none)",
+                            0};
     /* --db and --results are read from argv before the flags are parsed, to find a RUN id's
      * checkpoint (sb_cli_run_or_checkpoint); the table lists them for parsing and --help */
     opts[n++] = (sb_option){"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",

@@ -72,7 +72,7 @@ static int grammar_with_flags(sb_task_flags *tf, int argc, char **argv)
     opts[n++] = (sb_option){"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL,
                             "print the grammar as JSON (the reference vector schema)", 0};
     opts[n++] = (sb_option){"dot", SB_OPT_STRING, &dot, 0, 0, NULL, "FILE",
-                            "write a Graphviz digraph to FILE ('-' for stdout)", 0};
+                            "write a Graphviz digraph to FILE ('-' for stdout; default: none)", 0};
     opts[n++] = (sb_option){"list", SB_OPT_SWITCH, &list, 0, 1, NULL, NULL,
                             "list every state's successors (default for <= 40 states)", 0};
     opts[n++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL,

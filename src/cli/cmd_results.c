@@ -153,7 +153,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     char status_help[160] = "only runs with this status (";
     for (int i = 0; statuses[i] != NULL; i++) {
         strncat(status_help, statuses[i], sizeof status_help - strlen(status_help) - 1);
-        strncat(status_help, statuses[i + 1] != NULL ? ", " : ")",
+        strncat(status_help, statuses[i + 1] != NULL ? ", " : "; default: all)",
                 sizeof status_help - strlen(status_help) - 1);
     }
     sb_error err = {0};
@@ -166,26 +166,26 @@ static int results_parse(int argc, char **argv, results_args *a)
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
          " (default results/" SB_RESULTS_DB_NAME ")", 0},
         {"model", SB_OPT_CHOICE, &model_index, 0, 0, models, "NAME",
-         "only runs of this model (the models command lists them)", 0},
+         "only runs of this model (the models command lists them; default: all)", 0},
         {"status", SB_OPT_CHOICE, &status_index, 0, 0, statuses, "S", status_help, 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
-         "only runs whose configuration has KEY = VALUE (repeatable)", 0},
+         "only runs whose configuration has KEY = VALUE (repeatable; default: none)", 0},
         {"json", SB_OPT_SWITCH, &a->json, 0, 1, NULL, NULL, "print {\"runs\": [...]}", 0},
         {"csv", SB_OPT_SWITCH, &a->csv, 0, 1, NULL, NULL, "print CSV with every configuration key",
          0},
         {"run", SB_OPT_STRING, &a->run, 0, 0, NULL, "ID",
          "this run alone, in detail: its checkpoint, log, metrics and configuration (ID: a "
-         "unique prefix of the run column)", 0},
+         "unique prefix of the run column; default: every run)", 0},
         {"columns", SB_OPT_STRING, &a->view.columns, 0, 0, NULL, "A,B,..",
          "the table's and CSV's columns: a run's fields (run, status, test_acc, checkpoint, "
          "te, ...) or configuration keys (default: run, model, the keys whose values differ "
          "between the runs shown, then the results)", 0},
         {"sort", SB_OPT_STRING, &a->view.sort, 0, 0, NULL, "[-]KEY",
-         "order by a column (-KEY: descending; unknown values last)", 0},
+         "order by a column (-KEY: descending; unknown values last; default: as recorded)", 0},
         {"group", SB_OPT_STRING, &a->view.group, 0, 0, NULL, "A,B,..",
          "one line per distinct value of these columns (e.g. model,feat_size): n finished "
          "runs and the mean and sample standard deviation (n - 1) of test_acc, test_loss and "
-         "ceiling, or of the numeric --columns", 0},
+         "ceiling, or of the numeric --columns (default: no grouping)", 0},
         {"check", SB_OPT_SWITCH, &a->check, 0, 1, NULL, NULL,
          "run SQLite's integrity check on the database and print ok or corrupt", 0},
         {"threads", SB_OPT_INT, &a->threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},

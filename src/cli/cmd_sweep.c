@@ -15,9 +15,12 @@
  * run exactly as the real sweep does (sb_sweep_check_run) and print one line per run.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -62,7 +65,8 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
     sb_option opts[] = {
         {"dry_run", SB_OPT_SWITCH, &o->dry_run, 0, 1, NULL, NULL,
          "check each selected run as the sweep would and print its train flags (or why it is "
-         "refused) and the count; run nothing",
+         "refused), the axes, an estimate of the cost (time measured on one update) and the "
+         "count; run nothing",
          0},
         {"hashes", SB_OPT_SWITCH, &o->hashes, 0, 1, NULL, NULL,
          "print each selected run's run hash and training hash (or why it is refused) and the "
@@ -75,11 +79,13 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
          "results folder (default ./results)", 0},
         {"db", SB_OPT_STRING, &o->db, 0, 0, NULL, "PATH",
          "results database (default DIR/" SB_RESULTS_DB_NAME ")", 0},
-        {"limit", SB_OPT_INT, &o->limit, 0, 1e9, NULL, "K", "only the first K selected runs", 0},
+        {"limit", SB_OPT_INT, &o->limit, 0, 1e9, NULL, "K",
+         "only the first K selected runs (default 0: all)", 0},
         {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
-         "only runs with this parameter value (repeat the flag for several)", 0},
+         "only runs with this parameter value (repeat the flag for several; default: none)", 0},
         {"shard", SB_OPT_STRING, &o->shard, 0, 0, NULL, "I/N",
-         "only the filtered runs at positions I, I+N, I+2N, ... (one shard per machine)", 0},
+         "only the filtered runs at positions I, I+N, I+2N, ... (one shard per machine; "
+         "default 0/1: all)", 0},
         {"quiet", SB_OPT_SWITCH, &o->quiet, 0, 1, NULL, NULL, "no progress line", 0},
     };
     int n_opts = (int)(sizeof opts / sizeof *opts);
@@ -251,17 +257,187 @@ static sb_status print_run(const sb_sweep *s, int64_t k, int hashes, refusals *r
     return SB_OK;
 }
 
-/* --dry_run and --hashes: every selected run checked and printed as it comes (nothing is
- * kept, so memory does not grow with the selection), then "N runs" (", M refused",
- * ", E excluded ..."). Exit 1 when a run is refused; excluded runs are not an error. */
-static int sweep_list(const sb_sweep *s, const sb_sweep_selection *sel, int hashes)
+/* --dry_run's axes: each parameter the selection varies, with its values, then the fixed
+ * ones as NAME=VALUE. */
+static void print_axes(const sb_sweep *s, const sb_sweep_selection *sel)
 {
+    int n_params = sb_sweep_param_count(s), n_varied = 0;
+    for (int p = 0; p < n_params; p++)
+        n_varied += sb_sweep_selection_value_count(sel, p) > 1;
+    printf("axes: %d of %d parameters vary (%lld runs selected of a grid of %lld)\n", n_varied,
+           n_params, (long long)sb_sweep_selection_size(sel), (long long)sb_sweep_count(s));
+    for (int p = 0; p < n_params; p++) {
+        int n_values = sb_sweep_selection_value_count(sel, p);
+        if (n_values < 2)
+            continue;
+        printf("  %-20s %3d values: ", sb_sweep_param_name(s, p), n_values);
+        for (int j = 0; j < n_values; j++)
+            printf("%s%s", j > 0 ? ", " : "", sb_sweep_selection_value(sel, p, j));
+        printf("\n");
+    }
+    int first = 1;
+    for (int p = 0; p < n_params; p++) {
+        if (sb_sweep_selection_value_count(sel, p) != 1)
+            continue;
+        printf("%s%s=%s", first ? "fixed: " : ", ", sb_sweep_param_name(s, p),
+               sb_sweep_selection_value(sel, p, 0));
+        first = 0;
+    }
+    if (!first)
+        printf("\n");
+}
+
+/* A count in words a person reads at a glance: 1234567 -> "1.23M". */
+static void format_count(double x, char *buf, size_t size)
+{
+    const char *units[] = {"", "k", "M", "G", "T", "P", "E"};
+    int u = 0;
+    while (x >= 1000.0 && u < 6) {
+        x /= 1000.0;
+        u++;
+    }
+    snprintf(buf, size, u == 0 ? "%.0f%s" : "%.3g%s", x, units[u]);
+}
+
+/* Seconds as "3 h 20 min", "4.2 days". */
+static void format_time(double s, char *buf, size_t size)
+{
+    if (!(s >= 0) || isinf(s))
+        snprintf(buf, size, "?");
+    else if (s < 120)
+        snprintf(buf, size, "%.0f s", s);
+    else if (s < 7200)
+        snprintf(buf, size, "%.0f min", s / 60);
+    else if (s < 2 * 86400)
+        snprintf(buf, size, "%.1f h", s / 3600);
+    else if (s < 730 * 86400)
+        snprintf(buf, size, "%.1f days", s / 86400);
+    else
+        snprintf(buf, size, "%.0f years", s / (365.25 * 86400));
+}
+
+/* Threads per run as the sweep gives them: --threads, else cores / workers (at least 1). */
+static int run_threads(const sweep_flags *o)
+{
+    if (o->threads > 0)
+        return o->threads;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long per_run = cores / o->workers;
+    return per_run > 0 ? (int)per_run : 1;
+}
+
+/* The machine's rate is measured on the first costed run's own training update (its batch,
+ * frames and layers) when that update is small (at most SWEEP_ESTIMATE_STEP_FLOPS), else on
+ * a slice of it: the same model kind and width, one layer, SWEEP_ESTIMATE_BATCH samples of
+ * SWEEP_ESTIMATE_FRAMES frames, so that the paper's models take about a second too. The
+ * benchmark warms up and checks the update before it times it. */
+#define SWEEP_ESTIMATE_STEP_FLOPS 2e9
+#define SWEEP_ESTIMATE_FRAMES 64
+#define SWEEP_ESTIMATE_BATCH 4
+
+/* The training update that print_cost times, and its words for the time line. */
+static sb_bench_config estimate_step(const sb_sweep_cost *c, int threads, char *what,
+                                     size_t size)
+{
+    sb_bench_config b = {.model = c->first_model, .batch = c->first_batch,
+                         .frames = c->first_frames, .width = c->first_width,
+                         .layers = c->first_layers, .inputs = c->first_inputs,
+                         .classes = c->first_classes, .d_state = c->first_d_state, .steps = 3,
+                         .threads = threads};
+    double step_flops = 3.0 * c->first_flops_per_token * b.batch * b.frames;
+    if (step_flops > SWEEP_ESTIMATE_STEP_FLOPS) {
+        b.layers = 1;
+        b.frames = b.frames < SWEEP_ESTIMATE_FRAMES ? b.frames : SWEEP_ESTIMATE_FRAMES;
+        b.batch = b.batch < SWEEP_ESTIMATE_BATCH ? b.batch : SWEEP_ESTIMATE_BATCH;
+        b.steps = 1;
+    }
+    int whole = b.layers == c->first_layers && b.batch == c->first_batch &&
+                b.frames == c->first_frames;
+    snprintf(what, size, "%s (%s, d %d, %d layer%s, batch %d x %d frames)",
+             whole ? "update" : "update's slice", b.model, b.width, b.layers,
+             b.layers == 1 ? "" : "s", b.batch, b.frames);
+    return b;
+}
+
+/* --dry_run's cost: samples, frames, parameters and FLOPs of the runs it would train
+ * (sb_sweep_estimate_cost), and a time: every run's FLOPs at the FLOP/s that a training
+ * update of the first run's model achieves on this machine (sb_bench_train_step on a slice
+ * of it). Both lines say they are estimates, and how they were made. */
+static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const sweep_flags *o)
+{
+    sb_sweep_cost c;
+    sb_error err = {0};
+    if (sb_sweep_estimate_cost(s, sel, &c, &err) != SB_OK) {
+        printf("cost (estimate): not estimated: %s\n", err.msg);
+        return;
+    }
+    if (c.runs == 0) {
+        printf("cost (estimate): no run to train\n");
+        return;
+    }
+    char samples[32], tokens[32], flops[32], pmin[32], pmax[32];
+    format_count((double)c.samples, samples, sizeof samples);
+    format_count(c.tokens, tokens, sizeof tokens);
+    format_count(c.train_flops, flops, sizeof flops);
+    format_count((double)c.params_min, pmin, sizeof pmin);
+    format_count((double)c.params_max, pmax, sizeof pmax);
+    char per_run[64];
+    if (c.samples_min == c.samples_max)
+        snprintf(per_run, sizeof per_run, "%lld", (long long)c.samples_min);
+    else
+        snprintf(per_run, sizeof per_run, "%lld to %lld", (long long)c.samples_min,
+                 (long long)c.samples_max);
+    printf("cost (estimate): %lld runs x %s samples = %s samples, %s frames; %s%s%s "
+           "parameters per run; %s training FLOPs (3 x forward FLOPs per frame x frames)\n",
+           (long long)c.runs, per_run, samples, tokens, pmin,
+           c.params_min != c.params_max ? " to " : "", c.params_min != c.params_max ? pmax : "",
+           flops);
+    /* OpenBLAS retries a failed allocation of its buffers for ever: under an address-space
+     * limit (ulimit -v) the measurement could hang the dry run, so it is not made */
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+        printf("time (estimate): not measured: an address-space limit (ulimit -v) is set, "
+               "under which the benchmark's matrix library can hang\n");
+        return;
+    }
+    int threads = run_threads(o);
+    char what[160];
+    sb_bench_config bench = estimate_step(&c, threads, what, sizeof what);
+    sb_bench_result r;
+    if (sb_bench_train_step(&bench, &r, &err) != SB_OK || !(r.gflops > 0)) {
+        printf("time (estimate): not measured: %s\n",
+               err.msg[0] != '\0' ? err.msg : "the benchmark gave no rate");
+        return;
+    }
+    double rate = r.gflops * 1e9; /* achieved: 3 x forward FLOPs of the update / its time */
+    char total[32], per_worker[32];
+    format_time(c.train_flops / rate, total, sizeof total);
+    format_time(c.train_flops / rate / o->workers, per_worker, sizeof per_worker);
+    printf("time (estimate): about %s of training, %s with %d worker%s of %d thread%s: the "
+           "FLOPs at %.1f GFLOP/s, the rate of run %lld's training %s here; padding and "
+           "evaluations add\n",
+           total, per_worker, o->workers, o->workers == 1 ? "" : "s", threads,
+           threads == 1 ? "" : "s", r.gflops, (long long)c.first_run, what);
+}
+
+/* --dry_run and --hashes: every selected run checked and printed as it comes (nothing is
+ * kept, so memory does not grow with the selection); --dry_run then summarises the axes and
+ * estimates the cost; last "N runs" (", M refused", ", E excluded ..."). Exit 1 when a run
+ * is refused; excluded runs are not an error. */
+static int sweep_list(const sb_sweep *s, const sb_sweep_selection *sel, const sweep_flags *o)
+{
+    int hashes = o->hashes;
     int64_t n_runs = sb_sweep_selection_size(sel);
     refusals refused = {0};
     sb_error err = {0};
     for (int64_t i = 0; i < n_runs; i++)
         if (print_run(s, sb_sweep_selection_run(sel, i), hashes, &refused, &err) != SB_OK)
             return sb_cli_fail("sweep", &err);
+    if (!hashes) {
+        print_axes(s, sel);
+        fflush(stdout); /* the axes while the cost is measured */
+        print_cost(s, sel, o);
+    }
     printf("%lld runs", (long long)n_runs);
     if (refused.count > 0)
         printf(", %lld refused", (long long)refused.count);
@@ -342,7 +518,7 @@ int sb_cmd_sweep(int argc, char **argv)
         return sb_cli_fail("sweep", &err);
     }
     if (o.hashes || o.dry_run)
-        rc = sweep_list(s, sel, o.hashes);
+        rc = sweep_list(s, sel, &o);
     else
         rc = sweep_execute(s, sel, &o);
     sb_sweep_selection_free(sel);

@@ -106,13 +106,14 @@ static int only_createset(const sb_config *cfg)
 
 static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
-    sb_option opts[SB_RUN_MAX_OPTIONS + 4];
+    sb_option opts[SB_RUN_MAX_OPTIONS + 5];
     int n = 0;
     sb_error err = {0};
     if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
         return sb_cli_fail("train", &err);
     int force = 0;
     int64_t inject_nan_at = 0;
+    double progress_every = SB_TRAIN_LOG_EVERY_S;
     const char *db_path = NULL;
     opts[n++] = (sb_option){"force", SB_OPT_SWITCH, &force, 0, 1, NULL, NULL,
                             "train again even if the results database has this run finished", 0};
@@ -120,6 +121,11 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
                             "results database (default DIR/" SB_RESULTS_DB_NAME ")", 0};
     opts[n++] = (sb_option){"inject_nan_at", SB_OPT_INT64, &inject_nan_at, 0, 1e15, NULL, "K",
                             "testing aid: treat micro-batch K's loss as NaN (default 0: off)", 0};
+    opts[n++] = (sb_option){"progress_every", SB_OPT_DOUBLE, &progress_every, 0, 86400, NULL,
+                            "S",
+                            "seconds between progress lines when the output is not a terminal "
+                            "(a log file); 0: after every update (default 10)",
+                            0};
     int rc = sb_cli_parse("train", "[train.py flags]", opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
@@ -134,6 +140,7 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
 
     sb_train_output out;
     sb_train_output_init(&out, cfg, rf->quiet, rf->json, threads);
+    out.log_every = progress_every;
     /* from here on, SIGINT and SIGTERM stop the run at its next update (signals.h) */
     sb_cli_signals_install("selectivbench train: stopping after the current update, with a "
                            "checkpoint (a second signal quits at once)\n");

@@ -254,16 +254,28 @@ static const char *key_metavar(int i, char *buf, size_t size)
     return ""; /* a switch */
 }
 
+/* Key i's help line: the table's text, with its default from the table when the text does
+ * not give it already (no-ops have none to give). */
+static const char *key_help(int i, char *buf, size_t size)
+{
+    const char *help = sb_config_key_help(i), *def = sb_config_key_default(i);
+    if (sb_config_key_is_noop(i) || strstr(help, "default") != NULL || def == NULL ||
+        def[0] == '\0')
+        return help;
+    snprintf(buf, size, "%s (default %s)", help, def);
+    return buf;
+}
+
 void sb_options_add_keys(sb_config *cfg, int group, sb_option *opts, int *n)
 {
-    /* one metavar buffer per key, for the choices; the table is fixed */
-    static char choice_meta[128][32];
+    /* one metavar and one help buffer per key; the table is fixed */
+    static char choice_meta[128][32], help[128][320];
     for (int i = 0; i < sb_config_key_count(); i++) {
         if (sb_config_key_group(i) > group)
             continue;
         const char *meta = key_metavar(i, choice_meta[i % 128], sizeof choice_meta[0]);
         opts[(*n)++] = (sb_option){sb_config_key_name(i), SB_OPT_KEY, cfg, 0, 0, NULL, meta,
-                                   sb_config_key_help(i), 0};
+                                   key_help(i, help[i % 128], sizeof help[0]), 0};
     }
 }
 

@@ -17,6 +17,8 @@ void sb_train_output_init(sb_train_output *o, const sb_config *cfg, int quiet, i
     o->threads = threads;
     o->tty = isatty(fileno(o->f));
     o->test_acc = (double)NAN;
+    o->log_every = SB_TRAIN_LOG_EVERY_S;
+    o->last_log = sb_clock_seconds();
 }
 
 /* The text of key `key` of cfg ("?" when it cannot be read). */
@@ -73,27 +75,50 @@ void sb_train_output_start(const sb_progress *p, void *user)
     if (p->step > 0)
         fprintf(o->f, "; resuming at update %lld", (long long)p->step);
     fprintf(o->f, "\n");
+    fflush(o->f);
+    o->last_log = sb_clock_seconds();
 }
 
-/* After an update: the sweep's record (about twice a second), the live line on a terminal. */
-static void output_update(sb_train_output *o, const sb_progress *p)
+/* The progress of an update in one line: where the run is, the running training loss and
+ * accuracy (means since the last evaluation), speed and time left. */
+static void format_progress(const sb_progress *p, char *buf, size_t size)
 {
-    double t = sb_clock_seconds();
-    if (o->progress != NULL && (t - o->last_progress >= 0.5 || p->step == p->total_steps)) {
-        o->last_progress = t;
-        sb_sweep_worker_report(o->progress, p, o->test_acc);
-    }
-    if (o->quiet || !o->tty)
-        return; /* plain logs: one line per evaluation */
-    double now = sb_clock_seconds();
-    if (now - o->last_live < 0.25 && p->step != p->total_steps)
-        return;
-    o->last_live = now;
     char eta[32];
     format_duration(p->eta_s, eta, sizeof eta);
-    fprintf(o->f, "\r  step %lld/%lld  loss %.4f  acc %.3f  lr %.2e  %.0f tok/s  ETA %s   ",
-            (long long)p->step, (long long)p->total_steps, p->loss, p->acc, p->lr,
-            p->tokens_per_s, eta);
+    snprintf(buf, size,
+             "progress: step %lld/%lld (%lld samples): loss %.4f acc %.3f lr %.2e | %.0f tok/s, "
+             "ETA %s",
+             (long long)p->step, (long long)p->total_steps, (long long)p->samples, p->mean_loss,
+             p->mean_acc, p->lr, p->tokens_per_s, eta);
+}
+
+/* After an update: the sweep's record (about twice a second); on a terminal the live line,
+ * rewritten in place; elsewhere (a log file, a pipe) a plain line every log_every seconds. */
+static void output_update(sb_train_output *o, const sb_progress *p)
+{
+    double now = sb_clock_seconds();
+    if (o->progress != NULL && (now - o->last_progress >= 0.5 || p->step == p->total_steps)) {
+        o->last_progress = now;
+        sb_sweep_worker_report(o->progress, p, o->test_acc);
+    }
+    if (o->quiet)
+        return;
+    char line[256];
+    if (!o->tty) {
+        /* the last update is followed by the final evaluation's line: no line for it */
+        if (now - o->last_log < o->log_every || p->step == p->total_steps)
+            return;
+        o->last_log = now;
+        format_progress(p, line, sizeof line);
+        fprintf(o->f, "  %s\n", line);
+        fflush(o->f);
+        return;
+    }
+    if (now - o->last_live < SB_TRAIN_LIVE_EVERY_S && p->step != p->total_steps)
+        return;
+    o->last_live = now;
+    format_progress(p, line, sizeof line);
+    fprintf(o->f, "\r  %s   ", line);
     fflush(o->f);
     o->live_open = 1;
 }
@@ -108,6 +133,7 @@ static void output_evaluation(sb_train_output *o, const sb_progress *p)
         fputc('\n', o->f);
         o->live_open = 0;
     }
+    o->last_log = sb_clock_seconds();
     char elapsed[32];
     format_duration(p->elapsed_s, elapsed, sizeof elapsed);
     if (isnan(p->loss))

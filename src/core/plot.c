@@ -621,7 +621,7 @@ static void draw(cairo_t *cr, const sb_plot *p)
         cairo_text_extents(cr, label != NULL ? label : "", &e);
         legend = fmax(legend, e.x_advance);
     }
-    legend = fmin(fmax(legend + 70.0, 215.0), PLOT_W * 0.36);
+    legend = fmin(fmax(legend + 90.0, 215.0), PLOT_W * 0.4); /* 56 to the label, then a margin */
     f.x0 = 90, f.x1 = PLOT_W - legend, f.y0 = 95, f.y1 = PLOT_H - 75;
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_paint(cr);

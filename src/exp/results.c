@@ -722,6 +722,11 @@ int sb_results_is_readonly(const sb_results *db)
     return db->readonly;
 }
 
+const char *sb_results_file(const sb_results *db)
+{
+    return db->path;
+}
+
 void sb_results_close(sb_results *db)
 {
     if (db == NULL)
@@ -974,6 +979,28 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
                                    (long long)run_id);
     }
     return results_tx_end(db, st_out, err);
+}
+
+sb_status sb_results_mark_interrupted(sb_results *db, int64_t run_id, int64_t attempts,
+                                     const char *reason, int *changed, sb_error *err)
+{
+    SB_ASSERT(db != NULL && changed != NULL);
+    *changed = 0;
+    /* only the attempt that was read: a row that ended, or began again, since is left alone */
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db,
+                                "UPDATE runs SET status = 'interrupted', reason = ?3, "
+                                "finished_at = " RESULTS_NOW " WHERE id = ?1 AND attempts = ?2 "
+                                "AND status = 'running'",
+                                -1, &st, NULL);
+    rc = results_bind_int(rc, st, 1, run_id);
+    rc = results_bind_int(rc, st, 2, attempts);
+    rc = results_bind_text(rc, st, 3, reason);
+    sb_status status = results_exec_stmt(db, st, rc, err, "cannot mark run %lld interrupted",
+                                         (long long)run_id);
+    if (status == SB_OK)
+        *changed = sqlite3_changes(db->db) > 0;
+    return status;
 }
 
 sb_status sb_results_delete_run(sb_results *db, const char *hash, int *deleted, sb_error *err)

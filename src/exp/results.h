@@ -134,6 +134,9 @@ sb_status sb_results_open_readonly(const char *path, sb_results **out, sb_error 
 /* Whether the connection was opened with sb_results_open_readonly. */
 int sb_results_is_readonly(const sb_results *db);
 
+/* The database's path as given to sb_results_open (its runs' locks are beside it). */
+const char *sb_results_file(const sb_results *db);
+
 /* Closes the connection (NULL is allowed). The last connection to close checkpoints the
  * write-ahead log into the database file. */
 void sb_results_close(sb_results *db);
@@ -170,6 +173,13 @@ sb_status sb_results_delete_evals_after(sb_results *db, int64_t run_id, int64_t 
  * the run is not 'running' (its row is left unchanged); SB_ERR_IO on a write failure. */
 sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status, const char *reason,
                              const sb_run_metrics *m, sb_error *err);
+
+/* Records that attempt `attempts` of run run_id, found 'running', has no process any more:
+ * status 'interrupted', reason, finished_at = now. Only a row still 'running' in that attempt
+ * changes (*changed = 1): one that ended or began again meanwhile is left as it is.
+ * Errors: SB_ERR_IO on a write failure (a read-only connection included). */
+sb_status sb_results_mark_interrupted(sb_results *db, int64_t run_id, int64_t attempts,
+                                     const char *reason, int *changed, sb_error *err);
 
 /* Deletes the run with this hash and its evaluations (to train a finished run again);
  * *deleted is 1 if it existed. Errors: SB_ERR_IO on a write failure. */

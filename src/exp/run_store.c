@@ -106,6 +106,92 @@ sb_status sb_run_store_lock_path(const char *db_path, const char *hash, char *ou
     return SB_OK;
 }
 
+/* ---- runs whose process is gone ----------------------------------------------------------- */
+
+/* Whether some process holds the lock of run hash in db (1), or none does (0); -1 when the
+ * lock cannot be looked at. */
+static int run_is_locked(sb_results *db, const char *hash)
+{
+    char path[4096];
+    long holder = 0;
+    sb_error ignored = {0};
+    if (sb_run_store_lock_path(sb_results_file(db), hash, path, sizeof path, 0, &ignored) !=
+            SB_OK ||
+        sb_run_lock_holder(path, &holder, &ignored) != SB_OK)
+        return -1;
+    return holder != 0;
+}
+
+/* Row as the database has it now (after it changed under us). */
+static sb_status reread_row(sb_results *db, sb_run_row *row, sb_error *err)
+{
+    sb_run_row now;
+    int found = 0;
+    sb_status st = sb_results_get_run(db, row->hash, &now, &found, err);
+    if (st != SB_OK || !found)
+        return st; /* deleted meanwhile: keep what was read */
+    sb_results_run_row_clear(row);
+    *row = now;
+    return SB_OK;
+}
+
+/* Row reported interrupted (in memory only). */
+static sb_status report_dead(sb_run_row *row, sb_error *err)
+{
+    char *status = strdup("interrupted"), *reason = strdup(SB_RUN_STORE_DEAD_REASON);
+    if (status == NULL || reason == NULL) {
+        free(status);
+        free(reason);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory reading run %s", row->hash);
+    }
+    free(row->status);
+    free(row->reason);
+    row->status = status;
+    row->reason = reason;
+    return SB_OK;
+}
+
+/* One row of the dead-run rule (see sb_run_store_settle_dead). */
+static sb_status settle_row(sb_results *db, sb_run_row *row, sb_error *err)
+{
+    if (strcmp(row->status, "running") != 0 || run_is_locked(db, row->hash) != 0)
+        return SB_OK;
+    if (!sb_results_is_readonly(db)) {
+        int changed = 0;
+        sb_error write_err = {0};
+        /* a write that fails (the database busy for too long) still leaves the report right */
+        if (sb_results_mark_interrupted(db, row->id, row->attempts, SB_RUN_STORE_DEAD_REASON,
+                                        &changed, &write_err) == SB_OK)
+            return reread_row(db, row, err);
+        return report_dead(row, err);
+    }
+    /* read-only: report it, unless the row moved on since it was read */
+    sb_run_row now;
+    int found = 0;
+    sb_status st = sb_results_get_run(db, row->hash, &now, &found, err);
+    if (st != SB_OK)
+        return st;
+    int same = found && strcmp(now.status, "running") == 0 && now.attempts == row->attempts;
+    if (found && !same) {
+        sb_results_run_row_clear(row);
+        *row = now;
+        return SB_OK;
+    }
+    if (found)
+        sb_results_run_row_clear(&now);
+    return report_dead(row, err);
+}
+
+sb_status sb_run_store_settle_dead(sb_results *db, sb_run_row *rows, size_t n, sb_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        sb_status st = settle_row(db, &rows[i], err);
+        if (st != SB_OK)
+            return st;
+    }
+    return SB_OK;
+}
+
 /* ---- a run's rows in the results database ----------------------------------------------- */
 
 /* Takes the lock of run hash (beside the database db_path) into rec->lock; when another

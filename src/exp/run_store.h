@@ -58,6 +58,24 @@ sb_status sb_run_store_log_path(const char *results_dir, const char *hash, char 
 sb_status sb_run_store_lock_path(const char *db_path, const char *hash, char *out, size_t size,
                                  int create, sb_error *err);
 
+/* ---- runs whose process is gone ----------------------------------------------------------- */
+
+/* The reason a run left 'running' by a process that died (kill -9, a crash, a power cut) is
+ * reported and recorded with. */
+#define SB_RUN_STORE_DEAD_REASON                                                              \
+    "its process ended without finishing (killed?); train it again (--resume continues from " \
+    "its last checkpoint)"
+
+/* The dead-run rule, for rows just read from db: a row 'running' whose lock (beside the
+ * database, sb_run_store_lock_path) no process holds has no process training it, since a
+ * run is marked running only under its lock and its end is recorded before the lock goes.
+ * Such a row is reported 'interrupted' with SB_RUN_STORE_DEAD_REASON; on a connection
+ * opened for writing the database records it too (sb_results_mark_interrupted), on a
+ * read-only one it is only reported. A row that ended or began again between the read and
+ * the look at its lock is read again instead. Lock files that cannot be read leave their
+ * rows as they are. Errors: SB_ERR_NOMEM (the rows are left valid). */
+sb_status sb_run_store_settle_dead(sb_results *db, sb_run_row *rows, size_t n, sb_error *err);
+
 /* ---- a run's rows in the results database ----------------------------------------------- */
 
 typedef struct sb_run_record {

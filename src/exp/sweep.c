@@ -729,6 +729,28 @@ int64_t sb_sweep_selection_size(const sb_sweep_selection *sel)
     return sel != NULL ? sel->size : 0;
 }
 
+int sb_sweep_param_count(const sb_sweep *s)
+{
+    return s != NULL ? s->n_params : 0;
+}
+
+const char *sb_sweep_param_name(const sb_sweep *s, int p)
+{
+    return s != NULL && p >= 0 && p < s->n_params ? s->params[p].name : NULL;
+}
+
+int sb_sweep_selection_value_count(const sb_sweep_selection *sel, int p)
+{
+    return sel != NULL && p >= 0 && p < sel->sweep->n_params ? sel->n_kept[p] : 0;
+}
+
+const char *sb_sweep_selection_value(const sb_sweep_selection *sel, int p, int j)
+{
+    if (j < 0 || j >= sb_sweep_selection_value_count(sel, p))
+        return NULL;
+    return sel->sweep->params[p].values[sel->kept[p][j]];
+}
+
 int64_t sb_sweep_selection_run(const sb_sweep_selection *sel, int64_t i)
 {
     if (sel == NULL || i < 0 || i >= sel->size)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "core/suggest.h"
 #include "core/timer.h"
 #include "exp/run_store.h"
 #include "train/run_setup.h"
@@ -30,8 +31,8 @@
 
 /* ---- train's worker switches ---------------------------------------------------------- */
 
-/* Must match the switches of src/cli/run_options.c (test_sweep_exec checks the names
- * against `train --help`). */
+/* Must match the switches of src/cli/run_options.c, and --progress_every of
+ * src/cli/cmd_train.c (test_sweep_exec checks the names against `train --help`). */
 static const sb_worker_switch worker_switches[] = {
     {"save_model", SB_WORKER_BOOL, 0, 1},
     {"continued_training", SB_WORKER_SWITCH, 0, 1},
@@ -44,6 +45,7 @@ static const sb_worker_switch worker_switches[] = {
     {"json", SB_WORKER_SWITCH, 0, 1},
     {"quiet", SB_WORKER_SWITCH, 0, 1},
     {"print_hashes", SB_WORKER_SWITCH, 0, 1},
+    {"progress_every", SB_WORKER_DOUBLE, 0, 86400},
 };
 
 int sb_sweep_worker_switch_count(void)
@@ -118,6 +120,30 @@ static int flag_is_switch(const char *name)
     return ws != NULL && ws->kind == SB_WORKER_SWITCH;
 }
 
+/* The train flag (a key or a worker switch) closest to name, a typo; NULL when none is. */
+static const char *closest_train_flag(const char *name)
+{
+    sb_suggest near;
+    sb_suggest_init(&near, name);
+    for (int i = 0; i < sb_config_key_count(); i++)
+        sb_suggest_offer(&near, sb_config_key_at(i)->name);
+    for (int i = 0; i < sb_sweep_worker_switch_count(); i++)
+        sb_suggest_offer(&near, worker_switches[i].name);
+    return sb_suggest_result(&near);
+}
+
+/* The error for a flag that is neither a key nor a worker switch: the closest of them when
+ * one is near (a typo), else where the list is. */
+static sb_status unknown_train_flag(const char *name, sb_error *err)
+{
+    const char *hint = closest_train_flag(name);
+    if (hint != NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; did you mean --%s?", name,
+                            hint);
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "unknown flag --%s; the train command's --help lists them", name);
+}
+
 /* Sets one train flag of a sweep by name: a key sets cfg; a worker switch is checked and
  * left to the worker; anything else is an unknown flag. value NULL: the bare flag. */
 static sb_status set_flag(sb_run_config *cfg, const char *name, const char *value, sb_error *err)
@@ -130,8 +156,7 @@ static sb_status set_flag(sb_run_config *cfg, const char *name, const char *valu
     }
     const sb_worker_switch *ws = sb_sweep_worker_switch_find(name);
     if (ws == NULL)
-        return sb_error_set(err, SB_ERR_INVALID, "unknown flag --%s; see --help for the list",
-                            name);
+        return unknown_train_flag(name, err);
     return check_worker_value(ws, value, err);
 }
 
@@ -206,11 +231,18 @@ sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err)
 {
     for (int p = 0; p < s->n_params; p++) {
         const char *name = s->params[p].name;
-        if (sb_config_find(name) == NULL && sb_sweep_worker_switch_find(name) == NULL)
+        if (sb_config_find(name) != NULL || sb_sweep_worker_switch_find(name) != NULL)
+            continue;
+        const char *hint = closest_train_flag(name);
+        if (hint != NULL)
             return sb_error_set(err, SB_ERR_INVALID,
-                                "sweep file '%s': parameter '%s' is not a train flag "
-                                "(the train command's --help lists them)",
-                                s->path, name);
+                                "sweep file '%s': parameter '%s' is not a train flag; did you "
+                                "mean '%s'?",
+                                s->path, name, hint);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sweep file '%s': parameter '%s' is not a train flag "
+                            "(the train command's --help lists them)",
+                            s->path, name);
     }
     return SB_OK;
 }
@@ -669,6 +701,8 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
     sb_run_row row;
     int found = 0, resume = 0;
     if (sb_results_get_run(p->db, hash, &row, &found, &rerr) == SB_OK && found) {
+        /* left running by a process that is gone: interrupted, continued from its checkpoint */
+        (void)sb_run_store_settle_dead(p->db, &row, 1, &rerr);
         int finished = strcmp(row.status, "finished") == 0;
         resume = resumable(&row);
         if (finished) {
@@ -842,6 +876,13 @@ sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_run
 
         sb_sweep_event tick = run_event(SB_SWEEP_TICK, -1);
         emit(&p, &tick);
+    }
+    /* a stop request that came while the last workers ended (a terminal's Ctrl-C reaches
+     * them too, and they may all stop before this loop looks again) still cancels the sweep */
+    if (!p.cancelled && opts->cancel != NULL) {
+        int sig = opts->cancel(opts->user);
+        if (sig != 0)
+            p.cancelled = sig == SIGINT ? SIGINT : SIGTERM;
     }
     *tally = p.tally;
     free(p.slots);

@@ -94,7 +94,7 @@ sb_status sb_model_param_count(const sb_model_config *cfg, size_t *count, sb_err
 {
     const sb_layer_type *type = sb_layer_type_find(cfg->model);
     if (type == NULL)
-        return sb_error_set(err, SB_ERR_INVALID, "unknown model '%s'", cfg->model);
+        return sb_layer_type_unknown(cfg->model, err);
     sb_model *m = NULL;
     sb_status st = model_register(type, cfg, &m, err);
     if (st != SB_OK)

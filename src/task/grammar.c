@@ -7,6 +7,7 @@
  */
 #include "task/grammar.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,68 @@ sb_grammar_config sb_grammar_config_effective(const sb_grammar_config *cfg)
         eff.amb_depth = eff.amb;
     }
     return eff;
+}
+
+/* The chance that one attempt of the generator gives every state but '#' at least one
+ * successor, for an effective configuration. Each (state, symbol) edge exists on its own
+ * with probability min(1, states of the symbol x density / depth): a plain letter or '#'
+ * (one state) density / depth, an ambiguous letter (depth states) the density. A state
+ * without successors never reaches '#', so this bounds the chance that an attempt is valid
+ * from above: when even it makes SB_GRAMMAR_MAX_ATTEMPTS attempts hopeless, no attempt
+ * loop need run. The reference's rule (grammar_attempt_valid) is unchanged by this. */
+static double grammar_no_dead_end_chance(int n_letters, int amb, int depth, double density)
+{
+    double td = density / (double)depth;
+    double p_plain = td < 1.0 ? td : 1.0, p_amb = depth * td < 1.0 ? depth * td : 1.0;
+    /* no successor: no edge to any of the n_letters - amb plain letters, '#', or the amb
+     * ambiguous letters */
+    double log_none = (double)(n_letters - amb + 1) * log1p(-p_plain);
+    if (amb > 0)
+        log_none += (double)amb * log1p(-p_amb);
+    double p_none = exp(log_none);
+    double sources = (double)(n_letters - amb) + (double)amb * depth;
+    return p_none >= 1.0 ? 0.0 : exp(sources * log1p(-p_none));
+}
+
+/* An attempt more likely than this to have no dead end gives a grammar in a few thousand
+ * attempts; the suggestions below aim for it. */
+#define GRAMMAR_LIKELY_CHANCE 1e-3
+
+/* The configuration can be generated: refuses, in no time, a grammar that the attempt loop
+ * would look for in vain (for a minute, SB_GRAMMAR_MAX_ATTEMPTS times), e.g. --amb 4 with
+ * the default --amb_depth 40: its 36 plain letters each get an edge with chance 0.4/40, so
+ * a state has no successor with chance 0.09, and one of its 196 states almost surely has
+ * none. The message names the flags that fix it, with values that work. */
+static sb_status grammar_check_feasible(const sb_grammar_config *cfg, const char *scaled,
+                                        sb_error *err)
+{
+    int n_letters = cfg->vocab - 1, amb = cfg->amb, depth = cfg->amb_depth;
+    double density = cfg->transition_density;
+    double chance = grammar_no_dead_end_chance(n_letters, amb, depth, density);
+    /* below 1% within every attempt allowed, counting only the dead ends */
+    if (chance * SB_GRAMMAR_MAX_ATTEMPTS >= 0.01)
+        return SB_OK;
+    int depth_ok = 0, amb_ok = 0;
+    for (int d = depth - 1; d >= 1 && depth_ok == 0; d--)
+        if (grammar_no_dead_end_chance(n_letters, amb, d, density) >= GRAMMAR_LIKELY_CHANCE)
+            depth_ok = d;
+    for (int a = amb + 1; a <= n_letters && amb_ok == 0; a++)
+        if (grammar_no_dead_end_chance(n_letters, a, depth, density) >= GRAMMAR_LIKELY_CHANCE)
+            amb_ok = a;
+    char fix[160] = "raise --transition_density";
+    if (depth_ok > 0 && amb_ok > 0)
+        snprintf(fix, sizeof fix, "use --amb_depth %d or less, or --amb %d or more", depth_ok,
+                 amb_ok);
+    else if (depth_ok > 0)
+        snprintf(fix, sizeof fix, "use --amb_depth %d or less", depth_ok);
+    else if (amb_ok > 0)
+        snprintf(fix, sizeof fix, "use --amb %d or more", amb_ok);
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "no grammar of --vocab %d --amb %d --amb_depth %d%s can be generated "
+                        "in practice: with transition density %g / %d, one of its %d states "
+                        "has no successor in all but %.1e of the attempts; %s",
+                        cfg->vocab, amb, depth, scaled, density, depth,
+                        n_letters - amb + amb * depth, chance, fix);
 }
 
 sb_status sb_grammar_config_check(const sb_grammar_config *cfg_in, sb_error *err)
@@ -93,7 +156,7 @@ sb_status sb_grammar_config_check(const sb_grammar_config *cfg_in, sb_error *err
                             "states: raise --vocab or --amb_depth",
                             cfg.vocab, cfg.amb, cfg.amb_depth, n_states, SB_START_STATES,
                             SB_START_STATES);
-    return SB_OK;
+    return grammar_check_feasible(&cfg, scaled, err);
 }
 
 void sb_grammar_free(sb_grammar *g)
@@ -381,8 +444,8 @@ sb_status sb_grammar_generate(const sb_grammar_config *cfg_in, sb_grammar **out,
     if (!accepted) {
         st = sb_error_set(err, SB_ERR_RUNTIME,
                           "no valid grammar for --vocab %d --amb %d --amb_depth %d --seed %llu "
-                          "in %d attempts (some state never reaches '#'): try another seed or "
-                          "a higher transition density",
+                          "in %d attempts (some state never reaches '#'): lower --amb_depth, "
+                          "raise --amb or --transition_density, or try another --seed",
                           cfg.vocab, amb, depth, (unsigned long long)cfg.seed,
                           SB_GRAMMAR_MAX_ATTEMPTS);
         goto done;

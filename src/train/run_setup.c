@@ -22,12 +22,8 @@ sb_status sb_run_config_check(const sb_run_config *cfg, sb_error *err)
     sb_status st = sb_task_config_check(&cfg->task, err);
     if (st != SB_OK)
         return st;
-    if (sb_layer_type_find(cfg->model) == NULL) {
-        char list[512];
-        sb_layer_type_list(list, sizeof list);
-        return sb_error_set(err, SB_ERR_INVALID, "unknown --model '%s'; available: %s",
-                            cfg->model, list);
-    }
+    if (sb_layer_type_find(cfg->model) == NULL)
+        return sb_layer_type_unknown(cfg->model, err); /* did you mean, or the list */
     const sb_layer_type *type = sb_layer_type_find(cfg->model);
     if (type->check_feat_size != NULL && (st = type->check_feat_size(cfg->feat_size, err)) != SB_OK)
         return st;

@@ -604,6 +604,8 @@ static void train_report_progress(const train_run *r, const step_args *sa, int64
     sb_train_event ev = {.kind = SB_EVENT_PROGRESS, .step = r->updates,
                          .total_steps = r->total_updates, .samples = samples, .loss = sa->loss,
                          .acc = sa->counted > 0 ? (double)sa->correct / (double)sa->counted : 0,
+                         .mean_loss = r->sum_loss / (double)r->n_since_eval,
+                         .mean_acc = r->sum_acc / (double)r->n_since_eval,
                          .lr = r->last_lr, .tokens_per_s = r->tokens / r->train_time,
                          .elapsed_s = sb_time_now() - r->t_start, .params = r->res->params,
                          .grad_acc = r->acc_steps};
@@ -656,7 +658,9 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
         r->dropout_on = 0; /* train.py's evaluation leaves the model in eval mode */
     sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = r->updates,
                          .total_steps = r->total_updates, .samples = samples,
-                         .loss = res->train_loss, .acc = res->train_acc, .test_loss = test_loss,
+                         .loss = res->train_loss, .acc = res->train_acc,
+                         .mean_loss = res->train_loss, .mean_acc = res->train_acc,
+                         .test_loss = test_loss,
                          .test_acc = test_acc, .lr = r->last_lr,
                          .tokens_per_s = r->tokens / r->train_time,
                          .elapsed_s = sb_time_now() - r->t_start, .params = res->params,

@@ -46,6 +46,9 @@ typedef struct sb_train_event {
     int64_t total_steps;   /* updates of the whole run */
     int64_t samples;       /* training samples consumed */
     double loss, acc;      /* EVENT_PROGRESS: last micro-batch; EVENT_EVAL: train averages */
+    double mean_loss, mean_acc; /* EVENT_PROGRESS: means over the updates since the last
+                                   evaluation (the running training loss); EVENT_EVAL: as
+                                   loss, acc */
     double test_loss, test_acc;
     double lr;             /* learning rate of the last update */
     double tokens_per_s;   /* training frames per second so far (evaluation excluded) */

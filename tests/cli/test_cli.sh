@@ -13,7 +13,10 @@ expect_error 2 "--amb_depth 0" grammar --amb_depth 0
 expect_error 2 "--vocab 60" grammar --vocab 60 --amb 3
 expect_error 2 "grammar_scale" grammar --grammar_scale True --amb 60
 expect_error 2 "states" grammar --vocab 4 --amb 0 --amb_depth 1
-expect_error 1 "100000 attempts" grammar --vocab 6 --amb 0 --amb_depth 1 --transition_density 0
+# refused at once, not after 100000 attempts: the flags that fix it, with values that work
+expect_error 2 "raise --transition_density" grammar --vocab 6 --amb 0 --amb_depth 1 --transition_density 0
+expect_error 2 "can be generated in practice: .*; use --amb_depth 19 or less, or --amb 7 or more" \
+  grammar --amb 4
 # ---- bad input: malformed and out-of-range flags ---------------------------------------
 expect_error 2 "not an integer" grammar --amb abc
 expect_error 2 "not an integer" grammar --amb 1.5
@@ -151,9 +154,9 @@ expect_ok ceiling $small_task --json --threads 2
 j2=$(sed 's/"seconds":[^}]*//' "$TMP/out")
 [ "$j1" = "$j2" ] || fail "ceiling differs between 1 and 2 threads: $j1 / $j2"
 # a train command line is a ceiling command line: every train flag is accepted but train's
-# own bookkeeping (the results database, retraining, the NaN test aid)
+# own bookkeeping (the results database, retraining, the NaN test aid, progress lines)
 "$SB" train --help | grep -o -- '^  --[a-z_0-9]*' | grep -v -e '--db$' -e '--force$' \
-  -e '--inject_nan_at$' | sort >"$TMP/train_flags"
+  -e '--inject_nan_at$' -e '--progress_every$' | sort >"$TMP/train_flags"
 "$SB" ceiling --help | grep -o -- '^  --[a-z_0-9]*' | sort >"$TMP/ceiling_flags"
 missing=$(comm -23 "$TMP/train_flags" "$TMP/ceiling_flags")
 [ -s "$TMP/train_flags" ] && [ -z "$missing" ] || fail "ceiling lacks train flags: $missing"
@@ -287,7 +290,8 @@ if command -v script >/dev/null 2>&1; then
   checks=$((checks + 1))
   script -qec "$SB $(echo $tiny_train) --results $TMP/tty" /dev/null >"$TMP/tty.out" 2>&1 ||
     fail "train in a pseudo-terminal failed: $(cat "$TMP/tty.out")"
-  tr '\r' '\n' <"$TMP/tty.out" | grep -E -q '^  step [0-9]+/[0-9]+  loss [0-9.]+  acc [0-9.]+ .* tok/s  ETA ' ||
+  tr '\r' '\n' <"$TMP/tty.out" |
+    grep -E -q '^  progress: step [0-9]+/[0-9]+ \([0-9]+ samples\): loss [0-9.]+ acc [0-9.]+ .* tok/s, ETA ' ||
     fail "train on a terminal: no live progress line: $(cat -v "$TMP/tty.out" | head -c 600)"
 fi
 expect_ok $tiny_train --results "$TMP/plain"

@@ -4,8 +4,9 @@
 #   - train: SIGINT exits 130, SIGTERM 75, with one "interrupted ... resume with: ..." line,
 #     the run `interrupted` in the database and its checkpoint on disk; the printed command
 #     finishes it (attempt 2, resumed, not started over);
-#   - a second signal exits at once (75 after SIGTERM): the row is left `running`, the
-#     database intact, the lock free, and `train --resume` takes the run over;
+#   - a second signal exits at once (75 after SIGTERM): the row is left `running` (read as
+#     interrupted, its process gone), the database intact, the lock free, and `train --resume`
+#     takes the run over;
 #   - sweep: SIGTERM to the sweep stops its workers (75, both runs interrupted, none failed
 #     or left running); run again, it continues both from their checkpoints; SIGINT to the
 #     sweep's process group (a terminal's Ctrl-C reaches every worker too) is counted once;
@@ -114,8 +115,11 @@ wait $pid
 rc=$?
 [ $rc -eq 75 ] || fail "train after two signals exited $rc, want 75 (the second's code)"
 grep -q 'resume with' "$TMP/twice.err" && fail "a second signal still waited for the update"
-status_is "$TMP/twice/selectivbench.db" running ||
-  fail "after a second signal the run is $(field "$TMP/twice/selectivbench.db" status), want running"
+# the row was left running, but its process is gone (its lock is free): it reads interrupted
+status_is "$TMP/twice/selectivbench.db" interrupted ||
+  fail "after a second signal the run is $(field "$TMP/twice/selectivbench.db" status), want interrupted"
+field "$TMP/twice/selectivbench.db" reason | grep -q "^its process ended without finishing" ||
+  fail "after a second signal: reason $(field "$TMP/twice/selectivbench.db" reason)"
 "$SB" results --db "$TMP/twice/selectivbench.db" --check | grep -q ": ok$" ||
   fail "integrity check after a second signal"
 # shellcheck disable=SC2086

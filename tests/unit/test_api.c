@@ -548,6 +548,100 @@ static void test_sweep(void **state)
     unlink(path);
 }
 
+/* The mean frames of the first n training samples of cfg's task, through the public draws. */
+static double mean_train_frames(const sb_config *cfg, int64_t n, int64_t *samples)
+{
+    sb_error err = {0};
+    sb_task *task = NULL;
+    assert_int_equal(sb_task_from_config(cfg, &task, &err), SB_OK);
+    sb_task_facts tf;
+    sb_task_get_facts(task, &tf);
+    *samples = tf.train_size;
+    sb_draw *d = NULL;
+    assert_int_equal(sb_draw_create(task, &d, &err), SB_OK);
+    double frames = 0;
+    for (int64_t i = 0; i < n; i++) {
+        assert_int_equal(sb_draw_read(d, SB_SPLIT_TRAIN, i, &err), SB_OK);
+        frames += sb_draw_frames(d);
+    }
+    sb_draw_free(d);
+    sb_task_free(task);
+    return frames / (double)n;
+}
+
+/* The axes of a selection and the cost of its runs, against a hand computation: samples and
+ * frames from the tasks' own draws (the mean over the first 64 training samples), parameters
+ * from sb_config_param_count; a run the sweep refuses costs nothing. */
+static void test_sweep_axes_cost(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    const char *text = "method: grid\n"
+                       "parameters:\n"
+                       "  amb:\n    values: [2, 3]\n"
+                       "  model:\n    values: [gru, glaa, gla]\n"
+                       "  seed:\n    values: [1]\n"
+                       "command:\n  - ${program}\n  - \"--vocab\"\n  - 5\n  - \"--amb_depth\"\n"
+                       "  - 2\n  - \"--train_seqlen_max\"\n  - 12\n  - \"--dataset_size\"\n"
+                       "  - 100\n  - \"--train_gap_max\"\n  - 0.3\n  - \"--feat_size\"\n  - 8\n"
+                       "  - \"--layers\"\n  - 1\n  - ${args}\n";
+    sb_sweep *s = NULL;
+    assert_int_equal(sb_sweep_load_text("in memory", text, strlen(text), &s, &err), SB_OK);
+    sb_sweep_selection *sel = NULL;
+    assert_int_equal(sb_sweep_select(s, NULL, &sel, &err), SB_OK);
+    assert_int_equal(sb_sweep_param_count(s), 3);
+    assert_string_equal(sb_sweep_param_name(s, 0), "amb");
+    assert_string_equal(sb_sweep_param_name(s, 1), "model");
+    assert_null(sb_sweep_param_name(s, 3));
+    assert_int_equal(sb_sweep_selection_value_count(sel, 1), 3);
+    assert_string_equal(sb_sweep_selection_value(sel, 1, 2), "gla");
+    assert_int_equal(sb_sweep_selection_value_count(sel, 2), 1);
+    assert_null(sb_sweep_selection_value(sel, 1, 3));
+
+    sb_sweep_cost c;
+    assert_int_equal(sb_sweep_estimate_cost(s, sel, &c, &err), SB_OK);
+    /* runs: amb 2 x (gru, gla) and amb 3 x (gru, gla); glaa is refused */
+    assert_int_equal(c.runs, 4);
+    assert_int_equal(c.first_run, 0);
+    assert_string_equal(c.first_model, "gru");
+    double tokens = 0;
+    int64_t samples = 0;
+    uint64_t pmin = UINT64_MAX, pmax = 0;
+    for (int64_t k = 0; k < sb_sweep_count(s); k++) {
+        sb_config *cfg = NULL;
+        if (sb_sweep_check_run(s, k, &cfg, &err) != SB_OK)
+            continue;
+        int64_t n = 0;
+        tokens += (double)100 * mean_train_frames(cfg, 64, &n);
+        samples += n;
+        uint64_t p = 0;
+        assert_int_equal(sb_config_param_count(cfg, &p, &err), SB_OK);
+        pmin = p < pmin ? p : pmin;
+        pmax = p > pmax ? p : pmax;
+        sb_config_free(cfg);
+    }
+    assert_int_equal(c.samples, samples);
+    assert_int_equal(c.samples, 400);
+    assert_int_equal(c.samples_min, 100);
+    assert_int_equal(c.samples_max, 100);
+    assert_true(fabs(c.tokens - tokens) <= 1e-9 * tokens);
+    assert_true(c.params_min == pmin && c.params_max == pmax);
+    assert_true(c.train_flops > 3.0 * tokens); /* at least 1 FLOP per frame and pass */
+    sb_sweep_selection_free(sel);
+
+    /* a filter narrows the values, and the cost follows */
+    sb_sweep_select_options pick = {.filters = (const char *const[]){"model=gla"},
+                                    .n_filters = 1};
+    assert_int_equal(sb_sweep_select(s, &pick, &sel, &err), SB_OK);
+    assert_int_equal(sb_sweep_selection_value_count(sel, 1), 1);
+    assert_string_equal(sb_sweep_selection_value(sel, 1, 0), "gla");
+    assert_int_equal(sb_sweep_estimate_cost(s, sel, &c, &err), SB_OK);
+    assert_int_equal(c.runs, 2);
+    assert_string_equal(c.first_model, "gla");
+    sb_sweep_selection_free(sel);
+    sb_sweep_free(s);
+}
+
 /* sb_sweep_run: options are checked; a two-run grid runs through the worker command given
  * on the command line (the built CLI), every run started and ended once, and a second call
  * skips both (the database holds them). */
@@ -740,6 +834,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_task_batch),  cmocka_unit_test(test_missing_files),
         cmocka_unit_test(test_results),
         cmocka_unit_test(test_train_stop_request),     cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_sweep_axes_cost),
         cmocka_unit_test(test_sweep_run),   cmocka_unit_test(test_grammar_data_ceiling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

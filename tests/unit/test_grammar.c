@@ -234,9 +234,29 @@ static void test_bad_configurations(void **state)
     expect_error(c, SB_ERR_INVALID, "--amb -1");
     c = base, c.grammar_scale = 1, c.amb = 60;
     expect_error(c, SB_ERR_INVALID, "grammar_scale");
-    /* no edges at all: every attempt is rejected, the retry loop gives up */
+    /* no edges at all: refused before the attempt loop (which would give up after 100000) */
     c = base, c.vocab = 6, c.amb = 0, c.amb_depth = 1, c.transition_density = 0.0;
-    expect_error(c, SB_ERR_RUNTIME, "100000 attempts");
+    expect_error(c, SB_ERR_INVALID, "raise --transition_density");
+    /* --amb 4 with depth 40: the 36 plain letters are reached with chance 0.4/40, so some of
+     * the 196 states has no successor in all but 1e-8 of the attempts: refused at once,
+     * with the depths and amb counts that work, and those do generate */
+    c = base, c.amb = 4;
+    expect_error(c, SB_ERR_INVALID,
+                 "one of its 196 states has no successor in all but 1.1e-08 of the attempts; "
+                 "use --amb_depth 19 or less, or --amb 7 or more");
+    sb_grammar *g = NULL;
+    sb_error err = {0};
+    c = base, c.amb = 4, c.amb_depth = 19;
+    assert_int_equal(sb_grammar_generate(&c, &g, &err), SB_OK);
+    sb_grammar_free(g);
+    c = base, c.amb = 7;
+    assert_int_equal(sb_grammar_generate(&c, &g, &err), SB_OK);
+    sb_grammar_free(g);
+    /* the check alone, without generating: the same verdicts */
+    c = base, c.amb = 4;
+    assert_int_equal(sb_grammar_config_check(&c, &err), SB_ERR_INVALID);
+    c = base;
+    assert_int_equal(sb_grammar_config_check(&c, &err), SB_OK);
 }
 
 /* The paper's configuration: size checked, time only printed (speed is measured by the

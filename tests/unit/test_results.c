@@ -31,6 +31,8 @@
 #include "exp/results.h"
 #include "config/run_config.h"
 #include "exp/report.h"
+#include "exp/run_lock.h"
+#include "exp/run_store.h"
 
 /* ---- fixture: a temporary folder ----------------------------------------------------- */
 
@@ -583,6 +585,80 @@ static void test_interrupted_run(void **state)
                                       NULL, NULL, NULL),
                          SQLITE_OK);
     sqlite3_close(raw);
+}
+
+/* The dead-run rule (sb_run_store_settle_dead): a 'running' row whose lock no process holds
+ * reads as interrupted; a writable connection records it, a read-only one only reports it;
+ * a held lock, or a row that ended meanwhile, is left as it is. */
+static void test_dead_run_settled(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_run_info run = run_info("h-dead", "gru");
+    int64_t id = begin_ok(db, &run);
+    sb_run_info live = run_info("h-live", "gru");
+    begin_ok(db, &live);
+    sb_results_close(db);
+
+    /* h-live's lock is held (by this process, through its own descriptor) */
+    char lock_path[700];
+    sb_error err = {0};
+    assert_int_equal(sb_run_store_lock_path(fx->path, "h-live", lock_path, sizeof lock_path, 1,
+                                            &err),
+                     SB_OK);
+    sb_run_lock lock;
+    long holder = -1;
+    assert_int_equal(sb_run_lock_take(lock_path, &lock, &holder, &err), SB_OK);
+    assert_int_equal(holder, 0);
+
+    /* read-only: reported, not written */
+    sb_results *ro = NULL;
+    assert_int_equal(sb_results_open_readonly(fx->path, &ro, &err), SB_OK);
+    sb_run_row *rows = NULL;
+    size_t n = 0;
+    assert_int_equal(sb_results_list_runs(ro, NULL, &rows, &n, &err), SB_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(sb_run_store_settle_dead(ro, rows, n, &err), SB_OK);
+    assert_string_equal(rows[0].status, "interrupted");
+    assert_string_equal(rows[0].reason, SB_RUN_STORE_DEAD_REASON);
+    assert_string_equal(rows[1].status, "running");
+    assert_null(rows[1].reason);
+    sb_results_run_rows_free(rows, n);
+    sb_results_close(ro);
+    sqlite3 *raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT status FROM runs WHERE hash = 'h-dead'", "running");
+    sqlite3_close(raw);
+
+    /* writable: recorded, with finished_at, in the attempt that was read */
+    db = open_ok(fx->path);
+    sb_run_row row = get_ok(db, "h-dead");
+    assert_int_equal(sb_run_store_settle_dead(db, &row, 1, &err), SB_OK);
+    assert_string_equal(row.status, "interrupted");
+    assert_non_null(row.finished_at);
+    sb_results_run_row_clear(&row);
+    raw = raw_open(fx->path);
+    assert_raw_text(raw, "SELECT status FROM runs WHERE hash = 'h-dead'", "interrupted");
+    assert_raw_text(raw, "SELECT reason FROM runs WHERE hash = 'h-dead'",
+                    SB_RUN_STORE_DEAD_REASON);
+    assert_raw_text(raw, "SELECT status FROM runs WHERE hash = 'h-live'", "running");
+    sqlite3_close(raw);
+
+    /* a row read as running that ended before its lock was looked at: read again, unchanged */
+    row = get_ok(db, "h-live");
+    sb_run_lock_release(&lock);
+    end_ok(db, 2, "finished", NULL, &final_metrics);
+    assert_int_equal(sb_run_store_settle_dead(db, &row, 1, &err), SB_OK);
+    assert_string_equal(row.status, "finished");
+    sb_results_run_row_clear(&row);
+    /* and the write only takes the attempt it read */
+    int changed = 1;
+    assert_int_equal(begin_ok(db, &run), id); /* attempt 2, running */
+    assert_int_equal(sb_results_mark_interrupted(db, id, 1, "old attempt", &changed, &err), SB_OK);
+    assert_int_equal(changed, 0);
+    row = get_ok(db, "h-dead");
+    assert_string_equal(row.status, "running");
+    sb_results_run_row_clear(&row);
+    sb_results_close(db);
 }
 
 /* Another connection (another worker) sees each write once it is committed. */
@@ -1601,6 +1677,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ceiling_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_yardsticks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_task_ceiling_cached, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_run_settled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_refused, setup, teardown),
