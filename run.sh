@@ -2,7 +2,8 @@
 # selectivbench: one entry point for the README commands and for developers.
 #
 #   ./run.sh demo     install what is missing, build, run `selectivbench demo`
-#   ./run.sh test     install what is missing, build, run the whole test suite
+#   ./run.sh test     install what is missing (chromium included, for the dashboard's
+#                     browser test), build, run the whole test suite
 #   ./run.sh install [PREFIX]  build, then install selectivbench, the library, its header,
 #                     pkg-config and CMake files under PREFIX (default: /usr/local as root,
 #                     ~/.local for a user), and say whether PREFIX/bin is on PATH
@@ -111,7 +112,7 @@ case "$cmd" in
     exec ./build/selectivbench demo "$@"
     ;;
   test)
-    scripts/install-deps.sh
+    scripts/install-deps.sh test
     # shellcheck disable=SC2086
     build build $MAIN_FLAGS
     cd build && exec ctest --output-on-failure "$@"
@@ -123,7 +124,7 @@ case "$cmd" in
     cd build && exec ctest -L torch -V "$@"
     ;;
   asan)
-    scripts/install-deps.sh
+    scripts/install-deps.sh test
     build build-asan -DSB_WERROR=ON -DSB_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
     supp="$PWD/tests/lsan.supp"
     cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$supp" \

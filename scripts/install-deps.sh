@@ -2,7 +2,10 @@
 # Installs the Debian 12 packages selectivbench needs, if any are missing.
 # Runs apt-get as root, or through sudo for a user. Does nothing when all are present.
 #
-#   scripts/install-deps.sh          what the build and the test suite need (gcc)
+#   scripts/install-deps.sh          what the build and `selectivbench demo` need (gcc)
+#   scripts/install-deps.sh test     and what the test suite needs beyond them: chromium, for
+#                                    the dashboard's browser test (`./run.sh test`; about
+#                                    110 MB to download, 360 MB installed: not for the demo)
 #   scripts/install-deps.sh clang    and clang with its OpenMP (`./run.sh clang`)
 #   scripts/install-deps.sh fuzz     and libFuzzer with clang's sanitizer runtimes
 #                                    (`./run.sh fuzz`; about 300 MB, so only on request)
@@ -10,16 +13,19 @@ set -eu
 
 PACKAGES="gcc make cmake pkg-config libc6-dev libgomp1 libopenblas-openmp-dev \
 libjansson-dev libcmocka-dev libsqlite3-dev libyaml-dev \
-libcairo2-dev fonts-dejavu-core libfftw3-dev"
+libcairo2-dev fonts-dejavu-core libfftw3-dev libmicrohttpd-dev"
+# headless Chromium loads `selectivbench serve`'s page in tests/cli/test_browser.sh
+TEST_PACKAGES="chromium"
 CLANG_PACKAGES="clang clang-14 libomp-14-dev"
 case "${1:-}" in
   "") ;;
+  test) PACKAGES="$PACKAGES $TEST_PACKAGES" ;;
   clang) PACKAGES="$PACKAGES $CLANG_PACKAGES" ;;
   # libclang_rt.fuzzer and clang's ASan/UBSan runtimes are in libclang-rt-14-dev, only
   # recommended by clang-14 (not installed with --no-install-recommends)
   fuzz) PACKAGES="$PACKAGES $CLANG_PACKAGES libclang-rt-14-dev" ;;
   *)
-    echo "usage: scripts/install-deps.sh [clang|fuzz]" >&2
+    echo "usage: scripts/install-deps.sh [test|clang|fuzz]" >&2
     exit 2
     ;;
 esac

@@ -1235,6 +1235,12 @@ typedef struct sb_report_outcome {
 sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_outcome *out,
                           sb_error *err);
 
+/* The same, but the database is only read, even when it is writable: yardsticks missing
+ * from it are computed for the figures and not stored. For viewers that must never write a
+ * database a sweep may be filling (`selectivbench serve`). Errors: those of sb_report_write. */
+sb_status sb_report_write_readonly(const char *db_path, const char *out_dir,
+                                   sb_report_outcome *out, sb_error *err);
+
 #ifdef __cplusplus
 }
 #endif

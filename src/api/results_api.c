@@ -237,8 +237,10 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
     return sb_run_record_end(&rec, &res, err);
 }
 
-sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_outcome *out,
-                          sb_error *err)
+/* sb_report_write and sb_report_write_readonly: the report, the database opened for
+ * writing (to store backfilled yardsticks) unless read_only or not writable. */
+static sb_status report_write(const char *db_path, int read_only, const char *out_dir,
+                              sb_report_outcome *out, sb_error *err)
 {
     SB_API_REQUIRE(db_path, err);
     SB_API_REQUIRE(out_dir, err);
@@ -251,7 +253,7 @@ sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_ou
     fclose(probe);
     sb_report_summary sum;
     memset(&sum, 0, sizeof sum);
-    sb_status st = sb_report_generate(db_path, out_dir, &sum, err);
+    sb_status st = sb_report_generate_mode(db_path, read_only, out_dir, &sum, err);
     if (st == SB_OK && out != NULL) {
         out->runs_read = sum.runs_read;
         out->runs_used = sum.runs_used;
@@ -264,6 +266,18 @@ sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_ou
         out->runs_other = sum.runs_other;
     }
     return st;
+}
+
+sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_outcome *out,
+                          sb_error *err)
+{
+    return report_write(db_path, 0, out_dir, out, err);
+}
+
+sb_status sb_report_write_readonly(const char *db_path, const char *out_dir,
+                                   sb_report_outcome *out, sb_error *err)
+{
+    return report_write(db_path, 1, out_dir, out, err);
 }
 
 /* ---- run ids and learning curves ------------------------------------------------------ */

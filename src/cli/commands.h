@@ -15,6 +15,7 @@ int sb_cmd_models(int argc, char **argv);
 int sb_cmd_sweep(int argc, char **argv);
 int sb_cmd_results(int argc, char **argv);
 int sb_cmd_report(int argc, char **argv);
+int sb_cmd_serve(int argc, char **argv);
 
 /* Prints "selectivbench CMD: error: MSG" and returns the exit code of err->status. */
 

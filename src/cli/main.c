@@ -35,6 +35,8 @@ static void print_usage(FILE *f)
             "  sweep      run a W&B grid sweep file offline (resumable, parallel, sharded)\n"
             "  results    list the runs of a results database (--json, --csv)\n"
             "  report     the paper's figures and tables from a results database\n"
+            "  serve      a dashboard of a results database in the browser (127.0.0.1):\n"
+            "             runs, groups, learning curves, figures, a sweep's progress\n"
             "  models     every model with its parameter count and taxonomy\n"
             "  bench      training speed of every model (bench data: data generation speed)\n"
             "\n"
@@ -62,7 +64,7 @@ static int unknown_command(const char *cmd)
 {
     static const char *const commands[] = {"grammar", "data",  "demo",   "bench",   "train",
                                            "ceiling", "eval",  "probe",  "models",  "sweep",
-                                           "results", "report", "help",  "version"};
+                                           "results", "report", "serve", "help",  "version"};
     const char *hint = sb_closest_name(cmd, commands, (int)(sizeof commands / sizeof *commands));
     if (hint != NULL)
         fprintf(stderr, "selectivbench: error: unknown command '%s'; did you mean '%s'? (run "
@@ -114,5 +116,7 @@ int main(int argc, char **argv)
         return sb_cmd_results(argc, argv);
     if (strcmp(cmd, "report") == 0)
         return sb_cmd_report(argc, argv);
+    if (strcmp(cmd, "serve") == 0)
+        return sb_cmd_serve(argc, argv);
     return unknown_command(cmd);
 }

@@ -299,14 +299,15 @@ static sb_status make_dir(const char *dir, sb_error *err)
     return SB_OK;
 }
 
-/* Opens the database (read-only when we may not write it), lists its runs and makes
- * out_dir; on failure nothing is left open. */
-static sb_status report_open(const char *db_path, const char *out_dir, sb_results **db,
-                             sb_run_row **rows, size_t *n_rows, sb_error *err)
+/* Opens the database (read-only when asked or when we may not write it), lists its runs
+ * and makes out_dir; on failure nothing is left open. */
+static sb_status report_open(const char *db_path, int read_only, const char *out_dir,
+                             sb_results **db, sb_run_row **rows, size_t *n_rows, sb_error *err)
 {
     /* a database we may not write is read as it is (yardsticks computed, not stored) */
-    sb_status st = access(db_path, W_OK) == 0 ? sb_results_open(db_path, db, err)
-                                               : sb_results_open_readonly(db_path, db, err);
+    sb_status st = !read_only && access(db_path, W_OK) == 0
+                       ? sb_results_open(db_path, db, err)
+                       : sb_results_open_readonly(db_path, db, err);
     if (st != SB_OK)
         return st;
     st = sb_results_list_runs(*db, NULL, rows, n_rows, err);
@@ -1081,14 +1082,14 @@ static sb_status out_file_close(out_file *o, sb_status st, sb_error *err)
     return st;
 }
 
-sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report_summary *sum,
-                             sb_error *err)
+sb_status sb_report_generate_mode(const char *db_path, int read_only, const char *out_dir,
+                                  sb_report_summary *sum, sb_error *err)
 {
     memset(sum, 0, sizeof *sum);
     sb_results *db = NULL;
     sb_run_row *rows = NULL;
     size_t n_rows = 0;
-    sb_status st = report_open(db_path, out_dir, &db, &rows, &n_rows, err);
+    sb_status st = report_open(db_path, read_only, out_dir, &db, &rows, &n_rows, err);
     if (st != SB_OK)
         return st;
     sum->runs_read = (int)n_rows;
@@ -1118,4 +1119,10 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
     free(recs);
     st = out_file_close(&md, st, err);
     return out_file_close(&json, st, err);
+}
+
+sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report_summary *sum,
+                             sb_error *err)
+{
+    return sb_report_generate_mode(db_path, 0, out_dir, sum, err);
 }

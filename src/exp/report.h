@@ -48,4 +48,9 @@ typedef struct sb_report_summary {
 sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report_summary *sum,
                              sb_error *err);
 
+/* The same; read_only 1: the database is only read even when writable (yardsticks missing
+ * from it are computed for the figures, not stored), for viewers such as `serve`. */
+sb_status sb_report_generate_mode(const char *db_path, int read_only, const char *out_dir,
+                                  sb_report_summary *sum, sb_error *err);
+
 #endif

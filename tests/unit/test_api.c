@@ -312,6 +312,7 @@ static void test_missing_files(void **state)
     assert_error(sb_results_open_readonly(missing, &db, &err), &err, SB_ERR_IO, missing);
     assert_null(db);
     assert_error(sb_report_write(missing, "/tmp", NULL, &err), &err, SB_ERR_IO, missing);
+    assert_error(sb_report_write_readonly(missing, "/tmp", NULL, &err), &err, SB_ERR_IO, missing);
     sb_config *cfg = NULL;
     assert_error(sb_checkpoint_config("/nonexistent-selectivbench.safetensors", &cfg, &err), &err,
                  SB_ERR_IO, "nonexistent-selectivbench.safetensors");

@@ -1,0 +1,148 @@
+#!/bin/bash
+# test_browser.sh - the dashboard of `selectivbench serve` in headless Chromium (Debian's
+# chromium; scripts/install-deps.sh test installs it): the page renders its data with its
+# JS, so the DOM after loading must hold one table row per run (their ids), the curves of
+# the ticked runs (a polyline of 4 test points each, none for a run not ticked), the group
+# table with mean, std and n over the seeds as computed here by hand, the groups' mean
+# curves, the figures and the status strip; while a run trains, the strip shows it running. A screenshot is taken (and
+# copied to $SB_DASHBOARD_PNG when set: docs/figures/dashboard.png is made that way).
+# Without chromium, prints one "skipped:" line and exits 0 (ctest shows it as skipped).
+#
+# usage: test_browser.sh PATH/TO/selectivbench
+set -u
+SB=$1
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$CHROMIUM" ]; then
+  echo "skipped: chromium not installed (scripts/install-deps.sh test installs it)"
+  exit 0
+fi
+. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/serve_common.sh"
+
+# browser URL OUT [FLAGS]: loads the page for 10 s of virtual time (the page's fetches and
+# timers run; the server answers in real time) and writes what --dump-dom prints into OUT,
+# or with --screenshot=FILE the picture; its own profile and home, no sandbox (root in CI)
+browser() {
+  url=$1
+  out=$2
+  shift 2
+  HOME="$TMP/home" timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu \
+    --disable-dev-shm-usage --no-first-run --user-data-dir="$TMP/profile" \
+    --virtual-time-budget=10000 "$@" "$url" >"$out" 2>"$TMP/chromium.err"
+  rc=$?
+  checks=$((checks + 1))
+  [ "$rc" -eq 0 ] || fail "chromium exited $rc: $(tail -n 3 "$TMP/chromium.err")"
+}
+
+# The cells (<td>) of the DOM's row with this attribute, one per line.
+row_cells() {
+  grep -o "<tr $1[^>]*>.*" "$TMP/dom.html" | sed 's|</tr>.*||' | grep -o '<td[^>]*>[^<]*</td>' |
+    sed 's|<td[^>]*>\([^<]*\)</td>|\1|'
+}
+
+close_to() { # close_to A B: |A - B| < 0.00006 (4 decimals as the page prints them)
+  checks=$((checks + 1))
+  awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 0.00006) }'
+}
+
+make_runs "$TMP/res"
+mkdir -p "$TMP/home"
+[ "$failures" -eq 0 ] || exit 1
+start_server --results "$TMP/res" || exit 1
+
+# (a) the runs, two curves, grouped by model
+view="select=${RUN_GRU1:0:6},${RUN_TF1}&group=model"
+browser "http://127.0.0.1:$PORT/#$view" "$TMP/dom.html" --dump-dom
+for id in "$RUN_GRU1" "$RUN_GRU2" "$RUN_TF1"; do
+  grep -q "<tr data-run=\"$id\" data-status=\"finished\"" "$TMP/dom.html" ||
+    fail "no table row for run $id in the DOM"
+done
+[ "$(grep -o '<tr data-run="' "$TMP/dom.html" | wc -l)" -eq 3 ] || fail "not 3 rows in the runs table"
+for id in "$RUN_GRU1" "$RUN_TF1"; do
+  line=$(grep -o "<polyline data-run=\"$id\" data-points=\"[0-9]*\"[^>]*points=\"[^\"]*\"" \
+    "$TMP/dom.html")
+  [ -n "$line" ] || { fail "no curve (polyline) for the ticked run $id"; continue; }
+  [[ "$line" == *"data-points=\"4\""* ]] || fail "run $id: curve without 4 points: $line"
+  coords=$(echo "$line" | sed 's/.* points="\([^"]*\)"/\1/' | wc -w)
+  [ "$coords" -eq 4 ] || fail "run $id: the polyline has $coords points, expected 4: $line"
+done
+grep -q "<polyline data-run=\"$RUN_GRU2\"" "$TMP/dom.html" && fail "a curve for a run not ticked"
+grep -q '<svg class="chart" id="curve-chart"[^>]*data-series="2"' "$TMP/dom.html" ||
+  fail "the curve chart does not hold 2 runs"
+
+# the group of the two gru seeds: n, mean and sample std of their test accuracies
+mapfile -t cells < <(row_cells 'data-group="\[&quot;gru&quot;\]" data-n="2"')
+[ "${#cells[@]}" -ge 4 ] || fail "no group row for gru with n = 2: $(grep -o '<table id="groups".*</table>' "$TMP/dom.html" | head -c 600)"
+mean=$(awk -v a="$ACC_GRU1" -v b="$ACC_GRU2" 'BEGIN { printf "%.10f", (a + b) / 2 }')
+std=$(awk -v a="$ACC_GRU1" -v b="$ACC_GRU2" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.10f", d / sqrt(2) }')
+if [ "${#cells[@]}" -ge 4 ]; then
+  [ "${cells[0]}" = gru ] && [ "${cells[1]}" = 2 ] || fail "gru group row: ${cells[*]}"
+  close_to "${cells[2]}" "$mean" || fail "gru group mean ${cells[2]}, by hand $mean"
+  close_to "${cells[3]}" "$std" || fail "gru group std ${cells[3]}, by hand $std"
+  # and as `results --group model` computes them
+  "$SB" results --db "$TMP/res/selectivbench.db" --group model --json >"$TMP/groups.json"
+  gru=$(grep -o '{"model":"gru","n":2,"test_acc":{"mean":[^,]*,"std":[^,]*' "$TMP/groups.json")
+  close_to "${cells[2]}" "$(echo "$gru" | sed 's/.*"mean":\([^,]*\),.*/\1/')" &&
+    close_to "${cells[3]}" "$(echo "$gru" | sed 's/.*"std":\(.*\)/\1/')" ||
+    fail "gru group ${cells[2]} ${cells[3]}; results --group: $gru"
+fi
+row_cells 'data-group="\[&quot;transformer&quot;\]" data-n="1"' | sed -n 2p | grep -qx 1 ||
+  fail "no group row for transformer with n = 1"
+# the groups' curves: per group the mean over its runs at each of the 4 evaluations; the
+# last is the mean of the runs' test accuracies
+gru_curve=$(grep -o '<polyline data-group="\[&quot;gru&quot;\]" data-last-mean="[0-9.]*" data-points="[0-9]*"' "$TMP/dom.html")
+tf_curve=$(grep -o '<polyline data-group="\[&quot;transformer&quot;\]" data-last-mean="[0-9.]*" data-points="[0-9]*"' "$TMP/dom.html")
+[[ "$gru_curve" == *'data-points="4"' ]] || fail "gru group curve: '$gru_curve'"
+[[ "$tf_curve" == *'data-points="4"' ]] || fail "transformer group curve: '$tf_curve'"
+last_mean=$(echo "$gru_curve" | sed 's/.*data-last-mean="\([0-9.]*\)".*/\1/')
+close_to "$last_mean" "$mean" || fail "gru group curve ends at $last_mean, by hand $mean"
+last_mean=$(echo "$tf_curve" | sed 's/.*data-last-mean="\([0-9.]*\)".*/\1/')
+close_to "$last_mean" "$ACC_TF1" || fail "transformer group curve ends at $last_mean, not $ACC_TF1"
+
+grep -q '<figure data-figure="[a-z0-9_]*"><img src="/figures/[a-z0-9_]*\.svg' "$TMP/dom.html" ||
+  fail "no figure in the page"
+grep -q '<div id="status" class="status" data-state="idle" data-running="0">3 finished' \
+  "$TMP/dom.html" || fail "status strip: $(grep -o '<div id="status"[^<]*' "$TMP/dom.html")"
+
+# (b) the filter from the address: model=transformer leaves one row
+browser "http://127.0.0.1:$PORT/#filter=model%3Dtransformer" "$TMP/dom.html" --dump-dom
+[ "$(grep -o '<tr data-run="' "$TMP/dom.html" | wc -l)" -eq 1 ] &&
+  grep -q "<tr data-run=\"$RUN_TF1\"" "$TMP/dom.html" || fail "filter model=transformer"
+
+# (c) a screenshot of view (a)
+browser "http://127.0.0.1:$PORT/#$view" "$TMP/shot.log" --hide-scrollbars \
+  --window-size=1280,1400 --screenshot="$TMP/dashboard.png"
+[ "$(head -c 8 "$TMP/dashboard.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+  fail "the screenshot is not a PNG"
+[ "$(wc -c <"$TMP/dashboard.png")" -gt 20000 ] || fail "the screenshot is nearly empty"
+[ -n "${SB_DASHBOARD_PNG:-}" ] && cp "$TMP/dashboard.png" "$SB_DASHBOARD_PNG"
+
+# (d) a run in progress: the status strip shows it running, polled by the page
+long="--model gru --vocab 5 --amb 4 --grammar_scale True --train_seqlen_max 10 \
+--test_seqlen_max 10 --dataset_size 5000000 --epoch_size 1000 --test_size 16 --batch_size 16 \
+--feat_size 16 --layers 1 --threads 1"
+# shellcheck disable=SC2086
+live=$("$SB" train $long --print_hashes | cut -d' ' -f1)
+# shellcheck disable=SC2086
+"$SB" train $long --results "$TMP/res" --quiet >"$TMP/live.out" 2>&1 &
+trainer=$!
+for _ in $(seq 100); do
+  http GET /api/status
+  grep -q '"running":\[{' "$TMP/body" && break
+  sleep 0.1
+done
+browser "http://127.0.0.1:$PORT/" "$TMP/dom.html" --dump-dom
+grep -q '<div id="status" class="status" data-state="running" data-running="1">' "$TMP/dom.html" ||
+  fail "status strip during a run: $(grep -o '<div id="status".\{0,300\}' "$TMP/dom.html")"
+grep -q "<span class=\"run\" data-run=\"$live\">${live:0:8} gru: " "$TMP/dom.html" ||
+  fail "the running run is not in the status strip"
+grep -q "<tr data-run=\"$live\" data-status=\"running\"" "$TMP/dom.html" ||
+  fail "the running run is not in the table"
+kill -TERM "$trainer"
+wait "$trainer"
+
+stop_server
+[ "$SERVER_RC" -eq 0 ] || fail "serve exited $SERVER_RC: $(cat "$TMP/serve.err")"
+
+echo "test_browser: $checks checks, $failures failures"
+[ "$failures" -eq 0 ]
