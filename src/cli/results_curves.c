@@ -106,23 +106,7 @@ static void print_curve(const char *run, const sb_curve_point *pts, size_t n,
     for (size_t i = 0; i < n; i++) {
         const sb_curve_point *p = &pts[i];
         if (a->json) {
-            sb_jw_object_begin(j);
-            sb_jw_key(j, "step");
-            sb_jw_int(j, p->step);
-            sb_jw_key(j, "samples");
-            if (p->samples >= 0)
-                sb_jw_int(j, p->samples);
-            else
-                sb_jw_null(j);
-            sb_jw_key(j, "split");
-            sb_jw_string(j, split_name(p->split));
-            const char *keys[5] = {"loss", "acc", "lr", "tokens_per_s", "wall_s"};
-            double values[5] = {p->loss, p->acc, p->lr, p->tokens_per_s, p->wall_s};
-            for (int k = 0; k < 5; k++) {
-                sb_jw_key(j, keys[k]);
-                sb_jw_double(j, values[k]); /* NaN: null */
-            }
-            sb_jw_object_end(j);
+            sb_cli_json_curve_point(j, p);
             continue;
         }
         char samples[24] = "", loss[40], acc[40], lr[40], tps[40], wall[40];
@@ -212,6 +196,27 @@ static sb_status print_curves(sb_results *db, char (*hashes)[17], size_t n, cons
         printf("%zu evaluations of %zu run%s\n", n_points, n, n == 1 ? "" : "s");
     }
     return st;
+}
+
+void sb_cli_json_curve_point(sb_jw *j, const sb_curve_point *p)
+{
+    sb_jw_object_begin(j);
+    sb_jw_key(j, "step");
+    sb_jw_int(j, p->step);
+    sb_jw_key(j, "samples");
+    if (p->samples >= 0)
+        sb_jw_int(j, p->samples);
+    else
+        sb_jw_null(j);
+    sb_jw_key(j, "split");
+    sb_jw_string(j, split_name(p->split));
+    const char *keys[5] = {"loss", "acc", "lr", "tokens_per_s", "wall_s"};
+    double values[5] = {p->loss, p->acc, p->lr, p->tokens_per_s, p->wall_s};
+    for (int k = 0; k < 5; k++) {
+        sb_jw_key(j, keys[k]);
+        sb_jw_double(j, values[k]); /* NaN: null */
+    }
+    sb_jw_object_end(j);
 }
 
 int sb_cmd_results_curves(int argc, char **argv)

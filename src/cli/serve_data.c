@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/results_curves.h"
 #include "cli/serve.h"
 
 /* ---- replies ---- */
@@ -312,26 +313,6 @@ static size_t count_prefix(const sb_result_row *rows, size_t n, const char *pref
     return matches;
 }
 
-static void write_point(sb_jw *j, const sb_curve_point *p)
-{
-    sb_jw_object_begin(j);
-    sb_jw_key(j, "step");
-    sb_jw_int(j, p->step);
-    sb_jw_key(j, "samples");
-    if (p->samples >= 0)
-        sb_jw_int(j, p->samples);
-    else
-        sb_jw_null(j);
-    sb_jw_key(j, "split");
-    sb_jw_string(j, p->split == SB_SPLIT_TEST ? "test" : "train");
-    write_number_or_null(j, "loss", p->loss);
-    write_number_or_null(j, "acc", p->acc);
-    write_number_or_null(j, "lr", p->lr);
-    write_number_or_null(j, "tokens_per_s", p->tokens_per_s);
-    write_number_or_null(j, "wall_s", p->wall_s);
-    sb_jw_object_end(j);
-}
-
 static void write_curve(sb_jw *j, const sb_result_row *run, const sb_curve_point *points, size_t n)
 {
     sb_jw_object_begin(j);
@@ -344,7 +325,7 @@ static void write_curve(sb_jw *j, const sb_result_row *run, const sb_curve_point
     sb_jw_key(j, "points");
     sb_jw_array_begin(j);
     for (size_t i = 0; i < n; i++)
-        write_point(j, &points[i]);
+        sb_cli_json_curve_point(j, &points[i]);
     sb_jw_array_end(j);
     sb_jw_object_end(j);
 }
