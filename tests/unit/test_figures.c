@@ -14,7 +14,7 @@
  * the accuracy figures; the single run sits under "Other runs" (report.md and report.json)
  * and in no figure.
  */
-/* nftw and mkdtemp need _GNU_SOURCE, which the build defines for every file */
+/* mkdtemp needs _GNU_SOURCE, which the build defines for every file */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,7 +24,8 @@
 
 #include <cmocka.h>
 
-#include <ftw.h>
+#include "test_util.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -149,16 +150,10 @@ static int setup(void **state)
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     fixture *fx = *state;
-    int rc = nftw(fx->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    int rc = test_remove_dir(fx->dir);
     free(fx);
     return rc;
 }

@@ -8,7 +8,7 @@
  * itself (journal mode, meta table, NULLs, constraints) go through a raw SQLite
  * connection, as another program reading the database would.
  */
-/* nftw and mkdtemp need _GNU_SOURCE, which the build defines for every file */
+/* mkdtemp needs _GNU_SOURCE, which the build defines for every file */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,8 +18,9 @@
 
 #include <cmocka.h>
 
+#include "test_util.h"
+
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -57,16 +58,10 @@ static int setup(void **state)
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     fixture *fx = *state;
-    int rc = nftw(fx->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    int rc = test_remove_dir(fx->dir);
     free(fx);
     return rc;
 }
