@@ -142,6 +142,12 @@ sb_tensor *sb_model_forward(sb_graph *g, const sb_model *m, sb_tensor *input)
     return sb_linear(g, x, m->dec_w, m->stack != NULL ? NULL : m->dec_b); /* stack: no bias */
 }
 
+sb_tensor *sb_model_loss(sb_graph *g, const sb_model *m, sb_tensor *input, sb_head_loss *h)
+{
+    sb_tensor *x = sb_model_hidden(g, m, input, 0);
+    return sb_linear_cross_entropy(g, x, m->dec_w, m->stack != NULL ? NULL : m->dec_b, h);
+}
+
 static double model_flops(const sb_layer_type *type, const sb_model_config *c, int T)
 {
     if (type != NULL && type->stack != NULL)

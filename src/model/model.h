@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "layers/layer.h"
+#include "ops/ops.h"
 #include "tensor/nn.h"
 
 /* ---- model (src/model/model.c) ------------------------------------------------------------ */
@@ -41,6 +42,11 @@ sb_status sb_model_param_count(const sb_model_config *cfg, size_t *count, sb_err
 
 /* Training forward: input[B, T, I] -> logits[B, T, C] (recorded when g->record). */
 sb_tensor *sb_model_forward(sb_graph *g, const sb_model *m, sb_tensor *input);
+
+/* Training forward fused with the loss: the decoder head and cross-entropy taken a chunk of
+ * frames at a time (sb_linear_cross_entropy), so the [B, T, C] logits are never stored.
+ * Returns the [1] loss; h carries the targets and receives the accuracy counts. */
+sb_tensor *sb_model_loss(sb_graph *g, const sb_model *m, sb_tensor *input, sb_head_loss *h);
 
 /* Forward up to the last layer norm: input[B, T, I] -> x[B, T, D]. With
  * keep_only_output, the arena is rewound after every layer so that memory does not grow

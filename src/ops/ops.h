@@ -110,4 +110,26 @@ void sb_window_accuracy(const real *probs, int T, int C, const int32_t *target,
                         const int32_t *elem_start, const int32_t *elem_len, int B, int E,
                         int64_t *correct, int64_t *counted);
 
+/* ---- linear_loss.c ------------------------------------------------------------------------ */
+
+/* What the fused decoder head and loss reads and adds to: targets and mask as
+ * sb_cross_entropy; optionally the element windows of sb_window_accuracy (elem_start NULL:
+ * no accuracy), whose counts are added to correct and counted. */
+typedef struct sb_head_loss {
+    const int32_t *target; /* [N] */
+    const uint8_t *valid;  /* [N] 1/0 */
+    real loss_scale;       /* multiplies the gradient (gradient accumulation) */
+    const int32_t *elem_start, *elem_len; /* [B, E], or NULL */
+    int B, T, E;           /* N = B * T when windows are given */
+    int chunk_rows;        /* rows per chunk; 0: the default (512) */
+    int64_t correct, counted;
+} sb_head_loss;
+
+/* sb_cross_entropy(sb_linear(x, w, b)) without the [N, C] logits: rows are taken a chunk at
+ * a time and the gradients computed on the way (linear_loss.c). x[..., D], w[C, D], b[C] or
+ * NULL. Returns the [1] mean loss over valid rows; the same values as the unfused ops up to
+ * float rounding, and the same accuracy counts. */
+sb_tensor *sb_linear_cross_entropy(sb_graph *g, sb_tensor *x, sb_tensor *w, sb_tensor *b,
+                                   sb_head_loss *h);
+
 #endif

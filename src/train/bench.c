@@ -29,8 +29,8 @@ static void bench_step_fn(sb_graph *g, void *arg)
     bench_step *s = arg;
     int shape[3] = {s->B, s->T, s->I};
     sb_tensor *x = sb_tensor_wrap(g, s->input_data, 3, shape);
-    sb_tensor *logits = sb_model_forward(g, s->m, x);
-    sb_tensor *loss = sb_cross_entropy(g, logits, s->target, s->valid, 1, NULL);
+    sb_head_loss h = {.target = s->target, .valid = s->valid, .loss_scale = 1};
+    sb_tensor *loss = sb_model_loss(g, s->m, x, &h);
     s->loss = (double)loss->data[0];
     sb_tensor_grad(g, loss)[0] = 1;
     sb_graph_backward(g);

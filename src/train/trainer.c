@@ -26,7 +26,10 @@ double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames)
 {
     /* floats kept per token: each layer's activations and their gradients (about 30 D for
      * the transformer's block, less for recurrent layers: 30 D is the safe side), the
-     * logits, probabilities and their gradient (3 C), the input */
+     * logits, probabilities and their gradient (3 C), the input. The fused head
+     * (sb_model_loss) no longer keeps the 3 C; they stay in the estimate so that
+     * --grad_acc -1 keeps choosing what it chose before (and the estimate stays on the
+     * safe side). */
     double per_token = (double)mc->n_layers * 2.0 * 30.0 * mc->d_model + 3.0 * mc->d_output +
                        (double)mc->d_input;
     return (double)samples * (double)frames * per_token * sizeof(real);
@@ -95,16 +98,16 @@ static void train_micro_step(sb_graph *g, void *arg)
 {
     step_args *a = arg;
     const sb_batch *b = a->batch;
-    sb_tensor *logits = sb_model_forward(g, a->m, batch_input(g, b));
-    sb_tensor *probs = NULL;
-    sb_tensor *loss = sb_cross_entropy(g, logits, b->target, b->valid, a->loss_scale, &probs);
+    sb_head_loss h = {.target = b->target, .valid = b->valid, .loss_scale = a->loss_scale};
+    if (a->want_acc) {
+        h.elem_start = b->elem_start, h.elem_len = b->elem_len;
+        h.B = b->B, h.T = b->T, h.E = b->E;
+    }
+    sb_tensor *loss = sb_model_loss(g, a->m, batch_input(g, b), &h);
     a->loss = (double)loss->data[0];
+    a->correct = h.correct, a->counted = h.counted;
     if (!isfinite(a->loss))
         return; /* diverged: no backward */
-    a->correct = a->counted = 0;
-    if (a->want_acc)
-        sb_window_accuracy(probs->data, b->T, logits->shape[2], b->target, b->elem_start,
-                           b->elem_len, b->B, b->E, &a->correct, &a->counted);
     sb_tensor_grad(g, loss)[0] = 1;
     sb_graph_backward(g);
 }

@@ -240,6 +240,59 @@ static sb_tensor *build_window_accuracy(sb_graph *g, sb_tensor **in)
     return out;
 }
 /* the windowed accuracy by its definition: sum each window's probabilities, first argmax */
+/* linear_loss.c: the fused head on x [3, 4, 6] (12 frames, the cross-entropy's targets and
+ * mask), W [5, 6], b [5], in chunks of 5 rows (12 = 5 + 5 + 2); the reference is the
+ * unfused pair sb_linear + sb_cross_entropy. */
+static sb_tensor *build_linear_ce(sb_graph *g, sb_tensor **in)
+{
+    sb_head_loss h = {.target = ce_target, .valid = ce_valid, .loss_scale = 1, .chunk_rows = 5};
+    return sb_linear_cross_entropy(g, in[0], in[1], in[2], &h);
+}
+static sb_tensor *build_linear_ce_nobias(sb_graph *g, sb_tensor **in)
+{
+    sb_head_loss h = {.target = ce_target, .valid = ce_valid, .loss_scale = 1, .chunk_rows = 5};
+    return sb_linear_cross_entropy(g, in[0], in[1], NULL, &h);
+}
+static sb_tensor *ref_linear_ce(sb_graph *g, sb_tensor **in)
+{
+    return sb_cross_entropy(g, sb_linear(g, in[0], in[1], in[2]), ce_target, ce_valid, 1, NULL);
+}
+static sb_tensor *ref_linear_ce_nobias(sb_graph *g, sb_tensor **in)
+{
+    return sb_cross_entropy(g, sb_linear(g, in[0], in[1], NULL), ce_target, ce_valid, 1, NULL);
+}
+/* The fused head's accuracy counts on the window-accuracy batch (x [12, 3], W [4, 3]) in
+ * chunks of 3 rows, so that windows (frames 2-4 of sample 0, 0-3 of sample 1) continue
+ * across chunks; the reference scores the unfused probabilities with sb_window_accuracy.
+ * Output: {correct, counted, loss}. */
+static sb_tensor *counts_and_loss(sb_graph *g, int64_t correct, int64_t counted, real loss)
+{
+    const int three = 3;
+    sb_tensor *out = sb_tensor_new(g, 1, &three);
+    out->data[0] = (real)correct;
+    out->data[1] = (real)counted;
+    out->data[2] = loss;
+    return out;
+}
+static const uint8_t wa_valid[WA_B * WA_T] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+static sb_tensor *build_linear_ce_accuracy(sb_graph *g, sb_tensor **in)
+{
+    sb_head_loss h = {.target = wa_target, .valid = wa_valid, .loss_scale = 1,
+                      .elem_start = wa_start, .elem_len = wa_len, .B = WA_B, .T = WA_T,
+                      .E = WA_E, .chunk_rows = 3};
+    sb_tensor *loss = sb_linear_cross_entropy(g, in[0], in[1], in[2], &h);
+    return counts_and_loss(g, h.correct, h.counted, loss->data[0]);
+}
+static sb_tensor *ref_linear_ce_accuracy(sb_graph *g, sb_tensor **in)
+{
+    sb_tensor *probs = NULL;
+    sb_tensor *logits = sb_linear(g, in[0], in[1], in[2]);
+    sb_tensor *loss = sb_cross_entropy(g, logits, wa_target, wa_valid, 1, &probs);
+    int64_t correct = 0, counted = 0;
+    sb_window_accuracy(probs->data, WA_T, WA_C, wa_target, wa_start, wa_len, WA_B, WA_E,
+                       &correct, &counted);
+    return counts_and_loss(g, correct, counted, loss->data[0]);
+}
 static sb_tensor *ref_window_accuracy(sb_graph *g, sb_tensor **in)
 {
     int correct = 0, counted = 0;
@@ -615,6 +668,22 @@ static const op_case op_table[] = {
     {.op = "sb_window_accuracy", .build = build_window_accuracy, TOL(0, 0, 0, 0),
      .in = {{"probs", 2, {WA_B * WA_T, WA_C}, 0, 1}}, .ref = ref_window_accuracy,
      .modes = FLOAT | REF | THREADS},
+
+    /* the fused head: chunks of 5 rows; against the unfused pair */
+    {.op = "sb_linear_cross_entropy", .variant = "bias", .build = build_linear_ce,
+     TOL(1e-6, 1e-6, 1e-5, 1e-12),
+     .in = {{"x", 3, {3, 4, 6}, -1, 1}, {"w", 2, {5, 6}, -1, 1}, {"b", 1, {5}, -0.5, 0.5}},
+     .ref = ref_linear_ce, .modes = GRAD | FLOAT | REF | THREADS},
+    {.op = "sb_linear_cross_entropy", .variant = "no bias", .build = build_linear_ce_nobias,
+     TOL(1e-6, 1e-6, 1e-5, 1e-12),
+     .in = {{"x", 3, {3, 4, 6}, -1, 1}, {"w", 2, {5, 6}, -1, 1}},
+     .ref = ref_linear_ce_nobias, .modes = GRAD | FLOAT | REF | THREADS},
+    /* accuracy counts (exact) and the loss, windows across chunks of 3 rows; not recorded */
+    {.op = "sb_linear_cross_entropy", .variant = "accuracy", .build = build_linear_ce_accuracy,
+     TOL(0, 0, 1e-6, 1e-12),
+     .in = {{"x", 2, {WA_B * WA_T, 3}, -2, 2}, {"w", 2, {WA_C, 3}, -2, 2},
+            {"b", 1, {WA_C}, -0.5, 0.5}},
+     .ref = ref_linear_ce_accuracy, .modes = FLOAT | REF | THREADS},
 
     /* ---- ops_fla.h ---- */
     {.op = "sb_linear_attn", .variant = "key-channel gate", .build = build_linear_attn_gated,
