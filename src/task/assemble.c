@@ -236,37 +236,72 @@ sb_status sb_task_sample(const sb_task *task, sb_split split, int64_t i, sb_samp
 void sb_task_sample_frames(const sb_task *task, sb_split split, int64_t i, const sb_sample *s,
                            float *data, int32_t *target)
 {
+    sb_task_sample_frames_range(task, split, i, s, 0, s->n_frames, data, target);
+}
+
+/* Adds the noise of frames [t0, t1) (all real frames) to data (frame t0 first). The noise
+ * is one stream of two 24-bit uniforms per 64-bit draw over the sample's entries in frame
+ * order; a range starts at its first entry's draw (pcg advance), so any split of the
+ * frames into ranges adds the same floats. */
+static void add_noise(const sb_task *task, sb_split split, int64_t i, int t0, int t1, float *data)
+{
+    const size_t V = (size_t)task->n_inputs;
+    const size_t first = (size_t)t0 * V, last = (size_t)t1 * V;
+    sb_pcg64 rng;
+    derived_stream(&rng, STREAM_TAG_NOISE, task->cfg.grammar.seed, split, i);
+    sb_pcg64_advance(&rng, (uint64_t)(first / 2));
+    /* U[0, noise) on every entry, float32 as torch.rand_like(data) * noise */
+    float amp = (float)task->cfg.train_noise;
+    size_t e = first;
+    if (e % 2 == 1 && e < last) {
+        /* the range starts on the upper half of a draw */
+        uint64_t bits = sb_pcg64_next64(&rng);
+        data[0] += (float)((uint32_t)(bits >> 32) >> 8) * (1.0f / 16777216.0f) * amp;
+        e++;
+    }
+    for (; e < last; e += 2) {
+        uint64_t bits = sb_pcg64_next64(&rng);
+        float u0 = (float)((uint32_t)bits >> 8) * (1.0f / 16777216.0f);
+        float u1 = (float)((uint32_t)(bits >> 32) >> 8) * (1.0f / 16777216.0f);
+        data[e - first] += u0 * amp;
+        if (e + 1 < last)
+            data[e + 1 - first] += u1 * amp;
+    }
+}
+
+void sb_task_sample_frames_range(const sb_task *task, sb_split split, int64_t i,
+                                 const sb_sample *s, int t0, int len, float *data, int32_t *target)
+{
     const sb_grammar *g = task->grammar;
     const int V = task->n_inputs;
-    memset(data, 0, (size_t)s->n_frames * (size_t)V * sizeof *data);
-    int next_gap_class = 0;
+    const int t1 = t0 + len;
+    memset(data, 0, (size_t)len * (size_t)V * sizeof *data);
+    memset(target, 0, (size_t)len * sizeof *target);
     for (int k = 0; k < s->n_elements; k++) {
+        /* element k covers its symbol frame and its gap frames: [start, end] */
+        int start = s->frame_start[k], end = start + s->gap[k];
+        if (end < t0)
+            continue;
+        if (start >= t1)
+            break;
         int state = s->state[k];
-        int t = s->frame_start[k];
         int32_t id = g->state_id[state];
-        data[(size_t)t * (size_t)V + g->state_class[state]] = 1.0f;
-        for (int f = 0; f <= s->gap[k]; f++)
-            target[t + f] = id;
-        if (task->cfg.grammar_gap)
-            for (int f = 1; f <= s->gap[k]; f++)
-                data[(size_t)(t + f) * (size_t)V + s->gap_class[next_gap_class++]] = 1.0f;
-    }
-    if (task->cfg.train_noise > 0.0) {
-        /* U[0, noise) on every entry, float32 as torch.rand_like(data) * noise */
-        sb_pcg64 rng;
-        derived_stream(&rng, STREAM_TAG_NOISE, task->cfg.grammar.seed, split, i);
-        float amp = (float)task->cfg.train_noise;
-        size_t count = (size_t)s->n_frames * (size_t)V;
-        /* two 24-bit uniforms per 64-bit draw, from the top bits of each half */
-        for (size_t e = 0; e < count; e += 2) {
-            uint64_t bits = sb_pcg64_next64(&rng);
-            float u0 = (float)((uint32_t)bits >> 8) * (1.0f / 16777216.0f);
-            float u1 = (float)((uint32_t)(bits >> 32) >> 8) * (1.0f / 16777216.0f);
-            data[e] += u0 * amp;
-            if (e + 1 < count)
-                data[e + 1] += u1 * amp;
+        if (start >= t0)
+            data[(size_t)(start - t0) * (size_t)V + g->state_class[state]] = 1.0f;
+        int from = start > t0 ? start : t0, to = end < t1 - 1 ? end : t1 - 1;
+        for (int t = from; t <= to; t++)
+            target[t - t0] = id;
+        if (task->cfg.grammar_gap) {
+            /* one distractor per gap frame, in frame order: element k's come after the
+             * frame_start[k] - k gap frames of the elements before it */
+            const uint8_t *cls = s->gap_class + (start - k);
+            for (int t = from > start + 1 ? from : start + 1; t <= to; t++)
+                data[(size_t)(t - t0) * (size_t)V + cls[t - start - 1]] = 1.0f;
         }
     }
+    int real_end = t1 < s->n_frames ? t1 : s->n_frames;
+    if (task->cfg.train_noise > 0.0 && real_end > t0)
+        add_noise(task, split, i, t0, real_end, data);
 }
 
 /* FNV-1a over 64-bit words. */

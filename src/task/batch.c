@@ -47,41 +47,46 @@ void sb_batch_free(sb_batch *batch)
     memset(batch, 0, sizeof *batch);
 }
 
-/* Grows the per-frame and per-element arrays to hold B x T frames and B x E elements. */
-static sb_status batch_reserve(sb_batch *batch, size_t frames, size_t elems, sb_error *err)
+/* Grows the per-frame arrays to hold `frames` (B x T) frames. */
+static sb_status batch_reserve_frames(sb_batch *batch, size_t frames, sb_error *err)
 {
-    if (frames > batch->capacity_frames) {
-        float *data = sb_realloc(batch->data, frames * (size_t)batch->V * sizeof *data);
-        if (data != NULL)
-            batch->data = data;
-        int32_t *target = sb_realloc(batch->target, frames * sizeof *target);
-        if (target != NULL)
-            batch->target = target;
-        uint8_t *valid = sb_realloc(batch->valid, frames);
-        if (valid != NULL)
-            batch->valid = valid;
-        if (data == NULL || target == NULL || valid == NULL)
-            return sb_error_set(err, SB_ERR_NOMEM, "out of memory for a batch of %zu frames",
-                                frames);
-        batch->capacity_frames = frames;
-    }
-    if (elems > batch->capacity_elems) {
-        int32_t *start = sb_realloc(batch->elem_start, elems * sizeof *start);
-        if (start != NULL)
-            batch->elem_start = start;
-        int32_t *len = sb_realloc(batch->elem_len, elems * sizeof *len);
-        if (len != NULL)
-            batch->elem_len = len;
-        if (start == NULL || len == NULL)
-            return sb_error_set(err, SB_ERR_NOMEM, "out of memory for a batch of %zu elements",
-                                elems);
-        batch->capacity_elems = elems;
-    }
+    if (frames <= batch->capacity_frames)
+        return SB_OK;
+    float *data = sb_realloc(batch->data, frames * (size_t)batch->V * sizeof *data);
+    if (data != NULL)
+        batch->data = data;
+    int32_t *target = sb_realloc(batch->target, frames * sizeof *target);
+    if (target != NULL)
+        batch->target = target;
+    uint8_t *valid = sb_realloc(batch->valid, frames);
+    if (valid != NULL)
+        batch->valid = valid;
+    if (data == NULL || target == NULL || valid == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory for a batch of %zu frames", frames);
+    batch->capacity_frames = frames;
     return SB_OK;
 }
 
-sb_status sb_batch_fill(sb_batch *batch, const sb_task *task, sb_split split,
-                        const int64_t *index, int B, int threads, sb_error *err)
+/* Grows the per-element arrays to hold `elems` (B x E) elements. */
+static sb_status batch_reserve_elems(sb_batch *batch, size_t elems, sb_error *err)
+{
+    if (elems <= batch->capacity_elems)
+        return SB_OK;
+    int32_t *start = sb_realloc(batch->elem_start, elems * sizeof *start);
+    if (start != NULL)
+        batch->elem_start = start;
+    int32_t *len = sb_realloc(batch->elem_len, elems * sizeof *len);
+    if (len != NULL)
+        batch->elem_len = len;
+    if (start == NULL || len == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory for a batch of %zu elements",
+                            elems);
+    batch->capacity_elems = elems;
+    return SB_OK;
+}
+
+sb_status sb_batch_assemble(sb_batch *batch, const sb_task *task, sb_split split,
+                            const int64_t *index, int B, int threads, sb_error *err)
 {
     if (B < 1 || B > batch->capacity_B)
         return sb_error_set(err, SB_ERR_INVALID, "batch of %d samples exceeds its capacity %d",
@@ -130,27 +135,16 @@ sb_status sb_batch_fill(sb_batch *batch, const sb_task *task, sb_split split,
         if (batch->samples[b].n_elements > E)
             E = batch->samples[b].n_elements;
     }
-    sb_status st = batch_reserve(batch, (size_t)B * (size_t)T, (size_t)B * (size_t)E, err);
+    sb_status st = batch_reserve_elems(batch, (size_t)B * (size_t)E, err);
     if (st != SB_OK)
         return st;
     batch->B = B;
     batch->T = T;
     batch->E = E;
-    const int V = batch->V;
 
-    /* 3. frames, targets, masks and windows */
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    /* 3. each element's window */
     for (int b = 0; b < B; b++) {
         const sb_sample *s = &batch->samples[b];
-        size_t frame0 = (size_t)b * (size_t)T;
-        float *data = batch->data + frame0 * (size_t)V;
-        int32_t *target = batch->target + frame0;
-        sb_task_sample_frames(task, split, index[b], s, data, target);
-        size_t pad = (size_t)(T - s->n_frames);
-        memset(data + (size_t)s->n_frames * (size_t)V, 0, pad * (size_t)V * sizeof *data);
-        memset(target + s->n_frames, 0, pad * sizeof *target);
-        memset(batch->valid + frame0, 1, (size_t)s->n_frames);
-        memset(batch->valid + frame0 + s->n_frames, 0, pad);
         int32_t *start = batch->elem_start + (size_t)b * (size_t)E;
         int32_t *len = batch->elem_len + (size_t)b * (size_t)E;
         for (int k = 0; k < s->n_elements; k++) {
@@ -163,6 +157,38 @@ sb_status sb_batch_fill(sb_batch *batch, const sb_task *task, sb_split split,
         }
         batch->n_frames[b] = s->n_frames;
         batch->index[b] = index[b];
+    }
+    return SB_OK;
+}
+
+void sb_batch_frames(const sb_batch *batch, const sb_task *task, sb_split split, int t0, int len,
+                     int threads, float *data, int32_t *target)
+{
+    if (threads <= 0)
+        threads = omp_get_max_threads();
+    const size_t V = (size_t)batch->V;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int b = 0; b < batch->B; b++)
+        sb_task_sample_frames_range(task, split, batch->index[b], &batch->samples[b], t0, len,
+                                    data + (size_t)b * (size_t)len * V,
+                                    target + (size_t)b * (size_t)len);
+}
+
+sb_status sb_batch_fill(sb_batch *batch, const sb_task *task, sb_split split,
+                        const int64_t *index, int B, int threads, sb_error *err)
+{
+    sb_status st = sb_batch_assemble(batch, task, split, index, B, threads, err);
+    if (st != SB_OK)
+        return st;
+    const int T = batch->T;
+    if ((st = batch_reserve_frames(batch, (size_t)B * (size_t)T, err)) != SB_OK)
+        return st;
+    /* frames, targets and masks */
+    sb_batch_frames(batch, task, split, 0, T, threads, batch->data, batch->target);
+    for (int b = 0; b < B; b++) {
+        size_t frame0 = (size_t)b * (size_t)T;
+        memset(batch->valid + frame0, 1, (size_t)batch->n_frames[b]);
+        memset(batch->valid + frame0 + batch->n_frames[b], 0, (size_t)(T - batch->n_frames[b]));
     }
     return SB_OK;
 }

@@ -44,4 +44,17 @@ void sb_batch_free(sb_batch *batch);
 sb_status sb_batch_fill(sb_batch *batch, const sb_task *task, sb_split split,
                         const int64_t *index, int B, int threads, sb_error *err);
 
+/* The first half of sb_batch_fill: assembles samples index[0..B-1] (sequences, gaps) and
+ * sets B, T, E, the element windows, n_frames and index, without the per-frame arrays
+ * (data, target and valid are left as they were). Errors: those of sb_batch_fill. */
+sb_status sb_batch_assemble(sb_batch *batch, const sb_task *task, sb_split split,
+                            const int64_t *index, int B, int threads, sb_error *err);
+
+/* Frames [t0, t0 + len) of every sample of an assembled batch, bit-identical to those
+ * sb_batch_fill writes (noise included): data[B][len][V], target[B][len] (frames past a
+ * sample's end: zero rows, target 0). Evaluation streams a batch through this, so its
+ * memory does not grow with the frames. */
+void sb_batch_frames(const sb_batch *batch, const sb_task *task, sb_split split, int t0, int len,
+                     int threads, float *data, int32_t *target);
+
 #endif

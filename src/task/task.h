@@ -91,6 +91,13 @@ sb_status sb_task_sample_many(const sb_task *task, sb_split split, const int64_t
 void sb_task_sample_frames(const sb_task *task, sb_split split, int64_t i, const sb_sample *s,
                            float *data, int32_t *target);
 
+/* Frames [t0, t0 + len) of an assembled sample, exactly as sb_task_sample_frames writes
+ * them (the same noise floats): data[len][V], target[len]. Frames at or past n_frames are
+ * padding (zero rows, target 0). Streaming evaluation builds a batch a chunk at a time. */
+void sb_task_sample_frames_range(const sb_task *task, sb_split split, int64_t i,
+                                 const sb_sample *s, int t0, int len, float *data,
+                                 int32_t *target);
+
 /* A 64-bit FNV-1a hash of an assembled sample: sequence index, states, class ids, state
  * ids, gaps and distractors (not the noise). */
 uint64_t sb_sample_hash(const sb_task *task, const sb_sample *s, uint64_t seq_idx);

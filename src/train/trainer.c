@@ -154,7 +154,8 @@ static void decoder_begin(decoder_state *ds, real *acc, int C, const int32_t *el
 }
 
 /* Decoder, softmax, loss and windowed accuracy for frames [t0, t0 + rows) of one sample,
- * given their hidden states (rows x D, consecutive). logits: scratch of rows x C. */
+ * given their hidden states (rows x D, consecutive) and targets (rows, target[r] of frame
+ * t0 + r). logits: scratch of rows x C. */
 static void decode_frames(const sb_model *m, const real *hidden, int t0, int rows,
                           const int32_t *target, const int32_t *elem_start, const int32_t *elem_len,
                           int E, real *logits, decoder_state *ds)
@@ -168,9 +169,9 @@ static void decode_frames(const sb_model *m, const real *hidden, int t0, int row
         int t = t0 + r;
         real *x = logits + (size_t)r * (size_t)C;
         real mx = sb_vmax(x, C);
-        real target_logit = x[target[t]];
+        real target_logit = x[target[r]];
         double sum = (double)sb_vexp_shift(x, C, mx);
-        double p_target = (double)x[target[t]] / sum;
+        double p_target = (double)x[target[r]] / sum;
         /* a target more than 87 nats below the best class has exp() = 0 in float: its loss
          * is then taken from the logits (log-softmax), finite as torch's, not -log(0) */
         ds->loss += p_target > 0 ? -log(p_target) : (double)(mx - target_logit) + log(sum);
@@ -184,7 +185,8 @@ static void decode_frames(const sb_model *m, const real *hidden, int t0, int row
                 for (int j = 1; j < C; j++)
                     if (acc[j] > acc[best])
                         best = j;
-                ds->correct += best == target[elem_start[e]];
+                /* the target is constant over the window: its last frame's is the element's */
+                ds->correct += best == target[r];
                 ds->counted++;
                 for (int j = 0; j < C; j++)
                     acc[j] = 0;
@@ -202,9 +204,9 @@ typedef struct eval_args {
     const sb_batch *batch;
     sb_tensor *hidden;
     /* streaming */
-    int t0, rows;
+    int rows;
     real *const *states;
-    real *chunk_input; /* [B, rows, V] */
+    const float *chunk; /* [B, rows, V] the chunk's input frames */
 } eval_args;
 
 static void eval_forward(sb_graph *g, void *arg)
@@ -219,23 +221,161 @@ static void eval_forward_chunk(sb_graph *g, void *arg)
     const sb_batch *b = a->batch;
     int shape[3] = {b->B, a->rows, b->V};
     sb_tensor *x = sb_tensor_new(g, 3, shape);
-    for (int s = 0; s < b->B; s++)
-        for (int r = 0; r < a->rows; r++)
-            for (int v = 0; v < b->V; v++)
-                x->data[((size_t)s * (size_t)a->rows + (size_t)r) * (size_t)b->V + (size_t)v] =
-                    (real)b->data[((size_t)s * (size_t)b->T + (size_t)(a->t0 + r)) * (size_t)b->V + (size_t)v];
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = (real)a->chunk[i];
     a->hidden = sb_model_hidden_stream(g, a->m, x, a->states);
 }
 
-/* sb_evaluate with the arena's block size (0: the default). */
+/* What one evaluation holds besides the graph: the batch, the decoders' state, the
+ * streaming buffers. Sizes in the comments: sub samples, C classes, L layers, S the
+ * state floats of a sample's layer, Tc = STREAM_CHUNK, V inputs. */
+typedef struct eval_buffers {
+    sb_batch batch;
+    real *logits;          /* [DECODE_CHUNK][C] */
+    real *acc;             /* [sub][C] each decoder's summed probabilities */
+    decoder_state *ds;     /* [sub] */
+    int64_t *index;        /* [sub] */
+    real *state_buf;       /* [L][sub][S] streaming only */
+    size_t state_bytes;    /* of state_buf */
+    real **states;         /* [L] into state_buf */
+    float *chunk_data;     /* [sub][Tc][V] streaming only */
+    int32_t *chunk_target; /* [sub][Tc] streaming only */
+} eval_buffers;
+
+static void eval_buffers_free(eval_buffers *eb)
+{
+    sb_free(eb->logits);
+    sb_free(eb->acc);
+    sb_free(eb->ds);
+    sb_free(eb->index);
+    sb_free(eb->state_buf);
+    sb_free(eb->states);
+    sb_free(eb->chunk_data);
+    sb_free(eb->chunk_target);
+    sb_batch_free(&eb->batch);
+}
+
+static sb_status eval_buffers_init(eval_buffers *eb, const sb_task *task, const sb_model *m,
+                                   int sub, int stream, sb_error *err)
+{
+    memset(eb, 0, sizeof *eb);
+    sb_status st = sb_batch_init(&eb->batch, task, sub, err);
+    if (st != SB_OK)
+        return st;
+    const size_t C = (size_t)m->cfg.d_output, L = (size_t)m->cfg.n_layers;
+    const size_t state_floats = stream ? m->type->stream_state_floats(&m->cfg) : 0;
+    const size_t chunk_frames = (size_t)sub * STREAM_CHUNK;
+    eb->logits = sb_malloc((size_t)DECODE_CHUNK * C * sizeof *eb->logits);
+    eb->acc = sb_malloc((size_t)sub * C * sizeof *eb->acc);
+    eb->ds = sb_malloc((size_t)sub * sizeof *eb->ds);
+    eb->index = sb_malloc((size_t)sub * sizeof *eb->index);
+    int ok = eb->logits && eb->acc && eb->ds && eb->index;
+    if (stream) {
+        eb->state_bytes = L * (size_t)sub * state_floats * sizeof(real);
+        eb->state_buf = sb_malloc(eb->state_bytes);
+        eb->states = sb_malloc(L * sizeof *eb->states);
+        ok = ok && eb->state_buf && eb->states;
+        for (size_t l = 0; ok && l < L; l++)
+            eb->states[l] = eb->state_buf + l * (size_t)sub * state_floats;
+        eb->chunk_data = sb_malloc(chunk_frames * (size_t)task->n_inputs * sizeof(float));
+        eb->chunk_target = sb_malloc(chunk_frames * sizeof *eb->chunk_target);
+        ok = ok && eb->chunk_data && eb->chunk_target;
+    }
+    if (!ok) {
+        eval_buffers_free(eb);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory for the evaluation");
+    }
+    return SB_OK;
+}
+
+/* The whole-sequence forward of a filled batch, decoded in chunks of frames. */
+static sb_status eval_whole(sb_graph *g, const sb_model *m, eval_buffers *eb, sb_error *err)
+{
+    const sb_batch *batch = &eb->batch;
+    const int T = batch->T, E = batch->E, D = m->cfg.d_model;
+    sb_graph_reset(g);
+    g->record = 0;
+    g->training = 0;
+    eval_args ea = {.m = m, .batch = batch};
+    sb_status st = sb_graph_run(g, eval_forward, &ea, err);
+    if (st != SB_OK)
+        return st;
+    for (int b = 0; b < batch->B; b++)
+        for (int t0 = 0; t0 < batch->n_frames[b]; t0 += DECODE_CHUNK) {
+            int rows = batch->n_frames[b] - t0 < DECODE_CHUNK ? batch->n_frames[b] - t0
+                                                             : DECODE_CHUNK;
+            size_t frame0 = (size_t)b * (size_t)T + (size_t)t0;
+            decode_frames(m, ea.hidden->data + frame0 * (size_t)D, t0, rows,
+                          batch->target + frame0, batch->elem_start + (size_t)b * (size_t)E,
+                          batch->elem_len + (size_t)b * (size_t)E, E, eb->logits, &eb->ds[b]);
+        }
+    return SB_OK;
+}
+
+/* Frames [t0, t0 + rows) of the batch into the chunk buffers: generated (streamed input)
+ * or copied from the filled batch (whole input); the same values either way. */
+static void eval_chunk_input(const sb_task *task, eval_buffers *eb, int stream_input, int t0,
+                             int rows)
+{
+    const sb_batch *batch = &eb->batch;
+    if (stream_input) {
+        sb_batch_frames(batch, task, SB_SPLIT_TEST, t0, rows, 0, eb->chunk_data,
+                        eb->chunk_target);
+        return;
+    }
+    const size_t V = (size_t)batch->V;
+    for (int b = 0; b < batch->B; b++) {
+        size_t from = (size_t)b * (size_t)batch->T + (size_t)t0, to = (size_t)b * (size_t)rows;
+        memcpy(eb->chunk_data + to * V, batch->data + from * V, (size_t)rows * V * sizeof(float));
+        memcpy(eb->chunk_target + to, batch->target + from, (size_t)rows * sizeof(int32_t));
+    }
+}
+
+/* The streaming forward of an assembled batch: STREAM_CHUNK frames at a time through every
+ * layer (carrying their states), each chunk decoded as it comes. */
+static sb_status eval_streamed(sb_graph *g, const sb_task *task, const sb_model *m,
+                               eval_buffers *eb, int stream_input, sb_error *err)
+{
+    const sb_batch *batch = &eb->batch;
+    const int T = batch->T, E = batch->E, D = m->cfg.d_model;
+    /* every layer's states start at zero (each layer's block holds sub samples' states,
+     * of which the first B are used) */
+    memset(eb->state_buf, 0, eb->state_bytes);
+    for (int t0 = 0; t0 < T; t0 += STREAM_CHUNK) {
+        int rows = T - t0 < STREAM_CHUNK ? T - t0 : STREAM_CHUNK;
+        eval_chunk_input(task, eb, stream_input, t0, rows);
+        sb_graph_reset(g);
+        g->record = 0;
+        g->training = 0;
+        eval_args ea = {.m = m, .batch = batch, .rows = rows, .states = eb->states,
+                        .chunk = eb->chunk_data};
+        sb_status st = sb_graph_run(g, eval_forward_chunk, &ea, err);
+        if (st != SB_OK)
+            return st;
+        for (int b = 0; b < batch->B; b++) {
+            /* padding frames past a sample's end are not decoded */
+            int valid = batch->n_frames[b] - t0;
+            if (valid <= 0)
+                continue;
+            decode_frames(m, ea.hidden->data + (size_t)b * (size_t)rows * (size_t)D, t0,
+                          valid < rows ? valid : rows, eb->chunk_target + (size_t)b * (size_t)rows,
+                          batch->elem_start + (size_t)b * (size_t)E,
+                          batch->elem_len + (size_t)b * (size_t)E, E, eb->logits, &eb->ds[b]);
+        }
+    }
+    return SB_OK;
+}
+
+/* sb_evaluate_mode with the arena's block size (0: the default). */
 static sb_status evaluate(const sb_task *task, const sb_model *m, int test_bs,
-                          double mem_budget_gb, size_t arena_block, double *loss_out,
-                          double *acc_out, sb_error *err)
+                          double mem_budget_gb, sb_eval_mode mode, size_t arena_block,
+                          double *loss_out, double *acc_out, sb_error *err)
 {
     const int64_t n = sb_task_split_size(task, SB_SPLIT_TEST);
     const int frames = split_max_frames(task, SB_SPLIT_TEST);
-    const int stream = sb_model_can_stream(m);
-    const int D = m->cfg.d_model, C = m->cfg.d_output, L = m->cfg.n_layers;
+    const int stream = mode != SB_EVAL_WHOLE && sb_model_can_stream(m);
+    const int stream_input = stream && mode == SB_EVAL_STREAM;
+    const int D = m->cfg.d_model, C = m->cfg.d_output;
     /* memory per sample: one layer's activations (about 30 D floats per frame) over the
      * whole sequence, or over one chunk when streaming */
     double per_sample = (double)(stream ? STREAM_CHUNK : frames) *
@@ -245,25 +385,12 @@ static sb_status evaluate(const sb_task *task, const sb_model *m, int test_bs,
         sub = 1;
     if (sub > test_bs)
         sub = test_bs;
-    sb_batch batch;
-    sb_status st = sb_batch_init(&batch, task, sub, err);
+    eval_buffers eb;
+    sb_status st = eval_buffers_init(&eb, task, m, sub, stream, err);
     if (st != SB_OK)
         return st;
     sb_graph g;
     sb_graph_init(&g, arena_block);
-    size_t state_floats = stream ? m->type->stream_state_floats(&m->cfg) : 0;
-    real *logits = sb_malloc((size_t)DECODE_CHUNK * (size_t)C * sizeof *logits);
-    real *acc_buf = sb_malloc((size_t)sub * (size_t)C * sizeof *acc_buf);
-    decoder_state *ds = sb_malloc((size_t)sub * sizeof *ds);
-    int64_t *index = sb_malloc((size_t)sub * sizeof *index);
-    real *state_buf = stream ? sb_malloc((size_t)L * (size_t)sub * state_floats * sizeof(real)) : NULL;
-    real **states = stream ? sb_malloc((size_t)L * sizeof *states) : NULL;
-    if (!logits || !acc_buf || !ds || !index || (stream && (!state_buf || !states))) {
-        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory for the evaluation");
-        goto done;
-    }
-    for (int l = 0; stream && l < L; l++)
-        states[l] = state_buf + (size_t)l * (size_t)sub * state_floats;
     double test_loss = 0.0, test_acc = 0.0;
     for (int64_t first = 0; first < n && st == SB_OK; first += test_bs) {
         int bs = (int)(n - first < test_bs ? n - first : test_bs);
@@ -272,57 +399,26 @@ static sb_status evaluate(const sb_task *task, const sb_model *m, int test_bs,
         for (int s0 = 0; s0 < bs && st == SB_OK; s0 += sub) {
             int cnt = bs - s0 < sub ? bs - s0 : sub;
             for (int i = 0; i < cnt; i++)
-                index[i] = first + s0 + i;
-            if ((st = sb_batch_fill(&batch, task, SB_SPLIT_TEST, index, cnt, 0, err)) != SB_OK)
+                eb.index[i] = first + s0 + i;
+            /* streamed input: only the samples' plan here, the frames chunk by chunk */
+            st = stream_input
+                     ? sb_batch_assemble(&eb.batch, task, SB_SPLIT_TEST, eb.index, cnt, 0, err)
+                     : sb_batch_fill(&eb.batch, task, SB_SPLIT_TEST, eb.index, cnt, 0, err);
+            if (st != SB_OK)
                 break;
-            const int T = batch.T, E = batch.E;
+            const int E = eb.batch.E;
             for (int b = 0; b < cnt; b++)
-                decoder_begin(&ds[b], acc_buf + (size_t)b * (size_t)C, C,
-                              batch.elem_len + (size_t)b * (size_t)E, E);
-            if (!stream) {
-                sb_graph_reset(&g);
-                g.record = 0;
-                g.training = 0;
-                eval_args ea = {.m = m, .batch = &batch};
-                if ((st = sb_graph_run(&g, eval_forward, &ea, err)) != SB_OK)
-                    break;
-                for (int b = 0; b < cnt; b++)
-                    for (int t0 = 0; t0 < batch.n_frames[b]; t0 += DECODE_CHUNK) {
-                        int rows = batch.n_frames[b] - t0 < DECODE_CHUNK ? batch.n_frames[b] - t0
-                                                                         : DECODE_CHUNK;
-                        decode_frames(m, ea.hidden->data + ((size_t)b * (size_t)T + (size_t)t0) * (size_t)D,
-                                      t0, rows, batch.target + (size_t)b * (size_t)T,
-                                      batch.elem_start + (size_t)b * (size_t)E,
-                                      batch.elem_len + (size_t)b * (size_t)E, E, logits, &ds[b]);
-                    }
-            } else {
-                memset(state_buf, 0, (size_t)L * (size_t)sub * state_floats * sizeof(real));
-                for (int t0 = 0; t0 < T && st == SB_OK; t0 += STREAM_CHUNK) {
-                    int rows = T - t0 < STREAM_CHUNK ? T - t0 : STREAM_CHUNK;
-                    sb_graph_reset(&g);
-                    g.record = 0;
-                    g.training = 0;
-                    eval_args ea = {.m = m, .batch = &batch, .t0 = t0, .rows = rows,
-                                    .states = states};
-                    if ((st = sb_graph_run(&g, eval_forward_chunk, &ea, err)) != SB_OK)
-                        break;
-                    for (int b = 0; b < cnt; b++) {
-                        /* padding frames past a sample's end are not decoded */
-                        int valid = batch.n_frames[b] - t0;
-                        if (valid <= 0)
-                            continue;
-                        decode_frames(m, ea.hidden->data + (size_t)b * (size_t)rows * (size_t)D, t0,
-                                      valid < rows ? valid : rows, batch.target + (size_t)b * (size_t)T,
-                                      batch.elem_start + (size_t)b * (size_t)E,
-                                      batch.elem_len + (size_t)b * (size_t)E, E, logits, &ds[b]);
-                    }
-                }
-            }
+                decoder_begin(&eb.ds[b], eb.acc + (size_t)b * (size_t)C, C,
+                              eb.batch.elem_len + (size_t)b * (size_t)E, E);
+            st = stream ? eval_streamed(&g, task, m, &eb, stream_input, err)
+                        : eval_whole(&g, m, &eb, err);
+            if (st != SB_OK)
+                break;
             for (int b = 0; b < cnt; b++) {
-                batch_loss += ds[b].loss;
-                correct += ds[b].correct;
-                counted += ds[b].counted;
-                batch_frames += batch.n_frames[b];
+                batch_loss += eb.ds[b].loss;
+                correct += eb.ds[b].correct;
+                counted += eb.ds[b].counted;
+                batch_frames += eb.batch.n_frames[b];
             }
         }
         if (st != SB_OK)
@@ -332,24 +428,26 @@ static sb_status evaluate(const sb_task *task, const sb_model *m, int test_bs,
         test_loss += batch_frames > 0 ? batch_loss / (double)batch_frames * w : 0.0;
         test_acc += counted > 0 ? (double)correct / (double)counted * w : w;
     }
-    *loss_out = test_loss;
-    *acc_out = test_acc;
-done:
-    sb_free(logits);
-    sb_free(acc_buf);
-    sb_free(ds);
-    sb_free(index);
-    sb_free(state_buf);
-    sb_free(states);
+    if (st == SB_OK) {
+        *loss_out = test_loss;
+        *acc_out = test_acc;
+    }
     sb_graph_free(&g);
-    sb_batch_free(&batch);
+    eval_buffers_free(&eb);
     return st;
+}
+
+sb_status sb_evaluate_mode(const sb_task *task, const sb_model *m, int test_bs,
+                           double mem_budget_gb, sb_eval_mode mode, double *loss_out,
+                           double *acc_out, sb_error *err)
+{
+    return evaluate(task, m, test_bs, mem_budget_gb, mode, 0, loss_out, acc_out, err);
 }
 
 sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
                       double *loss_out, double *acc_out, sb_error *err)
 {
-    return evaluate(task, m, test_bs, mem_budget_gb, 0, loss_out, acc_out, err);
+    return evaluate(task, m, test_bs, mem_budget_gb, SB_EVAL_STREAM, 0, loss_out, acc_out, err);
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -464,8 +562,8 @@ static sb_status train_test_pretrained(train_run *r, sb_error *err)
 {
     sb_train_result *res = r->res;
     double loss, acc;
-    sb_status st = evaluate(r->task, r->m, r->cfg->test_bs, r->budget, r->opt->arena_block_bytes,
-                            &loss, &acc, err);
+    sb_status st = evaluate(r->task, r->m, r->cfg->test_bs, r->budget, SB_EVAL_STREAM,
+                            r->opt->arena_block_bytes, &loss, &acc, err);
     if (st != SB_OK)
         return st;
     res->test_loss = loss;
@@ -640,8 +738,8 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     if (st != SB_OK)
         return st;
     double test_loss, test_acc;
-    st = evaluate(r->task, r->m, cfg->test_bs, r->budget, r->opt->arena_block_bytes, &test_loss,
-                  &test_acc, err);
+    st = evaluate(r->task, r->m, cfg->test_bs, r->budget, SB_EVAL_STREAM, r->opt->arena_block_bytes,
+                  &test_loss, &test_acc, err);
     if (st != SB_OK)
         return st;
     if (!isfinite(test_loss)) {

@@ -104,9 +104,32 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
 /* Evaluates model m on the test split of task: mean loss (per-batch means weighted by
  * batch size, as train.py) and per-element accuracy. Batches of test_bs samples are cut
  * into smaller ones when the memory budget requires it; the decoder is applied in chunks
- * of frames, so no [B, T, classes] tensor is ever formed. */
+ * of frames, so no [B, T, classes] tensor is ever formed. A model with a streaming form
+ * gets its input frames a chunk at a time too (SB_EVAL_STREAM below), so memory does not
+ * grow with the frames. */
 sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
                       double *loss, double *acc, sb_error *err);
+
+/* How sb_evaluate_mode runs a model that has a streaming form (models without one, the
+ * transformer and fox, always take the whole path):
+ * SB_EVAL_STREAM: the default, the memory of a batch is flat in its frames: the inputs
+ *   are generated 512 frames at a time (sb_batch_frames) and each chunk runs through the
+ *   layers' streaming step;
+ * SB_EVAL_STREAM_WHOLE_INPUT: the layers stream, but the batch's whole one-hot input is
+ *   built first (the path before issue 17: bit-identical results, memory growing with
+ *   the frames);
+ * SB_EVAL_WHOLE: the whole input and the whole-sequence forward (the non-streaming path;
+ *   the same results bit for bit, S4 within 1e-8: its whole form is an FFT). */
+typedef enum sb_eval_mode {
+    SB_EVAL_STREAM = 0,
+    SB_EVAL_STREAM_WHOLE_INPUT,
+    SB_EVAL_WHOLE,
+} sb_eval_mode;
+
+/* sb_evaluate in a given mode (tests compare the modes). */
+sb_status sb_evaluate_mode(const sb_task *task, const sb_model *m, int test_bs,
+                           double mem_budget_gb, sb_eval_mode mode, double *loss, double *acc,
+                           sb_error *err);
 
 /* The divergence rule (docs/training.md): a run has diverged when the mean training loss
  * over the updates since the last evaluation exceeds this limit, SB_DIVERGENCE_FACTOR times

@@ -121,11 +121,87 @@ static void test_batch_threads_and_noise(void **state)
     sb_task_free(task);
 }
 
+/* sb_batch_frames: any cut of the frames into chunks gives the bytes sb_batch_fill writes
+ * (noise from the middle of its stream, distractors, padding past a sample's end). */
+static void check_chunks_equal_fill(sb_task *task, sb_split split)
+{
+    sb_batch whole, chunked;
+    sb_error err = {0};
+    assert_int_equal(sb_batch_init(&whole, task, 6, &err), SB_OK);
+    assert_int_equal(sb_batch_init(&chunked, task, 6, &err), SB_OK);
+    int64_t index[6] = {5, 0, 11, 3, 8, 1};
+    assert_int_equal(sb_batch_fill(&whole, task, split, index, 6, 2, &err), SB_OK);
+    assert_int_equal(sb_batch_assemble(&chunked, task, split, index, 6, 1, &err), SB_OK);
+    assert_int_equal(chunked.T, whole.T);
+    assert_int_equal(chunked.E, whole.E);
+    assert_memory_equal(chunked.n_frames, whole.n_frames, 6 * sizeof *whole.n_frames);
+    size_t elems = (size_t)whole.B * (size_t)whole.E;
+    assert_memory_equal(chunked.elem_start, whole.elem_start, elems * sizeof *whole.elem_start);
+    assert_memory_equal(chunked.elem_len, whole.elem_len, elems * sizeof *whole.elem_len);
+    const int B = whole.B, T = whole.T, V = whole.V;
+    /* V = 9 inputs: odd chunk lengths start chunks on either half of a noise draw */
+    const int lens[] = {1, 2, 7, 64, T + 5};
+    float *data = malloc((size_t)B * (size_t)(T + 5) * (size_t)V * sizeof *data);
+    int32_t *target = malloc((size_t)B * (size_t)(T + 5) * sizeof *target);
+    for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+        for (int t0 = 0; t0 < T; t0 += lens[l]) {
+            int len = lens[l];
+            sb_batch_frames(&chunked, task, split, t0, len, 2, data, target);
+            for (int b = 0; b < B; b++) {
+                int inside = T - t0 < len ? T - t0 : len; /* rows the whole batch has */
+                size_t at = (size_t)b * (size_t)T + (size_t)t0, row = (size_t)b * (size_t)len;
+                assert_memory_equal(data + row * V, whole.data + at * V,
+                                    (size_t)inside * V * sizeof *data);
+                assert_memory_equal(target + row, whole.target + at,
+                                    (size_t)inside * sizeof *target);
+                for (int r = inside; r < len; r++) {
+                    assert_int_equal(target[row + (size_t)r], 0);
+                    for (int v = 0; v < V; v++)
+                        assert_true(data[(row + (size_t)r) * V + (size_t)v] == 0.0f);
+                }
+            }
+        }
+    }
+    free(data);
+    free(target);
+    sb_batch_free(&whole);
+    sb_batch_free(&chunked);
+}
+
+static void test_batch_frames_in_chunks(void **state)
+{
+    (void)state;
+    sb_task *noisy = make_task(0.2);
+    check_chunks_equal_fill(noisy, SB_SPLIT_TRAIN);
+    check_chunks_equal_fill(noisy, SB_SPLIT_TEST);
+    sb_task_free(noisy);
+
+    /* distractor symbols in the gaps, some elements without a gap */
+    sb_task_config cfg = sb_task_config_default();
+    cfg.grammar.vocab = 12, cfg.grammar.amb = 3, cfg.grammar.amb_depth = 4;
+    cfg.train_seqlen_max = cfg.test_seqlen_max = 30;
+    cfg.train_gap_max = 1.0;
+    cfg.gap_prob = 0.5;
+    cfg.gap_start = 3;
+    cfg.grammar_gap = 1;
+    cfg.train_noise = 0.1;
+    cfg.dataset_size = 200;
+    cfg.test_size = 20;
+    sb_task *gapped = NULL;
+    sb_error err = {0};
+    if (sb_task_create(&cfg, &gapped, &err) != SB_OK)
+        fail_msg("%s", err.msg);
+    check_chunks_equal_fill(gapped, SB_SPLIT_TRAIN);
+    check_chunks_equal_fill(gapped, SB_SPLIT_TEST);
+    sb_task_free(gapped);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batch_layout),
         cmocka_unit_test(test_batch_threads_and_noise),
+        cmocka_unit_test(test_batch_frames_in_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
