@@ -114,9 +114,9 @@ void sb_gemm_run(sb_gemm_kind engine, int blocked, int trans_a, int trans_b, int
     const int slices = (K + GEMM_K_SLICE - 1) / GEMM_K_SLICE;
     const size_t mn = (size_t)M * (size_t)N;
     real *part = NULL;
-    if (flops >= GEMM_SERIAL_FLOPS && !omp_in_parallel() && k_split)
+    if (flops >= GEMM_SERIAL_FLOPS && omp_get_level() == 0 && k_split)
         part = sb_malloc((size_t)slices * mn * sizeof *part);
-    if (flops < GEMM_SERIAL_FLOPS || omp_in_parallel() || (k_split && part == NULL)) {
+    if (flops < GEMM_SERIAL_FLOPS || omp_get_level() > 0 || (k_split && part == NULL)) {
         gemm_call(engine, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     } else if (k_split) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)

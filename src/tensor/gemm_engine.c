@@ -307,7 +307,7 @@ static sb_gemm_kind decide(const char *name, int trans_a, int trans_b, int M, in
 sb_gemm_kind sb_gemm_engine_for(int trans_a, int trans_b, int M, int N, int K, const real *A,
                                 int lda, const real *B, int ldb)
 {
-    if (!sb_gemm_onednn_available() || omp_in_parallel())
+    if (!sb_gemm_onednn_available() || omp_get_level() > 0)
         return SB_GEMM_OPENBLAS;
     if (engine_state.requested != SB_GEMM_AUTO)
         return engine_state.requested;
