@@ -275,7 +275,7 @@ static int bench_models(int argc, char **argv)
         {"gemm", SB_OPT_STRING, &gemm, 0, 0, NULL, "E[,E]",
          "GEMM engines, each model runs under each: openblas, onednn, auto (default auto)", 0},
         {"gemm_rates", SB_OPT_SWITCH, &gemm_rates, 0, 1, NULL, NULL,
-         "first print each engine's sgemm GFLOP/s at 2048^3 and 6400x1601x128", 0},
+         "first print each engine's sgemm GFLOP/s at 2048^3 and 6400x1601x128 (table only)", 0},
     };
     int n_opts = (int)(sizeof opts / sizeof *opts);
     int rc = sb_cli_parse("bench",
@@ -293,6 +293,18 @@ static int bench_models(int argc, char **argv)
     if (n_engines == 0) {
         sb_error_set(&err, SB_ERR_INVALID, "--gemm: give openblas, onednn or auto");
         return sb_cli_fail("bench", &err);
+    }
+    for (int e = 0; e < n_engines; e++) { /* before the header: one error line, nothing else */
+        if (strcmp(engines[e], "openblas") != 0 && strcmp(engines[e], "onednn") != 0 &&
+            strcmp(engines[e], "auto") != 0)
+            sb_error_set(&err, SB_ERR_INVALID,
+                         "--gemm %s: unknown engine; use openblas, onednn or auto", engines[e]);
+        else if (strcmp(engines[e], "onednn") == 0 && sb_bench_onednn_version() == NULL)
+            sb_error_set(&err, SB_ERR_INVALID,
+                         "--gemm onednn: this build has no oneDNN (install libdnnl-dev and "
+                         "rebuild, or use --gemm openblas or auto)");
+        if (err.msg[0] != '\0')
+            return sb_cli_fail("bench", &err);
     }
     double peak = sb_bench_sgemm_peak(threads); /* OpenBLAS's: no engine is set yet */
     sb_jw *j = json ? sb_jw_open(stdout, 0) : NULL;
