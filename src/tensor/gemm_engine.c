@@ -1,7 +1,8 @@
 /* gemm_engine.c - the choice between OpenBLAS and oneDNN for each product (gemm_engine.h).
  *
  * Under auto, a shape class is decided once: the first product of the class runs on both
- * engines (a warm-up and two timed calls each, into a scratch output) and the faster wins.
+ * engines (a warm-up and three timed calls each, into a scratch output) and oneDNN wins when
+ * its best time is under 95% of OpenBLAS's.
  * Decisions must be stable across runs, or a resumed training would round differently
  * from the uninterrupted one: they are written to the cache file and read back by every
  * later process, and a lock on the file (flock) makes the first process to decide a class
@@ -32,7 +33,8 @@
 #include "tensor/gemm_engine.h"
 
 #define CALIBRATE_MIN_FLOPS 2.0e6 /* smaller products always use OpenBLAS */
-#define CALIBRATE_TIMED 2         /* timed calls per engine, after one warm-up */
+#define CALIBRATE_TIMED 3         /* timed calls per engine (the best counts), after a warm-up */
+#define CALIBRATE_MARGIN 0.95     /* oneDNN must take under 95% of OpenBLAS's time to win */
 #define CLASS_MAX 512             /* decisions held in memory */
 #define CLASS_NAME_MAX 48
 
@@ -251,7 +253,9 @@ static sb_gemm_kind calibrate(int trans_a, int trans_b, int M, int N, int K, con
         time_engine(SB_GEMM_OPENBLAS, 1, trans_a, trans_b, M, N, K, A, lda, B, ldb, C);
     double onednn = time_engine(SB_GEMM_ONEDNN, 0, trans_a, trans_b, M, N, K, A, lda, B, ldb, C);
     sb_free(C);
-    return onednn < openblas ? SB_GEMM_ONEDNN : SB_GEMM_OPENBLAS;
+    /* a margin: on a busy machine the two timings are noisy, and a near tie is not worth
+     * leaving the path whose bits do not depend on the thread count */
+    return onednn < CALIBRATE_MARGIN * openblas ? SB_GEMM_ONEDNN : SB_GEMM_OPENBLAS;
 }
 
 /* ceil(log2(n)) */
