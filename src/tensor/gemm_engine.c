@@ -37,6 +37,7 @@
 #define CALIBRATE_MARGIN 0.95     /* oneDNN must take under 95% of OpenBLAS's time to win */
 #define CLASS_MAX 512             /* decisions held in memory */
 #define CLASS_NAME_MAX 48
+#define CACHE_VERSION 1 /* the file's "version": another one is ignored and replaced */
 
 typedef struct shape_class {
     char name[CLASS_NAME_MAX]; /* "t2 NT m13 n11 k7": threads, transposes, log2 sizes */
@@ -187,13 +188,16 @@ static void class_add(const char *name, sb_gemm_kind engine)
     c->engine = engine;
 }
 
-/* Adds the file's decisions to memory; a file that is missing, not JSON, of another key or
- * with values other than the two engines adds nothing (it is rewritten later). */
+/* Adds the file's decisions to memory; a file that is missing, not JSON, of another version
+ * or key adds nothing, and values other than the two engines are skipped (the file is
+ * rewritten when a class is next decided). */
 static void cache_read(const char *path, const char *key)
 {
     json_t *root = json_load_file(path, 0, NULL);
     json_t *file_key = json_object_get(root, "key"), *classes = json_object_get(root, "classes");
-    if (!json_is_string(file_key) || strcmp(json_string_value(file_key), key) != 0 ||
+    json_t *version = json_object_get(root, "version");
+    if (!json_is_integer(version) || json_integer_value(version) != CACHE_VERSION ||
+        !json_is_string(file_key) || strcmp(json_string_value(file_key), key) != 0 ||
         !json_is_object(classes)) {
         json_decref(root);
         return;
@@ -213,6 +217,7 @@ static void cache_read(const char *path, const char *key)
 static void cache_write(const char *path, const char *key)
 {
     json_t *root = json_object(), *classes = json_object();
+    json_object_set_new(root, "version", json_integer(CACHE_VERSION));
     json_object_set_new(root, "key", json_string(key));
     for (int i = 0; i < engine_state.n_classes; i++)
         json_object_set_new(classes, engine_state.classes[i].name,

@@ -237,6 +237,7 @@ static void test_cache_damaged(void **state)
         "{\"key\": \"cpu=",
         "{\"key\": \"cpu=another\", \"classes\": {\"t2 NN m8 n8 k8\": \"onednn\"}}",
         "\x01\x02 binary",
+        "{\"version\": 99, \"key\": \"cpu=another\", \"classes\": {}}",
     };
     for (size_t k = 0; k < sizeof damaged / sizeof *damaged; k++) {
         auto_pick(); /* a valid file exists */
@@ -247,6 +248,7 @@ static void test_cache_damaged(void **state)
         json_t *root = cache_load();
         assert_non_null(root);
         assert_null(strstr(json_string_value(json_object_get(root, "key")), "another"));
+        assert_int_equal(json_integer_value(json_object_get(root, "version")), 1);
         assert_string_equal(
             json_string_value(json_object_get(json_object_get(root, "classes"), class_256)),
             sb_gemm_kind_name(e));
