@@ -13,7 +13,7 @@ set -eu
 
 PACKAGES="gcc make cmake pkg-config libc6-dev libgomp1 libopenblas-openmp-dev \
 libjansson-dev libcmocka-dev libsqlite3-dev libyaml-dev \
-libcairo2-dev fonts-dejavu-core libfftw3-dev libmicrohttpd-dev"
+libcairo2-dev fonts-dejavu-core libfftw3-dev libmicrohttpd-dev libdnnl-dev"
 # headless Chromium loads `selectivbench serve`'s page in tests/cli/test_browser.sh
 TEST_PACKAGES="chromium"
 CLANG_PACKAGES="clang clang-14 libomp-14-dev"

@@ -1130,6 +1130,7 @@ typedef struct sb_bench_config {
     int d_state;
     int steps;     /* timed steps (median reported) */
     int threads;   /* 0: all cores */
+    const char *gemm; /* GEMM engine: "openblas", "onednn" or "auto" (NULL: auto) */
 } sb_bench_config;
 
 typedef struct sb_bench_result {
@@ -1140,6 +1141,7 @@ typedef struct sb_bench_result {
     double memory_mib;    /* what a step holds: activations (arena peak) + parameter,
                              gradient and Adam buffers + the batch */
     double first_loss, last_loss;
+    double gemm_onednn_share; /* fraction of the GEMM FLOPs oneDNN computed (the rest: OpenBLAS) */
 } sb_bench_result;
 
 /* Builds the model on a random one-hot batch, validates a training step (finite loss,
@@ -1153,6 +1155,17 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
 /* The machine's FP32 matrix-multiply rate in GFLOP/s on `threads` threads (0: all): the best
  * of a few 2048^3 sgemm runs (the roofline a step's GFLOP/s is compared with). */
 double sb_bench_sgemm_peak(int threads);
+
+/* GFLOP/s of an M x K by K x N sgemm (row-major, no transposes) on `threads` threads (0:
+ * all) with the GEMM engine gemm ("openblas", "onednn", "auto"; NULL: auto): the best of
+ * three runs after a warm-up. The engine stays set for later products of the process.
+ * Errors: SB_ERR_INVALID for sizes below 1, an unknown engine or "onednn" in a build
+ * without oneDNN (the message says so); SB_ERR_NOMEM. */
+sb_status sb_bench_sgemm_rate(const char *gemm, int M, int N, int K, int threads,
+                              double *gflops, sb_error *err);
+
+/* oneDNN's version ("2.6.3") when this build can use it, NULL otherwise. */
+const char *sb_bench_onednn_version(void);
 
 /* -- the probe: what a trained model keeps, where, and for how long (docs/probe.md) -- */
 

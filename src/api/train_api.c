@@ -7,6 +7,7 @@
 
 #include "api/api.h"
 #include "exp/run_store.h"
+#include "tensor/gemm_engine.h"
 #include "train/checkpoint.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
@@ -226,6 +227,8 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
     int threads = settings->threads;
     double budget = settings->mem_budget_gb > 0 ? settings->mem_budget_gb : DEFAULT_MEM_BUDGET_GB;
     omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs());
+    if ((st = sb_gemm_engine_set(run.gemm, run.deterministic, err)) != SB_OK)
+        return st;
 
     sb_task *task = NULL;
     sb_model *m = NULL;

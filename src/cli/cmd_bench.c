@@ -73,8 +73,10 @@ static int bench_data_with_flags(sb_task_flags *tf, int argc, char **argv)
     if (sb_task_options_add(tf, opts, &n_opts, 0, &err) != SB_OK)
         return sb_cli_fail("bench", &err);
     int threads = 0;
-    opts[n_opts++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL,
-                                 "threads for the parallel runs (default: all cores)", 0};
+    opts[n_opts++] = (sb_option){
+        "threads", SB_OPT_INT, &threads, 0,
+        1024,      NULL,       NULL,     "threads for the parallel runs (default: all cores)",
+        0};
     /* argv[1] is "bench", argv[2] is "data": shift by one */
     int rc = sb_cli_parse("bench data", "[task flags] (defaults: task 2, 20000 samples)", opts,
                           n_opts, argc - 1, argv + 1, NULL, 0, NULL);
@@ -142,8 +144,8 @@ static const char *blas_core(void)
 /* The two standard configurations of the issues: small (B16 T256 d64 L2, inp 9, 65 classes)
  * and large (B16 T400 d128 L4, inp 41, 1601 classes). */
 static const sb_bench_config standard_configs[2] = {
-    {NULL, 16, 256, 64, 2, 9, 65, 128, 5, 0},
-    {NULL, 16, 400, 128, 4, 41, 1601, 128, 5, 0},
+    {NULL, 16, 256, 64, 2, 9, 65, 128, 5, 0, NULL},
+    {NULL, 16, 400, 128, 4, 41, 1601, 128, 5, 0, NULL},
 };
 
 static void bench_json_row(sb_jw *j, const sb_bench_config *c, const sb_bench_result *r,
@@ -182,6 +184,10 @@ static void bench_json_row(sb_jw *j, const sb_bench_config *c, const sb_bench_re
     sb_jw_double(j, r->memory_mib);
     sb_jw_key(j, "threads");
     sb_jw_int(j, threads);
+    sb_jw_key(j, "gemm");
+    sb_jw_string(j, c->gemm != NULL ? c->gemm : "auto");
+    sb_jw_key(j, "gemm_onednn_share");
+    sb_jw_double(j, r->gemm_onednn_share);
     sb_jw_object_end(j);
 }
 
@@ -191,8 +197,12 @@ static void bench_print_header(double peak, int threads)
     /* the kernel set matters: OPENBLAS_CORETYPE can force a slower one */
     printf("FP32 peak (sgemm 2048^3, %d thread%s, OpenBLAS %s kernels): %.1f GFLOP/s\n", threads,
            threads == 1 ? "" : "s", blas_core(), peak);
-    printf("%-24s %-24s %9s %9s %11s %8s %7s %9s\n", "model", "config", "params", "step ms",
-           "tokens/s", "GFLOP/s", "% peak", "mem MiB");
+}
+
+static void bench_print_columns(void)
+{
+    printf("%-24s %-24s %9s %9s %11s %8s %7s %9s  %s\n", "model", "config", "params", "step ms",
+           "tokens/s", "GFLOP/s", "% peak", "mem MiB", "gemm (oneDNN share of GEMM FLOPs)");
 }
 
 static void bench_print_row(const sb_bench_config *c, const sb_bench_result *r, double peak)
@@ -200,16 +210,55 @@ static void bench_print_row(const sb_bench_config *c, const sb_bench_result *r, 
     char conf[64];
     snprintf(conf, sizeof conf, "B%d T%d d%d L%d %d/%d", c->batch, c->frames, c->width, c->layers,
              c->inputs, c->classes);
-    printf("%-24s %-24s %9zu %9.1f %11.0f %8.1f %6.1f%% %9.1f\n", c->model, conf, r->params,
-           r->step_ms, r->tokens_per_s, r->gflops, peak > 0 ? 100.0 * r->gflops / peak : 0.0,
-           r->memory_mib);
+    printf("%-24s %-24s %9zu %9.1f %11.0f %8.1f %6.1f%% %9.1f  %s (%.0f%%)\n", c->model, conf,
+           r->params, r->step_ms, r->tokens_per_s, r->gflops,
+           peak > 0 ? 100.0 * r->gflops / peak : 0.0, r->memory_mib,
+           c->gemm != NULL ? c->gemm : "auto", 100.0 * r->gemm_onednn_share);
     fflush(stdout);
+}
+
+/* sgemm GFLOP/s of each engine at 2048^3 and at the 1601-class decoder's shape (B16 T400
+ * rows, d 128): what --gemm auto chooses between. */
+static int bench_print_gemm_rates(int threads)
+{
+    static const int shapes[2][3] = {{2048, 2048, 2048}, {6400, 1601, 128}};
+    static const char *const engines[2] = {"openblas", "onednn"};
+    const char *dnnl = sb_bench_onednn_version();
+    printf("sgemm GFLOP/s, %d thread%s (oneDNN %s):\n", threads, threads == 1 ? "" : "s",
+           dnnl != NULL ? dnnl : "not in this build");
+    for (int s = 0; s < 2; s++) {
+        printf("  %dx%dx%d:", shapes[s][0], shapes[s][1], shapes[s][2]);
+        for (int e = 0; e < (dnnl != NULL ? 2 : 1); e++) {
+            double rate = 0;
+            sb_error err = {0};
+            if (sb_bench_sgemm_rate(engines[e], shapes[s][0], shapes[s][1], shapes[s][2], threads,
+                                    &rate, &err) != SB_OK) {
+                printf("\n");
+                return sb_cli_fail("bench", &err);
+            }
+            printf(" %s %.1f", engines[e], rate);
+        }
+        printf("\n");
+    }
+    fflush(stdout);
+    return 0;
+}
+
+/* Splits "openblas,auto" into at most max engine names (pointing into buf). */
+static int split_engines(char *buf, const char **names, int max)
+{
+    int n = 0;
+    for (char *tok = strtok(buf, ","); tok != NULL && n < max; tok = strtok(NULL, ","))
+        names[n++] = tok;
+    return n;
 }
 
 static int bench_models(int argc, char **argv)
 {
     const char *model = NULL;
     int B = 16, T = 256, D = 64, L = 2, I = 9, C = 65, N = 128, steps = 5, threads = 0, json = 0;
+    int gemm_rates = 0;
+    const char *gemm = "auto";
     sb_option opts[] = {
         {"model", SB_OPT_STRING, &model, 0, 0, NULL, "NAME",
          "one model (default: every model at the two standard configurations)", 0},
@@ -223,16 +272,41 @@ static int bench_models(int argc, char **argv)
         {"steps", SB_OPT_INT, &steps, 1, 10000, NULL, NULL, "timed steps, median (default 5)", 0},
         {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL, "threads (default: all cores)", 0},
         {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL, "print JSON instead of a table", 0},
+        {"gemm", SB_OPT_STRING, &gemm, 0, 0, NULL, "E[,E]",
+         "GEMM engines, each model runs under each: openblas, onednn, auto (default auto)", 0},
+        {"gemm_rates", SB_OPT_SWITCH, &gemm_rates, 0, 1, NULL, NULL,
+         "first print each engine's sgemm GFLOP/s at 2048^3 and 6400x1601x128 (table only)", 0},
     };
     int n_opts = (int)(sizeof opts / sizeof *opts);
-    int rc = sb_cli_parse("bench", "[--model M --batch_size B --frames T --feat_size D --layers L "
-                                   "--inp I --classes C] [--steps N] [--json]",
+    int rc = sb_cli_parse("bench",
+                          "[--model M --batch_size B --frames T --feat_size D --layers L "
+                          "--inp I --classes C] [--steps N] [--json]",
                           opts, n_opts, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
     threads = sb_cli_threads(threads);
     sb_error err = {0};
-    double peak = sb_bench_sgemm_peak(threads);
+    char gemm_buf[64];
+    const char *engines[3];
+    snprintf(gemm_buf, sizeof gemm_buf, "%s", gemm);
+    int n_engines = split_engines(gemm_buf, engines, 3);
+    if (n_engines == 0) {
+        sb_error_set(&err, SB_ERR_INVALID, "--gemm: give openblas, onednn or auto");
+        return sb_cli_fail("bench", &err);
+    }
+    for (int e = 0; e < n_engines; e++) { /* before the header: one error line, nothing else */
+        if (strcmp(engines[e], "openblas") != 0 && strcmp(engines[e], "onednn") != 0 &&
+            strcmp(engines[e], "auto") != 0)
+            sb_error_set(&err, SB_ERR_INVALID,
+                         "--gemm %s: unknown engine; use openblas, onednn or auto", engines[e]);
+        else if (strcmp(engines[e], "onednn") == 0 && sb_bench_onednn_version() == NULL)
+            sb_error_set(&err, SB_ERR_INVALID,
+                         "--gemm onednn: this build has no oneDNN (install libdnnl-dev and "
+                         "rebuild, or use --gemm openblas or auto)");
+        if (err.msg[0] != '\0')
+            return sb_cli_fail("bench", &err);
+    }
+    double peak = sb_bench_sgemm_peak(threads); /* OpenBLAS's: no engine is set yet */
     sb_jw *j = json ? sb_jw_open(stdout, 0) : NULL;
     if (json && j == NULL) {
         sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
@@ -245,24 +319,30 @@ static int bench_models(int argc, char **argv)
         sb_jw_array_begin(j);
     } else {
         bench_print_header(peak, threads);
+        if (gemm_rates && (rc = bench_print_gemm_rates(threads)) != 0)
+            return rc;
+        bench_print_columns();
     }
     int status = 0;
     if (model != NULL) {
-        sb_bench_config c = {model, B, T, D, L, I, C, N, steps, threads};
-        sb_bench_result r;
-        if (sb_bench_train_step(&c, &r, &err) != SB_OK) {
-            sb_jw_close(j);
-            return sb_cli_fail("bench", &err);
+        for (int e = 0; e < n_engines; e++) {
+            sb_bench_config c = {model, B, T, D, L, I, C, N, steps, threads, engines[e]};
+            sb_bench_result r;
+            if (sb_bench_train_step(&c, &r, &err) != SB_OK) {
+                sb_jw_close(j);
+                return sb_cli_fail("bench", &err);
+            }
+            if (json)
+                bench_json_row(j, &c, &r, peak, threads);
+            else
+                bench_print_row(&c, &r, peak);
         }
-        if (json)
-            bench_json_row(j, &c, &r, peak, threads);
-        else
-            bench_print_row(&c, &r, peak);
     } else {
         for (int k = 0; k < 2; k++)
-            for (int t = 0; t < sb_models_count(); t++) {
+            for (int t = 0; t < sb_models_count() * n_engines; t++) {
                 sb_bench_config c = standard_configs[k];
-                c.model = sb_models_name(t);
+                c.model = sb_models_name(t / n_engines);
+                c.gemm = engines[t % n_engines];
                 c.steps = steps;
                 c.threads = threads;
                 sb_bench_result r;

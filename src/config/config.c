@@ -17,6 +17,7 @@ static const char *const scheduler_names[] = {"cosine_schedule_with_warmup",
 static const char *const dist_dur_names[] = {"uniform", "lognormal", NULL};
 static const char *const protocol_names[] = {"reference", "clean", NULL};
 static const char *const gap_rng_names[] = {"derived", "reference", NULL};
+static const char *const gemm_names[] = {"auto", "openblas", "onednn", NULL}; /* sb_gemm_kind */
 
 /* --task_seed's default, used when --same_seed False (train.py) */
 #define DEFAULT_TASK_SEED 42

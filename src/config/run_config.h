@@ -28,6 +28,13 @@ typedef enum sb_schedule_kind {
     SB_SCHED_COSINE_WARMUP_LR_MIN = 1, /* cosine_schedule_with_warmup_lr_min (floor 0.1 lr) */
 } sb_schedule_kind;
 
+/* Which library computes the matrix products (--gemm; src/tensor/gemm_engine.h). */
+typedef enum sb_gemm_kind {
+    SB_GEMM_AUTO = 0,     /* per shape, by a cached measurement */
+    SB_GEMM_OPENBLAS = 1, /* OpenBLAS through our deterministic blocked path */
+    SB_GEMM_ONEDNN = 2,   /* oneDNN's dnnl_sgemm (float builds with oneDNN only) */
+} sb_gemm_kind;
+
 
 typedef struct sb_run_config {
     sb_task_config task;          /* task.grammar.seed is the task seed */
@@ -55,6 +62,9 @@ typedef struct sb_run_config {
      * seed is the model seed, otherwise requested_task_seed (--task_seed, default 42) */
     int same_seed;
     uint64_t requested_task_seed;
+    /* how the products are computed (not in the JSON: the same weights up to rounding) */
+    sb_gemm_kind gemm;
+    int deterministic; /* 1 and 2 threads give identical weights (OpenBLAS under auto) */
 } sb_run_config;
 
 /* train.py's defaults for training flags, the paper's main task as the task. */

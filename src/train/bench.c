@@ -8,11 +8,12 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/timer.h"
 #include "model/model.h"
 #include "ops/ops.h"
+#include "tensor/gemm_engine.h"
 #include "tensor/nn.h"
 #include "tensor/optim.h"
-#include "core/timer.h"
 
 typedef struct bench_step {
     const sb_model *m;
@@ -46,12 +47,21 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
 {
     if (cfg == NULL || res == NULL || cfg->model == NULL) /* a public function (selectivbench.h) */
         return sb_error_set(err, SB_ERR_INVALID, "sb_bench_train_step: %s is NULL",
-                            cfg == NULL ? "cfg" : res == NULL ? "res" : "cfg->model");
+                            cfg == NULL   ? "cfg"
+                            : res == NULL ? "res"
+                                          : "cfg->model");
     memset(res, 0, sizeof *res);
     if (cfg->batch < 1 || cfg->frames < 1 || cfg->inputs < 1 || cfg->classes < 1)
         return sb_error_set(err, SB_ERR_INVALID, "bench sizes must be positive");
     if (cfg->threads > 0)
         omp_set_num_threads(cfg->threads);
+    sb_gemm_kind engine;
+    sb_status st_engine = sb_bench_gemm_parse(cfg->gemm, &engine, err);
+    if (st_engine == SB_OK)
+        st_engine = sb_gemm_engine_set(engine, 0, err);
+    if (st_engine != SB_OK)
+        return st_engine;
+    sb_gemm_flops_reset();
     sb_model_config mc;
     memset(&mc, 0, sizeof mc);
     snprintf(mc.model, sizeof mc.model, "%s", cfg->model);
@@ -92,8 +102,8 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
     }
     sb_optimizer opt;
     sb_optimizer_init(&opt, SB_OPT_ADAM, 1e-3, 0.0);
-    bench_step s = {.m = m, .target = target, .valid = valid, .input_data = input,
-                    .B = B, .T = T, .I = I};
+    bench_step s = {
+        .m = m, .target = target, .valid = valid, .input_data = input, .B = B, .T = T, .I = I};
     int total = 2 + steps;
     for (int k = 0; k < total; k++) {
         double t0 = sb_time_now();
@@ -104,7 +114,8 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
         if ((st = sb_graph_run(&g, bench_step_fn, &s, err)) != SB_OK)
             goto done;
         if (!isfinite(s.loss)) {
-            st = sb_error_set(err, SB_ERR_DIVERGED, "bench: the loss of %s is not finite", cfg->model);
+            st = sb_error_set(err, SB_ERR_DIVERGED, "bench: the loss of %s is not finite",
+                              cfg->model);
             goto done;
         }
         if (k == 0) {
@@ -134,11 +145,16 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
         res->last_loss = s.loss;
     }
     if (!(res->last_loss != res->first_loss)) {
-        st = sb_error_set(err, SB_ERR_RUNTIME, "bench: the loss of %s did not change after %d updates",
-                          cfg->model, total);
+        st = sb_error_set(err, SB_ERR_RUNTIME,
+                          "bench: the loss of %s did not change after %d updates", cfg->model,
+                          total);
         goto done;
     }
     qsort(times, (size_t)steps, sizeof *times, cmp_double);
+    double openblas_flops, onednn_flops;
+    sb_gemm_flops_get(&openblas_flops, &onednn_flops);
+    res->gemm_onednn_share =
+        openblas_flops + onednn_flops > 0 ? onednn_flops / (openblas_flops + onednn_flops) : 0.0;
     double sec = times[steps / 2];
     res->step_ms = sec * 1e3;
     res->tokens_per_s = (double)n_frames / sec;
@@ -154,6 +170,64 @@ done:
     sb_free(times);
     sb_model_free(m);
     return st;
+}
+
+sb_status sb_bench_gemm_parse(const char *name, sb_gemm_kind *engine, sb_error *err)
+{
+    *engine = SB_GEMM_AUTO;
+    if (name == NULL)
+        return SB_OK;
+    for (int e = SB_GEMM_AUTO; e <= SB_GEMM_ONEDNN; e++)
+        if (strcmp(name, sb_gemm_kind_name((sb_gemm_kind)e)) == 0) {
+            *engine = (sb_gemm_kind)e;
+            return SB_OK;
+        }
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "--gemm %s: unknown engine; use openblas, onednn or auto", name);
+}
+
+sb_status sb_bench_sgemm_rate(const char *gemm, int M, int N, int K, int threads, double *gflops,
+                              sb_error *err)
+{
+    *gflops = 0;
+    if (M < 1 || N < 1 || K < 1)
+        return sb_error_set(err, SB_ERR_INVALID, "sb_bench_sgemm_rate: sizes must be positive");
+    sb_gemm_kind engine;
+    sb_status st = sb_bench_gemm_parse(gemm, &engine, err);
+    if (st == SB_OK)
+        st = sb_gemm_engine_set(engine, 0, err);
+    if (st != SB_OK)
+        return st;
+    if (threads > 0)
+        omp_set_num_threads(threads);
+    real *a = sb_malloc((size_t)M * (size_t)K * sizeof *a);
+    real *b = sb_malloc((size_t)K * (size_t)N * sizeof *b);
+    real *c = sb_malloc((size_t)M * (size_t)N * sizeof *c);
+    if (a == NULL || b == NULL || c == NULL) {
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory for a %dx%dx%d product", M, N, K);
+        goto done;
+    }
+    for (size_t i = 0; i < (size_t)M * (size_t)K; i++)
+        a[i] = (real)((double)(i % 17) * 0.01);
+    for (size_t i = 0; i < (size_t)K * (size_t)N; i++)
+        b[i] = (real)((double)(i % 13) * 0.01);
+    for (int r = 0; r < 4; r++) {
+        double t0 = sb_time_now();
+        sb_gemm(0, 0, M, N, K, 1, a, K, b, N, 0, c, N);
+        double rate = 2.0 * (double)M * (double)N * (double)K / (sb_time_now() - t0) / 1e9;
+        if (r > 0 && rate > *gflops) /* the first run warms up (and calibrates under auto) */
+            *gflops = rate;
+    }
+done:
+    sb_free(a);
+    sb_free(b);
+    sb_free(c);
+    return st;
+}
+
+const char *sb_bench_onednn_version(void)
+{
+    return sb_gemm_onednn_version();
 }
 
 double sb_bench_sgemm_peak(int threads)

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "config/run_config.h"
 #include "core/status.h"
 
 /* sb_bench_config, sb_bench_result and sb_bench_isa are the public header's (one
@@ -20,6 +21,13 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
 /* The machine's FP32 matrix-multiply rate in GFLOP/s on `threads` threads (0: all): the
  * best of a few 2048^3 sgemm runs (the roofline the fractions are relative to). */
 double sb_bench_sgemm_peak(int threads);
+
+/* "openblas", "onednn", "auto" (or NULL: auto) as an engine; SB_ERR_INVALID otherwise. */
+sb_status sb_bench_gemm_parse(const char *name, sb_gemm_kind *engine, sb_error *err);
+
+/* GFLOP/s of an M x K by K x N sgemm on an engine (the best of three after a warm-up). */
+sb_status sb_bench_sgemm_rate(const char *gemm, int M, int N, int K, int threads, double *gflops,
+                              sb_error *err);
 
 /* The instruction sets behind a benchmark: what the compiler was allowed to use for this
  * binary (its predefined macros; SB_NATIVE=ON builds with -march=native), what this CPU

@@ -16,6 +16,7 @@
 #include "core/timer.h"
 
 #include "tensor/fastmath.h"
+#include "tensor/gemm_engine.h"
 #include "train/run_setup.h"
 
 #define DECODE_CHUNK 1024 /* frames decoded at once in evaluation */
@@ -939,6 +940,9 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
         return run_failed(res, "failed", st, err);
     if (opt->threads > 0)
         omp_set_num_threads(opt->threads);
+    st = sb_gemm_engine_set(cfg->gemm, cfg->deterministic, err);
+    if (st != SB_OK)
+        return run_failed(res, "failed", st, err);
     train_run r = {.cfg = cfg, .opt = opt, .res = res,
                    .budget = opt->mem_budget_gb > 0 ? opt->mem_budget_gb : 4.0,
                    .t_start = sb_time_now(), .saved_updates = -1,

@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "tensor/optim.h"
 #include "train/trainer.h"
+#include "test_gemm_env.h"
 #include "test_util.h"
 #include "train/run_setup.h"
 
@@ -144,6 +145,7 @@ static sb_run_config tiny_run(const char *model)
     c.dropout = 0.2;
     c.lr = 3e-3;
     c.seed = c.task.grammar.seed = 2;
+    c.gemm = test_gemm_engine(); /* $SB_TEST_GEMM (auto when unset) */
     return c;
 }
 
@@ -188,6 +190,7 @@ static void test_threads_identical(void **state)
     const char *models[2] = {"transformer", "gru"};
     for (int k = 0; k < 2; k++) {
         sb_run_config c = tiny_run(models[k]);
+        c.deterministic = 1; /* what makes the thread count irrelevant under every engine */
         char a[512], b[512];
         snprintf(a, sizeof a, "%s/%s_t1.safetensors", tmpdir, models[k]);
         snprintf(b, sizeof b, "%s/%s_t2.safetensors", tmpdir, models[k]);

@@ -36,6 +36,7 @@
 #include "train/checkpoint.h"
 #include "model/model.h"
 #include "train/trainer.h"
+#include "test_gemm_env.h"
 #include "test_util.h"
 
 #define TRAJ_UPDATES 10
@@ -73,6 +74,8 @@ static sb_run_config trajectory_config(sb_optimizer_kind kind)
     c.wd = 0.1;
     c.optimizer = kind;
     c.warmup_steps = 3;
+    c.gemm = test_gemm_engine(); /* $SB_TEST_GEMM: the same trajectory under oneDNN */
+    c.deterministic = getenv("SB_TEST_GEMM") != NULL;
     c.seed = c.task.grammar.seed = 5;
     return c;
 }

@@ -1,0 +1,349 @@
+/* test_gemm_engine.c - the GEMM engines (src/tensor/gemm_engine.h): OpenBLAS and oneDNN
+ * agree on every transpose and path, each is bit-reproducible (and, in deterministic mode,
+ * the same on 1 and 2 threads), --gemm onednn refuses in a build without oneDNN, the
+ * calibration cache is read back and a damaged one is replaced, and a short training runs in
+ * each engine (finite, learning, and deterministic across thread counts). */
+#include <math.h>
+#include <omp.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "tensor/gemm_engine.h"
+#include "test_util.h"
+#include "train/trainer.h"
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/sb_test_gemm_XXXXXX");
+    if (mkdtemp(tmpdir) == NULL)
+        return -1;
+    /* the calibration cache of this test lies in its own folder */
+    return setenv("XDG_CACHE_HOME", tmpdir, 1);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return test_remove_dir(tmpdir);
+}
+
+static real *random_matrix(size_t n, uint64_t seed)
+{
+    real *m = malloc(n * sizeof *m);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        m[i] = (real)((double)(seed >> 40) / (double)(1ULL << 24) - 0.5);
+    }
+    return m;
+}
+
+typedef struct shape {
+    int M, N, K;
+} shape;
+
+/* a row split, a column split, a K split (K >= 4096, K >= 4 max(M, N)), the decoder's
+ * shape, and one below the serial threshold */
+static const shape shapes[] = {
+    {300, 200, 150}, {40, 700, 96}, {48, 64, 5000}, {640, 1601, 128}, {7, 5, 3}};
+
+/* op(A) M x K and op(B) K x N with their leading dimensions for the transposes */
+static void run_product(sb_gemm_kind engine, int blocked, int ta, int tb, shape s, const real *A,
+                        const real *B, real *C)
+{
+    int lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
+    sb_gemm_run(engine, blocked, ta, tb, s.M, s.N, s.K, 1, A, lda, B, ldb, 0, C, s.N);
+}
+
+static void test_engines_agree(void **state)
+{
+    (void)state;
+    if (!sb_gemm_onednn_available())
+        skip();
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+        shape s = shapes[k];
+        size_t mn = (size_t)s.M * (size_t)s.N;
+        real *A = random_matrix((size_t)s.M * (size_t)s.K, 1 + k);
+        real *B = random_matrix((size_t)s.K * (size_t)s.N, 100 + k);
+        real *ref = malloc(mn * sizeof *ref), *C = malloc(mn * sizeof *C);
+        for (int t = 0; t < 4; t++) {
+            int ta = t & 1, tb = t >> 1;
+            run_product(SB_GEMM_OPENBLAS, 1, ta, tb, s, A, B, ref);
+            for (int blocked = 0; blocked < 2; blocked++) {
+                run_product(SB_GEMM_ONEDNN, blocked, ta, tb, s, A, B, C);
+                double diff = test_max_rel_diff(C, ref, mn);
+                if (!(diff < 1e-5))
+                    fail_msg("%dx%dx%d trans %d%d blocked %d: oneDNN vs OpenBLAS %g", s.M, s.N, s.K,
+                             ta, tb, blocked, diff);
+            }
+        }
+        free(A);
+        free(B);
+        free(ref);
+        free(C);
+    }
+}
+
+/* The same product twice on one thread count gives the same bits on every engine and
+ * path; blocked (deterministic mode), 1 and 2 threads agree too. */
+static void test_reproducible(void **state)
+{
+    (void)state;
+    int engines = sb_gemm_onednn_available() ? 2 : 1;
+    const int saved = omp_get_max_threads();
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+        shape s = shapes[k];
+        size_t mn = (size_t)s.M * (size_t)s.N;
+        real *A = random_matrix((size_t)s.M * (size_t)s.K, 7 + k);
+        real *B = random_matrix((size_t)s.K * (size_t)s.N, 70 + k);
+        real *c1 = malloc(mn * sizeof *c1), *c2 = malloc(mn * sizeof *c2);
+        for (int e = 0; e < engines; e++) {
+            sb_gemm_kind engine = e == 0 ? SB_GEMM_OPENBLAS : SB_GEMM_ONEDNN;
+            for (int blocked = 0; blocked < 2; blocked++) {
+                omp_set_num_threads(2);
+                run_product(engine, blocked, 0, 1, s, A, B, c1);
+                run_product(engine, blocked, 0, 1, s, A, B, c2);
+                assert_memory_equal(c1, c2, mn * sizeof *c1);
+                if (blocked || engine == SB_GEMM_OPENBLAS) {
+                    omp_set_num_threads(1);
+                    run_product(engine, blocked, 0, 1, s, A, B, c2);
+                    assert_memory_equal(c1, c2, mn * sizeof *c1);
+                }
+            }
+        }
+        free(A);
+        free(B);
+        free(c1);
+        free(c2);
+    }
+    omp_set_num_threads(saved);
+}
+
+static void test_onednn_request(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    sb_status st = sb_gemm_engine_set(SB_GEMM_ONEDNN, 0, &err);
+    if (sb_gemm_onednn_available()) {
+        assert_int_equal(st, SB_OK);
+        assert_non_null(sb_gemm_onednn_version());
+    } else {
+        assert_int_equal(st, SB_ERR_INVALID);
+        assert_string_equal(err.msg, "--gemm onednn: this build has no oneDNN (install "
+                                     "libdnnl-dev and rebuild, or use --gemm openblas or auto)");
+        assert_null(sb_gemm_onednn_version());
+    }
+    assert_int_equal(sb_gemm_engine_set(SB_GEMM_OPENBLAS, 0, &err), SB_OK);
+}
+
+/* ---- the calibration cache ---------------------------------------------------------------- */
+
+static json_t *cache_load(void)
+{
+    char path[1024];
+    sb_gemm_cache_path(path, sizeof path);
+    return json_load_file(path, 0, NULL);
+}
+
+static void cache_put(const char *text)
+{
+    char path[1024];
+    sb_gemm_cache_path(path, sizeof path);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The engine auto picks for a 256^3 product (its class: "t2 NN m8 n8 k8"). */
+static sb_gemm_kind auto_pick(void)
+{
+    const int n = 256;
+    real *A = random_matrix((size_t)n * n, 3), *B = random_matrix((size_t)n * n, 4);
+    sb_gemm_kind e = sb_gemm_engine_for(0, 0, n, n, n, A, n, B, n);
+    free(A);
+    free(B);
+    return e;
+}
+
+static const char *const class_256 = "t2 NN m8 n8 k8";
+
+static void test_cache_round_trip(void **state)
+{
+    (void)state;
+    char path[1024];
+    sb_gemm_cache_path(path, sizeof path);
+    char expect[1100];
+    snprintf(expect, sizeof expect, "%s/selectivbench/gemm.json", tmpdir);
+    assert_string_equal(path, expect);
+    sb_error err = {0};
+    assert_int_equal(sb_gemm_engine_set(SB_GEMM_AUTO, 0, &err), SB_OK);
+    omp_set_num_threads(2);
+    sb_gemm_decisions_forget();
+    sb_gemm_kind first = auto_pick();
+    if (!sb_gemm_onednn_available()) {
+        /* nothing to choose: OpenBLAS, no measurement, no file */
+        assert_int_equal(first, SB_GEMM_OPENBLAS);
+        assert_int_equal(access(path, F_OK), -1);
+        return;
+    }
+    json_t *root = cache_load();
+    assert_non_null(root);
+    const char *key = json_string_value(json_object_get(root, "key"));
+    assert_non_null(key);
+    assert_non_null(strstr(key, "onednn=2."));
+    assert_non_null(strstr(key, "openblas="));
+    const char *stored =
+        json_string_value(json_object_get(json_object_get(root, "classes"), class_256));
+    assert_non_null(stored);
+    assert_string_equal(stored, sb_gemm_kind_name(first));
+    /* the file decides: flip the decision there, and a fresh process-state follows it */
+    sb_gemm_kind other = first == SB_GEMM_ONEDNN ? SB_GEMM_OPENBLAS : SB_GEMM_ONEDNN;
+    json_object_set_new(json_object_get(root, "classes"), class_256,
+                        json_string(sb_gemm_kind_name(other)));
+    assert_int_equal(json_dump_file(root, path, 0), 0);
+    json_decref(root);
+    sb_gemm_decisions_forget();
+    assert_int_equal(auto_pick(), other);
+    /* deterministic mode never measures: auto is OpenBLAS */
+    assert_int_equal(sb_gemm_engine_set(SB_GEMM_AUTO, 1, &err), SB_OK);
+    assert_int_equal(auto_pick(), SB_GEMM_OPENBLAS);
+    assert_int_equal(sb_gemm_engine_set(SB_GEMM_OPENBLAS, 0, &err), SB_OK);
+}
+
+/* Not JSON, another machine's key, a value that is no engine: each is ignored, measured
+ * again and replaced by a valid file. */
+static void test_cache_damaged(void **state)
+{
+    (void)state;
+    if (!sb_gemm_onednn_available())
+        skip();
+    sb_error err = {0};
+    assert_int_equal(sb_gemm_engine_set(SB_GEMM_AUTO, 0, &err), SB_OK);
+    omp_set_num_threads(2);
+    const char *damaged[] = {
+        "{\"key\": \"cpu=",
+        "{\"key\": \"cpu=another\", \"classes\": {\"t2 NN m8 n8 k8\": \"onednn\"}}",
+        "\x01\x02 binary",
+        "{\"version\": 99, \"key\": \"cpu=another\", \"classes\": {}}",
+    };
+    for (size_t k = 0; k < sizeof damaged / sizeof *damaged; k++) {
+        auto_pick(); /* a valid file exists */
+        cache_put(damaged[k]);
+        sb_gemm_decisions_forget();
+        sb_gemm_kind e = auto_pick();
+        assert_true(e == SB_GEMM_OPENBLAS || e == SB_GEMM_ONEDNN);
+        json_t *root = cache_load();
+        assert_non_null(root);
+        assert_null(strstr(json_string_value(json_object_get(root, "key")), "another"));
+        assert_int_equal(json_integer_value(json_object_get(root, "version")), 1);
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(root, "classes"), class_256)),
+            sb_gemm_kind_name(e));
+        json_decref(root);
+    }
+    assert_int_equal(sb_gemm_engine_set(SB_GEMM_OPENBLAS, 0, &err), SB_OK);
+}
+
+/* ---- training ----------------------------------------------------------------------------- */
+
+static sb_run_config tiny_run(sb_gemm_kind engine, int deterministic)
+{
+    sb_run_config c = sb_run_config_default();
+    snprintf(c.model, sizeof c.model, "transformer");
+    c.task.grammar.vocab = 9, c.task.grammar.amb = 8, c.task.grammar.grammar_scale = 1;
+    c.task.train_seqlen_max = c.task.test_seqlen_max = 20;
+    c.task.dataset_size = 256;
+    c.task.test_size = 32;
+    c.feat_size = 32;
+    c.layers = 2;
+    c.batch_size = 16;
+    c.test_bs = 16;
+    c.epoch_size = 64;
+    c.lr = 3e-3;
+    c.seed = c.task.grammar.seed = 3;
+    c.gemm = engine;
+    c.deterministic = deterministic;
+    return c;
+}
+
+static void train(const sb_run_config *c, int threads, const char *ckpt, int64_t stop_after,
+                  sb_train_result *res)
+{
+    sb_train_options opt = {
+        .threads = threads, .ckpt_path = ckpt, .mem_budget_gb = 1.0, .stop_after = stop_after};
+    sb_error err = {0};
+    if (sb_train(c, &opt, res, &err) != SB_OK)
+        fail_msg("training failed: %s", err.msg);
+}
+
+static void assert_same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    assert_non_null(fa);
+    assert_non_null(fb);
+    int x, y, n = 0;
+    do {
+        x = fgetc(fa), y = fgetc(fb);
+        assert_int_equal(x, y);
+        n++;
+    } while (x != EOF);
+    assert_true(n > 1000);
+    fclose(fa);
+    fclose(fb);
+}
+
+static void test_training_each_engine(void **state)
+{
+    (void)state;
+    const sb_gemm_kind engines[3] = {SB_GEMM_OPENBLAS, SB_GEMM_ONEDNN, SB_GEMM_AUTO};
+    for (int e = 0; e < 3; e++) {
+        if (engines[e] == SB_GEMM_ONEDNN && !sb_gemm_onednn_available())
+            continue;
+        sb_run_config c = tiny_run(engines[e], 0);
+        sb_train_result early, full;
+        train(&c, 2, NULL, 4, &early); /* stops at the first evaluation */
+        train(&c, 2, NULL, 0, &full);
+        assert_int_equal(full.steps, 16);
+        assert_true(isfinite(full.test_loss) && isfinite(full.train_loss));
+        if (!(full.test_loss < early.test_loss))
+            fail_msg("--gemm %s: test loss %g after 4 updates, %g after 16",
+                     sb_gemm_kind_name(engines[e]), early.test_loss, full.test_loss);
+    }
+    /* deterministic: 1 and 2 threads write the same weights */
+    for (int e = 0; e < 3; e++) {
+        if (engines[e] == SB_GEMM_ONEDNN && !sb_gemm_onednn_available())
+            continue;
+        sb_run_config c = tiny_run(engines[e], 1);
+        char a[512], b[512];
+        snprintf(a, sizeof a, "%s/t1_%d.safetensors", tmpdir, e);
+        snprintf(b, sizeof b, "%s/t2_%d.safetensors", tmpdir, e);
+        sb_train_result r1, r2;
+        train(&c, 1, a, 0, &r1);
+        train(&c, 2, b, 0, &r2);
+        assert_true(r1.test_loss == r2.test_loss && r1.train_loss == r2.train_loss);
+        assert_same_file(a, b);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_engines_agree),  cmocka_unit_test(test_reproducible),
+        cmocka_unit_test(test_onednn_request), cmocka_unit_test(test_cache_round_trip),
+        cmocka_unit_test(test_cache_damaged),  cmocka_unit_test(test_training_each_engine),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
