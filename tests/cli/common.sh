@@ -40,3 +40,28 @@ expect_ok() {
   rc=$?
   [ "$rc" -eq 0 ] || fail "'$*' exited $rc: $(cat "$TMP/err")"
 }
+
+# ---- runs in the background: polling and the stored fields ---------------------------------
+
+# poll CMD...: runs the command every 0.1 s until it succeeds, for at most a minute.
+poll() {
+  i=0
+  while [ $i -lt 600 ]; do
+    "$@" && return 0
+    sleep 0.1
+    i=$((i + 1))
+  done
+  fail "timed out waiting for: $*"
+  return 1
+}
+
+# has_eval FILE: train's output FILE has an evaluation line (its checkpoint follows).
+has_eval() {
+  grep -q '^  step [0-9]*/[0-9]* (' "$1" 2>/dev/null
+}
+
+# field DB KEY: KEY's values of every run of database DB, one per line ("status" ->
+# finished, ...).
+field() {
+  "$SB" results --db "$1" --json 2>/dev/null | grep -o "\"$2\":[^,}]*" | sed 's/^[^:]*://; s/"//g'
+}

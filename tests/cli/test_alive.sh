@@ -20,28 +20,6 @@ SB=$1
 SRC=$2
 . "$(dirname "$0")/common.sh"
 
-# poll CMD...: runs the command every 0.1 s until it succeeds, for at most a minute.
-poll() {
-  i=0
-  while [ $i -lt 600 ]; do
-    "$@" && return 0
-    sleep 0.1
-    i=$((i + 1))
-  done
-  fail "timed out waiting for: $*"
-  return 1
-}
-
-# has_eval FILE: train's output FILE has an evaluation line (a checkpoint is on disk).
-has_eval() {
-  grep -q '^  step [0-9]*/[0-9]* (' "$1" 2>/dev/null
-}
-
-# field DB KEY: KEY's values of every run of database DB, one per line.
-field() {
-  "$SB" results --db "$1" --json 2>/dev/null | grep -o "\"$2\":[^,}]*" | sed 's/^[^:]*://; s/"//g'
-}
-
 # ---- progress lines off a terminal ---------------------------------------------------------
 # 150 updates of 16 samples, evaluated every 50
 short="--model gru --vocab 9 --amb 8 --grammar_scale True --train_seqlen_max 20 \

@@ -27,29 +27,6 @@ bg() {
   env --default-signal=INT "$@" &
 }
 
-# poll CMD...: runs the command every 0.1 s until it succeeds, for at most a minute.
-poll() {
-  i=0
-  while [ $i -lt 600 ]; do
-    "$@" && return 0
-    sleep 0.1
-    i=$((i + 1))
-  done
-  fail "timed out waiting for: $*"
-  return 1
-}
-
-# has_eval FILE: train's output FILE has an evaluation line (its checkpoint follows).
-has_eval() {
-  grep -q '^  step [0-9]*/[0-9]* (' "$1" 2>/dev/null
-}
-
-# field DB KEY: KEY's values of every run of database DB, one per line ("status" ->
-# finished, ...).
-field() {
-  "$SB" results --db "$1" --json 2>/dev/null | grep -o "\"$2\":[^,}]*" | sed 's/^[^:]*://; s/"//g'
-}
-
 # status_is DB STATUS: every run of DB has this status (and there is one).
 status_is() {
   [ -n "$(field "$1" status)" ] && [ -z "$(field "$1" status | grep -v "^$2\$")" ]
