@@ -1131,6 +1131,7 @@ typedef struct sb_bench_config {
     int steps;     /* timed steps (median reported) */
     int threads;   /* 0: all cores */
     const char *gemm; /* GEMM engine: "openblas", "onednn" or "auto" (NULL: auto) */
+    const char *precision; /* the large products' operands: "fp32" or "bf16" (NULL: fp32) */
 } sb_bench_config;
 
 typedef struct sb_bench_result {
@@ -1142,6 +1143,7 @@ typedef struct sb_bench_result {
                              gradient and Adam buffers + the batch */
     double first_loss, last_loss;
     double gemm_onednn_share; /* fraction of the GEMM FLOPs oneDNN computed (the rest: OpenBLAS) */
+    double gemm_bf16_share;   /* fraction of the GEMM FLOPs with bf16 operands */
 } sb_bench_result;
 
 /* Builds the model on a random one-hot batch, validates a training step (finite loss,
@@ -1153,8 +1155,21 @@ typedef struct sb_bench_result {
 sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, sb_error *err);
 
 /* The machine's FP32 matrix-multiply rate in GFLOP/s on `threads` threads (0: all): the best
- * of a few 2048^3 sgemm runs (the roofline a step's GFLOP/s is compared with). */
+ * of a few 2048^3 products on each engine this build has (OpenBLAS, and oneDNN), the
+ * roofline a float32 step's GFLOP/s is compared with. */
 double sb_bench_sgemm_peak(int threads);
+
+/* The same for bf16 operands (oneDNN's bf16 matmul on operands already rounded, float32
+ * accumulation): the roofline of a --precision bf16 step; 0 when this build or CPU has no
+ * bf16 products. */
+double sb_bench_bf16_peak(int threads);
+
+/* GFLOP/s of an M x K by K x N product as sb_bench_sgemm_rate, with the operands' precision
+ * ("fp32" or "bf16"; NULL: fp32; bf16 counts the rounding of both operands, as training
+ * pays it). Errors as sb_bench_sgemm_rate's, and SB_ERR_INVALID (with the reason) when bf16
+ * cannot run here. */
+sb_status sb_bench_gemm_rate(const char *gemm, const char *precision, int M, int N, int K,
+                             int threads, double *gflops, sb_error *err);
 
 /* GFLOP/s of an M x K by K x N sgemm (row-major, no transposes) on `threads` threads (0:
  * all) with the GEMM engine gemm ("openblas", "onednn", "auto"; NULL: auto): the best of

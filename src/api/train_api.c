@@ -103,6 +103,8 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     int threads = settings->threads > 0 ? settings->threads : omp_get_num_procs();
     double budget = settings->mem_budget_gb > 0 ? settings->mem_budget_gb : DEFAULT_MEM_BUDGET_GB;
     sb_status st = sb_run_config_check(run, err);
+    if (st == SB_OK) /* the engine and precision this machine can run, before any record */
+        st = sb_gemm_configure(run, err);
     if (st != SB_OK) {
         snprintf(out->status, sizeof out->status, "failed");
         snprintf(out->reason, sizeof out->reason, "%s", err != NULL ? err->msg : "");
@@ -227,7 +229,7 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
     int threads = settings->threads;
     double budget = settings->mem_budget_gb > 0 ? settings->mem_budget_gb : DEFAULT_MEM_BUDGET_GB;
     omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs());
-    if ((st = sb_gemm_engine_set(run.gemm, run.deterministic, err)) != SB_OK)
+    if ((st = sb_gemm_configure(&run, err)) != SB_OK)
         return st;
 
     sb_task *task = NULL;

@@ -144,8 +144,8 @@ static const char *blas_core(void)
 /* The two standard configurations of the issues: small (B16 T256 d64 L2, inp 9, 65 classes)
  * and large (B16 T400 d128 L4, inp 41, 1601 classes). */
 static const sb_bench_config standard_configs[2] = {
-    {NULL, 16, 256, 64, 2, 9, 65, 128, 5, 0, NULL},
-    {NULL, 16, 400, 128, 4, 41, 1601, 128, 5, 0, NULL},
+    {NULL, 16, 256, 64, 2, 9, 65, 128, 5, 0, NULL, NULL},
+    {NULL, 16, 400, 128, 4, 41, 1601, 128, 5, 0, NULL, NULL},
 };
 
 static void bench_json_row(sb_jw *j, const sb_bench_config *c, const sb_bench_result *r,
@@ -188,21 +188,41 @@ static void bench_json_row(sb_jw *j, const sb_bench_config *c, const sb_bench_re
     sb_jw_string(j, c->gemm != NULL ? c->gemm : "auto");
     sb_jw_key(j, "gemm_onednn_share");
     sb_jw_double(j, r->gemm_onednn_share);
+    sb_jw_key(j, "precision");
+    sb_jw_string(j, c->precision != NULL ? c->precision : "fp32");
+    sb_jw_key(j, "gemm_bf16_share");
+    sb_jw_double(j, r->gemm_bf16_share);
     sb_jw_object_end(j);
 }
 
-static void bench_print_header(double peak, int threads)
+/* The rooflines: float32 (the best engine) and bf16 (0: none here). */
+typedef struct bench_peaks {
+    double fp32, bf16;
+} bench_peaks;
+
+static double peak_for(const bench_peaks *p, const sb_bench_config *c)
+{
+    return c->precision != NULL && strcmp(c->precision, "bf16") == 0 ? p->bf16 : p->fp32;
+}
+
+static void bench_print_header(const bench_peaks *peaks, int threads)
 {
     bench_print_isa();
     /* the kernel set matters: OPENBLAS_CORETYPE can force a slower one */
-    printf("FP32 peak (sgemm 2048^3, %d thread%s, OpenBLAS %s kernels): %.1f GFLOP/s\n", threads,
-           threads == 1 ? "" : "s", blas_core(), peak);
+    const char *dnnl = sb_bench_onednn_version();
+    printf("FP32 peak (2048^3, %d thread%s, best of OpenBLAS %s kernels%s): %.1f GFLOP/s\n",
+           threads, threads == 1 ? "" : "s", blas_core(), dnnl != NULL ? " and oneDNN" : "",
+           peaks->fp32);
+    if (peaks->bf16 > 0)
+        printf("BF16 peak (2048^3, oneDNN %s, bf16 operands, fp32 accumulation): %.1f GFLOP/s\n",
+               dnnl, peaks->bf16);
 }
 
 static void bench_print_columns(void)
 {
-    printf("%-24s %-24s %9s %9s %11s %8s %7s %9s  %s\n", "model", "config", "params", "step ms",
-           "tokens/s", "GFLOP/s", "% peak", "mem MiB", "gemm (oneDNN share of GEMM FLOPs)");
+    printf("%-24s %-24s %5s %9s %9s %11s %8s %7s %9s  %s\n", "model", "config", "prec", "params",
+           "step ms", "tokens/s", "GFLOP/s", "% peak", "mem MiB",
+           "gemm (oneDNN share of GEMM FLOPs)");
 }
 
 static void bench_print_row(const sb_bench_config *c, const sb_bench_result *r, double peak)
@@ -210,33 +230,35 @@ static void bench_print_row(const sb_bench_config *c, const sb_bench_result *r, 
     char conf[64];
     snprintf(conf, sizeof conf, "B%d T%d d%d L%d %d/%d", c->batch, c->frames, c->width, c->layers,
              c->inputs, c->classes);
-    printf("%-24s %-24s %9zu %9.1f %11.0f %8.1f %6.1f%% %9.1f  %s (%.0f%%)\n", c->model, conf,
-           r->params, r->step_ms, r->tokens_per_s, r->gflops,
-           peak > 0 ? 100.0 * r->gflops / peak : 0.0, r->memory_mib,
+    printf("%-24s %-24s %5s %9zu %9.1f %11.0f %8.1f %6.1f%% %9.1f  %s (%.0f%%)\n", c->model, conf,
+           c->precision != NULL ? c->precision : "fp32", r->params, r->step_ms, r->tokens_per_s,
+           r->gflops, peak > 0 ? 100.0 * r->gflops / peak : 0.0, r->memory_mib,
            c->gemm != NULL ? c->gemm : "auto", 100.0 * r->gemm_onednn_share);
     fflush(stdout);
 }
 
-/* sgemm GFLOP/s of each engine at 2048^3 and at the 1601-class decoder's shape (B16 T400
- * rows, d 128): what --gemm auto chooses between. */
+/* GFLOP/s of each engine (and of bf16 operands, rounding included) at 2048^3 and at the
+ * 1601-class decoder's shape (B16 T400 rows, d 128): what --gemm auto chooses between. */
 static int bench_print_gemm_rates(int threads)
 {
     static const int shapes[2][3] = {{2048, 2048, 2048}, {6400, 1601, 128}};
-    static const char *const engines[2] = {"openblas", "onednn"};
+    static const char *const engines[3] = {"openblas", "onednn", "onednn"};
+    static const char *const precisions[3] = {"fp32", "fp32", "bf16"};
     const char *dnnl = sb_bench_onednn_version();
-    printf("sgemm GFLOP/s, %d thread%s (oneDNN %s):\n", threads, threads == 1 ? "" : "s",
+    const int n = dnnl == NULL ? 1 : sb_bench_bf16_peak(threads) > 0 ? 3 : 2;
+    printf("GEMM GFLOP/s, %d thread%s (oneDNN %s):\n", threads, threads == 1 ? "" : "s",
            dnnl != NULL ? dnnl : "not in this build");
     for (int s = 0; s < 2; s++) {
         printf("  %dx%dx%d:", shapes[s][0], shapes[s][1], shapes[s][2]);
-        for (int e = 0; e < (dnnl != NULL ? 2 : 1); e++) {
+        for (int e = 0; e < n; e++) {
             double rate = 0;
             sb_error err = {0};
-            if (sb_bench_sgemm_rate(engines[e], shapes[s][0], shapes[s][1], shapes[s][2], threads,
-                                    &rate, &err) != SB_OK) {
+            if (sb_bench_gemm_rate(engines[e], precisions[e], shapes[s][0], shapes[s][1],
+                                   shapes[s][2], threads, &rate, &err) != SB_OK) {
                 printf("\n");
                 return sb_cli_fail("bench", &err);
             }
-            printf(" %s %.1f", engines[e], rate);
+            printf(" %s%s %.1f", engines[e], e == 2 ? " bf16" : "", rate);
         }
         printf("\n");
     }
@@ -244,8 +266,15 @@ static int bench_print_gemm_rates(int threads)
     return 0;
 }
 
-/* Splits "openblas,auto" into at most max engine names (pointing into buf). */
-static int split_engines(char *buf, const char **names, int max)
+/* In a list of engines and precisions, OpenBLAS with bf16 is left out (it has no bf16
+ * products); asked for alone, it gets the error line. */
+static int skip_run(const sb_bench_config *c, int n_runs)
+{
+    return n_runs > 1 && strcmp(c->gemm, "openblas") == 0 && strcmp(c->precision, "bf16") == 0;
+}
+
+/* Splits "openblas,auto" into at most max names (pointing into buf). */
+static int split_list(char *buf, const char **names, int max)
 {
     int n = 0;
     for (char *tok = strtok(buf, ","); tok != NULL && n < max; tok = strtok(NULL, ","))
@@ -258,7 +287,7 @@ static int bench_models(int argc, char **argv)
     const char *model = NULL;
     int B = 16, T = 256, D = 64, L = 2, I = 9, C = 65, N = 128, steps = 5, threads = 0, json = 0;
     int gemm_rates = 0;
-    const char *gemm = "auto";
+    const char *gemm = "auto", *precision = "fp32";
     sb_option opts[] = {
         {"model", SB_OPT_STRING, &model, 0, 0, NULL, "NAME",
          "one model (default: every model at the two standard configurations)", 0},
@@ -274,8 +303,11 @@ static int bench_models(int argc, char **argv)
         {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL, "print JSON instead of a table", 0},
         {"gemm", SB_OPT_STRING, &gemm, 0, 0, NULL, "E[,E]",
          "GEMM engines, each model runs under each: openblas, onednn, auto (default auto)", 0},
+        {"precision", SB_OPT_STRING, &precision, 0, 0, NULL, "P[,P]",
+         "operands of the large products, each model runs in each: fp32, bf16 (default fp32)",
+         0},
         {"gemm_rates", SB_OPT_SWITCH, &gemm_rates, 0, 1, NULL, NULL,
-         "first print each engine's sgemm GFLOP/s at 2048^3 and 6400x1601x128 (table only)", 0},
+         "first print each engine's GEMM GFLOP/s at 2048^3 and 6400x1601x128 (table only)", 0},
     };
     int n_opts = (int)(sizeof opts / sizeof *opts);
     int rc = sb_cli_parse("bench",
@@ -289,7 +321,7 @@ static int bench_models(int argc, char **argv)
     char gemm_buf[64];
     const char *engines[3];
     snprintf(gemm_buf, sizeof gemm_buf, "%s", gemm);
-    int n_engines = split_engines(gemm_buf, engines, 3);
+    int n_engines = split_list(gemm_buf, engines, 3);
     if (n_engines == 0) {
         sb_error_set(&err, SB_ERR_INVALID, "--gemm: give openblas, onednn or auto");
         return sb_cli_fail("bench", &err);
@@ -306,7 +338,26 @@ static int bench_models(int argc, char **argv)
         if (err.msg[0] != '\0')
             return sb_cli_fail("bench", &err);
     }
-    double peak = sb_bench_sgemm_peak(threads); /* OpenBLAS's: no engine is set yet */
+    char precision_buf[64];
+    const char *precisions[2];
+    snprintf(precision_buf, sizeof precision_buf, "%s", precision);
+    int n_precisions = split_list(precision_buf, precisions, 2);
+    if (n_precisions == 0)
+        sb_error_set(&err, SB_ERR_INVALID, "--precision: give fp32, bf16 or fp32,bf16");
+    for (int p = 0; p < n_precisions && err.msg[0] == '\0'; p++)
+        if (strcmp(precisions[p], "fp32") != 0 && strcmp(precisions[p], "bf16") != 0)
+            sb_error_set(&err, SB_ERR_INVALID, "--precision %s: use fp32 or bf16", precisions[p]);
+    bench_peaks peaks = {sb_bench_sgemm_peak(threads), sb_bench_bf16_peak(threads)};
+    for (int p = 0; p < n_precisions && err.msg[0] == '\0'; p++)
+        if (strcmp(precisions[p], "bf16") == 0 && peaks.bf16 <= 0)
+            sb_error_set(&err, SB_ERR_INVALID,
+                         "--precision bf16: %s; use --precision fp32",
+                         sb_bench_onednn_version() == NULL
+                             ? "this build has no oneDNN (install libdnnl-dev and rebuild)"
+                             : "oneDNN has no bf16 products on this CPU (it needs AVX-512)");
+    if (err.msg[0] != '\0')
+        return sb_cli_fail("bench", &err);
+    const int n_runs = n_engines * n_precisions; /* each model under each engine and precision */
     sb_jw *j = json ? sb_jw_open(stdout, 0) : NULL;
     if (json && j == NULL) {
         sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
@@ -318,42 +369,49 @@ static int bench_models(int argc, char **argv)
         sb_jw_key(j, "results");
         sb_jw_array_begin(j);
     } else {
-        bench_print_header(peak, threads);
+        bench_print_header(&peaks, threads);
         if (gemm_rates && (rc = bench_print_gemm_rates(threads)) != 0)
             return rc;
         bench_print_columns();
     }
     int status = 0;
     if (model != NULL) {
-        for (int e = 0; e < n_engines; e++) {
-            sb_bench_config c = {model, B, T, D, L, I, C, N, steps, threads, engines[e]};
+        for (int e = 0; e < n_runs; e++) {
+            sb_bench_config c = {model,   B,       T,     D,     L,           I,
+                                 C,       N,       steps, threads, engines[e % n_engines],
+                                 precisions[e / n_engines]};
             sb_bench_result r;
+            if (skip_run(&c, n_runs))
+                continue;
             if (sb_bench_train_step(&c, &r, &err) != SB_OK) {
                 sb_jw_close(j);
                 return sb_cli_fail("bench", &err);
             }
             if (json)
-                bench_json_row(j, &c, &r, peak, threads);
+                bench_json_row(j, &c, &r, peak_for(&peaks, &c), threads);
             else
-                bench_print_row(&c, &r, peak);
+                bench_print_row(&c, &r, peak_for(&peaks, &c));
         }
     } else {
         for (int k = 0; k < 2; k++)
-            for (int t = 0; t < sb_models_count() * n_engines; t++) {
+            for (int t = 0; t < sb_models_count() * n_runs; t++) {
                 sb_bench_config c = standard_configs[k];
-                c.model = sb_models_name(t / n_engines);
-                c.gemm = engines[t % n_engines];
+                c.model = sb_models_name(t / n_runs);
+                c.gemm = engines[t % n_runs % n_engines];
+                c.precision = precisions[t % n_runs / n_engines];
                 c.steps = steps;
                 c.threads = threads;
                 sb_bench_result r;
+                if (skip_run(&c, n_runs))
+                    continue;
                 if (sb_bench_train_step(&c, &r, &err) != SB_OK) {
                     status = sb_cli_fail("bench", &err);
                     continue;
                 }
                 if (json)
-                    bench_json_row(j, &c, &r, peak, threads);
+                    bench_json_row(j, &c, &r, peak_for(&peaks, &c), threads);
                 else
-                    bench_print_row(&c, &r, peak);
+                    bench_print_row(&c, &r, peak_for(&peaks, &c));
             }
     }
     if (json) {

@@ -18,6 +18,7 @@ static const char *const dist_dur_names[] = {"uniform", "lognormal", NULL};
 static const char *const protocol_names[] = {"reference", "clean", NULL};
 static const char *const gap_rng_names[] = {"derived", "reference", NULL};
 static const char *const gemm_names[] = {"auto", "openblas", "onednn", NULL}; /* sb_gemm_kind */
+static const char *const precision_names[] = {"fp32", "bf16", NULL}; /* sb_precision_kind */
 
 /* --task_seed's default, used when --same_seed False (train.py) */
 #define DEFAULT_TASK_SEED 42
@@ -401,12 +402,22 @@ static void write_key(const sb_run_config *cfg, const sb_config_key *k, sb_json 
     }
 }
 
+/* Whether a key holds its default (only CHOICE keys are TRAINING_SET today). */
+static int is_default(const sb_run_config *cfg, const sb_config_key *k)
+{
+    return k->kind == SB_KEY_CHOICE && strcmp(k->choices[*(const int *)((const char *)cfg + k->offset)],
+                                              k->def) == 0;
+}
+
 void sb_run_config_write_json(const sb_run_config *cfg, sb_json *j, int training_only)
 {
     sb_json_object_begin(j);
     for (int i = 0; i < N_KEYS; i++) {
         sb_key_hash h = keys[i].hash;
-        if (h == SB_KEY_HASH_TRAINING || (h == SB_KEY_HASH_RUN && !training_only))
+        if (h == SB_KEY_HASH_TRAINING_SET && is_default(cfg, &keys[i]))
+            continue;
+        if (h == SB_KEY_HASH_TRAINING || h == SB_KEY_HASH_TRAINING_SET ||
+            (h == SB_KEY_HASH_RUN && !training_only))
             write_key(cfg, &keys[i], j);
     }
     sb_json_object_end(j);

@@ -36,6 +36,8 @@ typedef enum sb_key_hash {
     SB_KEY_HASH_NONE,     /* not in the JSON */
     SB_KEY_HASH_RUN,      /* in the run hash only (test settings, mode) */
     SB_KEY_HASH_TRAINING, /* in both hashes */
+    SB_KEY_HASH_TRAINING_SET, /* in both hashes when not the default (a key added later:
+                               * runs that leave it at its default keep their hashes) */
 } sb_key_hash;
 
 /* Which subcommands take a key: grammar takes GRAMMAR keys, data and bench GRAMMAR and

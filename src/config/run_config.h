@@ -35,6 +35,11 @@ typedef enum sb_gemm_kind {
     SB_GEMM_ONEDNN = 2,   /* oneDNN's dnnl_sgemm (float builds with oneDNN only) */
 } sb_gemm_kind;
 
+/* The operands of the large matrix products (--precision; src/tensor/gemm_engine.h). */
+typedef enum sb_precision_kind {
+    SB_PRECISION_FP32 = 0,
+    SB_PRECISION_BF16 = 1, /* bf16 operands, float32 accumulation and everything else */
+} sb_precision_kind;
 
 typedef struct sb_run_config {
     sb_task_config task;          /* task.grammar.seed is the task seed */
@@ -65,6 +70,7 @@ typedef struct sb_run_config {
     /* how the products are computed (not in the JSON: the same weights up to rounding) */
     sb_gemm_kind gemm;
     int deterministic; /* 1 and 2 threads give identical weights (OpenBLAS under auto) */
+    sb_precision_kind precision; /* in the JSON (and hashes) only when bf16 */
 } sb_run_config;
 
 /* train.py's defaults for training flags, the paper's main task as the task. */

@@ -129,6 +129,9 @@ typedef struct sb_layer_type {
      * checked in its place (MesaNet's backward is that of the exact ridge solve, its forward
      * runs 30 CG steps); not registered */
     const struct sb_layer_type *grad_check_type;
+    /* 1: the model's products stay float32 under --precision bf16 (a layer whose numerics
+     * bf16 operands spoil; the model facade suspends bf16 around every forward) */
+    int fp32_products;
 } sb_layer_type;
 
 struct sb_model {

@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "model/recnet.h"
 #include "ops/ops.h"
+#include "tensor/gemm_engine.h"
 
 void sb_model_free(sb_model *m)
 {
@@ -108,19 +109,30 @@ sb_status sb_model_param_count(const sb_model_config *cfg, size_t *count, sb_err
     return SB_OK;
 }
 
+int sb_model_precision_enter(const sb_model *m)
+{
+    return sb_gemm_bf16_suspend(sb_gemm_bf16_suspended() || m->type->fp32_products);
+}
+
 sb_tensor *sb_model_hidden_capture(sb_graph *g, const sb_model *m, sb_tensor *input,
                                    sb_model_capture *cap)
 {
     SB_ASSERT(input->ndim == 3 && input->shape[2] == m->cfg.d_input);
-    return m->stack != NULL ? sb_lm_stack_hidden_capture(g, m, input, cap)
-                            : sb_recnet_hidden_capture(g, m, input, cap);
+    const int was = sb_model_precision_enter(m);
+    sb_tensor *x = m->stack != NULL ? sb_lm_stack_hidden_capture(g, m, input, cap)
+                                    : sb_recnet_hidden_capture(g, m, input, cap);
+    sb_gemm_bf16_suspend(was);
+    return x;
 }
 
 sb_tensor *sb_model_hidden(sb_graph *g, const sb_model *m, sb_tensor *input, int keep_only_output)
 {
     SB_ASSERT(input->ndim == 3 && input->shape[2] == m->cfg.d_input);
-    return m->stack != NULL ? sb_lm_stack_hidden(g, m, input, keep_only_output)
-                            : sb_recnet_hidden(g, m, input, keep_only_output);
+    const int was = sb_model_precision_enter(m);
+    sb_tensor *x = m->stack != NULL ? sb_lm_stack_hidden(g, m, input, keep_only_output)
+                                    : sb_recnet_hidden(g, m, input, keep_only_output);
+    sb_gemm_bf16_suspend(was);
+    return x;
 }
 
 int sb_model_can_stream(const sb_model *m)
@@ -132,20 +144,29 @@ sb_tensor *sb_model_hidden_stream(sb_graph *g, const sb_model *m, sb_tensor *inp
                                   real *const *states)
 {
     SB_ASSERT(!g->record && sb_model_can_stream(m));
-    return m->stack != NULL ? sb_lm_stack_hidden_stream(g, m, input, states)
-                            : sb_recnet_hidden_stream(g, m, input, states);
+    const int was = sb_model_precision_enter(m);
+    sb_tensor *x = m->stack != NULL ? sb_lm_stack_hidden_stream(g, m, input, states)
+                                    : sb_recnet_hidden_stream(g, m, input, states);
+    sb_gemm_bf16_suspend(was);
+    return x;
 }
 
 sb_tensor *sb_model_forward(sb_graph *g, const sb_model *m, sb_tensor *input)
 {
     sb_tensor *x = sb_model_hidden(g, m, input, 0);
-    return sb_linear(g, x, m->dec_w, m->stack != NULL ? NULL : m->dec_b); /* stack: no bias */
+    const int was = sb_model_precision_enter(m);
+    sb_tensor *y = sb_linear(g, x, m->dec_w, m->stack != NULL ? NULL : m->dec_b); /* stack: no bias */
+    sb_gemm_bf16_suspend(was);
+    return y;
 }
 
 sb_tensor *sb_model_loss(sb_graph *g, const sb_model *m, sb_tensor *input, sb_head_loss *h)
 {
     sb_tensor *x = sb_model_hidden(g, m, input, 0);
-    return sb_linear_cross_entropy(g, x, m->dec_w, m->stack != NULL ? NULL : m->dec_b, h);
+    const int was = sb_model_precision_enter(m);
+    sb_tensor *loss = sb_linear_cross_entropy(g, x, m->dec_w, m->stack != NULL ? NULL : m->dec_b, h);
+    sb_gemm_bf16_suspend(was);
+    return loss;
 }
 
 static double model_flops(const sb_layer_type *type, const sb_model_config *c, int T)

@@ -43,6 +43,12 @@ sb_status sb_model_param_count(const sb_model_config *cfg, size_t *count, sb_err
 /* Training forward: input[B, T, I] -> logits[B, T, C] (recorded when g->record). */
 sb_tensor *sb_model_forward(sb_graph *g, const sb_model *m, sb_tensor *input);
 
+/* A layer type with fp32_products multiplies in float32 under --precision bf16: every entry
+ * point of this file suspends bf16 products around its work (the tape carries that to the
+ * backward); code that multiplies by the model's weights itself (the streamed evaluation's
+ * head) does the same: was = sb_model_precision_enter(m); ...; sb_gemm_bf16_suspend(was). */
+int sb_model_precision_enter(const sb_model *m);
+
 /* Training forward fused with the loss: the decoder head and cross-entropy taken a chunk of
  * frames at a time (sb_linear_cross_entropy), so the [B, T, C] logits are never stored.
  * Returns the [1] loss; h carries the targets and receives the accuracy counts. */

@@ -37,7 +37,8 @@
 #define CALIBRATE_MARGIN 0.95     /* oneDNN must take under 95% of OpenBLAS's time to win */
 #define CLASS_MAX 512             /* decisions held in memory */
 #define CLASS_NAME_MAX 48
-#define CACHE_VERSION 1 /* the file's "version": another one is ignored and replaced */
+#define CACHE_VERSION 2 /* the file's "version": another one is ignored and replaced (2: oneDNN
+                          * means its matmul primitives) */
 
 typedef struct shape_class {
     char name[CLASS_NAME_MAX]; /* "t2 NT m13 n11 k7": threads, transposes, log2 sizes */
@@ -49,7 +50,10 @@ static struct {
     int deterministic;
     shape_class classes[CLASS_MAX];
     int n_classes;
+    sb_precision_kind precision;
+    int bf16_suspended; /* sb_gemm_bf16_suspend: products in float32 for now */
     double flops[3]; /* by sb_gemm_kind */
+    double flops_bf16;
 } engine_state = {.requested = SB_GEMM_OPENBLAS};
 
 /* ---- settings ----------------------------------------------------------------------------- */
@@ -100,6 +104,54 @@ int sb_gemm_deterministic(void)
     return engine_state.deterministic;
 }
 
+const char *sb_precision_name(sb_precision_kind precision)
+{
+    return precision == SB_PRECISION_BF16 ? "bf16" : "fp32";
+}
+
+sb_status sb_gemm_precision_set(sb_precision_kind precision, sb_error *err)
+{
+    if (precision == SB_PRECISION_BF16) {
+        if (!sb_gemm_onednn_available())
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--precision bf16: this build has no oneDNN (install libdnnl-dev "
+                                "and rebuild, or use --precision fp32)");
+        if (engine_state.requested == SB_GEMM_OPENBLAS)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--precision bf16 multiplies with oneDNN, and --gemm openblas "
+                                "forbids it: use --gemm auto or onednn");
+        if (!sb_onednn_bf16_supported())
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--precision bf16: oneDNN has no bf16 products on this CPU (it "
+                                "needs AVX-512); use --precision fp32");
+    }
+    engine_state.precision = precision;
+    return SB_OK;
+}
+
+sb_status sb_gemm_configure(const sb_run_config *cfg, sb_error *err)
+{
+    sb_status st = sb_gemm_engine_set(cfg->gemm, cfg->deterministic, err);
+    return st != SB_OK ? st : sb_gemm_precision_set(cfg->precision, err);
+}
+
+sb_precision_kind sb_gemm_precision(void)
+{
+    return engine_state.bf16_suspended ? SB_PRECISION_FP32 : engine_state.precision;
+}
+
+int sb_gemm_bf16_suspend(int suspend)
+{
+    int previous = engine_state.bf16_suspended;
+    engine_state.bf16_suspended = suspend != 0;
+    return previous;
+}
+
+int sb_gemm_bf16_suspended(void)
+{
+    return engine_state.bf16_suspended;
+}
+
 /* ---- FLOP counts -------------------------------------------------------------------------- */
 
 void sb_gemm_flops_add(sb_gemm_kind engine, double flops)
@@ -115,9 +167,20 @@ void sb_gemm_flops_get(double *openblas, double *onednn)
     *onednn = engine_state.flops[2];
 }
 
+void sb_gemm_flops_add_bf16(double flops)
+{
+#pragma omp atomic
+    engine_state.flops_bf16 += flops;
+}
+
+double sb_gemm_flops_bf16(void)
+{
+    return engine_state.flops_bf16;
+}
+
 void sb_gemm_flops_reset(void)
 {
-    engine_state.flops[1] = engine_state.flops[2] = 0;
+    engine_state.flops[1] = engine_state.flops[2] = engine_state.flops_bf16 = 0;
 }
 
 /* ---- the cache file ----------------------------------------------------------------------- */

@@ -16,6 +16,9 @@
 #ifndef SELECTIVBENCH_GEMM_ENGINE_H
 #define SELECTIVBENCH_GEMM_ENGINE_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "config/run_config.h"
 #include "core/status.h"
 #include "tensor/nn.h"
@@ -24,6 +27,9 @@
  * has none (or is the double-precision one). A program that never calls it gets OpenBLAS,
  * not deterministic-only (today's blocked path is deterministic anyway). */
 sb_status sb_gemm_engine_set(sb_gemm_kind engine, int deterministic, sb_error *err);
+
+/* The engine, the mode and the precision of a run (--gemm, --deterministic, --precision). */
+sb_status sb_gemm_configure(const sb_run_config *cfg, sb_error *err);
 
 /* Whether deterministic mode is on. */
 int sb_gemm_deterministic(void);
@@ -51,8 +57,48 @@ void sb_gemm_run(sb_gemm_kind engine, int blocked, int trans_a, int trans_b, int
 /* FLOPs computed by each engine since the last reset (products at least as large as the
  * calibration threshold and those below it), for `bench`'s report. */
 void sb_gemm_flops_get(double *openblas, double *onednn);
+double sb_gemm_flops_bf16(void); /* the share of them with bf16 operands (oneDNN's) */
+void sb_gemm_flops_add_bf16(double flops);
 void sb_gemm_flops_reset(void);
 void sb_gemm_flops_add(sb_gemm_kind engine, double flops);
+
+/* ---- precision ---- */
+
+/* Sets the operands' precision of the large products: SB_PRECISION_BF16 rounds both operands
+ * of every product of at least SB_GEMM_BF16_MIN_FLOPS (outside parallel regions) to bf16 and
+ * multiplies them with oneDNN's bf16 matmul, accumulating in float32; smaller products, and
+ * everything else, stay float32. SB_ERR_INVALID, with the reason, when this build or CPU has
+ * no bf16 products, or when the engine was forced to OpenBLAS (it has none). Set the engine
+ * first. */
+#define SB_GEMM_BF16_MIN_FLOPS 2.0e6
+sb_status sb_gemm_precision_set(sb_precision_kind precision, sb_error *err);
+sb_precision_kind sb_gemm_precision(void);
+
+/* Suspends bf16 products (suspend = 1) or lifts the suspension (0) and returns the previous
+ * state: a layer whose numerics bf16 operands would spoil (MesaNet's conjugate-gradient
+ * solve) runs its own products in float32 under --precision bf16. The tape records the state
+ * with each op (graph.c), so an op's backward multiplies in the precision its forward did.
+ * Set at the top level only (not inside parallel regions). */
+int sb_gemm_bf16_suspend(int suspend);
+int sb_gemm_bf16_suspended(void);
+
+/* "fp32" or "bf16". */
+const char *sb_precision_name(sb_precision_kind precision);
+
+/* ---- oneDNN matmul primitives (gemm_onednn.c) ---- */
+
+/* C = alpha op(A) op(B) + beta C (row-major, C float32) by a cached oneDNN matmul primitive,
+ * A and B float32 (bf16 = 0) or bf16 (bf16 = 1, as uint16_t). All threads at the top level,
+ * the calling thread alone inside a parallel region. 0, or -1 when oneDNN has no primitive
+ * for it (or this build has no oneDNN): C is then untouched. */
+int sb_onednn_matmul(int bf16, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                     const void *A, int lda, const void *B, int ldb, float beta, float *C, int ldc);
+
+/* Whether oneDNN multiplies bf16 operands on this CPU. */
+int sb_onednn_bf16_supported(void);
+
+/* dst[r][c] = bf16(src[r * ld + c]), dst dense (rows x cols), rounded to nearest even. */
+void sb_bf16_from_float(int rows, int cols, const float *src, int ld, uint16_t *dst);
 
 /* The cache file's path in buf (empty when neither XDG_CACHE_HOME nor HOME is set). */
 void sb_gemm_cache_path(char *buf, size_t size);

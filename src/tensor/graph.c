@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "tensor/gemm_engine.h"
 #include "tensor/nn.h"
 
 void sb_graph_init(sb_graph *g, size_t block_size)
@@ -141,14 +142,19 @@ void *sb_graph_record(sb_graph *g, sb_backward_fn backward, size_t ctx_size)
     memset(ctx, 0, ctx_size);
     g->tape[g->tape_len].backward = backward;
     g->tape[g->tape_len].ctx = ctx;
+    g->tape[g->tape_len].bf16_suspended = sb_gemm_bf16_suspended();
     g->tape_len++;
     return ctx;
 }
 
 void sb_graph_backward(sb_graph *g)
 {
-    for (size_t i = g->tape_len; i-- > 0;)
+    const int suspended = sb_gemm_bf16_suspended();
+    for (size_t i = g->tape_len; i-- > 0;) {
+        sb_gemm_bf16_suspend(g->tape[i].bf16_suspended);
         g->tape[i].backward(g, g->tape[i].ctx);
+    }
+    sb_gemm_bf16_suspend(suspended);
 }
 
 sb_status sb_graph_run(sb_graph *g, void (*fn)(sb_graph *g, void *arg), void *arg,

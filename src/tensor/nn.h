@@ -79,6 +79,7 @@ typedef void (*sb_backward_fn)(sb_graph *g, void *ctx);
 typedef struct sb_tape_entry {
     sb_backward_fn backward;
     void *ctx;
+    int bf16_suspended; /* the forward ran with bf16 products suspended (gemm_engine.h) */
 } sb_tape_entry;
 
 struct sb_graph {

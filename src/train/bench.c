@@ -37,6 +37,23 @@ static void bench_step_fn(sb_graph *g, void *arg)
     sb_graph_backward(g);
 }
 
+/* Sets the engine (not deterministic) and the precision ("fp32", "bf16", NULL: fp32). */
+static sb_status bench_gemm_set(const char *gemm, const char *precision, sb_error *err)
+{
+    sb_gemm_kind engine;
+    sb_status st = sb_bench_gemm_parse(gemm, &engine, err);
+    if (st == SB_OK)
+        st = sb_gemm_engine_set(engine, 0, err);
+    if (st != SB_OK)
+        return st;
+    if (precision != NULL && strcmp(precision, "fp32") != 0 && strcmp(precision, "bf16") != 0)
+        return sb_error_set(err, SB_ERR_INVALID, "--precision %s: use fp32 or bf16", precision);
+    return sb_gemm_precision_set(precision != NULL && strcmp(precision, "bf16") == 0
+                                     ? SB_PRECISION_BF16
+                                     : SB_PRECISION_FP32,
+                                 err);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -55,10 +72,7 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
         return sb_error_set(err, SB_ERR_INVALID, "bench sizes must be positive");
     if (cfg->threads > 0)
         omp_set_num_threads(cfg->threads);
-    sb_gemm_kind engine;
-    sb_status st_engine = sb_bench_gemm_parse(cfg->gemm, &engine, err);
-    if (st_engine == SB_OK)
-        st_engine = sb_gemm_engine_set(engine, 0, err);
+    sb_status st_engine = bench_gemm_set(cfg->gemm, cfg->precision, err);
     if (st_engine != SB_OK)
         return st_engine;
     sb_gemm_flops_reset();
@@ -155,6 +169,9 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
     sb_gemm_flops_get(&openblas_flops, &onednn_flops);
     res->gemm_onednn_share =
         openblas_flops + onednn_flops > 0 ? onednn_flops / (openblas_flops + onednn_flops) : 0.0;
+    res->gemm_bf16_share =
+        openblas_flops + onednn_flops > 0 ? sb_gemm_flops_bf16() / (openblas_flops + onednn_flops)
+                                          : 0.0;
     double sec = times[steps / 2];
     res->step_ms = sec * 1e3;
     res->tokens_per_s = (double)n_frames / sec;
@@ -189,13 +206,16 @@ sb_status sb_bench_gemm_parse(const char *name, sb_gemm_kind *engine, sb_error *
 sb_status sb_bench_sgemm_rate(const char *gemm, int M, int N, int K, int threads, double *gflops,
                               sb_error *err)
 {
+    return sb_bench_gemm_rate(gemm, "fp32", M, N, K, threads, gflops, err);
+}
+
+sb_status sb_bench_gemm_rate(const char *gemm, const char *precision, int M, int N, int K,
+                             int threads, double *gflops, sb_error *err)
+{
     *gflops = 0;
     if (M < 1 || N < 1 || K < 1)
-        return sb_error_set(err, SB_ERR_INVALID, "sb_bench_sgemm_rate: sizes must be positive");
-    sb_gemm_kind engine;
-    sb_status st = sb_bench_gemm_parse(gemm, &engine, err);
-    if (st == SB_OK)
-        st = sb_gemm_engine_set(engine, 0, err);
+        return sb_error_set(err, SB_ERR_INVALID, "sb_bench_gemm_rate: sizes must be positive");
+    sb_status st = bench_gemm_set(gemm, precision, err);
     if (st != SB_OK)
         return st;
     if (threads > 0)
@@ -222,6 +242,7 @@ done:
     sb_free(a);
     sb_free(b);
     sb_free(c);
+    sb_gemm_precision_set(SB_PRECISION_FP32, NULL);
     return st;
 }
 
@@ -230,24 +251,37 @@ const char *sb_bench_onednn_version(void)
     return sb_gemm_onednn_version();
 }
 
-double sb_bench_sgemm_peak(int threads)
+/* The best of a few n^3 products on one engine, operands (float32 or already bf16) filled
+ * once: the hardware's rate, without the rounding. */
+static double peak_of(sb_gemm_kind engine, int bf16, int threads)
 {
     if (threads > 0)
         omp_set_num_threads(threads);
     const int n = 2048;
-    real *a = sb_malloc((size_t)n * n * sizeof *a), *b = sb_malloc((size_t)n * n * sizeof *b),
-         *c = sb_malloc((size_t)n * n * sizeof *c);
+    const size_t bytes = (size_t)n * n * (bf16 ? sizeof(uint16_t) : sizeof(real));
+    real *a = sb_malloc(bytes), *b = sb_malloc(bytes), *c = sb_malloc((size_t)n * n * sizeof *c);
     double best = 0.0;
     if (a != NULL && b != NULL && c != NULL) {
         for (size_t i = 0; i < (size_t)n * n; i++) {
-            a[i] = (real)((double)(i % 17) * 0.01);
-            b[i] = (real)((double)(i % 13) * 0.01);
+            float x = (float)(i % 17) * 0.01f, y = (float)(i % 13) * 0.01f;
+            if (bf16) {
+                sb_bf16_from_float(1, 1, &x, 1, (uint16_t *)a + i);
+                sb_bf16_from_float(1, 1, &y, 1, (uint16_t *)b + i);
+            } else {
+                a[i] = (real)x;
+                b[i] = (real)y;
+            }
         }
         for (int r = 0; r < 4; r++) {
             double t0 = sb_time_now();
-            sb_gemm(0, 0, n, n, n, 1, a, n, b, n, 0, c, n);
-            double dt = sb_time_now() - t0;
-            double rate = 2.0 * n * (double)n * n / dt / 1e9;
+#ifndef SB_REAL_DOUBLE
+            if (bf16 && sb_onednn_matmul(1, 0, 0, n, n, n, 1, a, n, b, n, 0, c, n) != 0)
+                break;
+#endif
+            if (!bf16)
+                sb_gemm_run(engine, engine == SB_GEMM_OPENBLAS, 0, 0, n, n, n, 1, a, n, b, n, 0,
+                            c, n);
+            double rate = 2.0 * n * (double)n * n / (sb_time_now() - t0) / 1e9;
             if (r > 0 && rate > best) /* the first run warms up */
                 best = rate;
         }
@@ -256,6 +290,18 @@ double sb_bench_sgemm_peak(int threads)
     sb_free(b);
     sb_free(c);
     return best;
+}
+
+double sb_bench_sgemm_peak(int threads)
+{
+    double openblas = peak_of(SB_GEMM_OPENBLAS, 0, threads);
+    double onednn = sb_gemm_onednn_available() ? peak_of(SB_GEMM_ONEDNN, 0, threads) : 0.0;
+    return openblas > onednn ? openblas : onednn;
+}
+
+double sb_bench_bf16_peak(int threads)
+{
+    return sb_onednn_bf16_supported() ? peak_of(SB_GEMM_ONEDNN, 1, threads) : 0.0;
 }
 
 /* ---- instruction sets ----------------------------------------------------------------- */

@@ -23,6 +23,7 @@
 #include "task/batch.h"
 #include "ops/ops.h"
 #include "core/plot.h"
+#include "tensor/gemm_engine.h"
 
 const int sb_probe_lags[SB_PROBE_N_LAGS] = {0, 1, 2, 4, 8};
 
@@ -518,7 +519,9 @@ static void score_model_sample(const probe_ctx *c, const fwd_args *a, int s, tes
     const real *h = a->cap.block_out[L]->data + (size_t)s * b->T * D;
     for (int t = 0; t < Tb; t++)
         memcpy(logits + (size_t)t * C, m->dec_b->data, (size_t)C * sizeof(real));
+    const int bf16_was_suspended = sb_model_precision_enter(m);
     sb_gemm(0, 1, Tb, C, D, 1, h, D, m->dec_w->data, D, 1, logits, C);
+    sb_gemm_bf16_suspend(bf16_was_suspended);
     for (int t = 0; t < Tb; t++) {
         real *x = logits + (size_t)t * C;
         real mx = x[first_argmax(x, C)];

@@ -164,7 +164,9 @@ static void decode_frames(const sb_model *m, const real *hidden, int t0, int row
     const int D = m->cfg.d_model, C = m->cfg.d_output;
     for (int r = 0; r < rows; r++)
         memcpy(logits + (size_t)r * (size_t)C, m->dec_b->data, (size_t)C * sizeof(real));
+    const int bf16_was_suspended = sb_model_precision_enter(m);
     sb_gemm(0, 1, rows, C, D, 1, hidden, D, m->dec_w->data, D, 1, logits, C);
+    sb_gemm_bf16_suspend(bf16_was_suspended);
     real *acc = ds->acc;
     for (int r = 0; r < rows; r++) {
         int t = t0 + r;
@@ -940,7 +942,7 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
         return run_failed(res, "failed", st, err);
     if (opt->threads > 0)
         omp_set_num_threads(opt->threads);
-    st = sb_gemm_engine_set(cfg->gemm, cfg->deterministic, err);
+    st = sb_gemm_configure(cfg, err);
     if (st != SB_OK)
         return run_failed(res, "failed", st, err);
     train_run r = {.cfg = cfg, .opt = opt, .res = res,

@@ -10,6 +10,9 @@
 #       --checksum (gaps, noise, distractors), data --samples --json, ceiling --json
 #   (b) a short training run of every registered model (tiny task, fixed seed, 1 thread):
 #       the test metrics and the checkpoint's weights byte for byte.
+# The portable build is also the build without oneDNN (-DSB_ONEDNN=OFF): its configure step
+# must say so, it must refuse --gemm onednn and --precision bf16 with one line each, and
+# (a), (b) and the golden tests pass in it (products this small run on OpenBLAS anyway).
 # (b) is exact, not a tolerance: our float kernels sum in orders that do not depend on the
 # vector width (fixed 8-lane partial sums, src/ops/ssm_math.h and fastmath.h), fused
 # multiply-adds are written as fma() where they are wanted (-ffp-contract=off everywhere
@@ -40,7 +43,7 @@ test_every_model test_cli_json test_hashes"
 
 t0=$(date +%s)
 if ! cmake -S "$SRC" -B "$PORT" -DCMAKE_C_COMPILER="$CC_PATH" -DCMAKE_BUILD_TYPE="$TYPE" \
-  -DSB_NATIVE=OFF -DSB_SANITIZE=OFF -DSB_BUILD_TESTS=ON -DSB_WERROR="$WERROR" \
+  -DSB_NATIVE=OFF -DSB_ONEDNN=OFF -DSB_SANITIZE=OFF -DSB_BUILD_TESTS=ON -DSB_WERROR="$WERROR" \
   >"$TMP/configure.log" 2>&1; then
   cat "$TMP/configure.log" >&2
   echo "FAIL: configuring the portable build" >&2
@@ -59,6 +62,21 @@ t1=$(date +%s)
 echo "portable build (SB_NATIVE=OFF, $JOBS jobs): $((t1 - t0)) s"
 PSB="$PORT/selectivbench"
 "$PSB" bench --help >/dev/null 2>&1 || fail "the portable selectivbench does not run"
+
+# ---- a build without oneDNN: says so when configured, refuses what needs oneDNN -------------
+checks=$((checks + 1))
+grep -q "oneDNN not found or SB_ONEDNN=OFF: GEMMs use OpenBLAS alone" "$TMP/configure.log" ||
+  fail "configuring without oneDNN does not say so"
+for flag in "--gemm onednn" "--precision bf16"; do
+  checks=$((checks + 1))
+  # shellcheck disable=SC2086
+  "$PSB" train --model gru --vocab 5 --amb 4 --grammar_scale True --dataset_size 64 --batch_size 16 \
+    --test_size 8 --results "$TMP/no_onednn" $flag >/dev/null 2>"$TMP/err"
+  rc=$?
+  [ $rc -ne 0 ] && [ "$(grep -c 'error:' "$TMP/err")" -eq 1 ] &&
+    grep -q "no oneDNN" "$TMP/err" ||
+    fail "$flag without oneDNN: rc $rc, $(cat "$TMP/err")"
+done
 
 # ---- the golden tests in the portable build ------------------------------------------------
 regex="^($(echo "$GOLDEN" | tr '\n' ' ' | sed 's/ *$//; s/ /|/g'))\$"

@@ -55,7 +55,7 @@ sort -n "$TMP/shards" | cut -d' ' -f2- >"$TMP/merged"
   fail "task4 mamba: shards 0..2 of 3 do not interleave back into the 128 filtered runs"
 # the learning check's `model: values: [all]` is the registry, in its order, two seeds each
 registry=$("$SB" models | awk 'NR > 2 && NF == 0 {exit} NR > 2 {print $1}')
-expanded=$("$SB" sweep "$SRC/configs/checks/learning.yaml" --dry_run | sed -n 's/.*--model=\([a-z0-9_]*\) --seed=1$/\1/p')
+expanded=$("$SB" sweep "$SRC/configs/checks/learning.yaml" --dry_run | sed -n 's/.*--model=\([a-z0-9_]*\) --precision=fp32 --seed=1$/\1/p')
 [ -n "$registry" ] && [ "$registry" = "$expanded" ] ||
   fail "learning.yaml's models [all] expand to '$expanded', the registry has '$registry'"
 

@@ -2,7 +2,8 @@
  * agree on every transpose and path, each is bit-reproducible (and, in deterministic mode,
  * the same on 1 and 2 threads), --gemm onednn refuses in a build without oneDNN, the
  * calibration cache is read back and a damaged one is replaced, and a short training runs in
- * each engine (finite, learning, and deterministic across thread counts). */
+ * each engine and precision (finite, learning, and deterministic across thread counts; bf16
+ * refused under --gemm openblas). */
 #include <math.h>
 #include <omp.h>
 #include <setjmp.h>
@@ -248,7 +249,7 @@ static void test_cache_damaged(void **state)
         json_t *root = cache_load();
         assert_non_null(root);
         assert_null(strstr(json_string_value(json_object_get(root, "key")), "another"));
-        assert_int_equal(json_integer_value(json_object_get(root, "version")), 1);
+        assert_int_equal(json_integer_value(json_object_get(root, "version")), 2);
         assert_string_equal(
             json_string_value(json_object_get(json_object_get(root, "classes"), class_256)),
             sb_gemm_kind_name(e));
@@ -305,6 +306,59 @@ static void assert_same_file(const char *a, const char *b)
     fclose(fb);
 }
 
+/* Wide enough (64) that the blocks' products pass SB_GEMM_BF16_MIN_FLOPS. */
+static sb_run_config bf16_run(sb_gemm_kind engine, int deterministic)
+{
+    sb_run_config c = tiny_run(engine, deterministic);
+    c.feat_size = 64;
+    c.precision = SB_PRECISION_BF16;
+    return c;
+}
+
+/* --precision bf16 under oneDNN and auto: learns, takes most GEMM FLOPs in bf16, and ends
+ * near (not at) the float32 run's losses; refused, with the reason, under --gemm openblas. */
+static void test_training_bf16(void **state)
+{
+    (void)state;
+    if (!sb_onednn_bf16_supported()) {
+        sb_run_config c = bf16_run(SB_GEMM_AUTO, 0);
+        sb_train_options opt = {.threads = 1, .mem_budget_gb = 1.0};
+        sb_train_result res;
+        sb_error err = {0};
+        assert_int_not_equal(sb_train(&c, &opt, &res, &err), SB_OK);
+        assert_non_null(strstr(err.msg, "--precision bf16"));
+        return;
+    }
+    const sb_gemm_kind engines[2] = {SB_GEMM_ONEDNN, SB_GEMM_AUTO};
+    for (int e = 0; e < 2; e++) {
+        sb_run_config c = bf16_run(engines[e], 0), c32 = c;
+        c32.precision = SB_PRECISION_FP32;
+        sb_train_result early, full, fp32;
+        train(&c, 2, NULL, 4, &early);
+        sb_gemm_flops_reset();
+        train(&c, 2, NULL, 0, &full);
+        double openblas, onednn;
+        sb_gemm_flops_get(&openblas, &onednn);
+        const double bf16_share = sb_gemm_flops_bf16() / (openblas + onednn);
+        train(&c32, 2, NULL, 0, &fp32);
+        assert_true(isfinite(full.test_loss) && isfinite(full.train_loss));
+        if (!(full.test_loss < early.test_loss))
+            fail_msg("bf16 --gemm %s: test loss %g after 4 updates, %g after 16",
+                     sb_gemm_kind_name(engines[e]), early.test_loss, full.test_loss);
+        if (!(bf16_share > 0.5))
+            fail_msg("bf16: only %.0f%% of the GEMM FLOPs in bf16", 100 * bf16_share);
+        if (!(full.test_loss != fp32.test_loss && fabs(full.test_loss - fp32.test_loss) < 0.05))
+            fail_msg("bf16 test loss %.6f vs float32 %.6f", full.test_loss, fp32.test_loss);
+    }
+    sb_run_config c = bf16_run(SB_GEMM_OPENBLAS, 0);
+    sb_train_options opt = {.threads = 1, .mem_budget_gb = 1.0};
+    sb_train_result res;
+    sb_error err = {0};
+    assert_int_not_equal(sb_train(&c, &opt, &res, &err), SB_OK);
+    assert_non_null(strstr(err.msg, "--gemm openblas"));
+    sb_gemm_precision_set(SB_PRECISION_FP32, NULL);
+}
+
 static void test_training_each_engine(void **state)
 {
     (void)state;
@@ -322,11 +376,13 @@ static void test_training_each_engine(void **state)
             fail_msg("--gemm %s: test loss %g after 4 updates, %g after 16",
                      sb_gemm_kind_name(engines[e]), early.test_loss, full.test_loss);
     }
-    /* deterministic: 1 and 2 threads write the same weights */
-    for (int e = 0; e < 3; e++) {
-        if (engines[e] == SB_GEMM_ONEDNN && !sb_gemm_onednn_available())
+    /* deterministic: 1 and 2 threads write the same weights (in bf16 too) */
+    for (int e = 0; e < 5; e++) {
+        if (engines[e % 3] == SB_GEMM_ONEDNN && !sb_gemm_onednn_available())
             continue;
-        sb_run_config c = tiny_run(engines[e], 1);
+        if (e >= 3 && !sb_onednn_bf16_supported())
+            continue;
+        sb_run_config c = e < 3 ? tiny_run(engines[e], 1) : bf16_run(engines[e - 2], 1);
         char a[512], b[512];
         snprintf(a, sizeof a, "%s/t1_%d.safetensors", tmpdir, e);
         snprintf(b, sizeof b, "%s/t2_%d.safetensors", tmpdir, e);
@@ -344,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_engines_agree),  cmocka_unit_test(test_reproducible),
         cmocka_unit_test(test_onednn_request), cmocka_unit_test(test_cache_round_trip),
         cmocka_unit_test(test_cache_damaged),  cmocka_unit_test(test_training_each_engine),
+        cmocka_unit_test(test_training_bf16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
