@@ -33,7 +33,14 @@ static void add_backward(sb_graph *g, void *ctx)
     for (int k = 0; k < c->n_in; k++) {
         if (!c->in[k]->requires_grad)
             continue;
-        real *dx = sb_tensor_grad(g, c->in[k]);
+        int fresh;
+        real *dx = sb_tensor_grad_fresh(g, c->in[k], &fresh);
+        if (fresh) {
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+            for (size_t i = 0; i < n; i++)
+                dx[i] = dy[i];
+            continue;
+        }
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
         for (size_t i = 0; i < n; i++)
             dx[i] += dy[i];

@@ -40,9 +40,12 @@ static void linear_backward(sb_graph *g, void *ctx)
     if (c->y->grad == NULL)
         return;
     const real *dy = c->y->grad;
-    if (c->x->requires_grad)
-        sb_gemm(0, 0, c->N, c->in, c->out, 1, dy, c->out, c->w->data, c->in, 1,
-                sb_tensor_grad(g, c->x), c->in);
+    if (c->x->requires_grad) {
+        int fresh;
+        real *dx = sb_tensor_grad_fresh(g, c->x, &fresh);
+        sb_gemm(0, 0, c->N, c->in, c->out, 1, dy, c->out, c->w->data, c->in, fresh ? 0 : 1, dx,
+                c->in);
+    }
     if (c->w->requires_grad)
         sb_gemm(1, 0, c->out, c->in, c->N, 1, dy, c->out, c->x->data, c->in, 1,
                 sb_tensor_grad(g, c->w), c->in);

@@ -123,6 +123,14 @@ real *sb_tensor_grad(sb_graph *g, sb_tensor *t)
     return t->grad;
 }
 
+real *sb_tensor_grad_fresh(sb_graph *g, sb_tensor *t, int *fresh)
+{
+    *fresh = t->grad == NULL;
+    if (t->grad == NULL)
+        t->grad = sb_graph_alloc(g, t->size * sizeof *t->grad);
+    return t->grad;
+}
+
 void *sb_graph_record(sb_graph *g, sb_backward_fn backward, size_t ctx_size)
 {
     if (!g->record)

@@ -115,6 +115,10 @@ sb_tensor *sb_tensor_reshape(sb_graph *g, sb_tensor *t, int ndim, const int *sha
 
 /* The tensor's gradient buffer, allocated and zeroed on first use. */
 real *sb_tensor_grad(sb_graph *g, sb_tensor *t);
+/* The same for an op that writes every element of the gradient: a gradient that does not
+ * exist yet is allocated without the clearing (*fresh = 1: store, do not accumulate), else
+ * *fresh = 0. Saves one pass over the tensor (zeroing was 5-7% of a d 128 step). */
+real *sb_tensor_grad_fresh(sb_graph *g, sb_tensor *t, int *fresh);
 
 /* Appends an op's backward to the tape and returns its context (ctx_size bytes of arena
  * memory, zeroed), or NULL when the graph does not record (then the op saves nothing). */
