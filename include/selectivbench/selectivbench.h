@@ -1269,6 +1269,13 @@ sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_ou
 sb_status sb_report_write_readonly(const char *db_path, const char *out_dir,
                                    sb_report_outcome *out, sb_error *err);
 
+/* The paper's three findings (gating, in-state channel mixing, attention; docs/claims.md)
+ * tested on the runs of the results database at db_path, as the markdown section report.md
+ * ends with: each statistic with its 95% interval and a verdict (holds, does not hold,
+ * inconclusive) computed from the runs. *markdown is a new string (sb_string_free). The
+ * database is only read. Errors: SB_ERR_IO naming the database; SB_ERR_NOMEM. */
+sb_status sb_report_claims(const char *db_path, char **markdown, sb_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "exp/claims.h"
 #include "exp/report.h"
 #include "exp/results.h"
 #include "exp/run_store.h"
@@ -278,6 +279,38 @@ sb_status sb_report_write_readonly(const char *db_path, const char *out_dir,
                                    sb_report_outcome *out, sb_error *err)
 {
     return report_write(db_path, 1, out_dir, out, err);
+}
+
+sb_status sb_report_claims(const char *db_path, char **markdown, sb_error *err)
+{
+    SB_API_REQUIRE(db_path, err);
+    SB_API_REQUIRE(markdown, err);
+    *markdown = NULL;
+    sb_results *db = NULL;
+    sb_status st = sb_results_open_readonly(db_path, &db, err);
+    if (st != SB_OK)
+        return st;
+    sb_run_row *rows = NULL;
+    size_t n = 0;
+    st = sb_results_list_runs(db, NULL, &rows, &n, err);
+    sb_results_close(db);
+    sb_claim claims[SB_CLAIMS];
+    if (st == SB_OK)
+        st = sb_claims_evaluate(rows, n, claims, err);
+    sb_results_run_rows_free(rows, n);
+    if (st != SB_OK)
+        return st;
+    size_t size = 0;
+    FILE *f = open_memstream(markdown, &size);
+    if (f == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory writing the findings");
+    sb_claims_write_markdown(f, claims);
+    if (fclose(f) != 0) {
+        free(*markdown);
+        *markdown = NULL;
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory writing the findings");
+    }
+    return SB_OK;
 }
 
 /* ---- run ids and learning curves ------------------------------------------------------ */

@@ -1,5 +1,6 @@
 /* cmd_report.c - `selectivbench report [DB]`: the paper's figures (PNG, SVG, PDF) and a
- * markdown table from a results database, through the public API (selectivbench.h). */
+ * markdown table from a results database, through the public API (selectivbench.h);
+ * `--claims`: the paper's findings alone (sb_report_claims). */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,7 +11,7 @@
 int sb_cmd_report(int argc, char **argv)
 {
     const char *db_path = "results/" SB_RESULTS_DB_NAME, *out = NULL;
-    int threads = 0;
+    int threads = 0, claims = 0;
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
@@ -18,10 +19,13 @@ int sb_cmd_report(int argc, char **argv)
         {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
          "where the figures and report.md go (default: report/ beside the database)", 0},
         {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
+        {"claims", SB_OPT_SWITCH, &claims, 0, 1, NULL, NULL,
+         "print only the paper's findings with their statistics and verdicts (docs/claims.md; "
+         "read only, no figures)", 0},
     };
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("report", "[DB|DIR] [--out DIR]", opts, (int)(sizeof opts / sizeof *opts),
+    int rc = sb_cli_parse("report", "[DB|DIR] [--out DIR] [--claims]", opts, (int)(sizeof opts / sizeof *opts),
                           argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
@@ -38,6 +42,14 @@ int sb_cmd_report(int argc, char **argv)
         return sb_cli_fail("report", &err);
     }
     fclose(probe);
+    if (claims) {
+        char *md = NULL;
+        if (sb_report_claims(db_path, &md, &err) != SB_OK)
+            return sb_cli_fail("report", &err);
+        fputs(md + (md[0] == '\n'), stdout);
+        sb_string_free(md);
+        return 0;
+    }
     char dir[4096];
     if (out == NULL) {
         const char *slash = strrchr(db_path, '/');

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "exp/claims.h"
 #include "task/ceiling.h"
 #include "task/grammar.h"
 #include "model/model.h"
@@ -1095,6 +1096,8 @@ sb_status sb_report_generate_mode(const char *db_path, int read_only, const char
     sum->runs_read = (int)n_rows;
     int n = 0;
     rec *recs = report_read_runs(db, rows, n_rows, sum, &n);
+    sb_claim claims[SB_CLAIMS];
+    sb_status claims_st = sb_claims_evaluate(rows, n_rows, claims, err);
     sb_results_run_rows_free(rows, n_rows);
     sum->runs_used = n;
     qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
@@ -1112,6 +1115,8 @@ sb_status sb_report_generate_mode(const char *db_path, int read_only, const char
         sb_json_object_begin(&j);
         write_report_intro(md.f, db_path, sum);
         st = write_figures(db, recs, n, out_dir, md.f, &j, sum, err);
+        if (st == SB_OK && (st = claims_st) == SB_OK)
+            sb_claims_write_markdown(md.f, claims);
         sb_json_object_end(&j);
         fputc('\n', json.f);
     }

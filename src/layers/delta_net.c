@@ -174,6 +174,7 @@ static double delta_net_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_delta_net = {
     .name = "delta_net",
+    .state_mixing = SB_MIXING_CHANNELS,
     .summary = "DeltaNet (fla 0.3.2): delta-rule state update, no decay",
     .taxonomy = {"none (data-dependent write strength beta per head)",
                  "identity + rank-1 (I - beta k k^T)", "1", "L2 q, k; RMSNorm",

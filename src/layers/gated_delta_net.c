@@ -230,6 +230,8 @@ static double gdn_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_gated_delta_net = {
     .name = "gated_delta_net",
+    .state_mixing = SB_MIXING_CHANNELS,
+    .ungated_twin = "delta_net",
     .summary = "Gated DeltaNet (fla 0.3.2): delta rule with a data-dependent decay per head",
     .taxonomy = {"data-dependent scalar decay per head (exp(-e^A_log softplus)) + beta",
                  "scalar x (identity + rank-1)", "1", "L2 q, k; gated RMSNorm",

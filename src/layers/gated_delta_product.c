@@ -183,6 +183,7 @@ static double gdp_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_gated_delta_product = {
     .name = "gated_delta_product",
+    .state_mixing = SB_MIXING_CHANNELS,
     .summary = "Gated DeltaProduct (fla 0.3.2): 4 Householder delta steps per token, decay, "
                "negative eigenvalues",
     .taxonomy = {"data-dependent scalar decay per head + 4 betas per token",

@@ -86,6 +86,7 @@ static double gru_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_gru = {
     .name = "gru",
+    .state_mixing = SB_MIXING_CHANNELS,
     .summary = "PyTorch nn.GRU, one layer per block (the repository's classic RNN baseline)",
     .taxonomy = {"data-dependent per channel (update z, reset r)",
                  "nonlinear: tanh of a dense W_hh h (not a linear recurrence)", "full", "none",

@@ -34,6 +34,14 @@ typedef struct sb_model_config {
 } sb_model_config;
 
 typedef struct sb_model sb_model;
+
+/* The state transition's structure, for the findings (src/exp/claims.c). */
+typedef enum sb_state_mixing {
+    SB_MIXING_UNCLASSIFIED = 0,
+    SB_MIXING_DIAGONAL,  /* per-channel (or per-head scalar) decay: no mixing inside the state */
+    SB_MIXING_CHANNELS,  /* the transition mixes channels (delta rule's I - beta k k^T, GRU) */
+    SB_MIXING_ATTENTION, /* no fixed-size state: softmax attention over the whole past */
+} sb_state_mixing;
 struct sb_optimizer; /* optim.h */
 
 /* Taxonomy of a layer (docs/spec/taxonomy.md). */
@@ -132,6 +140,12 @@ typedef struct sb_layer_type {
     /* 1: the model's products stay float32 under --precision bf16 (a layer whose numerics
      * bf16 operands spoil; the model facade suspends bf16 around every forward) */
     int fp32_products;
+    /* ---- what the paper's findings compare (src/exp/claims.c, docs/claims.md) ---- */
+    /* how the state's transition treats channels (finding 2: in-state channel mixing) */
+    sb_state_mixing state_mixing;
+    /* the registered model that is this layer without its data-dependent gate, or NULL
+     * (finding 1: gated_delta_net -> delta_net, gla -> retnet's fixed decay) */
+    const char *ungated_twin;
 } sb_layer_type;
 
 struct sb_model {

@@ -99,6 +99,7 @@ static double gla_l_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_gla_layered = {
     .name = "gla_layered",
+    .state_mixing = SB_MIXING_DIAGONAL,
     .summary = "GLA in fla's causal-LM stack (pre-norm blocks + GatedMLP, final RMSNorm, "
                "head; 4 heads, key width D/2, no short conv)",
     .taxonomy = {"data-dependent per key channel (low-rank, logsigmoid/16)", "diagonal", "1",
@@ -189,6 +190,7 @@ static double delta_l_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_delta_net_layered = {
     .name = "delta_net_layered",
+    .state_mixing = SB_MIXING_CHANNELS,
     .summary = "DeltaNet in fla's causal-LM stack (pre-norm blocks + GatedMLP, final RMSNorm, "
                "head; 16 heads of D/16, value width D)",
     .taxonomy = {"none (data-dependent write strength beta per head)",
@@ -281,6 +283,8 @@ static double gdn_l_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_gated_delta_net_layered = {
     .name = "gated_delta_net_layered",
+    .state_mixing = SB_MIXING_CHANNELS,
+    .ungated_twin = "delta_net_layered",
     .summary = "Gated DeltaNet in fla's causal-LM stack (pre-norm blocks + GatedMLP, final "
                "RMSNorm, head; 6 heads of D/n_b, expand_v 2)",
     .taxonomy = {"data-dependent scalar decay per head (exp(-e^A_log softplus)) + beta",
@@ -354,6 +358,7 @@ static double fox_l_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_fox_layered = {
     .name = "fox_layered",
+    .state_mixing = SB_MIXING_ATTENTION,
     .summary = "Forgetting Transformer (FoX) in fla's stack (pre-norm blocks + GatedMLP, final "
                "RMSNorm; 32 heads); lm_head added (the reference has none)",
     .taxonomy = {"data-dependent scalar forget gate per head (additive log-bias in softmax)",

@@ -190,6 +190,7 @@ static double mamba_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_mamba = {
     .name = "mamba",
+    .state_mixing = SB_MIXING_DIAGONAL,
     .summary = "Mamba (selective SSM): input-dependent dt, B, C; diagonal A per channel; z gate",
     .taxonomy = {"input-dependent (dt, B, C)", "diagonal", "1 per channel", "none", "no",
                  "d_state per channel (2 d_model x d_state per layer)"},

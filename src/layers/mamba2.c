@@ -176,6 +176,7 @@ static double mamba2_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_mamba2 = {
     .name = "mamba2",
+    .state_mixing = SB_MIXING_DIAGONAL,
     .summary = "Mamba2 (SSD): scalar decay per head, shared B and C, chunked; gated RMSNorm",
     .taxonomy = {"input-dependent (dt, B, C)", "scalar per head", "1 per head", "gated RMSNorm",
                  "no", "headdim x d_state"},

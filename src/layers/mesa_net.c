@@ -175,6 +175,7 @@ extern const sb_layer_type sb_layer_mesa_net_exact; /* below */
 
 const sb_layer_type sb_layer_mesa_net = {
     .name = "mesa_net",
+    .state_mixing = SB_MIXING_DIAGONAL,
     .summary = "MesaNet (fla 0.3.2): decayed K x K and K x V states, ridge readout by 30 CG steps",
     .taxonomy = {"data-dependent scalar decay per head on both states + write strength beta",
                  "scalar x identity on H (K x K) and G (K x d_v); readout (H + diag(lam))^-1 q, "

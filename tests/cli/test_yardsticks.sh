@@ -45,6 +45,16 @@ fi
 grep -q '1 run under "Other runs"' "$TMP/out" || fail "report: the run is not under other runs: $(cat "$TMP/out")"
 grep -q "| ceiling | chance | eff. memory | runs |" "$TMP/report/report.md" ||
   fail "report.md: no yardstick columns under Other runs"
+# report.md ends with the findings; report --claims prints them alone and writes nothing
+grep -q "^## The paper's findings" "$TMP/report/report.md" || fail "report.md: no findings section"
+"$SB" report --db "$db" --claims --out "$TMP/claims_out" >"$TMP/claims" 2>&1 ||
+  fail "report --claims: $(cat "$TMP/claims")"
+grep -q "| gating: .* | 0 | - | \*\*inconclusive\*\* |" "$TMP/claims" ||
+  fail "report --claims: one run should leave every finding inconclusive: $(cat "$TMP/claims")"
+[ ! -e "$TMP/claims_out" ] || fail "report --claims wrote figures"
+"$SB" report --db "$TMP/nosuch.db" --claims >/dev/null 2>"$TMP/err" && fail "report --claims: a missing database was accepted"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "no results database" "$TMP/err" ||
+  fail "report --claims on a missing database: $(cat "$TMP/err")"
 
 # ---- no run beats its ceiling: a small sweep of three tiny models -------------------------
 # the clean protocol (test samples disjoint from the training ones), where the ideal
