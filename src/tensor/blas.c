@@ -169,8 +169,21 @@ static struct {
     size_t size; /* elements */
 } bf16_buffer;
 
-/* The product with bf16 operands: both converted once, then one oneDNN call on all threads,
+/* The product of operands already in bf16 (g->A16, g->B16): one oneDNN call on all threads,
  * or the deterministic blocks. 0, or -1 (nothing written) when it cannot run. */
+static int bf16_run(const gemm_operands *g, int M, int N, int K, real alpha, real beta, real *C,
+                    int ldc)
+{
+    if (sb_gemm_deterministic()) {
+        blocked_product(g, M, N, K, alpha, beta, C, ldc);
+        return 0;
+    }
+    return sb_onednn_matmul(1, g->trans_a, g->trans_b, M, N, K, alpha, g->A16, g->lda16, g->B16,
+                            g->ldb16, beta, C, ldc);
+}
+
+/* The product with bf16 operands: both converted once into bf16_buffer, then bf16_run.
+ * 0, or -1 (nothing written) when it cannot run. */
 static int bf16_product(sb_gemm_kind engine, int trans_a, int trans_b, int M, int N, int K,
                         real alpha, const real *A, int lda, const real *B, int ldb, real beta,
                         real *C, int ldc)
@@ -190,14 +203,43 @@ static int bf16_product(sb_gemm_kind engine, int trans_a, int trans_b, int M, in
                        .ldb16 = trans_b ? K : N};
     sb_bf16_from_float(trans_a ? K : M, g.lda16, A, lda, (uint16_t *)g.A16);
     sb_bf16_from_float(trans_b ? N : K, g.ldb16, B, ldb, (uint16_t *)g.B16);
-    if (sb_gemm_deterministic()) {
-        blocked_product(&g, M, N, K, alpha, beta, C, ldc);
-        return 0;
-    }
-    return sb_onednn_matmul(1, trans_a, trans_b, M, N, K, alpha, g.A16, g.lda16, g.B16, g.ldb16,
-                            beta, C, ldc);
+    return bf16_run(&g, M, N, K, alpha, beta, C, ldc);
 }
 #endif
+
+int sb_gemm_bf16_applies(int M, int N, int K)
+{
+#ifdef SB_REAL_DOUBLE
+    (void)M, (void)N, (void)K;
+    return 0;
+#else
+    return sb_gemm_precision() == SB_PRECISION_BF16 &&
+           2.0 * (double)M * (double)N * (double)K >= SB_GEMM_BF16_MIN_FLOPS &&
+           omp_get_level() == 0;
+#endif
+}
+
+void sb_gemm_rounded(int trans_a, int trans_b, int M, int N, int K, real alpha, const real *A,
+                     const uint16_t *A16, int lda, const real *B, const uint16_t *B16, int ldb,
+                     real beta, real *C, int ldc)
+{
+#ifndef SB_REAL_DOUBLE
+    if (M > 0 && N > 0 && K > 0 && A16 != NULL && B16 != NULL && sb_gemm_bf16_applies(M, N, K)) {
+        gemm_operands g = {.engine = SB_GEMM_ONEDNN, .trans_a = trans_a, .trans_b = trans_b,
+                           .A = A, .B = B, .lda = lda, .ldb = ldb, .A16 = A16, .B16 = B16,
+                           .lda16 = lda, .ldb16 = ldb};
+        if (bf16_run(&g, M, N, K, alpha, beta, C, ldc) == 0) {
+            const double flops = 2.0 * (double)M * (double)N * (double)K;
+            sb_gemm_flops_add(SB_GEMM_ONEDNN, flops);
+            sb_gemm_flops_add_bf16(flops);
+            return;
+        }
+    }
+#else
+    (void)A16, (void)B16;
+#endif
+    sb_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 
 void sb_gemm(int trans_a, int trans_b, int M, int N, int K, real alpha, const real *A, int lda,
              const real *B, int ldb, real beta, real *C, int ldc)

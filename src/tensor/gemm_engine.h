@@ -82,6 +82,19 @@ sb_precision_kind sb_gemm_precision(void);
 int sb_gemm_bf16_suspend(int suspend);
 int sb_gemm_bf16_suspended(void);
 
+/* Whether sb_gemm would multiply an M x N x K product in bf16 now (precision, size, level). */
+int sb_gemm_bf16_applies(int M, int N, int K);
+
+/* sb_gemm for a caller that keeps bf16 copies of its operands (A16, B16: A and B rounded
+ * element by element, sb_bf16_from_float, with the same leading dimensions), so that an
+ * operand used by several products is rounded once (the linear op: x and W in the forward,
+ * dy in the backward). For dense operands (each leading dimension its row's width) the bits
+ * are those sb_gemm gives. When bf16 does not apply, or a copy
+ * is NULL, it is sb_gemm on A and B. */
+void sb_gemm_rounded(int trans_a, int trans_b, int M, int N, int K, real alpha, const real *A,
+                     const uint16_t *A16, int lda, const real *B, const uint16_t *B16, int ldb,
+                     real beta, real *C, int ldc);
+
 /* "fp32" or "bf16". */
 const char *sb_precision_name(sb_precision_kind precision);
 
