@@ -53,7 +53,8 @@ static int read_run(const sb_run_row *row, claim_run *r)
     }
     const char *model = json_string_value(json_object_get(cfg, "model"));
     r->type = model != NULL ? sb_layer_type_find(model) : NULL;
-    json_t *seqlen = json_object_get(cfg, "train_seqlen_max"), *dur = json_object_get(cfg, "test_dur");
+    json_t *seqlen = json_object_get(cfg, "train_seqlen_max"),
+           *dur = json_object_get(cfg, "test_dur");
     json_t *gap = json_object_get(cfg, "train_gap_max");
     if (r->type == NULL || !json_is_integer(seqlen) || !json_is_number(gap)) {
         json_decref(cfg);
@@ -63,7 +64,8 @@ static int read_run(const sb_run_row *row, claim_run *r)
     r->seqlen = (int)json_integer_value(seqlen);
     r->test_dur = json_is_number(dur) ? json_number_value(dur) : (double)NAN;
     r->longer_gap = isfinite(r->test_dur) && r->test_dur > json_number_value(gap) * (1 + 1e-9);
-    static const char *const run_drop[1] = {"model"}, *const training_drop[2] = {"model", "test_dur"};
+    static const char *const run_drop[1] = {"model"}, *const training_drop[2] = {"model",
+                                                                                 "test_dur"};
     r->key_run = config_key(cfg, run_drop, 1);
     r->key_training = config_key(cfg, training_drop, 2);
     json_decref(cfg);
@@ -116,11 +118,13 @@ static void conclude(sb_claim *c, const double *x, int n, const char *what)
     } else if (c->hi < NO_BENEFIT) {
         c->verdict = SB_VERDICT_DOES_NOT_HOLD;
         snprintf(c->reason, sizeof c->reason,
-                 "%+.4f [%+.4f, %+.4f] over %d %s: below +%.2f, no benefit", mean, c->lo, c->hi,
-                 n, what, NO_BENEFIT);
+                 "%+.4f [%+.4f, %+.4f] over %d %s: below +%.2f, no benefit", mean, c->lo, c->hi, n,
+                 what, NO_BENEFIT);
     } else {
-        snprintf(c->reason, sizeof c->reason, "%+.4f [%+.4f, %+.4f] over %d %s: the interval "
-                 "holds 0 (more seeds or groups)", mean, c->lo, c->hi, n, what);
+        snprintf(c->reason, sizeof c->reason,
+                 "%+.4f [%+.4f, %+.4f] over %d %s: the interval "
+                 "holds 0 (more seeds or groups)",
+                 mean, c->lo, c->hi, n, what);
     }
 }
 
@@ -179,7 +183,7 @@ static void claim_mixing(const claim_run *r, size_t n, double *x, sb_claim *c)
         for (int t = 0; types[t] != NULL; t++) {
             const int kind = types[t]->state_mixing == SB_MIXING_DIAGONAL   ? 0
                              : types[t]->state_mixing == SB_MIXING_CHANNELS ? 1
-                                                                             : -1;
+                                                                            : -1;
             if (kind < 0)
                 continue;
             double d = gap_drop(r, n, i, types[t]);
@@ -294,16 +298,19 @@ sb_status sb_claims_evaluate(const sb_run_row *rows, size_t n, sb_claim out[SB_C
 
 const char *sb_verdict_name(sb_verdict v)
 {
-    return v == SB_VERDICT_HOLDS ? "holds" : v == SB_VERDICT_DOES_NOT_HOLD ? "does not hold"
-                                                                           : "inconclusive";
+    return v == SB_VERDICT_HOLDS           ? "holds"
+           : v == SB_VERDICT_DOES_NOT_HOLD ? "does not hold"
+                                           : "inconclusive";
 }
 
 void sb_claims_write_markdown(FILE *f, const sb_claim c[SB_CLAIMS])
 {
-    fprintf(f, "\n## The paper's findings\n\n"
-               "Each verdict is computed from the database's finished runs (docs/claims.md): the statistic's "
-               "mean over its groups with a 95%% interval (Student's t); it holds when the "
-               "interval lies above 0 and does not hold when it lies below +%.2f.\n\n",
+    fprintf(f,
+            "\n## The paper's findings\n\n"
+            "Each verdict is computed from the database's finished runs (docs/claims.md): the "
+            "statistic's "
+            "mean over its groups with a 95%% interval (Student's t); it holds when the "
+            "interval lies above 0 and does not hold when it lies below +%.2f.\n\n",
             NO_BENEFIT);
     fprintf(f, "| finding | statistic | groups | estimate [95%% interval] | verdict |\n"
                "|---|---|---:|---|---|\n");
@@ -313,8 +320,8 @@ void sb_claims_write_markdown(FILE *f, const sb_claim c[SB_CLAIMS])
             snprintf(est, sizeof est, "%+.4f [%+.4f, %+.4f]", c[i].estimate, c[i].lo, c[i].hi);
         else if (isfinite(c[i].estimate))
             snprintf(est, sizeof est, "%+.4f", c[i].estimate);
-        fprintf(f, "| %s: %s | %s | %d | %s | **%s** |\n", c[i].id, c[i].finding,
-                c[i].statistic, c[i].groups, est, sb_verdict_name(c[i].verdict));
+        fprintf(f, "| %s: %s | %s | %d | %s | **%s** |\n", c[i].id, c[i].finding, c[i].statistic,
+                c[i].groups, est, sb_verdict_name(c[i].verdict));
     }
     fprintf(f, "\n");
     for (int i = 0; i < SB_CLAIMS; i++)

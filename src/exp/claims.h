@@ -43,13 +43,13 @@ typedef enum sb_verdict {
 } sb_verdict;
 
 typedef struct sb_claim {
-    const char *id;        /* "gating", "mixing", "attention" */
-    const char *finding;   /* the finding, one line */
-    const char *statistic; /* what `estimate` is */
-    int groups;            /* pairs or groups the statistic averages */
+    const char *id;          /* "gating", "mixing", "attention" */
+    const char *finding;     /* the finding, one line */
+    const char *statistic;   /* what `estimate` is */
+    int groups;              /* pairs or groups the statistic averages */
     double estimate, lo, hi; /* mean and 95% interval (NaN with no group) */
     sb_verdict verdict;
-    char reason[256];      /* why this verdict, with the numbers */
+    char reason[256]; /* why this verdict, with the numbers */
     /* attention: the margin (mean over groups) at each sequence length, shortest first */
     int n_lengths;
     int length[SB_CLAIM_LENGTHS_MAX];

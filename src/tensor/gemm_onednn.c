@@ -27,8 +27,8 @@
 #define MATMUL_TABLE 256 /* primitives kept; when full (at the top level) all are dropped */
 
 typedef struct matmul_key {
-    int64_t dims[3];     /* M, N, K */
-    int64_t strides[6];  /* op(A) [M,K], op(B) [K,N], C [M,N]: row and column strides */
+    int64_t dims[3];    /* M, N, K */
+    int64_t strides[6]; /* op(A) [M,K], op(B) [K,N], C [M,N]: row and column strides */
     float alpha, beta;
     int bf16;
     int threads; /* oneDNN sizes its work split for the team it sees at creation */
@@ -101,9 +101,9 @@ static void entry_create(const matmul_key *k, matmul_entry *e)
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t post_ops = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    int ok = dnnl_primitive_attr_create(&attr) == dnnl_success &&
-             dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ==
-                 dnnl_success;
+    int ok =
+        dnnl_primitive_attr_create(&attr) == dnnl_success &&
+        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
     /* C = alpha op(A) op(B) + beta C: an output scale, then an accumulation post-op */
     if (ok && k->alpha != 1.0f)
         ok = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &k->alpha) == dnnl_success;
@@ -179,8 +179,8 @@ static int execute(const matmul_entry *e, const void *A, const void *B, float *C
              (e->scratch_bytes == 0 ||
               dnnl_memory_create(&s, &e->scratch, dnn.engine, scratch_data) == dnnl_success);
     if (ok) {
-        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c},
-                                   {DNNL_ARG_SCRATCHPAD, s}};
+        dnnl_exec_arg_t args[4] = {
+            {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}, {DNNL_ARG_SCRATCHPAD, s}};
         ok = dnnl_primitive_execute(e->primitive, per_thread.stream, s != NULL ? 4 : 3, args) ==
                  dnnl_success &&
              dnnl_stream_wait(per_thread.stream) == dnnl_success;
@@ -257,7 +257,8 @@ int sb_onednn_bf16_supported(void)
 /* Round to nearest even; NaNs stay NaNs (quiet). A loop the compiler vectorises. */
 void sb_bf16_from_float(int rows, int cols, const float *src, int ld, uint16_t *dst)
 {
-#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 65536 && omp_get_level() == 0)
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 65536 &&               \
+                                              omp_get_level() == 0)
     for (int r = 0; r < rows; r++) {
         const float *s = src + (size_t)r * (size_t)ld;
         uint16_t *d = dst + (size_t)r * (size_t)cols;

@@ -80,16 +80,6 @@ static void test_rounding(void **state)
             assert_true(from_bf16(dst[r][c]) == src[r][c]); /* exact in 8 bits */
 }
 
-static float *random_matrix(size_t n, uint64_t seed)
-{
-    float *m = malloc(n * sizeof *m);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        m[i] = (float)((double)(seed >> 40) / (double)(1ULL << 24) - 0.5);
-    }
-    return m;
-}
-
 /* op(X)[i][p] of a row-major X with leading dimension ld */
 static float op_at(const float *X, int trans, int ld, int i, int p)
 {
@@ -131,9 +121,9 @@ static void test_products(void **state)
     static const int shapes[3][3] = {{300, 200, 150}, {40, 700, 96}, {48, 64, 5000}};
     for (int s = 0; s < 3; s++)
         for (int t = 0; t < 4; t++) {
-            const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ta = t & 1,
-                      tb = t >> 1;
-            float *A = random_matrix((size_t)M * K, 11 + s), *B = random_matrix((size_t)K * N, 7);
+            const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ta = t & 1, tb = t >> 1;
+            float *A = test_random_matrix((size_t)M * K, 11 + s),
+                  *B = test_random_matrix((size_t)K * N, 7);
             float *c32 = malloc((size_t)M * N * sizeof *c32), *c16 = malloc((size_t)M * N * 4),
                   *c1 = malloc((size_t)M * N * 4), *c2 = malloc((size_t)M * N * 4);
             double *ref = rounded_product(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N);
@@ -176,7 +166,7 @@ static void test_small_products_stay_fp32(void **state)
 {
     (void)state;
     const int M = 20, N = 30, K = 40;
-    float *A = random_matrix((size_t)M * K, 3), *B = random_matrix((size_t)K * N, 4);
+    float *A = test_random_matrix((size_t)M * K, 3), *B = test_random_matrix((size_t)K * N, 4);
     float c32[20 * 30], c16[20 * 30];
     set_mode(SB_PRECISION_FP32, 0);
     product(0, 0, M, N, K, A, B, c32);

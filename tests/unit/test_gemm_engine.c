@@ -41,16 +41,6 @@ static int teardown(void **state)
     return test_remove_dir(tmpdir);
 }
 
-static real *random_matrix(size_t n, uint64_t seed)
-{
-    real *m = malloc(n * sizeof *m);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        m[i] = (real)((double)(seed >> 40) / (double)(1ULL << 24) - 0.5);
-    }
-    return m;
-}
-
 typedef struct shape {
     int M, N, K;
 } shape;
@@ -76,8 +66,8 @@ static void test_engines_agree(void **state)
     for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
         shape s = shapes[k];
         size_t mn = (size_t)s.M * (size_t)s.N;
-        real *A = random_matrix((size_t)s.M * (size_t)s.K, 1 + k);
-        real *B = random_matrix((size_t)s.K * (size_t)s.N, 100 + k);
+        real *A = test_random_matrix((size_t)s.M * (size_t)s.K, 1 + k);
+        real *B = test_random_matrix((size_t)s.K * (size_t)s.N, 100 + k);
         real *ref = malloc(mn * sizeof *ref), *C = malloc(mn * sizeof *C);
         for (int t = 0; t < 4; t++) {
             int ta = t & 1, tb = t >> 1;
@@ -107,8 +97,8 @@ static void test_reproducible(void **state)
     for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
         shape s = shapes[k];
         size_t mn = (size_t)s.M * (size_t)s.N;
-        real *A = random_matrix((size_t)s.M * (size_t)s.K, 7 + k);
-        real *B = random_matrix((size_t)s.K * (size_t)s.N, 70 + k);
+        real *A = test_random_matrix((size_t)s.M * (size_t)s.K, 7 + k);
+        real *B = test_random_matrix((size_t)s.K * (size_t)s.N, 70 + k);
         real *c1 = malloc(mn * sizeof *c1), *c2 = malloc(mn * sizeof *c2);
         for (int e = 0; e < engines; e++) {
             sb_gemm_kind engine = e == 0 ? SB_GEMM_OPENBLAS : SB_GEMM_ONEDNN;
@@ -172,7 +162,7 @@ static void cache_put(const char *text)
 static sb_gemm_kind auto_pick(void)
 {
     const int n = 256;
-    real *A = random_matrix((size_t)n * n, 3), *B = random_matrix((size_t)n * n, 4);
+    real *A = test_random_matrix((size_t)n * n, 3), *B = test_random_matrix((size_t)n * n, 4);
     sb_gemm_kind e = sb_gemm_engine_for(0, 0, n, n, n, A, n, B, n);
     free(A);
     free(B);

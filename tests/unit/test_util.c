@@ -43,6 +43,16 @@ uint64_t test_json_u64(const json_t *v)
     return 0;
 }
 
+real *test_random_matrix(size_t n, uint64_t seed)
+{
+    real *m = malloc(n * sizeof *m);
+    for (size_t i = 0; m != NULL && i < n; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        m[i] = (real)((double)(seed >> 40) / (double)(1ULL << 24) - 0.5);
+    }
+    return m;
+}
+
 double test_max_rel_diff(const real *a, const real *b, size_t n)
 {
     double scale = 0, worst = 0;

@@ -21,6 +21,9 @@ uint64_t test_json_u64(const json_t *v);
  * zero); a NaN difference makes the result NaN-safe large (it wins the maximum). */
 double test_max_rel_diff(const real *a, const real *b, size_t n);
 
+/* A new array of n values uniform in [-0.5, 0.5) from an LCG seeded with seed (free()). */
+real *test_random_matrix(size_t n, uint64_t seed);
+
 /* Frames [t0, t0 + len) of x [B, T, W] as a new tensor of g. */
 sb_tensor *test_time_slice(sb_graph *g, const sb_tensor *x, int t0, int len);
 
