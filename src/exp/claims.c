@@ -77,6 +77,22 @@ static int read_run(const sb_run_row *row, claim_run *r)
     return 1;
 }
 
+/* The run's group: its configuration without the model, and without test_dur too when
+ * by_training. */
+static const char *group_key(const claim_run *r, int by_training)
+{
+    return by_training ? r->key_training : r->key_run;
+}
+
+/* Whether run i is the first of its group: each group is visited once. */
+static int first_of_group(const claim_run *r, size_t i, int by_training)
+{
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(group_key(&r[j], by_training), group_key(&r[i], by_training)) == 0)
+            return 0;
+    return 1;
+}
+
 /* Two-sided 95% quantile of Student's t with df degrees of freedom. */
 static double t95(int df)
 {
@@ -171,11 +187,7 @@ static void claim_mixing(const claim_run *r, size_t n, double *x, sb_claim *c)
 {
     int k = 0;
     for (size_t i = 0; i < n; i++) {
-        /* a group is visited once: at its first run */
-        int first = 1;
-        for (size_t j = 0; j < i && first; j++)
-            first = strcmp(r[j].key_training, r[i].key_training) != 0;
-        if (!first)
+        if (!first_of_group(r, i, 1))
             continue;
         double drop[2] = {0, 0};
         int count[2] = {0, 0};
@@ -207,10 +219,7 @@ static void claim_attention(const claim_run *r, size_t n, double *x, int *len, s
 {
     int k = 0;
     for (size_t i = 0; i < n; i++) {
-        int first = 1;
-        for (size_t j = 0; j < i && first; j++)
-            first = strcmp(r[j].key_run, r[i].key_run) != 0;
-        if (!first)
+        if (!first_of_group(r, i, 0))
             continue;
         double best[2] = {-1, -1}; /* attention, recurrent */
         for (size_t j = i; j < n; j++) {

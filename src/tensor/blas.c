@@ -246,20 +246,20 @@ void sb_gemm(int trans_a, int trans_b, int M, int N, int K, real alpha, const re
 {
     if (M <= 0 || N <= 0)
         return;
-    sb_gemm_kind engine = SB_GEMM_OPENBLAS;
-    if (K > 0)
-        engine = sb_gemm_engine_for(trans_a, trans_b, M, N, K, A, lda, B, ldb);
     const double flops = 2.0 * (double)M * (double)N * (double)K;
 #ifndef SB_REAL_DOUBLE
-    if (sb_gemm_precision() == SB_PRECISION_BF16 && flops >= SB_GEMM_BF16_MIN_FLOPS &&
-        omp_get_level() == 0 &&
-        bf16_product(engine, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) ==
-            0) {
+    /* before the engine's choice: a bf16 product needs no float32 calibration */
+    if (K > 0 && sb_gemm_bf16_applies(M, N, K) &&
+        bf16_product(SB_GEMM_ONEDNN, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                     ldc) == 0) {
         sb_gemm_flops_add(SB_GEMM_ONEDNN, flops);
         sb_gemm_flops_add_bf16(flops);
         return;
     }
 #endif
+    sb_gemm_kind engine = SB_GEMM_OPENBLAS;
+    if (K > 0)
+        engine = sb_gemm_engine_for(trans_a, trans_b, M, N, K, A, lda, B, ldb);
     sb_gemm_flops_add(engine, flops);
     sb_gemm_run(engine, engine == SB_GEMM_OPENBLAS || sb_gemm_deterministic(), trans_a, trans_b, M,
                 N, K, alpha, A, lda, B, ldb, beta, C, ldc);

@@ -305,6 +305,17 @@ static sb_run_config bf16_run(sb_gemm_kind engine, int deterministic)
     return c;
 }
 
+/* sb_train refuses c with an error naming `why`. */
+static void assert_train_refused(const sb_run_config *c, const char *why)
+{
+    sb_train_options opt = {.threads = 1, .mem_budget_gb = 1.0};
+    sb_train_result res;
+    sb_error err = {0};
+    assert_int_not_equal(sb_train(c, &opt, &res, &err), SB_OK);
+    if (strstr(err.msg, why) == NULL)
+        fail_msg("refused without naming '%s': %s", why, err.msg);
+}
+
 /* --precision bf16 under oneDNN and auto: learns, takes most GEMM FLOPs in bf16, and ends
  * near (not at) the float32 run's losses; refused, with the reason, under --gemm openblas. */
 static void test_training_bf16(void **state)
@@ -312,11 +323,7 @@ static void test_training_bf16(void **state)
     (void)state;
     if (!sb_onednn_bf16_supported()) {
         sb_run_config c = bf16_run(SB_GEMM_AUTO, 0);
-        sb_train_options opt = {.threads = 1, .mem_budget_gb = 1.0};
-        sb_train_result res;
-        sb_error err = {0};
-        assert_int_not_equal(sb_train(&c, &opt, &res, &err), SB_OK);
-        assert_non_null(strstr(err.msg, "--precision bf16"));
+        assert_train_refused(&c, "--precision bf16");
         return;
     }
     const sb_gemm_kind engines[2] = {SB_GEMM_ONEDNN, SB_GEMM_AUTO};
@@ -341,11 +348,7 @@ static void test_training_bf16(void **state)
             fail_msg("bf16 test loss %.6f vs float32 %.6f", full.test_loss, fp32.test_loss);
     }
     sb_run_config c = bf16_run(SB_GEMM_OPENBLAS, 0);
-    sb_train_options opt = {.threads = 1, .mem_budget_gb = 1.0};
-    sb_train_result res;
-    sb_error err = {0};
-    assert_int_not_equal(sb_train(&c, &opt, &res, &err), SB_OK);
-    assert_non_null(strstr(err.msg, "--gemm openblas"));
+    assert_train_refused(&c, "--gemm openblas");
     sb_gemm_precision_set(SB_PRECISION_FP32, NULL);
 }
 
