@@ -1164,6 +1164,10 @@ double sb_bench_sgemm_peak(int threads);
  * bf16 products. */
 double sb_bench_bf16_peak(int threads);
 
+/* 1 when this build and CPU have bf16 products (--precision bf16 can run), else 0; measures
+ * nothing. */
+int sb_bench_bf16_available(void);
+
 /* GFLOP/s of an M x K by K x N product as sb_bench_sgemm_rate, with the operands' precision
  * ("fp32" or "bf16"; NULL: fp32; bf16 counts the rounding of both operands, as training
  * pays it). Errors as sb_bench_sgemm_rate's, and SB_ERR_INVALID (with the reason) when bf16

@@ -210,6 +210,10 @@ static void bench_print_header(const bench_peaks *peaks, int threads)
     bench_print_isa();
     /* the kernel set matters: OPENBLAS_CORETYPE can force a slower one */
     const char *dnnl = sb_bench_onednn_version();
+    if (peaks->fp32 <= 0) {
+        printf("peaks not measured (--no_peak): %% peak reads -\n");
+        return;
+    }
     printf("FP32 peak (2048^3, %d thread%s, best of OpenBLAS %s kernels%s): %.1f GFLOP/s\n",
            threads, threads == 1 ? "" : "s", blas_core(), dnnl != NULL ? " and oneDNN" : "",
            peaks->fp32);
@@ -230,25 +234,31 @@ static void bench_print_row(const sb_bench_config *c, const sb_bench_result *r, 
     char conf[64];
     snprintf(conf, sizeof conf, "B%d T%d d%d L%d %d/%d", c->batch, c->frames, c->width, c->layers,
              c->inputs, c->classes);
-    printf("%-24s %-24s %5s %9zu %9.1f %11.0f %8.1f %6.1f%% %9.1f  %s (%.0f%%)\n", c->model, conf,
+    char share[16] = "-";
+    if (peak > 0)
+        snprintf(share, sizeof share, "%.1f%%", 100.0 * r->gflops / peak);
+    printf("%-24s %-24s %5s %9zu %9.1f %11.0f %8.1f %7s %9.1f  %s (%.0f%%)\n", c->model, conf,
            c->precision != NULL ? c->precision : "fp32", r->params, r->step_ms, r->tokens_per_s,
-           r->gflops, peak > 0 ? 100.0 * r->gflops / peak : 0.0, r->memory_mib,
-           c->gemm != NULL ? c->gemm : "auto", 100.0 * r->gemm_onednn_share);
+           r->gflops, share, r->memory_mib, c->gemm != NULL ? c->gemm : "auto",
+           100.0 * r->gemm_onednn_share);
     fflush(stdout);
 }
 
 /* GFLOP/s of each engine (and of bf16 operands, rounding included) at 2048^3 and at the
- * 1601-class decoder's shape (B16 T400 rows, d 128): what --gemm auto chooses between. */
-static int bench_print_gemm_rates(int threads)
+ * configured model's own shapes (rows = batch x frames): the decoder (rows x classes x d),
+ * a square projection (rows x d x d) and its weight gradient (d x d x rows). These bound
+ * what a GEMM-bound step at this width can reach. */
+static int bench_print_gemm_rates(int threads, int rows, int width, int classes)
 {
-    static const int shapes[2][3] = {{2048, 2048, 2048}, {6400, 1601, 128}};
+    const int shapes[4][3] = {
+        {2048, 2048, 2048}, {rows, classes, width}, {rows, width, width}, {width, width, rows}};
     static const char *const engines[3] = {"openblas", "onednn", "onednn"};
     static const char *const precisions[3] = {"fp32", "fp32", "bf16"};
     const char *dnnl = sb_bench_onednn_version();
     const int n = dnnl == NULL ? 1 : sb_bench_bf16_peak(threads) > 0 ? 3 : 2;
     printf("GEMM GFLOP/s, %d thread%s (oneDNN %s):\n", threads, threads == 1 ? "" : "s",
            dnnl != NULL ? dnnl : "not in this build");
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < 4; s++) {
         printf("  %dx%dx%d:", shapes[s][0], shapes[s][1], shapes[s][2]);
         for (int e = 0; e < n; e++) {
             double rate = 0;
@@ -286,7 +296,7 @@ static int bench_models(int argc, char **argv)
 {
     const char *model = NULL;
     int B = 16, T = 256, D = 64, L = 2, I = 9, C = 65, N = 128, steps = 5, threads = 0, json = 0;
-    int gemm_rates = 0;
+    int gemm_rates = 0, no_peak = 0;
     const char *gemm = "auto", *precision = "fp32";
     sb_option opts[] = {
         {"model", SB_OPT_STRING, &model, 0, 0, NULL, "NAME",
@@ -307,7 +317,11 @@ static int bench_models(int argc, char **argv)
          "operands of the large products, each model runs in each: fp32, bf16 (default fp32)",
          0},
         {"gemm_rates", SB_OPT_SWITCH, &gemm_rates, 0, 1, NULL, NULL,
-         "first print each engine's GEMM GFLOP/s at 2048^3 and 6400x1601x128 (table only)", 0},
+         "first print each engine's GEMM GFLOP/s at 2048^3 and at the configuration's decoder, "
+         "projection and weight-gradient shapes (table only)", 0},
+        {"no_peak", SB_OPT_SWITCH, &no_peak, 0, 1, NULL, NULL,
+         "skip measuring the FP32 and BF16 peaks (% peak reads -): a clean window for a "
+         "profiler", 0},
     };
     int n_opts = (int)(sizeof opts / sizeof *opts);
     int rc = sb_cli_parse("bench",
@@ -347,9 +361,11 @@ static int bench_models(int argc, char **argv)
     for (int p = 0; p < n_precisions && err.msg[0] == '\0'; p++)
         if (strcmp(precisions[p], "fp32") != 0 && strcmp(precisions[p], "bf16") != 0)
             sb_error_set(&err, SB_ERR_INVALID, "--precision %s: use fp32 or bf16", precisions[p]);
-    bench_peaks peaks = {sb_bench_sgemm_peak(threads), sb_bench_bf16_peak(threads)};
+    bench_peaks peaks = {0, 0};
+    if (!no_peak)
+        peaks = (bench_peaks){sb_bench_sgemm_peak(threads), sb_bench_bf16_peak(threads)};
     for (int p = 0; p < n_precisions && err.msg[0] == '\0'; p++)
-        if (strcmp(precisions[p], "bf16") == 0 && peaks.bf16 <= 0)
+        if (strcmp(precisions[p], "bf16") == 0 && !sb_bench_bf16_available())
             sb_error_set(&err, SB_ERR_INVALID,
                          "--precision bf16: %s; use --precision fp32",
                          sb_bench_onednn_version() == NULL
@@ -370,7 +386,7 @@ static int bench_models(int argc, char **argv)
         sb_jw_array_begin(j);
     } else {
         bench_print_header(&peaks, threads);
-        if (gemm_rates && (rc = bench_print_gemm_rates(threads)) != 0)
+        if (gemm_rates && (rc = bench_print_gemm_rates(threads, B * T, D, C)) != 0)
             return rc;
         bench_print_columns();
     }

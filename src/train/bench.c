@@ -299,6 +299,11 @@ double sb_bench_sgemm_peak(int threads)
     return openblas > onednn ? openblas : onednn;
 }
 
+int sb_bench_bf16_available(void)
+{
+    return sb_onednn_bf16_supported();
+}
+
 double sb_bench_bf16_peak(int threads)
 {
     return sb_onednn_bf16_supported() ? peak_of(SB_GEMM_ONEDNN, 1, threads) : 0.0;

@@ -232,6 +232,16 @@ grep -q '^instruction set: built for [a-z0-9.]* (SB_NATIVE=O[NF]*, [^)]*): [a-z]
 grep -q '^instruction set: this CPU has .*; OpenBLAS .* kernels' "$TMP/out" ||
   fail "bench: no 'instruction set: this CPU has' line: $(head -n 3 "$TMP/out")"
 
+# --no_peak measures no roofline: the header says so and % peak reads -; --gemm_rates
+# prints the configuration's own shapes (rows = batch x frames)
+expect_ok bench --model gru --batch_size 2 --frames 8 --feat_size 16 --layers 1 --inp 9 \
+  --classes 11 --steps 1 --no_peak --gemm_rates --gemm openblas
+grep -q '^peaks not measured (--no_peak)' "$TMP/out" || fail "bench --no_peak: no header line"
+grep -q '^FP32 peak' "$TMP/out" && fail "bench --no_peak measured the FP32 peak"
+grep -q '^  16x11x16: openblas [0-9]' "$TMP/out" || fail "bench --gemm_rates: no decoder shape"
+grep -q '^  16x16x16: openblas [0-9]' "$TMP/out" || fail "bench --gemm_rates: no projection shape"
+grep -q '^gru .* - ' "$TMP/out" || fail "bench --no_peak: % peak is not -: $(tail -n 1 "$TMP/out")"
+
 # the demo (the README's first command) runs: a quick version with one model and seed
 expect_ok demo --quick --models transformer --seeds 1 --out "$TMP/demo"
 grep -q "topological entropy 2.776" "$TMP/out" || fail "demo: paper grammar TE missing"
