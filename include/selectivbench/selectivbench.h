@@ -278,6 +278,33 @@ sb_status sb_task_read_batch(const sb_task *task, sb_split split, const int64_t 
                              uint8_t *valid, int32_t *window_start, int32_t *window_len,
                              sb_error *err);
 
+/* A batch assembled once and read where it lies (what bindings use: sb_task_batch_shape
+ * followed by sb_task_read_batch assembles it twice and copies it). The arrays are those of
+ * sb_task_read_batch, with the batch's own strides (T = shape.frames, E = shape.elements),
+ * plus frames[B], each sample's real frames; they stay valid until sb_task_batch_free. */
+typedef struct sb_task_batch sb_task_batch;
+
+typedef struct sb_batch_arrays {
+    const float *inputs;          /* [B][T][V] */
+    const int32_t *targets;       /* [B][T] */
+    const uint8_t *valid;         /* [B][T] */
+    const int32_t *window_start;  /* [B][E] */
+    const int32_t *window_len;    /* [B][E] */
+    const int32_t *frames;        /* [B] */
+} sb_batch_arrays;
+
+/* Assembles the batch of samples index[0 .. count-1] of split on `threads` threads (0: every
+ * core; the batch does not depend on it). *out is freed with sb_task_batch_free. Errors:
+ * those of sb_task_batch_shape, and SB_ERR_INVALID for threads < 0. */
+sb_status sb_task_batch_make(const sb_task *task, sb_split split, const int64_t *index,
+                             int count, int threads, sb_task_batch **out, sb_error *err);
+
+/* The batch's shape and arrays (either may be NULL). */
+void sb_task_batch_view(const sb_task_batch *b, sb_batch_shape *shape, sb_batch_arrays *arrays);
+
+/* Frees a batch (NULL is allowed). */
+void sb_task_batch_free(sb_task_batch *b);
+
 /* ---- models: the registry of layer types ------------------------------------------------- */
 
 /* Number of registered models (layer types). */
@@ -582,6 +609,36 @@ sb_status sb_results_integrity_check(sb_results *db, int *ok, sb_error *err);
  * process is training the run; those of sb_results_open and sb_config_check. */
 sb_status sb_results_record(const char *db_path, const sb_config *cfg,
                             const sb_train_outcome *outcome, sb_error *err);
+
+/* A run trained outside this library, e.g. a PyTorch model trained on a task's batches
+ * through the Python binding (python/selectivbench). Unknown numbers are NaN (params and
+ * state_size: -1). */
+typedef struct sb_external_run {
+    const char *status;      /* "finished", "failed", "diverged" or "interrupted" */
+    const char *reason;      /* why it failed, diverged or was interrupted, or NULL */
+    int64_t params;          /* trainable parameters, as the caller counts them */
+    int64_t state_size;      /* floats the model carries from one frame to the next */
+    double test_acc, test_loss, train_acc, train_loss;
+    double wall_s, tokens_per_s;
+    const sb_curve_point *curve; /* its evaluations (the learning curve), in any order */
+    size_t n_curve;
+    const char *code_version; /* the caller's code ("torch 1.13.1, lstm.py"), or NULL */
+} sb_external_run;
+
+/* Records an external run in the database at db_path (created if missing) exactly as a
+ * native run is stored: cfg holds the task keys it trained and was tested on and the
+ * training keys it used (batch_size, lr, seed, ...); its `model` key is the external
+ * model's name, which becomes the run's model column and legend (letters, digits, _ . - :,
+ * at most 31 characters, not a registry name). The run hash is cfg's, as for a native run
+ * (written to run_hash, may be NULL); the task's ceiling is computed once per task and
+ * cached, and the effective memory of a finished run's test_acc recorded, so `results`,
+ * `report` and the dashboard show it beside the native runs. Errors: SB_ERR_INVALID for a
+ * bad model name or status, a bad curve point, a task or training key out of range, or a
+ * run the database already has finished; SB_ERR_RUNTIME when another process is training
+ * the run; SB_ERR_IO, SB_ERR_NOMEM. */
+sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
+                                     const sb_external_run *run, char run_hash[17],
+                                     sb_error *err);
 
 /* ---- sweeps: W&B grid files (configs/paper/NAME.yaml) --------------------------------------- */
 

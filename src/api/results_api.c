@@ -7,10 +7,13 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "config/config.h"
 #include "exp/claims.h"
 #include "exp/report.h"
 #include "exp/results.h"
 #include "exp/run_store.h"
+#include "layers/layer.h"
+#include "task/task.h"
 #include "train/trainer.h"
 
 sb_status sb_results_path(const char *results_dir, char *out, size_t size, sb_error *err)
@@ -235,6 +238,110 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
     res.train_loss = outcome->train_loss;
     res.wall_s = outcome->wall_s;
     res.tokens_per_s = outcome->tokens_per_s;
+    return sb_run_record_end(&rec, &res, err);
+}
+
+/* An external model's name: a word of letters, digits and _ . - : (it is the model column
+ * of the database and a figure's legend), never one of the registry's layer types (whose
+ * parameter counts and FLOPs the library computes itself). */
+static sb_status check_external_model(const char *model, sb_error *err)
+{
+    size_t n = strlen(model);
+    if (n == 0 || n >= sizeof ((sb_result_row *)0)->model)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "an external run's model name must have 1 to %zu characters, not "
+                            "%zu",
+                            sizeof ((sb_result_row *)0)->model - 1, n);
+    for (size_t i = 0; i < n; i++) {
+        char c = model[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-' || c == ':'))
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "model name '%s': use letters, digits and _ . - : only", model);
+    }
+    if (sb_layer_type_find(model) != NULL)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "model '%s' is one of selectivbench's own models: train it with "
+                            "sb_train_config, or give your model a name of its own "
+                            "(e.g. 'torch_%s')",
+                            model, model);
+    return SB_OK;
+}
+
+sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
+                                     const sb_external_run *run, char run_hash[17],
+                                     sb_error *err)
+{
+    SB_API_REQUIRE(db_path, err);
+    SB_API_REQUIRE(cfg, err);
+    SB_API_REQUIRE(run, err);
+    const char *status = run->status != NULL ? run->status : "";
+    if (strcmp(status, "finished") != 0 && strcmp(status, "failed") != 0 &&
+        strcmp(status, "diverged") != 0 && strcmp(status, "interrupted") != 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "a run is recorded as finished, failed, diverged or interrupted, "
+                            "not '%s'",
+                            status);
+    if (run->n_curve > 0 && run->curve == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "%zu curve points given without the array",
+                            run->n_curve);
+    for (size_t i = 0; i < run->n_curve; i++) {
+        const sb_curve_point *p = &run->curve[i];
+        if (p->step < 0 || (p->split != SB_SPLIT_TRAIN && p->split != SB_SPLIT_TEST))
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "curve point %zu: step %lld, split %d (give a step >= 0 and "
+                                "split train or test)",
+                                i, (long long)p->step, (int)p->split);
+    }
+    sb_status st;
+    if ((st = check_external_model(cfg->run.model, err)) != SB_OK ||
+        (st = sb_task_config_check(&cfg->run.task, err)) != SB_OK ||
+        (st = sb_config_check_ranges(&cfg->run, err)) != SB_OK)
+        return st;
+    sb_run_record rec;
+    sb_run_row stored;
+    memset(&stored, 0, sizeof stored);
+    int finished = 0;
+    long locked_by = 0;
+    st = sb_run_record_begin_external(&rec, db_path, &cfg->run, run->params, run->state_size,
+                                      run->code_version, &finished, &locked_by, &stored, err);
+    if (st != SB_OK)
+        return st;
+    char hash[17];
+    sb_run_config_hash(&cfg->run, 0, hash);
+    if (run_hash != NULL)
+        memcpy(run_hash, hash, sizeof hash);
+    if (finished) {
+        sb_results_run_row_clear(&stored);
+        sb_run_record_close(&rec);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "the results database '%s' already has run %s finished", db_path,
+                            hash);
+    }
+    for (size_t i = 0; i < run->n_curve && st == SB_OK; i++) {
+        const sb_curve_point *p = &run->curve[i];
+        sb_eval_row row = {.step = p->step, .samples = p->samples, .split = p->split,
+                           .loss = p->loss, .acc = p->acc, .lr = p->lr,
+                           .tokens_per_s = p->tokens_per_s, .wall_s = p->wall_s};
+        st = sb_results_add_eval(rec.db, rec.run_id, &row, err);
+    }
+    sb_train_result res;
+    memset(&res, 0, sizeof res);
+    if (st != SB_OK) { /* the run is recorded failed, with why, rather than left running */
+        snprintf(res.status, sizeof res.status, "failed");
+        snprintf(res.reason, sizeof res.reason, "recording its curve: %.480s", err->msg);
+        sb_error end_err = {0};
+        sb_run_record_end(&rec, &res, &end_err);
+        return st;
+    }
+    snprintf(res.status, sizeof res.status, "%s", status);
+    snprintf(res.reason, sizeof res.reason, "%s", run->reason != NULL ? run->reason : "");
+    res.test_acc = run->test_acc;
+    res.test_loss = run->test_loss;
+    res.train_acc = run->train_acc;
+    res.train_loss = run->train_loss;
+    res.wall_s = run->wall_s;
+    res.tokens_per_s = run->tokens_per_s;
     return sb_run_record_end(&rec, &res, err);
 }
 

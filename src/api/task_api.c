@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "core/alloc.h"
 #include "task/batch.h"
 #include "task/task.h"
 
@@ -37,7 +38,7 @@ void sb_task_get_facts(const sb_task *task, sb_task_facts *facts)
 /* Checks the arguments of a batch request and assembles it into batch (initialised here;
  * the caller frees it). */
 static sb_status fill_batch(const sb_task *task, sb_split split, const int64_t *index, int count,
-                            sb_batch *batch, sb_error *err)
+                            int threads, sb_batch *batch, sb_error *err)
 {
     memset(batch, 0, sizeof *batch);
     SB_API_REQUIRE(task, err);
@@ -58,7 +59,7 @@ static sb_status fill_batch(const sb_task *task, sb_split split, const int64_t *
                                 (long long)size);
     sb_status st = sb_batch_init(batch, task, count, err);
     if (st == SB_OK)
-        st = sb_batch_fill(batch, task, split, index, count, 0, err);
+        st = sb_batch_fill(batch, task, split, index, count, threads, err);
     return st;
 }
 
@@ -68,7 +69,7 @@ sb_status sb_task_batch_shape(const sb_task *task, sb_split split, const int64_t
     SB_API_REQUIRE(shape, err);
     memset(shape, 0, sizeof *shape);
     sb_batch batch;
-    sb_status st = fill_batch(task, split, index, count, &batch, err);
+    sb_status st = fill_batch(task, split, index, count, 0, &batch, err);
     if (st == SB_OK)
         *shape = (sb_batch_shape){.batch = batch.B, .frames = batch.T, .elements = batch.E,
                                   .inputs = batch.V};
@@ -83,7 +84,7 @@ sb_status sb_task_read_batch(const sb_task *task, sb_split split, const int64_t 
 {
     SB_API_REQUIRE(shape, err);
     sb_batch batch;
-    sb_status st = fill_batch(task, split, index, count, &batch, err);
+    sb_status st = fill_batch(task, split, index, count, 0, &batch, err);
     if (st == SB_OK && (shape->batch != batch.B || shape->inputs != batch.V ||
                         shape->frames < batch.T || shape->elements < batch.E))
         st = sb_error_set(err, SB_ERR_INVALID,
@@ -122,4 +123,50 @@ sb_status sb_task_read_batch(const sb_task *task, sb_split split, const int64_t 
     }
     sb_batch_free(&batch);
     return SB_OK;
+}
+
+/* The batch object: the library's own padded batch, assembled once and read in place. */
+struct sb_task_batch {
+    sb_batch batch;
+};
+
+sb_status sb_task_batch_make(const sb_task *task, sb_split split, const int64_t *index,
+                             int count, int threads, sb_task_batch **out, sb_error *err)
+{
+    SB_API_REQUIRE(out, err);
+    *out = NULL;
+    if (threads < 0)
+        return sb_error_set(err, SB_ERR_INVALID, "threads %d: give 0 (every core) or more",
+                            threads);
+    sb_task_batch *b = sb_calloc(1, sizeof *b);
+    if (b == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    sb_status st = fill_batch(task, split, index, count, threads, &b->batch, err);
+    if (st != SB_OK) {
+        sb_batch_free(&b->batch);
+        sb_free(b);
+        return st;
+    }
+    *out = b;
+    return SB_OK;
+}
+
+void sb_task_batch_view(const sb_task_batch *b, sb_batch_shape *shape, sb_batch_arrays *arrays)
+{
+    if (shape != NULL)
+        *shape = (sb_batch_shape){.batch = b->batch.B, .frames = b->batch.T,
+                                  .elements = b->batch.E, .inputs = b->batch.V};
+    if (arrays != NULL)
+        *arrays = (sb_batch_arrays){.inputs = b->batch.data, .targets = b->batch.target,
+                                    .valid = b->batch.valid, .window_start = b->batch.elem_start,
+                                    .window_len = b->batch.elem_len,
+                                    .frames = b->batch.n_frames};
+}
+
+void sb_task_batch_free(sb_task_batch *b)
+{
+    if (b == NULL)
+        return;
+    sb_batch_free(&b->batch);
+    sb_free(b);
 }

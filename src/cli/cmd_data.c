@@ -12,9 +12,68 @@
 
 static const char *const split_names[] = {"train", "test", NULL};
 
-/* {"samples": [{"idx", "class_seq", "state_seq"}, ...]} as in the reference files. */
+/* "batch": the samples as one padded batch, exactly what the trainer (and the Python
+ * binding's Task.batch) gets from sb_task_read_batch: its shape [B, T, E, V] and the arrays
+ * flattened in row-major order (inputs as float32 values printed so they read back exactly). */
+static sb_status data_print_batch(sb_jw *j, const sb_task *task, sb_split split,
+                                  const int64_t *idx, int64_t n, sb_error *err)
+{
+    if (n > 1 << 20)
+        return sb_error_set(err, SB_ERR_INVALID, "--batch: %lld samples is too many for one "
+                            "batch; give at most 1048576", (long long)n);
+    sb_batch_shape shape;
+    sb_status st = sb_task_batch_shape(task, split, idx, (int)n, &shape, err);
+    if (st != SB_OK)
+        return st;
+    const size_t bt = (size_t)shape.batch * (size_t)shape.frames;
+    const size_t be = (size_t)shape.batch * (size_t)shape.elements;
+    float *inputs = malloc(bt * (size_t)shape.inputs * sizeof *inputs);
+    int32_t *targets = malloc(bt * sizeof *targets);
+    uint8_t *valid = malloc(bt);
+    int32_t *start = malloc(be * sizeof *start), *len = malloc(be * sizeof *len);
+    if (inputs == NULL || targets == NULL || valid == NULL || start == NULL || len == NULL)
+        st = sb_error_set(err, SB_ERR_NOMEM, "--batch: out of memory for %zu frames", bt);
+    else
+        st = sb_task_read_batch(task, split, idx, (int)n, &shape, inputs, targets, valid, start,
+                                len, err);
+    if (st == SB_OK) {
+        sb_jw_key(j, "batch");
+        sb_jw_object_begin(j);
+        sb_jw_key(j, "shape");
+        sb_jw_array_begin(j);
+        sb_jw_int(j, shape.batch);
+        sb_jw_int(j, shape.frames);
+        sb_jw_int(j, shape.elements);
+        sb_jw_int(j, shape.inputs);
+        sb_jw_array_end(j);
+        sb_jw_key(j, "inputs");
+        sb_jw_array_begin(j);
+        for (size_t i = 0; i < bt * (size_t)shape.inputs; i++)
+            sb_jw_double(j, inputs[i]);
+        sb_jw_array_end(j);
+        const char *names[4] = {"targets", "valid", "window_start", "window_len"};
+        for (int a = 0; a < 4; a++) {
+            sb_jw_key(j, names[a]);
+            sb_jw_array_begin(j);
+            size_t count = a < 2 ? bt : be;
+            for (size_t i = 0; i < count; i++)
+                sb_jw_int(j, a == 0 ? targets[i] : a == 1 ? valid[i] : a == 2 ? start[i] : len[i]);
+            sb_jw_array_end(j);
+        }
+        sb_jw_object_end(j);
+    }
+    free(inputs);
+    free(targets);
+    free(valid);
+    free(start);
+    free(len);
+    return st;
+}
+
+/* {"samples": [{"idx", "class_seq", "state_seq"}, ...]} as in the reference files, and with
+ * batch the samples as one batch (data_print_batch). */
 static sb_status data_print_json(const sb_task *task, sb_split split, const int64_t *idx,
-                                 int64_t n, sb_error *err)
+                                 int64_t n, int batch, sb_error *err)
 {
     sb_draw *d = NULL;
     sb_status st = sb_draw_create(task, &d, err);
@@ -50,6 +109,8 @@ static sb_status data_print_json(const sb_task *task, sb_split split, const int6
         sb_jw_object_end(j);
     }
     sb_jw_array_end(j);
+    if (st == SB_OK && batch)
+        st = data_print_batch(j, task, split, idx, n, err);
     sb_jw_object_end(j);
     printf("\n");
     sb_jw_close(j);
@@ -59,12 +120,12 @@ static sb_status data_print_json(const sb_task *task, sb_split split, const int6
 
 static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
 {
-    sb_option opts[SB_TASK_MAX_OPTIONS + 12];
+    sb_option opts[SB_TASK_MAX_OPTIONS + 13];
     int n = 0;
     sb_error err = {0};
     if (sb_task_options_add(tf, opts, &n, 0, &err) != SB_OK)
         return sb_cli_fail("data", &err);
-    int split = 0, json = 0, show = -1, checksum = 0, threads = 0;
+    int split = 0, json = 0, batch = 0, show = -1, checksum = 0, threads = 0;
     const char *samples = NULL, *export_dir = NULL;
     opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "train|test",
                             "which split --samples, --show and --checksum read (default train)",
@@ -75,6 +136,11 @@ static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
                             0};
     opts[n++] = (sb_option){"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL,
                             "print the --samples as JSON: idx, class_seq, state_seq", 0};
+    opts[n++] = (sb_option){"batch", SB_OPT_SWITCH, &batch, 0, 1, NULL, NULL,
+                            "with --json, also the --samples as one padded batch as training "
+                            "sees it: shape [B, T, E, V], inputs, targets, valid, "
+                            "window_start, window_len (flattened)",
+                            0};
     opts[n++] = (sb_option){"show", SB_OPT_INT, &show, 0, 1e6, NULL, "K",
                             "pretty-print K samples (or the --samples) with their gaps "
                             "(default 2 when no other output is asked for)", 0};
@@ -93,6 +159,11 @@ static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
         return rc;
     threads = sb_cli_threads(threads);
 
+    if (batch && !json) {
+        sb_error_set(&err, SB_ERR_INVALID, "--batch is a part of --json: give --json --samples "
+                     "LIST --batch");
+        return sb_cli_fail("data", &err);
+    }
     if (json && samples == NULL) {
         sb_error_set(&err, SB_ERR_INVALID, "--json prints the samples chosen by --samples LIST");
         return sb_cli_fail("data", &err);
@@ -111,7 +182,7 @@ static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
         st = sb_parse_index_list(samples, split_size, &idx, &n_idx, &err);
     int did = 0;
     if (st == SB_OK && json) {
-        st = data_print_json(task, sp, idx, n_idx, &err);
+        st = data_print_json(task, sp, idx, n_idx, batch, &err);
         did = 1;
     }
     if (st == SB_OK && (show >= 0 || (!did && !checksum && export_dir == NULL))) {

@@ -222,9 +222,11 @@ static void record_abandon(sb_run_record *rec)
     sb_run_lock_release(&rec->lock);
 }
 
-sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
-                              const char *ckpt, int force, int resume, int *finished,
-                              long *locked_by, sb_run_row *stored, sb_error *err)
+/* The part of a run's beginning that does not depend on who trains it: opens db_path, takes
+ * the run's lock and looks for a finished run (deleted with force; else *finished = 1). */
+static sb_status record_open(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
+                             int force, int resume, int *finished, long *locked_by,
+                             sb_run_row *stored, sb_error *err)
 {
     memset(rec, 0, sizeof *rec);
     rec->lock.fd = -1;
@@ -255,7 +257,41 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
     }
     if (found)
         sb_results_run_row_clear(stored);
+    return SB_OK;
+fail:
+    record_abandon(rec);
+    return st;
+}
 
+/* Records the start of the run described by info (its hash, configuration text and host
+ * filled in here); on failure the database is closed and the lock released. */
+static sb_status record_start(sb_run_record *rec, const sb_run_config *cfg, sb_run_info *info,
+                              sb_error *err)
+{
+    char hash[17];
+    sb_run_config_hash(cfg, 0, hash);
+    char *config = sb_run_config_json_string(cfg, 0);
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0)
+        host[0] = '\0';
+    info->hash = hash;
+    info->config_json = config;
+    info->host = host[0] != '\0' ? host : NULL;
+    sb_status st = config != NULL ? sb_results_run_begin(rec->db, info, &rec->run_id, err)
+                                  : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    free(config);
+    if (st != SB_OK)
+        record_abandon(rec);
+    return st;
+}
+
+sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
+                              const char *ckpt, int force, int resume, int *finished,
+                              long *locked_by, sb_run_row *stored, sb_error *err)
+{
+    sb_status st = record_open(rec, db_path, cfg, force, resume, finished, locked_by, stored, err);
+    if (st != SB_OK || *finished)
+        return st;
     /* what the run is: parameters, state size and FLOPs of its model on its task */
     sb_task *task = NULL;
     if ((st = sb_task_create(&cfg->task, &task, err)) != SB_OK)
@@ -267,13 +303,7 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
     if ((st = sb_model_param_count(&mc, &params, err)) != SB_OK)
         goto fail;
     const sb_layer_type *type = sb_layer_type_find(mc.model);
-    char *config = sb_run_config_json_string(cfg, 0);
-    char host[256] = "";
-    if (gethostname(host, sizeof host - 1) != 0)
-        host[0] = '\0';
     sb_run_info info = {
-        .hash = hash,
-        .config_json = config,
         .model = cfg->model,
         .protocol = cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference",
         .params = (int64_t)params,
@@ -281,17 +311,32 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
         .flops_per_token = sb_model_config_flops_per_token(&mc, frames),
         .code_version = SB_VERSION,
         .checkpoint = ckpt,
-        .host = host[0] != '\0' ? host : NULL,
         .keep_evaluations = resume,
     };
-    st = config != NULL ? sb_results_run_begin(rec->db, &info, &rec->run_id, err)
-                        : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
-    free(config);
-    if (st == SB_OK)
-        return SB_OK;
+    return record_start(rec, cfg, &info, err);
 fail:
     record_abandon(rec);
     return st;
+}
+
+sb_status sb_run_record_begin_external(sb_run_record *rec, const char *db_path,
+                                       const sb_run_config *cfg, int64_t params,
+                                       int64_t state_size, const char *code_version,
+                                       int *finished, long *locked_by, sb_run_row *stored,
+                                       sb_error *err)
+{
+    sb_status st = record_open(rec, db_path, cfg, 0, 0, finished, locked_by, stored, err);
+    if (st != SB_OK || *finished)
+        return st;
+    sb_run_info info = {
+        .model = cfg->model,
+        .protocol = cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference",
+        .params = params,
+        .state_size = state_size,
+        .flops_per_token = (double)NAN,
+        .code_version = code_version,
+    };
+    return record_start(rec, cfg, &info, err);
 }
 
 sb_status sb_run_record_event(sb_run_record *rec, const sb_train_event *ev, sb_error *err)

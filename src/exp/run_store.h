@@ -102,6 +102,16 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
                               const char *ckpt, int force, int resume, int *finished,
                               long *locked_by, sb_run_row *stored, sb_error *err);
 
+/* The same for a run trained outside this library (a PyTorch model through the Python
+ * binding): its model is cfg->model, a name of the caller's, not a layer type; params and
+ * state_size as the caller counts them (< 0: unknown), FLOPs per token unknown,
+ * code_version the caller's (NULL: none). A finished run is never replaced (*finished). */
+sb_status sb_run_record_begin_external(sb_run_record *rec, const char *db_path,
+                                       const sb_run_config *cfg, int64_t params,
+                                       int64_t state_size, const char *code_version,
+                                       int *finished, long *locked_by, sb_run_row *stored,
+                                       sb_error *err);
+
 /* Records an evaluation event (its test row, and its train row when it has a training
  * loss); for a resumed run, its start event drops the evaluations recorded past the update
  * it resumes from; other events and a closed record are ignored. Both rows are attempted; the first

@@ -275,6 +275,44 @@ static void test_task_batch(void **state)
         }
         assert_int_equal(covered, frames);
     }
+    /* the batch object: assembled once, read in place, equal to sb_task_read_batch's arrays
+     * on 1 and 2 threads */
+    for (int threads = 1; threads <= 2; threads++) {
+        sb_task_batch *tb = NULL;
+        assert_int_equal(sb_task_batch_make(task, SB_SPLIT_TRAIN, index, 3, threads, &tb, &err),
+                         SB_OK);
+        sb_batch_shape own;
+        sb_batch_arrays a;
+        sb_task_batch_view(tb, &own, &a);
+        assert_memory_equal(&own, &shape, sizeof own);
+        for (int b = 0; b < own.batch; b++) {
+            int frames = 0;
+            for (int t = 0; t < own.frames; t++) {
+                size_t mine = (size_t)b * own.frames + t, theirs = (size_t)b * big.frames + t;
+                assert_memory_equal(a.inputs + mine * own.inputs, inputs + theirs * big.inputs,
+                                    (size_t)own.inputs * sizeof *inputs);
+                assert_int_equal(a.targets[mine], targets[theirs]);
+                assert_int_equal(a.valid[mine], valid[theirs]);
+                frames += a.valid[mine];
+            }
+            assert_int_equal(a.frames[b], frames);
+            for (int e = 0; e < own.elements; e++) {
+                assert_int_equal(a.window_start[(size_t)b * own.elements + e],
+                                 start[(size_t)b * big.elements + e]);
+                assert_int_equal(a.window_len[(size_t)b * own.elements + e],
+                                 len[(size_t)b * big.elements + e]);
+            }
+        }
+        sb_task_batch_free(tb);
+    }
+    sb_task_batch *none = (sb_task_batch *)&err; /* set to NULL on failure */
+    int64_t past[2] = {0, 100};
+    assert_error(sb_task_batch_make(task, SB_SPLIT_TRAIN, past, 2, 0, &none, &err), &err,
+                 SB_ERR_INVALID, "sample index 100 (batch row 1)");
+    assert_null(none);
+    assert_error(sb_task_batch_make(task, SB_SPLIT_TRAIN, index, 3, -1, &none, &err), &err,
+                 SB_ERR_INVALID, "threads -1");
+    sb_task_batch_free(NULL);
     free(inputs);
     free(targets);
     free(valid);
@@ -419,6 +457,116 @@ static void test_results(void **state)
     sb_results_close(db);
     sb_config_free(cfg);
 
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A run trained elsewhere (the Python binding's record_run): stored with its model name,
+ * parameter count, curve and yardsticks, refused with a registry name, a bad name, a bad
+ * status or curve point, or twice finished; report reads it beside a native run. */
+static void test_results_external(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    char dir[] = "/tmp/sb_test_api_ext_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    assert_int_equal(sb_results_path(dir, path, sizeof path, &err), SB_OK);
+    sb_config *cfg = NULL;
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    const char *keys[][2] = {{"amb", "3"},          {"grammar_scale", "True"},
+                             {"train_seqlen_max", "8"}, {"test_seqlen_max", "8"},
+                             {"test_size", "20"},   {"dataset_size", "100"},
+                             {"feat_size", "8"}};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        assert_int_equal(sb_config_set_key(cfg, keys[k][0], keys[k][1], &err), SB_OK);
+    sb_curve_point curve[3] = {
+        {.step = 10, .samples = 640, .split = SB_SPLIT_TEST, .loss = 1.2, .acc = 0.4,
+         .lr = 1e-3, .tokens_per_s = NAN, .wall_s = 1.0},
+        {.step = 10, .samples = 640, .split = SB_SPLIT_TRAIN, .loss = 1.1, .acc = 0.45,
+         .lr = 1e-3, .tokens_per_s = NAN, .wall_s = 1.0},
+        {.step = 20, .samples = 1280, .split = SB_SPLIT_TEST, .loss = 0.9, .acc = 0.6,
+         .lr = 5e-4, .tokens_per_s = 1000, .wall_s = 2.0},
+    };
+    sb_external_run run = {.status = "finished", .params = 1234, .state_size = 16,
+                           .test_acc = 0.6, .test_loss = 0.9, .train_acc = NAN,
+                           .train_loss = NAN, .wall_s = 2.5, .tokens_per_s = 1000,
+                           .curve = curve, .n_curve = 3, .code_version = "torch test"};
+    char hash[17] = "";
+    /* a registry model's name is refused (its size is the library's to count) */
+    assert_int_equal(sb_config_set_key(cfg, "model", "gru", &err), SB_OK);
+    assert_error(sb_results_record_external(path, cfg, &run, hash, &err), &err, SB_ERR_INVALID,
+                 "torch_gru");
+    assert_int_equal(sb_config_set_key(cfg, "model", "my lstm", &err), SB_OK);
+    assert_error(sb_results_record_external(path, cfg, &run, hash, &err), &err, SB_ERR_INVALID,
+                 "letters, digits");
+    assert_int_equal(sb_config_set_key(cfg, "model", "torch_lstm", &err), SB_OK);
+    run.status = "done";
+    assert_error(sb_results_record_external(path, cfg, &run, hash, &err), &err, SB_ERR_INVALID,
+                 "'done'");
+    run.status = "finished";
+    curve[1].step = -1;
+    assert_error(sb_results_record_external(path, cfg, &run, hash, &err), &err, SB_ERR_INVALID,
+                 "curve point 1");
+    curve[1].step = 10;
+    assert_int_equal(sb_results_record_external(path, cfg, &run, hash, &err), SB_OK);
+    char expected[17];
+    sb_config_run_hash(cfg, expected);
+    assert_string_equal(hash, expected);
+    assert_error(sb_results_record_external(path, cfg, &run, hash, &err), &err, SB_ERR_INVALID,
+                 "already has run");
+
+    sb_results *db = NULL;
+    assert_int_equal(sb_results_open_readonly(path, &db, &err), SB_OK);
+    sb_result_row row;
+    int found = 0;
+    assert_int_equal(sb_results_find(db, hash, &row, &found, &err), SB_OK);
+    assert_int_equal(found, 1);
+    assert_string_equal(row.model, "torch_lstm");
+    assert_string_equal(row.status, "finished");
+    assert_int_equal(row.params, 1234);
+    assert_int_equal(row.state_size, 16);
+    assert_true(row.test_acc == 0.6);
+    assert_true(isnan(row.flops_per_token));
+    assert_true(row.ceiling > 0 && row.ceiling <= 1); /* the yardsticks, as for a native run */
+    assert_false(isnan(row.effective_memory));
+    sb_curve_point *points = NULL;
+    size_t n = 0;
+    assert_int_equal(sb_results_curve(db, hash, &points, &n, &err), SB_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(points[0].step, 10);
+    assert_int_equal(points[0].split, SB_SPLIT_TEST); /* test before train at a step */
+    assert_true(points[1].acc == 0.45);
+    assert_true(points[2].acc == 0.6 && points[2].samples == 1280);
+    sb_results_curve_free(points);
+    sb_results_close(db);
+
+    /* a native run of the same task beside it, then the report reads both */
+    assert_int_equal(sb_config_set_key(cfg, "model", "gru", &err), SB_OK);
+    sb_train_outcome out;
+    memset(&out, 0, sizeof out);
+    snprintf(out.status, sizeof out.status, "finished");
+    out.test_acc = 0.5;
+    out.test_loss = 1.5;
+    out.train_acc = out.train_loss = out.wall_s = out.tokens_per_s = (double)NAN;
+    assert_int_equal(sb_results_record(path, cfg, &out, &err), SB_OK);
+    char report_dir[300];
+    snprintf(report_dir, sizeof report_dir, "%s/report", dir);
+    sb_report_outcome rep;
+    assert_int_equal(sb_report_write(path, report_dir, &rep, &err), SB_OK);
+    assert_int_equal(rep.runs_read, 2);
+    assert_int_equal(rep.runs_used, 2);
+    char md_path[400];
+    snprintf(md_path, sizeof md_path, "%s/report.md", report_dir);
+    FILE *f = fopen(md_path, "r");
+    assert_non_null(f);
+    static char md[1 << 16];
+    size_t len = fread(md, 1, sizeof md - 1, f);
+    md[len] = '\0';
+    fclose(f);
+    assert_non_null(strstr(md, "torch_lstm"));
+    sb_config_free(cfg);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);
@@ -832,7 +980,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_config_keys), cmocka_unit_test(test_models),
         cmocka_unit_test(test_closest_name),
         cmocka_unit_test(test_task_batch),  cmocka_unit_test(test_missing_files),
-        cmocka_unit_test(test_results),
+        cmocka_unit_test(test_results),     cmocka_unit_test(test_results_external),
         cmocka_unit_test(test_train_stop_request),     cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_sweep_axes_cost),
         cmocka_unit_test(test_sweep_run),   cmocka_unit_test(test_grammar_data_ceiling),
