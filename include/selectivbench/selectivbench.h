@@ -86,6 +86,11 @@ const char *sb_closest_name(const char *word, const char *const *names, int n_na
 /* Frees a string the library allocated (sb_config_to_json). NULL is allowed. */
 void sb_string_free(char *s);
 
+/* sizeof the public structure named name ("sb_result_row", "sb_train_settings", ...), or 0
+ * for a name it does not know: for bindings that mirror the structures (python/) to check
+ * their layout against the library they loaded. */
+size_t sb_api_struct_size(const char *name);
+
 /* ---- JSON writer ---------------------------------------------------------------------------
  * A small streaming JSON writer for programs that print results as JSON (the command line's
  * --json). Doubles are written in the shortest decimal form that reads back to the same bits
@@ -298,6 +303,14 @@ typedef struct sb_batch_arrays {
  * those of sb_task_batch_shape, and SB_ERR_INVALID for threads < 0. */
 sb_status sb_task_batch_make(const sb_task *task, sb_split split, const int64_t *index,
                              int count, int threads, sb_task_batch **out, sb_error *err);
+
+/* Assembles another batch into b, reusing its storage (it grows when needed): the arrays a
+ * loop over a split reads come from memory already mapped, as the trainer's do. b must have
+ * been made for this task (sb_task_batch_make); views of its previous arrays are
+ * overwritten. Errors: those of sb_task_batch_make, and SB_ERR_INVALID for a batch of another
+ * task. On failure b holds no batch worth reading but can be refilled or freed. */
+sb_status sb_task_batch_refill(sb_task_batch *b, const sb_task *task, sb_split split,
+                               const int64_t *index, int count, int threads, sb_error *err);
 
 /* The batch's shape and arrays (either may be NULL). */
 void sb_task_batch_view(const sb_task_batch *b, sb_batch_shape *shape, sb_batch_arrays *arrays);
@@ -1013,6 +1026,10 @@ sb_status sb_grammar_entropy(const sb_grammar *g, double *te, sb_error *err);
  * write error. */
 sb_status sb_grammar_fprint_json(const sb_grammar *g, FILE *f, sb_error *err);
 sb_status sb_grammar_fprint_dot(const sb_grammar *g, FILE *f, sb_error *err);
+
+/* The same JSON as sb_grammar_fprint_json, as a new string without the newline (freed with
+ * sb_string_free). Errors: SB_ERR_INVALID for NULL arguments, SB_ERR_NOMEM. */
+sb_status sb_grammar_to_json(const sb_grammar *g, char **json, sb_error *err);
 
 /* -- a task's grammar, settings and samples -- */
 

@@ -1,6 +1,8 @@
 /* grammar_api.c - the public API's grammars (selectivbench.h): wrappers over task/grammar.h.
  * The public sb_grammar is the library's own (task/grammar.h); sb_grammar_free,
  * sb_grammar_entropy and sb_class_letter are the library's functions themselves. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -84,6 +86,28 @@ sb_status sb_grammar_fprint_json(const sb_grammar *g, FILE *f, sb_error *err)
     SB_API_REQUIRE(f, err);
     sb_grammar_write_json(g, f);
     return check_stream(f, "JSON", err);
+}
+
+sb_status sb_grammar_to_json(const sb_grammar *g, char **json, sb_error *err)
+{
+    SB_API_REQUIRE(json, err);
+    *json = NULL;
+    SB_API_REQUIRE(g, err);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory for the grammar's JSON");
+    sb_grammar_write_json(g, f);
+    int failed = ferror(f);
+    if (fclose(f) != 0 || failed || text == NULL) {
+        free(text);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory for the grammar's JSON");
+    }
+    while (len > 0 && text[len - 1] == '\n')
+        text[--len] = '\0';
+    *json = text; /* malloc'd, as sb_string_free expects */
+    return SB_OK;
 }
 
 sb_status sb_grammar_fprint_dot(const sb_grammar *g, FILE *f, sb_error *err)

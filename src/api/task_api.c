@@ -35,12 +35,10 @@ void sb_task_get_facts(const sb_task *task, sb_task_facts *facts)
     facts->test_elements = task->n_elements[SB_SPLIT_TEST];
 }
 
-/* Checks the arguments of a batch request and assembles it into batch (initialised here;
- * the caller frees it). */
-static sb_status fill_batch(const sb_task *task, sb_split split, const int64_t *index, int count,
-                            int threads, sb_batch *batch, sb_error *err)
+/* Checks the arguments of a batch request. */
+static sb_status check_batch_request(const sb_task *task, sb_split split, const int64_t *index,
+                                     int count, sb_error *err)
 {
-    memset(batch, 0, sizeof *batch);
     SB_API_REQUIRE(task, err);
     SB_API_REQUIRE(index, err);
     if (split != SB_SPLIT_TRAIN && split != SB_SPLIT_TEST)
@@ -57,7 +55,18 @@ static sb_status fill_batch(const sb_task *task, sb_split split, const int64_t *
                                 "[0, %lld)",
                                 (long long)index[b], b, split == SB_SPLIT_TRAIN ? "train" : "test",
                                 (long long)size);
-    sb_status st = sb_batch_init(batch, task, count, err);
+    return SB_OK;
+}
+
+/* Checks a batch request and assembles it into batch (initialised here; the caller frees
+ * it). */
+static sb_status fill_batch(const sb_task *task, sb_split split, const int64_t *index, int count,
+                            int threads, sb_batch *batch, sb_error *err)
+{
+    memset(batch, 0, sizeof *batch);
+    sb_status st = check_batch_request(task, split, index, count, err);
+    if (st == SB_OK)
+        st = sb_batch_init(batch, task, count, err);
     if (st == SB_OK)
         st = sb_batch_fill(batch, task, split, index, count, threads, err);
     return st;
@@ -128,6 +137,7 @@ sb_status sb_task_read_batch(const sb_task *task, sb_split split, const int64_t 
 /* The batch object: the library's own padded batch, assembled once and read in place. */
 struct sb_task_batch {
     sb_batch batch;
+    const sb_task *task; /* the task it was made for: its storage fits that task's frames */
 };
 
 sb_status sb_task_batch_make(const sb_task *task, sb_split split, const int64_t *index,
@@ -147,8 +157,32 @@ sb_status sb_task_batch_make(const sb_task *task, sb_split split, const int64_t 
         sb_free(b);
         return st;
     }
+    b->task = task;
     *out = b;
     return SB_OK;
+}
+
+sb_status sb_task_batch_refill(sb_task_batch *b, const sb_task *task, sb_split split,
+                               const int64_t *index, int count, int threads, sb_error *err)
+{
+    SB_API_REQUIRE(b, err);
+    if (task != b->task)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sb_task_batch_refill: the batch was made for another task");
+    if (threads < 0)
+        return sb_error_set(err, SB_ERR_INVALID, "threads %d: give 0 (every core) or more",
+                            threads);
+    sb_status st = check_batch_request(task, split, index, count, err);
+    if (st != SB_OK)
+        return st;
+    if (count > b->batch.capacity_B) { /* more rows than it was made for: new storage */
+        sb_batch bigger;
+        if ((st = sb_batch_init(&bigger, task, count, err)) != SB_OK)
+            return st;
+        sb_batch_free(&b->batch);
+        b->batch = bigger;
+    }
+    return sb_batch_fill(&b->batch, task, split, index, count, threads, err);
 }
 
 void sb_task_batch_view(const sb_task_batch *b, sb_batch_shape *shape, sb_batch_arrays *arrays)

@@ -303,6 +303,25 @@ static void test_task_batch(void **state)
                                  len[(size_t)b * big.elements + e]);
             }
         }
+        /* refilled with other samples, then with these again: the same arrays */
+        int64_t other[4] = {1, 2, 3, 4};
+        assert_int_equal(sb_task_batch_refill(tb, task, SB_SPLIT_TEST, other, 4, threads, &err),
+                         SB_OK);
+        sb_batch_shape shape4;
+        sb_task_batch_view(tb, &shape4, NULL);
+        assert_int_equal(shape4.batch, 4);
+        assert_int_equal(sb_task_batch_refill(tb, task, SB_SPLIT_TRAIN, index, 3, threads, &err),
+                         SB_OK);
+        sb_batch_arrays again;
+        sb_task_batch_view(tb, &own, &again);
+        assert_int_equal(own.batch, 3);
+        for (int b = 0; b < own.batch; b++)
+            for (int t = 0; t < own.frames; t++)
+                assert_memory_equal(again.inputs + ((size_t)b * own.frames + t) * own.inputs,
+                                    inputs + ((size_t)b * big.frames + t) * big.inputs,
+                                    (size_t)own.inputs * sizeof *inputs);
+        assert_error(sb_task_batch_refill(tb, (sb_task *)&err, SB_SPLIT_TRAIN, index, 3, 0, &err),
+                     &err, SB_ERR_INVALID, "another task");
         sb_task_batch_free(tb);
     }
     sb_task_batch *none = (sb_task_batch *)&err; /* set to NULL on failure */
@@ -914,6 +933,25 @@ static void test_grammar_data_ceiling(void **state)
     assert_int_equal(sb_grammar_entropy(g, &te, &err), SB_OK);
     assert_true(te == f.topological_entropy);
     assert_int_equal(sb_grammar_fprint_json(NULL, stdout, &err), SB_ERR_INVALID);
+    /* the JSON as a string: what sb_grammar_fprint_json writes, without its newline */
+    char *grammar_json = NULL;
+    assert_int_equal(sb_grammar_to_json(g, &grammar_json, &err), SB_OK);
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    assert_int_equal(sb_grammar_fprint_json(g, tmp, &err), SB_OK);
+    long size = ftell(tmp);
+    rewind(tmp);
+    char *written = calloc(1, (size_t)size + 1);
+    assert_int_equal(fread(written, 1, (size_t)size, tmp), (size_t)size);
+    fclose(tmp);
+    assert_true(size > 2 && written[size - 1] == '\n');
+    written[size - 1] = '\0';
+    assert_string_equal(grammar_json, written);
+    assert_non_null(strstr(grammar_json, "\"state_ids\":"));
+    free(written);
+    sb_string_free(grammar_json);
+    assert_int_equal(sb_grammar_to_json(NULL, &grammar_json, &err), SB_ERR_INVALID);
+    assert_null(grammar_json);
     sb_grammar_free(g);
 
     sb_task *task = NULL;

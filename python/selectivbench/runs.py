@@ -1,0 +1,275 @@
+"""Runs: training and evaluating the library's own models, reading results databases, and
+recording a run trained elsewhere (a PyTorch model) so that `selectivbench results`,
+`report` and the dashboard show it beside the native runs."""
+
+import ctypes
+import json
+import math
+import os
+
+from . import _lib
+from ._config import Config
+from ._lib import lib, check, text
+from .task import split_id
+
+NAN = float("nan")
+
+
+def _db_path(db):
+    """A results database: a file (an existing one, or a name ending in .db), else a results
+    folder DIR for DIR/selectivbench.db, as the command line reads --db and --results."""
+    db = os.fspath(db)
+    if not os.path.isfile(db) and not db.endswith(".db"):
+        buf = ctypes.create_string_buffer(_lib.PATH_MAX)
+        err = _lib.Error()
+        check(lib.sb_results_path(db.encode(), buf, len(buf), ctypes.byref(err)), err)
+        return buf.value.decode()
+    return db
+
+
+def _number(v):
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def _row_dict(row):
+    d = {name: getattr(row, name) for name, _ in _lib.ResultRow._fields_}
+    for k, v in d.items():
+        if isinstance(v, bytes):
+            d[k] = v.decode("utf-8", "replace")
+    d["run"] = d.pop("run_hash")
+    for k in ("params", "state_size"):
+        if d[k] < 0:
+            d[k] = None
+    return {k: _number(v) for k, v in d.items()}
+
+
+class _Results:
+    """An open read-only database (closed by close() or the with block)."""
+
+    def __init__(self, db):
+        self.path = _db_path(db)
+        if not os.path.exists(self.path):
+            raise _lib.SelectivbenchError("no results database at '%s'" % self.path, "i/o error")
+        self.handle = ctypes.c_void_p()
+        err = _lib.Error()
+        check(lib.sb_results_open_readonly(self.path.encode(), ctypes.byref(self.handle),
+                                           ctypes.byref(err)), err)
+
+    def close(self):
+        if self.handle:
+            lib.sb_results_close(self.handle)
+            self.handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def resolve(self, run):
+        buf = ctypes.create_string_buffer(17)
+        err = _lib.Error()
+        check(lib.sb_results_resolve_run(self.handle, str(run).encode(), buf,
+                                         ctypes.byref(err)), err)
+        return buf.value.decode()
+
+
+def results(db, model=None, frame=None):
+    """The runs of a results database (a path, or a results folder) in the order they were
+    recorded, each a dict: run (its hash, the id every command takes), model, status,
+    test_acc, test_loss, train_acc, train_loss, ceiling, effective_memory, params,
+    state_size, flops_per_token, wall_s, tokens_per_s, attempts, checkpoint, reason,
+    finished_at, protocol, and config (the run's configuration as a dict of flags). Unknown
+    numbers are None. A pandas DataFrame when pandas is installed (frame=None) or asked for
+    (frame=True); a list of dicts with frame=False."""
+    rows = []
+    err = _lib.Error()
+    with _Results(db) as r:
+        first, chunk = 0, (_lib.ResultRow * 64)()
+        while True:
+            n = ctypes.c_size_t()
+            check(lib.sb_results_read(r.handle, model.encode() if model else None, first, chunk,
+                                      64, ctypes.byref(n), ctypes.byref(err)), err)
+            if n.value == 0:
+                break
+            for i in range(n.value):
+                row = _row_dict(chunk[i])
+                js = ctypes.c_void_p()
+                check(lib.sb_results_config_json(r.handle, row["run"].encode(), ctypes.byref(js),
+                                                 ctypes.byref(err)), err)
+                s = _lib.take_string(js.value)
+                row["config"] = json.loads(s) if s else None
+                rows.append(row)
+            first += n.value
+    if frame is False:
+        return rows
+    try:
+        import pandas
+    except ImportError:
+        if frame:
+            raise
+        return rows
+    return pandas.DataFrame(rows)
+
+
+def curve(db, run):
+    """The learning curve of a run (its hash or a unique prefix of it): a list of dicts
+    step, samples, split ('train' or 'test'), loss, acc, lr, tokens_per_s, wall_s, ordered by
+    step (test before train), as `selectivbench results --curves RUN` prints it."""
+    err = _lib.Error()
+    with _Results(db) as r:
+        full = r.resolve(run)
+        points = ctypes.POINTER(_lib.CurvePoint)()
+        n = ctypes.c_size_t()
+        check(lib.sb_results_curve(r.handle, full.encode(), ctypes.byref(points),
+                                   ctypes.byref(n), ctypes.byref(err)), err)
+        try:
+            out = []
+            for i in range(n.value):
+                p = points[i]
+                out.append({"step": p.step, "samples": p.samples if p.samples >= 0 else None,
+                            "split": "train" if p.split == 0 else "test",
+                            "loss": _number(p.loss), "acc": _number(p.acc), "lr": _number(p.lr),
+                            "tokens_per_s": _number(p.tokens_per_s),
+                            "wall_s": _number(p.wall_s)})
+            return out
+        finally:
+            if points:
+                lib.sb_results_curve_free(points)
+
+
+def _float(d, key):
+    v = d.get(key)
+    return NAN if v is None else float(v)
+
+
+def record_run(db, config, metrics, curve=None, code_version=None):
+    """Records a run trained outside the library in the results database db (a path, or a
+    results folder; created if missing), exactly as a native run is stored, and returns its
+    run hash.
+
+    config   the flags of the task it trained and was tested on and the training keys it
+             used, with model set to the model's own name ('torch_lstm': letters, digits,
+             _ . - :, not a name of selectivbench's models)
+    metrics  test_acc, test_loss, train_acc, train_loss, params (trainable parameters),
+             state_size (floats carried from frame to frame), wall_s, tokens_per_s, status
+             ('finished' by default; 'failed', 'diverged', 'interrupted'), reason
+    curve    its evaluations: dicts with step, samples, split ('train'/'test'), loss, acc,
+             and optionally lr, tokens_per_s, wall_s
+
+    The task's ceiling and the run's effective memory are computed and stored, as for a
+    native run. Raises SelectivbenchError (e.g. the database already has this run)."""
+    path = _db_path(db)
+    points = list(curve or [])
+    arr = (_lib.CurvePoint * max(len(points), 1))()
+    for i, p in enumerate(points):
+        arr[i] = _lib.CurvePoint(step=int(p["step"]),
+                                 samples=int(p["samples"]) if p.get("samples") is not None
+                                 else -1,
+                                 split=split_id(p.get("split", "test")), loss=_float(p, "loss"),
+                                 acc=_float(p, "acc"), lr=_float(p, "lr"),
+                                 tokens_per_s=_float(p, "tokens_per_s"),
+                                 wall_s=_float(p, "wall_s"))
+    reason = metrics.get("reason")
+    run = _lib.ExternalRun(
+        status=str(metrics.get("status", "finished")).encode(),
+        reason=reason.encode() if reason else None,
+        params=int(metrics["params"]) if metrics.get("params") is not None else -1,
+        state_size=int(metrics["state_size"]) if metrics.get("state_size") is not None else -1,
+        test_acc=_float(metrics, "test_acc"), test_loss=_float(metrics, "test_loss"),
+        train_acc=_float(metrics, "train_acc"), train_loss=_float(metrics, "train_loss"),
+        wall_s=_float(metrics, "wall_s"), tokens_per_s=_float(metrics, "tokens_per_s"),
+        curve=arr, n_curve=len(points),
+        code_version=code_version.encode() if code_version else None)
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    buf = ctypes.create_string_buffer(17)
+    err = _lib.Error()
+    with Config(config) as cfg:
+        check(lib.sb_results_record_external(path.encode(), cfg.handle, ctypes.byref(run), buf,
+                                             ctypes.byref(err)), err)
+    return buf.value.decode()
+
+
+def _outcome_dict(o):
+    d = {}
+    for name, _ in _lib.TrainOutcome._fields_:
+        v = getattr(o, name)
+        d[name] = text(v) if isinstance(v, bytes) else _number(v)
+    d["run"] = d.pop("run_hash")
+    d["cached"] = bool(d["cached"])
+    return d
+
+
+def train(config, results=None, threads=0, progress=None, save_checkpoint=True, force=False,
+          resume=False):
+    """Trains one of the library's models on its task, as `selectivbench train` does, and
+    returns the outcome as a dict (status, test_acc, test_loss, ceiling, effective_memory,
+    run, checkpoint, steps, wall_s, ...). config: a dict of flags (model, feat_size, the
+    task keys, ...). results: a results folder to record the run in (its database,
+    checkpoints), or None to train in memory. progress: None, True (print a line at every
+    evaluation) or a function called with a dict after every update and evaluation.
+    Raises SelectivbenchError with the library's message (a diverged run included)."""
+    callbacks = []
+
+    def on_progress(p, user):
+        q = p.contents
+        info = {name: _number(getattr(q, name)) for name, _ in _lib.Progress._fields_}
+        info["is_evaluation"] = bool(info["is_evaluation"])
+        if progress is True:
+            if info["is_evaluation"]:
+                print("step %d/%d  loss %.4f  test %.4f  %.0f tok/s" % (
+                    info["step"], info["total_steps"], info["loss"] or NAN,
+                    info["test_acc"] if info["test_acc"] is not None else NAN,
+                    info["tokens_per_s"] or 0), flush=True)
+        elif progress is not None:
+            progress(info)
+
+    settings = _lib.TrainSettings()
+    settings.threads = threads
+    settings.save_checkpoint = 1 if save_checkpoint else 0
+    settings.force = 1 if force else 0
+    settings.resume = 1 if resume else 0
+    if results is not None:
+        settings.results_dir = os.fspath(results).encode()
+    if progress is not None:
+        cb = _lib.PROGRESS_FN(on_progress)
+        callbacks.append(cb)  # alive for the call
+        settings.progress = cb
+    out, err = _lib.TrainOutcome(), _lib.Error()
+    with Config(config) as cfg:
+        st = lib.sb_train_config(cfg.handle, ctypes.byref(settings), ctypes.byref(out),
+                                 ctypes.byref(err))
+    check(st, err)
+    return _outcome_dict(out)
+
+
+def evaluate(checkpoint, threads=0, **overrides):
+    """Evaluates a checkpoint written by the library on the test split of the configuration
+    recorded in it, with flags overridden (e.g. test_dur=2.0 for longer test gaps). Returns
+    {test_acc, test_loss, test_size, test_gap_s}."""
+    out, err = _lib.EvalOutcome(), _lib.Error()
+    with Config.from_checkpoint(checkpoint, overrides) as cfg:
+        check(lib.sb_evaluate_checkpoint(os.fspath(checkpoint).encode(), cfg.handle, threads,
+                                         ctypes.byref(out), ctypes.byref(err)), err)
+    return {"test_acc": out.test_acc, "test_loss": out.test_loss, "test_size": out.test_size,
+            "test_gap_s": out.test_gap_s}
+
+
+def report(db, out_dir):
+    """Writes the paper's figures and report.md for a results database (a path or a results
+    folder) into out_dir, as `selectivbench report` does; external runs are drawn beside the
+    native ones. Returns {figures, runs_read, runs_used, report}."""
+    class ReportOutcome(ctypes.Structure):  # the leading fields of sb_report_outcome
+        _fields_ = [("runs_read", ctypes.c_int), ("runs_used", ctypes.c_int),
+                    ("figures", ctypes.c_int), ("yardsticks_missing", ctypes.c_int),
+                    ("yardsticks_error", ctypes.c_char * _lib.ERROR_MSG_MAX),
+                    ("table_path", ctypes.c_char * _lib.PATH_MAX)]
+    size = lib.sb_api_struct_size(b"sb_report_outcome")
+    buf = ctypes.create_string_buffer(max(size, ctypes.sizeof(ReportOutcome)))
+    err = _lib.Error()
+    check(lib.sb_report_write(_db_path(db).encode(), os.fspath(out_dir).encode(), buf,
+                              ctypes.byref(err)), err)
+    out = ReportOutcome.from_buffer(buf)
+    return {"figures": out.figures, "runs_read": out.runs_read, "runs_used": out.runs_used,
+            "report": text(out.table_path)}
