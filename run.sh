@@ -115,7 +115,8 @@ case "$cmd" in
     scripts/install-deps.sh test
     # shellcheck disable=SC2086
     build build $MAIN_FLAGS
-    cd build && exec ctest --output-on-failure "$@"
+    # one test per core, as the sanitized suite runs (the tests share no files or ports)
+    cd build && exec ctest -j "$JOBS" --output-on-failure "$@"
     ;;
   test-torch)
     scripts/install-deps.sh

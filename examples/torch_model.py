@@ -137,13 +137,13 @@ def main():
         print("not recorded: %s" % e.message)  # e.g. already recorded by an earlier run
     if not args.no_native:
         native = sb.train(dict(model="gru", **task_flags, **train_flags), results=args.out)
-        print("native gru: test acc %.3f (run %s%s)" % (native["test_acc"], native["run"],
+        print("native gru: test acc %.3f (run %s%s)" % (native["test_acc"], native["hash"],
                                                         ", cached" if native["cached"] else ""))
     rep = sb.report(args.out, os.path.join(args.out, "report"))
     print("report: %s (%d runs)" % (rep["report"], rep["runs_used"]))
     for row in sb.results(args.out, frame=False):
         print("  %-12s %s  test_acc %.3f  ceiling %.3f  effective memory %s" % (
-            row["model"], row["run"], row["test_acc"], row["ceiling"],
+            row["model"], row["hash"], row["test_acc"], row["ceiling"],
             row["effective_memory"]))
     if last_test["acc"] <= observer["window_acc"]["1"]:
         print("error: the LSTM's %.3f does not beat the window-1 observer's %.3f"

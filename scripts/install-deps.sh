@@ -4,8 +4,12 @@
 #
 #   scripts/install-deps.sh          what the build and `selectivbench demo` need (gcc)
 #   scripts/install-deps.sh test     and what the test suite needs beyond them: chromium, for
-#                                    the dashboard's browser test (`./run.sh test`; about
-#                                    110 MB to download, 360 MB installed: not for the demo)
+#                                    the dashboard's browser test (about 110 MB to download,
+#                                    360 MB installed), python3 with numpy for the Python
+#                                    binding's tests, and python3-torch for its PyTorch part
+#                                    and the bring-your-own-model example (with its
+#                                    dependencies a few hundred MB: `./run.sh test` only, not
+#                                    the demo; the binding itself needs only python3-numpy)
 #   scripts/install-deps.sh clang    and clang with its OpenMP (`./run.sh clang`)
 #   scripts/install-deps.sh fuzz     and libFuzzer with clang's sanitizer runtimes
 #                                    (`./run.sh fuzz`; about 300 MB, so only on request)
@@ -14,8 +18,9 @@ set -eu
 PACKAGES="gcc make cmake pkg-config libc6-dev libgomp1 libopenblas-openmp-dev \
 libjansson-dev libcmocka-dev libsqlite3-dev libyaml-dev \
 libcairo2-dev fonts-dejavu-core libfftw3-dev libmicrohttpd-dev libdnnl-dev"
-# headless Chromium loads `selectivbench serve`'s page in tests/cli/test_browser.sh
-TEST_PACKAGES="chromium"
+# headless Chromium loads `selectivbench serve`'s page in tests/cli/test_browser.sh; the
+# Python binding's tests (tests/cli/test_python.sh) use Debian's python3, numpy and torch
+TEST_PACKAGES="chromium python3 python3-numpy python3-venv python3-torch"
 CLANG_PACKAGES="clang clang-14 libomp-14-dev"
 case "${1:-}" in
   "") ;;

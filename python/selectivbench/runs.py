@@ -36,9 +36,12 @@ def _row_dict(row):
     for k, v in d.items():
         if isinstance(v, bytes):
             d[k] = v.decode("utf-8", "replace")
-    d["run"] = d.pop("run_hash")
+    d["hash"] = d.pop("run_hash")  # the run's id, named as `results --json` names it
     for k in ("params", "state_size"):
         if d[k] < 0:
+            d[k] = None
+    for k in ("checkpoint", "reason", "finished_at"):
+        if d[k] == "":
             d[k] = None
     return {k: _number(v) for k, v in d.items()}
 
@@ -76,7 +79,8 @@ class _Results:
 
 def results(db, model=None, frame=None):
     """The runs of a results database (a path, or a results folder) in the order they were
-    recorded, each a dict: run (its hash, the id every command takes), model, status,
+    recorded, each a dict with the keys of `selectivbench results --json`: hash (the run's id,
+    which every command takes, or a unique prefix of it), model, status,
     test_acc, test_loss, train_acc, train_loss, ceiling, effective_memory, params,
     state_size, flops_per_token, wall_s, tokens_per_s, attempts, checkpoint, reason,
     finished_at, protocol, and config (the run's configuration as a dict of flags). Unknown
@@ -95,7 +99,7 @@ def results(db, model=None, frame=None):
             for i in range(n.value):
                 row = _row_dict(chunk[i])
                 js = ctypes.c_void_p()
-                check(lib.sb_results_config_json(r.handle, row["run"].encode(), ctypes.byref(js),
+                check(lib.sb_results_config_json(r.handle, row["hash"].encode(), ctypes.byref(js),
                                                  ctypes.byref(err)), err)
                 s = _lib.take_string(js.value)
                 row["config"] = json.loads(s) if s else None
@@ -196,7 +200,7 @@ def _outcome_dict(o):
     for name, _ in _lib.TrainOutcome._fields_:
         v = getattr(o, name)
         d[name] = text(v) if isinstance(v, bytes) else _number(v)
-    d["run"] = d.pop("run_hash")
+    d["hash"] = d.pop("run_hash")
     d["cached"] = bool(d["cached"])
     return d
 
@@ -206,7 +210,7 @@ def train(config, results=None, threads=0, progress=None, save_checkpoint=True, 
     """Trains one of the library's models on its task, as `selectivbench train` does, and
     returns the outcome as a dict (status, test_acc, test_loss, ceiling, effective_memory,
     run, checkpoint, steps, wall_s, ...). config: a dict of flags (model, feat_size, the
-    task keys, ...). results: a results folder to record the run in (its database,
+    task keys, ...); the outcome's hash is the run's id. results: a results folder to record the run in (its database,
     checkpoints), or None to train in memory. progress: None, True (print a line at every
     evaluation) or a function called with a dict after every update and evaluation.
     Raises SelectivbenchError with the library's message (a diverged run included)."""

@@ -34,13 +34,15 @@ class _BatchMemory:
     view is gone its storage goes back to its task's pool, so a loop over a split refills
     memory already mapped instead of mapping fresh pages for every batch."""
 
-    def __init__(self, handle, pool):
-        self.handle, self.pool = handle, pool
+    def __init__(self, handle, task):
+        # the task, not only its pool: a batch that outlives every other reference to its
+        # task keeps it (and so the pool its storage returns to) alive
+        self.handle, self.task = handle, task
 
     def __del__(self):
         if self.handle:
-            if len(self.pool) < Task.POOL_SIZE:
-                self.pool.append(self.handle)
+            if len(self.task._pool) < Task.POOL_SIZE:
+                self.task._pool.append(self.handle)
             else:
                 lib.sb_task_batch_free(self.handle)
             self.handle = None
@@ -181,7 +183,7 @@ class Task:
             check(lib.sb_task_batch_make(self._handle, split_id(split), index, len(idx), threads,
                                          ctypes.byref(out), ctypes.byref(err)), err)
             handle = out.value
-        memory = _BatchMemory(handle, self._pool)
+        memory = _BatchMemory(handle, self)
         shape, arrays = _lib.BatchShape(), _lib.BatchArrays()
         lib.sb_task_batch_view(memory.handle, ctypes.byref(shape), ctypes.byref(arrays))
         return Batch(memory, shape, arrays, idx)
