@@ -17,8 +17,10 @@ def flag_text(value):
     return str(value)
 
 
-class Config:
+class Config(_lib.Handle):
     """An owned sb_config built from flags; use as a context manager or call close()."""
+
+    free = "sb_config_free"
 
     def __init__(self, flags=None, handle=None):
         err = _lib.Error()
@@ -55,19 +57,6 @@ class Config:
         lib.sb_config_run_hash(self.handle, buf)
         return buf.value.decode()
 
-    def close(self):
-        if self.handle:
-            lib.sb_config_free(self.handle)
-            self.handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
 
 def defaults():

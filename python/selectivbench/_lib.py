@@ -264,6 +264,28 @@ def _declare(lib):
 lib = _declare(_load())
 
 
+class Handle:
+    """An owned library object: `handle` is freed by the C function named `free` on close(),
+    at the end of a with block, or when the object goes."""
+
+    free = None
+    handle = None
+
+    def close(self):
+        if self.handle:
+            getattr(lib, self.free)(self.handle)
+            self.handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
 def check(status, err):
     """Raises SelectivbenchError with the library's message when status is not SB_OK."""
     if status != 0:

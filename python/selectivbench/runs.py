@@ -46,28 +46,19 @@ def _row_dict(row):
     return {k: _number(v) for k, v in d.items()}
 
 
-class _Results:
+class _Results(_lib.Handle):
     """An open read-only database (closed by close() or the with block)."""
+
+    free = "sb_results_close"
 
     def __init__(self, db):
         self.path = _db_path(db)
         if not os.path.exists(self.path):
             raise _lib.SelectivbenchError("no results database at '%s'" % self.path, "i/o error")
-        self.handle = ctypes.c_void_p()
-        err = _lib.Error()
-        check(lib.sb_results_open_readonly(self.path.encode(), ctypes.byref(self.handle),
+        handle, err = ctypes.c_void_p(), _lib.Error()
+        check(lib.sb_results_open_readonly(self.path.encode(), ctypes.byref(handle),
                                            ctypes.byref(err)), err)
-
-    def close(self):
-        if self.handle:
-            lib.sb_results_close(self.handle)
-            self.handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        self.handle = handle.value
 
     def resolve(self, run):
         buf = ctypes.create_string_buffer(17)

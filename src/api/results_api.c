@@ -193,21 +193,56 @@ sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads,
     return st;
 }
 
-sb_status sb_results_record(const char *db_path, const sb_config *cfg,
-                            const sb_train_outcome *outcome, sb_error *err)
+/* The statuses a recorded run may end with (a run is never recorded as still running). */
+static sb_status check_record_status(const char *status, sb_error *err)
 {
-    SB_API_REQUIRE(db_path, err);
-    SB_API_REQUIRE(cfg, err);
-    SB_API_REQUIRE(outcome, err);
-    const char *status = outcome->status;
     if (strcmp(status, "finished") != 0 && strcmp(status, "failed") != 0 &&
         strcmp(status, "diverged") != 0 && strcmp(status, "interrupted") != 0)
         return sb_error_set(err, SB_ERR_INVALID,
                             "a run is recorded as finished, failed, diverged or interrupted, "
                             "not '%s'",
                             status);
-    sb_status st = sb_run_config_check(&cfg->run, err);
-    if (st != SB_OK)
+    return SB_OK;
+}
+
+/* After sb_run_record_begin*: a run the database has finished is refused (rec closed). */
+static sb_status refuse_finished(sb_run_record *rec, sb_run_row *stored, const char *db_path,
+                                 const sb_config *cfg, sb_error *err)
+{
+    sb_results_run_row_clear(stored);
+    sb_run_record_close(rec);
+    char hash[17];
+    sb_run_config_hash(&cfg->run, 0, hash);
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "the results database '%s' already has run %s finished", db_path, hash);
+}
+
+/* Records the end of a begun run with status, reason and the metrics of m. */
+static sb_status record_end(sb_run_record *rec, const char *status, const char *reason,
+                            const sb_external_run *m, sb_error *err)
+{
+    sb_train_result res;
+    memset(&res, 0, sizeof res);
+    snprintf(res.status, sizeof res.status, "%s", status);
+    snprintf(res.reason, sizeof res.reason, "%s", reason != NULL ? reason : "");
+    res.test_acc = m->test_acc;
+    res.test_loss = m->test_loss;
+    res.train_acc = m->train_acc;
+    res.train_loss = m->train_loss;
+    res.wall_s = m->wall_s;
+    res.tokens_per_s = m->tokens_per_s;
+    return sb_run_record_end(rec, &res, err);
+}
+
+sb_status sb_results_record(const char *db_path, const sb_config *cfg,
+                            const sb_train_outcome *outcome, sb_error *err)
+{
+    SB_API_REQUIRE(db_path, err);
+    SB_API_REQUIRE(cfg, err);
+    SB_API_REQUIRE(outcome, err);
+    sb_status st;
+    if ((st = check_record_status(outcome->status, err)) != SB_OK ||
+        (st = sb_run_config_check(&cfg->run, err)) != SB_OK)
         return st;
     sb_run_record rec;
     sb_run_row stored;
@@ -219,26 +254,12 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
                              &finished, &locked_by, &stored, err);
     if (st != SB_OK)
         return st;
-    if (finished) {
-        sb_results_run_row_clear(&stored);
-        sb_run_record_close(&rec);
-        char hash[17];
-        sb_run_config_hash(&cfg->run, 0, hash);
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "the results database '%s' already has run %s finished", db_path,
-                            hash);
-    }
-    sb_train_result res;
-    memset(&res, 0, sizeof res);
-    snprintf(res.status, sizeof res.status, "%s", status);
-    snprintf(res.reason, sizeof res.reason, "%s", outcome->reason);
-    res.test_acc = outcome->test_acc;
-    res.test_loss = outcome->test_loss;
-    res.train_acc = outcome->train_acc;
-    res.train_loss = outcome->train_loss;
-    res.wall_s = outcome->wall_s;
-    res.tokens_per_s = outcome->tokens_per_s;
-    return sb_run_record_end(&rec, &res, err);
+    if (finished)
+        return refuse_finished(&rec, &stored, db_path, cfg, err);
+    sb_external_run m = {.test_acc = outcome->test_acc, .test_loss = outcome->test_loss,
+                         .train_acc = outcome->train_acc, .train_loss = outcome->train_loss,
+                         .wall_s = outcome->wall_s, .tokens_per_s = outcome->tokens_per_s};
+    return record_end(&rec, outcome->status, outcome->reason, &m, err);
 }
 
 /* An external model's name: a word of letters, digits and _ . - : (it is the model column
@@ -276,12 +297,9 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
     SB_API_REQUIRE(cfg, err);
     SB_API_REQUIRE(run, err);
     const char *status = run->status != NULL ? run->status : "";
-    if (strcmp(status, "finished") != 0 && strcmp(status, "failed") != 0 &&
-        strcmp(status, "diverged") != 0 && strcmp(status, "interrupted") != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "a run is recorded as finished, failed, diverged or interrupted, "
-                            "not '%s'",
-                            status);
+    sb_status st;
+    if ((st = check_record_status(status, err)) != SB_OK)
+        return st;
     if (run->n_curve > 0 && run->curve == NULL)
         return sb_error_set(err, SB_ERR_INVALID, "%zu curve points given without the array",
                             run->n_curve);
@@ -293,11 +311,12 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
                                 "split train or test)",
                                 i, (long long)p->step, (int)p->split);
     }
-    sb_status st;
     if ((st = check_external_model(cfg->run.model, err)) != SB_OK ||
         (st = sb_task_config_check(&cfg->run.task, err)) != SB_OK ||
         (st = sb_config_check_ranges(&cfg->run, err)) != SB_OK)
         return st;
+    if (run_hash != NULL)
+        sb_run_config_hash(&cfg->run, 0, run_hash);
     sb_run_record rec;
     sb_run_row stored;
     memset(&stored, 0, sizeof stored);
@@ -307,17 +326,8 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
                                       run->code_version, &finished, &locked_by, &stored, err);
     if (st != SB_OK)
         return st;
-    char hash[17];
-    sb_run_config_hash(&cfg->run, 0, hash);
-    if (run_hash != NULL)
-        memcpy(run_hash, hash, sizeof hash);
-    if (finished) {
-        sb_results_run_row_clear(&stored);
-        sb_run_record_close(&rec);
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "the results database '%s' already has run %s finished", db_path,
-                            hash);
-    }
+    if (finished)
+        return refuse_finished(&rec, &stored, db_path, cfg, err);
     for (size_t i = 0; i < run->n_curve && st == SB_OK; i++) {
         const sb_curve_point *p = &run->curve[i];
         sb_eval_row row = {.step = p->step, .samples = p->samples, .split = p->split,
@@ -325,24 +335,14 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
                            .tokens_per_s = p->tokens_per_s, .wall_s = p->wall_s};
         st = sb_results_add_eval(rec.db, rec.run_id, &row, err);
     }
-    sb_train_result res;
-    memset(&res, 0, sizeof res);
     if (st != SB_OK) { /* the run is recorded failed, with why, rather than left running */
-        snprintf(res.status, sizeof res.status, "failed");
-        snprintf(res.reason, sizeof res.reason, "recording its curve: %.480s", err->msg);
+        char reason[SB_ERROR_MSG_MAX];
+        snprintf(reason, sizeof reason, "recording its curve: %.480s", err->msg);
         sb_error end_err = {0};
-        sb_run_record_end(&rec, &res, &end_err);
+        record_end(&rec, "failed", reason, run, &end_err);
         return st;
     }
-    snprintf(res.status, sizeof res.status, "%s", status);
-    snprintf(res.reason, sizeof res.reason, "%s", run->reason != NULL ? run->reason : "");
-    res.test_acc = run->test_acc;
-    res.test_loss = run->test_loss;
-    res.train_acc = run->train_acc;
-    res.train_loss = run->train_loss;
-    res.wall_s = run->wall_s;
-    res.tokens_per_s = run->tokens_per_s;
-    return sb_run_record_end(&rec, &res, err);
+    return record_end(&rec, status, run->reason, run, err);
 }
 
 /* sb_report_write and sb_report_write_readonly: the report, the database opened for
