@@ -1354,6 +1354,18 @@ sb_status sb_report_write_readonly(const char *db_path, const char *out_dir,
  * database is only read. Errors: SB_ERR_IO naming the database; SB_ERR_NOMEM. */
 sb_status sb_report_claims(const char *db_path, char **markdown, sb_error *err);
 
+/* The same on the runs whose stored configuration matches every filter "KEY=VALUE"
+ * (sb_results_config_matches): the findings of one slice of a database, such as one preset
+ * of configs/claims/ inside a larger study (--filter of `report --claims`). Errors: those
+ * of sb_report_claims, SB_ERR_INVALID for n_filters < 0 or filters NULL with n_filters > 0. */
+sb_status sb_report_claims_where(const char *db_path, const char *const *filters,
+                                 int n_filters, char **markdown, sb_error *err);
+
+/* 1 when the configuration JSON text (sb_results_config_json) has KEY = VALUE for filter
+ * "KEY=VALUE": strings exactly, numbers as numbers (96000 = 96000.0), booleans as
+ * True/False (true/false, 1/0), null as null/None; 0 otherwise (a missing key, bad JSON). */
+int sb_results_config_matches(const char *config_json, const char *filter);
+
 #ifdef __cplusplus
 }
 #endif

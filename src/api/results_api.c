@@ -2,6 +2,7 @@
  * wrappers over exp/results.h, exp/run_store.h and exp/report.h. sb_results_open,
  * sb_results_open_readonly, sb_results_close and sb_results_integrity_check are results.c's
  * own functions. */
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,11 +389,52 @@ sb_status sb_report_write_readonly(const char *db_path, const char *out_dir,
     return report_write(db_path, 1, out_dir, out, err);
 }
 
+int sb_results_config_matches(const char *config_json, const char *filter)
+{
+    if (config_json == NULL || filter == NULL)
+        return 0;
+    const char *eq = strchr(filter, '=');
+    if (eq == NULL || eq == filter || eq - filter >= 128)
+        return 0;
+    char key[128];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
+    const char *want = eq + 1;
+    json_t *config = json_loads(config_json, 0, NULL);
+    json_t *v = config != NULL ? json_object_get(config, key) : NULL;
+    int match = 0;
+    if (v == NULL)
+        match = 0;
+    else if (json_is_string(v))
+        match = strcmp(json_string_value(v), want) == 0;
+    else if (json_is_number(v)) {
+        char *end;
+        double w = strtod(want, &end);
+        match = end != want && *end == '\0' && json_number_value(v) == w;
+    } else if (json_is_boolean(v))
+        match = json_is_true(v) ? strcmp(want, "True") == 0 || strcmp(want, "true") == 0 ||
+                                      strcmp(want, "1") == 0
+                                : strcmp(want, "False") == 0 || strcmp(want, "false") == 0 ||
+                                      strcmp(want, "0") == 0;
+    else if (json_is_null(v))
+        match = strcmp(want, "null") == 0 || strcmp(want, "None") == 0;
+    json_decref(config);
+    return match;
+}
+
 sb_status sb_report_claims(const char *db_path, char **markdown, sb_error *err)
+{
+    return sb_report_claims_where(db_path, NULL, 0, markdown, err);
+}
+
+sb_status sb_report_claims_where(const char *db_path, const char *const *filters,
+                                 int n_filters, char **markdown, sb_error *err)
 {
     SB_API_REQUIRE(db_path, err);
     SB_API_REQUIRE(markdown, err);
     *markdown = NULL;
+    if (n_filters < 0 || (n_filters > 0 && filters == NULL))
+        return sb_error_set(err, SB_ERR_INVALID, "sb_report_claims_where: %d filters without "
+                            "the array", n_filters);
     sb_results *db = NULL;
     sb_status st = sb_results_open_readonly(db_path, &db, err);
     if (st != SB_OK)
@@ -401,9 +443,22 @@ sb_status sb_report_claims(const char *db_path, char **markdown, sb_error *err)
     size_t n = 0;
     st = sb_results_list_runs(db, NULL, &rows, &n, err);
     sb_results_close(db);
+    /* the runs every filter matches come first; the claims read those */
+    size_t kept = 0;
+    for (size_t i = 0; st == SB_OK && i < n; i++) {
+        int keep = 1;
+        for (int f = 0; keep && f < n_filters; f++)
+            keep = sb_results_config_matches(rows[i].config_json, filters[f]);
+        if (keep && kept != i) {
+            sb_run_row t = rows[kept];
+            rows[kept] = rows[i];
+            rows[i] = t;
+        }
+        kept += keep;
+    }
     sb_claim claims[SB_CLAIMS];
     if (st == SB_OK)
-        st = sb_claims_evaluate(rows, n, claims, err);
+        st = sb_claims_evaluate(rows, kept, claims, err);
     sb_results_run_rows_free(rows, n);
     if (st != SB_OK)
         return st;

@@ -8,10 +8,13 @@
 #include "cli/commands.h"
 #include "selectivbench/selectivbench.h"
 
+#define MAX_FILTERS 16
+
 int sb_cmd_report(int argc, char **argv)
 {
     const char *db_path = "results/" SB_RESULTS_DB_NAME, *out = NULL;
     int threads = 0, claims = 0;
+    const char *filter_dummy = NULL;
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
@@ -22,10 +25,23 @@ int sb_cmd_report(int argc, char **argv)
         {"claims", SB_OPT_SWITCH, &claims, 0, 1, NULL, NULL,
          "print only the paper's findings with their statistics and verdicts (docs/claims.md; "
          "read only, no figures)", 0},
+        {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
+         "with --claims: only the runs whose configuration has KEY = VALUE (repeatable, as "
+         "results --filter; e.g. one preset's slice of a larger study; default: every run)", 0},
     };
+    /* the option table keeps one value per flag: the repeatable --filter is collected here */
+    const char *filters[MAX_FILTERS];
+    int n_filters = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *f = strcmp(argv[i], "--filter") == 0 && i + 1 < argc ? argv[i + 1]
+                        : strncmp(argv[i], "--filter=", 9) == 0          ? argv[i] + 9
+                                                                          : NULL;
+        if (f != NULL && n_filters++ < MAX_FILTERS)
+            filters[n_filters - 1] = f;
+    }
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("report", "[DB|DIR] [--out DIR] [--claims]", opts, (int)(sizeof opts / sizeof *opts),
+    int rc = sb_cli_parse("report", "[DB|DIR] [--out DIR] [--claims [--filter K=V]]", opts, (int)(sizeof opts / sizeof *opts),
                           argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
@@ -35,6 +51,24 @@ int sb_cmd_report(int argc, char **argv)
     char db_in_folder[4096];
     db_path = sb_cli_results_db(db_path, db_in_folder, sizeof db_in_folder);
     sb_error err = {0};
+    if (n_filters > MAX_FILTERS)
+        sb_error_set(&err, SB_ERR_INVALID, "--filter is given %d times; at most %d", n_filters,
+                     MAX_FILTERS);
+    else if (n_filters > 0 && !claims)
+        sb_error_set(&err, SB_ERR_INVALID, "--filter selects the runs of --claims; the figures "
+                     "read every run (give --claims, or report a database of those runs)");
+    for (int f = 0; f < n_filters && n_filters <= MAX_FILTERS && err.msg[0] == '\0'; f++) {
+        const char *eq = strchr(filters[f], '=');
+        char key[128] = "";
+        if (eq != NULL && eq - filters[f] < (long)sizeof key)
+            snprintf(key, sizeof key, "%.*s", (int)(eq - filters[f]), filters[f]);
+        if (eq == NULL || sb_config_key_find(key) < 0)
+            sb_error_set(&err, SB_ERR_INVALID, "--filter '%s': write KEY=VALUE with KEY a "
+                         "configuration key (%s train --help lists them)", filters[f],
+                         sb_cli_program());
+    }
+    if (err.msg[0] != '\0')
+        return sb_cli_fail("report", &err);
     FILE *probe = fopen(db_path, "rb");
     if (probe == NULL) {
         sb_error_set(&err, SB_ERR_IO, "no results database at '%s' (run a sweep or train first)",
@@ -44,8 +78,14 @@ int sb_cmd_report(int argc, char **argv)
     fclose(probe);
     if (claims) {
         char *md = NULL;
-        if (sb_report_claims(db_path, &md, &err) != SB_OK)
+        if (sb_report_claims_where(db_path, filters, n_filters, &md, &err) != SB_OK)
             return sb_cli_fail("report", &err);
+        if (n_filters > 0) { /* say which slice the verdicts are of */
+            printf("Runs whose configuration has");
+            for (int f = 0; f < n_filters; f++)
+                printf("%s %s", f > 0 ? "," : "", filters[f]);
+            printf(".\n");
+        }
         fputs(md + (md[0] == '\n'), stdout);
         sb_string_free(md);
         return 0;

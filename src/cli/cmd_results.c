@@ -21,35 +21,6 @@
 
 #define MAX_FILTERS 16
 
-/* Whether a run's configuration has key == value (numbers compared as numbers). */
-static int config_matches(json_t *config, const char *filter)
-{
-    const char *eq = strchr(filter, '=');
-    if (eq == NULL)
-        return 0;
-    char key[128];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
-    const char *want = eq + 1;
-    json_t *v = json_object_get(config, key);
-    if (v == NULL)
-        return 0;
-    if (json_is_string(v))
-        return strcmp(json_string_value(v), want) == 0;
-    if (json_is_number(v)) {
-        char *end;
-        double w = strtod(want, &end);
-        return *end == '\0' && json_number_value(v) == w;
-    }
-    if (json_is_boolean(v))
-        return (json_is_true(v) && (strcmp(want, "True") == 0 || strcmp(want, "true") == 0 ||
-                                    strcmp(want, "1") == 0)) ||
-               (!json_is_true(v) && (strcmp(want, "False") == 0 || strcmp(want, "false") == 0 ||
-                                     strcmp(want, "0") == 0));
-    if (json_is_null(v))
-        return strcmp(want, "null") == 0 || strcmp(want, "None") == 0;
-    return 0;
-}
-
 /* The command line of `results`. */
 typedef struct results_args {
     const char *db_path, *model, *status;
@@ -121,8 +92,8 @@ static sb_status check_filter(const char *filter, sb_config *scratch, sb_error *
     snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
     if (sb_config_key_find(key) < 0)
         return unknown_filter_key(filter, key, err);
-    if (strcmp(key, "model") == 0 && !model_known(eq + 1))
-        return unknown_filter_model(filter, eq + 1, err);
+    if (strcmp(key, "model") == 0) /* a registry model, or one the database has (below) */
+        return SB_OK;
     sb_error why = {0};
     if (sb_config_set_key(scratch, key, eq + 1, &why) != SB_OK)
         return sb_error_set(err, SB_ERR_INVALID, "--filter '%s': %s", filter, why.msg);
@@ -149,7 +120,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     /* --status and --model take a closed set: the library's statuses, the registry's models */
     const char *const *statuses = sb_results_statuses();
     const char **models = model_names();
-    int status_index = -1, model_index = -1;
+    int status_index = -1;
     char status_help[160] = "only runs with this status (";
     for (int i = 0; statuses[i] != NULL; i++) {
         strncat(status_help, statuses[i], sizeof status_help - strlen(status_help) - 1);
@@ -165,8 +136,9 @@ static int results_parse(int argc, char **argv, results_args *a)
         {"db", SB_OPT_STRING, &a->db_path, 0, 0, NULL, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
          " (default results/" SB_RESULTS_DB_NAME ")", 0},
-        {"model", SB_OPT_CHOICE, &model_index, 0, 0, models, "NAME",
-         "only runs of this model (the models command lists them; default: all)", 0},
+        {"model", SB_OPT_STRING, &a->model, 0, 0, NULL, "NAME",
+         "only runs of this model (the models command lists them, or an external model the "
+         "database has; default: all)", 0},
         {"status", SB_OPT_CHOICE, &status_index, 0, 0, statuses, "S", status_help, 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
          "only runs whose configuration has KEY = VALUE (repeatable; default: none)", 0},
@@ -210,7 +182,6 @@ static int results_parse(int argc, char **argv, results_args *a)
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
     /* the chosen names are the library's own strings: they outlive the list */
     a->status = status_index >= 0 ? statuses[status_index] : NULL;
-    a->model = model_index >= 0 ? models[model_index] : NULL;
     free(models);
     if (rc >= 0)
         return rc;
@@ -255,6 +226,38 @@ static int results_open(const char *db_path, sb_results **db)
     if (open_st != SB_OK)
         return sb_cli_fail("results", &err);
     return -1;
+}
+
+/* A model named by --model or --filter model=M must be a registry model or one of the
+ * database's runs (an external model recorded through sb_results_record_external): a typo
+ * is a usage error naming the registry's models, not an empty table. db NULL: there is no
+ * database, so no external model either. */
+static sb_status check_models(sb_results *db, const results_args *a, sb_error *err)
+{
+    for (int f = -1; f < a->n_filters; f++) {
+        const char *name = f < 0 ? a->model : strncmp(a->filters[f], "model=", 6) == 0
+                                                  ? a->filters[f] + 6 : NULL;
+        if (name == NULL || model_known(name))
+            continue;
+        size_t n = 0;
+        sb_status st = db != NULL ? sb_results_count(db, name, &n, err) : SB_OK;
+        if (st != SB_OK)
+            return st;
+        if (n > 0)
+            continue;
+        if (f >= 0)
+            return unknown_filter_model(a->filters[f], name, err);
+        /* the closed set's message, as for any choice flag */
+        char list[2048] = "";
+        for (int i = 0; i < sb_models_count(); i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i > 0 ? ", " : "",
+                     sb_models_name(i));
+        const char *hint = sb_cli_closest_model(name);
+        return sb_error_set(err, SB_ERR_INVALID, "--model: '%s' is not one of: %s%s%s%s", name,
+                            list, hint != NULL ? "; did you mean '" : "",
+                            hint != NULL ? hint : "", hint != NULL ? "'?" : "");
+    }
+    return SB_OK;
 }
 
 /* --check: SQLite's integrity check; closes db and returns the exit code. */
@@ -314,7 +317,7 @@ static sb_status results_select(sb_results *db, const results_args *a, results_r
         t->configs[i] = json_loads(t->config_json[i] != NULL ? t->config_json[i] : "{}", 0, NULL);
         t->keep[i] = t->configs[i] != NULL && (a->status == NULL || strcmp(r->status, a->status) == 0);
         for (int f = 0; t->keep[i] && f < a->n_filters; f++)
-            t->keep[i] = config_matches(t->configs[i], a->filters[f]);
+            t->keep[i] = sb_results_config_matches(t->config_json[i], a->filters[f]);
         if (run_hash[0] != '\0')
             t->keep[i] = strcmp(r->run_hash, run_hash) == 0;
         t->kept += t->keep[i] != 0;
@@ -346,14 +349,16 @@ int sb_cmd_results(int argc, char **argv)
     if (rc >= 0)
         return rc;
     sb_results *db = NULL;
+    sb_error err = {0};
+    if (access(a.db_path, F_OK) != 0 && check_models(NULL, &a, &err) != SB_OK)
+        return sb_cli_fail("results", &err); /* a usage error before the missing database */
     if ((rc = results_open(a.db_path, &db)) >= 0)
         return rc;
     if (a.check)
         return results_check(db, a.db_path);
 
     results_rows t = {0};
-    sb_error err = {0};
-    if (results_select(db, &a, &t, &err) != SB_OK) {
+    if (check_models(db, &a, &err) != SB_OK || results_select(db, &a, &t, &err) != SB_OK) {
         results_rows_free(&t);
         sb_results_close(db);
         return sb_cli_fail("results", &err);

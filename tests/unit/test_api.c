@@ -591,6 +591,91 @@ static void test_results_external(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* sb_results_config_matches on each JSON kind; sb_report_claims_where on a database where
+ * the gating finding holds in one slice (dataset_size 100), fails in the other (200) and
+ * cannot be told on both together. */
+static void test_claims_where(void **state)
+{
+    (void)state;
+    const char *json = "{\"model\":\"gla\",\"dataset_size\":96000,\"lr\":0.001,"
+                       "\"grammar_scale\":true,\"warmup_steps\":null}";
+    assert_true(sb_results_config_matches(json, "model=gla"));
+    assert_false(sb_results_config_matches(json, "model=gl"));
+    assert_true(sb_results_config_matches(json, "dataset_size=96000"));
+    assert_true(sb_results_config_matches(json, "dataset_size=96000.0"));
+    assert_false(sb_results_config_matches(json, "dataset_size=9600x"));
+    assert_true(sb_results_config_matches(json, "lr=1e-3"));
+    assert_true(sb_results_config_matches(json, "grammar_scale=True"));
+    assert_false(sb_results_config_matches(json, "grammar_scale=False"));
+    assert_true(sb_results_config_matches(json, "warmup_steps=None"));
+    assert_false(sb_results_config_matches(json, "nokey=1"));
+    assert_false(sb_results_config_matches(json, "model"));
+    assert_false(sb_results_config_matches("not json", "model=gla"));
+    assert_false(sb_results_config_matches(NULL, "model=gla"));
+
+    sb_error err = {0};
+    char dir[] = "/tmp/sb_test_api_claims_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    assert_int_equal(sb_results_path(dir, path, sizeof path, &err), SB_OK);
+    sb_config *cfg = NULL;
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    const char *keys[][2] = {{"amb", "3"}, {"grammar_scale", "True"}, {"train_seqlen_max", "8"},
+                             {"test_seqlen_max", "8"}, {"test_size", "20"}, {"feat_size", "8"}};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        assert_int_equal(sb_config_set_key(cfg, keys[k][0], keys[k][1], &err), SB_OK);
+    /* gated minus ungated: +0.105 and +0.110 at 100 samples, their negatives at 200 */
+    const char *sizes[2] = {"100", "200"};
+    for (int z = 0; z < 2; z++)
+        for (int seed = 1; seed <= 2; seed++) {
+            char seed_text[4];
+            snprintf(seed_text, sizeof seed_text, "%d", seed);
+            assert_int_equal(sb_config_set_key(cfg, "dataset_size", sizes[z], &err), SB_OK);
+            assert_int_equal(sb_config_set_key(cfg, "seed", seed_text, &err), SB_OK);
+            double margin = (z == 0 ? 1 : -1) * (0.1 + 0.005 * seed);
+            for (int twin = 0; twin < 2; twin++) {
+                assert_int_equal(sb_config_set_key(cfg, "model",
+                                                   twin ? "delta_net" : "gated_delta_net", &err),
+                                 SB_OK);
+                sb_train_outcome out;
+                memset(&out, 0, sizeof out);
+                snprintf(out.status, sizeof out.status, "finished");
+                out.test_acc = 0.5 + (twin ? 0.0 : margin);
+                out.test_loss = 1.0;
+                out.train_acc = out.train_loss = out.wall_s = out.tokens_per_s = (double)NAN;
+                assert_int_equal(sb_results_record(path, cfg, &out, &err), SB_OK);
+            }
+        }
+    sb_config_free(cfg);
+    struct {
+        const char *filter;
+        const char *verdict;
+    } cases[] = {{NULL, "| 4 | +0.0000"}, {"dataset_size=100", "**holds**"},
+                 {"dataset_size=200", "**does not hold**"}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char *md = NULL;
+        const char *filters[1] = {cases[c].filter};
+        assert_int_equal(sb_report_claims_where(path, filters, cases[c].filter != NULL, &md, &err),
+                         SB_OK);
+        const char *row = strstr(md, "| gating:");
+        assert_non_null(row);
+        const char *end = strchr(row, '\n');
+        assert_non_null(end);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(end - row), row);
+        if (strstr(line, cases[c].verdict) == NULL)
+            fail_msg("filter %s: expected '%s' in '%s'", cases[c].filter ? cases[c].filter : "-",
+                     cases[c].verdict, line);
+        sb_string_free(md);
+    }
+    char *md = NULL;
+    assert_error(sb_report_claims_where(path, NULL, 1, &md, &err), &err, SB_ERR_INVALID,
+                 "without the array");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* settings->should_stop: polled once per update; the third poll stops the run. */
 static int stop_at_third_poll(void *user)
 {
@@ -1019,6 +1104,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_closest_name),
         cmocka_unit_test(test_task_batch),  cmocka_unit_test(test_missing_files),
         cmocka_unit_test(test_results),     cmocka_unit_test(test_results_external),
+        cmocka_unit_test(test_claims_where),
         cmocka_unit_test(test_train_stop_request),     cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_sweep_axes_cost),
         cmocka_unit_test(test_sweep_run),   cmocka_unit_test(test_grammar_data_ceiling),
