@@ -52,6 +52,18 @@ grep -q "^## The paper's findings" "$TMP/report/report.md" || fail "report.md: n
 grep -q "| gating: .* | 0 | - | \*\*inconclusive\*\* |" "$TMP/claims" ||
   fail "report --claims: one run should leave every finding inconclusive: $(cat "$TMP/claims")"
 [ ! -e "$TMP/claims_out" ] || fail "report --claims wrote figures"
+# --filter: the findings of a slice, named on the first line; only with --claims, real keys
+"$SB" report --db "$db" --claims --filter seed=1 --filter model=gru >"$TMP/claims" 2>&1 ||
+  fail "report --claims --filter: $(cat "$TMP/claims")"
+[ "$(head -n 1 "$TMP/claims")" = "Runs whose configuration has seed=1, model=gru." ] ||
+  fail "report --claims --filter: first line: $(head -n 1 "$TMP/claims")"
+for bad in "--filter seed=1" "--claims --filter nokey=1" "--claims --filter seed"; do
+  # shellcheck disable=SC2086
+  "$SB" report --db "$db" $bad >/dev/null 2>"$TMP/err"
+  rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] ||
+    fail "report $bad: exit $rc, $(cat "$TMP/err")"
+done
 "$SB" report --db "$TMP/nosuch.db" --claims >/dev/null 2>"$TMP/err" && fail "report --claims: a missing database was accepted"
 [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "no results database" "$TMP/err" ||
   fail "report --claims on a missing database: $(cat "$TMP/err")"

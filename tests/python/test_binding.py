@@ -220,6 +220,13 @@ class TestRuns(unittest.TestCase):
         listed = json.loads(run_cli("results", "--db", db, "--json").stdout)["runs"]
         self.assertEqual([(r["hash"], r["model"], r["test_acc"]) for r in listed],
                          [(run, "torch_lstm", 0.55)])
+        # --model and --filter model= take the external model the database has
+        for args in (["--model", "torch_lstm"], ["--filter", "model=torch_lstm"]):
+            only = json.loads(run_cli("results", "--db", db, "--json", *args).stdout)["runs"]
+            self.assertEqual([r["hash"] for r in only], [run])
+        p = run_cli("results", "--db", db, "--model", "torch_lstn", check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--model: 'torch_lstn' is not one of", p.stderr)
         curves = json.loads(run_cli("results", "--db", db, "--curves", run, "--json").stdout)
         self.assertIn("0.55", json.dumps(curves))
         # recorded twice: refused with the C message, nothing changed
