@@ -38,6 +38,14 @@ static void test_version(void **state)
     assert_string_equal(SB_VERSION_STRING, expected);
     assert_string_equal(sb_version(), SB_VERSION_STRING);
     assert_string_equal(sb_version(), SB_VERSION); /* the project's version (CMakeLists.txt) */
+    /* the structure sizes a binding checks its mirrors against */
+    assert_int_equal(sb_api_struct_size("sb_error"), sizeof(sb_error));
+    assert_int_equal(sb_api_struct_size("sb_result_row"), sizeof(sb_result_row));
+    assert_int_equal(sb_api_struct_size("sb_train_settings"), sizeof(sb_train_settings));
+    assert_int_equal(sb_api_struct_size("sb_external_run"), sizeof(sb_external_run));
+    assert_int_equal(sb_api_struct_size("sb_report_outcome"), sizeof(sb_report_outcome));
+    assert_int_equal(sb_api_struct_size("sb_no_such_struct"), 0);
+    assert_int_equal(sb_api_struct_size(NULL), 0);
     assert_string_equal(sb_status_name(SB_ERR_IO), "i/o error");
     assert_string_equal(sb_status_name((sb_status)99), "unknown status");
     assert_string_equal(sb_error_message(NULL), "");
