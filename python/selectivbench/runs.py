@@ -6,6 +6,8 @@ import ctypes
 import json
 import math
 import os
+import signal
+import threading
 
 from . import _lib
 from ._config import Config
@@ -200,25 +202,40 @@ def train(config, results=None, threads=0, progress=None, save_checkpoint=True, 
           resume=False):
     """Trains one of the library's models on its task, as `selectivbench train` does, and
     returns the outcome as a dict (status, test_acc, test_loss, ceiling, effective_memory,
-    run, checkpoint, steps, wall_s, ...). config: a dict of flags (model, feat_size, the
-    task keys, ...); the outcome's hash is the run's id. results: a results folder to record the run in (its database,
-    checkpoints), or None to train in memory. progress: None, True (print a line at every
-    evaluation) or a function called with a dict after every update and evaluation.
-    Raises SelectivbenchError with the library's message (a diverged run included)."""
-    callbacks = []
+    hash, checkpoint, steps, wall_s, ...). config: a dict of flags (model, feat_size, the
+    task keys, ...); the outcome's hash is the run's id. results: a results folder to record
+    the run in (its database, checkpoints), or None to train in memory. progress: None, True
+    (print a line at every evaluation) or a function called with a dict after every update
+    and evaluation. resume: continue an interrupted run from its checkpoint.
+
+    Ctrl-C (SIGINT, when called from the main thread) stops the run after its current
+    update, with its checkpoint written and the run recorded as interrupted (as `train` on
+    the command line), then raises KeyboardInterrupt; train(..., resume=True) continues it.
+    An exception raised by the progress function stops the run the same way and is raised
+    again. Raises SelectivbenchError with the library's message (a diverged run included)."""
+    state = {"stop": False, "error": None}
 
     def on_progress(p, user):
-        q = p.contents
-        info = {name: _number(getattr(q, name)) for name, _ in _lib.Progress._fields_}
-        info["is_evaluation"] = bool(info["is_evaluation"])
-        if progress is True:
-            if info["is_evaluation"]:
-                print("step %d/%d  loss %.4f  test %.4f  %.0f tok/s" % (
-                    info["step"], info["total_steps"], info["loss"] or NAN,
-                    info["test_acc"] if info["test_acc"] is not None else NAN,
-                    info["tokens_per_s"] or 0), flush=True)
-        elif progress is not None:
-            progress(info)
+        if state["error"] is not None:
+            return
+        try:
+            q = p.contents
+            info = {name: _number(getattr(q, name)) for name, _ in _lib.Progress._fields_}
+            info["is_evaluation"] = bool(info["is_evaluation"])
+            if progress is True:
+                if info["is_evaluation"]:
+                    print("step %d/%d  loss %.4f  test %.4f  %.0f tok/s" % (
+                        info["step"], info["total_steps"], info["loss"] or NAN,
+                        info["test_acc"] if info["test_acc"] is not None else NAN,
+                        info["tokens_per_s"] or 0), flush=True)
+            elif progress is not None:
+                progress(info)
+        except BaseException as e:  # ctypes would print and drop it: stop and raise later
+            state["error"] = e
+
+    def should_stop(user):
+        # Python runs its signal handlers here, on the training (calling) thread
+        return 1 if state["stop"] or state["error"] is not None else 0
 
     settings = _lib.TrainSettings()
     settings.threads = threads
@@ -227,16 +244,34 @@ def train(config, results=None, threads=0, progress=None, save_checkpoint=True, 
     settings.resume = 1 if resume else 0
     if results is not None:
         settings.results_dir = os.fspath(results).encode()
+    callbacks = [_lib.STOP_FN(should_stop)]  # alive for the call
+    settings.should_stop = callbacks[0]
     if progress is not None:
-        cb = _lib.PROGRESS_FN(on_progress)
-        callbacks.append(cb)  # alive for the call
-        settings.progress = cb
+        callbacks.append(_lib.PROGRESS_FN(on_progress))
+        settings.progress = callbacks[-1]
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        def on_sigint(signum, frame):
+            state["stop"] = True
+        previous = signal.signal(signal.SIGINT, on_sigint)
     out, err = _lib.TrainOutcome(), _lib.Error()
-    with Config(config) as cfg:
-        st = lib.sb_train_config(cfg.handle, ctypes.byref(settings), ctypes.byref(out),
-                                 ctypes.byref(err))
+    try:
+        with Config(config) as cfg:
+            st = lib.sb_train_config(cfg.handle, ctypes.byref(settings), ctypes.byref(out),
+                                     ctypes.byref(err))
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if state["error"] is not None:
+        raise state["error"]
     check(st, err)
-    return _outcome_dict(out)
+    result = _outcome_dict(out)
+    if state["stop"] and result["status"] == "interrupted":
+        raise KeyboardInterrupt("run %s interrupted after update %d (%s); train(..., "
+                                "resume=True) continues it" % (result["hash"], result["steps"],
+                                                               result["checkpoint"] or
+                                                               "no checkpoint"))
+    return result
 
 
 def evaluate(checkpoint, threads=0, **overrides):

@@ -11,7 +11,9 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -282,6 +284,58 @@ class TestRuns(unittest.TestCase):
         self.assertEqual(longer["test_gap_s"], 2.0)
         with self.assertRaisesRegex(sb.SelectivbenchError, "unknown model|did you mean"):
             sb.train(dict(config, model="gruu"))
+
+
+INTERRUPTED_RUN = """
+import sys, time, selectivbench as sb
+config = dict(model="gru", feat_size=8, layers=1, batch_size=16, epoch_size=100,
+              vocab=9, amb=8, grammar_scale=True, train_seqlen_max=12, test_seqlen_max=12,
+              dataset_size=20000, test_size=50)
+def progress(p):
+    if p["step"] == 2:
+        print("started", flush=True)
+        time.sleep(1)  # the signal arrives during this update, whatever the machine's load
+try:
+    sb.train(config, results=sys.argv[1], threads=1, progress=progress)
+    print("finished")
+except KeyboardInterrupt as e:
+    print("interrupted:", e)
+out = sb.train(config, results=sys.argv[1], threads=1, resume=True)
+print("resumed:", out["status"], out["steps"])
+"""
+
+
+class TestStopping(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="sb_python_stop_")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_ctrl_c_stops_with_a_checkpoint_and_resume_finishes(self):
+        p = subprocess.Popen([sys.executable, "-c", INTERRUPTED_RUN, self.dir],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.stdout.readline().strip(), "started")
+        p.send_signal(signal.SIGINT)
+        out, errs = p.communicate(timeout=300)
+        self.assertEqual(p.returncode, 0, errs)
+        lines = out.strip().splitlines()
+        self.assertTrue(lines[0].startswith("interrupted: run "), out)
+        self.assertIn("resume=True", lines[0])
+        self.assertEqual(lines[-1], "resumed: finished 1250", out)
+        rows = sb.results(self.dir, frame=False)
+        self.assertEqual([(r["status"], r["attempts"]) for r in rows], [("finished", 2)])
+
+    def test_an_exception_in_progress_stops_the_run_and_is_raised(self):
+        def progress(p):
+            if p["step"] == 3:
+                raise ValueError("stop here")
+        config = dict(model="gru", feat_size=8, layers=1, batch_size=16, epoch_size=100,
+                      **TASKS["task1"])
+        with self.assertRaisesRegex(ValueError, "stop here"):
+            sb.train(config, results=self.dir, threads=1, progress=progress)
+        rows = sb.results(self.dir, frame=False)
+        self.assertEqual(rows[0]["status"], "interrupted")
 
 
 class TestTorch(unittest.TestCase):
