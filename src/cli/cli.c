@@ -196,6 +196,21 @@ int sb_cli_stdout_is_tty(void)
     return isatty(STDOUT_FILENO);
 }
 
+int sb_cli_repeated(int argc, char **argv, const char *flag, const char **out, int max)
+{
+    const size_t len = strlen(flag);
+    int n = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *v = strcmp(argv[i], flag) == 0 && i + 1 < argc ? argv[i + 1]
+                        : strncmp(argv[i], flag, len) == 0 && argv[i][len] == '='
+                            ? argv[i] + len + 1
+                            : NULL;
+        if (v != NULL && n++ < max)
+            out[n - 1] = v;
+    }
+    return n;
+}
+
 const char *sb_cli_results_db(const char *path, char *buf, size_t size)
 {
     struct stat st;

@@ -49,6 +49,11 @@ int sb_cli_print_config_hashes(const sb_config *cfg);
  * any other path is returned as given. */
 const char *sb_cli_results_db(const char *path, char *buf, size_t size);
 
+/* The values of a repeatable flag (--filter K=V, also --filter=K=V) in argv[2..], in order:
+ * up to max of them into out; returns how many were given (more than max: too many). The
+ * option table keeps one value per flag, so repeatable ones are collected here. */
+int sb_cli_repeated(int argc, char **argv, const char *flag, const char **out, int max);
+
 /* Whether stdout is a terminal (for live progress lines). */
 int sb_cli_stdout_is_tty(void);
 

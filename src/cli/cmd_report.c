@@ -29,16 +29,8 @@ int sb_cmd_report(int argc, char **argv)
          "with --claims: only the runs whose configuration has KEY = VALUE (repeatable, as "
          "results --filter; e.g. one preset's slice of a larger study; default: every run)", 0},
     };
-    /* the option table keeps one value per flag: the repeatable --filter is collected here */
     const char *filters[MAX_FILTERS];
-    int n_filters = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *f = strcmp(argv[i], "--filter") == 0 && i + 1 < argc ? argv[i + 1]
-                        : strncmp(argv[i], "--filter=", 9) == 0          ? argv[i] + 9
-                                                                          : NULL;
-        if (f != NULL && n_filters++ < MAX_FILTERS)
-            filters[n_filters - 1] = f;
-    }
+    int n_filters = sb_cli_repeated(argc, argv, "--filter", filters, MAX_FILTERS);
     const char *pos[1];
     int n_pos = 0;
     int rc = sb_cli_parse("report", "[DB|DIR] [--out DIR] [--claims [--filter K=V]]", opts, (int)(sizeof opts / sizeof *opts),

@@ -166,15 +166,8 @@ static int results_parse(int argc, char **argv, results_args *a)
          "the learning curves: results --curves [RUN] [--json|--csv] (every evaluation of a "
          "run, or of every run; results --curves --help)", 0},
     };
-    /* the option table keeps one value per flag: the repeatable --filter is collected here */
-    int n_filters = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *f = strcmp(argv[i], "--filter") == 0 && i + 1 < argc ? argv[i + 1]
-                        : strncmp(argv[i], "--filter=", 9) == 0          ? argv[i] + 9
-                                                                          : NULL;
-        if (f != NULL && n_filters++ < MAX_FILTERS)
-            a->filters[a->n_filters++] = f;
-    }
+    int n_filters = sb_cli_repeated(argc, argv, "--filter", a->filters, MAX_FILTERS);
+    a->n_filters = n_filters < MAX_FILTERS ? n_filters : MAX_FILTERS;
     const char *pos[1];
     int n_pos = 0;
     int rc = sb_cli_parse("results", "[DB|DIR] [--model M] [--status S] [--filter K=V] [--run ID] "
