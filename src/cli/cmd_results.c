@@ -240,12 +240,33 @@ static sb_status check_models(sb_results *db, const results_args *a, sb_error *e
             continue;
         if (f >= 0)
             return unknown_filter_model(a->filters[f], name, err);
-        /* the closed set's message, as for any choice flag */
-        char list[2048] = "";
-        for (int i = 0; i < sb_models_count(); i++)
+        /* the closed set's message, as for any choice flag: the registry's models, then the
+         * external ones the database has (the hint is the closest of them all) */
+        char list[2048] = "", external[16][32];
+        const char *names[64];
+        int n_names = 0, n_external = 0;
+        for (int i = 0; i < sb_models_count() && n_names < 48; i++) {
+            names[n_names++] = sb_models_name(i);
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i > 0 ? ", " : "",
                      sb_models_name(i));
-        const char *hint = sb_cli_closest_model(name);
+        }
+        sb_result_row row;
+        size_t got = 0;
+        for (size_t first = 0; db != NULL && n_external < 16; first++) {
+            if (sb_results_read(db, NULL, first, &row, 1, &got, err) != SB_OK || got == 0)
+                break;
+            int seen = model_known(row.model);
+            for (int e = 0; !seen && e < n_external; e++)
+                seen = strcmp(external[e], row.model) == 0;
+            if (seen)
+                continue;
+            snprintf(external[n_external], sizeof external[n_external], "%s", row.model);
+            names[n_names++] = external[n_external];
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                     n_external == 0 ? ", or in this database: " : ", ", row.model);
+            n_external++;
+        }
+        const char *hint = sb_closest_name(name, names, n_names);
         return sb_error_set(err, SB_ERR_INVALID, "--model: '%s' is not one of: %s%s%s%s", name,
                             list, hint != NULL ? "; did you mean '" : "",
                             hint != NULL ? hint : "", hint != NULL ? "'?" : "");

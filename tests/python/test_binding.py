@@ -229,6 +229,7 @@ class TestRuns(unittest.TestCase):
         p = run_cli("results", "--db", db, "--model", "torch_lstn", check=False)
         self.assertEqual(p.returncode, 2)
         self.assertIn("--model: 'torch_lstn' is not one of", p.stderr)
+        self.assertIn("or in this database: torch_lstm; did you mean 'torch_lstm'?", p.stderr)
         curves = json.loads(run_cli("results", "--db", db, "--curves", run, "--json").stdout)
         self.assertIn("0.55", json.dumps(curves))
         # recorded twice: refused with the C message, nothing changed
