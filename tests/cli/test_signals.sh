@@ -83,7 +83,11 @@ status_is "$TMP/term/selectivbench.db" interrupted || fail "after SIGTERM the ru
 # shellcheck disable=SC2086
 bg "$SB" train $run_flags --results "$TMP/twice" >"$TMP/twice.out" 2>"$TMP/twice.err"
 pid=$!
+# wait for the first checkpoint too: the evaluation line comes before its save, and a second
+# signal before any save leaves nothing to resume (a loaded machine showed it)
+has_ckpt() { ls "$TMP"/twice/checkpoints/*.safetensors >/dev/null 2>&1; }
 poll has_eval "$TMP/twice.out"
+poll has_ckpt
 kill -STOP $pid
 kill -INT $pid
 kill -TERM $pid
