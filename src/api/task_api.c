@@ -37,9 +37,12 @@ void sb_task_get_facts(const sb_task *task, sb_task_facts *facts)
 
 /* Checks the arguments of a batch request. */
 static sb_status check_batch_request(const sb_task *task, sb_split split, const int64_t *index,
-                                     int count, sb_error *err)
+                                     int count, int threads, sb_error *err)
 {
     SB_API_REQUIRE(task, err);
+    if (threads < 0)
+        return sb_error_set(err, SB_ERR_INVALID, "threads %d: give 0 (every core) or more",
+                            threads);
     SB_API_REQUIRE(index, err);
     if (split != SB_SPLIT_TRAIN && split != SB_SPLIT_TEST)
         return sb_error_set(err, SB_ERR_INVALID, "unknown split %d (SB_SPLIT_TRAIN or SB_SPLIT_TEST)",
@@ -64,7 +67,7 @@ static sb_status fill_batch(const sb_task *task, sb_split split, const int64_t *
                             int threads, sb_batch *batch, sb_error *err)
 {
     memset(batch, 0, sizeof *batch);
-    sb_status st = check_batch_request(task, split, index, count, err);
+    sb_status st = check_batch_request(task, split, index, count, threads, err);
     if (st == SB_OK)
         st = sb_batch_init(batch, task, count, err);
     if (st == SB_OK)
@@ -145,9 +148,6 @@ sb_status sb_task_batch_make(const sb_task *task, sb_split split, const int64_t 
 {
     SB_API_REQUIRE(out, err);
     *out = NULL;
-    if (threads < 0)
-        return sb_error_set(err, SB_ERR_INVALID, "threads %d: give 0 (every core) or more",
-                            threads);
     sb_task_batch *b = sb_calloc(1, sizeof *b);
     if (b == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
@@ -169,10 +169,7 @@ sb_status sb_task_batch_refill(sb_task_batch *b, const sb_task *task, sb_split s
     if (task != b->task)
         return sb_error_set(err, SB_ERR_INVALID,
                             "sb_task_batch_refill: the batch was made for another task");
-    if (threads < 0)
-        return sb_error_set(err, SB_ERR_INVALID, "threads %d: give 0 (every core) or more",
-                            threads);
-    sb_status st = check_batch_request(task, split, index, count, err);
+    sb_status st = check_batch_request(task, split, index, count, threads, err);
     if (st != SB_OK)
         return st;
     if (count > b->batch.capacity_B) { /* more rows than it was made for: new storage */
