@@ -340,7 +340,21 @@ typedef struct sb_model_desc {
     int is_stack;                     /* 1: an LM stack (the *_layered models), 0: a RecNet */
     int can_stream;                   /* 1: evaluates chunk by chunk from a carried state */
     int has_probe_gates;              /* 1: `probe` reports its input-dependent gates */
+    /* The design axes (docs/models/taxonomy.md), each one of a fixed set of names:
+     *   gate granularity: "none", "scalar per head", "vector per channel"
+     *   forgetting:       "none", "fixed", "input-dependent"
+     *   transition:       "attention", "attention + Householder positions", "diagonal",
+     *                     "delta rank-1", "diagonal + rank-1", "Householder product",
+     *                     "nonlinear dense"
+     *   update per token: "appends k, v", "elementwise", "rank-1", "rank-n", "full"
+     *   memory growth:    "constant", "log T", "linear in T"
+     * Two models whose names agree on an axis agree on it. */
+    const char *axes[5];              /* in the order above; sb_models_axis_name names them */
+    const char *state_formula;        /* the floats one layer carries, as a formula */
 } sb_model_desc;
+
+/* The name of axis a of sb_model_desc.axes ("gate granularity", ...), or NULL outside [0, 5). */
+const char *sb_models_axis_name(int a);
 
 /* Fills *desc for model i. Errors: SB_ERR_INVALID for i outside [0, count). */
 sb_status sb_models_describe(int i, sb_model_desc *desc, sb_error *err);

@@ -44,8 +44,21 @@ sb_status sb_models_describe(int i, sb_model_desc *desc, sb_error *err)
         .is_stack = t->stack != NULL,
         .can_stream = t->forward_stream != NULL && t->stream_state_floats != NULL,
         .has_probe_gates = t->probe_gates != NULL,
+        .state_formula = t->axes.state_formula,
     };
+    const int values[SB_AXES] = {t->axes.gate, t->axes.forgetting, t->axes.transition,
+                                 t->axes.update, t->axes.memory};
+    for (int a = 0; a < SB_AXES; a++)
+        desc->axes[a] = sb_axis_value_name(a, values[a]);
     return SB_OK;
+}
+
+_Static_assert(SB_AXES == sizeof((sb_model_desc){0}.axes) / sizeof(const char *),
+               "sb_model_desc.axes has one name per axis of layer.h");
+
+const char *sb_models_axis_name(int a)
+{
+    return sb_axis_name(a);
 }
 
 sb_status sb_models_size(const char *model, const sb_model_shape *shape, uint64_t *params,

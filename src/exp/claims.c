@@ -193,9 +193,8 @@ static void claim_mixing(const claim_run *r, size_t n, double *x, sb_claim *c)
         int count[2] = {0, 0};
         const sb_layer_type *const *types = sb_layer_types();
         for (int t = 0; types[t] != NULL; t++) {
-            const int kind = types[t]->state_mixing == SB_MIXING_DIAGONAL   ? 0
-                             : types[t]->state_mixing == SB_MIXING_CHANNELS ? 1
-                                                                            : -1;
+            const sb_state_mixing m = sb_layer_state_mixing(types[t]);
+            const int kind = m == SB_MIXING_DIAGONAL ? 0 : m == SB_MIXING_CHANNELS ? 1 : -1;
             if (kind < 0)
                 continue;
             double d = gap_drop(r, n, i, types[t]);
@@ -225,7 +224,7 @@ static void claim_attention(const claim_run *r, size_t n, double *x, int *len, s
         for (size_t j = i; j < n; j++) {
             if (strcmp(r[j].key_run, r[i].key_run) != 0)
                 continue;
-            const sb_state_mixing m = r[j].type->state_mixing;
+            const sb_state_mixing m = sb_layer_state_mixing(r[j].type);
             const int kind = m == SB_MIXING_ATTENTION                             ? 0
                              : m == SB_MIXING_DIAGONAL || m == SB_MIXING_CHANNELS ? 1
                                                                                   : -1;

@@ -11,7 +11,7 @@
  *   mixing     in-state channel mixing matters for generalising to longer gaps. Groups: one
  *              training configuration and seed with runs tested at the training gap and at
  *              a longer one (test_dur > train_gap_max), for models whose state mixes
- *              channels and models whose state is diagonal (sb_layer_type.state_mixing).
+ *              channels and models whose state is diagonal (sb_layer_state_mixing: the transition axis).
  *              Statistic: the diagonal models' mean accuracy drop to the longer gap minus the
  *              mixing models' mean drop.
  *   attention  softmax attention stays ahead where long-context memory matters. Groups: one

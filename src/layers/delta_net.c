@@ -174,7 +174,8 @@ static double delta_net_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_delta_net = {
     .name = "delta_net",
-    .state_mixing = SB_MIXING_CHANNELS,
+    .axes = {SB_GATE_NONE, SB_FORGET_NONE, SB_TRANSITION_DELTA, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "H K V = 2 D^2 / H"},
     .summary = "DeltaNet (fla 0.3.2): delta-rule state update, no decay",
     .taxonomy = {"none (data-dependent write strength beta per head)",
                  "identity + rank-1 (I - beta k k^T)", "1", "L2 q, k; RMSNorm",

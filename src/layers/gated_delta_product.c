@@ -183,7 +183,8 @@ static double gdp_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_gated_delta_product = {
     .name = "gated_delta_product",
-    .state_mixing = SB_MIXING_CHANNELS,
+    .axes = {SB_GATE_SCALAR, SB_FORGET_INPUT, SB_TRANSITION_HOUSEHOLDER_PRODUCT, SB_UPDATE_RANKN,
+             SB_MEMORY_CONSTANT, "H K V = 2 D^2 / H"},
     .summary = "Gated DeltaProduct (fla 0.3.2): 4 Householder delta steps per token, decay, "
                "negative eigenvalues",
     .taxonomy = {"data-dependent scalar decay per head + 4 betas per token",

@@ -86,7 +86,8 @@ static double gru_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_gru = {
     .name = "gru",
-    .state_mixing = SB_MIXING_CHANNELS,
+    .axes = {SB_GATE_VECTOR, SB_FORGET_INPUT, SB_TRANSITION_NONLINEAR, SB_UPDATE_FULL,
+             SB_MEMORY_CONSTANT, "D"},
     .summary = "PyTorch nn.GRU, one layer per block (the repository's classic RNN baseline)",
     .taxonomy = {"data-dependent per channel (update z, reset r)",
                  "nonlinear: tanh of a dense W_hh h (not a linear recurrence)", "full", "none",

@@ -35,7 +35,57 @@ typedef struct sb_model_config {
 
 typedef struct sb_model sb_model;
 
-/* The state transition's structure, for the findings (src/exp/claims.c). */
+/* The design axes of the taxonomy (docs/models/taxonomy.md): categorical, so that the pairs of
+ * models that differ on one axis alone can be listed. 0 is "not set": a test fails on it.
+ * Their names (src/layers/axes.c) are what `models` prints and the public API returns. */
+typedef enum sb_gate_grain {
+    SB_GATE_UNSET = 0,
+    SB_GATE_NONE,   /* no decay of the state */
+    SB_GATE_SCALAR, /* one decay per head (or per layer) */
+    SB_GATE_VECTOR, /* one decay per channel */
+} sb_gate_grain;
+typedef enum sb_forgetting {
+    SB_FORGET_UNSET = 0,
+    SB_FORGET_NONE,  /* nothing decays (the delta rule erases by overwriting, not by decay) */
+    SB_FORGET_FIXED, /* the decay is a trained constant, the same for every input */
+    SB_FORGET_INPUT, /* the decay is computed from the input, token by token */
+} sb_forgetting;
+typedef enum sb_transition {
+    SB_TRANSITION_UNSET = 0,
+    SB_TRANSITION_ATTENTION,             /* no fixed-size state: softmax over the past */
+    SB_TRANSITION_ATTENTION_HOUSEHOLDER, /* softmax with Householder position transforms */
+    SB_TRANSITION_DIAGONAL,              /* the state decays channel by channel (or as a whole) */
+    SB_TRANSITION_DELTA,                 /* (decay x) (I - beta k k^T): rank-1 channel mixing */
+    SB_TRANSITION_DIAGONAL_RANK1,        /* diag(w) + a b^T with a != b (generalised delta) */
+    SB_TRANSITION_HOUSEHOLDER_PRODUCT,   /* a product of n delta steps per token */
+    SB_TRANSITION_NONLINEAR,             /* a dense nonlinear map (GRU) */
+} sb_transition;
+typedef enum sb_update {
+    SB_UPDATE_UNSET = 0,
+    SB_UPDATE_APPEND,      /* attention: appends a key and a value */
+    SB_UPDATE_ELEMENTWISE, /* a vector state, written channel by channel */
+    SB_UPDATE_RANK1,       /* one outer product per token (per head) */
+    SB_UPDATE_RANKN,       /* n outer products per token */
+    SB_UPDATE_FULL,        /* a dense recurrent matrix */
+} sb_update;
+typedef enum sb_memory_growth {
+    SB_MEMORY_UNSET = 0,
+    SB_MEMORY_CONSTANT, /* the same state at every length */
+    SB_MEMORY_LOG,      /* log T states (log-linear attention) */
+    SB_MEMORY_LINEAR,   /* a cache of every frame */
+} sb_memory_growth;
+#define SB_AXES 5 /* the enums above, in this order */
+typedef struct sb_axes {
+    sb_gate_grain gate;
+    sb_forgetting forgetting;
+    sb_transition transition;
+    sb_update update;
+    sb_memory_growth memory;
+    const char *state_formula; /* the floats one layer carries, as a formula of D, H, K, V, N, T */
+} sb_axes;
+
+/* The state transition's structure as the findings read it (src/exp/claims.c), derived from
+ * the transition axis by sb_layer_state_mixing. */
 typedef enum sb_state_mixing {
     SB_MIXING_UNCLASSIFIED = 0,
     SB_MIXING_DIAGONAL,  /* per-channel (or per-head scalar) decay: no mixing inside the state */
@@ -77,6 +127,7 @@ typedef struct sb_layer_type {
     const char *name;
     const char *summary; /* one line for `selectivbench models` */
     sb_taxonomy taxonomy;
+    sb_axes axes; /* the design axes (required: every axis set; test_claims checks) */
     /* optional: refuse configurations the layer cannot build */
     sb_status (*check)(const sb_model_config *cfg, sb_error *err);
     /* registers the layer's parameters under `prefix` ("layers.3."), in state_dict order,
@@ -141,8 +192,6 @@ typedef struct sb_layer_type {
      * bf16 operands spoil; the model facade suspends bf16 around every forward) */
     int fp32_products;
     /* ---- what the paper's findings compare (src/exp/claims.c, docs/claims.md) ---- */
-    /* how the state's transition treats channels (finding 2: in-state channel mixing) */
-    sb_state_mixing state_mixing;
     /* the registered model that is this layer without its data-dependent gate, or NULL
      * (finding 1: gated_delta_net -> delta_net, gla -> retnet's fixed decay) */
     const char *ungated_twin;
@@ -167,6 +216,13 @@ struct sb_model {
 const sb_layer_type *sb_layer_type_find(const char *name);
 /* All registered types (NULL-terminated). */
 const sb_layer_type *const *sb_layer_types(void);
+/* The findings' reading of a type's transition axis (UNCLASSIFIED when it is not set). */
+sb_state_mixing sb_layer_state_mixing(const sb_layer_type *type);
+/* Axis a's name ("gate granularity", ...), a in [0, SB_AXES), else NULL. */
+const char *sb_axis_name(int axis);
+/* The name of value v of axis a ("scalar per head", ...), or NULL for an unset or unknown
+ * value. */
+const char *sb_axis_value_name(int axis, int value);
 /* "transformer, gru, ..." */
 void sb_layer_type_list(char *buf, size_t size);
 /* The error for a --model that names no type: the closest name when one is near (a typo),

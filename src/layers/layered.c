@@ -99,7 +99,8 @@ static double gla_l_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_gla_layered = {
     .name = "gla_layered",
-    .state_mixing = SB_MIXING_DIAGONAL,
+    .axes = {SB_GATE_VECTOR, SB_FORGET_INPUT, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "H K V (4 heads, K = D/8, V = D/4)"},
     .summary = "GLA in fla's causal-LM stack (pre-norm blocks + GatedMLP, final RMSNorm, "
                "head; 4 heads, key width D/2, no short conv)",
     .taxonomy = {"data-dependent per key channel (low-rank, logsigmoid/16)", "diagonal", "1",
@@ -190,7 +191,8 @@ static double delta_l_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_delta_net_layered = {
     .name = "delta_net_layered",
-    .state_mixing = SB_MIXING_CHANNELS,
+    .axes = {SB_GATE_NONE, SB_FORGET_NONE, SB_TRANSITION_DELTA, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "H K V (16 heads, K = V = D/16)"},
     .summary = "DeltaNet in fla's causal-LM stack (pre-norm blocks + GatedMLP, final RMSNorm, "
                "head; 16 heads of D/16, value width D)",
     .taxonomy = {"none (data-dependent write strength beta per head)",
@@ -283,7 +285,8 @@ static double gdn_l_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_gated_delta_net_layered = {
     .name = "gated_delta_net_layered",
-    .state_mixing = SB_MIXING_CHANNELS,
+    .axes = {SB_GATE_SCALAR, SB_FORGET_INPUT, SB_TRANSITION_DELTA, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "H K V (6 heads, V = 2K)"},
     .ungated_twin = "delta_net_layered",
     .summary = "Gated DeltaNet in fla's causal-LM stack (pre-norm blocks + GatedMLP, final "
                "RMSNorm, head; 6 heads of D/n_b, expand_v 2)",
@@ -358,7 +361,8 @@ static double fox_l_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_fox_layered = {
     .name = "fox_layered",
-    .state_mixing = SB_MIXING_ATTENTION,
+    .axes = {SB_GATE_SCALAR, SB_FORGET_INPUT, SB_TRANSITION_ATTENTION, SB_UPDATE_APPEND,
+             SB_MEMORY_LINEAR, "2 T D (the keys and values of every frame)"},
     .summary = "Forgetting Transformer (FoX) in fla's stack (pre-norm blocks + GatedMLP, final "
                "RMSNorm; 32 heads); lm_head added (the reference has none)",
     .taxonomy = {"data-dependent scalar forget gate per head (additive log-bias in softmax)",

@@ -190,7 +190,8 @@ static double mamba_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_mamba = {
     .name = "mamba",
-    .state_mixing = SB_MIXING_DIAGONAL,
+    .axes = {SB_GATE_VECTOR, SB_FORGET_INPUT, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "2D N + 3 x 2D (conv)"},
     .summary = "Mamba (selective SSM): input-dependent dt, B, C; diagonal A per channel; z gate",
     .taxonomy = {"input-dependent (dt, B, C)", "diagonal", "1 per channel", "none", "no",
                  "d_state per channel (2 d_model x d_state per layer)"},

@@ -176,7 +176,8 @@ static double mamba2_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_mamba2 = {
     .name = "mamba2",
-    .state_mixing = SB_MIXING_DIAGONAL,
+    .axes = {SB_GATE_SCALAR, SB_FORGET_INPUT, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "2D N + 3 (2D + 2N) (conv)"},
     .summary = "Mamba2 (SSD): scalar decay per head, shared B and C, chunked; gated RMSNorm",
     .taxonomy = {"input-dependent (dt, B, C)", "scalar per head", "1 per head", "gated RMSNorm",
                  "no", "headdim x d_state"},
@@ -197,6 +198,8 @@ const sb_layer_type sb_layer_mamba2 = {
  * sb_model_create_type. */
 const sb_layer_type sb_layer_mamba2_chunk4 = {
     .name = "mamba2-chunk4",
+    .axes = {SB_GATE_SCALAR, SB_FORGET_INPUT, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "2D N + 3 (2D + 2N) (conv)"},
     .summary = "Mamba2 with 4-frame SSD chunks (tests only)",
     .taxonomy = {"input-dependent (dt, B, C)", "scalar per head", "1 per head", "gated RMSNorm",
                  "no", "headdim x d_state"},

@@ -175,7 +175,8 @@ extern const sb_layer_type sb_layer_mesa_net_exact; /* below */
 
 const sb_layer_type sb_layer_mesa_net = {
     .name = "mesa_net",
-    .state_mixing = SB_MIXING_DIAGONAL,
+    .axes = {SB_GATE_SCALAR, SB_FORGET_INPUT, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "2 H K^2 (K x K and K x V, V = K)"},
     .summary = "MesaNet (fla 0.3.2): decayed K x K and K x V states, ridge readout by 30 CG steps",
     .taxonomy = {"data-dependent scalar decay per head on both states + write strength beta",
                  "scalar x identity on H (K x K) and G (K x d_v); readout (H + diag(lam))^-1 q, "
@@ -202,6 +203,8 @@ const sb_layer_type sb_layer_mesa_net = {
  * whose gradient the implicit backward is, for the finite-difference checks of the tests. */
 const sb_layer_type sb_layer_mesa_net_exact = {
     .name = "mesa_net_exact",
+    .axes = {SB_GATE_SCALAR, SB_FORGET_INPUT, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "2 H K^2 (K x K and K x V, V = K)"},
     .summary = "MesaNet with exact ridge solves (tests only)",
     .taxonomy = {"as mesa_net", "as mesa_net", "1 per state", "as mesa_net", "no",
                  "K x K + K x d_v"},

@@ -198,7 +198,8 @@ static double retnet_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_retnet = {
     .name = "retnet",
-    .state_mixing = SB_MIXING_DIAGONAL,
+    .axes = {SB_GATE_SCALAR, SB_FORGET_FIXED, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "H K V = 2 D^2 / H"},
     .summary = "RetNet multi-scale retention (fla 0.3.2): fixed decay 1 - 2^(-5-h) per head",
     .taxonomy = {"fixed, data-independent scalar per head (1 - 2^(-5-h))", "scalar x identity", "1",
                  "RoPE on q, k; d_k^-1/2; gated RMSNorm", "no", "d_k x d_v"},

@@ -310,7 +310,8 @@ static double s4_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_s4 = {
     .name = "s4",
-    .state_mixing = SB_MIXING_DIAGONAL,
+    .axes = {SB_GATE_VECTOR, SB_FORGET_FIXED, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "D N (N/2 complex modes per channel)"},
     .summary = "S4D: diagonal complex SSM as a long FFT convolution, GELU, tied dropout, GLU",
     .taxonomy = {"none (time-invariant: the kernel does not depend on the input)",
                  "diagonal, complex (e^{dt A}: N/2 damped rotations per channel)",

@@ -191,7 +191,8 @@ static double transformer_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_transformer = {
     .name = "transformer",
-    .state_mixing = SB_MIXING_ATTENTION,
+    .axes = {SB_GATE_NONE, SB_FORGET_NONE, SB_TRANSITION_ATTENTION, SB_UPDATE_APPEND,
+             SB_MEMORY_LINEAR, "2 T D (the keys and values of every frame)"},
     .summary = "softmax attention with QK-RMSNorm, RoPE and a SwiGLU FFN (the paper's baseline)",
     .taxonomy = {"none", "none: softmax attention over a cache that grows with T",
                  "n/a (appends k, v)", "QK-RMSNorm, RoPE; softmax; out RMSNorm", "n/a", "O(T)"},

@@ -197,9 +197,22 @@ static void test_models(void **state)
         assert_int_equal(sb_models_describe(i, &desc, &err), SB_OK);
         assert_string_equal(desc.name, sb_models_name(i));
         assert_non_null(desc.summary);
-        found_gru |= strcmp(desc.name, "gru") == 0;
+        for (int a = 0; a < 5; a++)
+            assert_non_null(desc.axes[a]);
+        assert_non_null(desc.state_formula);
+        if (strcmp(desc.name, "gru") == 0) {
+            found_gru = 1;
+            assert_string_equal(desc.axes[2], "nonlinear dense");
+            assert_string_equal(desc.axes[4], "constant");
+        }
+        if (strcmp(desc.name, "transformer") == 0)
+            assert_string_equal(desc.axes[4], "linear in T");
     }
     assert_true(found_gru);
+    assert_string_equal(sb_models_axis_name(0), "gate granularity");
+    assert_string_equal(sb_models_axis_name(4), "memory growth");
+    assert_null(sb_models_axis_name(5));
+    assert_null(sb_models_axis_name(-1));
     sb_model_shape shape = {.inputs = 41, .classes = 1601, .width = 256, .layers = 8, .d_state = 128};
     uint64_t params = 0;
     double state_floats = -1;

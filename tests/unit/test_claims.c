@@ -179,12 +179,27 @@ static void test_registry_classified(void **state)
     const sb_layer_type *const *types = sb_layer_types();
     int twins = 0;
     for (int i = 0; types[i] != NULL; i++) {
-        if (types[i]->state_mixing == SB_MIXING_UNCLASSIFIED)
-            fail_msg("%s: state_mixing not set in its layer record", types[i]->name);
+        const sb_axes *a = &types[i]->axes;
+        const int values[SB_AXES] = {a->gate, a->forgetting, a->transition, a->update, a->memory};
+        for (int k = 0; k < SB_AXES; k++)
+            if (sb_axis_value_name(k, values[k]) == NULL)
+                fail_msg("%s: axis '%s' not set in its layer record (.axes)", types[i]->name,
+                         sb_axis_name(k));
+        if (a->state_formula == NULL)
+            fail_msg("%s: no state formula in .axes", types[i]->name);
+        if (sb_layer_state_mixing(types[i]) == SB_MIXING_UNCLASSIFIED)
+            fail_msg("%s: the transition axis does not classify its state", types[i]->name);
         if (types[i]->ungated_twin != NULL) {
-            if (sb_layer_type_find(types[i]->ungated_twin) == NULL)
+            const sb_layer_type *twin = sb_layer_type_find(types[i]->ungated_twin);
+            if (twin == NULL)
                 fail_msg("%s: ungated twin %s is not registered", types[i]->name,
                          types[i]->ungated_twin);
+            /* the twin is this layer without its input-dependent gate: same transition and
+             * update, no input-dependent forgetting */
+            if (a->forgetting != SB_FORGET_INPUT || twin->axes.forgetting == SB_FORGET_INPUT ||
+                twin->axes.transition != a->transition || twin->axes.update != a->update)
+                fail_msg("%s: its ungated twin %s differs on more than the gate", types[i]->name,
+                         twin->name);
             twins++;
         }
     }
