@@ -439,6 +439,11 @@ typedef struct sb_train_settings {
      * often: keep it cheap (the command line returns a flag its signal handlers set; the
      * library installs no signal handlers). */
     int (*should_stop)(void *user);
+    /* With a checkpoint: also write it after the first update that ends this many seconds
+     * after the last one was written (0: at evaluations only), so that a process killed
+     * without warning (a node lost, kill -9) loses at most that much work; `resume`
+     * continues from it with the bits of an uninterrupted run. */
+    double checkpoint_every_s;
 } sb_train_settings;
 
 /* What a training run gave. Unknown numbers are NaN. */
@@ -862,6 +867,7 @@ typedef struct sb_sweep_run_options {
     const int64_t *runs;          /* the runs to run (indices into the grid), in order; NULL:
                                      every run of the grid (at most SB_SWEEP_MAX_RUNS) */
     int64_t n_runs;               /* how many runs[] holds (at most SB_SWEEP_MAX_RUNS) */
+    double checkpoint_every_s;    /* passed to every run (sb_train_settings); 0: off */
 } sb_sweep_run_options;
 
 /* Runs every run of the sweep's grid (or of opts->runs) that its results database does not

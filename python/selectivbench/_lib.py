@@ -82,7 +82,7 @@ class TrainSettings(ctypes.Structure):
                 ("user", c_void_p), ("checkpoint_path", c_char_p), ("db_path", c_char_p),
                 ("resume", c_int), ("inject_nan_at", c_int64), ("on_begin", BEGIN_FN),
                 ("on_start", PROGRESS_FN), ("on_db_warning", DB_WARNING_FN),
-                ("should_stop", STOP_FN)]
+                ("should_stop", STOP_FN), ("checkpoint_every_s", c_double)]
 
 
 class TrainOutcome(ctypes.Structure):

@@ -196,6 +196,7 @@ sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int 
         .on_event = forward_event,
         .user = &fw,
         .cancel = opts->cancel != NULL ? forward_cancel : NULL,
+        .checkpoint_every_s = opts->checkpoint_every_s,
     };
     sb_sweep_tally tally = {0};
     st = sb_sweep_execute(s, runs, n_runs, &eo, &tally, err);

@@ -158,6 +158,7 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
         .callback = train_event,
         .user = &sinks,
         .should_stop = settings->should_stop,
+        .checkpoint_every_s = settings->checkpoint_every_s,
         .stop_user = settings->user,
         .inject_nan_at = settings->inject_nan_at,
     };

@@ -34,6 +34,7 @@
 /* The flags of `sweep`. */
 typedef struct sweep_flags {
     int dry_run, hashes, workers, threads, limit, quiet;
+    double checkpoint_every; /* minutes */
     const char *db, *results;
     const char *shard;
     const char *filters[SWEEP_MAX_FILTERS];
@@ -87,6 +88,10 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
          "only the filtered runs at positions I, I+N, I+2N, ... (one shard per machine; "
          "default 0/1: all)", 0},
         {"quiet", SB_OPT_SWITCH, &o->quiet, 0, 1, NULL, NULL, "no progress line", 0},
+        {"checkpoint_every", SB_OPT_DOUBLE, &o->checkpoint_every, 0, 1e6, NULL, "MINUTES",
+         "every run also writes its checkpoint every MINUTES (train --checkpoint_every; "
+         "default 0: at evaluations only)",
+         0},
     };
     int n_opts = (int)(sizeof opts / sizeof *opts);
     /* --filter may repeat: collect every occurrence before the table parser sees them */
@@ -468,6 +473,7 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
     /* a worker is this very program: /proc/self/exe is its image even if the file was
      * rebuilt or moved since it started */
     sb_sweep_run_options run = {.workers = o->workers, .threads = o->threads,
+                                .checkpoint_every_s = 60.0 * o->checkpoint_every,
                                 .results = o->results, .db = o->db != NULL ? o->db : db,
                                 .worker_exe = "/proc/self/exe", .runs = runs,
                                 .n_runs = n_runs, .cancel = sb_cli_stop_requested};

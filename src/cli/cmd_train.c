@@ -106,7 +106,7 @@ static int only_createset(const sb_config *cfg)
 
 static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
-    sb_option opts[SB_RUN_MAX_OPTIONS + 5];
+    sb_option opts[SB_RUN_MAX_OPTIONS + 6];
     int n = 0;
     sb_error err = {0};
     if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
@@ -114,6 +114,7 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
     int force = 0;
     int64_t inject_nan_at = 0;
     double progress_every = SB_TRAIN_LOG_EVERY_S;
+    double checkpoint_every = 0; /* minutes */
     const char *db_path = NULL;
     opts[n++] = (sb_option){"force", SB_OPT_SWITCH, &force, 0, 1, NULL, NULL,
                             "train again even if the results database has this run finished", 0};
@@ -125,6 +126,12 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
                             "S",
                             "seconds between progress lines when the output is not a terminal "
                             "(a log file); 0: after every update (default 10)",
+                            0};
+    opts[n++] = (sb_option){"checkpoint_every", SB_OPT_DOUBLE, &checkpoint_every, 0, 1e6, NULL,
+                            "MINUTES",
+                            "also write the checkpoint every MINUTES (at the next update), so a "
+                            "process killed without warning loses at most that much (default 0: "
+                            "at evaluations only)",
                             0};
     int rc = sb_cli_parse("train", "[train.py flags]", opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
@@ -160,6 +167,7 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
         .on_start = sb_train_output_start,
         .on_db_warning = warn_database,
         .should_stop = sb_cli_stop_requested,
+        .checkpoint_every_s = 60.0 * checkpoint_every,
     };
     sb_train_outcome res;
     sb_status st = sb_train_config(cfg, &settings, &res, &err);

@@ -1,4 +1,5 @@
-/* signals.c - stopping `train` and `sweep` cleanly on SIGINT and SIGTERM (see signals.h). */
+/* signals.c - stopping `train` and `sweep` cleanly on SIGINT, SIGTERM and SIGUSR1 (see
+ * signals.h). */
 #include "cli/signals.h"
 
 #include <signal.h>
@@ -13,7 +14,7 @@
  * (OpenMP's, OpenBLAS's), so two can be handled at once on two threads, and exactly one of
  * them must be the first. Lock-free atomics are async-signal-safe. */
 static atomic_int signals_seen;
-static volatile sig_atomic_t first_signal; /* 0 until the first SIGINT or SIGTERM */
+static volatile sig_atomic_t first_signal; /* 0 until the first SIGINT, SIGTERM or SIGUSR1 */
 static pid_t sweep_parent;                 /* a sweep worker's sweep, else 0 */
 static const char *first_note = "";        /* written at the first signal */
 static size_t first_note_len;
@@ -56,8 +57,10 @@ void sb_cli_signals_install(const char *note)
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGINT);
     sigaddset(&sa.sa_mask, SIGTERM);
-    int signals[2] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
+    sigaddset(&sa.sa_mask, SIGUSR1);
+    /* SIGUSR1: Slurm's warning before a time limit (sbatch --signal=USR1@SECONDS) */
+    int signals[3] = {SIGINT, SIGTERM, SIGUSR1};
+    for (int i = 0; i < 3; i++) {
         /* a signal ignored when we started stays ignored, as the one who started us wants
          * (a shell without job control starts background commands ignoring SIGINT) */
         struct sigaction old;

@@ -1,4 +1,5 @@
-/* signals.h - SIGINT and SIGTERM during `train` and `sweep` (src/cli/signals.c).
+/* signals.h - SIGINT, SIGTERM and SIGUSR1 during `train` and `sweep` (src/cli/signals.c).
+ * SIGUSR1 (what Slurm sends before a time limit with --signal=USR1@SECONDS) acts as SIGTERM.
  *
  * The first signal asks the work to stop at its next safe point: the handler only records
  * which signal came (and writes a note on stderr); the library polls sb_cli_stop_signal
@@ -15,16 +16,16 @@
 #define SELECTIVBENCH_CLI_SIGNALS_H
 
 /* Exit codes after a stop: 130 after SIGINT (128 + 2, what shells report for Ctrl-C), 75
- * after SIGTERM (EX_TEMPFAIL: batch schedulers requeue a job that exits with it). `train`
+ * after SIGTERM or SIGUSR1 (EX_TEMPFAIL: batch schedulers requeue a job that exits with it). `train`
  * also exits 75 when another process is training the same run (try again later). */
 #define SB_CLI_EXIT_SIGINT 130
 #define SB_CLI_EXIT_TEMPFAIL 75
 
-/* Installs the handlers of SIGINT and SIGTERM. note: the line written on stderr at the
+/* Installs the handlers of SIGINT, SIGTERM and SIGUSR1. note: the line written on stderr at the
  * first signal (a static string, e.g. what the second signal would do). */
 void sb_cli_signals_install(const char *note);
 
-/* The first signal received since install (SIGINT or SIGTERM), or 0. */
+/* The first signal received since install (SIGINT, SIGTERM or SIGUSR1), or 0. */
 int sb_cli_stop_signal(void);
 
 /* sb_cli_stop_signal as a callback (should_stop, cancel); user is ignored. */

@@ -413,8 +413,8 @@ static char **worker_environment(int fd, char **text)
     return env;
 }
 
-/* Starts `<worker_exe> train ARGS --results DIR --db DB --threads T [--resume]` with its
- * output in DIR/logs/<hash>.log and the write end of a progress pipe. The child dies with us
+/* Starts `<worker_exe> train ARGS --results DIR --db DB --threads T [--checkpoint_every M]
+ * [--resume]` with its output in DIR/logs/<hash>.log and the write end of a progress pipe. The child dies with us
  * (PR_SET_PDEATHSIG). Returns the pid, or -1 with errno set. */
 static pid_t spawn_run(const pool *p, char **args, int n_args, const char *hash, int resume,
                        int *progress_fd)
@@ -426,8 +426,17 @@ static pid_t spawn_run(const pool *p, char **args, int n_args, const char *hash,
         return -1;
     }
     format_int(p->threads, threads_text);
-    const char *extra[] = {"--results", p->opts->results, "--db", p->db_path, "--threads",
-                           threads_text, resume ? "--resume" : NULL, NULL};
+    char every_text[64]; /* --checkpoint_every in minutes, exactly */
+    snprintf(every_text, sizeof every_text, "--checkpoint_every=%.17g",
+             p->opts->checkpoint_every_s / 60.0);
+    const char *extra[9] = {"--results", p->opts->results, "--db", p->db_path, "--threads",
+                            threads_text};
+    int n_extra = 6;
+    if (p->opts->checkpoint_every_s > 0)
+        extra[n_extra++] = every_text;
+    if (resume)
+        extra[n_extra++] = "--resume";
+    extra[n_extra] = NULL;
     char **argv = calloc((size_t)n_args + 16, sizeof *argv);
     if (argv == NULL)
         return -1;

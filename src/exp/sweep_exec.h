@@ -202,6 +202,7 @@ typedef struct sb_sweep_exec_opts {
      * checkpoint and records its run as interrupted (the next execution continues it);
      * the execution waits for them. May be NULL. */
     int (*cancel)(void *user);
+    double checkpoint_every_s; /* each worker's --checkpoint_every (in seconds); 0: off */
 } sb_sweep_exec_opts;
 
 /* Runs runs[0..n_runs-1] (indices into the grid of s) with opts->workers processes at a

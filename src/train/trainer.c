@@ -517,6 +517,7 @@ typedef struct train_run {
     int stopped;            /* --stop_after or a stop request ended the run; res is filled
                                ("stopped", "interrupted") */
     int64_t saved_updates;  /* updates done when the checkpoint was last written (-1: never) */
+    double saved_at;        /* when it was (sb_time_now), or when the run began */
     double train_time, tokens; /* seconds and frames of training steps (evaluation excluded) */
     double sum_loss, sum_acc;  /* over the updates since the last evaluation */
     int n_since_eval;
@@ -776,6 +777,7 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
         (st = sb_checkpoint_save(r->opt->ckpt_path, r->m, cfg, &r->optim, samples, err)) != SB_OK)
         return st;
     r->saved_updates = r->updates;
+    r->saved_at = sb_time_now();
     if (r->stop_early)
         return SB_OK;
     if (r->opt->stop_after > 0 && r->updates >= r->opt->stop_after && !last_update) {
@@ -872,6 +874,7 @@ static sb_status train_interrupt(train_run *r, int64_t samples, sb_error *err)
         if (st != SB_OK)
             return st;
         r->saved_updates = r->updates;
+        r->saved_at = sb_time_now();
     }
     res->steps = r->updates;
     res->samples = samples;
@@ -891,6 +894,24 @@ static sb_status train_interrupt(train_run *r, int64_t samples, sb_error *err)
     return SB_OK;
 }
 
+/* --checkpoint_every: the checkpoint after the update that consumed `samples` samples when
+ * the last one is checkpoint_every_s old (the interruption's checkpoint: resume continues
+ * from it with the same bits as an uninterrupted run). */
+static sb_status train_periodic_checkpoint(train_run *r, int64_t samples, sb_error *err)
+{
+    const sb_train_options *opt = r->opt;
+    if (opt->ckpt_path == NULL || !(opt->checkpoint_every_s > 0) ||
+        r->saved_updates == r->updates || r->updates >= r->total_updates ||
+        sb_time_now() - r->saved_at < opt->checkpoint_every_s)
+        return SB_OK;
+    sb_status st = sb_checkpoint_save(opt->ckpt_path, r->m, r->cfg, &r->optim, samples, err);
+    if (st != SB_OK)
+        return st;
+    r->saved_updates = r->updates;
+    r->saved_at = sb_time_now();
+    return SB_OK;
+}
+
 /* The micro-batches from where this process starts to the end of the pass, unless early
  * stopping, --stop_after or a stop request ends the run first. */
 static sb_status train_loop(train_run *r, sb_error *err)
@@ -906,6 +927,9 @@ static sb_status train_loop(train_run *r, sb_error *err)
         /* the stop request is polled once per update, at the end of its last micro-batch */
         if ((k + 1) % r->acc_steps == 0 && train_stop_requested(r))
             return train_interrupt(r, (k + 1) * r->micro, err);
+        if ((k + 1) % r->acc_steps == 0 && !r->stop_early && !r->stopped &&
+            (st = train_periodic_checkpoint(r, (k + 1) * r->micro, err)) != SB_OK)
+            return st;
     }
     return SB_OK;
 }
@@ -947,7 +971,7 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
         return run_failed(res, "failed", st, err);
     train_run r = {.cfg = cfg, .opt = opt, .res = res,
                    .budget = opt->mem_budget_gb > 0 ? opt->mem_budget_gb : 4.0,
-                   .t_start = sb_time_now(), .saved_updates = -1,
+                   .t_start = sb_time_now(), .saved_updates = -1, .saved_at = sb_time_now(),
                    .first_loss = (double)NAN};
 
     st = train_setup(&r, err);

@@ -75,6 +75,10 @@ typedef struct sb_train_options {
      * into the run (the CLI reads a flag its signal handler sets). */
     int (*should_stop)(void *stop_user);
     void *stop_user;
+    /* with ckpt_path: also write the checkpoint after the first update that ends this many
+     * seconds after the last one was written (0: at evaluations only), so that a process
+     * killed without warning loses at most that much work */
+    double checkpoint_every_s;
     /* testing aid: treat the loss of this micro-batch (1-based) as NaN (0: never) */
     int64_t inject_nan_at;
     /* testing aid: make one gradient of this micro-batch (1-based) NaN, its loss finite */
