@@ -633,6 +633,32 @@ void sb_results_curve_free(sb_curve_point *points);
  * when it cannot run. */
 sb_status sb_results_integrity_check(sb_results *db, int *ok, sb_error *err);
 
+/* Merging databases (shards of a sweep run on several machines). Runs are matched by run
+ * hash. A run the database lacks is added with its evaluations; a run further along in the
+ * source replaces ours (an ended run, finished or diverged, over an interrupted one, over a
+ * failed one, over a row left running); a run as far along in both, or further along here,
+ * is left as it is. A run that ended in both with a different status or test metrics is a
+ * conflict: ours is kept and on_conflict hears of it. The cached ceilings are copied.
+ * Merging the same file twice changes nothing the second time. */
+typedef struct sb_results_merge_tally {
+    int64_t added;     /* runs the database did not have */
+    int64_t replaced;  /* runs further along in the source */
+    int64_t same;      /* as far along in both (ended ones with the same outcome) */
+    int64_t kept;      /* further along here */
+    int64_t conflicts; /* ended in both, differently: ours kept */
+} sb_results_merge_tally;
+typedef void (*sb_results_conflict_fn)(const char *run_hash, const char *model,
+                                       const char *status, double test_acc,
+                                       const char *source_path, const char *source_status,
+                                       double source_test_acc, void *user);
+/* Merges the results database at src_path into db (opened with sb_results_open), in one
+ * transaction: on an error nothing changes and *tally is zero. on_conflict may be NULL.
+ * Errors: SB_ERR_INVALID when src_path is db's own file or has an older schema (the
+ * message says how to upgrade it); SB_ERR_IO when it is missing or not a results database,
+ * or db cannot be written. */
+sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merge_tally *tally,
+                           sb_results_conflict_fn on_conflict, void *user, sb_error *err);
+
 /* Records in the database at db_path a run of cfg trained elsewhere (e.g. by
  * sb_train_config in memory), with outcome's status, reason and metrics, and its
  * yardsticks (the task's ceiling is computed once per task and cached in the database).

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/results_curves.h"
+#include "cli/results_merge.h"
 #include "cli/results_view.h"
 #include "selectivbench/selectivbench.h"
 
@@ -358,6 +359,8 @@ int sb_cmd_results(int argc, char **argv)
 {
     if (sb_cli_results_wants_curves(argc, argv)) /* the learning curves: results_curves.c */
         return sb_cmd_results_curves(argc, argv);
+    if (sb_cli_results_wants_merge(argc, argv)) /* shard databases into one: results_merge.c */
+        return sb_cmd_results_merge(argc, argv);
     results_args a = {.db_path = "results/" SB_RESULTS_DB_NAME};
     int rc = results_parse(argc, argv, &a);
     if (rc >= 0)

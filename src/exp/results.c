@@ -1349,3 +1349,259 @@ void sb_results_run_rows_free(sb_run_row *rows, size_t n)
         sb_results_run_row_clear(&rows[i]);
     free(rows);
 }
+
+/* ---- merging databases ------------------------------------------------------------------ */
+
+/* How far along a run is, for a merge: an ended run (finished or diverged) over an
+ * interrupted one (it resumes from a checkpoint) over a failed one over a running row (its
+ * process is elsewhere, or gone). */
+static int merge_rank(const char *status)
+{
+    if (status == NULL)
+        return -1;
+    if (strcmp(status, "finished") == 0 || strcmp(status, "diverged") == 0)
+        return 3;
+    if (strcmp(status, "interrupted") == 0)
+        return 2;
+    if (strcmp(status, "failed") == 0)
+        return 1;
+    return 0;
+}
+
+/* Two optional numbers that are the same (both NULL, or the same double). */
+static int merge_same_real(sqlite3_stmt *st, int a, int b)
+{
+    int na = sqlite3_column_type(st, a) == SQLITE_NULL, nb = sqlite3_column_type(st, b) == SQLITE_NULL;
+    if (na || nb)
+        return na && nb;
+    return sqlite3_column_double(st, a) == sqlite3_column_double(st, b);
+}
+
+#define MERGE_HASH_MAX 64 /* run hashes are 16 hex digits; longer is not ours */
+typedef struct merge_action {
+    char hash[MERGE_HASH_MAX];
+    int replace; /* 1: delete our row first */
+} merge_action;
+
+/* The columns of our runs table but id, comma-separated, in *out (malloc'd): the list a
+ * copy names, so that a column added by a later schema is copied without an edit here. The
+ * names come from our own schema, never from the source file. */
+static sb_status merge_run_columns(sb_results *r, char **out, sb_error *err)
+{
+    *out = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(r->db, "SELECT name FROM pragma_table_info('runs', 'main') "
+                                       "WHERE name <> 'id' ORDER BY cid",
+                                -1, &st, NULL);
+    size_t len = 0, cap = 512;
+    char *cols = malloc(cap);
+    if (cols == NULL)
+        rc = SQLITE_NOMEM;
+    else
+        cols[0] = '\0';
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        size_t n = name != NULL ? strlen(name) : 0;
+        if (n == 0 || strspn(name, "abcdefghijklmnopqrstuvwxyz_0123456789") != n) {
+            rc = SQLITE_CORRUPT;
+            break;
+        }
+        if (len + n + 3 > cap) {
+            char *bigger = realloc(cols, cap *= 2);
+            if (bigger == NULL) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            cols = bigger;
+        }
+        len += (size_t)snprintf(cols + len, cap - len, "%s%s", len > 0 ? ", " : "", name);
+        rc = SQLITE_OK;
+    }
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    (void)sqlite3_finalize(st);
+    if (rc != SQLITE_OK) {
+        free(cols);
+        return results_fail(r, rc, err, "cannot read the columns of its runs table");
+    }
+    *out = cols;
+    return SB_OK;
+}
+
+/* Copies run `hash` of the attached source `src` with its evaluations (our row of that
+ * hash deleted first when replace: its evaluations go with it, ON DELETE CASCADE). */
+static sb_status merge_copy_run(sb_results *r, const char *cols, const merge_action *a,
+                                sb_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = SQLITE_OK;
+    sb_status status = SB_OK;
+    if (a->replace) {
+        rc = sqlite3_prepare_v2(r->db, "DELETE FROM main.runs WHERE hash = ?1", -1, &st, NULL);
+        rc = results_bind_text(rc, st, 1, a->hash);
+        if ((status = results_exec_stmt(r, st, rc, err, "cannot replace run %s", a->hash)) != SB_OK)
+            return status;
+    }
+    char sql[2048];
+    int n = snprintf(sql, sizeof sql, "INSERT INTO main.runs (%s) SELECT %s FROM src.runs WHERE hash = ?1",
+                     cols, cols);
+    if (n < 0 || (size_t)n >= sizeof sql)
+        return sb_error_set(err, SB_ERR_RUNTIME, "merge: the runs table has too many columns");
+    rc = sqlite3_prepare_v2(r->db, sql, -1, &st, NULL);
+    rc = results_bind_text(rc, st, 1, a->hash);
+    if ((status = results_exec_stmt(r, st, rc, err, "cannot copy run %s", a->hash)) != SB_OK)
+        return status;
+    const int64_t id = (int64_t)sqlite3_last_insert_rowid(r->db);
+    rc = sqlite3_prepare_v2(r->db,
+                            "INSERT INTO main.evaluations (run_id, step, samples, split, loss, acc, "
+                            "lr, tokens_per_s, wall_s) SELECT ?1, e.step, e.samples, e.split, "
+                            "e.loss, e.acc, e.lr, e.tokens_per_s, e.wall_s FROM src.evaluations e "
+                            "JOIN src.runs s ON s.id = e.run_id WHERE s.hash = ?2",
+                            -1, &st, NULL);
+    rc = results_bind_int(rc, st, 1, id);
+    rc = results_bind_text(rc, st, 2, a->hash);
+    return results_exec_stmt(r, st, rc, err, "cannot copy the evaluations of run %s", a->hash);
+}
+
+/* Reads the source's runs against ours and decides, run by run; conflicts go to the
+ * callback. *actions (malloc'd) lists the runs to copy. */
+static sb_status merge_plan(sb_results *r, const char *src_path, sb_results_merge_tally *t,
+                            sb_results_conflict_fn on_conflict, void *user,
+                            merge_action **actions, size_t *n_actions, sb_error *err)
+{
+    *actions = NULL;
+    *n_actions = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(r->db,
+                                "SELECT s.hash, s.model, s.status, s.test_acc, s.test_loss, "
+                                "m.status, m.test_acc, m.test_loss FROM src.runs s LEFT JOIN "
+                                "main.runs m ON m.hash = s.hash ORDER BY s.id",
+                                -1, &st, NULL);
+    size_t cap = 0;
+    merge_action *list = NULL;
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *hash = (const char *)sqlite3_column_text(st, 0);
+        const char *model = (const char *)sqlite3_column_text(st, 1);
+        const char *theirs = (const char *)sqlite3_column_text(st, 2);
+        const char *ours = (const char *)sqlite3_column_text(st, 5);
+        rc = SQLITE_OK;
+        if (hash == NULL || strlen(hash) >= MERGE_HASH_MAX) {
+            rc = SQLITE_CORRUPT;
+            break;
+        }
+        int copy = 0, replace = 0;
+        if (ours == NULL) {
+            copy = 1;
+            t->added++;
+        } else if (merge_rank(theirs) > merge_rank(ours)) {
+            copy = replace = 1;
+            t->replaced++;
+        } else if (merge_rank(theirs) == 3 && merge_rank(ours) == 3 &&
+                   (strcmp(theirs, ours) != 0 || !merge_same_real(st, 3, 6) ||
+                    !merge_same_real(st, 4, 7))) {
+            /* ended in both, differently: ours is kept, the caller hears of it */
+            t->conflicts++;
+            if (on_conflict != NULL) {
+                double nan = (double)NAN;
+                on_conflict(hash, model, ours,
+                            sqlite3_column_type(st, 6) == SQLITE_NULL ? nan
+                                                                       : sqlite3_column_double(st, 6),
+                            src_path, theirs,
+                            sqlite3_column_type(st, 3) == SQLITE_NULL ? nan
+                                                                       : sqlite3_column_double(st, 3),
+                            user);
+            }
+        } else if (merge_rank(theirs) == merge_rank(ours)) {
+            t->same++;
+        } else {
+            t->kept++;
+        }
+        if (!copy)
+            continue;
+        if (*n_actions == cap) {
+            size_t bigger = cap > 0 ? 2 * cap : 64;
+            merge_action *grown = realloc(list, bigger * sizeof *grown);
+            if (grown == NULL) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            list = grown, cap = bigger;
+        }
+        snprintf(list[*n_actions].hash, sizeof list[*n_actions].hash, "%s", hash);
+        list[(*n_actions)++].replace = replace;
+    }
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    (void)sqlite3_finalize(st);
+    if (rc != SQLITE_OK) {
+        free(list);
+        *n_actions = 0;
+        return results_fail(r, rc, err, "cannot read the runs of '%s'", src_path);
+    }
+    *actions = list;
+    return SB_OK;
+}
+
+sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merge_tally *tally,
+                           sb_results_conflict_fn on_conflict, void *user, sb_error *err)
+{
+    SB_ASSERT(db != NULL && src_path != NULL && tally != NULL);
+    memset(tally, 0, sizeof *tally);
+    if (db->readonly)
+        return sb_error_set(err, SB_ERR_IO, "results database '%s' is open read-only; cannot "
+                                            "merge into it", db->path);
+    /* the source: a results database of our schema, not the destination itself */
+    struct stat a, b;
+    if (stat(src_path, &b) == 0 && stat(db->path, &a) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "'%s' is the database merged into; give another file", src_path);
+    sb_results *src = NULL;
+    sb_status status = sb_results_open_readonly(src_path, &src, err);
+    if (status != SB_OK)
+        return status;
+    const int64_t version = src->version;
+    sb_results_close(src);
+    if (version < SB_RESULTS_SCHEMA_VERSION)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "'%s' has results schema %lld, older than %d: open it once with "
+                            "`selectivbench results --db %s` (which upgrades it), then merge",
+                            src_path, (long long)version, SB_RESULTS_SCHEMA_VERSION, src_path);
+
+    char *cols = NULL;
+    if ((status = merge_run_columns(db, &cols, err)) != SB_OK)
+        return status;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db, "ATTACH DATABASE ?1 AS src", -1, &st, NULL);
+    rc = results_bind_text(rc, st, 1, src_path);
+    if ((status = results_exec_stmt(db, st, rc, err, "cannot attach '%s'", src_path)) != SB_OK) {
+        free(cols);
+        return status;
+    }
+    /* under the write lock: nobody changes our rows between the plan and the copies */
+    merge_action *actions = NULL;
+    size_t n_actions = 0;
+    status = results_tx_begin(db, err);
+    if (status == SB_OK) {
+        status = merge_plan(db, src_path, tally, on_conflict, user, &actions, &n_actions, err);
+        for (size_t i = 0; status == SB_OK && i < n_actions; i++)
+            status = merge_copy_run(db, cols, &actions[i], err);
+        if (status == SB_OK) { /* the cached ceilings: the same hash is the same ceiling */
+            rc = sqlite3_prepare_v2(db->db,
+                                    "INSERT OR IGNORE INTO main.ceilings (hash, config_json, "
+                                    "ceiling_json, created_at) SELECT hash, config_json, "
+                                    "ceiling_json, created_at FROM src.ceilings",
+                                    -1, &st, NULL);
+            status = results_exec_stmt(db, st, rc, err, "cannot copy the cached ceilings");
+        }
+        if (status == SB_OK && results_foreign_keys_hold(db) != SQLITE_OK)
+            status = sb_error_set(err, SB_ERR_IO, "merge: an evaluation does not point at a run; nothing was merged");
+        status = results_tx_end(db, status, err);
+    }
+    free(actions);
+    free(cols);
+    (void)sqlite3_exec(db->db, "DETACH DATABASE src", NULL, NULL, NULL);
+    if (status != SB_OK)
+        memset(tally, 0, sizeof *tally);
+    return status;
+}

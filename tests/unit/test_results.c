@@ -1653,6 +1653,152 @@ static void test_migrate_refused(void **state)
     assert_false(file_exists(missing));
 }
 
+/* ---- merging shard databases ------------------------------------------------------------- */
+
+typedef struct merge_seen {
+    int n;
+    char hash[32];
+    double kept_acc, other_acc;
+} merge_seen;
+
+static void merge_conflict(const char *run_hash, const char *model, const char *status,
+                           double test_acc, const char *source_path, const char *source_status,
+                           double source_test_acc, void *user)
+{
+    (void)model, (void)status, (void)source_path, (void)source_status;
+    merge_seen *seen = user;
+    seen->n++;
+    snprintf(seen->hash, sizeof seen->hash, "%s", run_hash);
+    seen->kept_acc = test_acc;
+    seen->other_acc = source_test_acc;
+}
+
+static void run_ended(sb_results *db, const char *hash, const char *status, double acc,
+                      int n_evals)
+{
+    sb_run_info run = run_info(hash, "gru");
+    int64_t id = begin_ok(db, &run);
+    for (int k = 1; k <= n_evals; k++)
+        eval_ok(db, id, 10 * k, SB_SPLIT_TEST, 1.0 / k, acc * k / n_evals);
+    sb_run_metrics m = final_metrics;
+    m.test_acc = acc;
+    end_ok(db, id, status, strcmp(status, "finished") == 0 ? NULL : "a reason", &m);
+}
+
+static size_t evals_of(sb_results *db, const char *hash)
+{
+    sb_run_row row = get_ok(db, hash);
+    sb_eval_row *evals = NULL;
+    size_t n = 0;
+    sb_error err = {0};
+    if (sb_results_list_evals(db, row.id, &evals, &n, &err) != SB_OK)
+        fail_msg("list_evals: %s", err.msg);
+    free(evals);
+    sb_results_run_row_clear(&row);
+    return n;
+}
+
+static void assert_status_acc(sb_results *db, const char *hash, const char *status, double acc)
+{
+    sb_run_row row = get_ok(db, hash);
+    assert_string_equal(row.status, status);
+    assert_same_double(row.metrics.test_acc, acc);
+    sb_results_run_row_clear(&row);
+}
+
+/* results merge: added, replaced (further along there), the same, kept (further along
+ * here), a conflict (ended differently in both) reported and ours kept; evaluations and
+ * cached ceilings copied; a second merge changes nothing; refusals. */
+static void test_merge(void **state)
+{
+    fixture *fx = *state;
+    char other[700];
+    snprintf(other, sizeof other, "%s/shard.db", fx->dir);
+    sb_results *db = open_ok(fx->path), *src = open_ok(other);
+    run_ended(db, "h-same", "finished", 0.875, 2);
+    run_ended(src, "h-same", "finished", 0.875, 2);
+    run_ended(db, "h-failed-here", "failed", 0.125, 1);
+    run_ended(src, "h-failed-here", "finished", 0.75, 3);
+    run_ended(db, "h-stopped-here", "interrupted", 0.25, 2);
+    run_ended(src, "h-stopped-here", "failed", 0.125, 1);
+    run_ended(db, "h-conflict", "finished", 0.5, 1);
+    run_ended(src, "h-conflict", "finished", 0.625, 1);
+    run_ended(src, "h-new", "diverged", 0.0625, 4);
+    sb_error err = {0};
+    sb_ceiling c = sample_ceiling(0.875);
+    if (sb_results_put_ceiling(src, "0123456789abcdef", "{\"vocab\": 9}", &c, &err) != SB_OK)
+        fail_msg("put_ceiling: %s", err.msg);
+    sb_results_close(src);
+
+    sb_results_merge_tally t;
+    merge_seen seen = {0};
+    if (sb_results_merge(db, other, &t, merge_conflict, &seen, &err) != SB_OK)
+        fail_msg("merge: %s", err.msg);
+    assert_int_equal(t.added, 1);
+    assert_int_equal(t.replaced, 1);
+    assert_int_equal(t.same, 1);
+    assert_int_equal(t.kept, 1);
+    assert_int_equal(t.conflicts, 1);
+    assert_int_equal(seen.n, 1);
+    assert_string_equal(seen.hash, "h-conflict");
+    assert_same_double(seen.kept_acc, 0.5);
+    assert_same_double(seen.other_acc, 0.625);
+    assert_status_acc(db, "h-failed-here", "finished", 0.75);
+    assert_int_equal(evals_of(db, "h-failed-here"), 3); /* the source's, not ours */
+    assert_status_acc(db, "h-stopped-here", "interrupted", 0.25);
+    assert_status_acc(db, "h-conflict", "finished", 0.5);
+    assert_status_acc(db, "h-new", "diverged", 0.0625);
+    assert_int_equal(evals_of(db, "h-new"), 4);
+    sb_run_row copied = get_ok(db, "h-new");
+    assert_string_equal(copied.host, "worker-1"); /* every column comes along */
+    assert_int_equal(copied.params, 123456);
+    sb_results_run_row_clear(&copied);
+    sb_ceiling got;
+    int found = 0;
+    assert_int_equal(sb_results_get_ceiling(db, "0123456789abcdef", &got, &found, &err), SB_OK);
+    assert_int_equal(found, 1);
+    assert_same_double(got.expected_acc, c.expected_acc);
+
+    /* twice: nothing changes (the conflict is reported again) */
+    sb_run_row *before = NULL, *after = NULL;
+    size_t n_before = 0, n_after = 0;
+    assert_int_equal(sb_results_list_runs(db, NULL, &before, &n_before, &err), SB_OK);
+    seen.n = 0;
+    assert_int_equal(sb_results_merge(db, other, &t, merge_conflict, &seen, &err), SB_OK);
+    assert_int_equal(t.added + t.replaced, 0);
+    assert_int_equal(t.same, 3);
+    assert_int_equal(t.kept, 1);
+    assert_int_equal(t.conflicts, 1);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(sb_results_list_runs(db, NULL, &after, &n_after, &err), SB_OK);
+    assert_int_equal(n_after, n_before);
+    assert_int_equal(n_after, 5);
+    for (size_t i = 0; i < n_after; i++) {
+        assert_string_equal(after[i].hash, before[i].hash);
+        assert_string_equal(after[i].status, before[i].status);
+        assert_int_equal(after[i].id, before[i].id);
+        assert_same_double(after[i].metrics.test_acc, before[i].metrics.test_acc);
+    }
+    for (size_t i = 0; i < n_after; i++) {
+        sb_results_run_row_clear(&before[i]);
+        sb_results_run_row_clear(&after[i]);
+    }
+    free(before);
+    free(after);
+    int ok = 0;
+    assert_int_equal(sb_results_integrity_check(db, &ok, &err), SB_OK);
+    assert_true(ok);
+
+    /* refusals: itself, a missing file, a file that is not a results database */
+    assert_int_equal(sb_results_merge(db, fx->path, &t, NULL, NULL, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "is the database merged into"));
+    char missing[700];
+    snprintf(missing, sizeof missing, "%s/missing.db", fx->dir);
+    assert_int_equal(sb_results_merge(db, missing, &t, NULL, NULL, &err), SB_ERR_IO);
+    assert_int_equal(t.added, 0);
+    sb_results_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1679,6 +1825,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_merge, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
