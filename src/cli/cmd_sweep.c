@@ -26,6 +26,7 @@
 #include "cli/commands.h"
 #include "cli/presets.h"
 #include "cli/signals.h"
+#include "cli/sweep_slurm.h"
 #include "cli/sweep_view.h"
 #include "selectivbench/selectivbench.h"
 
@@ -35,6 +36,8 @@
 typedef struct sweep_flags {
     int dry_run, hashes, workers, threads, limit, quiet;
     double checkpoint_every; /* minutes */
+    const char *slurm, *slurm_time, *partition; /* --slurm DIR: write an sbatch script */
+    int array, cpus_per_task;
     const char *db, *results;
     const char *shard;
     const char *filters[SWEEP_MAX_FILTERS];
@@ -92,6 +95,19 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
          "every run also writes its checkpoint every MINUTES (train --checkpoint_every; "
          "default 0: at evaluations only)",
          0},
+        {"slurm", SB_OPT_STRING, &o->slurm, 0, 0, NULL, "DIR",
+         "write DIR/sweep.sbatch, a Slurm job array over shards of the selected runs (each "
+         "with its own results folder DIR/shard-i, requeued after Slurm's time-limit warning), "
+         "print the sbatch line and run nothing (docs/cluster.md)",
+         0},
+        {"array", SB_OPT_INT, &o->array, 1, 100000, NULL, "N",
+         "with --slurm: array tasks (shards; default min(runs, 16))", 0},
+        {"time", SB_OPT_STRING, &o->slurm_time, 0, 0, NULL, "HH:MM:SS",
+         "with --slurm: each task's time limit (default 24:00:00)", 0},
+        {"partition", SB_OPT_STRING, &o->partition, 0, 0, NULL, "P",
+         "with --slurm: the partition (default: the cluster's)", 0},
+        {"cpus_per_task", SB_OPT_INT, &o->cpus_per_task, 1, 4096, NULL, "C",
+         "with --slurm: cores per task (default 4; threads per run = C / workers)", 0},
     };
     int n_opts = (int)(sizeof opts / sizeof *opts);
     /* --filter may repeat: collect every occurrence before the table parser sees them */
@@ -523,7 +539,17 @@ int sb_cmd_sweep(int argc, char **argv)
         sb_sweep_free(s);
         return sb_cli_fail("sweep", &err);
     }
-    if (o.hashes || o.dry_run)
+    if (o.slurm != NULL) {
+        sb_slurm_job job = {.dir = o.slurm, .file = o.file,
+                            .runs = sb_sweep_selection_size(sel), .array = o.array,
+                            .time = o.slurm_time != NULL ? o.slurm_time : "24:00:00",
+                            .partition = o.partition,
+                            .cpus_per_task = o.cpus_per_task > 0 ? o.cpus_per_task : 4,
+                            .workers = o.workers, .threads = o.threads,
+                            .checkpoint_every = o.checkpoint_every, .filters = o.filters,
+                            .n_filters = o.n_filters};
+        rc = sb_cli_sweep_slurm(&job);
+    } else if (o.hashes || o.dry_run)
         rc = sweep_list(s, sel, &o);
     else
         rc = sweep_execute(s, sel, &o);

@@ -1,0 +1,188 @@
+/* sweep_slurm.c - the sbatch script of `sweep FILE --slurm DIR` (see sweep_slurm.h).
+ *
+ * One array task per shard: task i runs `sweep FILE --shard i/N` into its own results folder
+ * DIR/shard-i (one SQLite writer per file, never several machines on one database), and
+ * `results merge` joins the folders at the end. Time limits: Slurm signals the batch shell
+ * with SIGUSR1 ahead of --time (--signal=B:USR1@120); the script passes it to the sweep, whose
+ * runs checkpoint and stop (exit 75), and the script requeues its own task, which resumes
+ * them. Only USR1 is passed on: at the limit itself Slurm sends SIGTERM to every process of
+ * the job, the sweep included, and a second signal would make it quit without its
+ * checkpoints. */
+#include "cli/sweep_slurm.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "selectivbench/selectivbench.h"
+
+/* s in single quotes for a POSIX shell ('\'' for each quote inside). */
+static void put_quoted(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s != '\0'; s++)
+        if (*s == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*s, f);
+    fputc('\'', f);
+}
+
+/* Slurm's --time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS; checked loosely
+ * (digits, ':' and one '-'), Slurm checks the rest. */
+static int time_ok(const char *t)
+{
+    int dashes = 0, digits = 0;
+    for (const char *c = t; *c != '\0'; c++) {
+        if (*c >= '0' && *c <= '9')
+            digits++;
+        else if (*c == '-')
+            dashes++;
+        else if (*c != ':')
+            return 0;
+    }
+    return digits > 0 && dashes <= 1 && t[0] != '-' && t[0] != ':';
+}
+
+/* One error line naming the flag and its value. */
+static int fail_flag(const char *flag, const char *value, const char *what)
+{
+    sb_error err = {0};
+    sb_error_set(&err, SB_ERR_INVALID, "%s '%s': %s", flag, value, what);
+    return sb_cli_fail("sweep", &err);
+}
+
+int sb_cli_sweep_slurm(const sb_slurm_job *job)
+{
+    sb_error err = {0};
+    if (!time_ok(job->time))
+        return fail_flag("--time", job->time, "give HH:MM:SS (or D-HH:MM:SS, or minutes)");
+    if (job->partition != NULL && (job->partition[0] == '\0' || strpbrk(job->partition, " \t\n'\"\\$`") != NULL))
+        return fail_flag("--partition", job->partition, "give a partition name (no spaces or quotes)");
+    if (job->runs < 1) {
+        sb_error_set(&err, SB_ERR_INVALID, "the selection has no runs: nothing to submit");
+        return sb_cli_fail("sweep", &err);
+    }
+    int64_t array = job->array > 0 ? job->array : (job->runs < 16 ? job->runs : 16);
+    if (array > job->runs)
+        array = job->runs; /* a shard with no run would only use a slot */
+    const int workers = job->workers > 0 ? job->workers : 1;
+    int threads = job->threads > 0 ? job->threads : job->cpus_per_task / workers;
+    if (threads < 1)
+        threads = 1;
+
+    /* absolute paths: the job runs wherever Slurm starts it */
+    char exe[PATH_MAX], dir[PATH_MAX], file[PATH_MAX], logs[PATH_MAX + 8], script[PATH_MAX + 16];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        sb_error_set(&err, SB_ERR_IO, "cannot find the selectivbench binary (/proc/self/exe): %s",
+                     strerror(errno));
+        return sb_cli_fail("sweep", &err);
+    }
+    exe[n] = '\0';
+    if (mkdir(job->dir, 0777) != 0 && errno != EEXIST) {
+        sb_error_set(&err, SB_ERR_IO, "--slurm %s: cannot create the folder: %s", job->dir,
+                     strerror(errno));
+        return sb_cli_fail("sweep", &err);
+    }
+    if (realpath(job->dir, dir) == NULL) {
+        sb_error_set(&err, SB_ERR_IO, "--slurm %s: %s", job->dir, strerror(errno));
+        return sb_cli_fail("sweep", &err);
+    }
+    /* a file by its absolute path; a built-in preset (tiny/task2) by its name */
+    if (access(job->file, R_OK) != 0 || realpath(job->file, file) == NULL)
+        snprintf(file, sizeof file, "%s", job->file);
+    snprintf(logs, sizeof logs, "%s/logs", dir);
+    if (mkdir(logs, 0777) != 0 && errno != EEXIST) {
+        sb_error_set(&err, SB_ERR_IO, "cannot create %s: %s", logs, strerror(errno));
+        return sb_cli_fail("sweep", &err);
+    }
+    snprintf(script, sizeof script, "%s/sweep.sbatch", dir);
+    FILE *f = fopen(script, "w");
+    if (f == NULL) {
+        sb_error_set(&err, SB_ERR_IO, "cannot write %s: %s", script, strerror(errno));
+        return sb_cli_fail("sweep", &err);
+    }
+    char today[32] = "";
+    time_t now = time(NULL);
+    struct tm tm_now;
+    if (gmtime_r(&now, &tm_now) != NULL)
+        strftime(today, sizeof today, "%Y-%m-%d %H:%M UTC", &tm_now);
+    const char *base = strrchr(file, '/') != NULL ? strrchr(file, '/') + 1 : file;
+
+    fprintf(f, "#!/bin/bash\n");
+    fprintf(f, "# %s as a Slurm job array, written by `selectivbench sweep --slurm` (%s).\n",
+            file, today);
+    fprintf(f, "# %lld runs in %lld shards: array task i trains the runs at positions i, i+%lld, "
+               "...\n# into its own results folder %s/shard-i (never two machines on one "
+               "database).\n",
+            (long long)job->runs, (long long)array, (long long)array, dir);
+    fprintf(f, "# Submit:           sbatch %s\n", script);
+    fprintf(f, "# When it is done:  %s results merge %s/shard-* --db %s/all/selectivbench.db\n",
+            exe, dir, dir);
+    fprintf(f, "#                   %s report --results %s/all\n", exe, dir);
+    fprintf(f, "# Time limits: Slurm sends SIGUSR1 to this script 120 s before --time; it passes "
+               "it on,\n# every run writes its checkpoint, the sweep exits 75 and the task "
+               "requeues itself:\n# the next start resumes the runs where they stopped. "
+               "--checkpoint_every bounds what\n# a lost node costs. A task that ends for "
+               "good (exit 0, or 1 with failed runs) is not requeued.\n");
+    fprintf(f, "#SBATCH --job-name=sb-%.40s\n", base);
+    fprintf(f, "#SBATCH --array=0-%lld\n", (long long)array - 1);
+    fprintf(f, "#SBATCH --ntasks=1\n");
+    fprintf(f, "#SBATCH --cpus-per-task=%d\n", job->cpus_per_task);
+    fprintf(f, "#SBATCH --time=%s\n", job->time);
+    if (job->partition != NULL)
+        fprintf(f, "#SBATCH --partition=%s\n", job->partition);
+    fprintf(f, "#SBATCH --output=%s/slurm-%%A_%%a.out\n", logs);
+    fprintf(f, "#SBATCH --open-mode=append\n");
+    fprintf(f, "#SBATCH --signal=B:USR1@120\n");
+    fprintf(f, "#SBATCH --requeue\n");
+    fprintf(f, "set -u\n");
+    fprintf(f, "shard=${SLURM_ARRAY_TASK_ID:?submit this script with sbatch (or set "
+               "SLURM_ARRAY_TASK_ID to run one shard by hand)}\n");
+    put_quoted(f, exe);
+    fprintf(f, " sweep ");
+    put_quoted(f, file);
+    fprintf(f, " --shard \"$shard/%lld\" --workers %d --threads %d", (long long)array, workers,
+            threads);
+    if (job->checkpoint_every > 0)
+        fprintf(f, " --checkpoint_every %.17g", job->checkpoint_every);
+    for (int i = 0; i < job->n_filters; i++) {
+        fprintf(f, " --filter ");
+        put_quoted(f, job->filters[i]);
+    }
+    fprintf(f, " \\\n  --results ");
+    put_quoted(f, dir);
+    fprintf(f, "/shard-\"$shard\" &\n");
+    fprintf(f, "pid=$!\n");
+    fprintf(f, "# pass Slurm's warning on; a wait cut short by the trap is waited again\n");
+    fprintf(f, "trap 'kill -USR1 \"$pid\" 2>/dev/null' USR1\n");
+    fprintf(f, "while :; do\n  wait \"$pid\"\n  rc=$?\n  kill -0 \"$pid\" 2>/dev/null || "
+               "break\ndone\n");
+    fprintf(f, "if [ \"$rc\" -eq 75 ] && [ -n \"${SLURM_ARRAY_JOB_ID:-}\" ]; then\n");
+    fprintf(f, "  echo \"selectivbench: shard $shard stopped with its checkpoints; requeueing "
+               "it\"\n");
+    fprintf(f, "  scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${shard}\"\n");
+    fprintf(f, "fi\n");
+    fprintf(f, "exit \"$rc\"\n");
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        sb_error_set(&err, SB_ERR_IO, "cannot write %s", script);
+        return sb_cli_fail("sweep", &err);
+    }
+    chmod(script, 0755);
+    printf("wrote %s: %lld runs in %lld array tasks of %d cpus (%d workers x %d threads), "
+           "--time %s\n",
+           script, (long long)job->runs, (long long)array, job->cpus_per_task, workers, threads,
+           job->time);
+    printf("submit it with:\n  sbatch %s\nthen merge the shards:\n  %s results merge "
+           "%s/shard-* --db %s/all/selectivbench.db\n",
+           script, exe, dir, dir);
+    return 0;
+}
