@@ -250,13 +250,13 @@ int sb_cmd_models(int argc, char **argv)
                 sb_jw_key(j, keys[k]);
                 sb_jw_string(j, or_dash(vals[k]));
             }
-            sb_jw_key(j, "axes");
-            sb_jw_object_begin(j);
+            /* the axes as flat keys (one object per model stays flat for tables) */
+            const char *axis_keys[5] = {"gate_granularity", "forgetting", "transition_type",
+                                        "update_per_token", "memory_growth"};
             for (int a = 0; a < 5; a++) {
-                sb_jw_key(j, sb_models_axis_name(a));
+                sb_jw_key(j, axis_keys[a]);
                 sb_jw_string(j, or_dash(type.axes[a]));
             }
-            sb_jw_object_end(j);
             sb_jw_key(j, "state_formula");
             sb_jw_string(j, or_dash(type.state_formula));
             sb_jw_key(j, "streams");

@@ -154,9 +154,10 @@ expect_ok ceiling $small_task --json --threads 2
 j2=$(sed 's/"seconds":[^}]*//' "$TMP/out")
 [ "$j1" = "$j2" ] || fail "ceiling differs between 1 and 2 threads: $j1 / $j2"
 # a train command line is a ceiling command line: every train flag is accepted but train's
-# own bookkeeping (the results database, retraining, the NaN test aid, progress lines)
+# own bookkeeping (the results database, retraining, the NaN test aid, progress lines,
+# periodic checkpoints)
 "$SB" train --help | grep -o -- '^  --[a-z_0-9]*' | grep -v -e '--db$' -e '--force$' \
-  -e '--inject_nan_at$' -e '--progress_every$' | sort >"$TMP/train_flags"
+  -e '--inject_nan_at$' -e '--progress_every$' -e '--checkpoint_every$' | sort >"$TMP/train_flags"
 "$SB" ceiling --help | grep -o -- '^  --[a-z_0-9]*' | sort >"$TMP/ceiling_flags"
 missing=$(comm -23 "$TMP/train_flags" "$TMP/ceiling_flags")
 [ -s "$TMP/train_flags" ] && [ -z "$missing" ] || fail "ceiling lacks train flags: $missing"
