@@ -19,7 +19,7 @@
 #include "model/model.h"
 #include "test_util.h"
 
-static const char *const model_names[] = {"linear_attn"};
+static const char *const model_names[] = {"linear_attn", "simple_gla"};
 #define N_MODELS ((int)(sizeof model_names / sizeof model_names[0]))
 
 static void test_mimic_float(void **state)
