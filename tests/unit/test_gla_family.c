@@ -29,7 +29,7 @@
 #include "ops/ops_gla_family.h"
 #include "test_util.h"
 
-static const char *const model_names[] = {"linear_attn", "simple_gla"};
+static const char *const model_names[] = {"linear_attn", "simple_gla", "hgrn2"};
 #define N_MODELS ((int)(sizeof model_names / sizeof model_names[0]))
 
 /* ---- the new ops ------------------------------------------------------------------------- */
