@@ -38,8 +38,9 @@ enum { P_Q, P_F, P_I, P_NORM, P_O, P_COUNT };
 static sb_status hgrn2_check(const sb_model_config *cfg, sb_error *err)
 {
     if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID, "hgrn2: --feat_size %d is not divisible by %d heads",
-                            cfg->d_model, cfg->n_head);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "hgrn2: --feat_size %d is not divisible by %d heads", cfg->d_model,
+                            cfg->n_head);
     return SB_OK;
 }
 
@@ -68,8 +69,8 @@ static sb_tensor *hgrn2_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
     sb_tensor *gf = sb_fla_heads(g, sb_logsigmoid(g, sb_linear(g, x, p[P_F], NULL), 1), K);
     sb_tensor *k = sb_one_minus_exp(g, gf);
     sb_tensor *v = sb_fla_heads(g, sb_linear(g, x, p[P_I], NULL), K);
-    sb_tensor *o = sb_linear_attn(g, q, k, v, gf, (real)(1.0 / sqrt((double)K)),
-                                  HGRN2_CHUNK, state);
+    sb_tensor *o =
+        sb_linear_attn(g, q, k, v, gf, (real)(1.0 / sqrt((double)K)), HGRN2_CHUNK, state);
     sb_tensor *y = sb_rmsnorm_gated(g, sb_fla_flat(g, o), NULL, p[P_NORM], NORM_EPS);
     return sb_linear(g, y, p[P_O], NULL);
 }

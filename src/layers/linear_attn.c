@@ -77,8 +77,7 @@ static int linear_attn_add_params(sb_params *ps, const char *prefix, const sb_mo
 
 /* The layer over whole sequences (state == NULL) or streamed (state: the recurrent state
  * [B, H, K, V]; the layer has no convolution). */
-static sb_tensor *linear_attn_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
-                                  real *state)
+static sb_tensor *linear_attn_run(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
 {
     const int K = m->cfg.d_model / m->cfg.n_head;
     sb_tensor *p[P_COUNT];
@@ -100,8 +99,8 @@ static sb_tensor *linear_attn_forward(sb_graph *g, const sb_model *m, int l, sb_
     return linear_attn_run(g, m, l, x, NULL);
 }
 
-static sb_tensor *linear_attn_forward_stream(sb_graph *g, const sb_model *m, int l,
-                                             sb_tensor *x, real *state)
+static sb_tensor *linear_attn_forward_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                             real *state)
 {
     return linear_attn_run(g, m, l, x, state);
 }

@@ -23,20 +23,7 @@
 #include "ops/ops_fla.h"
 
 /* parameters in state_dict order (= construction order) */
-enum {
-    P_Q,
-    P_K,
-    P_V,
-    P_G,
-    P_Q_CONV,
-    P_K_CONV,
-    P_V_CONV,
-    P_GK,
-    P_GK_B,
-    P_NORM,
-    P_O,
-    P_COUNT
-};
+enum { P_Q, P_K, P_V, P_G, P_Q_CONV, P_K_CONV, P_V_CONV, P_GK, P_GK_B, P_NORM, P_O, P_COUNT };
 
 #define CONV_SIZE 4
 #define GATE_NORMALIZER 16
@@ -46,8 +33,8 @@ static sb_status simple_gla_check(const sb_model_config *cfg, sb_error *err)
 {
     if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
         return sb_error_set(err, SB_ERR_INVALID,
-                            "simple_gla: --feat_size %d is not divisible by %d heads",
-                            cfg->d_model, cfg->n_head);
+                            "simple_gla: --feat_size %d is not divisible by %d heads", cfg->d_model,
+                            cfg->n_head);
     return SB_OK;
 }
 
@@ -126,15 +113,14 @@ static sb_tensor *simple_gla_probe_gates(sb_graph *g, const sb_model *m, int l, 
     sb_tensor *out = sb_tensor_new(g, 3, gk->shape);
     for (size_t i = 0; i < gk->size; i++)
         out->data[i] = (real)exp((double)gk->data[i]);
-    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = m->cfg.n_head,
-                           .kind = {"decay alpha=exp(g)"}, .hi = {1.0}};
+    *desc = (sb_gate_desc){
+        .n_kinds = 1, .n_groups = m->cfg.n_head, .kind = {"decay alpha=exp(g)"}, .hi = {1.0}};
     return out;
 }
 
 /* Per sample: the histories of the q, k (H K channels each) and v (H V) convolutions, then
  * the recurrent state (H K V); B samples laid out field by field, as gla. */
-static void simple_gla_stream_recurrent(const sb_model_config *cfg, size_t *history,
-                                        size_t *count)
+static void simple_gla_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
 {
     const size_t H = (size_t)cfg->n_head, K = (size_t)(cfg->d_model / cfg->n_head), V = 2 * K;
     *history = (CONV_SIZE - 1) * H * (2 * K + V);

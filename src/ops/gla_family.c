@@ -55,8 +55,8 @@ static sb_tensor *product(sb_graph *g, sb_tensor *a, sb_tensor *b)
     return y;
 }
 
-sb_tensor *sb_hadamard_map(sb_graph *g, sb_tensor *x, sb_tensor *w1, sb_tensor *b1,
-                           sb_tensor *w2, sb_tensor *b2)
+sb_tensor *sb_hadamard_map(sb_graph *g, sb_tensor *x, sb_tensor *w1, sb_tensor *b1, sb_tensor *w2,
+                           sb_tensor *b2)
 {
     return product(g, sb_linear(g, x, w1, b1), sb_linear(g, x, w2, b2));
 }

@@ -13,8 +13,8 @@
 /* fla's HadamardFeatureMap: y = (x W1^T + b1) ⊙ (x W2^T + b2) over the last dimension of x
  * [..., Din], W1, W2 [Dout, Din], b1, b2 [Dout] (the two nn.Linear of the map, one pair
  * shared by every head). Returns [..., Dout]. */
-sb_tensor *sb_hadamard_map(sb_graph *g, sb_tensor *x, sb_tensor *w1, sb_tensor *b1,
-                           sb_tensor *w2, sb_tensor *b2);
+sb_tensor *sb_hadamard_map(sb_graph *g, sb_tensor *x, sb_tensor *w1, sb_tensor *b1, sb_tensor *w2,
+                           sb_tensor *b2);
 
 /* HGRN2's key from its log forget gate: k = 1 - exp(glog), elementwise (glog <= 0 gives k in
  * [0, 1)); dglog = -dk exp(glog). */

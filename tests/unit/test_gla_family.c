@@ -23,8 +23,8 @@
 #include <cmocka.h>
 
 #include "gradcheck.h"
-#include "model_checks.h"
 #include "model/model.h"
+#include "model_checks.h"
 #include "ops/ops.h"
 #include "ops/ops_gla_family.h"
 #include "test_util.h"
@@ -62,9 +62,9 @@ static void test_hadamard_map_grad(void **state)
     int s1[2] = {1, 2}, s2[2] = {2, 2}, s3[1] = {2};
     real xv[2] = {0.5, -2}, w1v[4] = {1, 2, -1, 0.5}, b1v[2] = {0.25, -1};
     real w2v[4] = {0, 3, 2, -1}, b2v[2] = {1, 0.5};
-    sb_tensor *y = sb_hadamard_map(&g, sb_tensor_wrap(&g, xv, 2, s1), sb_tensor_wrap(&g, w1v, 2, s2),
-                                   sb_tensor_wrap(&g, b1v, 1, s3), sb_tensor_wrap(&g, w2v, 2, s2),
-                                   sb_tensor_wrap(&g, b2v, 1, s3));
+    sb_tensor *y = sb_hadamard_map(&g, sb_tensor_wrap(&g, xv, 2, s1),
+                                   sb_tensor_wrap(&g, w1v, 2, s2), sb_tensor_wrap(&g, b1v, 1, s3),
+                                   sb_tensor_wrap(&g, w2v, 2, s2), sb_tensor_wrap(&g, b2v, 1, s3));
     const double a0 = 0.5 - 4 + 0.25, a1 = -0.5 - 1 - 1, c0 = -6 + 1, c1 = 1 + 2 + 0.5;
     assert_true(fabs(y->data[0] - a0 * c0) < 1e-15);
     assert_true(fabs(y->data[1] - a1 * c1) < 1e-15);
@@ -120,8 +120,8 @@ static void test_mimic(void **state)
         check_against_mimic(ref, m, &f, &tol, model_names[mi]);
         sb_model_free(m);
         /* the count at the second width, without allocating */
-        sb_model_config cfg = {.d_input = f.I, .d_output = f.O, .d_model = 32, .n_layers = f.L,
-                               .n_head = f.H};
+        sb_model_config cfg = {
+            .d_input = f.I, .d_output = f.O, .d_model = 32, .n_layers = f.L, .n_head = f.H};
         snprintf(cfg.model, sizeof cfg.model, "%s", model_names[mi]);
         size_t count = 0;
         sb_error err = {0};

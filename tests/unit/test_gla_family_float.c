@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "model_checks.h"
 #include "model/model.h"
+#include "model_checks.h"
 #include "test_util.h"
 
 static const char *const model_names[] = {"linear_attn", "simple_gla", "hgrn2"};
@@ -33,8 +33,12 @@ static void test_mimic_float(void **state)
         mimic_file f;
         mimic_open(&f, path);
         const json_t *ref = mimic_model(&f, model_names[mi]);
-        sb_model_config cfg = {.d_input = f.I, .d_output = f.O, .d_model = f.D, .n_layers = f.L,
-                               .n_head = f.H, .dropout = 0.2};
+        sb_model_config cfg = {.d_input = f.I,
+                               .d_output = f.O,
+                               .d_model = f.D,
+                               .n_layers = f.L,
+                               .n_head = f.H,
+                               .dropout = 0.2};
         snprintf(cfg.model, sizeof cfg.model, "%s", model_names[mi]);
         sb_model *m = NULL;
         sb_error err = {0};
@@ -51,9 +55,9 @@ static void test_mimic_float(void **state)
 /* the spec's per-layer counts, H = get_num_heads(d, 128) */
 static const int dims[5] = {64, 128, 256, 512, 1024};
 static const long long layer_count[3][5] = {
-    {17488, 69792, 278848, 1114752, 4260480},   /* 4d^2 + 4(d_k^2 + d_k) + d_k */
-    {34084, 133700, 529540, 2107652, 8413448},  /* 8d^2 + dH + H + 16d + 2d/H */
-    {16448, 65664, 262400, 1049088, 4195328},   /* 4d^2 + d */
+    {17488, 69792, 278848, 1114752, 4260480},  /* 4d^2 + 4(d_k^2 + d_k) + d_k */
+    {34084, 133700, 529540, 2107652, 8413448}, /* 8d^2 + dH + H + 16d + 2d/H */
+    {16448, 65664, 262400, 1049088, 4195328},  /* 4d^2 + d */
 };
 
 static void test_layer_counts(void **state)
@@ -61,8 +65,11 @@ static void test_layer_counts(void **state)
     (void)state;
     for (int mi = 0; mi < N_MODELS; mi++)
         for (int di = 0; di < 5; di++) {
-            sb_model_config cfg = {.d_input = 41, .d_output = 1601, .d_model = dims[di],
-                                   .n_layers = 1, .n_head = sb_num_heads(dims[di])};
+            sb_model_config cfg = {.d_input = 41,
+                                   .d_output = 1601,
+                                   .d_model = dims[di],
+                                   .n_layers = 1,
+                                   .n_head = sb_num_heads(dims[di])};
             snprintf(cfg.model, sizeof cfg.model, "%s", model_names[mi]);
             sb_params ps;
             sb_params_init(&ps);
@@ -72,8 +79,8 @@ static void test_layer_counts(void **state)
                 n += (long long)ps.p[i].size;
             sb_params_free(&ps);
             if (n != layer_count[mi][di])
-                fail_msg("%s d=%d: %lld parameters per layer, spec %lld", model_names[mi],
-                         dims[di], n, layer_count[mi][di]);
+                fail_msg("%s d=%d: %lld parameters per layer, spec %lld", model_names[mi], dims[di],
+                         n, layer_count[mi][di]);
         }
 }
 
