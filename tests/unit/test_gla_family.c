@@ -2,7 +2,9 @@
  * test_gla_family.c - the GLA family's new models in double precision: linear_attn
  * (docs/models/linear_attn.md), simple_gla, hgrn2:
  *   - finite-difference gradient checks of the new ops (ops_gla_family.h: the Hadamard
- *     feature map with every input, HGRN2's 1 - exp key) on shapes with ragged sizes;
+ *     feature map with every input, HGRN2's 1 - exp key) on shapes with ragged sizes, and
+ *     HGRN2's recurrence as one chain (logsigmoid, tied key, K1 with 8-token chunks crossed
+ *     with a ragged tail, decays strong enough for K1's term-by-term chunks);
  *     kernel K1 itself, with every gate variant these layers use (none, per head, per
  *     channel), is checked in test_linear_attn_kernels.c;
  *   - whole RecNets against each model's pure-PyTorch mimic (tests/data/models/<model>/):
@@ -26,6 +28,7 @@
 #include "model/model.h"
 #include "model_checks.h"
 #include "ops/ops.h"
+#include "ops/ops_fla.h"
 #include "ops/ops_gla_family.h"
 #include "test_util.h"
 
@@ -89,6 +92,37 @@ static void test_one_minus_exp_grad(void **state)
     gc_free(&p);
 }
 
+/* HGRN2's recurrence as one chain: g = logsigmoid(f), k = 1 - exp(g), o = K1(q, k, v, g) with
+ * the layer's 8-token chunks; in: q, f, v */
+static sb_tensor *fn_hgrn2_core(sb_graph *g, sb_tensor **in, void *ctx)
+{
+    const int chunk = *(const int *)ctx;
+    sb_tensor *gf = sb_logsigmoid(g, in[1], 1);
+    sb_tensor *k = sb_one_minus_exp(g, gf);
+    return sb_linear_attn(g, in[0], k, in[2], gf, (real)0.5, chunk, NULL);
+}
+
+static void test_hgrn2_core_grad(void **state)
+{
+    (void)state;
+    /* T = 19 = 8 + 8 + 3; f down to -7 makes some chunks decay below exp(-30) (K1's
+     * term-by-term form), f up to 4 leaves keys near 0 */
+    const int chunks[2] = {8, 0};
+    for (int c = 0; c < 2; c++) {
+        int chunk = chunks[c] > 0 ? chunks[c] : 19;
+        gc_problem p = {.name = c == 0 ? "HGRN2 core, chunk 8" : "HGRN2 core, one chunk",
+                        .fn = fn_hgrn2_core,
+                        .ctx = &chunk};
+        int qs[4] = {2, 19, 2, 4}, vs[4] = {2, 19, 2, 3};
+        gc_add_input(&p, "q", 4, qs, -1, 1, 1);
+        gc_add_input(&p, "f", 4, qs, -7, 4, 2);
+        gc_add_input(&p, "v", 4, vs, -1, 1, 3);
+        double e = gc_check(&p);
+        print_message("%s: max rel error %.3g\n", p.name, e);
+        gc_free(&p);
+    }
+}
+
 /* ---- whole models against the mimics ------------------------------------------------------ */
 
 static sb_model *make_model(const char *name, int D, int H, int I, int O, int L, uint64_t seed)
@@ -140,6 +174,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hadamard_map_grad),
         cmocka_unit_test(test_one_minus_exp_grad),
+        cmocka_unit_test(test_hgrn2_core_grad),
         cmocka_unit_test(test_mimic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
