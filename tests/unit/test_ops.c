@@ -44,6 +44,7 @@
 #include "tensor/nn.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
+#include "ops/ops_gla_family.h"
 #include "ops/ops_layered.h"
 #include "ops/ops_s4.h"
 #include "ops/ops_ssm.h"
@@ -556,6 +557,16 @@ static sb_tensor *build_gated_mlp(sb_graph *g, sb_tensor **in)
     return sb_gated_mlp(g, in[0], in[1], in[2], in[3]);
 }
 
+/* ops_gla_family.h */
+static sb_tensor *build_hadamard_map(sb_graph *g, sb_tensor **in)
+{
+    return sb_hadamard_map(g, in[0], in[1], in[2], in[3], in[4]);
+}
+static sb_tensor *build_one_minus_exp(sb_graph *g, sb_tensor **in)
+{
+    return sb_one_minus_exp(g, in[0]);
+}
+
 /* ---- the table ---------------------------------------------------------------------------------
  * Default tolerances: relative FD step 1e-6 and rtol 1e-6 (double); float within 1e-5 of each
  * tensor's largest value (float's epsilon is 1.2e-7: a few dozen roundings); REF and STREAM
@@ -855,6 +866,14 @@ static const op_case op_table[] = {
             {"up_proj", 2, {6, 4}, -1, 1}, {"down_proj", 2, {4, 6}, -1, 1}},
      .modes = GRAD | FLOAT | THREADS},
 
+    /* ---- ops_gla_family.h ---- */
+    {.op = "sb_hadamard_map", .build = build_hadamard_map, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"x", 4, {2, 3, 2, 4}, -1.5, 1.5}, {"w1", 2, {5, 4}, -1, 1}, {"b1", 1, {5}, -1, 1},
+            {"w2", 2, {5, 4}, -1, 1}, {"b2", 1, {5}, -1, 1}},
+     .modes = GRAD | FLOAT | THREADS},
+    {.op = "sb_one_minus_exp", .build = build_one_minus_exp, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"g", 3, {2, 3, 5}, -6, -0.001}}, .modes = GRAD | FLOAT | THREADS},
+
     /* ---- above the one-thread thresholds ----
      * Most ops run on one thread below some size (PAR_MIN = 32768 elements and the like in
      * src/nn/ops/), which the small shapes above never reach: these rows make THREADS compare
@@ -862,6 +881,13 @@ static const op_case op_table[] = {
     {.op = "sb_linear", .variant = "parallel", .build = build_linear, TOL(0, 0, 0, 0),
      .in = {{"x", 3, {2, 150, 64}, -1, 1}, {"w", 2, {256, 64}, -1, 1}, {"b", 1, {256}, -1, 1}},
      .modes = THREADS},
+    {.op = "sb_hadamard_map", .variant = "parallel", .build = build_hadamard_map,
+     TOL(0, 0, 0, 0),
+     .in = {{"x", 4, {2, 150, 4, 32}, -1, 1}, {"w1", 2, {32, 32}, -1, 1}, {"b1", 1, {32}, -1, 1},
+            {"w2", 2, {32, 32}, -1, 1}, {"b2", 1, {32}, -1, 1}},
+     .modes = THREADS},
+    {.op = "sb_one_minus_exp", .variant = "parallel", .build = build_one_minus_exp,
+     TOL(0, 0, 0, 0), .in = {{"g", 3, {2, 300, 64}, -6, -0.001}}, .modes = THREADS},
     {.op = "sb_layernorm", .variant = "parallel", .build = build_layernorm, TOL(0, 0, 0, 0),
      .in = {{"x", 3, {2, 300, 64}, -2, 2}, {"gamma", 1, {64}, 0.5, 1.5},
             {"beta", 1, {64}, -1, 1}},

@@ -1,0 +1,144 @@
+# Pure-PyTorch mimic of the benchmark's RecNet around fla's LinearAttention
+# (fla/layers/linear_attn.py, commit bc3b101d) at its defaults with hidden_size=d,
+# num_heads=H: construction order and inits as fla, the forward written from fla's naive
+# recurrence (fla/ops/linear_attn/naive.py: no decay, scale K^-1/2, normalize=False).
+#   python3 mimic.py vectors OUT.json   reference of tests/unit/test_gla_family.c (+ _float.c)
+#   python3 mimic.py check CKPT DUMP    a selectivbench checkpoint against this mimic: CKPT from
+#                                       `selectivbench train`, DUMP from `selectivbench eval
+#                                       CKPT --dump DUMP`; exit 1 when logits differ > 1e-4
+# Needs torch and numpy only (made with torch 1.13).
+import json, struct, sys
+import numpy as np
+import torch, torch.nn as nn, torch.nn.functional as F
+
+MODEL = 'linear_attn'
+
+
+def rms(x, w, eps=1e-5):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+class HadamardMap(nn.Module):
+    def __init__(s, K):
+        super().__init__()
+        s.layer1 = nn.Linear(K, K); s.layer2 = nn.Linear(K, K)
+
+    def forward(s, x):
+        return s.layer1(x) * s.layer2(x)
+
+
+class Layer(nn.Module):
+    """LinearAttention(hidden_size=d, num_heads=H), every other argument at fla's default."""
+    def __init__(s, d, H):
+        super().__init__()
+        s.H = H; K = d // H
+        s.feature_map_q = HadamardMap(K); s.feature_map_k = HadamardMap(K)
+        s.q_proj = nn.Linear(d, d, bias=False); s.k_proj = nn.Linear(d, d, bias=False)
+        s.v_proj = nn.Linear(d, d, bias=False)
+        s.norm = nn.Module(); s.norm.weight = nn.Parameter(torch.ones(K))
+        s.o_proj = nn.Linear(d, d, bias=False)
+
+    def forward(s, x):
+        B, T, d = x.shape; H = s.H; K = d // H
+        q = s.feature_map_q(s.q_proj(x).view(B, T, H, K))
+        k = s.feature_map_k(s.k_proj(x).view(B, T, H, K))
+        v = s.v_proj(x).view(B, T, H, K)
+        S = x.new_zeros(B, H, K, K); o = []
+        for t in range(T):
+            S = S + k[:, t, :, :, None] * v[:, t, :, None, :]
+            o.append(torch.einsum('bhk,bhkv->bhv', q[:, t] * K ** -0.5, S))
+        o = rms(torch.stack(o, 1), s.norm.weight)
+        return s.o_proj(o.reshape(B, T, d))
+
+
+class RecNet(nn.Module):
+    def __init__(s, I, d, O, L, H):
+        super().__init__()
+        s.encoder = nn.Linear(I, d)
+        s.norms = nn.ModuleList(); s.layers = nn.ModuleList()
+        for _ in range(L):
+            s.norms.append(nn.LayerNorm(d)); s.layers.append(Layer(d, H))
+        s.decoder = nn.Linear(d, O)
+
+    def forward(s, x):
+        x = s.encoder(x)
+        for layer, norm in zip(s.layers, s.norms):
+            x = norm(x + layer(x))
+        return s.decoder(x)
+
+
+def heads(d):  # get_num_heads(d, 128) of the reference's utils.py
+    if d / 128 <= 4:
+        return 4
+    n = 4
+    while n <= d:
+        if d % n == 0 and d // n <= 128:
+            return n
+        n *= 2
+    raise ValueError(d)
+
+
+def vectors(path):
+    I, d, O, L, H, seed, B, T = 5, 16, 7, 2, 4, 3, 2, 70  # T = 32 + 32 + 6: K1's chunks
+    torch.manual_seed(1234)
+    x = torch.tensor([[[round(float(v), 6) for v in r] for r in b] for b in torch.randn(B, T, I)],
+                     dtype=torch.float32).double()
+    torch.manual_seed(seed)
+    net = RecNet(I, d, O, L, H)
+    params = [{'name': k, 'shape': list(t.shape), 'sum': float(t.double().sum()),
+               'first': [float(v) for v in t.flatten()[:3]]} for k, t in net.state_dict().items()]
+    count = sum(p.numel() for p in net.parameters())
+    count32 = sum(p.numel() for p in RecNet(I, 32, O, L, H).parameters())
+    with torch.no_grad():
+        y = net.double()(x)
+    out = {'config': dict(I=I, d=d, O=O, L=L, H=H, seed=seed, B=B, T=T),
+           'note': 'pure-PyTorch mimic of RecNet with fla LinearAttention (bc3b101d defaults, '
+                   'hidden_size=d, num_heads=H), float64 forward from the float32 initial weights',
+           'input': [float(v) for v in x.flatten()],
+           'models': {MODEL: {'params': params, 'count': count, 'count_d32': count32,
+                              'logits': [float('%.12g' % v) for v in y.flatten()]}}}
+    json.dump(out, open(path, 'w'), separators=(',', ':'))
+    print(MODEL, 'parameters: d=16', count, 'd=32', count32)
+
+
+def read_safetensors(path):
+    data = open(path, 'rb').read()
+    n = struct.unpack('<Q', data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    meta = header.pop('__metadata__', {})
+    out = {}
+    for name, info in header.items():
+        assert info['dtype'] == 'F32', info['dtype']
+        b, e = info['data_offsets']
+        out[name] = torch.from_numpy(np.frombuffer(data[8 + n + b:8 + n + e], dtype='<f4')
+                                     .reshape(info['shape']).copy())
+    return out, meta
+
+
+def check(ckpt, dump_path):
+    weights, meta = read_safetensors(ckpt)
+    dump, _ = read_safetensors(dump_path)
+    cfg = json.loads(meta['config'])
+    assert cfg['model'] == MODEL, cfg['model']
+    d = weights['encoder.bias'].shape[0]
+    net = RecNet(dump['inputs'].shape[-1], d, weights['decoder.bias'].shape[0], cfg['layers'],
+                 heads(d))
+    net.load_state_dict(weights, strict=True)
+    net = net.double().eval()
+    with torch.no_grad():
+        logits = net(dump['inputs'].double())
+    mask = dump['mask'].bool()
+    diff = (logits - dump['logits'].double()).abs()[mask].max().item()
+    scale = dump['logits'].abs()[mask].max().item()
+    print(f'{MODEL}: {int(mask.sum())} frames, max |logit difference| {diff:.3g} '
+          f'(logits up to {scale:.3g})')
+    sys.exit(0 if diff <= 1e-4 else 1)
+
+
+if __name__ == '__main__':
+    if len(sys.argv) == 3 and sys.argv[1] == 'vectors':
+        vectors(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == 'check':
+        check(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__ or 'usage: mimic.py vectors OUT.json | mimic.py check CKPT DUMP')
