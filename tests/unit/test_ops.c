@@ -45,6 +45,7 @@
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 #include "ops/ops_layered.h"
+#include "ops/ops_path.h"
 #include "ops/ops_s4.h"
 #include "ops/ops_ssm.h"
 #ifdef SB_REAL_DOUBLE
@@ -551,6 +552,11 @@ static sb_tensor *build_forgetting_attn_ref(sb_graph *g, sb_tensor **in)
 {
     return sb_forgetting_attn_ref(g, in[0], in[1], in[2], in[3]);
 }
+/* ops_path.h: q, k, v, w, beta */
+static sb_tensor *build_path_attn(sb_graph *g, sb_tensor **in)
+{
+    return sb_path_attn(g, in[0], in[1], in[2], in[3], in[4]);
+}
 static sb_tensor *build_gated_mlp(sb_graph *g, sb_tensor **in)
 {
     return sb_gated_mlp(g, in[0], in[1], in[2], in[3]);
@@ -853,6 +859,13 @@ static const op_case op_table[] = {
     {.op = "sb_gated_mlp", .build = build_gated_mlp, TOL(1e-6, 1e-6, 1e-5, 0),
      .in = {{"z", 3, {2, 3, 4}, -1.5, 1.5}, {"gate_proj", 2, {6, 4}, -1, 1},
             {"up_proj", 2, {6, 4}, -1, 1}, {"down_proj", 2, {4, 6}, -1, 1}},
+     .modes = GRAD | FLOAT | THREADS},
+
+    /* ---- ops_path.h ---- (the explicit Householder products: tests/unit/test_path_attn.c) */
+    {.op = "sb_path_attn", .build = build_path_attn, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"q", 4, {2, 9, 2, 3}, -1, 1}, {"k", 4, {2, 9, 2, 3}, -1, 1},
+            {"v", 4, {2, 9, 2, 3}, -1, 1}, {"w", 4, {2, 9, 2, 3}, -0.6, 0.6},
+            {"beta", 3, {2, 9, 2}, 0.05, 1.95}},
      .modes = GRAD | FLOAT | THREADS},
 
     /* ---- above the one-thread thresholds ----
