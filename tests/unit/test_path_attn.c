@@ -244,6 +244,9 @@ static void test_mimic(void **state)
     if (sb_model_create(&cfg, f.seed, &m, &err) != SB_OK)
         fail_msg("path_attn: %s", err.msg);
     check_against_mimic(mimic_model(&f, "path_attn"), m, &f, &tol, "path_attn");
+    const double e = check_mimic_logits(mimic_model(&f, "path_attn"), m, &f, tol.logits_floor,
+                                        tol.logits_tol, "path_attn");
+    print_message("path_attn: logits vs the mimic's float64 logits, max rel error %.3g\n", e);
     sb_model_free(m);
     /* parameter counts at both widths of the file */
     const json_t *counts = json_object_get(f.root, "counts");
