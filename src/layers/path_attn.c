@@ -71,7 +71,7 @@ static sb_tensor *path_forward(sb_graph *g, const sb_model *m, int l, sb_tensor 
     w = sb_short_conv(g, w, p[P_W_CONV]);
     w = sb_fla_heads(g, sb_l2norm(g, w, Dh, L2_EPS), Dh);
     sb_tensor *beta = sb_beta_gate(g, sb_linear(g, x, p[P_BT], p[P_BT_B]), 2);
-    sb_tensor *o = sb_path_attn(g, q, k, v, w, beta);
+    sb_tensor *o = sb_path_attn(g, q, k, v, w, beta, SB_PATH_ATTN_BLOCK);
     return sb_linear(g, sb_fla_flat(g, o), p[P_O], NULL);
 }
 
@@ -120,4 +120,5 @@ const sb_layer_type sb_layer_path_attn = {
     .flops_per_token = path_flops,
     .state_size = path_state,
     .probe_gates = path_probe_gates,
+    .test_chunk = SB_PATH_ATTN_BLOCK, /* the kernel's query blocks */
 };

@@ -20,13 +20,20 @@
  * with |w| = 1 and beta in (0, 2) every H_s is orthogonal-like with eigenvalue 1 - beta along
  * w). Returns o [B, T, H, Dh].
  *
- * No T x T x Dh tensor is formed: each query row walks back over the keys carrying one
- * vector u (u <- H_j u between key j and key j - 1), so a row costs ~3 Dh per key, and only
- * the row log-sum-exp is saved for the backward, which recomputes a row's walk (its Dh
- * vectors, O(T Dh) scratch per thread) and runs it in reverse. Memory grows linearly in T.
- * Work is split over (b, h) pairs, each summed in a fixed order: results do not depend on
- * the thread count. */
+ * No T x T x Dh tensor (nor T x T) is formed. sb_path_attn works on blocks of `block` query
+ * rows (SB_PATH_ATTN_BLOCK in the layer) that walk back over the keys together, carrying
+ * one vector per row (u <- H_j u between key j and key j - 1): ~3 Dh multiply-adds per row
+ * and key, vectorised across the block's rows; the forward saves the row log-sum-exp only,
+ * the backward recomputes a block's walk keeping its vectors ([T, Dh, block] scratch per
+ * thread) and runs it in reverse. Memory grows linearly in T. sb_path_attn_ref is the same
+ * walk one row at a time (its backward keeps one row's vectors), the twin the blocked form is
+ * tested against; tests/unit/test_path_attn.c checks both against explicit products of the
+ * Householder matrices. Work is split over (b, h) pairs, each summed in a fixed order:
+ * results do not depend on the thread count. Any block >= 1 gives the same function. */
+#define SB_PATH_ATTN_BLOCK 32
 sb_tensor *sb_path_attn(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, sb_tensor *w,
-                        sb_tensor *beta);
+                        sb_tensor *beta, int block);
+sb_tensor *sb_path_attn_ref(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, sb_tensor *w,
+                            sb_tensor *beta);
 
 #endif

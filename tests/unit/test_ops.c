@@ -555,7 +555,11 @@ static sb_tensor *build_forgetting_attn_ref(sb_graph *g, sb_tensor **in)
 /* ops_path.h: q, k, v, w, beta */
 static sb_tensor *build_path_attn(sb_graph *g, sb_tensor **in)
 {
-    return sb_path_attn(g, in[0], in[1], in[2], in[3], in[4]);
+    return sb_path_attn(g, in[0], in[1], in[2], in[3], in[4], 4);
+}
+static sb_tensor *build_path_attn_ref(sb_graph *g, sb_tensor **in)
+{
+    return sb_path_attn_ref(g, in[0], in[1], in[2], in[3], in[4]);
 }
 static sb_tensor *build_gated_mlp(sb_graph *g, sb_tensor **in)
 {
@@ -862,7 +866,13 @@ static const op_case op_table[] = {
      .modes = GRAD | FLOAT | THREADS},
 
     /* ---- ops_path.h ---- (the explicit Householder products: tests/unit/test_path_attn.c) */
-    {.op = "sb_path_attn", .build = build_path_attn, TOL(1e-6, 1e-6, 1e-5, 0),
+    {.op = "sb_path_attn", .variant = "block 4, T 9", .build = build_path_attn,
+     TOL(1e-6, 1e-6, 1e-5, 1e-12),
+     .in = {{"q", 4, {2, 9, 2, 3}, -1, 1}, {"k", 4, {2, 9, 2, 3}, -1, 1},
+            {"v", 4, {2, 9, 2, 3}, -1, 1}, {"w", 4, {2, 9, 2, 3}, -0.6, 0.6},
+            {"beta", 3, {2, 9, 2}, 0.05, 1.95}},
+     .ref = build_path_attn_ref, .modes = GRAD | FLOAT | REF | THREADS},
+    {.op = "sb_path_attn_ref", .build = build_path_attn_ref, TOL(1e-6, 1e-6, 1e-5, 0),
      .in = {{"q", 4, {2, 9, 2, 3}, -1, 1}, {"k", 4, {2, 9, 2, 3}, -1, 1},
             {"v", 4, {2, 9, 2, 3}, -1, 1}, {"w", 4, {2, 9, 2, 3}, -0.6, 0.6},
             {"beta", 3, {2, 9, 2}, 0.05, 1.95}},

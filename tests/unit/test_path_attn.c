@@ -1,9 +1,12 @@
 /*
  * test_path_attn.c - PaTH attention (docs/models/path_attn.md) in double precision:
- *   - the kernel (sb_path_attn) against a plain form written here that multiplies the
- *     Householder matrices out explicitly (Dh x Dh products for every query and key);
- *   - finite-difference gradient checks of the kernel (every input; raw w, and w through
- *     the L2 norm with beta near 2, near-reflections), lengths 1, 2, 13 and 40;
+ *   - both forms of the kernel (sb_path_attn, blocks 1, 4, 32; sb_path_attn_ref) against a
+ *     plain form (path_plain.h) that multiplies the Householder matrices out explicitly
+ *     (Dh x Dh products for every query and key);
+ *   - finite-difference gradient checks of both forms (every input; raw w, and w through
+ *     the L2 norm with beta near 2, near-reflections), lengths crossing the blocks with
+ *     ragged tails (11 and 13 with blocks of 4, 67 with the layer's 32), and 1, 2;
+ *   - the blocked form against the row-by-row form: outputs and every gradient;
  *   - beta = 0 is plain causal softmax attention (sb_attention_causal);
  *   - 1 and 2 threads identical (outputs and gradients);
  *   - the whole RecNet against the pure-PyTorch mimic (tests/data/models/path_attn):
@@ -73,7 +76,8 @@ static void inputs_free(path_inputs *in)
     free(in->q), free(in->k), free(in->v), free(in->w), free(in->beta);
 }
 
-static sb_tensor *run_kernel(sb_graph *g, const path_inputs *in, sb_tensor **t)
+/* block 0: the row-by-row twin sb_path_attn_ref; else sb_path_attn with that block */
+static sb_tensor *run_kernel(sb_graph *g, const path_inputs *in, sb_tensor **t, int block)
 {
     int s4[4] = {in->B, in->T, in->H, in->Dh}, s3[3] = {in->B, in->T, in->H};
     real *src[5] = {in->q, in->k, in->v, in->w, in->beta};
@@ -81,18 +85,19 @@ static sb_tensor *run_kernel(sb_graph *g, const path_inputs *in, sb_tensor **t)
         t[i] = sb_tensor_wrap(g, src[i], i < 4 ? 4 : 3, i < 4 ? s4 : s3);
         t[i]->requires_grad = 1;
     }
-    return sb_path_attn(g, t[0], t[1], t[2], t[3], t[4]);
+    return block == 0 ? sb_path_attn_ref(g, t[0], t[1], t[2], t[3], t[4])
+                      : sb_path_attn(g, t[0], t[1], t[2], t[3], t[4], block);
 }
 
-static void check_against_plain(int B, int T, int H, int Dh, double w_scale, double b_lo,
-                                double b_hi, int unit_w)
+static void check_against_plain(int block, int B, int T, int H, int Dh, double w_scale,
+                                double b_lo, double b_hi, int unit_w)
 {
     path_inputs in;
     inputs_make(&in, B, T, H, Dh, w_scale, b_lo, b_hi, unit_w);
     sb_graph g;
     sb_graph_init(&g, 1 << 20);
     sb_tensor *t[5];
-    sb_tensor *o = run_kernel(&g, &in, t);
+    sb_tensor *o = run_kernel(&g, &in, t, block);
     double *ref = malloc(o->size * sizeof *ref);
     assert_non_null(ref);
     path_plain(in.q, in.k, in.v, in.w, in.beta, B, T, H, Dh, ref);
@@ -102,9 +107,10 @@ static void check_against_plain(int B, int T, int H, int Dh, double w_scale, dou
         err = e <= err ? err : (isnan(e) ? (double)INFINITY : e);
         mag = fmax(mag, fabs(ref[i]));
     }
-    print_message("kernel vs explicit Householder products (B %d T %d H %d Dh %d, beta in "
+    print_message("%s %d vs explicit Householder products (B %d T %d H %d Dh %d, beta in "
                   "[%g, %g]%s): max abs diff %.3g (|o| up to %.3g)\n",
-                  B, T, H, Dh, b_lo, b_hi, unit_w ? ", unit w" : "", err, mag);
+                  block ? "block" : "ref", block, B, T, H, Dh, b_lo, b_hi,
+                  unit_w ? ", unit w" : "", err, mag);
     if (!(err <= 1e-12 * (1 + mag)))
         fail_msg("kernel differs from the explicit products by %g", err);
     free(ref);
@@ -115,17 +121,21 @@ static void check_against_plain(int B, int T, int H, int Dh, double w_scale, dou
 static void test_kernel_vs_plain(void **state)
 {
     (void)state;
-    lcg = 5;
-    check_against_plain(2, 13, 2, 3, 0.5, 0.1, 1.9, 0);
-    check_against_plain(1, 1, 1, 4, 0.5, 0.1, 1.9, 0);
-    check_against_plain(2, 40, 3, 5, 1.0, 0.0, 2.0, 1);  /* unit w: orthogonal-like H_s */
-    check_against_plain(1, 30, 1, 8, 1.0, 1.95, 2.0, 1); /* near reflections */
+    const int blocks[4] = {0, 1, 4, SB_PATH_ATTN_BLOCK};
+    for (int b = 0; b < 4; b++) {
+        lcg = 5;
+        check_against_plain(blocks[b], 2, 13, 2, 3, 0.5, 0.1, 1.9, 0);
+        check_against_plain(blocks[b], 1, 1, 1, 4, 0.5, 0.1, 1.9, 0);
+        check_against_plain(blocks[b], 2, 75, 3, 5, 1.0, 0.0, 2.0, 1); /* unit w: 32+32+11 */
+        check_against_plain(blocks[b], 1, 30, 1, 8, 1.0, 1.95, 2.0, 1); /* near reflections */
+    }
 }
 
 /* ---- gradients ------------------------------------------------------------------------------ */
 
 typedef struct path_case {
-    int l2; /* w through the L2 norm first (as the layer) */
+    int block; /* 0: sb_path_attn_ref */
+    int l2;    /* w through the L2 norm first (as the layer) */
 } path_case;
 
 /* in: q, k, v, w, beta */
@@ -139,13 +149,14 @@ static sb_tensor *fn_path(sb_graph *g, sb_tensor **in, void *ctx)
         w = sb_tensor_reshape(g, sb_l2norm(g, sb_tensor_reshape(g, w, 3, flat), Dh, 1e-6), 4,
                               w->shape);
     }
-    return sb_path_attn(g, in[0], in[1], in[2], w, in[4]);
+    return c->block == 0 ? sb_path_attn_ref(g, in[0], in[1], in[2], w, in[4])
+                         : sb_path_attn(g, in[0], in[1], in[2], w, in[4], c->block);
 }
 
-static void path_gradcheck(const char *name, int B, int T, int H, int Dh, double w_scale,
-                           double b_lo, double b_hi, int l2)
+static void path_gradcheck(const char *name, int block, int B, int T, int H, int Dh,
+                           double w_scale, double b_lo, double b_hi, int l2)
 {
-    path_case c = {l2};
+    path_case c = {block, l2};
     gc_problem p = {.name = name, .fn = fn_path, .ctx = &c};
     int s4[4] = {B, T, H, Dh}, s3[3] = {B, T, H};
     gc_add_input(&p, "q", 4, s4, -1, 1, 1);
@@ -162,11 +173,62 @@ static void path_gradcheck(const char *name, int B, int T, int H, int Dh, double
 static void test_kernel_grad(void **state)
 {
     (void)state;
-    path_gradcheck("PaTH kernel, T 13, raw w", 2, 13, 2, 3, 0.5, 0.1, 1.9, 0);
-    path_gradcheck("PaTH kernel, T 2", 1, 2, 2, 4, 0.5, 0.1, 1.9, 0);
-    path_gradcheck("PaTH kernel, T 1", 2, 1, 2, 3, 0.5, 0.1, 1.9, 0);
-    path_gradcheck("PaTH kernel, T 13, L2 w, beta near 2", 2, 13, 2, 4, 1, 1.8, 1.99, 1);
-    path_gradcheck("PaTH kernel, T 40, L2 w, beta in (0, 2)", 1, 40, 1, 5, 1, 0.01, 1.99, 1);
+    /* blocks of 4: T 11 = 4 + 4 + 3, T 13 = 4 + 4 + 4 + 1; the layer's 32: T 67 = 32 + 32 + 3 */
+    path_gradcheck("PaTH block 4, T 11, raw w", 4, 2, 11, 2, 3, 0.5, 0.1, 1.9, 0);
+    path_gradcheck("PaTH block 4, T 13, L2 w, beta near 2", 4, 2, 13, 2, 4, 1, 1.8, 1.99, 1);
+    path_gradcheck("PaTH block 4, T 2", 4, 1, 2, 2, 4, 0.5, 0.1, 1.9, 0);
+    path_gradcheck("PaTH block 4, T 1", 4, 2, 1, 2, 3, 0.5, 0.1, 1.9, 0);
+    path_gradcheck("PaTH block 32, T 67, L2 w, beta in (0, 2)", SB_PATH_ATTN_BLOCK, 1,
+                   2 * SB_PATH_ATTN_BLOCK + 3, 1, 3, 1, 0.01, 1.99, 1);
+    path_gradcheck("PaTH ref, T 13, raw w", 0, 2, 13, 2, 3, 0.5, 0.1, 1.9, 0);
+    path_gradcheck("PaTH ref, T 1", 0, 2, 1, 2, 3, 0.5, 0.1, 1.9, 0);
+    path_gradcheck("PaTH ref, T 40, L2 w, beta in (0, 2)", 0, 1, 40, 1, 5, 1, 0.01, 1.99, 1);
+}
+
+/* ---- blocked vs row by row: outputs and gradients -------------------------------------------- */
+
+static real *fwd_bwd(const path_inputs *in, int block, size_t *n)
+{
+    sb_graph g;
+    sb_graph_init(&g, 1 << 20);
+    g.record = 1;
+    sb_tensor *t[5];
+    sb_tensor *o = run_kernel(&g, in, t, block);
+    real *dy = sb_tensor_grad(&g, o);
+    for (size_t i = 0; i < o->size; i++)
+        dy[i] = (real)sin(0.37 * (double)i + 1);
+    sb_graph_backward(&g);
+    *n = o->size * 5 + t[4]->size;
+    real *res = malloc(*n * sizeof(real));
+    assert_non_null(res);
+    memcpy(res, o->data, o->size * sizeof(real));
+    for (int i = 0; i < 5; i++)
+        memcpy(res + o->size * (size_t)(i + 1), t[i]->grad, t[i]->size * sizeof(real));
+    sb_graph_free(&g);
+    return res;
+}
+
+static void test_blocked_vs_ref(void **state)
+{
+    (void)state;
+    const int blocks[4] = {1, 5, SB_PATH_ATTN_BLOCK, 100};
+    lcg = 13;
+    path_inputs in;
+    inputs_make(&in, 2, 71, 2, 6, 1, 0.01, 1.99, 1);
+    size_t n0, n1;
+    real *ref = fwd_bwd(&in, 0, &n0);
+    for (int b = 0; b < 4; b++) {
+        real *got = fwd_bwd(&in, blocks[b], &n1);
+        assert_int_equal(n0, n1);
+        const double e = test_max_rel_diff(got, ref, n0);
+        print_message("block %d vs row by row, T 71: outputs and gradients, max rel diff %.3g\n",
+                      blocks[b], e);
+        if (!(e < 1e-13))
+            fail_msg("block %d differs from the row-by-row form by %g", blocks[b], e);
+        free(got);
+    }
+    free(ref);
+    inputs_free(&in);
 }
 
 /* ---- beta = 0: plain attention -------------------------------------------------------------- */
@@ -180,7 +242,7 @@ static void test_beta_zero_is_attention(void **state)
     sb_graph g;
     sb_graph_init(&g, 1 << 22);
     sb_tensor *t[5];
-    sb_tensor *o = run_kernel(&g, &in, t);
+    sb_tensor *o = run_kernel(&g, &in, t, SB_PATH_ATTN_BLOCK);
     sb_tensor *a = sb_attention_causal(&g, t[0], t[1], t[2]);
     double err = 0;
     for (size_t i = 0; i < o->size; i++)
@@ -207,7 +269,7 @@ static void test_threads(void **state)
         sb_graph_init(&g, 1 << 20);
         g.record = 1;
         sb_tensor *t[5];
-        sb_tensor *o = run_kernel(&g, &in, t);
+        sb_tensor *o = run_kernel(&g, &in, t, 8);
         real *dy = sb_tensor_grad(&g, o);
         for (size_t i = 0; i < o->size; i++)
             dy[i] = (real)sin(0.37 * (double)i + 1);
@@ -270,6 +332,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernel_vs_plain),
         cmocka_unit_test(test_kernel_grad),
+        cmocka_unit_test(test_blocked_vs_ref),
         cmocka_unit_test(test_beta_zero_is_attention),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_mimic),

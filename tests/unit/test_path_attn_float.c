@@ -56,7 +56,7 @@ static void test_kernel_vs_plain(void **state)
     int s4[4] = {B, T, H, Dh}, s3[3] = {B, T, H};
     sb_tensor *o = sb_path_attn(&g, sb_tensor_wrap(&g, q, 4, s4), sb_tensor_wrap(&g, k, 4, s4),
                                 sb_tensor_wrap(&g, v, 4, s4), sb_tensor_wrap(&g, w, 4, s4),
-                                sb_tensor_wrap(&g, beta, 3, s3));
+                                sb_tensor_wrap(&g, beta, 3, s3), SB_PATH_ATTN_BLOCK);
     path_plain(q, k, v, w, beta, B, T, H, Dh, ref);
     double err = 0;
     for (size_t i = 0; i < n; i++) {
