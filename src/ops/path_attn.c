@@ -231,9 +231,10 @@ typedef struct pathb_ctx {
 
 /* S[rows, t1] <- the raw scores of the block's rows (0 above the causal diagonal). With Us
  * != NULL the walk's vectors are kept: U before the score of key j at Us + j Dh QB (stride
- * QB between e rows); else U (scratch [Dh, QB]) carries the walk. a: scratch [QB]. */
+ * QB between e rows); else U (scratch [Dh, QB]) carries the walk. a, sc: scratch [QB] each
+ * (the scores of one key are summed in sc, contiguous, then stored in S's column). */
 static void pathb_scores(const path_slice *sl, int t0, int rows, int QB, real *S, real *Us,
-                         real *U, real *a)
+                         real *restrict U, real *restrict a, real *restrict sc)
 {
     const int Dh = sl->Dh, ld = sl->ld, t1 = t0 + rows;
     const size_t step = (size_t)Dh * (size_t)QB;
@@ -254,15 +255,17 @@ static void pathb_scores(const path_slice *sl, int t0, int rows, int QB, real *S
         /* scores s_r = u_r . k_j and a_r = w_j . u_r, summed over e in order */
         const real *kj = sl->K + (size_t)j * (size_t)ld, *wj = sl->W + (size_t)j * (size_t)ld;
         for (int r = lo; r < rows; r++)
-            S[(size_t)r * t1 + (size_t)j] = 0, a[r] = 0;
+            sc[r] = 0, a[r] = 0;
         for (int e = 0; e < Dh; e++) {
             const real *ue = U + (size_t)e * QB;
             const real ke = kj[e], we = wj[e];
             for (int r = lo; r < rows; r++) {
-                S[(size_t)r * t1 + (size_t)j] += ue[r] * ke;
+                sc[r] += ue[r] * ke;
                 a[r] += we * ue[r];
             }
         }
+        for (int r = lo; r < rows; r++)
+            S[(size_t)r * t1 + (size_t)j] = sc[r];
         if (j == 0)
             break;
         /* u_r <- u_r - beta_j (w_j . u_r) w_j */
@@ -296,9 +299,9 @@ static void pathb_backward(sb_graph *g, void *ctx)
     const int threads = omp_get_max_threads();
     const size_t step = (size_t)Dh * (size_t)QB;
     /* per thread: P and dZ blocks [QB, T] each, V transposed [Dh, T], the walk's vectors
-     * [T, Dh, QB], the walk U and its gradient G [Dh, QB] each, four [QB] rows */
+     * [T, Dh, QB], the walk U and its gradient G [Dh, QB] each, five [QB] rows */
     const size_t scratch = 2 * (size_t)QB * (size_t)T + (size_t)Dh * (size_t)T +
-                           (size_t)T * step + 2 * step + 4 * (size_t)QB;
+                           (size_t)T * step + 2 * step + 5 * (size_t)QB;
     real *work = sb_graph_alloc(g, (size_t)threads * scratch * sizeof *work);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int bh = 0; bh < B * H; bh++) {
@@ -312,11 +315,11 @@ static void pathb_backward(sb_graph *g, void *ctx)
         real *P = work + (size_t)tid * scratch, *dZ = P + (size_t)QB * (size_t)T;
         real *VT = dZ + (size_t)QB * (size_t)T, *Us = VT + (size_t)Dh * (size_t)T;
         real *U = Us + (size_t)T * step, *G = U + step;
-        real *a = G + step, *cg = a + QB, *dz = cg + QB, *tmp = dz + QB;
+        real *a = G + step, *cg = a + QB, *dz = cg + QB, *tmp = dz + QB, *sc = tmp + QB;
         sb_transpose_head(c->v->data + base, ld, T, Dh, VT);
         for (int t0 = 0; t0 < T; t0 += QB) {
             const int rows = T - t0 < QB ? T - t0 : QB, t1 = t0 + rows;
-            pathb_scores(&sl, t0, rows, QB, P, Us, U, a);
+            pathb_scores(&sl, t0, rows, QB, P, Us, U, a, sc);
             for (int r = 0; r < rows; r++) {
                 real *p = P + (size_t)r * t1;
                 const int last = t0 + r;
@@ -431,8 +434,8 @@ sb_tensor *sb_path_attn(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, s
         c->B = B, c->T = T, c->H = H, c->Dh = Dh, c->block = QB;
     }
     const int threads = omp_get_max_threads();
-    /* per thread: the probability block [QB, T], the walk [Dh, QB], a [QB] row */
-    const size_t scratch = (size_t)QB * (size_t)T + (size_t)Dh * (size_t)QB + (size_t)QB;
+    /* per thread: the probability block [QB, T], the walk [Dh, QB], two [QB] rows */
+    const size_t scratch = (size_t)QB * (size_t)T + (size_t)Dh * (size_t)QB + 2 * (size_t)QB;
     real *work = sb_graph_alloc(g, (size_t)threads * scratch * sizeof *work);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int bh = 0; bh < B * H; bh++) {
@@ -442,10 +445,10 @@ sb_tensor *sb_path_attn(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, s
                                beta->data + (size_t)b * (size_t)T * (size_t)H + (size_t)h, ld,
                                H, Dh};
         real *P = work + (size_t)tid * scratch, *U = P + (size_t)QB * (size_t)T;
-        real *a = U + (size_t)Dh * (size_t)QB;
+        real *a = U + (size_t)Dh * (size_t)QB, *sc = a + QB;
         for (int t0 = 0; t0 < T; t0 += QB) {
             const int rows = T - t0 < QB ? T - t0 : QB, t1 = t0 + rows;
-            pathb_scores(&sl, t0, rows, QB, P, NULL, U, a);
+            pathb_scores(&sl, t0, rows, QB, P, NULL, U, a, sc);
             for (int r = 0; r < rows; r++) {
                 real *s = P + (size_t)r * t1;
                 const int last = t0 + r;
