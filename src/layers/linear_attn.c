@@ -131,7 +131,8 @@ static double linear_attn_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_linear_attn = {
     .name = "linear_attn",
-    .state_mixing = SB_MIXING_DIAGONAL,
+    .axes = {SB_GATE_NONE, SB_FORGET_NONE, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
+             SB_MEMORY_CONSTANT, "H K V = D^2 / H"},
     .ungated_twin = NULL,
     .summary = "Linear Attention (fla): Hadamard feature maps, no gate, no decay",
     .taxonomy = {"none", "identity", "1", "Hadamard feature map; RMSNorm per head", "no (all 1)",

@@ -46,6 +46,7 @@
 #include "ops/ops_fla.h"
 #include "ops/ops_gla_family.h"
 #include "ops/ops_layered.h"
+#include "ops/ops_path.h"
 #include "ops/ops_s4.h"
 #include "ops/ops_ssm.h"
 #ifdef SB_REAL_DOUBLE
@@ -552,6 +553,15 @@ static sb_tensor *build_forgetting_attn_ref(sb_graph *g, sb_tensor **in)
 {
     return sb_forgetting_attn_ref(g, in[0], in[1], in[2], in[3]);
 }
+/* ops_path.h: q, k, v, w, beta */
+static sb_tensor *build_path_attn(sb_graph *g, sb_tensor **in)
+{
+    return sb_path_attn(g, in[0], in[1], in[2], in[3], in[4], 4);
+}
+static sb_tensor *build_path_attn_ref(sb_graph *g, sb_tensor **in)
+{
+    return sb_path_attn_ref(g, in[0], in[1], in[2], in[3], in[4]);
+}
 static sb_tensor *build_gated_mlp(sb_graph *g, sb_tensor **in)
 {
     return sb_gated_mlp(g, in[0], in[1], in[2], in[3]);
@@ -873,6 +883,18 @@ static const op_case op_table[] = {
      .modes = GRAD | FLOAT | THREADS},
     {.op = "sb_one_minus_exp", .build = build_one_minus_exp, TOL(1e-6, 1e-6, 1e-5, 0),
      .in = {{"g", 3, {2, 3, 5}, -6, -0.001}}, .modes = GRAD | FLOAT | THREADS},
+    /* ---- ops_path.h ---- (the explicit Householder products: tests/unit/test_path_attn.c) */
+    {.op = "sb_path_attn", .variant = "block 4, T 9", .build = build_path_attn,
+     TOL(1e-6, 1e-6, 1e-5, 1e-12),
+     .in = {{"q", 4, {2, 9, 2, 3}, -1, 1}, {"k", 4, {2, 9, 2, 3}, -1, 1},
+            {"v", 4, {2, 9, 2, 3}, -1, 1}, {"w", 4, {2, 9, 2, 3}, -0.6, 0.6},
+            {"beta", 3, {2, 9, 2}, 0.05, 1.95}},
+     .ref = build_path_attn_ref, .modes = GRAD | FLOAT | REF | THREADS},
+    {.op = "sb_path_attn_ref", .build = build_path_attn_ref, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"q", 4, {2, 9, 2, 3}, -1, 1}, {"k", 4, {2, 9, 2, 3}, -1, 1},
+            {"v", 4, {2, 9, 2, 3}, -1, 1}, {"w", 4, {2, 9, 2, 3}, -0.6, 0.6},
+            {"beta", 3, {2, 9, 2}, 0.05, 1.95}},
+     .modes = GRAD | FLOAT | THREADS},
 
     /* ---- above the one-thread thresholds ----
      * Most ops run on one thread below some size (PAR_MIN = 32768 elements and the like in
