@@ -46,4 +46,25 @@ sb_tensor *sb_dplr_mul(sb_graph *g, sb_tensor *x, sb_tensor *z, real c);
  * 20). */
 sb_tensor *sb_kda_gate(sb_graph *g, sb_tensor *f, sb_tensor *A_log, sb_tensor *dt_bias);
 
+/* ---- rwkv_blocks.c: the blocks of RWKV-7 around the recurrence --------------------------- */
+
+/* Token shift: delta_t = x_{t-1} - x_t with x_{-1} = 0, x [B, T, D] -> [B, T, D]. history
+ * NULL: whole sequences (recorded). history != NULL ([B][D]): streaming, x_{-1} read from it
+ * and the last frame written back (not recorded). */
+sb_tensor *sb_token_shift(sb_graph *g, sb_tensor *x, real *history);
+
+/* y = x * w with w [D] broadcast over the rows of x [..., D]. */
+sb_tensor *sb_dplr_rowmul(sb_graph *g, sb_tensor *x, sb_tensor *w);
+
+/* nn.GroupNorm(G, D, eps) on x [..., D]: each row's D channels in G groups of D / G, each
+ * group normalised by its mean and biased variance (eps under the root), then y * weight +
+ * bias per channel (weight, bias [D]). */
+sb_tensor *sb_group_norm(sb_graph *g, sb_tensor *x, int G, sb_tensor *weight, sb_tensor *bias,
+                         real eps);
+
+/* RWKV-7's bonus term: for each head h, y_h = (sum_c r_hc k_hc u_hc) v_h with r, k
+ * [B, T, H K], u [H K] (the parameter r_k flattened), v [B, T, H V] -> [B, T, H V]. */
+sb_tensor *sb_rwkv7_bonus(sb_graph *g, sb_tensor *r, sb_tensor *k, sb_tensor *u, sb_tensor *v,
+                          int H);
+
 #endif

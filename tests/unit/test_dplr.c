@@ -8,6 +8,11 @@
  *     then the delta update) and the generalized delta rule S = D S + b a^T S + k v^T;
  *   - streaming in two pieces == the whole sequence;
  *   - gradients of the elementwise blocks (KDA's gate, per-head scaling, products);
+ *   - gradients of RWKV-7's blocks (token shift, per-channel scaling, GroupNorm, bonus);
+ *   - rwkv7 in RecNet against its mimic (tests/data/models/rwkv7/rwkv7.json): names, shapes,
+ *     initial sums to 1e-6 and first values to 1e-4 (orthogonal matrices), counts at d = 16
+ *     and 32, float64 logits to 1e-9 with every parameter set by a formula (o_proj is zero at
+ *     init, which would hide the layer);
  *   - kda in RecNet against the PyTorch mimic (tests/data/models/kda/kda.json): state_dict
  *     names, shapes, initial sums and first values bit for bit, counts at d = 16 and 32,
  *     float64 logits to 1e-9.
@@ -317,6 +322,69 @@ static sb_tensor *fn_mul(sb_graph *g, sb_tensor **in, void *ctx)
     return sb_dplr_mul(g, in[0], in[1], 1.3);
 }
 
+static sb_tensor *fn_token_shift(sb_graph *g, sb_tensor **in, void *ctx)
+{
+    (void)ctx;
+    return sb_token_shift(g, in[0], NULL);
+}
+
+static sb_tensor *fn_rowmul(sb_graph *g, sb_tensor **in, void *ctx)
+{
+    (void)ctx;
+    return sb_dplr_rowmul(g, in[0], in[1]);
+}
+
+static sb_tensor *fn_group_norm(sb_graph *g, sb_tensor **in, void *ctx)
+{
+    (void)ctx;
+    return sb_group_norm(g, in[0], 3, in[1], in[2], 0.05);
+}
+
+static sb_tensor *fn_bonus(sb_graph *g, sb_tensor **in, void *ctx)
+{
+    (void)ctx;
+    return sb_rwkv7_bonus(g, in[0], in[1], in[2], in[3], 2);
+}
+
+static void test_rwkv_blocks_grad(void **state)
+{
+    (void)state;
+    {
+        gc_problem p = {.name = "token shift", .fn = fn_token_shift};
+        int xs[3] = {2, 5, 3};
+        gc_add_input(&p, "x", 3, xs, -1, 1, 1);
+        gc_check(&p);
+        gc_free(&p);
+    }
+    {
+        gc_problem p = {.name = "rowmul", .fn = fn_rowmul};
+        int xs[3] = {2, 5, 4}, ws[1] = {4};
+        gc_add_input(&p, "x", 3, xs, -1, 1, 1);
+        gc_add_input(&p, "w", 1, ws, -1, 1, 2);
+        gc_check(&p);
+        gc_free(&p);
+    }
+    {
+        gc_problem p = {.name = "group norm", .fn = fn_group_norm};
+        int xs[3] = {2, 4, 6}, ws[1] = {6};
+        gc_add_input(&p, "x", 3, xs, -1, 1, 1);
+        gc_add_input(&p, "weight", 1, ws, 0.5, 1.5, 2);
+        gc_add_input(&p, "bias", 1, ws, -1, 1, 3);
+        gc_check(&p);
+        gc_free(&p);
+    }
+    {
+        gc_problem p = {.name = "rwkv7 bonus", .fn = fn_bonus};
+        int ks[3] = {2, 4, 6}, us[1] = {6}, vs[3] = {2, 4, 8};
+        gc_add_input(&p, "r", 3, ks, -1, 1, 1);
+        gc_add_input(&p, "k", 3, ks, -1, 1, 2);
+        gc_add_input(&p, "u", 1, us, -1, 1, 3);
+        gc_add_input(&p, "v", 3, vs, -1, 1, 4);
+        gc_check(&p);
+        gc_free(&p);
+    }
+}
+
 static void test_blocks_grad(void **state)
 {
     (void)state;
@@ -361,18 +429,11 @@ static sb_model *make_model(const char *name, int D, int H, int I, int O, int L,
     return m;
 }
 
-static void check_model_mimic(const char *name)
+/* parameter counts at d = 16 and 32 from the configuration alone, against the mimic's */
+static void check_counts(const char *name, const char *path)
 {
-    char path[128];
-    snprintf(path, sizeof path, "models/%s/%s.json", name, name);
     mimic_file f;
     mimic_open(&f, path);
-    const mimic_tolerances tol = {
-        .sum_rtol = 1e-6, .first_rtol = 0, .logits_floor = 1e-3, .logits_tol = 1e-9};
-    sb_model *m = make_model(name, f.D, f.H, f.I, f.O, f.L, f.seed);
-    check_against_mimic(mimic_model(&f, name), m, &f, &tol, name);
-    sb_model_free(m);
-    /* counts at both widths, from the configuration alone */
     const json_t *counts = json_object_get(f.root, "counts");
     const int widths[2] = {16, 32};
     for (int i = 0; i < 2; i++) {
@@ -392,10 +453,59 @@ static void check_model_mimic(const char *name)
     mimic_close(&f);
 }
 
+static void check_model_mimic(const char *name)
+{
+    char path[128];
+    snprintf(path, sizeof path, "models/%s/%s.json", name, name);
+    mimic_file f;
+    mimic_open(&f, path);
+    const mimic_tolerances tol = {
+        .sum_rtol = 1e-6, .first_rtol = 0, .logits_floor = 1e-3, .logits_tol = 1e-9};
+    sb_model *m = make_model(name, f.D, f.H, f.I, f.O, f.L, f.seed);
+    check_against_mimic(mimic_model(&f, name), m, &f, &tol, name);
+    sb_model_free(m);
+    mimic_close(&f);
+    check_counts(name, path);
+}
+
 static void test_kda_mimic(void **state)
 {
     (void)state;
     check_model_mimic("kda");
+}
+
+/* The mimic's set_formula_weights: tensor ti (state_dict order), element j:
+ * 0.2 sin(0.7 j + 1.3 ti + 0.2), + 1 for the norms' weights. */
+static void set_formula_weights(sb_model *m)
+{
+    for (int ti = 0; ti < m->params.n; ti++) {
+        sb_param *p = &m->params.p[ti];
+        const size_t len = strlen(p->name);
+        const int norm_weight = strstr(p->name, "norm") != NULL && len >= 6 &&
+                                strcmp(p->name + len - 6, "weight") == 0;
+        for (size_t j = 0; j < p->size; j++)
+            p->tensor.data[j] = 0.2 * sin(0.7 * (double)j + 1.3 * ti + 0.2) + (norm_weight ? 1 : 0);
+    }
+}
+
+/* RWKV-7: the initial values include orthogonal matrices (a QR that rounds differently from
+ * LAPACK's float32 one: ~5e-8 absolute), so sums are compared to 1e-6 and first values to 1e-4 relative; the layer's output is zero at
+ * init (o_proj = 0), so the logits are compared with the formula weights. */
+static void test_rwkv7_mimic(void **state)
+{
+    (void)state;
+    mimic_file f;
+    mimic_open(&f, "models/rwkv7/rwkv7.json");
+    const json_t *ref = mimic_model(&f, "rwkv7");
+    sb_model *m = make_model("rwkv7", f.D, f.H, f.I, f.O, f.L, f.seed);
+    check_mimic_layout(ref, m, "rwkv7");
+    check_mimic_sum_and_first(ref, m, 1e-6, 1e-4, "rwkv7");
+    set_formula_weights(m);
+    double e = check_mimic_logits(ref, m, &f, 1e-3, 1e-9, "rwkv7");
+    print_message("rwkv7: logits relative error %.3g\n", e);
+    sb_model_free(m);
+    mimic_close(&f);
+    check_counts("rwkv7", "models/rwkv7/rwkv7.json");
 }
 
 int main(void)
@@ -403,7 +513,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dplr_grad),       cmocka_unit_test(test_dplr_block_length),
         cmocka_unit_test(test_dplr_vs_naive),   cmocka_unit_test(test_dplr_stream),
-        cmocka_unit_test(test_blocks_grad),     cmocka_unit_test(test_kda_mimic),
+        cmocka_unit_test(test_blocks_grad),     cmocka_unit_test(test_rwkv_blocks_grad),     cmocka_unit_test(test_kda_mimic),       cmocka_unit_test(test_rwkv7_mimic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

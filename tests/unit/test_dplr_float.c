@@ -1,5 +1,5 @@
 /*
- * test_dplr_float.c - the layers on the diagonal-plus-low-rank recurrence (kda) in the float
+ * test_dplr_float.c - the layers on the diagonal-plus-low-rank recurrence (kda, rwkv7) in the float
  * build: state_dict, initial values bit for bit and logits against the PyTorch mimic's float64
  * forward to 1e-4 (tests/data/models/<name>/<name>.json), and the op itself against the
  * double-precision recurrence written in the test (float vs double, 1e-5).
@@ -94,11 +94,41 @@ static void test_dplr_float_vs_double(void **state)
     sb_graph_free(&g);
 }
 
+static void test_rwkv7_mimic_float(void **state)
+{
+    (void)state;
+    mimic_file f;
+    mimic_open(&f, "models/rwkv7/rwkv7.json");
+    sb_model_config cfg = {0};
+    snprintf(cfg.model, sizeof cfg.model, "rwkv7");
+    cfg.d_input = f.I, cfg.d_output = f.O, cfg.d_model = f.D, cfg.n_layers = f.L, cfg.n_head = f.H;
+    sb_model *m = NULL;
+    sb_error err = {0};
+    if (sb_model_create(&cfg, f.seed, &m, &err) != SB_OK)
+        fail_msg("rwkv7: %s", err.msg);
+    const json_t *ref = mimic_model(&f, "rwkv7");
+    check_mimic_layout(ref, m, "rwkv7");
+    check_mimic_sum_and_first(ref, m, 1e-6, 1e-4, "rwkv7");
+    /* the mimic's set_formula_weights (see test_dplr.c) */
+    for (int ti = 0; ti < m->params.n; ti++) {
+        sb_param *p = &m->params.p[ti];
+        const size_t len = strlen(p->name);
+        const int nw = strstr(p->name, "norm") != NULL && len >= 6 &&
+                       strcmp(p->name + len - 6, "weight") == 0;
+        for (size_t j = 0; j < p->size; j++)
+            p->tensor.data[j] = (real)(0.2 * sin(0.7 * (double)j + 1.3 * ti + 0.2) + (nw ? 1 : 0));
+    }
+    check_mimic_logits(ref, m, &f, 1e-3, 1e-4, "rwkv7");
+    sb_model_free(m);
+    mimic_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dplr_float_vs_double),
         cmocka_unit_test(test_kda_mimic_float),
+        cmocka_unit_test(test_rwkv7_mimic_float),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
