@@ -409,6 +409,41 @@ static sb_tensor *rwkv7_forward_stream(sb_graph *g, const sb_model *m, int l, sb
     return rwkv7_mixer(g, m, l, x, state);
 }
 
+/* The probe's gates: the decay exp(w) and the in-context rate a, each averaged over a head's
+ * K channels (recomputed with the forward's ops; the probe's graph does not record). */
+static sb_tensor *rwkv7_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
+                                    const uint8_t *gap, sb_gate_desc *desc)
+{
+    (void)gap;
+    const rwkv7_dims d = rwkv7_dims_of(&m->cfg);
+    const int B = x->shape[0], T = x->shape[1], H = d.H, K = d.K;
+    sb_tensor *delta = sb_token_shift(g, x, NULL);
+    sb_tensor *mw = sb_add(g, x, sb_dplr_rowmul(g, delta, rwkv7_param(m, l, P_X_W)));
+    sb_tensor *ma = sb_add(g, x, sb_dplr_rowmul(g, delta, rwkv7_param(m, l, P_X_A)));
+    sb_tensor *w = lora(g, mw, rwkv7_param(m, l, P_W_LORA0), rwkv7_param(m, l, P_W_LORA2),
+                        rwkv7_param(m, l, P_W_LORA2B), 1);
+    sb_tensor *a = lora(g, ma, rwkv7_param(m, l, P_A_LORA0), rwkv7_param(m, l, P_A_LORA2),
+                        rwkv7_param(m, l, P_A_LORA2B), 0);
+    int shape[3] = {B, T, 2 * H};
+    sb_tensor *out = sb_tensor_new(g, 3, shape);
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (int h = 0; h < H; h++) {
+            double decay = 0, rate = 0;
+            for (int c = 0; c < K; c++) {
+                const size_t j = r * (size_t)d.D + (size_t)h * K + c;
+                decay += exp(-DECAY_SCALE / (1.0 + exp(-(double)w->data[j])));
+                rate += 1.0 / (1.0 + exp(-(double)a->data[j]));
+            }
+            out->data[r * 2 * H + h] = (real)(decay / K);
+            out->data[r * 2 * H + H + h] = (real)(rate / K);
+        }
+    *desc = (sb_gate_desc){.n_kinds = 2, .n_groups = H,
+                           .kind = {"decay exp(w) (mean over channels)",
+                                    "in-context rate a (mean over channels)"},
+                           .hi = {1.0, 1.0}};
+    return out;
+}
+
 /* Per sample: the previous frame [D], then the state H K K; the buffer of B samples is laid
  * out field by field. */
 static size_t rwkv7_stream_state(const sb_model_config *cfg)
@@ -457,6 +492,7 @@ const sb_layer_type sb_layer_rwkv7 = {
     .state_size = rwkv7_state,
     .stream_state_floats = rwkv7_stream_state,
     .forward_stream = rwkv7_forward_stream,
+    .probe_gates = rwkv7_probe_gates,
     .stream_recurrent = rwkv7_stream_recurrent,
     .test_chunk = SB_DPLR_CHUNK,
 };
