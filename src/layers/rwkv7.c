@@ -232,7 +232,7 @@ static void init_rwkv_const(const sb_param *p, real *data, sb_mt19937 *rng, cons
     /* fla divides by L - 1; a one-layer stack (which fla cannot build) takes ratio 0 */
     const double r0 = L > 1 ? (double)l / (double)(L - 1) : 0.0;
     const double r1 = 1.0 - (double)l / (double)L;
-    const char *name = strrchr(p->name, '.') != NULL ? p->name : p->name;
+    const char *name = p->name;
     for (int n = 0; n < D; n++) {
         const float linear = (float)((double)n / (double)(D - 1) - 0.5);
         const double zz = ((double)(n % K) - (K - 1) / 2.0) / ((K - 1) / 2.0);
