@@ -43,6 +43,7 @@
 
 #include "tensor/nn.h"
 #include "ops/ops.h"
+#include "ops/ops_dplr.h"
 #include "ops/ops_fla.h"
 #include "ops/ops_gla_family.h"
 #include "ops/ops_layered.h"
@@ -575,6 +576,69 @@ static sb_tensor *build_hadamard_map(sb_graph *g, sb_tensor **in)
 static sb_tensor *build_one_minus_exp(sb_graph *g, sb_tensor **in)
 {
     return sb_one_minus_exp(g, in[0]);
+/* ops_dplr.h: q, k, v, w, a, b; blocks of CHUNK tokens kept for the backward */
+static sb_tensor *build_dplr_undecayed(sb_graph *g, sb_tensor **in)
+{
+    return sb_dplr(g, in[0], in[1], in[2], in[3], in[4], in[5], (real)0.6, SB_DPLR_UNDECAYED,
+                   CHUNK, NULL);
+}
+static sb_tensor *build_dplr_decayed(sb_graph *g, sb_tensor **in)
+{
+    return sb_dplr(g, in[0], in[1], in[2], in[3], in[4], in[5], (real)0.6, SB_DPLR_DECAYED,
+                   CHUNK, NULL);
+}
+/* REF: the same function with a state kept at every token */
+static sb_tensor *ref_dplr_undecayed(sb_graph *g, sb_tensor **in)
+{
+    return sb_dplr(g, in[0], in[1], in[2], in[3], in[4], in[5], (real)0.6, SB_DPLR_UNDECAYED, 1,
+                   NULL);
+}
+static sb_tensor *ref_dplr_decayed(sb_graph *g, sb_tensor **in)
+{
+    return sb_dplr(g, in[0], in[1], in[2], in[3], in[4], in[5], (real)0.6, SB_DPLR_DECAYED, 1,
+                   NULL);
+}
+static sb_tensor *stream_dplr_undecayed(sb_graph *g, sb_tensor **in, real *state)
+{
+    return sb_dplr(g, in[0], in[1], in[2], in[3], in[4], in[5], (real)0.6, SB_DPLR_UNDECAYED,
+                   CHUNK, state);
+}
+static sb_tensor *stream_dplr_decayed(sb_graph *g, sb_tensor **in, real *state)
+{
+    return sb_dplr(g, in[0], in[1], in[2], in[3], in[4], in[5], (real)0.6, SB_DPLR_DECAYED,
+                   CHUNK, state);
+}
+static sb_tensor *build_dplr_scale_heads(sb_graph *g, sb_tensor **in)
+{
+    return sb_dplr_scale_heads(g, in[0], in[1], (real)-0.8);
+}
+static sb_tensor *build_dplr_mul(sb_graph *g, sb_tensor **in)
+{
+    return sb_dplr_mul(g, in[0], in[1], (real)1.3);
+}
+static sb_tensor *build_kda_gate(sb_graph *g, sb_tensor **in)
+{
+    return sb_kda_gate(g, in[0], in[1], in[2]);
+}
+static sb_tensor *build_token_shift(sb_graph *g, sb_tensor **in)
+{
+    return sb_token_shift(g, in[0], NULL);
+}
+static sb_tensor *stream_token_shift(sb_graph *g, sb_tensor **in, real *state)
+{
+    return sb_token_shift(g, in[0], state);
+}
+static sb_tensor *build_dplr_rowmul(sb_graph *g, sb_tensor **in)
+{
+    return sb_dplr_rowmul(g, in[0], in[1]);
+}
+static sb_tensor *build_group_norm(sb_graph *g, sb_tensor **in)
+{
+    return sb_group_norm(g, in[0], 3, in[1], in[2], (real)0.05);
+}
+static sb_tensor *build_rwkv7_bonus(sb_graph *g, sb_tensor **in)
+{
+    return sb_rwkv7_bonus(g, in[0], in[1], in[2], in[3], 2);
 }
 
 /* ---- the table ---------------------------------------------------------------------------------
@@ -944,6 +1008,41 @@ static const op_case op_table[] = {
      .in = {{"z", 3, {2, 300, 16}, -1.5, 1.5}, {"gate_proj", 2, {64, 16}, -1, 1},
             {"up_proj", 2, {64, 16}, -1, 1}, {"down_proj", 2, {16, 64}, -1, 1}},
      .modes = THREADS},
+    /* ---- ops_dplr.h ---- */
+    /* w the log-decay; |a|, |b| < 0.5 keep the transitions contracting */
+    {.op = "sb_dplr", .variant = "undecayed (rwkv7)", .build = build_dplr_undecayed,
+     TOL(1e-6, 1e-6, 1e-5, 1e-12),
+     .in = {{"q", 4, QK_SHAPE, -1, 1}, {"k", 4, QK_SHAPE, -1, 1}, {"v", 4, V_SHAPE, -1, 1},
+            {"w", 4, QK_SHAPE, -1, 0}, {"a", 4, QK_SHAPE, -0.5, 0.5},
+            {"b", 4, QK_SHAPE, -0.5, 0.5}},
+     .ref = ref_dplr_undecayed, .stream = stream_dplr_undecayed, .frames = 0x3f,
+     .modes = GRAD | FLOAT | REF | STREAM | THREADS},
+    {.op = "sb_dplr", .variant = "decayed (kda)", .build = build_dplr_decayed,
+     TOL(1e-6, 1e-6, 1e-5, 1e-12),
+     .in = {{"q", 4, QK_SHAPE, -1, 1}, {"k", 4, QK_SHAPE, -1, 1}, {"v", 4, V_SHAPE, -1, 1},
+            {"w", 4, QK_SHAPE, -1, 0}, {"a", 4, QK_SHAPE, -0.5, 0.5},
+            {"b", 4, QK_SHAPE, -0.5, 0.5}},
+     .ref = ref_dplr_decayed, .stream = stream_dplr_decayed, .frames = 0x3f,
+     .modes = GRAD | FLOAT | REF | STREAM | THREADS},
+    {.op = "sb_dplr_scale_heads", .build = build_dplr_scale_heads, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"x", 4, QK_SHAPE, -1, 1}, {"s", 3, HEAD_SHAPE, 0, 1}}, .modes = GRAD | FLOAT | THREADS},
+    {.op = "sb_dplr_mul", .build = build_dplr_mul, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"x", 3, {2, 3, 5}, -1, 1}, {"z", 3, {2, 3, 5}, -1, 1}}, .modes = GRAD | FLOAT | THREADS},
+    {.op = "sb_kda_gate", .build = build_kda_gate, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"f", 3, {2, 3, 6}, -3, 3}, {"A_log", 1, {2}, -1, 1}, {"dt_bias", 1, {6}, -2, 1}},
+     .modes = GRAD | FLOAT | THREADS},
+    {.op = "sb_token_shift", .build = build_token_shift, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"x", 3, {2, 11, 5}, -1, 1}}, .stream = stream_token_shift, .frames = 1u << 0,
+     .modes = GRAD | FLOAT | STREAM | THREADS},
+    {.op = "sb_dplr_rowmul", .build = build_dplr_rowmul, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"x", 3, {2, 3, 5}, -1, 1}, {"w", 1, {5}, -1, 1}}, .modes = GRAD | FLOAT | THREADS},
+    {.op = "sb_group_norm", .build = build_group_norm, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"x", 3, {2, 3, 6}, -1, 1}, {"weight", 1, {6}, 0.5, 1.5}, {"bias", 1, {6}, -1, 1}},
+     .modes = GRAD | FLOAT | THREADS},
+    {.op = "sb_rwkv7_bonus", .build = build_rwkv7_bonus, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"r", 3, {2, 3, 6}, -1, 1}, {"k", 3, {2, 3, 6}, -1, 1}, {"u", 1, {6}, -1, 1},
+            {"v", 3, {2, 3, 8}, -1, 1}},
+     .modes = GRAD | FLOAT | THREADS},
 };
 
 enum { N_CASES = (int)(sizeof op_table / sizeof op_table[0]) };
