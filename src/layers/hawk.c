@@ -91,13 +91,17 @@ static sb_status hawk_check(const sb_model_config *cfg, sb_error *err)
     return SB_OK;
 }
 
-/* Lambda: a0^c = U(0.9, 0.999) from torch's uniform_(0, 1), the logit formed in double */
+/* Lambda: a0^c = lo + u (hi - lo) with u from torch's uniform_(0, 1) (float32), the logit
+ * log(a0) - log(1 - a0) formed in double and rounded to float32 (the mimic does the same with
+ * Python's math module, the same libm) */
 static void init_lambda(const sb_param *p, real *data, sb_mt19937 *rng, const void *ctx)
 {
     (void)ctx;
     sb_torch_uniform(rng, data, p->size, 0.0, 1.0);
-    for (size_t k = 0; k < p->size; k++)
-        data[k] = (real)(float)sb_rglru_init_lambda((double)data[k], A_POW_LO, A_POW_HI, RG_LRU_C);
+    for (size_t k = 0; k < p->size; k++) {
+        const double a0 = pow(A_POW_LO + (double)data[k] * (A_POW_HI - A_POW_LO), 1.0 / RG_LRU_C);
+        data[k] = (real)(float)(log(a0) - log1p(-a0));
+    }
 }
 
 static double lecun_bound(int fan_in)

@@ -35,10 +35,6 @@
 sb_tensor *sb_rglru(sb_graph *g, sb_tensor *x, sb_tensor *ga, sb_tensor *gx, sb_tensor *lambda,
                     real c_exp, real *state);
 
-/* The base-decay logit of the paper's initialisation: a0^c_exp = lo + u (hi - lo), returned
- * as lambda = log(a0) - log(1 - a0), in double (u in [0, 1)). */
-double sb_rglru_init_lambda(double u, double lo, double hi, double c_exp);
-
 /* ---- block-diagonal projection (rglru.c) ----------------------------------------------------
  *
  * y[n, h W + j] = sum_i x[n, h W + i] w[h, i, j] + b[h, j]: x [..., H W], w [H, W, W] (input

@@ -39,13 +39,6 @@ static inline real softplus_slope(real x)
     return x > 20 ? 1 : sigmoid(x);
 }
 
-double sb_rglru_init_lambda(double u, double lo, double hi, double c_exp)
-{
-    const double ac = lo + u * (hi - lo); /* a0^c, uniform in [lo, hi) */
-    const double a0 = pow(ac, 1.0 / c_exp);
-    return log(a0) - log1p(-a0);
-}
-
 /* ---- RG-LRU scan ------------------------------------------------------------------------- */
 
 typedef struct rglru_ctx {
