@@ -46,6 +46,7 @@
 #include "ops/ops_dplr.h"
 #include "ops/ops_fla.h"
 #include "ops/ops_gla_family.h"
+#include "ops/ops_hawk.h"
 #include "ops/ops_layered.h"
 #include "ops/ops_path.h"
 #include "ops/ops_s4.h"
@@ -639,6 +640,26 @@ static sb_tensor *build_group_norm(sb_graph *g, sb_tensor **in)
 static sb_tensor *build_rwkv7_bonus(sb_graph *g, sb_tensor **in)
 {
     return sb_rwkv7_bonus(g, in[0], in[1], in[2], in[3], 2);
+/* ops_hawk.h: RG-LRU x, ga, gx, lambda (c = 8) */
+static sb_tensor *build_rglru(sb_graph *g, sb_tensor **in)
+{
+    return sb_rglru(g, in[0], in[1], in[2], in[3], 8, NULL);
+}
+static sb_tensor *stream_rglru(sb_graph *g, sb_tensor **in, real *state)
+{
+    return sb_rglru(g, in[0], in[1], in[2], in[3], 8, state);
+}
+static sb_tensor *build_block_diag_linear(sb_graph *g, sb_tensor **in)
+{
+    return sb_block_diag_linear(g, in[0], in[1], in[2]);
+}
+static sb_tensor *build_block_diag_linear_nobias(sb_graph *g, sb_tensor **in)
+{
+    return sb_block_diag_linear(g, in[0], in[1], NULL);
+}
+static sb_tensor *build_gelu_mul(sb_graph *g, sb_tensor **in)
+{
+    return sb_gelu_mul(g, in[0], in[1]);
 }
 
 /* ---- the table ---------------------------------------------------------------------------------
@@ -1043,6 +1064,26 @@ static const op_case op_table[] = {
      .in = {{"r", 3, {2, 3, 6}, -1, 1}, {"k", 3, {2, 3, 6}, -1, 1}, {"u", 1, {6}, -1, 1},
             {"v", 3, {2, 3, 8}, -1, 1}},
      .modes = GRAD | FLOAT | THREADS},
+    /* ---- ops_hawk.h ---- */
+    {.op = "sb_rglru", .build = build_rglru, TOL(1e-6, 1e-6, 1e-5, 1e-14),
+     .in = {{"x", 3, {2, 11, 5}, -1.5, 1.5}, {"ga", 3, {2, 11, 5}, -3, 3},
+            {"gx", 3, {2, 11, 5}, -2, 2}, {"lambda", 1, {5}, -1, 8}},
+     .stream = stream_rglru, .frames = 0x7, .modes = GRAD | FLOAT | STREAM | THREADS},
+    {.op = "sb_block_diag_linear", .variant = "bias", .build = build_block_diag_linear,
+     TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"x", 3, {2, 3, 12}, -1, 1}, {"w", 3, {3, 4, 4}, -1, 1}, {"b", 2, {3, 4}, -1, 1}},
+     .modes = GRAD | FLOAT | THREADS},
+    {.op = "sb_block_diag_linear", .variant = "no bias", .build = build_block_diag_linear_nobias,
+     TOL(1e-6, 1e-6, 1e-5, 0), .in = {{"x", 2, {5, 6}, -1, 1}, {"w", 3, {2, 3, 3}, -1, 1}},
+     .modes = GRAD | FLOAT},
+    {.op = "sb_gelu_mul", .build = build_gelu_mul, TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"a", 2, {5, 7}, -4, 4}, {"v", 2, {5, 7}, -2, 2}}, .modes = GRAD | FLOAT | THREADS},
+    {.op = "sb_rglru", .variant = "parallel", .build = build_rglru, TOL(0, 0, 0, 0),
+     .in = {{"x", 3, {2, 300, 70}, -1.5, 1.5}, {"ga", 3, {2, 300, 70}, -3, 3},
+            {"gx", 3, {2, 300, 70}, -2, 2}, {"lambda", 1, {70}, -1, 8}},
+     .modes = THREADS},
+    {.op = "sb_gelu_mul", .variant = "parallel", .build = build_gelu_mul, TOL(0, 0, 0, 0),
+     .in = {{"a", 3, {2, 300, 64}, -4, 4}, {"v", 3, {2, 300, 64}, -2, 2}}, .modes = THREADS},
 };
 
 enum { N_CASES = (int)(sizeof op_table / sizeof op_table[0]) };
