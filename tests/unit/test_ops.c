@@ -577,6 +577,7 @@ static sb_tensor *build_hadamard_map(sb_graph *g, sb_tensor **in)
 static sb_tensor *build_one_minus_exp(sb_graph *g, sb_tensor **in)
 {
     return sb_one_minus_exp(g, in[0]);
+}
 /* ops_dplr.h: q, k, v, w, a, b; blocks of CHUNK tokens kept for the backward */
 static sb_tensor *build_dplr_undecayed(sb_graph *g, sb_tensor **in)
 {
@@ -640,6 +641,7 @@ static sb_tensor *build_group_norm(sb_graph *g, sb_tensor **in)
 static sb_tensor *build_rwkv7_bonus(sb_graph *g, sb_tensor **in)
 {
     return sb_rwkv7_bonus(g, in[0], in[1], in[2], in[3], 2);
+}
 /* ops_hawk.h: RG-LRU x, ga, gx, lambda (c = 8) */
 static sb_tensor *build_rglru(sb_graph *g, sb_tensor **in)
 {
