@@ -25,6 +25,18 @@
 #include "ops/ops_log_linear.h"
 #include "ops/ssm_math.h"
 
+/* level(t, s) for s <= t: min(bit_length(t XOR s), K - 1) */
+static inline int level_of(long t, long s, int K)
+{
+    unsigned long d = (unsigned long)(t ^ s);
+    int l = 0;
+    while (d != 0) {
+        l++;
+        d >>= 1;
+    }
+    return l < K - 1 ? l : K - 1;
+}
+
 typedef struct llssd_ctx {
     sb_tensor *x, *dt_in, *dt_bias, *A_log, *Bm, *Cm, *dl, *L, *D, *y;
     int B, T, E, H, P, N, K, Q;
@@ -131,7 +143,7 @@ static void head_weights(const llssd_ctx *c, const row_terms *r, int h, int t0, 
         const real *cb = CB + (size_t)i * t1;
         real *w = W + (size_t)i * t1;
         for (int s = 0; s <= t; s++)
-            w[s] = cb[s] * exp(cum[t] - cum[s]) * lam[sb_log_linear_level(t, s, K)];
+            w[s] = cb[s] * exp(cum[t] - cum[s]) * lam[level_of(t, s, K)];
         for (int s = t + 1; s < t1; s++)
             w[s] = 0;
     }
@@ -202,7 +214,7 @@ static void backward_row(const llssd_ctx *c, int b, real *ws, real *dx, real *dd
                 const real *cb = CB + (size_t)i * t1, *w = W + (size_t)i * t1;
                 real *dw = dW + (size_t)i * t1, *dcb = dCB + (size_t)i * t1;
                 for (int s = 0; s <= t; s++) {
-                    const int lev = sb_log_linear_level(t, s, K);
+                    const int lev = level_of(t, s, K);
                     const real dwd = dw[s] * exp(cum[t] - cum[s]);
                     dcb[s] += dwd * lam[lev];
                     dlamt[lev] += dwd * cb[s];
@@ -351,7 +363,7 @@ static void stream_row_head(const llssd_ctx *c, int b, int h, real *U, long p0, 
         for (int l = 0; l < K; l++)
             lam[l] = ssm_softplus(c->L->data[(size_t)h * K + (size_t)l] * dlt[l]);
         /* levels that can hold frames: 1..min(bit_length(p), K-1) */
-        const int top = sb_log_linear_level(p, 0, K);
+        const int top = level_of(p, 0, K);
         for (size_t k = 0; k < (size_t)top * PN; k++)
             U[k] *= a;
         real cb = 0;

@@ -44,16 +44,4 @@ sb_tensor *sb_log_linear_ssd_stream(sb_graph *g, sb_tensor *x, sb_tensor *dt_in,
                                     sb_tensor *Cm, sb_tensor *dl, sb_tensor *L, sb_tensor *D,
                                     real *levels, real *pos);
 
-/* level(t, s) for s <= t: min(bit_length(t XOR s), K - 1) */
-static inline int sb_log_linear_level(long t, long s, int K)
-{
-    unsigned long d = (unsigned long)(t ^ s);
-    int l = 0;
-    while (d != 0) {
-        l++;
-        d >>= 1;
-    }
-    return l < K - 1 ? l : K - 1;
-}
-
 #endif
