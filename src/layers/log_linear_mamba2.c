@@ -26,7 +26,7 @@
 #include "ops/ops_ssm.h"
 
 #define D_CONV 4
-#define BLOCK 64 /* query block of the quadratic form (fla's chunk_size) */
+#define BLOCK 64  /* query block of the quadratic form (fla's chunk_size) */
 #define LEVELS 15 /* fla: ceil(log2(2048 * 8)) + 1 */
 #define NORM_EPS ((real)1e-5)
 
@@ -96,23 +96,22 @@ static sb_tensor *llm2_block(sb_graph *g, const sb_model *m, int l, sb_tensor *u
                              real *conv_history, real *levels, real *pos)
 {
     const int D = m->cfg.d_model, E = 2 * D, N = m->cfg.d_state, H = m->cfg.n_head;
-    sb_tensor *proj =
-        sb_linear(g, u, sb_model_param(m, l, P_IN_W), sb_model_param(m, l, P_IN_B));
+    sb_tensor *proj = sb_linear(g, u, sb_model_param(m, l, P_IN_W), sb_model_param(m, l, P_IN_B));
     sb_tensor *parts[4];
     int in_w[4] = {E, E + 2 * N, H, H * LEVELS};
     sb_split_cols(g, proj, 4, in_w, parts);
     sb_tensor *z = parts[0], *dt = parts[2], *dl = parts[3];
     int xbc_w[3] = {E, N, N};
-    sb_split_cols(g, sb_conv1d_silu(g, parts[1], sb_model_param(m, l, P_CONV_W), NULL, conv_history),
+    sb_split_cols(g,
+                  sb_conv1d_silu(g, parts[1], sb_model_param(m, l, P_CONV_W), NULL, conv_history),
                   3, xbc_w, parts);
     sb_tensor *dt_bias = sb_model_param(m, l, P_DT_BIAS), *A_log = sb_model_param(m, l, P_A_LOG);
     sb_tensor *L = sb_model_param(m, l, P_L), *Dp = sb_model_param(m, l, P_D);
-    sb_tensor *y =
-        levels == NULL
-            ? sb_log_linear_ssd(g, parts[0], dt, dt_bias, A_log, parts[1], parts[2], dl, L, Dp,
-                                BLOCK)
-            : sb_log_linear_ssd_stream(g, parts[0], dt, dt_bias, A_log, parts[1], parts[2], dl,
-                                       L, Dp, levels, pos);
+    sb_tensor *y = levels == NULL
+                       ? sb_log_linear_ssd(g, parts[0], dt, dt_bias, A_log, parts[1], parts[2], dl,
+                                           L, Dp, BLOCK)
+                       : sb_log_linear_ssd_stream(g, parts[0], dt, dt_bias, A_log, parts[1],
+                                                  parts[2], dl, L, Dp, levels, pos);
     sb_tensor *o = sb_rmsnorm_gate_first(g, y, z, sb_model_param(m, l, P_NORM_W), NORM_EPS);
     return sb_linear(g, o, sb_model_param(m, l, P_OUT_W), sb_model_param(m, l, P_OUT_B));
 }
@@ -161,8 +160,7 @@ static sb_tensor *llm2_probe_gates(sb_graph *g, const sb_model *m, int l, sb_ten
     (void)gap;
     const int B = x->shape[0], T = x->shape[1], E = 2 * m->cfg.d_model, N = m->cfg.d_state;
     const int H = m->cfg.n_head, W = 2 * E + 2 * N + H * (LEVELS + 1);
-    sb_tensor *proj =
-        sb_linear(g, x, sb_model_param(m, l, P_IN_W), sb_model_param(m, l, P_IN_B));
+    sb_tensor *proj = sb_linear(g, x, sb_model_param(m, l, P_IN_W), sb_model_param(m, l, P_IN_B));
     const real *dt_bias = sb_model_param(m, l, P_DT_BIAS)->data;
     const real *A_log = sb_model_param(m, l, P_A_LOG)->data;
     int shape[3] = {B, T, H};

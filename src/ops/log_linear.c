@@ -46,8 +46,15 @@ static llssd_ctx make_ctx(sb_tensor *x, sb_tensor *dt_in, sb_tensor *dt_bias, sb
                           sb_tensor *Bm, sb_tensor *Cm, sb_tensor *dl, sb_tensor *L, sb_tensor *D)
 {
     SB_ASSERT(x->ndim == 3 && dt_in->ndim == 3 && dl->ndim == 3);
-    llssd_ctx c = {.x = x, .dt_in = dt_in, .dt_bias = dt_bias, .A_log = A_log, .Bm = Bm,
-                   .Cm = Cm, .dl = dl, .L = L, .D = D};
+    llssd_ctx c = {.x = x,
+                   .dt_in = dt_in,
+                   .dt_bias = dt_bias,
+                   .A_log = A_log,
+                   .Bm = Bm,
+                   .Cm = Cm,
+                   .dl = dl,
+                   .L = L,
+                   .D = D};
     c.B = x->shape[0], c.T = x->shape[1], c.E = x->shape[2], c.H = (int)A_log->size;
     SB_ASSERT(c.H >= 1 && c.E % c.H == 0);
     c.P = c.E / c.H, c.N = Bm->shape[2], c.K = (int)(L->size / (size_t)c.H);
@@ -79,11 +86,11 @@ static real *grad_or_scratch(sb_graph *g, sb_tensor *t, size_t n)
 
 /* What one batch row's products read, recomputed from the inputs. */
 typedef struct row_terms {
-    real *pre;  /* [T][H] dt_in + dt_bias */
-    real *dt;   /* [T][H] softplus(pre) */
-    real *cum;  /* [H][T] running sum of dt A */
-    real *lam;  /* [T][H][K] softplus(L dl) */
-    real *v;    /* [T][E] dt x */
+    real *pre; /* [T][H] dt_in + dt_bias */
+    real *dt;  /* [T][H] softplus(pre) */
+    real *cum; /* [H][T] running sum of dt A */
+    real *lam; /* [T][H][K] softplus(L dl) */
+    real *v;   /* [T][E] dt x */
 } row_terms;
 
 static size_t row_terms_size(const llssd_ctx *c)
@@ -121,7 +128,8 @@ static void row_terms_fill(const llssd_ctx *c, int b, row_terms *r)
             const size_t at = ((size_t)t * H + (size_t)h) * (size_t)K;
             const real *dlt = dl + (row0 + (size_t)t) * (size_t)(H * K) + (size_t)h * K;
             for (int l = 0; l < K; l++)
-                r->lam[at + (size_t)l] = ssm_softplus(c->L->data[(size_t)h * K + (size_t)l] * dlt[l]);
+                r->lam[at + (size_t)l] =
+                    ssm_softplus(c->L->data[(size_t)h * K + (size_t)l] * dlt[l]);
             const real dt = r->dt[(size_t)t * H + (size_t)h];
             const real *xt = x + (row0 + (size_t)t) * (size_t)E + (size_t)h * P;
             real *vt = r->v + (size_t)t * E + (size_t)h * P;
@@ -299,8 +307,9 @@ static void llssd_backward(sb_graph *g, void *ctx)
             backward_row(c, b, ws, dx, ddt, dB, dC, ddl, par + (size_t)b * n_par);
     }
     /* per-row parameter terms summed over rows in order */
-    real *dst[4] = {grad_or_scratch(g, c->dt_bias, (size_t)H), grad_or_scratch(g, c->A_log, (size_t)H),
-                    grad_or_scratch(g, c->D, (size_t)H), grad_or_scratch(g, c->L, (size_t)H * K)};
+    real *dst[4] = {grad_or_scratch(g, c->dt_bias, (size_t)H),
+                    grad_or_scratch(g, c->A_log, (size_t)H), grad_or_scratch(g, c->D, (size_t)H),
+                    grad_or_scratch(g, c->L, (size_t)H * K)};
     const size_t off[4] = {0, (size_t)H, 2 * (size_t)H, 3 * (size_t)H};
     const size_t len[4] = {(size_t)H, (size_t)H, (size_t)H, (size_t)H * K};
     for (int k = 0; k < 4; k++)
@@ -404,10 +413,9 @@ static void stream_row_head(const llssd_ctx *c, int b, int h, real *U, long p0, 
     }
 }
 
-sb_tensor *sb_log_linear_ssd_stream(sb_graph *g, sb_tensor *x, sb_tensor *dt_in,
-                                    sb_tensor *dt_bias, sb_tensor *A_log, sb_tensor *Bm,
-                                    sb_tensor *Cm, sb_tensor *dl, sb_tensor *L, sb_tensor *D,
-                                    real *levels, real *pos)
+sb_tensor *sb_log_linear_ssd_stream(sb_graph *g, sb_tensor *x, sb_tensor *dt_in, sb_tensor *dt_bias,
+                                    sb_tensor *A_log, sb_tensor *Bm, sb_tensor *Cm, sb_tensor *dl,
+                                    sb_tensor *L, sb_tensor *D, real *levels, real *pos)
 {
     SB_ASSERT(!g->record && levels != NULL && pos != NULL);
     llssd_ctx c = make_ctx(x, dt_in, dt_bias, A_log, Bm, Cm, dl, L, D);
@@ -417,12 +425,12 @@ sb_tensor *sb_log_linear_ssd_stream(sb_graph *g, sb_tensor *x, sb_tensor *dt_in,
     const size_t PN = (size_t)c.P * (size_t)c.N, per_head = (size_t)(c.K - 1) * PN;
     const int nth = omp_get_max_threads();
     real *acc_all = sb_graph_alloc(g, (size_t)nth * PN * sizeof(real));
-#pragma omp parallel for num_threads(nth) schedule(static) collapse(2) \
-    if ((size_t)B * (size_t)c.T * (size_t)c.E * (size_t)c.N > 65536)
+#pragma omp parallel for num_threads(nth) schedule(static)                                         \
+    collapse(2) if ((size_t)B * (size_t)c.T * (size_t)c.E * (size_t)c.N > 65536)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
-            stream_row_head(&c, b, h, levels + ((size_t)b * H + (size_t)h) * per_head,
-                            (long)pos[b], acc_all + (size_t)omp_get_thread_num() * PN);
+            stream_row_head(&c, b, h, levels + ((size_t)b * H + (size_t)h) * per_head, (long)pos[b],
+                            acc_all + (size_t)omp_get_thread_num() * PN);
     for (int b = 0; b < B; b++)
         pos[b] += (real)c.T;
     return y;

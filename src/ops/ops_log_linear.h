@@ -10,7 +10,8 @@
  *   dt[t]   = softplus(dt_in[b,t,h] + dt_bias[h]),   a[t] = dt[t] A[h],   A = -exp(A_log)
  *   lam[t,l] = softplus(L[h,l] dl[b,t,h,l])           l = 0..K-1, K = dl's levels
  *   level(t, s) = min(bit_length(t XOR s), K - 1)     (0 for s = t: the Fenwick levels)
- *   y[b,t,h,:] = sum_{s<=t} lam[t, level(t,s)] exp(a[s+1] + ... + a[t]) (C_t . B_s) dt[s] x[b,s,h,:]
+ *   y[b,t,h,:] = sum_{s<=t} lam[t, level(t,s)] exp(a[s+1] + ... + a[t]) (C_t . B_s) dt[s]
+ * x[b,s,h,:]
  *                + D[h] x[b,t,h,:]
  * Shapes: x [B, T, E] with E = H P; dt_in [B, T, H]; dt_bias [H]; A_log [H]; Bm, Cm [B, T, N];
  * dl [B, T, H K]; L [H, K]; D [H] or NULL. Returns y [B, T, E].
@@ -39,9 +40,8 @@ sb_tensor *sb_log_linear_ssd(sb_graph *g, sb_tensor *x, sb_tensor *dt_in, sb_ten
  * levels: [B][H][K-1][P][N], zeroed at sequence start; pos: [B], the number of frames seen
  * before x (0 at sequence start). Both are updated to the state after x. The graph must not
  * record (evaluation only). Also the tests' step-by-step oracle. */
-sb_tensor *sb_log_linear_ssd_stream(sb_graph *g, sb_tensor *x, sb_tensor *dt_in,
-                                    sb_tensor *dt_bias, sb_tensor *A_log, sb_tensor *Bm,
-                                    sb_tensor *Cm, sb_tensor *dl, sb_tensor *L, sb_tensor *D,
-                                    real *levels, real *pos);
+sb_tensor *sb_log_linear_ssd_stream(sb_graph *g, sb_tensor *x, sb_tensor *dt_in, sb_tensor *dt_bias,
+                                    sb_tensor *A_log, sb_tensor *Bm, sb_tensor *Cm, sb_tensor *dl,
+                                    sb_tensor *L, sb_tensor *D, real *levels, real *pos);
 
 #endif

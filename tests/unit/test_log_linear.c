@@ -55,12 +55,12 @@ static sb_tensor *random_tensor(sb_graph *g, int ndim, const int *shape, double 
 static const double lo[IN_COUNT] = {-1, -2, -0.5, -1.5, -1, -1, -1.5, -1.5, 0.5};
 static const double hi[IN_COUNT] = {1, 0.5, 0.5, 0, 1, 1, 1.5, 1.5, 1.5};
 static const char *const in_names[IN_COUNT] = {"x", "dt_in", "dt_bias", "A_log", "B",
-                                               "C", "dl", "L", "D"};
+                                               "C", "dl",    "L",       "D"};
 
 static void in_shapes(int B, int T, int H, int P, int N, int K, int shapes[IN_COUNT][3],
                       int ndims[IN_COUNT])
 {
-    const int s[IN_COUNT][3] = {{B, T, H * P}, {B, T, H}, {H}, {H}, {B, T, N},
+    const int s[IN_COUNT][3] = {{B, T, H * P}, {B, T, H},     {H},    {H}, {B, T, N},
                                 {B, T, N},     {B, T, H * K}, {H, K}, {H}};
     const int n[IN_COUNT] = {3, 3, 1, 1, 3, 3, 3, 2, 1};
     memcpy(shapes, s, sizeof s);
@@ -70,8 +70,8 @@ static void in_shapes(int B, int T, int H, int P, int N, int K, int shapes[IN_CO
 static sb_tensor *fn_op(sb_graph *g, sb_tensor **in, void *ctx)
 {
     const ll_case *c = ctx;
-    return sb_log_linear_ssd(g, in[IN_X], in[IN_DT], in[IN_BIAS], in[IN_ALOG], in[IN_B],
-                             in[IN_C], in[IN_DL], in[IN_L], c->with_D ? in[IN_D] : NULL, c->block);
+    return sb_log_linear_ssd(g, in[IN_X], in[IN_DT], in[IN_BIAS], in[IN_ALOG], in[IN_B], in[IN_C],
+                             in[IN_DL], in[IN_L], c->with_D ? in[IN_D] : NULL, c->block);
 }
 
 /* ---- gradient checks ------------------------------------------------------------------------ */
@@ -135,13 +135,14 @@ static void direct_sum(sb_tensor **in, int K, int with_D, real *y)
             for (int t = 0; t < T; t++) {
                 const size_t rt = (size_t)b * T + (size_t)t;
                 for (int p = 0; p < P; p++) {
-                    double acc = with_D ? in[IN_D]->data[h] * in[IN_X]->data[rt * E + h * P + p] : 0;
+                    double acc =
+                        with_D ? in[IN_D]->data[h] * in[IN_X]->data[rt * E + h * P + p] : 0;
                     for (int s = 0; s <= t; s++) {
                         const size_t rs = (size_t)b * T + (size_t)s;
                         double seg = 0; /* sum of dt A over (s, t] */
                         for (int u = s + 1; u <= t; u++) {
-                            const double pre = in[IN_DT]->data[((size_t)b * T + u) * H + h] +
-                                               in[IN_BIAS]->data[h];
+                            const double pre =
+                                in[IN_DT]->data[((size_t)b * T + u) * H + h] + in[IN_BIAS]->data[h];
                             seg += log1p(exp(pre)) * A;
                         }
                         const double pre_s = in[IN_DT]->data[rs * H + h] + in[IN_BIAS]->data[h];
@@ -240,14 +241,14 @@ static void test_blocks_and_stream(void **state)
                         part[i] = sb_tensor_new(&g, 3, s);
                         for (int b = 0; b < B; b++)
                             memcpy(part[i]->data + (size_t)b * n * w,
-                                   in[i]->data + ((size_t)b * T + t0) * w, (size_t)n * w * sizeof(real));
+                                   in[i]->data + ((size_t)b * T + t0) * w,
+                                   (size_t)n * w * sizeof(real));
                     }
                 }
                 g.record = 0;
-                sb_tensor *yp = sb_log_linear_ssd_stream(&g, part[IN_X], part[IN_DT], part[IN_BIAS],
-                                                         part[IN_ALOG], part[IN_B], part[IN_C],
-                                                         part[IN_DL], part[IN_L], part[IN_D],
-                                                         levels, pos);
+                sb_tensor *yp = sb_log_linear_ssd_stream(
+                    &g, part[IN_X], part[IN_DT], part[IN_BIAS], part[IN_ALOG], part[IN_B],
+                    part[IN_C], part[IN_DL], part[IN_L], part[IN_D], levels, pos);
                 const int E = H * P;
                 for (int b = 0; b < B; b++)
                     memcpy(ys + ((size_t)b * T + t0) * E, yp->data + (size_t)b * n * E,
@@ -317,8 +318,8 @@ static void test_mimic(void **state)
     const int N = config_N(&f);
     sb_model *m = make_model(f.D, f.H, N, &f);
     /* drawn weights bit for bit; dt_bias and A_log through exp/log within a float ulp */
-    mimic_tolerances tol = {.sum_rtol = 1e-6, .first_rtol = 1e-6, .logits_floor = 0.1,
-                            .logits_tol = 1e-9};
+    mimic_tolerances tol = {
+        .sum_rtol = 1e-6, .first_rtol = 1e-6, .logits_floor = 0.1, .logits_tol = 1e-9};
     check_against_mimic(mimic_model(&f, "log_linear_mamba2"), m, &f, &tol, "log_linear_mamba2");
     print_message("log_linear_mamba2 d=16: %zu parameters (mimic: the same)\n", m->params.count);
     sb_model_free(m);

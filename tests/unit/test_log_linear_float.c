@@ -43,8 +43,8 @@ static void test_mimic_float(void **state)
     mimic_open(&f, "models/log_linear_mamba2/log_linear_mamba2.json");
     const int N = config_N(&f);
     sb_model *m = make_model(f.D, f.H, N, f.I, f.O, f.L, f.seed);
-    mimic_tolerances tol = {.sum_rtol = 1e-6, .first_rtol = 1e-6, .logits_floor = 0.1,
-                            .logits_tol = 1e-4};
+    mimic_tolerances tol = {
+        .sum_rtol = 1e-6, .first_rtol = 1e-6, .logits_floor = 0.1, .logits_tol = 1e-4};
     const json_t *ref = mimic_model(&f, "log_linear_mamba2");
     check_against_mimic(ref, m, &f, &tol, "log_linear_mamba2");
     const double e = check_mimic_logits(ref, m, &f, 0.1, 1e-4, "log_linear_mamba2");
