@@ -37,6 +37,23 @@ static inline int level_of(long t, long s, int K)
     return l < K - 1 ? l : K - 1;
 }
 
+/* The keys of query t by level, as ranges [lo, hi) of frames: level 0 is t itself; level
+ * l >= 1, present when bit l-1 of t is set, is the 2^(l-1) frames before t with its low l-1
+ * bits cleared (levels past K - 1 read weight K - 1). Returns the number of ranges; together
+ * they cover [0, t]. */
+#define MAX_RANGES 64
+static int level_ranges(long t, int K, long *lo, long *hi, int *lev)
+{
+    int n = 0;
+    lo[n] = t, hi[n] = t + 1, lev[n] = 0, n++;
+    for (int l = 1; (t >> (l - 1)) != 0; l++)
+        if ((t >> (l - 1)) & 1) {
+            const long end = (t >> (l - 1)) << (l - 1);
+            lo[n] = end - (1l << (l - 1)), hi[n] = end, lev[n] = l < K - 1 ? l : K - 1, n++;
+        }
+    return n;
+}
+
 typedef struct llssd_ctx {
     sb_tensor *x, *dt_in, *dt_bias, *A_log, *Bm, *Cm, *dl, *L, *D, *y;
     int B, T, E, H, P, N, K, Q;
@@ -127,9 +144,13 @@ static void row_terms_fill(const llssd_ctx *c, int b, row_terms *r)
         for (int h = 0; h < H; h++) {
             const size_t at = ((size_t)t * H + (size_t)h) * (size_t)K;
             const real *dlt = dl + (row0 + (size_t)t) * (size_t)(H * K) + (size_t)h * K;
-            for (int l = 0; l < K; l++)
+            /* query t meets levels 0..level_of(t, 0, K) only; the others stay unread */
+            const int top = level_of(t, 0, K);
+            for (int l = 0; l <= top; l++)
                 r->lam[at + (size_t)l] =
                     ssm_softplus(c->L->data[(size_t)h * K + (size_t)l] * dlt[l]);
+            for (int l = top + 1; l < K; l++)
+                r->lam[at + (size_t)l] = 0;
             const real dt = r->dt[(size_t)t * H + (size_t)h];
             const real *xt = x + (row0 + (size_t)t) * (size_t)E + (size_t)h * P;
             real *vt = r->v + (size_t)t * E + (size_t)h * P;
@@ -150,8 +171,15 @@ static void head_weights(const llssd_ctx *c, const row_terms *r, int h, int t0, 
         const real *lam = r->lam + ((size_t)t * H + (size_t)h) * (size_t)K;
         const real *cb = CB + (size_t)i * t1;
         real *w = W + (size_t)i * t1;
-        for (int s = 0; s <= t; s++)
-            w[s] = cb[s] * exp(cum[t] - cum[s]) * lam[level_of(t, s, K)];
+        long lo[MAX_RANGES], hi[MAX_RANGES];
+        int lev[MAX_RANGES];
+        const int n = level_ranges(t, K, lo, hi, lev);
+        for (int k = 0; k < n; k++) {
+            const real lv = lam[lev[k]], ct = cum[t];
+#pragma omp simd
+            for (long s = lo[k]; s < hi[k]; s++)
+                w[s] = cb[s] * ssm_exp(ct - cum[s]) * lv;
+        }
         for (int s = t + 1; s < t1; s++)
             w[s] = 0;
     }
@@ -221,12 +249,20 @@ static void backward_row(const llssd_ctx *c, int b, real *ws, real *dx, real *dd
                 real *dlamt = dlam + ((size_t)t * H + (size_t)h) * (size_t)K;
                 const real *cb = CB + (size_t)i * t1, *w = W + (size_t)i * t1;
                 real *dw = dW + (size_t)i * t1, *dcb = dCB + (size_t)i * t1;
-                for (int s = 0; s <= t; s++) {
-                    const int lev = level_of(t, s, K);
-                    const real dwd = dw[s] * exp(cum[t] - cum[s]);
-                    dcb[s] += dwd * lam[lev];
-                    dlamt[lev] += dwd * cb[s];
-                    dw[s] *= w[s]; /* now dW_ts W_ts, the decay's term */
+                long lo[MAX_RANGES], hi[MAX_RANGES];
+                int lev[MAX_RANGES];
+                const int n = level_ranges(t, K, lo, hi, lev);
+                for (int k = 0; k < n; k++) {
+                    const real lv = lam[lev[k]], ct = cum[t];
+                    real dlv = 0;
+#pragma omp simd reduction(+ : dlv)
+                    for (long s = lo[k]; s < hi[k]; s++) {
+                        const real dwd = dw[s] * ssm_exp(ct - cum[s]);
+                        dcb[s] += dwd * lv;
+                        dlv += dwd * cb[s];
+                        dw[s] *= w[s]; /* now dW_ts W_ts, the decay's term */
+                    }
+                    dlamt[lev[k]] += dlv;
                 }
                 /* da_k += sum_{s < k} dW_ts W_ts for k = 1..t */
                 real run = 0;
@@ -261,7 +297,8 @@ static void backward_row(const llssd_ctx *c, int b, real *ws, real *dx, real *dd
             ddt_in[(row0 + (size_t)t) * H + (size_t)h] += dpre;
             dbias[h] += dpre;
             const size_t lrow = (row0 + (size_t)t) * (size_t)(H * K) + (size_t)h * K;
-            for (int l = 0; l < K; l++) {
+            const int top = level_of(t, 0, K); /* dlam is zero above */
+            for (int l = 0; l <= top; l++) {
                 const real Lhl = c->L->data[(size_t)h * K + (size_t)l], dlv = c->dl->data[lrow + l];
                 const real du = dlam[th * K + (size_t)l] * ssm_softplus_grad(Lhl * dlv);
                 ddl[lrow + (size_t)l] += du * Lhl;
