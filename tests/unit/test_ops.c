@@ -48,6 +48,7 @@
 #include "ops/ops_gla_family.h"
 #include "ops/ops_hawk.h"
 #include "ops/ops_layered.h"
+#include "ops/ops_log_linear.h"
 #include "ops/ops_path.h"
 #include "ops/ops_s4.h"
 #include "ops/ops_ssm.h"
@@ -67,7 +68,7 @@ enum {
     THREADS = 1 << 4,
 };
 
-#define MAX_INPUTS 8
+#define MAX_INPUTS 10 /* sb_log_linear_ssd takes 9 */
 /* reals of recurrent state / convolution history a STREAM case may use (zeroed at start) */
 #define STATE_MAX 4096
 
@@ -452,6 +453,31 @@ static sb_tensor *stream_conv1d_silu(sb_graph *g, sb_tensor **in, real *history)
 {
     return sb_conv1d_silu(g, in[0], in[1], in[2], history);
 }
+/* log-linear SSD (ops_log_linear.h): x, dt, dt_bias, A_log, B, C, dl, L, D; query blocks of
+ * CHUNK frames; the streamed form carries its level states, then the positions */
+static sb_tensor *build_log_linear(sb_graph *g, sb_tensor **in)
+{
+    return sb_log_linear_ssd(g, in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8],
+                             CHUNK);
+}
+static sb_tensor *build_log_linear_bare(sb_graph *g, sb_tensor **in)
+{
+    return sb_log_linear_ssd(g, in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], NULL, 3);
+}
+/* the same function in one block of queries */
+static sb_tensor *ref_log_linear_bare(sb_graph *g, sb_tensor **in)
+{
+    return sb_log_linear_ssd(g, in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], NULL,
+                             1 << 20);
+}
+static sb_tensor *stream_log_linear(sb_graph *g, sb_tensor **in, real *state)
+{
+    const size_t B = (size_t)in[0]->shape[0], H = in[3]->size, P = (size_t)in[0]->shape[2] / H;
+    const size_t K = in[7]->size / H, N = (size_t)in[4]->shape[2];
+    real *pos = state + B * H * (K - 1) * P * N;
+    return sb_log_linear_ssd_stream(g, in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7],
+                                    in[8], state, pos);
+}
 /* selective scan: u, delta, dt_bias, A_log, B, C, D, z */
 static sb_tensor *build_selective_scan(sb_graph *g, sb_tensor **in)
 {
@@ -685,6 +711,12 @@ static sb_tensor *build_gelu_mul(sb_graph *g, sb_tensor **in)
     {"x", 3, {2, 11, 4}, -1, 1}, {"dt", 3, {2, 11, 2}, -2, 1}, {"dt_bias", 1, {2}, -1, 0},      \
         {"A_log", 1, {2}, -1, 1}, {"B", 3, {2, 11, 3}, -1, 1}, {"C", 3, {2, 11, 3}, -1, 1},     \
         {"D", 1, {2}, 0.5, 1.5}
+/* log-linear SSD: B = 2, T = 11, H = 2 heads of P = 2, N = 3, K levels; x, dt, dt_bias, A_log,
+ * B, C, dl, L, D */
+#define LOG_LINEAR_INPUTS(K)                                                                     \
+    {"x", 3, {2, 11, 4}, -1, 1}, {"dt", 3, {2, 11, 2}, -2, 0.5}, {"dt_bias", 1, {2}, -0.5, 0.5}, \
+        {"A_log", 1, {2}, -1.5, 0}, {"B", 3, {2, 11, 3}, -1, 1}, {"C", 3, {2, 11, 3}, -1, 1},   \
+        {"dl", 3, {2, 11, 2 * (K)}, -1.5, 1.5}, {"L", 2, {2, K}, -1.5, 1.5}, {"D", 1, {2}, 0.5, 1.5}
 /* S4D: H = 3 channels, N2 = 2 complex modes, T = 9 */
 #define S4_PARAMS                                                                                \
     {"log_dt", 1, {3}, -3, -1}, {"C", 3, {3, 2, 2}, -1, 1}, {"log_A_real", 2, {3, 2}, -1.5, 0.3}, \
@@ -918,6 +950,25 @@ static const op_case op_table[] = {
     {.op = "sb_ssd_ref", .build = ref_ssd, TOL(1e-6, 1e-6, 1e-5, 1e-12), .in = {SSD_INPUTS},
      .stream = stream_ssd_ref, .frames = 1u << 0 | 1u << 1 | 1u << 4 | 1u << 5,
      .modes = GRAD | FLOAT | STREAM | THREADS},
+    {.op = "sb_log_linear_ssd", .variant = "blocks of 4, 15 levels", .build = build_log_linear,
+     TOL(1e-6, 1e-6, 1e-5, 1e-12), .in = {LOG_LINEAR_INPUTS(15)}, .stream = stream_log_linear,
+     .frames = 1u << 0 | 1u << 1 | 1u << 4 | 1u << 5 | 1u << 6,
+     .modes = GRAD | FLOAT | STREAM | THREADS},
+    {.op = "sb_log_linear_ssd", .variant = "blocks of 3, 3 levels, no D",
+     .build = build_log_linear_bare, TOL(1e-6, 1e-6, 1e-5, 1e-12), .in = {LOG_LINEAR_INPUTS(3)},
+     .ref = ref_log_linear_bare, .zero_grad_ok = 1u << 8, /* D unused */ .modes = GRAD | REF},
+    {.op = "sb_log_linear_ssd", .variant = "parallel", .build = build_log_linear,
+     TOL(1e-6, 1e-6, 1e-5, 1e-12),
+     .in = {{"x", 3, {4, 40, 32}, -1, 1}, {"dt", 3, {4, 40, 4}, -2, 0.5},
+            {"dt_bias", 1, {4}, -0.5, 0.5}, {"A_log", 1, {4}, -1.5, 0},
+            {"B", 3, {4, 40, 5}, -1, 1}, {"C", 3, {4, 40, 5}, -1, 1},
+            {"dl", 3, {4, 40, 60}, -1.5, 1.5}, {"L", 2, {4, 15}, -1.5, 1.5},
+            {"D", 1, {4}, 0.5, 1.5}},
+     .modes = THREADS},
+    {.op = "sb_log_linear_ssd_stream", .variant = "against the whole-sequence form",
+     .build = build_log_linear, TOL(1e-6, 1e-6, 1e-5, 1e-12), .in = {LOG_LINEAR_INPUTS(15)},
+     .stream = stream_log_linear, .frames = 1u << 0 | 1u << 1 | 1u << 4 | 1u << 5 | 1u << 6,
+     .modes = STREAM},
     {.op = "sb_rmsnorm_gate_first", .build = build_rmsnorm_gate_first, TOL(1e-6, 1e-6, 1e-5, 0),
      .in = {{"y", 3, {2, 3, 6}, -2, 2}, {"z", 3, {2, 3, 6}, -2, 2}, {"w", 1, {6}, 0.5, 1.5}},
      .modes = GRAD | FLOAT | THREADS},
