@@ -98,7 +98,8 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
         {"slurm", SB_OPT_STRING, &o->slurm, 0, 0, NULL, "DIR",
          "write DIR/sweep.sbatch, a Slurm job array over shards of the selected runs (each "
          "with its own results folder DIR/shard-i, requeued after Slurm's time-limit warning), "
-         "print the sbatch line and run nothing (docs/cluster.md)",
+         "print the sbatch line and run nothing (docs/cluster.md; default: none, the sweep runs "
+         "here)",
          0},
         {"array", SB_OPT_INT, &o->array, 1, 100000, NULL, "N",
          "with --slurm: array tasks (shards; default min(runs, 16))", 0},
