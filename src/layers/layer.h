@@ -188,6 +188,10 @@ typedef struct sb_layer_type {
      * checked in its place (MesaNet's backward is that of the exact ridge solve, its forward
      * runs 30 CG steps); not registered */
     const struct sb_layer_type *grad_check_type;
+    /* 1: a later layer reads a tensor an earlier layer made in the same forward (RWKV-7's
+     * value residual): the wrappers then keep every layer's activations until the forward
+     * ends, also where they would release them layer by layer (evaluation) */
+    int layers_share_tensors;
     /* 1: the model's products stay float32 under --precision bf16 (a layer whose numerics
      * bf16 operands spoil; the model facade suspends bf16 around every forward) */
     int fp32_products;

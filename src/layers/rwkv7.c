@@ -20,11 +20,10 @@
  * The value residual: fla's RWKV7 model hands layer 0's v to every later layer. RecNet's layer
  * interface passes only x, so layer 0 leaves its v (a tensor of the graph being built) in a
  * per-thread slot tagged with the graph and the model, and later layers of the same forward
- * read it; the gradient flows back into layer 0 through the tape as in fla. A forward that
- * does not record (evaluation) may rewind the graph's arena between layers, which frees that
- * tensor: there layer 0 copies v into the slot's own buffer instead (nothing flows back). A
- * later layer that finds no v_first of its own forward (run alone) fails an assertion
- * rather than guess.
+ * read it; the gradient flows back into layer 0 through the tape as in fla. The record's
+ * layers_share_tensors keeps that tensor alive in evaluation, where RecNet would otherwise
+ * release each layer's activations before the next. A later layer that finds no v_first of
+ * its own forward (run alone) fails an assertion rather than guess.
  * Docs: docs/models/rwkv7.md.
  */
 #include <math.h>
@@ -32,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
 #include "layers/fla_layers.h"
 #include "layers/layer.h"
 #include "ops/ops.h"
@@ -340,43 +338,8 @@ static int rwkv7_add_params(sb_params *ps, const char *prefix, const sb_model_co
 static _Thread_local struct {
     const sb_graph *g;
     const sb_model *m;
-    sb_tensor *v;   /* recording forwards: layer 0's v on the tape */
-    real *copy;     /* other forwards: its values, which survive an arena rewind */
-    size_t copy_size, copy_cap;
+    sb_tensor *v;
 } v_first_slot;
-
-/* Layer 0: leaves its v for the later layers of this forward. */
-static void v_first_put(sb_graph *g, const sb_model *m, sb_tensor *v)
-{
-    v_first_slot.g = g, v_first_slot.m = m, v_first_slot.v = v;
-    v_first_slot.copy_size = 0;
-    if (g->record)
-        return;
-    if (v->size > v_first_slot.copy_cap) {
-        real *grown = sb_realloc(v_first_slot.copy, v->size * sizeof *grown);
-        if (grown == NULL) {
-            if (g->oom_armed)
-                longjmp(g->oom_jump, 1);
-            SB_ASSERT(!"out of memory keeping rwkv7's v_first");
-        }
-        v_first_slot.copy = grown;
-        v_first_slot.copy_cap = v->size;
-    }
-    memcpy(v_first_slot.copy, v->data, v->size * sizeof *v->data);
-    v_first_slot.copy_size = v->size;
-}
-
-/* A later layer: layer 0's v of the same forward (shaped as this layer's v). */
-static sb_tensor *v_first_get(sb_graph *g, const sb_model *m, const sb_tensor *v)
-{
-    SB_ASSERT(v_first_slot.g == g && v_first_slot.m == m);
-    if (g->record) {
-        SB_ASSERT(v_first_slot.v != NULL && v_first_slot.v->size == v->size);
-        return v_first_slot.v;
-    }
-    SB_ASSERT(v_first_slot.copy_size == v->size);
-    return sb_tensor_wrap(g, v_first_slot.copy, v->ndim, v->shape);
-}
 
 static sb_tensor *lora(sb_graph *g, sb_tensor *x, sb_tensor *w0, sb_tensor *w2, sb_tensor *b,
                        int activation /* 0 none, 1 tanh, 2 sigmoid */)
@@ -409,12 +372,13 @@ static sb_tensor *rwkv7_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *
     sb_tensor *k = sb_linear(g, mx[2], p[P_K], NULL);
     sb_tensor *v = sb_linear(g, mx[3], p[P_V], NULL);
     if (l == 0) {
-        v_first_put(g, m, v);
+        v_first_slot.g = g, v_first_slot.m = m, v_first_slot.v = v;
     } else {
-        sb_tensor *v_first = v_first_get(g, m, v);
+        SB_ASSERT(v_first_slot.g == g && v_first_slot.m == m && v_first_slot.v != NULL &&
+                  v_first_slot.v->size == v->size);
         sb_tensor *s = sb_sigmoid(g, lora(g, mx[3], p[P_V_LORA0], p[P_V_LORA2], p[P_V_LORA2B], 0));
         /* torch.lerp(v, v_first, s) = v + s (v_first - v) */
-        sb_tensor *gap = sb_add(g, v_first, sb_dplr_scale_heads(g, v, NULL, -1));
+        sb_tensor *gap = sb_add(g, v_first_slot.v, sb_dplr_scale_heads(g, v, NULL, -1));
         v = sb_add(g, v, sb_dplr_mul(g, s, gap, 1));
     }
     sb_tensor *a = sb_sigmoid(g, lora(g, mx[4], p[P_A_LORA0], p[P_A_LORA2], p[P_A_LORA2B], 0));
@@ -515,6 +479,7 @@ static double rwkv7_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_rwkv7 = {
     .name = "rwkv7",
+    .layers_share_tensors = 1, /* v_first */
     .axes = {SB_GATE_VECTOR, SB_FORGET_INPUT, SB_TRANSITION_DIAGONAL_RANK1, SB_UPDATE_RANK1,
              SB_MEMORY_CONSTANT, "H K^2 = D^2 / H"},
     .ungated_twin = NULL,

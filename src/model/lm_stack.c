@@ -484,7 +484,8 @@ sb_tensor *sb_lm_stack_hidden(sb_graph *g, const sb_model *m, sb_tensor *input,
         real *dst = buf[(l + 1) % 2];
         memcpy(dst, y->data, y->size * sizeof(real));
         int shape[3] = {y->shape[0], y->shape[1], y->shape[2]};
-        sb_arena_reset_to(&g->arena, mark);
+        if (!m->type->layers_share_tensors) /* see sb_layer_type */
+            sb_arena_reset_to(&g->arena, mark);
         x = sb_tensor_wrap(g, dst, 3, shape);
     }
     return sb_rmsnorm_gated(g, x, NULL, param(m, s->final_norm), NORM_EPS);

@@ -106,8 +106,10 @@ sb_tensor *sb_recnet_hidden(sb_graph *g, const sb_model *m, sb_tensor *input,
         return x;
     }
     /* evaluation: two buffers hold the running activation; everything a layer allocates
-     * after them is released before the next layer */
+     * after them is released before the next layer, unless a later layer reads what an
+     * earlier one made */
     SB_ASSERT(!g->record);
+    const int release = !m->type->layers_share_tensors;
     real *buf[2];
     buf[0] = sb_graph_alloc(g, x->size * sizeof(real));
     buf[1] = sb_graph_alloc(g, x->size * sizeof(real));
@@ -119,7 +121,8 @@ sb_tensor *sb_recnet_hidden(sb_graph *g, const sb_model *m, sb_tensor *input,
         real *dst = buf[(l + 1) % 2];
         memcpy(dst, y->data, y->size * sizeof(real));
         int shape[3] = {y->shape[0], y->shape[1], y->shape[2]};
-        sb_arena_reset_to(&g->arena, mark);
+        if (release)
+            sb_arena_reset_to(&g->arena, mark);
         x = sb_tensor_wrap(g, dst, 3, shape);
     }
     return x;
