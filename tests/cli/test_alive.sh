@@ -55,6 +55,10 @@ db="$TMP/k/selectivbench.db"
 "$SB" train $long --results "$TMP/k" >"$TMP/k.out" 2>&1 &
 pid=$!
 poll has_eval "$TMP/k.out"
+# and its checkpoint: the evaluation line comes before its save (a loaded machine can kill in
+# between, leaving nothing to resume)
+k_ckpt() { ls "$TMP"/k/checkpoints/*.safetensors >/dev/null 2>&1; }
+poll k_ckpt
 [ "$(field "$db" status)" = running ] || fail "while it trains the run is $(field "$db" status)"
 kill -9 $pid
 wait $pid 2>/dev/null
@@ -84,6 +88,8 @@ evaluated() { grep -q '^  step [0-9]*/[0-9]* (' "$TMP"/sw/logs/*.log 2>/dev/null
 setsid "$SB" sweep "$TMP/one.yaml" --threads 1 --results "$TMP/sw" >"$TMP/sw.out" 2>&1 &
 pid=$!
 poll evaluated
+sw_ckpt() { ls "$TMP"/sw/checkpoints/*.safetensors >/dev/null 2>&1; }
+poll sw_ckpt
 kill -9 -"$pid"
 wait $pid 2>/dev/null
 grep -q '^  progress: step 1/750 (32 samples): ' "$TMP"/sw/logs/*.log ||
