@@ -124,6 +124,8 @@ status_is "$TMP/twice/selectivbench.db" finished || fail "the run left running w
 "$SB" train $run_flags --results "$TMP/lock" >"$TMP/lock.out" 2>&1 &
 pid=$!
 poll has_eval "$TMP/lock.out"
+lock_ckpt() { ls "$TMP"/lock/checkpoints/*.safetensors >/dev/null 2>&1; }
+poll lock_ckpt # --resume below needs it (the evaluation line comes before its save)
 # shellcheck disable=SC2086
 expect_error 75 "is already being trained by pid $pid" train $run_flags --results "$TMP/lock"
 status_is "$TMP/lock/selectivbench.db" running || fail "the locked-out train changed the run"
