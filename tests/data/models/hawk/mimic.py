@@ -16,13 +16,15 @@ Needs only torch and numpy.
 """
 import json
 import math
-import struct
+import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import mimic_common  # noqa: E402
+from mimic_common import heads  # noqa: E402
 
 torch.set_default_dtype(torch.float32)
 
@@ -30,18 +32,6 @@ C_EXP = 8.0             # the paper's constant c
 A_POW_LO, A_POW_HI = 0.9, 0.999   # a0^c uniform in [lo, hi] at init
 CONV = 4
 EPS = 1e-6
-
-
-def heads(d):
-    """get_num_heads(d, 128) of the reference's utils.py"""
-    if d / 128 <= 4:
-        return 4
-    n = 4
-    while n <= d:
-        if d % n == 0 and d // n <= 128:
-            return n
-        n *= 2
-    raise ValueError(d)
 
 
 def dims(d, H):
@@ -174,22 +164,9 @@ class Hawk(nn.Module):
         return r + s.mlp_block(s.channel_pre_norm(x + r))
 
 
-class RecNet(nn.Module):
+class RecNet(mimic_common.RecNet):
     def __init__(s, I, d, O, L, H):
-        super().__init__()
-        s.encoder = nn.Linear(I, d)
-        s.norms = nn.ModuleList()
-        s.layers = nn.ModuleList()
-        for _ in range(L):
-            s.norms.append(nn.LayerNorm(d))
-            s.layers.append(Hawk(d, H))
-        s.decoder = nn.Linear(d, O)
-
-    def forward(s, x):
-        x = s.encoder(x)
-        for layer, norm in zip(s.layers, s.norms):
-            x = norm(x + layer(x))
-        return s.decoder(x)
+        super().__init__(I, d, O, L, lambda l: Hawk(d, H))
 
 
 def vectors(path):
@@ -221,48 +198,9 @@ def vectors(path):
     print('parameter counts', counts)
 
 
-def read_safetensors(path):
-    with open(path, 'rb') as f:
-        data = f.read()
-    n = struct.unpack('<Q', data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    meta = header.pop('__metadata__', {})
-    base = 8 + n
-    tensors = {}
-    for name, info in header.items():
-        assert info['dtype'] == 'F32', info['dtype']
-        b, e = info['data_offsets']
-        tensors[name] = torch.from_numpy(
-            np.frombuffer(data[base + b:base + e], dtype='<f4').reshape(info['shape']).copy())
-    return tensors, meta
-
-
-def check(ckpt, dump_path):
-    weights, meta = read_safetensors(ckpt)
-    dump, _ = read_safetensors(dump_path)
-    cfg = json.loads(meta['config'])
-    assert cfg['model'] == 'hawk', cfg['model']
-    I = dump['inputs'].shape[-1]
-    O = weights['decoder.bias'].shape[0]
-    d = weights['encoder.bias'].shape[0]
-    net = RecNet(I, d, O, cfg['layers'], heads(d))
-    net.load_state_dict(weights, strict=True)
-    net = net.double().eval()
-    with torch.no_grad():
-        logits = net(dump['inputs'].double())
-    mask = dump['mask'].bool()
-    diff = (logits - dump['logits'].double()).abs()[mask].max().item()
-    scale = dump['logits'].abs()[mask].max().item()
-    ok = diff <= 1e-4 * max(1.0, scale)
-    print(f"hawk: {int(mask.sum())} frames, max |logit difference| {diff:.3g} "
-          f"(logits up to {scale:.3g}): {'ok' if ok else 'MISMATCH'}")
-    sys.exit(0 if ok else 1)
+def build(I, d, O, cfg):
+    return RecNet(I, d, O, cfg['layers'], heads(d))
 
 
 if __name__ == '__main__':
-    if len(sys.argv) == 3 and sys.argv[1] == 'vectors':
-        vectors(sys.argv[2])
-    elif len(sys.argv) == 4 and sys.argv[1] == 'check':
-        check(sys.argv[2], sys.argv[3])
-    else:
-        sys.exit(__doc__)
+    mimic_common.main('hawk', vectors, build, relative=True)

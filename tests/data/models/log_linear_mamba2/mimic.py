@@ -10,6 +10,9 @@
 #                                        loads it strictly, compares the logits (<= 1e-4)
 import json, math, os, sys
 import torch, torch.nn as nn, torch.nn.functional as F
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import mimic_common  # noqa: E402
+from mimic_common import heads  # noqa: E402
 torch.set_default_dtype(torch.float32)
 
 LEVELS = 15  # fla: ceil(log2(2048 * 8)) + 1 level weights per head
@@ -78,30 +81,9 @@ class LogLinearMamba2(nn.Module):
         return s.out_proj(s.norm(y.reshape(Bsz, T, E), z))
 
 
-class RecNet(nn.Module):
+class RecNet(mimic_common.RecNet):
     def __init__(s, I, d, O, L, H, N):
-        super().__init__()
-        s.encoder = nn.Linear(I, d)
-        s.norms = nn.ModuleList(); s.layers = nn.ModuleList()
-        for _ in range(L):
-            s.norms.append(nn.LayerNorm(d)); s.layers.append(LogLinearMamba2(d, H, N))
-        s.decoder = nn.Linear(d, O)
-    def forward(s, x):
-        x = s.encoder(x)
-        for layer, norm in zip(s.layers, s.norms):
-            x = norm(x + layer(x))
-        return s.decoder(x)
-
-
-def heads(d):  # get_num_heads(d, 128) of the reference's utils.py
-    if d / 128 <= 4:
-        return 4
-    n = 4
-    while n <= d:
-        if d % n == 0 and d // n <= 128:
-            return n
-        n *= 2
-    raise ValueError(d)
+        super().__init__(I, d, O, L, lambda l: LogLinearMamba2(d, H, N))
 
 
 def vectors(path):
@@ -131,32 +113,9 @@ def vectors(path):
     print({k: v['count'] for k, v in out['models'].items()})
 
 
-def check(ckpt, dump_path):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../../../tools'))
-    from check_checkpoint_with_torch import read_safetensors
-    weights, meta = read_safetensors(ckpt)
-    dump, _ = read_safetensors(dump_path)
-    cfg = json.loads(meta['config'])
-    I = dump['inputs'].shape[-1]
-    O = weights['decoder.bias'].shape[0]
-    d = weights['encoder.bias'].shape[0]
-    net = RecNet(I, d, O, cfg['layers'], heads(d), cfg['d_state'])
-    net.load_state_dict(weights, strict=True)
-    net = net.double().eval()
-    with torch.no_grad():
-        logits = net(dump['inputs'].double())
-    mask = dump['mask'].bool()
-    diff = (logits - dump['logits'].double()).abs()[mask].max().item()
-    scale = dump['logits'].abs()[mask].max().item()
-    print(f"{cfg['model']}: {int(mask.sum())} frames, max |logit difference| {diff:.3g} "
-          f"(logits up to {scale:.3g})")
-    sys.exit(0 if diff <= 1e-4 * max(1.0, scale) else 1)
+def build(I, d, O, cfg):
+    return RecNet(I, d, O, cfg['layers'], heads(d), cfg['d_state'])
 
 
 if __name__ == '__main__':
-    if len(sys.argv) == 3 and sys.argv[1] == 'vectors':
-        vectors(sys.argv[2])
-    elif len(sys.argv) == 4 and sys.argv[1] == 'check':
-        check(sys.argv[2], sys.argv[3])
-    else:
-        sys.exit('usage: mimic.py vectors OUT.json | mimic.py check CKPT DUMP')
+    mimic_common.main('log_linear_mamba2', vectors, build, relative=True)

@@ -7,9 +7,11 @@
 #   python3 mimic.py check CKPT DUMP     a selectivbench checkpoint and its `eval --dump` file:
 #                                        load with strict=True, compare logits (<= 1e-4)
 # Needs torch and numpy only (made with torch 1.13).
-import json, struct, sys
-import numpy as np
+import json, os, sys
 import torch, torch.nn as nn, torch.nn.functional as F
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import mimic_common  # noqa: E402
+from mimic_common import heads  # noqa: E402
 torch.set_default_dtype(torch.float32)
 
 
@@ -55,33 +57,9 @@ class PaTHAttention(nn.Module):
         return s.o_proj(o)
 
 
-class RecNet(nn.Module):
+class RecNet(mimic_common.RecNet):
     def __init__(s, I, d, O, L, H):
-        super().__init__()
-        s.encoder = nn.Linear(I, d)
-        s.norms = nn.ModuleList()
-        s.layers = nn.ModuleList()
-        for _ in range(L):
-            s.norms.append(nn.LayerNorm(d))
-            s.layers.append(PaTHAttention(d, H))
-        s.decoder = nn.Linear(d, O)
-
-    def forward(s, x):
-        x = s.encoder(x)
-        for layer, norm in zip(s.layers, s.norms):
-            x = norm(x + layer(x))
-        return s.decoder(x)
-
-
-def heads(d):  # utils.get_num_heads(d, 128)
-    if d / 128 <= 4:
-        return 4
-    n = 4
-    while n <= d:
-        if d % n == 0 and d // n <= 128:
-            return n
-        n *= 2
-    raise ValueError(d)
+        super().__init__(I, d, O, L, lambda l: PaTHAttention(d, H))
 
 
 def vectors(path):
@@ -110,45 +88,9 @@ def vectors(path):
     print('counts', counts)
 
 
-def read_safetensors(path):
-    data = open(path, 'rb').read()
-    n = struct.unpack('<Q', data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    meta = header.pop('__metadata__', {})
-    tensors = {}
-    for name, info in header.items():
-        assert info['dtype'] == 'F32', info['dtype']
-        b, e = info['data_offsets']
-        tensors[name] = torch.from_numpy(np.frombuffer(data[8 + n + b:8 + n + e], dtype='<f4')
-                                         .reshape(info['shape']).copy())
-    return tensors, meta
-
-
-def check(ckpt, dump_path):
-    weights, meta = read_safetensors(ckpt)
-    dump, _ = read_safetensors(dump_path)
-    cfg = json.loads(meta['config'])
-    assert cfg['model'] == 'path_attn', cfg['model']
-    I = dump['inputs'].shape[-1]
-    O = weights['decoder.bias'].shape[0]
-    d = weights['encoder.bias'].shape[0]
-    net = RecNet(I, d, O, cfg['layers'], heads(d))
-    net.load_state_dict(weights, strict=True)
-    net = net.double().eval()
-    with torch.no_grad():
-        logits = net(dump['inputs'].double())
-    mask = dump['mask'].bool()
-    diff = (logits - dump['logits'].double()).abs()[mask].max().item()
-    scale = dump['logits'].abs()[mask].max().item()
-    print(f"path_attn: {int(mask.sum())} frames, max |logit difference| {diff:.3g} "
-          f"(logits up to {scale:.3g})")
-    sys.exit(0 if diff <= 1e-4 else 1)
+def build(I, d, O, cfg):
+    return RecNet(I, d, O, cfg['layers'], heads(d))
 
 
 if __name__ == '__main__':
-    if len(sys.argv) == 3 and sys.argv[1] == 'vectors':
-        vectors(sys.argv[2])
-    elif len(sys.argv) == 4 and sys.argv[1] == 'check':
-        check(sys.argv[2], sys.argv[3])
-    else:
-        sys.exit('usage: mimic.py vectors OUT.json | mimic.py check CKPT DUMP')
+    mimic_common.main('path_attn', vectors, build)

@@ -9,9 +9,11 @@
 #
 #   /usr/bin/python3 mimic.py vectors OUT.json   reference of tests/unit/test_dplr*.c
 #   /usr/bin/python3 mimic.py check CKPT DUMP    a selectivbench checkpoint against the mimic
-import json, math, struct, sys
-import numpy as np
+import json, math, os, sys
 import torch, torch.nn as nn, torch.nn.functional as F
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import mimic_common  # noqa: E402
+from mimic_common import heads  # noqa: E402
 torch.set_default_dtype(torch.float32)
 
 
@@ -123,34 +125,17 @@ class RWKV7(nn.Module):
         return s.o_proj((o + bonus) * g), v_first
 
 
-class RecNet(nn.Module):
+class RecNet(mimic_common.RecNet):
     def __init__(s, I, d, O, L, H):
-        super().__init__()
-        s.encoder = nn.Linear(I, d)
-        s.norms, s.layers = nn.ModuleList(), nn.ModuleList()
-        for i in range(L):
-            s.norms.append(nn.LayerNorm(d))
-            s.layers.append(RWKV7(d, H, i, L))
-        s.decoder = nn.Linear(d, O)
+        super().__init__(I, d, O, L, lambda l: RWKV7(d, H, l, L))
 
-    def forward(s, x):
+    def forward(s, x):  # the value residual: layer 0's v goes to every later layer
         x = s.encoder(x)
         v_first = None
         for layer, norm in zip(s.layers, s.norms):
             y, v_first = layer(x, v_first)
             x = norm(x + y)
         return s.decoder(x)
-
-
-def heads(d):  # get_num_heads(d, 128) of the benchmark's utils.py
-    if d / 128 <= 4:
-        return 4
-    n = 4
-    while n <= d:
-        if d % n == 0 and d // n <= 128:
-            return n
-        n *= 2
-    raise ValueError(d)
 
 
 def set_formula_weights(net):
@@ -192,42 +177,9 @@ def vectors(path):
     print('counts', counts, 'max |logit|', float(y.abs().max()))
 
 
-def read_safetensors(path):
-    data = open(path, 'rb').read()
-    n = struct.unpack('<Q', data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    meta = header.pop('__metadata__', {})
-    out = {}
-    for name, info in header.items():
-        assert info['dtype'] == 'F32'
-        b, e = info['data_offsets']
-        out[name] = torch.from_numpy(np.frombuffer(data[8 + n + b:8 + n + e], dtype='<f4')
-                                     .reshape(info['shape']).copy())
-    return out, meta
-
-
-def check(ckpt, dump_path):
-    weights, meta = read_safetensors(ckpt)
-    dump, _ = read_safetensors(dump_path)
-    cfg = json.loads(meta['config'])
-    I = dump['inputs'].shape[-1]
-    O, d = weights['decoder.bias'].shape[0], weights['encoder.bias'].shape[0]
-    net = RecNet(I, d, O, cfg['layers'], heads(d))
-    net.load_state_dict(weights, strict=True)
-    net = net.double().eval()
-    with torch.no_grad():
-        logits = net(dump['inputs'].double())
-    mask = dump['mask'].bool()
-    diff = (logits - dump['logits'].double()).abs()[mask].max().item()
-    print(f"{cfg['model']}: {int(mask.sum())} frames, max |logit difference| {diff:.3g} "
-          f"(logits up to {dump['logits'].abs()[mask].max().item():.3g})")
-    sys.exit(0 if diff <= 1e-4 else 1)
+def build(I, d, O, cfg):
+    return RecNet(I, d, O, cfg['layers'], heads(d))
 
 
 if __name__ == '__main__':
-    if sys.argv[1] == 'vectors':
-        vectors(sys.argv[2])
-    elif sys.argv[1] == 'check':
-        check(sys.argv[2], sys.argv[3])
-    else:
-        sys.exit('usage: mimic.py vectors OUT.json | check CKPT DUMP')
+    mimic_common.main('rwkv7', vectors, build)
