@@ -73,3 +73,17 @@ def main(model, vectors, build, relative=False):
         check(model, sys.argv[2], sys.argv[3], build, relative)
     else:
         sys.exit(__doc__)
+
+
+def fixed_input(B, T, I):
+    """The vectors' input: torch.randn(B, T, I) after torch.manual_seed(1234), rounded to 6
+    digits (so that the JSON holds it exactly), in float64."""
+    torch.manual_seed(1234)
+    return torch.tensor([[[round(float(v), 6) for v in r] for r in b]
+                         for b in torch.randn(B, T, I)], dtype=torch.float32).double()
+
+
+def param_records(net):
+    """Every state_dict entry as the C tests compare it: name, shape, sum, first values."""
+    return [{'name': k, 'shape': list(t.shape), 'sum': float(t.double().sum()),
+             'first': [float(v) for v in t.flatten()[:3]]} for k, t in net.state_dict().items()]

@@ -178,8 +178,7 @@ def vectors(path):
                      dtype=torch.float64)
     torch.manual_seed(seed)
     net = RecNet(I, d, O, L, H)
-    params = [{'name': k, 'shape': list(t.shape), 'sum': float(t.double().sum()),
-               'first': [float(v) for v in t.flatten()[:3]]} for k, t in net.state_dict().items()]
+    params = mimic_common.param_records(net)
     counts = {}
     for dd in (16, 32):
         counts[str(dd)] = sum(p.numel() for p in RecNet(I, dd, O, L, heads(dd)).parameters())

@@ -86,12 +86,10 @@ def vectors(path):
     I, d, O, L, seed = 5, 16, 7, 2, 3
     H = heads(d)
     B, T = 2, 37  # crosses the op's 16-token blocks twice with a ragged tail
-    torch.manual_seed(1234)
-    x = torch.tensor([[[round(float(v), 6) for v in r] for r in b] for b in torch.randn(B, T, I)]).double()
+    x = mimic_common.fixed_input(B, T, I)
     torch.manual_seed(seed)
     net = RecNet(I, d, O, L, H)
-    params = [{'name': k, 'shape': list(t.shape), 'sum': float(t.double().sum()),
-               'first': [float(v) for v in t.flatten()[:3]]} for k, t in net.state_dict().items()]
+    params = mimic_common.param_records(net)
     counts = {str(w): sum(p.numel() for p in RecNet(I, w, O, L, heads(w)).parameters()) for w in (16, 32)}
     with torch.no_grad():
         y = net.double()(x)

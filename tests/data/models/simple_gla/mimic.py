@@ -66,13 +66,10 @@ class RecNet(mimic_common.RecNet):
 
 def vectors(path):
     I, d, O, L, H, seed, B, T = 5, 16, 7, 2, 4, 3, 2, 70  # T = 32 + 32 + 6: K1's chunks
-    torch.manual_seed(1234)
-    x = torch.tensor([[[round(float(v), 6) for v in r] for r in b] for b in torch.randn(B, T, I)],
-                     dtype=torch.float32).double()
+    x = mimic_common.fixed_input(B, T, I)
     torch.manual_seed(seed)
     net = RecNet(I, d, O, L, H)
-    params = [{'name': k, 'shape': list(t.shape), 'sum': float(t.double().sum()),
-               'first': [float(v) for v in t.flatten()[:3]]} for k, t in net.state_dict().items()]
+    params = mimic_common.param_records(net)
     count = sum(p.numel() for p in net.parameters())
     count32 = sum(p.numel() for p in RecNet(I, 32, O, L, H).parameters())
     with torch.no_grad():
