@@ -30,11 +30,34 @@
 #include "tensor/fastmath.h"
 #include "ops/causal_blocks.h"
 
+/* What both forms' backwards need (block: the blocked form's rows per block, 0 for the
+ * row-by-row form). */
 typedef struct path_ctx {
     sb_tensor *q, *k, *v, *w, *beta, *o;
     real *lse; /* [B][H][T]: log-sum-exp of every row's scaled scores */
-    int B, T, H, Dh;
+    int B, T, H, Dh, block;
 } path_ctx;
+
+/* Both forms' start: the output, and the backward's record (with the rows' log-sum-exp,
+ * *lse) when a gradient is wanted; *lse is NULL otherwise. */
+static sb_tensor *path_begin(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, sb_tensor *w,
+                             sb_tensor *beta, int block, sb_backward_fn backward, real **lse)
+{
+    SB_ASSERT(q->ndim == 4 && k->size == q->size && v->size == q->size && w->size == q->size);
+    SB_ASSERT(beta->size == (size_t)q->shape[0] * (size_t)q->shape[1] * (size_t)q->shape[2]);
+    const int B = q->shape[0], T = q->shape[1], H = q->shape[2], Dh = q->shape[3];
+    sb_tensor *o = sb_tensor_new(g, 4, q->shape);
+    o->requires_grad = q->requires_grad || k->requires_grad || v->requires_grad ||
+                       w->requires_grad || beta->requires_grad;
+    path_ctx *c = o->requires_grad ? sb_graph_record(g, backward, sizeof *c) : NULL;
+    *lse = NULL;
+    if (c != NULL) {
+        *lse = sb_graph_alloc(g, (size_t)B * (size_t)H * (size_t)T * sizeof **lse);
+        c->q = q, c->k = k, c->v = v, c->w = w, c->beta = beta, c->o = o, c->lse = *lse;
+        c->B = B, c->T = T, c->H = H, c->Dh = Dh, c->block = block;
+    }
+    return o;
+}
 
 static real dot(const real *a, const real *b, int n)
 {
@@ -161,21 +184,11 @@ static void path_ref_backward(sb_graph *g, void *ctx)
 sb_tensor *sb_path_attn_ref(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, sb_tensor *w,
                             sb_tensor *beta)
 {
-    SB_ASSERT(q->ndim == 4 && k->size == q->size && v->size == q->size && w->size == q->size);
-    SB_ASSERT(beta->size == (size_t)q->shape[0] * (size_t)q->shape[1] * (size_t)q->shape[2]);
+    real *lse;
+    sb_tensor *o = path_begin(g, q, k, v, w, beta, 0, path_ref_backward, &lse);
     const int B = q->shape[0], T = q->shape[1], H = q->shape[2], Dh = q->shape[3];
     const int ld = H * Dh;
     const real scale = 1 / sqrt((real)Dh);
-    sb_tensor *o = sb_tensor_new(g, 4, q->shape);
-    o->requires_grad = q->requires_grad || k->requires_grad || v->requires_grad ||
-                       w->requires_grad || beta->requires_grad;
-    path_ctx *c = o->requires_grad ? sb_graph_record(g, path_ref_backward, sizeof *c) : NULL;
-    real *lse = NULL;
-    if (c != NULL) {
-        lse = sb_graph_alloc(g, (size_t)B * (size_t)H * (size_t)T * sizeof *lse);
-        c->q = q, c->k = k, c->v = v, c->w = w, c->beta = beta, c->o = o, c->lse = lse;
-        c->B = B, c->T = T, c->H = H, c->Dh = Dh;
-    }
     const int threads = omp_get_max_threads();
     const size_t scratch = (size_t)T + 2 * (size_t)Dh; /* scores, walk vector, output row */
     real *work = sb_graph_alloc(g, (size_t)threads * scratch * sizeof *work);
@@ -222,12 +235,6 @@ sb_tensor *sb_path_attn_ref(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *
  * row's arithmetic is that of the plain walk above). Columns that have not joined are zero
  * and are skipped. The softmax and P V are attention.c's, on [rows, t1] probability blocks
  * (causal_blocks.c). */
-
-typedef struct pathb_ctx {
-    sb_tensor *q, *k, *v, *w, *beta, *o;
-    real *lse; /* [B][H][T] */
-    int B, T, H, Dh, block;
-} pathb_ctx;
 
 /* S[rows, t1] <- the raw scores of the block's rows (0 above the causal diagonal). With Us
  * != NULL the walk's vectors are kept: U before the score of key j at Us + j Dh QB (stride
@@ -286,7 +293,7 @@ static void pathb_scores(const path_slice *sl, int t0, int rows, int QB, real *S
 
 static void pathb_backward(sb_graph *g, void *ctx)
 {
-    pathb_ctx *c = ctx;
+    path_ctx *c = ctx;
     if (c->o->grad == NULL)
         return;
     const int B = c->B, T = c->T, H = c->H, Dh = c->Dh, ld = H * Dh, QB = c->block;
@@ -417,22 +424,12 @@ static void pathb_backward(sb_graph *g, void *ctx)
 sb_tensor *sb_path_attn(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, sb_tensor *w,
                         sb_tensor *beta, int block)
 {
-    SB_ASSERT(q->ndim == 4 && k->size == q->size && v->size == q->size && w->size == q->size);
-    SB_ASSERT(beta->size == (size_t)q->shape[0] * (size_t)q->shape[1] * (size_t)q->shape[2]);
     SB_ASSERT(block >= 1);
+    real *lse;
+    sb_tensor *o = path_begin(g, q, k, v, w, beta, block, pathb_backward, &lse);
     const int B = q->shape[0], T = q->shape[1], H = q->shape[2], Dh = q->shape[3];
     const int ld = H * Dh, QB = block;
     const real scale = 1 / sqrt((real)Dh);
-    sb_tensor *o = sb_tensor_new(g, 4, q->shape);
-    o->requires_grad = q->requires_grad || k->requires_grad || v->requires_grad ||
-                       w->requires_grad || beta->requires_grad;
-    pathb_ctx *c = o->requires_grad ? sb_graph_record(g, pathb_backward, sizeof *c) : NULL;
-    real *lse = NULL;
-    if (c != NULL) {
-        lse = sb_graph_alloc(g, (size_t)B * (size_t)H * (size_t)T * sizeof *lse);
-        c->q = q, c->k = k, c->v = v, c->w = w, c->beta = beta, c->o = o, c->lse = lse;
-        c->B = B, c->T = T, c->H = H, c->Dh = Dh, c->block = QB;
-    }
     const int threads = omp_get_max_threads();
     /* per thread: the probability block [QB, T], the walk [Dh, QB], two [QB] rows */
     const size_t scratch = (size_t)QB * (size_t)T + (size_t)Dh * (size_t)QB + 2 * (size_t)QB;
