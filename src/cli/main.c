@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/mpi_comm.h"
 
 static void print_usage(FILE *f)
 {
@@ -75,9 +76,25 @@ static int unknown_command(const char *cmd)
     return 2;
 }
 
+static int dispatch(int argc, char **argv);
+
+/* Under mpirun every rank runs this program: MPI starts before the command and ends after
+ * it (only `sweep` and `train` use the world; other commands run once per rank). */
 int main(int argc, char **argv)
 {
     ensure_passive_wait(argv);
+    char msg[256];
+    if (sb_mpi_start(msg, sizeof msg) != 0) {
+        fprintf(stderr, "selectivbench: error: %s\n", msg);
+        return 1;
+    }
+    int rc = dispatch(argc, argv);
+    sb_mpi_stop();
+    return rc;
+}
+
+static int dispatch(int argc, char **argv)
+{
     sb_cli_set_program(argv[0]);
     if (argc < 2) {
         print_usage(stderr);
