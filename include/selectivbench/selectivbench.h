@@ -556,6 +556,9 @@ typedef struct sb_result_row {
     char checkpoint[4096];   /* its weights (safetensors), or "" when it saved none; the file
                                 is named by the training hash, which runs that differ only in
                                 test settings share (task 4 evaluates task 2's weights) */
+    char host[256];          /* the machine that trained it (its last attempt), or "" */
+    int64_t rank;            /* the MPI rank that trained it in an MPI sweep, -1 otherwise */
+    int64_t world_size;      /* ranks its training was spread over (data-parallel; 1: one) */
 } sb_result_row;
 
 /* The statuses a stored run can have ("running", "finished", ...): a NULL-terminated list,

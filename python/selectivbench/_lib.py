@@ -111,7 +111,8 @@ class ResultRow(ctypes.Structure):
                 ("effective_memory", c_double), ("finished_at", ctypes.c_char * 32),
                 ("reason", ctypes.c_char * ERROR_MSG_MAX), ("flops_per_token", c_double),
                 ("state_size", c_int64), ("attempts", c_int64),
-                ("checkpoint", ctypes.c_char * PATH_MAX)]
+                ("checkpoint", ctypes.c_char * PATH_MAX), ("host", ctypes.c_char * 256),
+                ("rank", c_int64), ("world_size", c_int64)]
 
 
 class CurvePoint(ctypes.Structure):

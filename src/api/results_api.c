@@ -47,6 +47,7 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     COPY_STRING(finished_at, src->finished_at);
     COPY_STRING(reason, src->reason);
     COPY_STRING(checkpoint, src->checkpoint);
+    COPY_STRING(host, src->host);
 #undef COPY_STRING
     dst->params = src->params;
     dst->test_acc = src->metrics.test_acc;
@@ -60,6 +61,8 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     dst->flops_per_token = src->flops_per_token;
     dst->state_size = src->state_size;
     dst->attempts = src->attempts;
+    dst->rank = src->rank;
+    dst->world_size = src->world_size;
 }
 
 /* The stored row of the run with this hash (cleared with sb_results_run_row_clear);

@@ -246,12 +246,58 @@ static void test_wal_mode(void **state)
     sb_results_close(db);
 }
 
+/* Where a run ran: a new run has no rank and the world size it was begun with; the MPI
+ * coordinator's placement sets host, rank and attempts; an unknown hash is refused; a new
+ * attempt forgets the rank (the coordinator sets it again) and counts itself. */
+static void test_placement(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_run_info run = run_info("h-placed", "gru");
+    run.world_size = 2;
+    begin_ok(db, &run);
+    sb_run_row row;
+    int found = 0;
+    sb_error err = {0};
+    assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
+    assert_true(found);
+    assert_int_equal(row.rank, -1);
+    assert_int_equal(row.world_size, 2);
+    assert_string_equal(row.host, "worker-1");
+    sb_results_run_row_clear(&row);
+
+    assert_int_equal(sb_results_set_placement(db, "h-placed", "node-7", 3, 5, &err), SB_OK);
+    assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
+    assert_int_equal(row.rank, 3);
+    assert_int_equal(row.attempts, 5);
+    assert_string_equal(row.host, "node-7");
+    sb_results_run_row_clear(&row);
+    /* NULL host keeps the stored one */
+    assert_int_equal(sb_results_set_placement(db, "h-placed", NULL, 1, 6, &err), SB_OK);
+    assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
+    assert_string_equal(row.host, "node-7");
+    assert_int_equal(row.rank, 1);
+    sb_results_run_row_clear(&row);
+
+    assert_int_equal(sb_results_set_placement(db, "h-nowhere", "x", 1, 1, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "h-nowhere"));
+
+    run.world_size = 0; /* unset: one rank */
+    begin_ok(db, &run);
+    assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
+    assert_int_equal(row.rank, -1);
+    assert_int_equal(row.attempts, 7);
+    assert_int_equal(row.world_size, 1);
+    sb_results_run_row_clear(&row);
+    sb_results_close(db);
+}
+
 static void test_schema_version(void **state)
 {
     fixture *fx = *state;
     sb_results_close(open_ok(fx->path));
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "3");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "4");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'application'", "selectivbench");
     /* a new file's runs table takes 'interrupted' and has its index */
     assert_raw_text(raw,
@@ -877,7 +923,7 @@ static void test_newer_schema_refused(void **state)
     assert_null(db);
     assert_non_null(strstr(err.msg, fx->path));
     assert_non_null(strstr(err.msg, "schema_version 99"));
-    assert_non_null(strstr(err.msg, "schema_version 3 "));
+    assert_non_null(strstr(err.msg, "schema_version 4 "));
 
     unsigned char *after = read_file(fx->path, &n_after);
     assert_int_equal(n_after, n_before);
@@ -1479,11 +1525,11 @@ static void test_migrate_v1(void **state)
     free(after);
     free(before);
 
-    /* a writable connection upgrades it (through version 2 to 3) */
+    /* a writable connection upgrades it (through versions 2 and 3 to 4) */
     db = open_ok(fx->path);
     sb_results_close(db);
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "3");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "4");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'created_at'",
                     "2025-01-31T12:00:00.000Z");
     assert_raw_text(raw,
@@ -1580,7 +1626,7 @@ static void test_migrate_v2(void **state)
     db = open_ok(fx->path);
     sb_results_close(db);
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "3");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "4");
     assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_new'", "0");
     assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_model'", "1");
     assert_raw_text(raw,
@@ -1591,6 +1637,9 @@ static void test_migrate_v2(void **state)
                     "1 gru finished 2 0.75 3.5 - -; "
                     "7 gla failed 1 - - ck/h-failed.safetensors killed by signal 15");
     assert_raw_text(raw, "SELECT hash FROM runs WHERE id = 7", "h-failed");
+    /* upgrade 4: no rank, one rank's training, for the runs already there */
+    assert_raw_text(raw, "SELECT group_concat(coalesce(rank, '-') || ' ' || world_size, '; ') "
+                         "FROM runs", "- 1; - 1");
     assert_raw_text(raw,
                     "SELECT group_concat(run_id || ':' || step || ':' || split, ' ') FROM "
                     "(SELECT * FROM evaluations ORDER BY run_id, step, split)",
@@ -1635,7 +1684,7 @@ static void test_migrate_refused(void **state)
     assert_int_equal(sb_results_open(fx->path, &db, &err), SB_ERR_IO);
     assert_null(db);
     assert_non_null(strstr(err.msg, fx->path));
-    assert_non_null(strstr(err.msg, "cannot upgrade the schema from version 1 to 3"));
+    assert_non_null(strstr(err.msg, "cannot upgrade the schema from version 1 to 4"));
     unsigned char *after = read_file(fx->path, &n_after);
     assert_int_equal(n_after, n_before);
     assert_memory_equal(after, before, n_before);
@@ -1805,6 +1854,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_close_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_placement, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finished_run_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unfinished_run_reset, setup, teardown),
