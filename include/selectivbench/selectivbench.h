@@ -662,6 +662,22 @@ typedef void (*sb_results_conflict_fn)(const char *run_hash, const char *model,
 sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merge_tally *tally,
                            sb_results_conflict_fn on_conflict, void *user, sb_error *err);
 
+/* For a sweep's coordinator, the one writer of its database while workers train elsewhere
+ * (an MPI sweep, docs/cluster.md):
+ * sb_results_extract_run writes a new database at dst_path holding only run `hash` of db
+ * (row, evaluations, cached ceilings; *found: db had it): what a worker needs to continue
+ * the run. sb_results_take_run copies run `hash` of the database at src_path into db,
+ * replacing db's row whatever the two statuses (*found: the source had it).
+ * sb_results_set_placement records where it ran: host (NULL keeps the stored one), the MPI
+ * rank, and the attempts in all. Errors: SB_ERR_INVALID (dst_path exists; no such run for
+ * set_placement), those of sb_results_open and sb_results_merge. */
+sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path,
+                                 int *found, sb_error *err);
+sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash,
+                              int *found, sb_error *err);
+sb_status sb_results_set_placement(sb_results *db, const char *hash, const char *host,
+                                   int64_t rank, int64_t attempts, sb_error *err);
+
 /* Records in the database at db_path a run of cfg trained elsewhere (e.g. by
  * sb_train_config in memory), with outcome's status, reason and metrics, and its
  * yardsticks (the task's ceiling is computed once per task and cached in the database).
@@ -815,6 +831,12 @@ typedef struct sb_sweep_cost {
  * being built. Nothing is trained or timed. Errors: those of building a task, SB_ERR_NOMEM. */
 sb_status sb_sweep_estimate_cost(const sb_sweep *s, const sb_sweep_selection *sel,
                                  sb_sweep_cost *out, sb_error *err);
+
+/* Each run's training FLOPs as sb_sweep_estimate_cost counts them: run_flops[i] for the
+ * i-th run of sel (sb_sweep_selection_size entries; 0 for a refused or excluded run), to
+ * order runs by cost. Errors: those of sb_sweep_estimate_cost. */
+sb_status sb_sweep_run_flops(const sb_sweep *s, const sb_sweep_selection *sel, double *run_flops,
+                             sb_error *err);
 
 /* Whether the grid has a parameter of this name. */
 int sb_sweep_has_param(const sb_sweep *s, const char *name);

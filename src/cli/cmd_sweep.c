@@ -28,6 +28,8 @@
 #include "cli/signals.h"
 #include "cli/sweep_slurm.h"
 #include "cli/sweep_view.h"
+#include "cli/mpi_comm.h"
+#include "cli/sweep_mpi.h"
 #include "selectivbench/selectivbench.h"
 
 #define SWEEP_MAX_FILTERS 16
@@ -550,9 +552,21 @@ int sb_cmd_sweep(int argc, char **argv)
                             .checkpoint_every = o.checkpoint_every, .filters = o.filters,
                             .n_filters = o.n_filters};
         rc = sb_cli_sweep_slurm(&job);
-    } else if (o.hashes || o.dry_run)
-        rc = sweep_list(s, sel, &o);
-    else
+    } else if (o.hashes || o.dry_run) {
+        rc = sb_mpi_rank() == 0 ? sweep_list(s, sel, &o) : 0;
+    } else if (sb_mpi_size() > 1) {
+        /* under mpirun: rank 0 coordinates and writes the database, the others train */
+        char db[4096];
+        if (o.db == NULL && sb_results_path(o.results, db, sizeof db, &err) != SB_OK)
+            rc = sb_cli_fail("sweep", &err);
+        else {
+            sb_mpi_sweep job = {.sweep = s, .sel = sel, .label = o.file, .results = o.results,
+                                .db = o.db != NULL ? o.db : db, .threads = o.threads,
+                                .checkpoint_every_s = 60.0 * o.checkpoint_every,
+                                .quiet = o.quiet};
+            rc = sb_cli_sweep_mpi(&job);
+        }
+    } else
         rc = sweep_execute(s, sel, &o);
     sb_sweep_selection_free(sel);
     sb_sweep_free(s);

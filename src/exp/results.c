@@ -1503,11 +1503,13 @@ static sb_status merge_copy_run(sb_results *r, const char *cols, const merge_act
     return results_exec_stmt(r, st, rc, err, "cannot copy the evaluations of run %s", a->hash);
 }
 
-/* Reads the source's runs against ours and decides, run by run; conflicts go to the
- * callback. *actions (malloc'd) lists the runs to copy. */
-static sb_status merge_plan(sb_results *r, const char *src_path, sb_results_merge_tally *t,
-                            sb_results_conflict_fn on_conflict, void *user,
-                            merge_action **actions, size_t *n_actions, sb_error *err)
+/* Reads the source's runs (only run only_hash when it is not NULL) against ours and decides,
+ * run by run; conflicts go to the callback. With take, the source's row wins whatever its
+ * status (a coordinator taking back the attempt it handed out). *actions (malloc'd) lists
+ * the runs to copy. */
+static sb_status merge_plan(sb_results *r, const char *src_path, const char *only_hash, int take,
+                            sb_results_merge_tally *t, sb_results_conflict_fn on_conflict,
+                            void *user, merge_action **actions, size_t *n_actions, sb_error *err)
 {
     *actions = NULL;
     *n_actions = 0;
@@ -1515,8 +1517,10 @@ static sb_status merge_plan(sb_results *r, const char *src_path, sb_results_merg
     int rc = sqlite3_prepare_v2(r->db,
                                 "SELECT s.hash, s.model, s.status, s.test_acc, s.test_loss, "
                                 "m.status, m.test_acc, m.test_loss FROM src.runs s LEFT JOIN "
-                                "main.runs m ON m.hash = s.hash ORDER BY s.id",
+                                "main.runs m ON m.hash = s.hash WHERE ?1 IS NULL OR s.hash = ?1 "
+                                "ORDER BY s.id",
                                 -1, &st, NULL);
+    rc = results_bind_text(rc, st, 1, only_hash);
     size_t cap = 0;
     merge_action *list = NULL;
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1533,7 +1537,7 @@ static sb_status merge_plan(sb_results *r, const char *src_path, sb_results_merg
         if (ours == NULL) {
             copy = 1;
             t->added++;
-        } else if (merge_rank(theirs) > merge_rank(ours)) {
+        } else if (take || merge_rank(theirs) > merge_rank(ours)) {
             copy = replace = 1;
             t->replaced++;
         } else if (merge_rank(theirs) == 3 && merge_rank(ours) == 3 &&
@@ -1582,8 +1586,11 @@ static sb_status merge_plan(sb_results *r, const char *src_path, sb_results_merg
     return SB_OK;
 }
 
-sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merge_tally *tally,
-                           sb_results_conflict_fn on_conflict, void *user, sb_error *err)
+/* sb_results_merge, of one run only when only_hash is not NULL, the source winning with take. */
+static sb_status results_merge_from(sb_results *db, const char *src_path, const char *only_hash,
+                                    int take, sb_results_merge_tally *tally,
+                                    sb_results_conflict_fn on_conflict, void *user,
+                                    sb_error *err)
 {
     SB_ASSERT(db != NULL && src_path != NULL && tally != NULL);
     memset(tally, 0, sizeof *tally);
@@ -1623,7 +1630,8 @@ sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merg
     size_t n_actions = 0;
     status = results_tx_begin(db, err);
     if (status == SB_OK) {
-        status = merge_plan(db, src_path, tally, on_conflict, user, &actions, &n_actions, err);
+        status = merge_plan(db, src_path, only_hash, take, tally, on_conflict, user, &actions,
+                            &n_actions, err);
         for (size_t i = 0; status == SB_OK && i < n_actions; i++)
             status = merge_copy_run(db, cols, &actions[i], err);
         if (status == SB_OK) { /* the cached ceilings: the same hash is the same ceiling */
@@ -1643,5 +1651,39 @@ sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merg
     (void)sqlite3_exec(db->db, "DETACH DATABASE src", NULL, NULL, NULL);
     if (status != SB_OK)
         memset(tally, 0, sizeof *tally);
+    return status;
+}
+
+sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merge_tally *tally,
+                           sb_results_conflict_fn on_conflict, void *user, sb_error *err)
+{
+    return results_merge_from(db, src_path, NULL, 0, tally, on_conflict, user, err);
+}
+
+sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash,
+                              int *found, sb_error *err)
+{
+    SB_ASSERT(hash != NULL && found != NULL);
+    sb_results_merge_tally t;
+    sb_status status = results_merge_from(db, src_path, hash, 1, &t, NULL, NULL, err);
+    *found = status == SB_OK && t.added + t.replaced > 0;
+    return status;
+}
+
+sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path,
+                                 int *found, sb_error *err)
+{
+    SB_ASSERT(db != NULL && hash != NULL && dst_path != NULL && found != NULL);
+    *found = 0;
+    struct stat there;
+    if (stat(dst_path, &there) == 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "'%s' exists; a run is extracted into a new file only", dst_path);
+    sb_results *dst = NULL;
+    sb_status status = sb_results_open(dst_path, &dst, err);
+    if (status != SB_OK)
+        return status;
+    status = sb_results_take_run(dst, db->path, hash, found, err);
+    sb_results_close(dst);
     return status;
 }

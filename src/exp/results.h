@@ -192,6 +192,20 @@ sb_status sb_results_mark_interrupted(sb_results *db, int64_t run_id, int64_t at
 sb_status sb_results_set_placement(sb_results *db, const char *hash, const char *host,
                                    int64_t rank, int64_t attempts, sb_error *err);
 
+/* Copies run `hash` (row, evaluations) of the results database at src_path into db,
+ * replacing db's row of that hash whatever the two statuses (a coordinator taking back the
+ * attempt it handed out; sb_results_merge decides by how far along each is), with the
+ * cached ceilings. *found: the source had the run. Errors: those of sb_results_merge. */
+sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash,
+                              int *found, sb_error *err);
+
+/* Writes a new results database at dst_path holding only run `hash` of db (its row and
+ * evaluations) and db's cached ceilings: what a worker on another machine needs to continue
+ * the run. *found: db had the run (dst_path is created either way). Errors: SB_ERR_INVALID
+ * when dst_path exists; those of sb_results_open and sb_results_merge. */
+sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path,
+                                 int *found, sb_error *err);
+
 /* Deletes the run with this hash and its evaluations (to train a finished run again);
  * *deleted is 1 if it existed. Errors: SB_ERR_IO on a write failure. */
 sb_status sb_results_delete_run(sb_results *db, const char *hash, int *deleted, sb_error *err);
