@@ -1758,6 +1758,60 @@ static void assert_status_acc(sb_results *db, const char *hash, const char *stat
 /* results merge: added, replaced (further along there), the same, kept (further along
  * here), a conflict (ended differently in both) reported and ours kept; evaluations and
  * cached ceilings copied; a second merge changes nothing; refusals. */
+/* A coordinator's round trip: sb_results_extract_run writes a new file with one run (its
+ * evaluations and the cached ceilings) and refuses an existing file; sb_results_take_run
+ * puts the worker's attempt back over ours whatever the statuses (a failed retry replaces
+ * an interrupted row), touching no other run. */
+static void test_extract_take(void **state)
+{
+    fixture *fx = *state;
+    char seed[700];
+    snprintf(seed, sizeof seed, "%s/seed.db", fx->dir);
+    sb_results *db = open_ok(fx->path);
+    run_ended(db, "h-a", "interrupted", 0.25, 2);
+    run_ended(db, "h-b", "finished", 0.5, 3);
+    sb_error err = {0};
+    sb_ceiling c = sample_ceiling(0.875);
+    if (sb_results_put_ceiling(db, "0123456789abcdef", "{\"vocab\": 9}", &c, &err) != SB_OK)
+        fail_msg("put_ceiling: %s", err.msg);
+    int found = 0;
+    if (sb_results_extract_run(db, "h-a", seed, &found, &err) != SB_OK)
+        fail_msg("extract: %s", err.msg);
+    assert_true(found);
+    assert_int_equal(sb_results_extract_run(db, "h-a", seed, &found, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "exists"));
+
+    sb_results *w = open_ok(seed);
+    size_t n = 0;
+    assert_int_equal(sb_results_count(w, NULL, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    assert_status_acc(w, "h-a", "interrupted", 0.25);
+    assert_int_equal(evals_of(w, "h-a"), 2);
+    sb_ceiling back;
+    int cached = 0;
+    assert_int_equal(sb_results_get_ceiling(w, "0123456789abcdef", &back, &cached, &err), SB_OK);
+    assert_true(cached);
+    /* the worker's attempt: the row ends failed, with one evaluation */
+    sb_results_close(w);
+    remove(seed);
+    w = open_ok(seed);
+    run_ended(w, "h-a", "failed", 0.125, 1);
+    sb_results_close(w);
+
+    if (sb_results_take_run(db, seed, "h-a", &found, &err) != SB_OK)
+        fail_msg("take: %s", err.msg);
+    assert_true(found);
+    assert_status_acc(db, "h-a", "failed", 0.125);
+    assert_int_equal(evals_of(db, "h-a"), 1);
+    assert_status_acc(db, "h-b", "finished", 0.5);
+    assert_int_equal(evals_of(db, "h-b"), 3);
+    if (sb_results_take_run(db, seed, "h-b", &found, &err) != SB_OK)
+        fail_msg("take of a run the source lacks: %s", err.msg);
+    assert_false(found);
+    assert_status_acc(db, "h-b", "finished", 0.5);
+    sb_results_close(db);
+}
+
 static void test_merge(void **state)
 {
     fixture *fx = *state;
@@ -1855,6 +1909,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wal_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_placement, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extract_take, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finished_run_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unfinished_run_reset, setup, teardown),
