@@ -1412,6 +1412,15 @@ typedef struct sb_report_outcome {
 sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_outcome *out,
                           sb_error *err);
 
+/* sb_report_write of the runs matching every filter ("KEY=VALUE", as
+ * sb_results_config_matches reads them; n_filters 0: every run), and with x_key (a
+ * configuration key such as dataset_size or train_seqlen_max: a scale study) one figure of
+ * every run against that key instead of the paper's figures (NULL: the paper's). Errors:
+ * those of sb_report_write; SB_ERR_INVALID for an unknown x_key. */
+sb_status sb_report_write_by(const char *db_path, const char *out_dir, const char *x_key,
+                             const char *const *filters, int n_filters, sb_report_outcome *out,
+                             sb_error *err);
+
 /* The same, but the database is only read, even when it is writable: yardsticks missing
  * from it are computed for the figures and not stored. For viewers that must never write a
  * database a sweep may be filling (`selectivbench serve`). Errors: those of sb_report_write. */

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1686,4 +1687,36 @@ sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *d
     status = sb_results_take_run(dst, db->path, hash, found, err);
     sb_results_close(dst);
     return status;
+}
+
+int sb_results_config_matches(const char *config_json, const char *filter)
+{
+    if (config_json == NULL || filter == NULL)
+        return 0;
+    const char *eq = strchr(filter, '=');
+    if (eq == NULL || eq == filter || eq - filter >= 128)
+        return 0;
+    char key[128];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
+    const char *want = eq + 1;
+    json_t *config = json_loads(config_json, 0, NULL);
+    json_t *v = config != NULL ? json_object_get(config, key) : NULL;
+    int match = 0;
+    if (v == NULL)
+        match = 0;
+    else if (json_is_string(v))
+        match = strcmp(json_string_value(v), want) == 0;
+    else if (json_is_number(v)) {
+        char *end;
+        double w = strtod(want, &end);
+        match = end != want && *end == '\0' && json_number_value(v) == w;
+    } else if (json_is_boolean(v))
+        match = json_is_true(v) ? strcmp(want, "True") == 0 || strcmp(want, "true") == 0 ||
+                                      strcmp(want, "1") == 0
+                                : strcmp(want, "False") == 0 || strcmp(want, "false") == 0 ||
+                                      strcmp(want, "0") == 0;
+    else if (json_is_null(v))
+        match = strcmp(want, "null") == 0 || strcmp(want, "None") == 0;
+    json_decref(config);
+    return match;
 }

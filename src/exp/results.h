@@ -286,4 +286,9 @@ void sb_results_run_row_clear(sb_run_row *row);
 /* Frees an array of n rows from sb_results_list_runs (NULL is allowed). */
 void sb_results_run_rows_free(sb_run_row *rows, size_t n);
 
+/* Whether the stored configuration (JSON text) has KEY = VALUE for filter "KEY=VALUE":
+ * numbers compare as numbers, booleans as True/False/1/0, null as null/None. 0 for a
+ * missing key, a malformed filter or unreadable JSON. (Public: the API's header.) */
+int sb_results_config_matches(const char *config_json, const char *filter);
+
 #endif
