@@ -37,7 +37,7 @@ static void put_quoted(FILE *f, const char *s)
 }
 
 /* Slurm's --time in seconds, in its own forms: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or
- * D-HH:MM:SS (0 for no limit); -1 for anything else, which sbatch would refuse only at
+ * D-HH:MM:SS, or D- (0 for no limit); -1 for anything else, which sbatch would refuse only at
  * submission ("Invalid --time specification"). */
 static long long time_seconds(const char *t)
 {
@@ -54,6 +54,8 @@ static long long time_seconds(const char *t)
             days = 10 * days + (*c - '0');
         }
         c = dash + 1;
+        if (*c == '\0') /* "D-": D days */
+            return 86400 * days;
     }
     for (;;) {
         if (*c < '0' || *c > '9' || n == 3)
