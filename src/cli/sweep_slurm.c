@@ -3,11 +3,13 @@
  * One array task per shard: task i runs `sweep FILE --shard i/N` into its own results folder
  * DIR/shard-i (one SQLite writer per file, never several machines on one database), and
  * `results merge` joins the folders at the end. Time limits: Slurm signals the batch shell
- * with SIGUSR1 ahead of --time (--signal=B:USR1@120); the script passes it to the sweep, whose
- * runs checkpoint and stop (exit 75), and the script requeues its own task, which resumes
- * them. Only USR1 is passed on: at the limit itself Slurm sends SIGTERM to every process of
- * the job, the sweep included, and a second signal would make it quit without its
- * checkpoints. */
+ * with SIGUSR1 ahead of --time (--signal=B:USR1@120, less for a limit under ten minutes); the
+ * script asks the sweep to stop with one SIGTERM, its runs checkpoint and stop (exit 75), and
+ * the script requeues its own task, which resumes them. The sweep runs with SIGUSR1 ignored:
+ * Slurm may signal every process of the job (scancel --full), and a second stop request
+ * would make the sweep quit without its checkpoints. At the limit itself Slurm sends SIGTERM
+ * to every process, by then stopped. Checked on a real Slurm by
+ * tests/cluster/test_slurm_real.sh. */
 #include "cli/sweep_slurm.h"
 
 #include <errno.h>
@@ -34,20 +36,62 @@ static void put_quoted(FILE *f, const char *s)
     fputc('\'', f);
 }
 
-/* Slurm's --time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS; checked loosely
- * (digits, ':' and one '-'), Slurm checks the rest. */
-static int time_ok(const char *t)
+/* Slurm's --time in seconds, in its own forms: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or
+ * D-HH:MM:SS, or D- (0 for no limit); -1 for anything else, which sbatch would refuse only at
+ * submission ("Invalid --time specification"). */
+static long long time_seconds(const char *t)
 {
-    int dashes = 0, digits = 0;
-    for (const char *c = t; *c != '\0'; c++) {
-        if (*c >= '0' && *c <= '9')
-            digits++;
-        else if (*c == '-')
-            dashes++;
-        else if (*c != ':')
-            return 0;
+    long long days = 0, field[3];
+    int n = 0;
+    const char *c = t;
+    const char *dash = strchr(t, '-');
+    if (dash != NULL) {
+        if (dash == t)
+            return -1;
+        for (; c < dash; c++) {
+            if (*c < '0' || *c > '9' || days > 100000)
+                return -1;
+            days = 10 * days + (*c - '0');
+        }
+        c = dash + 1;
+        if (*c == '\0') /* "D-": D days */
+            return 86400 * days;
     }
-    return digits > 0 && dashes <= 1 && t[0] != '-' && t[0] != ':';
+    for (;;) {
+        if (*c < '0' || *c > '9' || n == 3)
+            return -1;
+        field[n] = 0;
+        for (; *c >= '0' && *c <= '9'; c++) {
+            if (field[n] > 1000000)
+                return -1;
+            field[n] = 10 * field[n] + (*c - '0');
+        }
+        n++;
+        if (*c == '\0')
+            break;
+        if (*c != ':')
+            return -1;
+        c++;
+    }
+    if (dash != NULL) /* D-HH[:MM[:SS]] */
+        return 86400 * days + 3600 * field[0] + (n > 1 ? 60 * field[1] : 0) +
+               (n > 2 ? field[2] : 0);
+    if (n == 1) /* minutes */
+        return 60 * field[0];
+    if (n == 2) /* MM:SS */
+        return 60 * field[0] + field[1];
+    return 3600 * field[0] + 60 * field[1] + field[2];
+}
+
+/* How long before the time limit Slurm warns the script: two minutes, time enough for every
+ * run to finish its update and write its checkpoint; a fifth of a limit under ten minutes,
+ * else the warning would come with the start (Slurm looks at time limits about every 30 s,
+ * and may warn up to a minute early). */
+static long long warning_seconds(long long limit)
+{
+    if (limit == 0 || limit >= 600)
+        return 120;
+    return limit / 5 > 10 ? limit / 5 : 10;
 }
 
 /* One error line naming the flag and its value. */
@@ -61,8 +105,11 @@ static int fail_flag(const char *flag, const char *value, const char *what)
 int sb_cli_sweep_slurm(const sb_slurm_job *job)
 {
     sb_error err = {0};
-    if (!time_ok(job->time))
-        return fail_flag("--time", job->time, "give HH:MM:SS (or D-HH:MM:SS, or minutes)");
+    const long long limit = time_seconds(job->time);
+    if (limit < 0)
+        return fail_flag("--time", job->time,
+                         "give HH:MM:SS (or MM:SS, minutes, D-HH, D-HH:MM, D-HH:MM:SS)");
+    const long long warning = warning_seconds(limit);
     if (job->partition != NULL && (job->partition[0] == '\0' || strpbrk(job->partition, " \t\n'\"\\$`") != NULL))
         return fail_flag("--partition", job->partition, "give a partition name (no spaces or quotes)");
     if (job->runs < 1) {
@@ -127,11 +174,12 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
     fprintf(f, "# When it is done:  %s results merge %s/shard-* --db %s/all/selectivbench.db\n",
             exe, dir, dir);
     fprintf(f, "#                   %s report --results %s/all\n", exe, dir);
-    fprintf(f, "# Time limits: Slurm sends SIGUSR1 to this script 120 s before --time; it passes "
-               "it on,\n# every run writes its checkpoint, the sweep exits 75 and the task "
-               "requeues itself:\n# the next start resumes the runs where they stopped. "
-               "--checkpoint_every bounds what\n# a lost node costs. A task that ends for "
-               "good (exit 0, or 1 with failed runs) is not requeued.\n");
+    fprintf(f, "# Time limits: Slurm sends SIGUSR1 to this script %lld s before --time; it "
+               "asks the\n# sweep to stop, every run writes its checkpoint, the sweep exits 75 "
+               "and the task\n# requeues itself: the next start resumes the runs where they "
+               "stopped.\n# --checkpoint_every bounds what a lost node costs. A task that ends "
+               "for good\n# (exit 0, or 1 with failed runs) is not requeued.\n",
+            warning);
     fprintf(f, "#SBATCH --job-name=sb-%.40s\n", base);
     fprintf(f, "#SBATCH --array=0-%lld\n", (long long)array - 1);
     fprintf(f, "#SBATCH --ntasks=1\n");
@@ -141,11 +189,20 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
         fprintf(f, "#SBATCH --partition=%s\n", job->partition);
     fprintf(f, "#SBATCH --output=%s/slurm-%%A_%%a.out\n", logs);
     fprintf(f, "#SBATCH --open-mode=append\n");
-    fprintf(f, "#SBATCH --signal=B:USR1@120\n");
+    fprintf(f, "#SBATCH --signal=B:USR1@%lld\n", warning);
     fprintf(f, "#SBATCH --requeue\n");
     fprintf(f, "set -u\n");
     fprintf(f, "shard=${SLURM_ARRAY_TASK_ID:?submit this script with sbatch (or set "
                "SLURM_ARRAY_TASK_ID to run one shard by hand)}\n");
+    /* Why USR1 is ignored: `scancel --full --signal=USR1` (or a --signal without B:) sends
+     * it to every process of the job, and with the script's own message the sweep would get
+     * two stop requests, the second of which quits at once, without the checkpoints. */
+    fprintf(f, "# The sweep (and its workers) ignore SIGUSR1: Slurm's warning reaches them "
+               "once, as\n# the SIGTERM the trap below sends, even when Slurm signals every "
+               "process of the job\n# (a second stop request would make the sweep quit "
+               "without its checkpoints).\n");
+    fprintf(f, "trap '' USR1\n");
+    fprintf(f, "( exec ");
     put_quoted(f, exe);
     fprintf(f, " sweep ");
     put_quoted(f, file);
@@ -159,16 +216,23 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
     }
     fprintf(f, " \\\n  --results ");
     put_quoted(f, dir);
-    fprintf(f, "/shard-\"$shard\" &\n");
+    fprintf(f, "/shard-\"$shard\" ) &\n");
     fprintf(f, "pid=$!\n");
-    fprintf(f, "# pass Slurm's warning on; a wait cut short by the trap is waited again\n");
-    fprintf(f, "trap 'kill -USR1 \"$pid\" 2>/dev/null' USR1\n");
-    fprintf(f, "while :; do\n  wait \"$pid\"\n  rc=$?\n  kill -0 \"$pid\" 2>/dev/null || "
-               "break\ndone\n");
+    fprintf(f, "trap 'kill -TERM \"$pid\" 2>/dev/null' USR1\n");
+    /* the loop alone would keep the 138 of a wait that the trap cut short just as the
+     * sweep ended */
+    fprintf(f, "# a signal cuts `wait` short (status 128+n): wait until the sweep has ended, "
+               "then once\n# more for its own exit status (bash keeps it)\n");
+    fprintf(f, "while kill -0 \"$pid\" 2>/dev/null; do\n  wait \"$pid\"\ndone\n");
+    fprintf(f, "wait \"$pid\"\nrc=$?\n");
     fprintf(f, "if [ \"$rc\" -eq 75 ] && [ -n \"${SLURM_ARRAY_JOB_ID:-}\" ]; then\n");
     fprintf(f, "  echo \"selectivbench: shard $shard stopped with its checkpoints; requeueing "
                "it\"\n");
-    fprintf(f, "  scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${shard}\"\n");
+    fprintf(f, "  scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${shard}\" ||\n");
+    fprintf(f, "    echo \"selectivbench: scontrol requeue failed; resume the shard with: "
+               "sbatch --array=$shard\" ");
+    put_quoted(f, script);
+    fprintf(f, "\n");
     fprintf(f, "fi\n");
     fprintf(f, "exit \"$rc\"\n");
     int bad = ferror(f);
@@ -178,9 +242,9 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
     }
     chmod(script, 0755);
     printf("wrote %s: %lld runs in %lld array tasks of %d cpus (%d workers x %d threads), "
-           "--time %s\n",
+           "--time %s, warned %lld s before\n",
            script, (long long)job->runs, (long long)array, job->cpus_per_task, workers, threads,
-           job->time);
+           job->time, warning);
     printf("submit it with:\n  sbatch %s\nthen merge the shards:\n  %s results merge "
            "%s/shard-* --db %s/all/selectivbench.db\n",
            script, exe, dir, dir);
