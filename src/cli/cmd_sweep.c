@@ -39,7 +39,7 @@ typedef struct sweep_flags {
     int dry_run, hashes, workers, threads, limit, quiet;
     double checkpoint_every; /* minutes */
     const char *slurm, *slurm_time, *partition; /* --slurm DIR: write an sbatch script */
-    int array, cpus_per_task;
+    int array, cpus_per_task, mpi, ranks;
     const char *db, *results;
     const char *shard;
     const char *filters[SWEEP_MAX_FILTERS];
@@ -109,6 +109,11 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
          "with --slurm: each task's time limit (default 24:00:00)", 0},
         {"partition", SB_OPT_STRING, &o->partition, 0, 0, NULL, "P",
          "with --slurm: the partition (default: the cluster's)", 0},
+        {"mpi", SB_OPT_SWITCH, &o->mpi, 0, 1, NULL, NULL,
+         "with --slurm: one MPI job (mpirun; rank 0 coordinates, the others train) instead of "
+         "a job array (default: an array)", 0},
+        {"ranks", SB_OPT_INT, &o->ranks, 2, 1000000, NULL, "N",
+         "with --slurm --mpi: MPI ranks, the coordinator included (default min(runs, 16) + 1)", 0},
         {"cpus_per_task", SB_OPT_INT, &o->cpus_per_task, 1, 4096, NULL, "C",
          "with --slurm: cores per task (default 4; threads per run = C / workers)", 0},
     };
@@ -550,7 +555,7 @@ int sb_cmd_sweep(int argc, char **argv)
                             .cpus_per_task = o.cpus_per_task > 0 ? o.cpus_per_task : 4,
                             .workers = o.workers, .threads = o.threads,
                             .checkpoint_every = o.checkpoint_every, .filters = o.filters,
-                            .n_filters = o.n_filters};
+                            .n_filters = o.n_filters, .mpi = o.mpi, .ranks = o.ranks};
         rc = sb_cli_sweep_slurm(&job);
     } else if (o.hashes || o.dry_run) {
         rc = sb_mpi_rank() == 0 ? sweep_list(s, sel, &o) : 0;

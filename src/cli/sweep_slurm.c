@@ -102,6 +102,55 @@ static int fail_flag(const char *flag, const char *value, const char *what)
     return sb_cli_fail("sweep", &err);
 }
 
+/* The body of the MPI form: one job of `ranks` tasks; mpirun (which reads Slurm's
+ * allocation) starts the sweep on every rank, rank 0 coordinating into DIR/results. */
+static void write_mpi_body(FILE *f, const sb_slurm_job *job, const char *exe, const char *file,
+                           const char *dir, const char *script, int ranks, int threads,
+                           long long warning)
+{
+    fprintf(f, "#SBATCH --ntasks=%d\n", ranks);
+    fprintf(f, "#SBATCH --cpus-per-task=%d\n", job->cpus_per_task);
+    fprintf(f, "#SBATCH --time=%s\n", job->time);
+    if (job->partition != NULL)
+        fprintf(f, "#SBATCH --partition=%s\n", job->partition);
+    fprintf(f, "#SBATCH --output=%s/logs/slurm-%%j.out\n", dir);
+    fprintf(f, "#SBATCH --open-mode=append\n");
+    fprintf(f, "#SBATCH --signal=B:USR1@%lld\n", warning);
+    fprintf(f, "#SBATCH --requeue\n");
+    fprintf(f, "set -u\n");
+    fprintf(f, "# mpirun passes SIGUSR1 on to every rank: each run stops at its next update "
+               "with its\n# checkpoint, rank 0 records them and the sweep exits 75. (Signal "
+               "the batch shell\n# only: `scancel --batch --signal=USR1`; --full would signal "
+               "the runs twice.)\n");
+    fprintf(f, "( exec mpirun -np \"${SLURM_NTASKS:-%d}\" ", ranks);
+    put_quoted(f, exe);
+    fprintf(f, " sweep ");
+    put_quoted(f, file);
+    fprintf(f, " --threads %d", threads);
+    if (job->checkpoint_every > 0)
+        fprintf(f, " --checkpoint_every %.17g", job->checkpoint_every);
+    for (int i = 0; i < job->n_filters; i++) {
+        fprintf(f, " --filter ");
+        put_quoted(f, job->filters[i]);
+    }
+    fprintf(f, " \\\n  --results ");
+    put_quoted(f, dir);
+    fprintf(f, "/results ) &\n");
+    fprintf(f, "pid=$!\n");
+    fprintf(f, "trap 'kill -USR1 \"$pid\" 2>/dev/null' USR1\n");
+    fprintf(f, "while kill -0 \"$pid\" 2>/dev/null; do\n  wait \"$pid\"\ndone\n");
+    fprintf(f, "wait \"$pid\"\nrc=$?\n");
+    fprintf(f, "if [ \"$rc\" -eq 75 ] && [ -n \"${SLURM_JOB_ID:-}\" ]; then\n");
+    fprintf(f, "  echo \"selectivbench: the sweep stopped with its checkpoints; requeueing the "
+               "job\"\n");
+    fprintf(f, "  scontrol requeue \"${SLURM_JOB_ID}\" ||\n");
+    fprintf(f, "    echo \"selectivbench: scontrol requeue failed; resume with: sbatch\" ");
+    put_quoted(f, script);
+    fprintf(f, "\n");
+    fprintf(f, "fi\n");
+    fprintf(f, "exit \"$rc\"\n");
+}
+
 int sb_cli_sweep_slurm(const sb_slurm_job *job)
 {
     sb_error err = {0};
@@ -116,11 +165,14 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
         sb_error_set(&err, SB_ERR_INVALID, "the selection has no runs: nothing to submit");
         return sb_cli_fail("sweep", &err);
     }
+    if (job->mpi && job->array > 0)
+        return fail_flag("--array", "", "is for a job array; with --mpi give --ranks");
     int64_t array = job->array > 0 ? job->array : (job->runs < 16 ? job->runs : 16);
     if (array > job->runs)
         array = job->runs; /* a shard with no run would only use a slot */
     const int workers = job->workers > 0 ? job->workers : 1;
-    int threads = job->threads > 0 ? job->threads : job->cpus_per_task / workers;
+    int threads = job->threads > 0 ? job->threads : job->cpus_per_task / (job->mpi ? 1 : workers);
+    const int ranks = job->ranks > 0 ? job->ranks : (int)array + 1;
     if (threads < 1)
         threads = 1;
 
@@ -164,6 +216,16 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
     const char *base = strrchr(file, '/') != NULL ? strrchr(file, '/') + 1 : file;
 
     fprintf(f, "#!/bin/bash\n");
+    if (job->mpi) {
+        fprintf(f, "# %s as one MPI job, written by `selectivbench sweep --slurm --mpi` (%s).\n"
+                   "# %lld runs on %d ranks: rank 0 hands them out, largest first, and is the "
+                   "one writer of\n# %s/results/selectivbench.db; ranks 1..%d train one run at "
+                   "a time, %d threads each.\n# Submit: sbatch %s (docs/cluster.md)\n",
+                file, today, (long long)job->runs, ranks, dir, ranks - 1, threads, script);
+        fprintf(f, "#SBATCH --job-name=sb-%.40s\n", base);
+        write_mpi_body(f, job, exe, file, dir, script, ranks, threads, warning);
+        goto written;
+    }
     fprintf(f, "# %s as a Slurm job array, written by `selectivbench sweep --slurm` (%s).\n",
             file, today);
     fprintf(f, "# %lld runs in %lld shards: array task i trains the runs at positions i, i+%lld, "
@@ -235,12 +297,20 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
     fprintf(f, "\n");
     fprintf(f, "fi\n");
     fprintf(f, "exit \"$rc\"\n");
+written:;
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         sb_error_set(&err, SB_ERR_IO, "cannot write %s", script);
         return sb_cli_fail("sweep", &err);
     }
     chmod(script, 0755);
+    if (job->mpi) {
+        printf("wrote %s: %lld runs on %d MPI ranks of %d cpus (rank 0 coordinating, %d "
+               "threads per run), --time %s\nsubmit it with:\n  sbatch %s\nthe results: %s/results\n",
+               script, (long long)job->runs, ranks, job->cpus_per_task, threads, job->time,
+               script, dir);
+        return 0;
+    }
     printf("wrote %s: %lld runs in %lld array tasks of %d cpus (%d workers x %d threads), "
            "--time %s, warned %lld s before\n",
            script, (long long)job->runs, (long long)array, job->cpus_per_task, workers, threads,

@@ -156,5 +156,38 @@ eval_start=$(grep -n "started on rank" "$TMP/dep.out" | sed -n 2p | cut -d: -f1)
 [ -n "$train_end" ] && [ -n "$eval_start" ] && [ "$eval_start" -gt "$train_end" ] ||
   fail "the evaluating run did not wait for the training run: $(cat "$TMP/dep.out")"
 
+# ---- 5. sweep --slurm --mpi: one MPI job; SIGUSR1 to its script -> 75 -> requeue -> resumed
+expect_ok sweep "$TMP/slow.yaml" --slurm "$TMP/slm" --mpi --ranks 3 --cpus_per_task 1 --time 0:30:00
+script="$TMP/slm/sweep.sbatch"
+for line in '#SBATCH --ntasks=3' '#SBATCH --cpus-per-task=1' '#SBATCH --signal=B:USR1@120' \
+  '#SBATCH --requeue'; do
+  grep -qxF -- "$line" "$script" || fail "--mpi: the script lacks '$line'"
+done
+grep -q '^#SBATCH --array' "$script" && fail "--mpi: the script is a job array"
+expect_error 2 "with --mpi give --ranks" sweep "$TMP/slow.yaml" --slurm "$TMP/slm2" --mpi --array 2
+mkdir -p "$TMP/bin"
+cat >"$TMP/bin/scontrol" <<EOS
+#!/bin/sh
+echo "\$@" >>"$TMP/scontrol.calls"
+EOS
+chmod +x "$TMP/bin/scontrol"
+# a 2-core machine outside an allocation: let mpirun place 3 ranks
+OMPI_MCA_rmaps_base_oversubscribe=1 SLURM_NTASKS=3 SLURM_JOB_ID=4242 PATH="$TMP/bin:$PATH" \
+  bash "$script" >"$TMP/slm.out" 2>&1 &
+job=$!
+i=0
+while [ "$(pgrep -f -c "train .*--results $TMP/slm/results")" -lt 2 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 1
+kill -USR1 "$job"
+wait "$job"
+rc=$?
+[ "$rc" -eq 75 ] || fail "--mpi script: exit $rc after SIGUSR1, expected 75: $(tail -5 "$TMP/slm.out")"
+[ "$(cat "$TMP/scontrol.calls" 2>/dev/null)" = "requeue 4242" ] ||
+  fail "--mpi script: did not requeue its job: $(cat "$TMP/scontrol.calls" 2>/dev/null)"
+OMPI_MCA_rmaps_base_oversubscribe=1 SLURM_NTASKS=3 SLURM_JOB_ID=4242 PATH="$TMP/bin:$PATH" \
+  bash "$script" >"$TMP/slm2.out" 2>&1 || fail "--mpi script: the second start failed: $(tail -5 "$TMP/slm2.out")"
+[ "$(runs_of "$TMP/slm/results/selectivbench.db")" = "$(runs_of "$TMP/slow_one/selectivbench.db")" ] ||
+  fail "--mpi script: the requeued job's runs differ from the uninterrupted sweep's"
+
 echo "mpi sweep checks done, $failures failures"
 [ "$failures" -eq 0 ]
