@@ -87,6 +87,18 @@ typedef struct sb_train_options {
      * Small blocks make tests with many short runs cheap (and give the fault-injection test
      * more arena allocations to fail) */
     size_t arena_block_bytes;
+    /* Data-parallel training (cfg->grad_shards K > 1; grad_shards.h, docs/cluster.md):
+     * this process is rank world_rank of world_size (0 and 0 or 1: one process, which
+     * computes every shard). Each computes the shards s with s % world_size == world_rank,
+     * all_gather (required when world_size > 1) gives every process every shard, and each
+     * sums them in shard order: the weights are the same on every rank, and the same as one
+     * process's. Every rank evaluates (the same numbers), so every decision (early
+     * stopping, divergence, the end) is the same on every rank; a stop request counts when
+     * any rank has one (the flags are gathered once per update). Only rank 0 writes
+     * checkpoints; with resume every rank reads ckpt_path. */
+    int world_rank, world_size;
+    int (*all_gather)(const void *mine, size_t bytes, void *all, void *world_user);
+    void *world_user;
 } sb_train_options;
 
 typedef struct sb_train_result {
@@ -98,6 +110,7 @@ typedef struct sb_train_result {
     int64_t steps, samples;
     int grad_acc;
     int n_evals;
+    double gather_s;         /* seconds spent in the all-gather (data-parallel training) */
 } sb_train_result;
 
 /* Trains (or, with cfg->test_pretrained, only evaluates the checkpoint at
