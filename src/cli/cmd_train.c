@@ -81,6 +81,8 @@ static void print_interrupted(const sb_train_outcome *res, int argc, char **argv
         return;
     }
     fprintf(stderr, " (checkpoint %s); resume with: ", res->checkpoint);
+    if (sb_mpi_size() > 1) /* (or any -np that divides --grad_shards: the same weights) */
+        fprintf(stderr, "mpirun -np %d ", sb_mpi_size());
     print_shell_word(stderr, sb_cli_program());
     fprintf(stderr, " train");
     for (int i = 2; i < argc; i++) {
