@@ -135,6 +135,17 @@ sb_status sb_train_micro_batch(sb_graph *g, const sb_model *m, const sb_batch *b
     return st;
 }
 
+sb_status sb_train_shard_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
+                               int64_t mean_over, double *loss_sum, sb_error *err)
+{
+    sb_graph_reset(g);
+    g->record = 1;
+    step_args sa = {.m = m, .batch = b, .loss_scale = loss_scale, .mean_over = mean_over};
+    sb_status st = sb_graph_run(g, train_micro_step, &sa, err);
+    *loss_sum = sa.loss_sum;
+    return st;
+}
+
 /* ---- evaluation ------------------------------------------------------------------------------ */
 
 #define STREAM_CHUNK 512 /* frames per streaming step of recurrent layers */

@@ -173,6 +173,13 @@ real sb_train_loss_scale(sb_protocol protocol, int acc_steps);
 sb_status sb_train_micro_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
                                double *loss, sb_error *err);
 
+/* sb_train_micro_batch on a shard of a micro-batch (--grad_shards, grad_shards.h): the loss
+ * is divided by mean_over, the valid frames of the whole micro-batch, instead of b's own, so
+ * that the shards' gradients add up to the micro-batch's. *loss_sum: the loss summed over
+ * b's valid frames (NaN or infinite: no backward ran). */
+sb_status sb_train_shard_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
+                               int64_t mean_over, double *loss_sum, sb_error *err);
+
 /* Estimated peak bytes of one training step on `samples` samples of `frames` frames. */
 double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames);
 
