@@ -52,7 +52,7 @@ static int mpi_all_gather(const void *mine, size_t bytes, void *all, void *user)
 
 void sb_train_mpi_settings(sb_train_settings *settings)
 {
-    if (sb_mpi_size() <= 1)
+    if (sb_mpi_size() <= 1 || settings == NULL)
         return;
 #ifdef SB_HAVE_MPI
     settings->world_rank = sb_mpi_rank();

@@ -76,8 +76,8 @@ done
 
 # ---- SIGTERM to one rank of -np 2, then resume ------------------------------------------------
 long="--model transformer --dropout 0.1 --vocab 9 --amb 8 --grammar_scale True \
---train_seqlen_max 20 --test_seqlen_max 20 --dataset_size 24000 --test_size 12 --batch_size 16 \
---test_bs 6 --feat_size 16 --layers 1 --epoch_size 24000 --threads 1 --quiet --grad_shards 2"
+--train_seqlen_max 20 --test_seqlen_max 20 --dataset_size 12000 --test_size 12 --batch_size 16 \
+--test_bs 6 --feat_size 16 --layers 1 --epoch_size 12000 --threads 1 --quiet --grad_shards 2"
 # shellcheck disable=SC2086
 expect_ok train $long --results "$TMP/ref" --ckpt "$TMP/ref/w.safetensors"
 has_ckpt() { [ -f "$1/w.safetensors" ]; }
