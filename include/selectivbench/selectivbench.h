@@ -444,6 +444,22 @@ typedef struct sb_train_settings {
      * without warning (a node lost, kill -9) loses at most that much work; `resume`
      * continues from it with the bits of an uninterrupted run. */
     double checkpoint_every_s;
+    /* Data-parallel training (the configuration's grad_shards K > 1; docs/cluster.md): this
+     * process is rank world_rank of world_size processes that train the run together (0 and
+     * 0 or 1: one process). Each computes the gradient shards s with s % world_size ==
+     * world_rank (K must be a multiple of world_size), all_gather gives every process every
+     * process's block, and each sums the shards in order: the weights are bit-identical on
+     * every rank, and to one process's with the same K. all_gather (required when
+     * world_size > 1) sends `bytes` from mine, this process's block (it may lie inside all
+     * at its place), to every process, and fills all with the blocks of ranks 0 .. world_size
+     * - 1 one after the other (MPI_Allgather); it returns 0, nonzero on failure, and every
+     * process calls it at the same points. Rank 0 alone opens the results database and
+     * writes the checkpoint; the others follow its decision to train (a finished run comes
+     * back cached on every rank) and read the checkpoint with resume. A stop request on any
+     * rank stops every rank after the same update. */
+    int world_rank, world_size;
+    int (*all_gather)(const void *mine, size_t bytes, void *all, void *world_user);
+    void *world_user;
 } sb_train_settings;
 
 /* What a training run gave. Unknown numbers are NaN. */
@@ -471,6 +487,7 @@ typedef struct sb_train_outcome {
      * RESULTS/locks/RUN_HASH.lock beside the database): its pid, or -1 when it cannot be
      * named; nothing was trained and the call failed with SB_ERR_RUNTIME. 0 otherwise. */
     long locked_by;
+    double gather_s;         /* seconds spent in settings->all_gather (data-parallel), else 0 */
 } sb_train_outcome;
 
 /* Trains the model of cfg on its task (train.py's run: one pass over the training set,

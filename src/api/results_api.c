@@ -254,7 +254,7 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
     int finished = 0;
     long locked_by = 0;
     st = sb_run_record_begin(&rec, db_path, &cfg->run,
-                             outcome->checkpoint[0] != '\0' ? outcome->checkpoint : NULL, 0, 0,
+                             outcome->checkpoint[0] != '\0' ? outcome->checkpoint : NULL, 0, 0, 1,
                              &finished, &locked_by, &stored, err);
     if (st != SB_OK)
         return st;
