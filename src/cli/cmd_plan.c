@@ -22,6 +22,7 @@
 
 typedef struct plan_flags {
     int ranks, threads, json, recalibrate, limit;
+    double calibration_s;
     const char *shard;
     const char *filters[PLAN_MAX_FILTERS];
     int n_filters;
@@ -42,6 +43,10 @@ static int plan_parse(int argc, char **argv, plan_flags *o)
          "print the plan as one JSON object (default: a table)", 0},
         {"recalibrate", SB_OPT_SWITCH, &o->recalibrate, 0, 1, NULL, NULL,
          "measure every calibration again, even when cached (default: use the cache)", 0},
+        {"calibration_seconds", SB_OPT_DOUBLE, &o->calibration_s, 0.05, 60, NULL, "S",
+         "how long each calibration trains (default 1.5; a model too large for S seconds is "
+         "measured on fewer layers)",
+         0},
         {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
          "only runs with this parameter value (repeat the flag for several; default: none)", 0},
         {"shard", SB_OPT_STRING, &o->shard, 0, 0, NULL, "I/N",
@@ -210,7 +215,7 @@ static void print_table(const sb_plan *p, const char *file)
 
 int sb_cmd_plan(int argc, char **argv)
 {
-    plan_flags o = {.ranks = 1, .threads = 1};
+    plan_flags o = {.ranks = 1, .threads = 1, .calibration_s = 1.5};
     int rc = plan_parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
@@ -233,7 +238,9 @@ int sb_cmd_plan(int argc, char **argv)
     sb_cli_plan_cache_path(cache, sizeof cache);
     sb_plan_options po = {.ranks = o.ranks, .threads = o.threads,
                           .cache_path = cache[0] != '\0' ? cache : NULL,
-                          .recalibrate = o.recalibrate, .on_calibration = on_calibration};
+                          .recalibrate = o.recalibrate,
+                          .seconds_per_calibration = o.calibration_s,
+                          .on_calibration = on_calibration};
     sb_plan *p = NULL;
     sb_status st = sb_plan_make(s, sel, &po, &p, &err);
     if (st == SB_OK) {

@@ -81,7 +81,7 @@ static void heap_down(int *heap, int n, const double *free_at, int i)
     }
 }
 
-static const double *sort_seconds;
+static const double *sort_seconds, *sort_ready;
 
 /* larger first, then grid order */
 static int cmp_largest(const void *a, const void *b)
@@ -93,42 +93,29 @@ static int cmp_largest(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double sb_plan_schedule(const double *seconds, const int64_t *after, int64_t n, int ranks,
-                        int largest_first, double *start, int *rank)
+/* dependent runs: the earliest ready first (its source ends first), then as cmp_largest
+ * (or grid order when sort_seconds is NULL) */
+static int cmp_ready(const void *a, const void *b)
 {
-    if (ranks < 1 || n < 0 || (n > 0 && seconds == NULL))
-        return -1.0;
-    for (int64_t i = 0; after != NULL && i < n; i++)
-        if (after[i] >= n || (after[i] >= 0 && after[after[i]] >= 0) || after[i] == i)
-            return -1.0;
-    int64_t *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
-    double *end = malloc((size_t)(n > 0 ? n : 1) * sizeof *end);
-    double *free_at = calloc((size_t)ranks, sizeof *free_at);
-    int *heap = malloc((size_t)ranks * sizeof *heap);
-    double wall = -1.0;
-    if (order == NULL || end == NULL || free_at == NULL || heap == NULL)
-        goto done;
-    /* the runs that depend on nothing first, then the dependent ones, each group in order */
-    int64_t n_order = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        int64_t first = n_order;
-        for (int64_t i = 0; i < n; i++)
-            if ((after != NULL && after[i] >= 0) == (pass == 1))
-                order[n_order++] = i;
-        if (largest_first) {
-            sort_seconds = seconds;
-            qsort(order + first, (size_t)(n_order - first), sizeof *order, cmp_largest);
-        }
-    }
-    for (int r = 0; r < ranks; r++)
-        heap[r] = r;
-    wall = 0.0;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    if (sort_ready[x] != sort_ready[y])
+        return sort_ready[x] < sort_ready[y] ? -1 : 1;
+    if (sort_seconds != NULL)
+        return cmp_largest(a, b);
+    return (x > y) - (x < y);
+}
+
+/* Gives runs order[0..n-1] in turn to the earliest free rank, each starting once it is
+ * ready (ready NULL: at once). */
+static void place(const int64_t *order, int64_t n, const double *seconds, const double *ready,
+                  int *heap, double *free_at, int ranks, double *end, double *start, int *rank)
+{
     for (int64_t j = 0; j < n; j++) {
         int64_t i = order[j];
         int r = heap[0];
         double t = free_at[r];
-        if (after != NULL && after[i] >= 0 && end[after[i]] > t)
-            t = end[after[i]];
+        if (ready != NULL && ready[i] > t)
+            t = ready[i];
         end[i] = t + seconds[i];
         free_at[r] = end[i];
         heap_down(heap, ranks, free_at, 0);
@@ -136,12 +123,55 @@ double sb_plan_schedule(const double *seconds, const int64_t *after, int64_t n, 
             start[i] = t;
         if (rank != NULL)
             rank[i] = r;
+    }
+}
+
+double sb_plan_schedule(const double *seconds, const int64_t *after, int64_t n, int ranks,
+                        int largest_first, double *start, int *rank)
+{
+    if (ranks < 1 || n < 0 || (n > 0 && seconds == NULL))
+        return -1.0;
+    for (int64_t i = 0; after != NULL && i < n; i++)
+        if (after[i] >= n || after[i] == i || (after[i] >= 0 && after[after[i]] >= 0))
+            return -1.0;
+    size_t m = (size_t)(n > 0 ? n : 1);
+    int64_t *order = malloc(m * sizeof *order);
+    double *end = malloc(m * sizeof *end), *ready = malloc(m * sizeof *ready);
+    double *free_at = calloc((size_t)ranks, sizeof *free_at);
+    int *heap = malloc((size_t)ranks * sizeof *heap);
+    double wall = -1.0;
+    if (order == NULL || end == NULL || ready == NULL || free_at == NULL || heap == NULL)
+        goto done;
+    for (int r = 0; r < ranks; r++)
+        heap[r] = r;
+    /* the runs that depend on nothing, largest first (or in grid order) */
+    int64_t n_free = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (after == NULL || after[i] < 0)
+            order[n_free++] = i;
+    sort_seconds = seconds;
+    if (largest_first)
+        qsort(order, (size_t)n_free, sizeof *order, cmp_largest);
+    place(order, n_free, seconds, NULL, heap, free_at, ranks, end, start, rank);
+    /* then the runs that evaluate another's weights, each once its source has ended */
+    int64_t n_dep = 0;
+    for (int64_t i = 0; after != NULL && i < n; i++)
+        if (after[i] >= 0) {
+            ready[i] = end[after[i]];
+            order[n_dep++] = i;
+        }
+    sort_ready = ready;
+    sort_seconds = largest_first ? seconds : NULL;
+    qsort(order, (size_t)n_dep, sizeof *order, cmp_ready);
+    place(order, n_dep, seconds, ready, heap, free_at, ranks, end, start, rank);
+    wall = 0.0;
+    for (int64_t i = 0; i < n; i++)
         if (end[i] > wall)
             wall = end[i];
-    }
 done:
     free(order);
     free(end);
+    free(ready);
     free(free_at);
     free(heap);
     return wall;
@@ -221,12 +251,13 @@ static sb_status shape_find(sb_plan *p, plan_build *b, const sb_run_config *cfg,
     int acc = sb_train_grad_acc(cfg, t->task, PLAN_MEM_BUDGET_GB);
     int micro = cfg->batch_size / acc > 0 ? cfg->batch_size / acc : 1;
     sb_model_config mc = sb_run_config_model(cfg, t->task->n_inputs, t->task->grammar->d_output);
+    /* frames per sample to two digits: tasks that differ only in their seed share a shape */
     char key[256];
     snprintf(key, sizeof key,
              "%s d %d layers %d d_state %d heads %d inputs %d classes %d micro %d x %d "
-             "frames %ld/%ld test_bs %d %s %s",
+             "frames %.2g/%.2g test_bs %d %s %s",
              mc.model, mc.d_model, mc.n_layers, mc.d_state, mc.n_head, mc.d_input, mc.d_output,
-             micro, acc, lround(t->train_frames), lround(t->test_frames), cfg->test_bs,
+             micro, acc, t->train_frames, t->test_frames, cfg->test_bs,
              sb_precision_name(cfg->precision), sb_gemm_kind_name(cfg->gemm));
     for (int i = 0; i < p->n_calibrations; i++)
         if (strcmp(p->calibrations[i].key, key) == 0) {

@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/timer.h"
 #include "exp/plan.h"
@@ -17,14 +18,30 @@
 #include "train/trainer.h"
 
 /* A training micro-batch measured here has at most this many FLOPs per thread (forward and
- * backward: about 0.3 s at 10 GFLOP/s); a larger one is measured on fewer samples, then on
- * fewer layers. */
-#define CAL_STEP_FLOPS 3e9
+ * backward: about a second at 10 GFLOP/s); a larger one is measured on fewer layers, then
+ * (one layer still too large) on fewer samples. Layers go first: a step's time is close to
+ * proportional to its layers, while a smaller batch costs far more per frame (a step's
+ * fixed costs are shared by fewer frames: 3 samples instead of 32 take 5 to 7 times longer
+ * per frame at widths 64 and 128). */
+#define CAL_STEP_FLOPS 4e10
 /* Timed micro-batches at most (small models reach the time target long before). */
 #define CAL_MAX_MICRO 64
 /* The evaluation measured: at most this many forward FLOPs per thread, at most two test
  * batches. */
 #define CAL_EVAL_FLOPS 2e9
+
+/* Seconds of work: on one thread the process's CPU time, which other processes sharing
+ * the cores do not inflate (a calibration on a busy machine measures the quiet machine);
+ * on several threads the wall clock (the threads' waits count). */
+static double work_now(int threads)
+{
+    if (threads > 1)
+        return sb_time_now();
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return sb_time_now();
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* The frames of the first n samples of a split, summed. */
 static sb_status split_frames(const sb_task *task, sb_split split, int64_t n, double *frames,
@@ -45,8 +62,9 @@ static sb_status split_frames(const sb_task *task, sb_split split, int64_t n, do
 /* Trains m on micro-batches of B samples for about target_s seconds (the first one not
  * timed): *s_per_frame, and the GEMM share of the model's FLOPs. */
 static sb_status measure_training(const sb_run_config *cfg, const sb_task *task, sb_model *m,
-                                  int B, int acc, double target_s, double *s_per_frame,
-                                  double *gemm_share, double *gflops, sb_error *err)
+                                  int B, int acc, int threads, double target_s,
+                                  double *s_per_frame, double *gemm_share, double *gflops,
+                                  sb_error *err)
 {
     sb_batch batch;
     memset(&batch, 0, sizeof batch);
@@ -66,7 +84,7 @@ static sb_status measure_training(const sb_run_config *cfg, const sb_task *task,
     for (int k = 0; st == SB_OK; k++) {
         if (k == 1)
             sb_gemm_flops_reset(); /* count the timed micro-batches only */
-        double t0 = sb_time_now();
+        double t0 = work_now(threads);
         for (int i = 0; i < B; i++)
             index[i] = ((int64_t)k * B + i) % (n_train > 0 ? n_train : 1);
         st = sb_batch_fill(&batch, task, SB_SPLIT_TRAIN, index, B, 0, err);
@@ -85,7 +103,7 @@ static sb_status measure_training(const sb_run_config *cfg, const sb_task *task,
         }
         if (k == 0)
             continue; /* the warm-up: first allocations, the GEMM engine's choices */
-        timed += sb_time_now() - t0;
+        timed += work_now(threads) - t0;
         timed_micro++;
         double f = 0.0;
         for (int b = 0; b < B; b++)
@@ -109,7 +127,7 @@ static sb_status measure_training(const sb_run_config *cfg, const sb_task *task,
 
 /* Evaluates m on a copy of the task whose test split has n_test samples: seconds per frame. */
 static sb_status measure_evaluation(const sb_run_config *cfg, const sb_model *m, int64_t n_test,
-                                    double *s_per_frame, sb_error *err)
+                                    int threads, double *s_per_frame, sb_error *err)
 {
     sb_task_config tc = cfg->task;
     tc.test_size = n_test;
@@ -120,10 +138,10 @@ static sb_status measure_evaluation(const sb_run_config *cfg, const sb_model *m,
     double frames = 0.0, loss = 0.0, acc = 0.0;
     st = split_frames(small, SB_SPLIT_TEST, sb_task_split_size(small, SB_SPLIT_TEST), &frames,
                       err);
-    double t0 = sb_time_now();
+    double t0 = work_now(threads);
     if (st == SB_OK)
         st = sb_evaluate(small, m, cfg->test_bs, 4.0, &loss, &acc, err);
-    double t = sb_time_now() - t0;
+    double t = work_now(threads) - t0;
     if (st == SB_OK)
         *s_per_frame = frames > 0 ? t / frames : 0.0;
     sb_task_free(small);
@@ -151,26 +169,26 @@ sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int m
         T = 1;
     double per_sample = 3.0 * sb_model_config_flops_per_token(&mc, T) * T;
     double budget = CAL_STEP_FLOPS * threads;
-    int B = micro;
-    if (per_sample * B > budget)
-        B = (int)fmax(1.0, floor(budget / per_sample));
-    int layers = mc.n_layers;
-    if (per_sample > budget && mc.n_layers > 1)
-        layers = (int)fmax(1.0, floor(mc.n_layers * budget / per_sample));
+    int B = micro, layers = mc.n_layers;
+    if (per_sample * B > budget && mc.n_layers > 1)
+        layers = (int)fmax(1.0, floor(mc.n_layers * budget / (per_sample * B)));
+    double per_layer_sample = per_sample / mc.n_layers * layers;
+    if (per_layer_sample * B > budget)
+        B = (int)fmax(1.0, floor(budget / per_layer_sample));
     sb_model_config measured = mc;
     measured.n_layers = layers;
 
-    double t0 = sb_time_now();
+    double t0 = work_now(threads);
     sb_model *m = NULL;
     if ((st = sb_model_create(&measured, 1, &m, err)) != SB_OK)
         return st;
-    double model_s = (sb_time_now() - t0) * (double)mc.n_layers / (double)layers;
+    double model_s = (work_now(threads) - t0) * (double)mc.n_layers / (double)layers;
     double train_spf = 0.0, eval_spf = 0.0, gemm = 0.0, gflops = 0.0;
-    st = measure_training(cfg, task, m, B, acc, target_s * 0.75, &train_spf, &gemm, &gflops,
-                          err);
+    st = measure_training(cfg, task, m, B, acc, threads, target_s * 0.75, &train_spf, &gemm,
+                          &gflops, err);
     if (st == SB_OK) {
         /* a test sample's forward costs about a third of a training sample's step */
-        double eval_sample = per_sample / 3.0 * (double)layers / (double)mc.n_layers;
+        double eval_sample = per_layer_sample / 3.0;
         int64_t n_test = (int64_t)fmax(1.0, floor(CAL_EVAL_FLOPS * threads / eval_sample));
         int64_t most = 2 * (int64_t)cfg->test_bs;
         int64_t test_size = cfg->task.test_size;
@@ -178,7 +196,7 @@ sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int m
             n_test = most;
         if (test_size > 0 && n_test > test_size)
             n_test = test_size;
-        st = measure_evaluation(cfg, m, n_test, &eval_spf, err);
+        st = measure_evaluation(cfg, m, n_test, threads, &eval_spf, err);
     }
     sb_model_free(m);
     if (st != SB_OK)
