@@ -823,9 +823,12 @@ typedef enum sb_plan_source {
 } sb_plan_source;
 
 /* The measured cost of one shape of run: every run of the selection with the same model,
- * sizes (width, layers, d_state, inputs, classes), micro-batch, frames per sample,
- * precision and GEMM engine shares one (seeds, learning rates and the like do not change
- * the cost of a frame). */
+ * sizes (width, layers, d_state, heads), micro-batch, frames per sample within a factor of
+ * two, test batch, precision and GEMM engine shares one (seeds, learning rates and the
+ * like do not change the cost of a frame). A run that differs from the measured one in
+ * what the shape leaves out (its one-hot inputs, its classes, its exact frames per
+ * sample) takes the measured seconds per frame times the ratio of its forward FLOPs per
+ * frame to the measured run's. */
 typedef struct sb_plan_calibration {
     char key[256];             /* the shape as text (the cache's key, with the machine's) */
     char model[32];
@@ -836,6 +839,8 @@ typedef struct sb_plan_calibration {
     double setup_s;            /* building the task and the model once per run */
     double gemm_share;         /* the share of the training FLOPs done by matrix products */
     double gflops;             /* achieved in training: 3 x forward FLOPs / time */
+    double train_flops_per_frame, eval_flops_per_frame; /* the measured run's forward FLOPs
+                                  per training and per test frame (for the ratio) */
     double measured_s;         /* how long the measurement took (0 when cached) */
     int calibrated_layers;     /* layers measured (fewer than `layers` for a model too large
                                   to measure whole; its time is scaled by layers) */
@@ -880,6 +885,9 @@ typedef struct sb_plan_options {
      * SB_PLAN_FALLBACK_GFLOPS per thread when there are none) */
     int cached_only;
     double seconds_per_calibration; /* the measurement's target length (0: 1.5 s) */
+    /* threads the calibrations are measured at (0: min(threads, this machine's cores));
+     * fewer than `threads`: the plan extrapolates (SB_PLAN_THREAD_CAP) */
+    int calibration_threads;
     sb_plan_progress_fn on_calibration; /* may be NULL */
     void *user;
 } sb_plan_options;

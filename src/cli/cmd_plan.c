@@ -21,7 +21,7 @@
 #define PLAN_MAX_FILTERS 16
 
 typedef struct plan_flags {
-    int ranks, threads, json, recalibrate, limit;
+    int ranks, threads, json, recalibrate, limit, calibration_threads;
     double calibration_s;
     const char *shard;
     const char *filters[PLAN_MAX_FILTERS];
@@ -46,6 +46,10 @@ static int plan_parse(int argc, char **argv, plan_flags *o)
         {"calibration_seconds", SB_OPT_DOUBLE, &o->calibration_s, 0.05, 60, NULL, "S",
          "how long each calibration trains (default 1.5; a model too large for S seconds is "
          "measured on fewer layers)",
+         0},
+        {"calibration_threads", SB_OPT_INT, &o->calibration_threads, 0, 4096, NULL, "T0",
+         "measure the calibrations at T0 threads and extrapolate to --threads (default 0: "
+         "at --threads, at most this machine's cores)",
          0},
         {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
          "only runs with this parameter value (repeat the flag for several; default: none)", 0},
@@ -240,6 +244,7 @@ int sb_cmd_plan(int argc, char **argv)
                           .cache_path = cache[0] != '\0' ? cache : NULL,
                           .recalibrate = o.recalibrate,
                           .seconds_per_calibration = o.calibration_s,
+                          .calibration_threads = o.calibration_threads,
                           .on_calibration = on_calibration};
     sb_plan *p = NULL;
     sb_status st = sb_plan_make(s, sel, &po, &p, &err);

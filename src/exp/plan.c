@@ -54,6 +54,7 @@ typedef struct plan_build {
     int cap_shapes;
     int64_t cap_runs;
     char (*train_hash)[17]; /* each planned run's training hash, for the dependencies */
+    double (*fpf)[2];       /* each planned run's forward FLOPs per training, test frame */
 } plan_build;
 
 /* ---- scheduling ----------------------------------------------------------------------- */
@@ -243,6 +244,13 @@ static sb_status task_find(plan_build *b, const sb_task_config *tc, int *out, sb
     return SB_OK;
 }
 
+/* Forward FLOPs per frame of a model on samples of `frames` frames (mean). */
+static double frame_flops(const sb_model_config *mc, double frames)
+{
+    int T = (int)lround(frames);
+    return sb_model_config_flops_per_token(mc, T > 0 ? T : 1);
+}
+
 /* The calibration of run cfg's shape (index in *out), added when new. */
 static sb_status shape_find(sb_plan *p, plan_build *b, const sb_run_config *cfg, int task,
                             int threads, int *out, sb_error *err)
@@ -251,14 +259,15 @@ static sb_status shape_find(sb_plan *p, plan_build *b, const sb_run_config *cfg,
     int acc = sb_train_grad_acc(cfg, t->task, PLAN_MEM_BUDGET_GB);
     int micro = cfg->batch_size / acc > 0 ? cfg->batch_size / acc : 1;
     sb_model_config mc = sb_run_config_model(cfg, t->task->n_inputs, t->task->grammar->d_output);
-    /* frames per sample to two digits: tasks that differ only in their seed share a shape */
+    /* the shape leaves out the inputs, the classes and the exact frames per sample (a
+     * factor-of-two bucket): runs that differ only there share a calibration, each
+     * corrected by its FLOPs per frame (run_seconds) */
+    int bucket = t->train_frames >= 1.0 ? (int)lround(log2(t->train_frames)) : 0;
     char key[256];
     snprintf(key, sizeof key,
-             "%s d %d layers %d d_state %d heads %d inputs %d classes %d micro %d x %d "
-             "frames %.2g/%.2g test_bs %d %s %s",
-             mc.model, mc.d_model, mc.n_layers, mc.d_state, mc.n_head, mc.d_input, mc.d_output,
-             micro, acc, t->train_frames, t->test_frames, cfg->test_bs,
-             sb_precision_name(cfg->precision), sb_gemm_kind_name(cfg->gemm));
+             "%s d %d layers %d d_state %d heads %d micro %d x %d frames ~2^%d test_bs %d %s %s",
+             mc.model, mc.d_model, mc.n_layers, mc.d_state, mc.n_head, micro, acc, bucket,
+             cfg->test_bs, sb_precision_name(cfg->precision), sb_gemm_kind_name(cfg->gemm));
     for (int i = 0; i < p->n_calibrations; i++)
         if (strcmp(p->calibrations[i].key, key) == 0) {
             *out = i;
@@ -285,6 +294,8 @@ static sb_status shape_find(sb_plan *p, plan_build *b, const sb_run_config *cfg,
     c->d_state = cfg->d_state;
     c->micro_batch = micro;
     c->threads = threads;
+    c->train_flops_per_frame = frame_flops(&mc, t->train_frames);
+    c->eval_flops_per_frame = frame_flops(&mc, t->test_frames);
     plan_shape *sh = &b->shapes[p->n_calibrations];
     sh->cfg = *cfg;
     sh->task = task;
@@ -296,7 +307,8 @@ static sb_status shape_find(sb_plan *p, plan_build *b, const sb_run_config *cfg,
 
 /* Run cfg's frames, evaluations, FLOPs and memory (its seconds come later). */
 static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const plan_task *t,
-                          const plan_shape *sh, sb_error *err)
+                          const plan_shape *sh, double *train_fpf, double *eval_fpf,
+                          sb_error *err)
 {
     sb_model_config mc = sb_run_config_model(cfg, t->task->n_inputs, t->task->grammar->d_output);
     size_t params = 0;
@@ -321,10 +333,10 @@ static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const plan_t
     }
     r->eval_frames =
         (int64_t)llround((double)r->evaluations * (double)t->test_samples * t->test_frames);
-    int T = (int)lround(t->train_frames);
-    int T_test = (int)lround(t->test_frames);
-    double fwd_train = sb_model_config_flops_per_token(&mc, T > 0 ? T : 1);
-    double fwd_test = sb_model_config_flops_per_token(&mc, T_test > 0 ? T_test : 1);
+    double fwd_train = frame_flops(&mc, t->train_frames);
+    double fwd_test = frame_flops(&mc, t->test_frames);
+    *train_fpf = fwd_train;
+    *eval_fpf = fwd_test;
     r->flops = 3.0 * fwd_train * (double)r->train_frames + fwd_test * (double)r->eval_frames;
     /* activations of the longest micro-batch (the model's own estimate, as --grad_acc -1
      * uses it) and the parameters, their gradients and Adam's two moments */
@@ -340,12 +352,9 @@ static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const plan_t
 static void flop_rate(sb_plan_calibration *c, const plan_shape *sh, const plan_task *t,
                       double gflops)
 {
-    sb_model_config mc =
-        sb_run_config_model(&sh->cfg, t->task->n_inputs, t->task->grammar->d_output);
-    int T = (int)lround(t->train_frames);
-    double fwd = sb_model_config_flops_per_token(&mc, T > 0 ? T : 1);
-    c->train_s_per_frame = 3.0 * fwd / (gflops * 1e9);
-    c->eval_s_per_frame = fwd / (gflops * 1e9);
+    (void)sh;
+    c->train_s_per_frame = 3.0 * c->train_flops_per_frame / (gflops * 1e9);
+    c->eval_s_per_frame = c->eval_flops_per_frame / (gflops * 1e9);
     c->setup_s = t->build_s;
     c->gflops = gflops;
     c->gemm_share = 0.0;
@@ -444,7 +453,10 @@ static sb_status runs_grow(sb_plan *p, plan_build *b, sb_error *err)
     char(*hashes)[17] = realloc(b->train_hash, (size_t)cap * sizeof *hashes);
     if (hashes != NULL)
         b->train_hash = hashes;
-    if (runs == NULL || hashes == NULL)
+    double(*fpf)[2] = realloc(b->fpf, (size_t)cap * sizeof *fpf);
+    if (fpf != NULL)
+        b->fpf = fpf;
+    if (runs == NULL || hashes == NULL || fpf == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory planning a sweep");
     b->cap_runs = cap;
     return SB_OK;
@@ -522,6 +534,8 @@ sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
     sb_plan_machine(p->machine, sizeof p->machine);
     int cores = omp_get_num_procs();
     int cal_threads = opts->threads < cores ? opts->threads : cores;
+    if (opts->calibration_threads > 0 && opts->calibration_threads < cal_threads)
+        cal_threads = opts->calibration_threads;
     if (cal_threads < 1)
         cal_threads = 1;
 
@@ -550,7 +564,8 @@ sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
         sb_run_config_hash(&cfg, 1, b.train_hash[p->n_runs]);
         snprintf(r->model, sizeof r->model, "%s", cfg.model);
         r->calibration = cal;
-        if ((st = run_fill(r, &cfg, &b.tasks[task], &b.shapes[cal], err)) != SB_OK)
+        if ((st = run_fill(r, &cfg, &b.tasks[task], &b.shapes[cal], &b.fpf[p->n_runs][0],
+                           &b.fpf[p->n_runs][1], err)) != SB_OK)
             break;
         p->n_runs++;
     }
@@ -561,8 +576,10 @@ sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
             sb_plan_run *r = &p->runs[i];
             const sb_plan_calibration *c = &p->calibrations[r->calibration];
             double f = thread_factor(c, opts->threads);
-            r->seconds = c->setup_s + f * ((double)r->train_frames * c->train_s_per_frame +
-                                           (double)r->eval_frames * c->eval_s_per_frame);
+            double tr = c->train_flops_per_frame > 0 ? b.fpf[i][0] / c->train_flops_per_frame : 1;
+            double ev = c->eval_flops_per_frame > 0 ? b.fpf[i][1] / c->eval_flops_per_frame : 1;
+            r->seconds = c->setup_s + f * ((double)r->train_frames * c->train_s_per_frame * tr +
+                                           (double)r->eval_frames * c->eval_s_per_frame * ev);
         }
         link_dependencies(p, &b, NULL);
         st = plan_schedule_runs(p, err);
@@ -572,6 +589,7 @@ sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
     free(b.tasks);
     free(b.shapes);
     free(b.train_hash);
+    free(b.fpf);
     if (st != SB_OK) {
         sb_plan_free(p);
         return st;

@@ -12,7 +12,7 @@
 
 /* ---- a calibration measured (plan_calibrate.c) ------------------------------------------ */
 
-/* Measures c (its key, model and sizes already filled) on run cfg's configuration: the
+/* Measures c (its key, model, sizes and FLOPs per frame already filled) on run cfg's configuration: the
  * model is built (seed 1) and trained for about target_s seconds on real micro-batches of
  * `micro` samples of task's training split (generated as the trainer generates them, an
  * optimiser step every acc of them), the first not timed, then evaluated on a test split
@@ -27,11 +27,11 @@ sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int m
 
 /* ---- the cache file (plan_cache.c) -------------------------------------------------------- *
  * A JSON file written only by us, one calibration a line:
- *   {"version": 1, "calibrations": [
+ *   {"version": 2, "calibrations": [
  *   {"machine": "...", "threads": 1, "key": "...", "train_s_per_frame": ..., ...},
  *   ...
  *   ]}
- * A calibration is found by (machine, threads, key). */
+ * A calibration is found by (machine, threads, key). Another version reads as damaged. */
 
 typedef struct sb_plan_cache_entry {
     char machine[256];

@@ -12,7 +12,7 @@
 #include "core/json_writer.h"
 #include "exp/plan.h"
 
-#define CACHE_HEAD "{\"version\": 1, \"calibrations\": ["
+#define CACHE_HEAD "{\"version\": 2, \"calibrations\": ["
 #define CACHE_TAIL "]}"
 
 /* Copies the text of "name": "..." in line into out[size]; 0 when it is not there. Our
@@ -56,7 +56,7 @@ static int parse_entry(const char *line, sb_plan_cache_entry *e)
 {
     memset(e, 0, sizeof *e);
     sb_plan_calibration *c = &e->c;
-    double threads, train, eval, setup, gemm, gflops, layers;
+    double threads, train, eval, setup, gemm, gflops, layers, train_fpf, eval_fpf;
     if (!field_string(line, "machine", e->machine, sizeof e->machine) ||
         !field_string(line, "key", c->key, sizeof c->key) ||
         !field_number(line, "threads", &threads) ||
@@ -64,10 +64,13 @@ static int parse_entry(const char *line, sb_plan_cache_entry *e)
         !field_number(line, "eval_s_per_frame", &eval) ||
         !field_number(line, "setup_s", &setup) || !field_number(line, "gemm_share", &gemm) ||
         !field_number(line, "gflops", &gflops) ||
-        !field_number(line, "calibrated_layers", &layers))
+        !field_number(line, "calibrated_layers", &layers) ||
+        !field_number(line, "train_flops_per_frame", &train_fpf) ||
+        !field_number(line, "eval_flops_per_frame", &eval_fpf))
         return 0;
     if (threads < 1 || threads > 1e6 || !(train > 0) || !(eval >= 0) || !(setup >= 0) ||
-        gemm < 0 || gemm > 1 || gflops < 0 || layers < 1 || layers > 1e6)
+        gemm < 0 || gemm > 1 || gflops < 0 || layers < 1 || layers > 1e6 || !(train_fpf > 0) ||
+        !(eval_fpf > 0))
         return 0;
     c->calibrated_threads = (int)threads;
     c->train_s_per_frame = train;
@@ -76,6 +79,8 @@ static int parse_entry(const char *line, sb_plan_cache_entry *e)
     c->gemm_share = gemm;
     c->gflops = gflops;
     c->calibrated_layers = (int)layers;
+    c->train_flops_per_frame = train_fpf;
+    c->eval_flops_per_frame = eval_fpf;
     c->source = SB_PLAN_CACHED;
     return 1;
 }
@@ -208,6 +213,8 @@ sb_status sb_plan_cache_save(const char *path, const sb_plan_cache *cache, sb_er
         write_number(f, "setup_s", c->setup_s);
         write_number(f, "gemm_share", c->gemm_share);
         write_number(f, "gflops", c->gflops);
+        write_number(f, "train_flops_per_frame", c->train_flops_per_frame);
+        write_number(f, "eval_flops_per_frame", c->eval_flops_per_frame);
         fprintf(f, ", \"calibrated_layers\": %d}%s\n", c->calibrated_layers,
                 i + 1 < cache->n ? "," : "");
     }

@@ -23,7 +23,7 @@
  * proportional to its layers, while a smaller batch costs far more per frame (a step's
  * fixed costs are shared by fewer frames: 3 samples instead of 32 take 5 to 7 times longer
  * per frame at widths 64 and 128). */
-#define CAL_STEP_FLOPS 4e10
+#define CAL_STEP_FLOPS 1e10
 /* Timed micro-batches at most (small models reach the time target long before). */
 #define CAL_MAX_MICRO 64
 /* The evaluation measured: at most this many forward FLOPs per thread, at most two test
@@ -62,7 +62,7 @@ static sb_status split_frames(const sb_task *task, sb_split split, int64_t n, do
 /* Trains m on micro-batches of B samples for about target_s seconds (the first one not
  * timed): *s_per_frame, and the GEMM share of the model's FLOPs. */
 static sb_status measure_training(const sb_run_config *cfg, const sb_task *task, sb_model *m,
-                                  int B, int acc, int threads, double target_s,
+                                  int B, int acc, int threads, double target_s, int warm_up,
                                   double *s_per_frame, double *gemm_share, double *gflops,
                                   sb_error *err)
 {
@@ -82,7 +82,7 @@ static sb_status measure_training(const sb_run_config *cfg, const sb_task *task,
     double timed = 0.0, frames = 0.0, model_flops = 0.0;
     int timed_micro = 0;
     for (int k = 0; st == SB_OK; k++) {
-        if (k == 1)
+        if (k == (warm_up ? 1 : 0))
             sb_gemm_flops_reset(); /* count the timed micro-batches only */
         double t0 = work_now(threads);
         for (int i = 0; i < B; i++)
@@ -101,7 +101,7 @@ static sb_status measure_training(const sb_run_config *cfg, const sb_task *task,
             sb_optimizer_step(&opt, &m->params, 1.0);
             sb_params_zero_grad(&m->params);
         }
-        if (k == 0)
+        if (k == 0 && warm_up)
             continue; /* the warm-up: first allocations, the GEMM engine's choices */
         timed += work_now(threads) - t0;
         timed_micro++;
@@ -110,7 +110,9 @@ static sb_status measure_training(const sb_run_config *cfg, const sb_task *task,
             f += batch.n_frames[b];
         frames += f;
         model_flops += 3.0 * sb_model_flops_per_token(m, batch.T) * f;
-        if (timed_micro >= CAL_MAX_MICRO || (timed_micro >= 2 && timed >= target_s))
+        /* two timed micro-batches, or one when it alone takes a third of the target */
+        if (timed_micro >= CAL_MAX_MICRO || (timed_micro >= 2 && timed >= target_s) ||
+            (timed_micro == 1 && timed >= target_s / 3))
             break;
     }
     if (st == SB_OK) {
@@ -184,8 +186,11 @@ sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int m
         return st;
     double model_s = (work_now(threads) - t0) * (double)mc.n_layers / (double)layers;
     double train_spf = 0.0, eval_spf = 0.0, gemm = 0.0, gflops = 0.0;
-    st = measure_training(cfg, task, m, B, acc, threads, target_s * 0.75, &train_spf, &gemm,
-                          &gflops, err);
+    /* a micro-batch at the budget is measured without a warm-up: its first-call costs are
+     * small beside it, and a second one would double the calibration */
+    int warm_up = per_layer_sample * B < 0.5 * budget;
+    st = measure_training(cfg, task, m, B, acc, threads, target_s * 0.75, warm_up, &train_spf,
+                          &gemm, &gflops, err);
     if (st == SB_OK) {
         /* a test sample's forward costs about a third of a training sample's step */
         double eval_sample = per_layer_sample / 3.0;

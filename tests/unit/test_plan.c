@@ -106,6 +106,8 @@ static sb_plan_calibration calibration(const char *key, int threads, double spf)
     c.gemm_share = 0.5;
     c.gflops = 12.5;
     c.calibrated_layers = 2;
+    c.train_flops_per_frame = 2e6;
+    c.eval_flops_per_frame = 2.5e6;
     return c;
 }
 
@@ -138,7 +140,8 @@ static void test_cache_file(void **state)
     const sb_plan_calibration *hit = sb_plan_cache_find(&cache, "CPU X, selectivbench 1", 1,
                                                         "gla d 64");
     assert_non_null(hit);
-    assert_true(hit->train_s_per_frame == 4e-5 && hit->setup_s == 0.25 && hit->gflops == 12.5);
+    assert_true(hit->train_s_per_frame == 4e-5 && hit->setup_s == 0.25 && hit->gflops == 12.5 &&
+                hit->train_flops_per_frame == 2e6 && hit->eval_flops_per_frame == 2.5e6);
     assert_int_equal(hit->source, SB_PLAN_CACHED);
     assert_null(sb_plan_cache_find(&cache, "CPU Y, selectivbench 1", 1, "gla d 64"));
     assert_null(sb_plan_cache_find(&cache, "CPU X, selectivbench 1", 4, "gla d 64"));
