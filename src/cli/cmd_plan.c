@@ -21,7 +21,7 @@
 #define PLAN_MAX_FILTERS 16
 
 typedef struct plan_flags {
-    int ranks, threads, json, recalibrate, limit, calibration_threads;
+    int ranks, threads, json, recalibrate, limit, calibration_threads, cached_only;
     double calibration_s;
     const char *shard;
     const char *filters[PLAN_MAX_FILTERS];
@@ -43,6 +43,11 @@ static int plan_parse(int argc, char **argv, plan_flags *o)
          "print the plan as one JSON object (default: a table)", 0},
         {"recalibrate", SB_OPT_SWITCH, &o->recalibrate, 0, 1, NULL, NULL,
          "measure every calibration again, even when cached (default: use the cache)", 0},
+        {"cached_only", SB_OPT_SWITCH, &o->cached_only, 0, 1, NULL, NULL,
+         "measure nothing: a shape the cache lacks takes the rates of a cached shape of the "
+         "same model, width and layers scaled by FLOPs, else a FLOP rate (default: measure "
+         "it)",
+         0},
         {"calibration_seconds", SB_OPT_DOUBLE, &o->calibration_s, 0.05, 60, NULL, "S",
          "how long each calibration trains (default 1.5; a model too large for S seconds is "
          "measured on fewer layers)",
@@ -242,7 +247,7 @@ int sb_cmd_plan(int argc, char **argv)
     sb_cli_plan_cache_path(cache, sizeof cache);
     sb_plan_options po = {.ranks = o.ranks, .threads = o.threads,
                           .cache_path = cache[0] != '\0' ? cache : NULL,
-                          .recalibrate = o.recalibrate,
+                          .recalibrate = o.recalibrate, .cached_only = o.cached_only,
                           .seconds_per_calibration = o.calibration_s,
                           .calibration_threads = o.calibration_threads,
                           .on_calibration = on_calibration};

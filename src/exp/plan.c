@@ -348,16 +348,38 @@ static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const plan_t
 
 /* ---- calibrations ------------------------------------------------------------------------ */
 
-/* The seconds per training frame of a shape not measured: its FLOPs at `gflops`. */
-static void flop_rate(sb_plan_calibration *c, const plan_shape *sh, const plan_task *t,
-                      double gflops)
+/* The seconds per frame of a shape not measured: its FLOPs at `gflops`; when the cache has
+ * a calibration of the same model, width and layers (another micro-batch, frames or
+ * d_state), at that calibration's rates instead, scaled by the FLOPs per frame. */
+static void flop_rate(sb_plan_calibration *c, const plan_task *t, const sb_plan_cache *cache,
+                      const char *machine, int threads, double gflops)
 {
-    (void)sh;
-    c->train_s_per_frame = 3.0 * c->train_flops_per_frame / (gflops * 1e9);
-    c->eval_s_per_frame = c->eval_flops_per_frame / (gflops * 1e9);
+    /* the key up to its d_state: "MODEL d D layers L " */
+    char prefix[128];
+    const char *cut = strstr(c->key, "d_state ");
+    int len = cut != NULL ? (int)(cut - c->key) : (int)strlen(c->key);
+    snprintf(prefix, sizeof prefix, "%.*s", len, c->key);
+    const sb_plan_calibration *near = NULL;
+    for (int i = 0; i < cache->n && near == NULL; i++) {
+        const sb_plan_cache_entry *e = &cache->entries[i];
+        if (e->c.calibrated_threads == threads && strcmp(e->machine, machine) == 0 &&
+            strncmp(e->c.key, prefix, strlen(prefix)) == 0)
+            near = &e->c;
+    }
+    if (near != NULL) {
+        c->train_s_per_frame =
+            near->train_s_per_frame * c->train_flops_per_frame / near->train_flops_per_frame;
+        c->eval_s_per_frame =
+            near->eval_s_per_frame * c->eval_flops_per_frame / near->eval_flops_per_frame;
+        c->gflops = near->gflops;
+        c->gemm_share = near->gemm_share;
+    } else {
+        c->train_s_per_frame = 3.0 * c->train_flops_per_frame / (gflops * 1e9);
+        c->eval_s_per_frame = c->eval_flops_per_frame / (gflops * 1e9);
+        c->gflops = gflops;
+        c->gemm_share = 0.0;
+    }
     c->setup_s = t->build_s;
-    c->gflops = gflops;
-    c->gemm_share = 0.0;
     c->calibrated_layers = c->layers;
     c->source = SB_PLAN_FLOP_RATE;
 }
@@ -403,7 +425,7 @@ static sb_status calibrate_all(sb_plan *p, plan_build *b, const sb_plan_options 
             c->source = SB_PLAN_CACHED;
             p->cached++;
         } else if (o->cached_only) {
-            flop_rate(c, sh, t, fallback);
+            flop_rate(c, t, &cache, p->machine, cal_threads, fallback);
             c->calibrated_threads = cal_threads;
             p->estimated++;
         } else {
