@@ -58,8 +58,9 @@ void sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *sel, i
     }
     char wall[32];
     sb_cli_plan_format_time(p->wall_hours_grid_order * 3600.0, wall, sizeof wall);
-    printf("plan: %lld runs, %.3g core-hours, about %s on %d worker%s of %d thread%s (%s)\n",
-           (long long)p->n_runs, p->core_hours, wall, o.ranks, o.ranks == 1 ? "" : "s",
+    printf("plan: %lld run%s, %.3g core-hours, about %s on %d worker%s of %d thread%s (%s)\n",
+           (long long)p->n_runs, p->n_runs == 1 ? "" : "s", p->core_hours, wall, o.ranks,
+           o.ranks == 1 ? "" : "s",
            o.threads, o.threads == 1 ? "" : "s",
            p->estimated == 0 ? "calibrated on this machine, selectivbench plan FILE for the details"
            : p->cached == 0  ? "FLOP-rate estimate, nothing calibrated yet: selectivbench plan "

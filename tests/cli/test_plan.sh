@@ -114,7 +114,7 @@ expect_error 2 "--shard" plan "$TMP/grid.yaml" --shard 2/2
 # sweep prints the plan's total before it starts (from the cache: nothing measured)
 "$SB" sweep "$TMP/grid.yaml" --limit 1 --threads 1 --quiet --results "$TMP/sw" >"$TMP/out" 2>&1 ||
   fail "sweep --limit 1: $(tail -n 3 "$TMP/out")"
-grep -q '^plan: 1 runs, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread (calibrated on this machine' \
+grep -q '^plan: 1 run, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread (calibrated on this machine' \
   "$TMP/out" || fail "sweep: no plan line: $(head -n 3 "$TMP/out")"
 
 echo "test_plan: $checks checks, $failures failures"
