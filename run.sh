@@ -9,6 +9,9 @@
 #                     ~/.local for a user), and say whether PREFIX/bin is on PATH
 #   ./run.sh test-torch  build, run the PyTorch round trip (ctest -L torch; skipped, with
 #                     one line, without python3-torch)
+#   ./run.sh test-cluster  install slurm-wlm and munge, build, run sweep --slurm's job
+#                     array on a real single-node Slurm that the test starts and stops
+#                     (tests/cluster/test_slurm_real.sh; root or sudo, about 5 minutes)
 #   ./run.sh asan     the test suite under AddressSanitizer + UBSan (build-asan/)
 #   ./run.sh clang    build with clang, warnings as errors (build-clang/; installs clang)
 #   ./run.sh fuzz [S] every libFuzzer target of tests/fuzz/ for S seconds (default 60), with
@@ -124,6 +127,17 @@ case "$cmd" in
     build build $MAIN_FLAGS
     cd build && exec ctest -L torch -V "$@"
     ;;
+  test-cluster)
+    scripts/install-deps.sh cluster
+    # shellcheck disable=SC2086
+    build build $MAIN_FLAGS
+    # Slurm's own time-limit warning too (part 3: a few requeues of a one-minute limit)
+    rc=0
+    SB_CLUSTER_TIMELIMIT=${SB_CLUSTER_TIMELIMIT-1} tests/cluster/test_slurm_real.sh \
+      build/selectivbench . || rc=$?
+    [ "$rc" -eq 77 ] && exit 0 # skipped: its one line says why
+    exit "$rc"
+    ;;
   asan)
     scripts/install-deps.sh test
     build build-asan -DSB_WERROR=ON -DSB_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -190,7 +204,7 @@ case "$cmd" in
     exec clang-format -i $(find src include tests bench -name '*.[ch]' 2>/dev/null)
     ;;
   *)
-    echo "usage: ./run.sh demo|test|install [PREFIX]|test-torch|asan|clang|fuzz [SECONDS]|bench|build|fmt" >&2
+    echo "usage: ./run.sh demo|test|install [PREFIX]|test-torch|test-cluster|asan|clang|fuzz [SECONDS]|bench|build|fmt" >&2
     exit 2
     ;;
 esac

@@ -14,6 +14,9 @@
 #   scripts/install-deps.sh clang    and clang with its OpenMP (`./run.sh clang`)
 #   scripts/install-deps.sh fuzz     and libFuzzer with clang's sanitizer runtimes
 #                                    (`./run.sh fuzz`; about 300 MB, so only on request)
+#   scripts/install-deps.sh cluster  and a single-node Slurm with munge, for the real Slurm
+#                                    test (`./run.sh test-cluster`; tests/cluster/; the test
+#                                    starts and stops the daemons itself, nothing is enabled)
 set -eu
 
 PACKAGES="gcc make cmake pkg-config libc6-dev libgomp1 libopenblas-openmp-dev \
@@ -24,6 +27,11 @@ libcairo2-dev fonts-dejavu-core libfftw3-dev libmicrohttpd-dev libdnnl-dev"
 # Open MPI for the mpirun sweep and data-parallel tests (tests/cli/test_mpi*.sh)
 TEST_PACKAGES="chromium python3 python3-numpy python3-venv python3-torch libopenmpi-dev openmpi-bin"
 CLANG_PACKAGES="clang clang-14 libomp-14-dev"
+# slurm-wlm brings slurmctld, slurmd and the client commands (sbatch, squeue, scontrol,
+# scancel, sinfo) with its basic plugins; munge is its authentication. Debian's packages start
+# their daemons with systemd where there is one: the test runs its own, with its own
+# configuration, ports and munge socket, and leaves those alone.
+CLUSTER_PACKAGES="slurm-wlm munge"
 case "${1:-}" in
   "") ;;
   test) PACKAGES="$PACKAGES $TEST_PACKAGES" ;;
@@ -31,8 +39,9 @@ case "${1:-}" in
   # libclang_rt.fuzzer and clang's ASan/UBSan runtimes are in libclang-rt-14-dev, only
   # recommended by clang-14 (not installed with --no-install-recommends)
   fuzz) PACKAGES="$PACKAGES $CLANG_PACKAGES libclang-rt-14-dev" ;;
+  cluster) PACKAGES="$PACKAGES $CLUSTER_PACKAGES" ;;
   *)
-    echo "usage: scripts/install-deps.sh [test|clang|fuzz]" >&2
+    echo "usage: scripts/install-deps.sh [test|clang|fuzz|cluster]" >&2
     exit 2
     ;;
 esac

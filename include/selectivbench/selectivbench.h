@@ -444,6 +444,22 @@ typedef struct sb_train_settings {
      * without warning (a node lost, kill -9) loses at most that much work; `resume`
      * continues from it with the bits of an uninterrupted run. */
     double checkpoint_every_s;
+    /* Data-parallel training (the configuration's grad_shards K > 1; docs/cluster.md): this
+     * process is rank world_rank of world_size processes that train the run together (0 and
+     * 0 or 1: one process). Each computes the gradient shards s with s % world_size ==
+     * world_rank (K must be a multiple of world_size), all_gather gives every process every
+     * process's block, and each sums the shards in order: the weights are bit-identical on
+     * every rank, and to one process's with the same K. all_gather (required when
+     * world_size > 1) sends `bytes` from mine, this process's block (it may lie inside all
+     * at its place), to every process, and fills all with the blocks of ranks 0 .. world_size
+     * - 1 one after the other (MPI_Allgather); it returns 0, nonzero on failure, and every
+     * process calls it at the same points. Rank 0 alone opens the results database and
+     * writes the checkpoint; the others follow its decision to train (a finished run comes
+     * back cached on every rank) and read the checkpoint with resume. A stop request on any
+     * rank stops every rank after the same update. */
+    int world_rank, world_size;
+    int (*all_gather)(const void *mine, size_t bytes, void *all, void *world_user);
+    void *world_user;
 } sb_train_settings;
 
 /* What a training run gave. Unknown numbers are NaN. */
@@ -471,6 +487,7 @@ typedef struct sb_train_outcome {
      * RESULTS/locks/RUN_HASH.lock beside the database): its pid, or -1 when it cannot be
      * named; nothing was trained and the call failed with SB_ERR_RUNTIME. 0 otherwise. */
     long locked_by;
+    double gather_s;         /* seconds spent in settings->all_gather (data-parallel), else 0 */
 } sb_train_outcome;
 
 /* Trains the model of cfg on its task (train.py's run: one pass over the training set,
@@ -556,6 +573,9 @@ typedef struct sb_result_row {
     char checkpoint[4096];   /* its weights (safetensors), or "" when it saved none; the file
                                 is named by the training hash, which runs that differ only in
                                 test settings share (task 4 evaluates task 2's weights) */
+    char host[256];          /* the machine that trained it (its last attempt), or "" */
+    int64_t rank;            /* the MPI rank that trained it in an MPI sweep, -1 otherwise */
+    int64_t world_size;      /* ranks its training was spread over (data-parallel; 1: one) */
 } sb_result_row;
 
 /* The statuses a stored run can have ("running", "finished", ...): a NULL-terminated list,
@@ -658,6 +678,22 @@ typedef void (*sb_results_conflict_fn)(const char *run_hash, const char *model,
  * or db cannot be written. */
 sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merge_tally *tally,
                            sb_results_conflict_fn on_conflict, void *user, sb_error *err);
+
+/* For a sweep's coordinator, the one writer of its database while workers train elsewhere
+ * (an MPI sweep, docs/cluster.md):
+ * sb_results_extract_run writes a new database at dst_path holding only run `hash` of db
+ * (row, evaluations, cached ceilings; *found: db had it): what a worker needs to continue
+ * the run. sb_results_take_run copies run `hash` of the database at src_path into db,
+ * replacing db's row whatever the two statuses (*found: the source had it).
+ * sb_results_set_placement records where it ran: host (NULL keeps the stored one), the MPI
+ * rank, and the attempts in all. Errors: SB_ERR_INVALID (dst_path exists; no such run for
+ * set_placement), those of sb_results_open and sb_results_merge. */
+sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path,
+                                 int *found, sb_error *err);
+sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash,
+                              int *found, sb_error *err);
+sb_status sb_results_set_placement(sb_results *db, const char *hash, const char *host,
+                                   int64_t rank, int64_t attempts, sb_error *err);
 
 /* Records in the database at db_path a run of cfg trained elsewhere (e.g. by
  * sb_train_config in memory), with outcome's status, reason and metrics, and its
@@ -941,6 +977,12 @@ sb_status sb_plan_to_json(const sb_plan *p, const sb_sweep *s, char **json, sb_e
  * an after[i] that is itself dependent or out of range). */
 double sb_plan_schedule(const double *seconds, const int64_t *after, int64_t n, int ranks,
                         int largest_first, double *start, int *rank);
+
+/* Each run's training FLOPs as sb_sweep_estimate_cost counts them: run_flops[i] for the
+ * i-th run of sel (sb_sweep_selection_size entries; 0 for a refused or excluded run), to
+ * order runs by cost. Errors: those of sb_sweep_estimate_cost. */
+sb_status sb_sweep_run_flops(const sb_sweep *s, const sb_sweep_selection *sel, double *run_flops,
+                             sb_error *err);
 
 /* Whether the grid has a parameter of this name. */
 int sb_sweep_has_param(const sb_sweep *s, const char *name);
@@ -1515,6 +1557,15 @@ typedef struct sb_report_outcome {
  * (missing, unreadable) or the file that could not be written. */
 sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_outcome *out,
                           sb_error *err);
+
+/* sb_report_write of the runs matching every filter ("KEY=VALUE", as
+ * sb_results_config_matches reads them; n_filters 0: every run), and with x_key (a
+ * configuration key such as dataset_size or train_seqlen_max: a scale study) one figure of
+ * every run against that key instead of the paper's figures (NULL: the paper's). Errors:
+ * those of sb_report_write; SB_ERR_INVALID for an unknown x_key. */
+sb_status sb_report_write_by(const char *db_path, const char *out_dir, const char *x_key,
+                             const char *const *filters, int n_filters, sb_report_outcome *out,
+                             sb_error *err);
 
 /* The same, but the database is only read, even when it is writable: yardsticks missing
  * from it are computed for the figures and not stored. For viewers that must never write a

@@ -82,7 +82,9 @@ class TrainSettings(ctypes.Structure):
                 ("user", c_void_p), ("checkpoint_path", c_char_p), ("db_path", c_char_p),
                 ("resume", c_int), ("inject_nan_at", c_int64), ("on_begin", BEGIN_FN),
                 ("on_start", PROGRESS_FN), ("on_db_warning", DB_WARNING_FN),
-                ("should_stop", STOP_FN), ("checkpoint_every_s", c_double)]
+                ("should_stop", STOP_FN), ("checkpoint_every_s", c_double),
+                ("world_rank", c_int), ("world_size", c_int), ("all_gather", c_void_p),
+                ("world_user", c_void_p)]
 
 
 class TrainOutcome(ctypes.Structure):
@@ -94,7 +96,8 @@ class TrainOutcome(ctypes.Structure):
                 ("run_hash", ctypes.c_char * 17), ("training_hash", ctypes.c_char * 17),
                 ("database", ctypes.c_char * PATH_MAX),
                 ("checkpoint", ctypes.c_char * PATH_MAX), ("grad_acc", c_int),
-                ("finished_at", ctypes.c_char * 32), ("locked_by", ctypes.c_long)]
+                ("finished_at", ctypes.c_char * 32), ("locked_by", ctypes.c_long),
+                ("gather_s", c_double)]
 
 
 class EvalOutcome(ctypes.Structure):
@@ -111,7 +114,8 @@ class ResultRow(ctypes.Structure):
                 ("effective_memory", c_double), ("finished_at", ctypes.c_char * 32),
                 ("reason", ctypes.c_char * ERROR_MSG_MAX), ("flops_per_token", c_double),
                 ("state_size", c_int64), ("attempts", c_int64),
-                ("checkpoint", ctypes.c_char * PATH_MAX)]
+                ("checkpoint", ctypes.c_char * PATH_MAX), ("host", ctypes.c_char * 256),
+                ("rank", c_int64), ("world_size", c_int64)]
 
 
 class CurvePoint(ctypes.Structure):

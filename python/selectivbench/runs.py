@@ -39,10 +39,10 @@ def _row_dict(row):
         if isinstance(v, bytes):
             d[k] = v.decode("utf-8", "replace")
     d["hash"] = d.pop("run_hash")  # the run's id, named as `results --json` names it
-    for k in ("params", "state_size"):
+    for k in ("params", "state_size", "rank"):
         if d[k] < 0:
             d[k] = None
-    for k in ("checkpoint", "reason", "finished_at"):
+    for k in ("checkpoint", "reason", "finished_at", "host"):
         if d[k] == "":
             d[k] = None
     return {k: _number(v) for k, v in d.items()}
@@ -75,8 +75,8 @@ def results(db, model=None, frame=None):
     recorded, each a dict with the keys of `selectivbench results --json`: hash (the run's id,
     which every command takes, or a unique prefix of it), model, status,
     test_acc, test_loss, train_acc, train_loss, ceiling, effective_memory, params,
-    state_size, flops_per_token, wall_s, tokens_per_s, attempts, checkpoint, reason,
-    finished_at, protocol, and config (the run's configuration as a dict of flags). Unknown
+    state_size, flops_per_token, wall_s, tokens_per_s, attempts, host, rank (the MPI rank of
+    an MPI sweep, else None), world_size, checkpoint, reason, finished_at, protocol, and config (the run's configuration as a dict of flags). Unknown
     numbers are None. A pandas DataFrame when pandas is installed (frame=None) or asked for
     (frame=True); a list of dicts with frame=False."""
     rows = []

@@ -47,6 +47,7 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     COPY_STRING(finished_at, src->finished_at);
     COPY_STRING(reason, src->reason);
     COPY_STRING(checkpoint, src->checkpoint);
+    COPY_STRING(host, src->host);
 #undef COPY_STRING
     dst->params = src->params;
     dst->test_acc = src->metrics.test_acc;
@@ -60,6 +61,8 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     dst->flops_per_token = src->flops_per_token;
     dst->state_size = src->state_size;
     dst->attempts = src->attempts;
+    dst->rank = src->rank;
+    dst->world_size = src->world_size;
 }
 
 /* The stored row of the run with this hash (cleared with sb_results_run_row_clear);
@@ -251,7 +254,7 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
     int finished = 0;
     long locked_by = 0;
     st = sb_run_record_begin(&rec, db_path, &cfg->run,
-                             outcome->checkpoint[0] != '\0' ? outcome->checkpoint : NULL, 0, 0,
+                             outcome->checkpoint[0] != '\0' ? outcome->checkpoint : NULL, 0, 0, 1,
                              &finished, &locked_by, &stored, err);
     if (st != SB_OK)
         return st;
@@ -349,6 +352,7 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
 /* sb_report_write and sb_report_write_readonly: the report, the database opened for
  * writing (to store backfilled yardsticks) unless read_only or not writable. */
 static sb_status report_write(const char *db_path, int read_only, const char *out_dir,
+                              const char *x_key, const char *const *filters, int n_filters,
                               sb_report_outcome *out, sb_error *err)
 {
     SB_API_REQUIRE(db_path, err);
@@ -362,7 +366,9 @@ static sb_status report_write(const char *db_path, int read_only, const char *ou
     fclose(probe);
     sb_report_summary sum;
     memset(&sum, 0, sizeof sum);
-    sb_status st = sb_report_generate_mode(db_path, read_only, out_dir, &sum, err);
+    sb_report_options opts = {.read_only = read_only, .x_key = x_key, .filters = filters,
+                              .n_filters = n_filters};
+    sb_status st = sb_report_generate_with(db_path, out_dir, &opts, &sum, err);
     if (st == SB_OK && out != NULL) {
         out->runs_read = sum.runs_read;
         out->runs_used = sum.runs_used;
@@ -380,45 +386,23 @@ static sb_status report_write(const char *db_path, int read_only, const char *ou
 sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_outcome *out,
                           sb_error *err)
 {
-    return report_write(db_path, 0, out_dir, out, err);
+    return report_write(db_path, 0, out_dir, NULL, NULL, 0, out, err);
+}
+
+sb_status sb_report_write_by(const char *db_path, const char *out_dir, const char *x_key,
+                             const char *const *filters, int n_filters, sb_report_outcome *out,
+                             sb_error *err)
+{
+    if (n_filters < 0 || (n_filters > 0 && filters == NULL))
+        return sb_error_set(err, SB_ERR_INVALID, "sb_report_write_by: %d filters without the "
+                            "array", n_filters);
+    return report_write(db_path, 0, out_dir, x_key, filters, n_filters, out, err);
 }
 
 sb_status sb_report_write_readonly(const char *db_path, const char *out_dir,
                                    sb_report_outcome *out, sb_error *err)
 {
-    return report_write(db_path, 1, out_dir, out, err);
-}
-
-int sb_results_config_matches(const char *config_json, const char *filter)
-{
-    if (config_json == NULL || filter == NULL)
-        return 0;
-    const char *eq = strchr(filter, '=');
-    if (eq == NULL || eq == filter || eq - filter >= 128)
-        return 0;
-    char key[128];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
-    const char *want = eq + 1;
-    json_t *config = json_loads(config_json, 0, NULL);
-    json_t *v = config != NULL ? json_object_get(config, key) : NULL;
-    int match = 0;
-    if (v == NULL)
-        match = 0;
-    else if (json_is_string(v))
-        match = strcmp(json_string_value(v), want) == 0;
-    else if (json_is_number(v)) {
-        char *end;
-        double w = strtod(want, &end);
-        match = end != want && *end == '\0' && json_number_value(v) == w;
-    } else if (json_is_boolean(v))
-        match = json_is_true(v) ? strcmp(want, "True") == 0 || strcmp(want, "true") == 0 ||
-                                      strcmp(want, "1") == 0
-                                : strcmp(want, "False") == 0 || strcmp(want, "false") == 0 ||
-                                      strcmp(want, "0") == 0;
-    else if (json_is_null(v))
-        match = strcmp(want, "null") == 0 || strcmp(want, "None") == 0;
-    json_decref(config);
-    return match;
+    return report_write(db_path, 1, out_dir, NULL, NULL, 0, out, err);
 }
 
 sb_status sb_report_claims(const char *db_path, char **markdown, sb_error *err)

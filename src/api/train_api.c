@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "core/alloc.h"
 #include "exp/run_store.h"
 #include "tensor/gemm_engine.h"
 #include "train/checkpoint.h"
@@ -89,6 +90,79 @@ static void outcome_from_row(sb_train_outcome *out, const sb_run_row *row)
     out->cached = 1;
 }
 
+/* What a results folder says of a run about to train; a world of processes all follow
+ * rank 0's (world_agree). */
+enum { VERDICT_TRAIN, VERDICT_CACHED, VERDICT_FAILED, VERDICT_LOCKED };
+
+/* The database and checkpoint paths of a run in settings->results_dir, into out; create:
+ * make the folders that will be written. */
+static sb_status results_paths(const sb_train_settings *settings, const sb_run_config *run,
+                               int create, sb_train_outcome *out, sb_error *err)
+{
+    const char *dir = settings->results_dir;
+    sb_status st;
+    if (create && (st = sb_run_store_make_dir(dir, err)) != SB_OK)
+        return st;
+    if (settings->db_path != NULL)
+        snprintf(out->database, sizeof out->database, "%s", settings->db_path);
+    else if ((st = sb_run_store_db_path(dir, out->database, sizeof out->database, err)) != SB_OK)
+        return st;
+    if (settings->checkpoint_path != NULL)
+        snprintf(out->checkpoint, sizeof out->checkpoint, "%s", settings->checkpoint_path);
+    else if ((st = sb_run_store_ckpt_path(dir, run, out->checkpoint, sizeof out->checkpoint,
+                                          create && settings->save_checkpoint, err)) != SB_OK)
+        return st;
+    if (!settings->save_checkpoint && !run->test_pretrained && !settings->resume)
+        out->checkpoint[0] = '\0'; /* nothing will be written or read there */
+    return SB_OK;
+}
+
+/* Opens the run's record in its database (the lock, its row): *verdict TRAIN, CACHED (out
+ * filled from the finished row), LOCKED or FAILED (the status returned). */
+static sb_status results_begin(const sb_train_settings *settings, const sb_run_config *run,
+                               int world, train_sinks *sinks, sb_train_outcome *out,
+                               int *verdict, sb_error *err)
+{
+    int finished = 0;
+    sb_run_row stored;
+    memset(&stored, 0, sizeof stored);
+    sb_status st = sb_run_record_begin(&sinks->rec, out->database, run,
+                                       out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
+                                       settings->force, settings->resume, world, &finished,
+                                       &out->locked_by, &stored, err);
+    if (st != SB_OK) {
+        *verdict = out->locked_by != 0 ? VERDICT_LOCKED : VERDICT_FAILED;
+        return st;
+    }
+    if (finished) {
+        outcome_from_row(out, &stored);
+        sb_results_run_row_clear(&stored);
+        sb_run_record_close(&sinks->rec);
+        *verdict = VERDICT_CACHED;
+    }
+    return SB_OK;
+}
+
+/* Every process takes rank 0's verdict (all_gather of one int each). */
+static sb_status world_agree(const sb_train_settings *settings, int world, int *verdict,
+                             sb_error *err)
+{
+    if (settings->all_gather == NULL)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "a world of %d processes needs settings->all_gather", world);
+    int *all = sb_malloc((size_t)world * sizeof *all);
+    if (all == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    int mine = *verdict;
+    int rc = settings->all_gather(&mine, sizeof mine, all, settings->world_user);
+    *verdict = all[0];
+    sb_free(all);
+    if (rc != 0)
+        return sb_error_set(err, SB_ERR_RUNTIME,
+                            "the processes could not agree to begin the run (all-gather failed)");
+    return SB_OK;
+}
+
 sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *settings,
                           sb_train_outcome *out, sb_error *err)
 {
@@ -115,37 +189,34 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     memset(&sinks, 0, sizeof sinks);
     sinks.settings = settings;
     const char *dir = settings->results_dir;
+    const int world = settings->world_size > 1 ? settings->world_size : 1;
+    const int rank = world > 1 ? settings->world_rank : 0;
+    int verdict = VERDICT_TRAIN;
     if (dir != NULL) {
-        if ((st = sb_run_store_make_dir(dir, err)) != SB_OK)
-            return st;
-        if (settings->db_path != NULL)
-            snprintf(out->database, sizeof out->database, "%s", settings->db_path);
-        else if ((st = sb_run_store_db_path(dir, out->database, sizeof out->database, err)) !=
-                 SB_OK)
-            return st;
-        if (settings->checkpoint_path != NULL)
-            snprintf(out->checkpoint, sizeof out->checkpoint, "%s", settings->checkpoint_path);
-        else if ((st = sb_run_store_ckpt_path(dir, run, out->checkpoint, sizeof out->checkpoint,
-                                              settings->save_checkpoint, err)) != SB_OK)
-            return st;
-        if (!settings->save_checkpoint && !run->test_pretrained && !settings->resume)
-            out->checkpoint[0] = '\0'; /* nothing will be written or read there */
-        int finished = 0;
-        sb_run_row stored;
-        memset(&stored, 0, sizeof stored);
-        st = sb_run_record_begin(&sinks.rec, out->database, run,
-                                 out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
-                                 settings->force, settings->resume, &finished, &out->locked_by,
-                                 &stored, err);
-        if (st != SB_OK)
-            return st;
-        if (finished) {
-            outcome_from_row(out, &stored);
-            sb_results_run_row_clear(&stored);
+        st = results_paths(settings, run, rank == 0, out, err);
+        if (st == SB_OK && rank == 0)
+            st = results_begin(settings, run, world, &sinks, out, &verdict, err);
+        else if (st != SB_OK)
+            verdict = VERDICT_FAILED;
+        if (st == SB_OK && verdict == VERDICT_TRAIN)
+            sinks.rec.threads = threads;
+    }
+    /* a world of processes does what rank 0's database says (it alone opens it) */
+    if (world > 1 && (st = world_agree(settings, world, &verdict, err)) != SB_OK) {
+        if (sinks.rec.db != NULL)
             sb_run_record_close(&sinks.rec);
+        return st;
+    }
+    if (verdict != VERDICT_TRAIN) {
+        if (rank == 0)
+            return st;
+        if (verdict == VERDICT_CACHED) {
+            out->cached = 1;
             return SB_OK;
         }
-        sinks.rec.threads = threads;
+        if (verdict == VERDICT_LOCKED)
+            out->locked_by = -1;
+        return sb_error_set(err, SB_ERR_RUNTIME, "rank 0 did not begin the run");
     }
 
     if (settings->on_begin != NULL)
@@ -161,12 +232,17 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
         .checkpoint_every_s = settings->checkpoint_every_s,
         .stop_user = settings->user,
         .inject_nan_at = settings->inject_nan_at,
+        .world_rank = rank,
+        .world_size = world,
+        .all_gather = settings->all_gather,
+        .world_user = settings->world_user,
     };
     sb_train_result res;
     st = sb_train(run, &topt, &res, err);
+    out->gather_s = res.gather_s;
     sb_error db_err = {0};
     sb_status db_st = SB_OK;
-    if (dir != NULL)
+    if (sinks.rec.db != NULL)
         db_st = sb_run_record_end(&sinks.rec, &res, &db_err);
     if (db_st != SB_OK && settings->on_db_warning != NULL) {
         settings->on_db_warning(db_err.msg, 1, settings->user);
@@ -187,7 +263,7 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     out->grad_acc = res.grad_acc;
     out->tokens_per_s = res.tokens_per_s;
     out->wall_s = res.wall_s;
-    if (dir != NULL) {
+    if (dir != NULL && rank == 0) {
         out->ceiling = sinks.rec.ceiling;
         out->effective_memory = sinks.rec.effective_memory;
     }

@@ -12,7 +12,7 @@
 
 int sb_cmd_report(int argc, char **argv)
 {
-    const char *db_path = "results/" SB_RESULTS_DB_NAME, *out = NULL;
+    const char *db_path = "results/" SB_RESULTS_DB_NAME, *out = NULL, *x_key = NULL;
     int threads = 0, claims = 0;
     const char *filter_dummy = NULL;
     sb_option opts[] = {
@@ -26,14 +26,19 @@ int sb_cmd_report(int argc, char **argv)
          "print only the paper's findings with their statistics and verdicts (docs/claims.md; "
          "read only, no figures)", 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
-         "with --claims: only the runs whose configuration has KEY = VALUE (repeatable, as "
-         "results --filter; e.g. one preset's slice of a larger study; default: every run)", 0},
+         "only the runs whose configuration has KEY = VALUE, for the figures and the findings "
+         "(repeatable, as results --filter; e.g. one preset's slice of a larger study; "
+         "default: every run)", 0},
+        {"x", SB_OPT_STRING, &x_key, 0, 0, NULL, "KEY",
+         "one figure of every run against configuration key KEY (a scale study: dataset_size, "
+         "train_seqlen_max, feat_size, ...) instead of the paper's figures (default: the "
+         "paper's figures)", 0},
     };
     const char *filters[MAX_FILTERS];
     int n_filters = sb_cli_repeated(argc, argv, "--filter", filters, MAX_FILTERS);
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("report", "[DB|DIR] [--out DIR] [--claims [--filter K=V]]", opts, (int)(sizeof opts / sizeof *opts),
+    int rc = sb_cli_parse("report", "[DB|DIR] [--out DIR] [--x KEY] [--filter K=V] [--claims]", opts, (int)(sizeof opts / sizeof *opts),
                           argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
@@ -46,9 +51,9 @@ int sb_cmd_report(int argc, char **argv)
     if (n_filters > MAX_FILTERS)
         sb_error_set(&err, SB_ERR_INVALID, "--filter is given %d times; at most %d", n_filters,
                      MAX_FILTERS);
-    else if (n_filters > 0 && !claims)
-        sb_error_set(&err, SB_ERR_INVALID, "--filter selects the runs of --claims; the figures "
-                     "read every run (give --claims, or report a database of those runs)");
+    else if (x_key != NULL && sb_config_key_find(x_key) < 0)
+        sb_error_set(&err, SB_ERR_INVALID, "--x '%s' is not a configuration key (%s train "
+                     "--help lists them)", x_key, sb_cli_program());
     for (int f = 0; f < n_filters && n_filters <= MAX_FILTERS && err.msg[0] == '\0'; f++) {
         const char *eq = strchr(filters[f], '=');
         char key[128] = "";
@@ -92,7 +97,7 @@ int sb_cmd_report(int argc, char **argv)
         out = dir;
     }
     sb_report_outcome sum;
-    if (sb_report_write(db_path, out, &sum, &err) != SB_OK)
+    if (sb_report_write_by(db_path, out, x_key, filters, n_filters, &sum, &err) != SB_OK)
         return sb_cli_fail("report", &err);
     printf("%d runs read, %d used", sum.runs_read, sum.runs_used);
     if (sum.runs_left_out > 0) /* out of every mean; report.md says which kinds */

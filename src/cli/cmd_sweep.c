@@ -29,6 +29,8 @@
 #include "cli/signals.h"
 #include "cli/sweep_slurm.h"
 #include "cli/sweep_view.h"
+#include "cli/mpi_comm.h"
+#include "cli/sweep_mpi.h"
 #include "selectivbench/selectivbench.h"
 
 #define SWEEP_MAX_FILTERS 16
@@ -38,7 +40,7 @@ typedef struct sweep_flags {
     int dry_run, hashes, workers, threads, limit, quiet;
     double checkpoint_every; /* minutes */
     const char *slurm, *slurm_time, *partition; /* --slurm DIR: write an sbatch script */
-    int array, cpus_per_task;
+    int array, cpus_per_task, mpi, ranks;
     const char *db, *results;
     const char *shard;
     const char *filters[SWEEP_MAX_FILTERS];
@@ -108,6 +110,11 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
          "with --slurm: each task's time limit (default 24:00:00)", 0},
         {"partition", SB_OPT_STRING, &o->partition, 0, 0, NULL, "P",
          "with --slurm: the partition (default: the cluster's)", 0},
+        {"mpi", SB_OPT_SWITCH, &o->mpi, 0, 1, NULL, NULL,
+         "with --slurm: one MPI job (mpirun; rank 0 coordinates, the others train) instead of "
+         "a job array (default: an array)", 0},
+        {"ranks", SB_OPT_INT, &o->ranks, 2, 1000000, NULL, "N",
+         "with --slurm --mpi: MPI ranks, the coordinator included (default min(runs, 16) + 1)", 0},
         {"cpus_per_task", SB_OPT_INT, &o->cpus_per_task, 1, 4096, NULL, "C",
          "with --slurm: cores per task (default 4; threads per run = C / workers)", 0},
     };
@@ -551,11 +558,23 @@ int sb_cmd_sweep(int argc, char **argv)
                             .cpus_per_task = o.cpus_per_task > 0 ? o.cpus_per_task : 4,
                             .workers = o.workers, .threads = o.threads,
                             .checkpoint_every = o.checkpoint_every, .filters = o.filters,
-                            .n_filters = o.n_filters};
+                            .n_filters = o.n_filters, .mpi = o.mpi, .ranks = o.ranks};
         rc = sb_cli_sweep_slurm(&job);
-    } else if (o.hashes || o.dry_run)
-        rc = sweep_list(s, sel, &o);
-    else
+    } else if (o.hashes || o.dry_run) {
+        rc = sb_mpi_rank() == 0 ? sweep_list(s, sel, &o) : 0;
+    } else if (sb_mpi_size() > 1) {
+        /* under mpirun: rank 0 coordinates and writes the database, the others train */
+        char db[4096];
+        if (o.db == NULL && sb_results_path(o.results, db, sizeof db, &err) != SB_OK)
+            rc = sb_cli_fail("sweep", &err);
+        else {
+            sb_mpi_sweep job = {.sweep = s, .sel = sel, .label = o.file, .results = o.results,
+                                .db = o.db != NULL ? o.db : db, .threads = o.threads,
+                                .checkpoint_every_s = 60.0 * o.checkpoint_every,
+                                .quiet = o.quiet};
+            rc = sb_cli_sweep_mpi(&job);
+        }
+    } else
         rc = sweep_execute(s, sel, &o);
     sb_sweep_selection_free(sel);
     sb_sweep_free(s);

@@ -5,8 +5,10 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/mpi_comm.h"
 #include "cli/run_options.h"
 #include "cli/signals.h"
+#include "cli/train_mpi.h"
 #include "cli/train_output.h"
 #include "selectivbench/selectivbench.h"
 
@@ -79,6 +81,8 @@ static void print_interrupted(const sb_train_outcome *res, int argc, char **argv
         return;
     }
     fprintf(stderr, " (checkpoint %s); resume with: ", res->checkpoint);
+    if (sb_mpi_size() > 1) /* (or any -np that divides --grad_shards: the same weights) */
+        fprintf(stderr, "mpirun -np %d ", sb_mpi_size());
     print_shell_word(stderr, sb_cli_program());
     fprintf(stderr, " train");
     for (int i = 2; i < argc; i++) {
@@ -102,6 +106,43 @@ static int only_createset(const sb_config *cfg)
            facts.states, facts.topological_entropy);
     sb_task_free(task);
     return 0;
+}
+
+/* Under mpirun, ranks other than 0 train in silence: rank 0 prints (and records) the run.
+ * Their failures are rank 0's too (the same configuration and the same numbers), or come
+ * from MPI, which reports them itself. */
+static int quiet_rank(void)
+{
+    return sb_mpi_rank() != 0;
+}
+
+static int fail(const sb_error *err)
+{
+    if (quiet_rank())
+        return sb_status_exit_code(err->status);
+    return sb_cli_fail("train", err);
+}
+
+/* The configuration's --grad_shards (1 when it cannot be read). */
+static int grad_shards_of(const sb_config *cfg)
+{
+    char buf[32];
+    sb_error err = {0};
+    if (sb_config_get_key(cfg, "grad_shards", buf, sizeof buf, &err) != SB_OK)
+        return 1;
+    return atoi(buf);
+}
+
+/* Data-parallel runs: where the time went (stderr, so that --json stays one document). */
+static void print_world(const sb_train_outcome *res, int grad_shards)
+{
+    if (quiet_rank() || sb_mpi_size() <= 1 || !(res->wall_s > 0))
+        return;
+    fprintf(stderr,
+            "selectivbench train: data-parallel over %d processes, %d gradient shards per "
+            "micro-batch: %.3f s of %.3f s in the all-gather (%.1f%%), %.0f tokens/s\n",
+            sb_mpi_size(), grad_shards, res->gather_s, res->wall_s,
+            100.0 * res->gather_s / res->wall_s, res->tokens_per_s);
 }
 
 static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
@@ -139,18 +180,28 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
     int threads = sb_cli_threads(rf->threads);
     const sb_config *cfg = rf->config;
     if (sb_config_check(cfg, &err) != SB_OK)
-        return sb_cli_fail("train", &err);
+        return fail(&err);
+    const int grad_shards = grad_shards_of(cfg);
+    char world_msg[512];
+    if (sb_train_mpi_check(grad_shards, world_msg, sizeof world_msg) != 0) {
+        if (!quiet_rank())
+            fprintf(stderr, "selectivbench train: error: %s\n", world_msg);
+        return 2;
+    }
     if (rf->print_hashes)
         return sb_cli_print_config_hashes(cfg);
     if (rf->only_createset)
         return only_createset(cfg);
 
     sb_train_output out;
-    sb_train_output_init(&out, cfg, rf->quiet, rf->json, threads);
+    sb_train_output_init(&out, cfg, rf->quiet || quiet_rank(), rf->json && !quiet_rank(),
+                         threads);
     out.log_every = progress_every;
     /* from here on, SIGINT and SIGTERM stop the run at its next update (signals.h) */
-    sb_cli_signals_install("selectivbench train: stopping after the current update, with a "
-                           "checkpoint (a second signal quits at once)\n");
+    sb_cli_signals_install(quiet_rank() ? ""
+                                        : "selectivbench train: stopping after the current "
+                                          "update, with a checkpoint (a second signal quits "
+                                          "at once)\n");
     sb_train_settings settings = {
         .results_dir = rf->results_dir,
         .save_checkpoint = rf->save_model,
@@ -169,23 +220,29 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
         .should_stop = sb_cli_stop_requested,
         .checkpoint_every_s = 60.0 * checkpoint_every,
     };
+    sb_train_mpi_settings(&settings);
     sb_train_outcome res;
     sb_status st = sb_train_config(cfg, &settings, &res, &err);
     if (res.cached) {
-        print_stored(&res, rf->json);
+        if (!quiet_rank())
+            print_stored(&res, rf->json);
         return 0;
     }
     if (res.locked_by != 0) { /* another process trains it: try again later */
-        sb_cli_fail("train", &err);
+        fail(&err);
         return SB_CLI_EXIT_TEMPFAIL;
     }
     if (res.status[0] == '\0') /* the results folder or database could not be set up */
-        return sb_cli_fail("train", &err);
+        return fail(&err);
     sb_train_output_finish(&out, &res, res.checkpoint[0] != '\0' ? res.checkpoint : NULL);
     sb_train_output_close(&out);
+    print_world(&res, grad_shards);
     if (st != SB_OK)
-        return sb_cli_fail("train", &err);
+        return fail(&err);
     if (strcmp(res.status, "interrupted") == 0) {
+        if (quiet_rank()) /* stopped with rank 0, which may be the one the signal reached */
+            return sb_cli_stop_signal() != 0 ? sb_cli_signal_exit_code(sb_cli_stop_signal())
+                                             : SB_CLI_EXIT_TEMPFAIL;
         print_interrupted(&res, argc, argv);
         return sb_cli_signal_exit_code(sb_cli_stop_signal());
     }

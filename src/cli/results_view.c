@@ -622,6 +622,20 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
         sb_jw_null(j);
     sb_jw_key(j, "attempts");
     sb_jw_int(j, r->attempts);
+    /* where it ran: the machine, the MPI rank of an MPI sweep (null otherwise), and the
+     * ranks a data-parallel training used */
+    sb_jw_key(j, "host");
+    if (r->host[0] != '\0')
+        sb_jw_string(j, r->host);
+    else
+        sb_jw_null(j);
+    sb_jw_key(j, "rank");
+    if (r->rank >= 0)
+        sb_jw_int(j, r->rank);
+    else
+        sb_jw_null(j);
+    sb_jw_key(j, "world_size");
+    sb_jw_int(j, r->world_size);
     sb_jw_key(j, "checkpoint");
     if (r->checkpoint[0] != '\0')
         sb_jw_string(j, r->checkpoint);

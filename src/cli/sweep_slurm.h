@@ -17,9 +17,12 @@ typedef struct sb_slurm_job {
     double checkpoint_every; /* minutes */
     const char *const *filters;
     int n_filters;
+    int mpi;                /* one MPI job (`mpirun selectivbench sweep`) instead of an array */
+    int ranks;              /* with mpi: MPI ranks, the coordinator included; 0: min(runs, 16) + 1 */
 } sb_slurm_job;
 
-/* Writes DIR/sweep.sbatch (and makes DIR/logs), prints what it wrote and the sbatch line;
+/* Writes DIR/sweep.sbatch (with mpi: one MPI job whose rank 0 coordinates, see
+ * sweep_mpi.h) (and makes DIR/logs), prints what it wrote and the sbatch line;
  * returns the exit code (one error line on failure). */
 int sb_cli_sweep_slurm(const sb_slurm_job *job);
 

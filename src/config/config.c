@@ -402,11 +402,13 @@ static void write_key(const sb_run_config *cfg, const sb_config_key *k, sb_json 
     }
 }
 
-/* Whether a key holds its default (only CHOICE keys are TRAINING_SET today). */
+/* Whether a key holds its default (the TRAINING_SET keys: CHOICE and INT ones). */
 static int is_default(const sb_run_config *cfg, const sb_config_key *k)
 {
-    return k->kind == SB_KEY_CHOICE && strcmp(k->choices[*(const int *)((const char *)cfg + k->offset)],
-                                              k->def) == 0;
+    const int value = *(const int *)((const char *)cfg + k->offset);
+    if (k->kind == SB_KEY_INT)
+        return value == atoi(k->def);
+    return k->kind == SB_KEY_CHOICE && strcmp(k->choices[value], k->def) == 0;
 }
 
 void sb_run_config_write_json(const sb_run_config *cfg, sb_json *j, int training_only)

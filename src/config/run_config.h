@@ -71,6 +71,9 @@ typedef struct sb_run_config {
     sb_gemm_kind gemm;
     int deterministic; /* 1 and 2 threads give identical weights (OpenBLAS under auto) */
     sb_precision_kind precision; /* in the JSON (and hashes) only when bf16 */
+    /* gradient shards per micro-batch (--grad_shards; data-parallel training, trainer.h):
+     * in the JSON (and hashes) only when not 1, so earlier runs keep their hashes */
+    int grad_shards;
 } sb_run_config;
 
 /* train.py's defaults for training flags, the paper's main task as the task. */

@@ -19,6 +19,9 @@
  *              model. Statistic: the best attention model's accuracy minus the best recurrent
  *              model's, at the longest sequence length (train_seqlen_max) the groups have;
  *              the margin at every length is listed too.
+ *   mixing_retention  finding 2 read as what is kept at the longer gap: the same groups;
+ *              statistic: the channel-mixing models' mean retention (accuracy at the longer
+ *              gap over accuracy at the training gap) minus the diagonal models' mean.
  *
  * Verdicts: holds when the interval lies above 0; does not hold when it lies below +0.01
  * (the data exclude a benefit of a point or more); inconclusive otherwise, or with fewer
@@ -33,7 +36,7 @@
 #include "core/status.h"
 #include "exp/results.h"
 
-#define SB_CLAIMS 3
+#define SB_CLAIMS 4
 #define SB_CLAIM_LENGTHS_MAX 8 /* sequence lengths listed for the attention finding */
 
 typedef enum sb_verdict {
@@ -43,7 +46,7 @@ typedef enum sb_verdict {
 } sb_verdict;
 
 typedef struct sb_claim {
-    const char *id;          /* "gating", "mixing", "attention" */
+    const char *id;          /* "gating", "mixing", "attention", "mixing_retention" */
     const char *finding;     /* the finding, one line */
     const char *statistic;   /* what `estimate` is */
     int groups;              /* pairs or groups the statistic averages */
@@ -57,7 +60,7 @@ typedef struct sb_claim {
     int length_groups[SB_CLAIM_LENGTHS_MAX];
 } sb_claim;
 
-/* The three findings from rows (any status: only finished runs with a test accuracy and a
+/* The findings (three, the second with two statistics) from rows (any status: only finished runs with a test accuracy and a
  * readable configuration count). SB_ERR_NOMEM on allocation failure. */
 sb_status sb_claims_evaluate(const sb_run_row *rows, size_t n, sb_claim out[SB_CLAIMS],
                              sb_error *err);

@@ -17,18 +17,22 @@
 #include "core/plot.h"
 #include "exp/report_curves.h"
 #include "exp/results.h"
+#include "config/config.h"
 #include "config/run_config.h"
 #include "train/run_setup.h"
 
-enum { FIG_2A, FIG_2B, FIG_3A, FIG_3B, FIG_4, N_FIGS };
+/* FIG_X: every run against one configuration key (report's x_key: a scale study's
+ * dataset_size or train_seqlen_max), instead of the paper's figures. */
+enum { FIG_2A, FIG_2B, FIG_3A, FIG_3B, FIG_4, FIG_X, N_FIGS };
 
-static const char *fig_name[N_FIGS] = {"fig2a", "fig2b", "fig3a", "fig3b", "fig4"};
+static const char *fig_name[N_FIGS] = {"fig2a", "fig2b", "fig3a", "fig3b", "fig4", "scale"};
 static const char *fig_title[N_FIGS] = {
     "Task 1a: accuracy vs grammar complexity",
     "Task 1b: accuracy vs model size",
     "Task 2: noisy gaps",
     "Task 3: non-grammatical gaps",
     "Task 4: generalisation to longer gaps",
+    "Accuracy vs",
 };
 static const char *fig_xlabel[N_FIGS] = {
     "topological entropy of the grammar (nats)",
@@ -36,6 +40,7 @@ static const char *fig_xlabel[N_FIGS] = {
     "parameters (millions)",
     "parameters (millions)",
     "gap frames after each symbol at test (0.1 s each)",
+    NULL, /* the key's name */
 };
 
 /* One finished run, reduced to what the figures need. */
@@ -364,8 +369,20 @@ static void rec_from_run(sb_results *db, sb_run_row *row, const sb_run_config *c
  * out of memory: then none); *n: how many. The others are counted in sum: a diverged run's
  * last accuracy is not a result of its setting, and a mean over seeds with it would mix
  * the two. */
+/* The value of configuration key `key` of c as a number, in *x; 0 when it is not one. */
+static int config_number(const sb_run_config *c, const char *key, double *x)
+{
+    const sb_config_key *k = sb_config_find(key);
+    char buf[128];
+    if (k == NULL || sb_config_format(c, k, buf, sizeof buf) < 0)
+        return 0;
+    char *end;
+    *x = strtod(buf, &end);
+    return end != buf && *end == '\0' && isfinite(*x);
+}
+
 static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows,
-                             sb_report_summary *sum, int *n)
+                             const char *x_key, sb_report_summary *sum, int *n)
 {
     rec *recs = calloc(n_rows > 0 ? n_rows : 1, sizeof *recs);
     *n = 0;
@@ -386,7 +403,18 @@ static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows,
             sum->runs_unusable++;
             continue;
         }
-        rec_from_run(db, row, &c, &recs[(*n)++], sum);
+        double x = 0;
+        if (x_key != NULL && !config_number(&c, x_key, &x)) {
+            sum->runs_unusable++;
+            continue;
+        }
+        rec *r = &recs[(*n)++];
+        rec_from_run(db, row, &c, r, sum);
+        if (x_key != NULL) { /* one figure of every run against the key */
+            r->fig = FIG_X;
+            r->panel = 0;
+            r->xkey = x;
+        }
     }
     return recs;
 }
@@ -457,6 +485,7 @@ typedef struct report_ctx {
     sb_report_summary *sum;
     sb_results *db;  /* the runs' evaluations, for the learning curves */
     sb_json *json;   /* report.json, inside its "figures" array */
+    const char *x_key; /* FIG_X's key, or NULL */
 } report_ctx;
 
 /* The end of the figure that starts at recs[f0]: the runs with its fig, protocol, panel. */
@@ -506,15 +535,20 @@ typedef struct figure_names {
     char curves_base[4200], curves_title[300], curves_subtitle[300]; /* learning curves */
 } figure_names;
 
-static void figure_names_make(const rec *head, const char *out_dir, figure_names *fn)
+static void figure_names_make(const rec *head, const char *out_dir, const char *x_key,
+                              figure_names *fn)
 {
     char *base = fn->base;
     snprintf(base, sizeof fn->base, "%s/%s", out_dir, fig_name[head->fig]);
+    if (head->fig == FIG_X)
+        snprintf(base + strlen(base), sizeof fn->base - strlen(base), "_%s", x_key);
     if (head->panel > 0)
         snprintf(base + strlen(base), sizeof fn->base - strlen(base), "_d%d", head->panel);
     if (head->protocol == 1)
         snprintf(base + strlen(base), sizeof fn->base - strlen(base), "_clean");
     snprintf(fn->title, sizeof fn->title, "%s", fig_title[head->fig]);
+    if (head->fig == FIG_X)
+        snprintf(fn->title, sizeof fn->title, "%s %s", fig_title[head->fig], x_key);
     if (head->panel > 0)
         snprintf(fn->subtitle, sizeof fn->subtitle, "width %d, protocol %s; mean \xC2\xB1 std over seeds, "
                  "best lr / warm-up per point", head->panel,
@@ -535,13 +569,17 @@ static void figure_names_make(const rec *head, const char *out_dir, figure_names
 }
 
 /* The figure's section of report.md: its heading and the head of its table. */
-static void write_table_head(FILE *md, const rec *head, const figure_names *fn)
+static void write_table_head(FILE *md, const rec *head, const figure_names *fn,
+                             const char *x_key)
 {
     fprintf(md, "\n## %s (%s)\n\n%s.\n\n| model | %s | mean test acc | std | seeds | lr | "
                 "warm-up | ceiling | eff. memory |\n"
                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
             fn->title, strrchr(fn->base, '/') + 1, fn->subtitle,
-            head->fig == FIG_2A ? "TE" : head->fig == FIG_4 ? "gap frames" : "params (M)");
+            head->fig == FIG_2A  ? "TE"
+            : head->fig == FIG_4 ? "gap frames"
+            : head->fig == FIG_X ? x_key
+                                 : "params (M)");
 }
 
 /* The end of the setting (lr, warm-up) that starts at recs[s0], before b. */
@@ -777,9 +815,10 @@ static void add_curve_group(const rec *recs, int x0, int x1, const point *best, 
             g->n_runs++;
         }
     const rec *r = &recs[x0];
-    if (r->fig == FIG_2A || r->fig == FIG_4)
+    if (r->fig == FIG_2A || r->fig == FIG_4 || r->fig == FIG_X)
         snprintf(label, label_size, "%s, %s %g, %d seed%s", r->model,
-                 r->fig == FIG_2A ? "amb" : "gap", r->xkey, g->n_runs, g->n_runs == 1 ? "" : "s");
+                 r->fig == FIG_2A ? "amb" : r->fig == FIG_4 ? "gap" : "x", r->xkey, g->n_runs,
+                 g->n_runs == 1 ? "" : "s");
     else
         snprintf(label, label_size, "%s, %.3gM, %d seed%s", r->model, r->params_m, g->n_runs,
                  g->n_runs == 1 ? "" : "s");
@@ -853,6 +892,19 @@ static sb_status write_curves(report_ctx *rc, int f0, int f1, const char *base,
 /* The figure of runs recs[f0..f1): its table in report.md, the accuracy figure with its
  * reference lines, the effective-memory and learning-curve companions, and their links in
  * report.md. */
+/* Whether the positive x keys of recs[a..b) span a factor of 10 or more (a log axis). */
+static int x_spans_decade(const rec *recs, int a, int b)
+{
+    double lo = HUGE_VAL, hi = 0;
+    for (int q = a; q < b; q++) {
+        if (!(recs[q].xkey > 0))
+            return 0;
+        lo = fmin(lo, recs[q].xkey);
+        hi = fmax(hi, recs[q].xkey);
+    }
+    return hi >= 10 * lo;
+}
+
 static sb_status write_figure(report_ctx *rc, int f0, int f1, sb_error *err)
 {
     const rec *head = &rc->recs[f0];
@@ -860,8 +912,8 @@ static sb_status write_figure(report_ctx *rc, int f0, int f1, sb_error *err)
     if (!figure_buffers_alloc(&fb, (size_t)(f1 - f0)))
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory drawing the figures");
     figure_names fn;
-    figure_names_make(head, rc->out_dir, &fn);
-    write_table_head(rc->md, head, &fn);
+    figure_names_make(head, rc->out_dir, rc->x_key, &fn);
+    write_table_head(rc->md, head, &fn, rc->x_key);
 
     sb_plot_series series[64], mem_series[64];
     char labels[64][SB_MODEL_NAME_MAX];
@@ -872,13 +924,15 @@ static sb_status write_figure(report_ctx *rc, int f0, int f1, sb_error *err)
     int n_refs = figure_refs(rc->recs, f0, f1, head->fig, &rc->cache, &rc->n_cache, refs, fb.rxs,
                              fb.rys, fb.rx);
 
-    int logx = head->fig == FIG_2B || head->fig == FIG_3A || head->fig == FIG_3B;
-    sb_plot plot = {.title = fn.title, .subtitle = fn.subtitle, .xlabel = fig_xlabel[head->fig],
+    int logx = head->fig == FIG_2B || head->fig == FIG_3A || head->fig == FIG_3B ||
+               (head->fig == FIG_X && x_spans_decade(rc->recs, f0, f1));
+    const char *xlabel = head->fig == FIG_X ? rc->x_key : fig_xlabel[head->fig];
+    sb_plot plot = {.title = fn.title, .subtitle = fn.subtitle, .xlabel = xlabel,
                     .ylabel = "test accuracy (fraction of elements)", .logx = logx,
                     .ymin = (double)NAN, .ymax = (double)NAN, .n_series = n_series,
                     .series = series, .n_refs = n_refs, .refs = refs, .yfraction = 1};
     sb_plot mem_plot = {.title = fn.mem_title, .subtitle = fn.subtitle,
-                        .xlabel = fig_xlabel[head->fig],
+                        .xlabel = xlabel,
                         .ylabel = "effective memory (elements, log2(1 + m) axis)",
                         .logx = logx, .ymin = 0, .ymax = (double)NAN, .n_series = n_series,
                         .series = mem_series, .logy1p = 1, .ybeyond = MEMORY_BEYOND,
@@ -920,7 +974,7 @@ static int mark_other_runs(rec *recs, int n)
 /* An other run's task in words: its task number and what its x would have been. */
 static void other_task(const rec *r, char *buf, size_t size)
 {
-    static const char *task[N_FIGS] = {"1a", "1b", "2", "3", "4"};
+    static const char *task[N_FIGS] = {"1a", "1b", "2", "3", "4", "scale"};
     if (r->fig == FIG_2A)
         snprintf(buf, size, "%s: amb %g, width %d", task[r->fig], r->xkey, r->panel);
     else if (r->fig == FIG_4)
@@ -1026,10 +1080,11 @@ static void json_other_runs(sb_json *j, const rec *recs, int o0, int n)
 /* Every figure of the sorted recs, in order, until one fails, then the other runs; json:
  * report.json, its object open. */
 static sb_status write_figures(sb_results *db, const rec *recs, int n, const char *out_dir,
-                               FILE *md, sb_json *json, sb_report_summary *sum, sb_error *err)
+                               const char *x_key, FILE *md, sb_json *json,
+                               sb_report_summary *sum, sb_error *err)
 {
     report_ctx rc = {.recs = recs, .n = n, .out_dir = out_dir, .md = md, .sum = sum, .db = db,
-                     .json = json};
+                     .json = json, .x_key = x_key};
     rc.pts = calloc((size_t)(n > 0 ? n : 1), sizeof *rc.pts);
     if (rc.pts == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory drawing the figures");
@@ -1083,21 +1138,38 @@ static sb_status out_file_close(out_file *o, sb_status st, sb_error *err)
     return st;
 }
 
-sb_status sb_report_generate_mode(const char *db_path, int read_only, const char *out_dir,
-                                  sb_report_summary *sum, sb_error *err)
+sb_status sb_report_generate_with(const char *db_path, const char *out_dir,
+                                  const sb_report_options *opts, sb_report_summary *sum,
+                                  sb_error *err)
 {
     memset(sum, 0, sizeof *sum);
+    if (opts->x_key != NULL && sb_config_find(opts->x_key) == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "report: '%s' is not a configuration key",
+                            opts->x_key);
     sb_results *db = NULL;
     sb_run_row *rows = NULL;
     size_t n_rows = 0;
-    sb_status st = report_open(db_path, read_only, out_dir, &db, &rows, &n_rows, err);
+    sb_status st = report_open(db_path, opts->read_only, out_dir, &db, &rows, &n_rows, err);
     if (st != SB_OK)
         return st;
-    sum->runs_read = (int)n_rows;
+    /* the runs every filter matches first; the report reads those */
+    size_t kept = 0;
+    for (size_t i = 0; i < n_rows; i++) {
+        int keep = 1;
+        for (int f = 0; keep && f < opts->n_filters; f++)
+            keep = sb_results_config_matches(rows[i].config_json, opts->filters[f]);
+        if (keep && kept != i) {
+            sb_run_row t = rows[kept];
+            rows[kept] = rows[i];
+            rows[i] = t;
+        }
+        kept += keep;
+    }
+    sum->runs_read = (int)kept;
     int n = 0;
-    rec *recs = report_read_runs(db, rows, n_rows, sum, &n);
+    rec *recs = report_read_runs(db, rows, kept, opts->x_key, sum, &n);
     sb_claim claims[SB_CLAIMS];
-    sb_status claims_st = sb_claims_evaluate(rows, n_rows, claims, err);
+    sb_status claims_st = sb_claims_evaluate(rows, kept, claims, err);
     sb_results_run_rows_free(rows, n_rows);
     sum->runs_used = n;
     qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
@@ -1114,7 +1186,7 @@ sb_status sb_report_generate_mode(const char *db_path, int read_only, const char
         sb_json_init(&j, json.f, 1);
         sb_json_object_begin(&j);
         write_report_intro(md.f, db_path, sum);
-        st = write_figures(db, recs, n, out_dir, md.f, &j, sum, err);
+        st = write_figures(db, recs, n, out_dir, opts->x_key, md.f, &j, sum, err);
         if (st == SB_OK && (st = claims_st) == SB_OK)
             sb_claims_write_markdown(md.f, claims);
         sb_json_object_end(&j);
@@ -1124,6 +1196,13 @@ sb_status sb_report_generate_mode(const char *db_path, int read_only, const char
     free(recs);
     st = out_file_close(&md, st, err);
     return out_file_close(&json, st, err);
+}
+
+sb_status sb_report_generate_mode(const char *db_path, int read_only, const char *out_dir,
+                                  sb_report_summary *sum, sb_error *err)
+{
+    sb_report_options opts = {.read_only = read_only};
+    return sb_report_generate_with(db_path, out_dir, &opts, sum, err);
 }
 
 sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report_summary *sum,

@@ -53,4 +53,21 @@ sb_status sb_report_generate(const char *db_path, const char *out_dir, sb_report
 sb_status sb_report_generate_mode(const char *db_path, int read_only, const char *out_dir,
                                   sb_report_summary *sum, sb_error *err);
 
+/* What to report: read_only as for sb_report_generate_mode; x_key (a configuration key,
+ * e.g. dataset_size for a scale study) draws every run against that key, one figure, instead
+ * of the paper's figures; filters ("KEY=VALUE", as sb_results_config_matches takes them)
+ * keep only the runs matching all of them, for the figures and the findings. */
+typedef struct sb_report_options {
+    int read_only;
+    const char *x_key;
+    const char *const *filters;
+    int n_filters;
+} sb_report_options;
+
+/* sb_report_generate with options. Errors: SB_ERR_INVALID for an unknown x_key; those of
+ * sb_report_generate. */
+sb_status sb_report_generate_with(const char *db_path, const char *out_dir,
+                                  const sb_report_options *opts, sb_report_summary *sum,
+                                  sb_error *err);
+
 #endif

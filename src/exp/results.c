@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -147,17 +148,29 @@ static const char results_upgrade_3_sql[] =
     "ALTER TABLE runs_new RENAME TO runs;\n"
     "CREATE INDEX runs_model ON runs (model);\n";
 
+/* Version 3 -> 4: where a run ran, for sweeps over several processes and machines: the MPI
+ * rank that trained it (NULL outside an MPI sweep) and the number of data-parallel ranks
+ * its training used (1 for every run before). */
+static const char results_upgrade_4_sql[] =
+    "ALTER TABLE runs ADD COLUMN rank INTEGER;\n"
+    "ALTER TABLE runs ADD COLUMN world_size INTEGER NOT NULL DEFAULT 1;\n";
+
 /* Columns of a run, in the order results_read_run reads them; a version-1 file (read-only)
- * has no yardsticks, read as NULL. */
+ * has no yardsticks, read as NULL, and a file before version 4 no rank (NULL) and
+ * world_size (1). */
 #define RESULTS_RUN_COLUMNS_V1                                                                     \
     "id, hash, config_json, model, protocol, status, reason, params, state_size, "                 \
     "flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s, tokens_per_s, "          \
     "code_version, checkpoint, host, started_at, finished_at, attempts"
-#define RESULTS_RUN_COLUMNS RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory"
+#define RESULTS_RUN_COLUMNS RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, rank, world_size"
 
 static const char *results_run_columns(const sb_results *r)
 {
-    return r->version >= 2 ? RESULTS_RUN_COLUMNS : RESULTS_RUN_COLUMNS_V1 ", NULL, NULL";
+    if (r->version >= 4)
+        return RESULTS_RUN_COLUMNS;
+    if (r->version >= 2)
+        return RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, NULL, 1";
+    return RESULTS_RUN_COLUMNS_V1 ", NULL, NULL, NULL, 1";
 }
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -310,6 +323,8 @@ static int results_read_run(sqlite3_stmt *st, sb_run_row *row)
     row->attempts = (int64_t)sqlite3_column_int64(st, 21);
     row->ceiling = results_col_real(st, 22);
     row->effective_memory = results_col_real(st, 23);
+    row->rank = results_col_count(st, 24);
+    row->world_size = sqlite3_column_type(st, 25) == SQLITE_NULL ? 1 : sqlite3_column_int64(st, 25);
     if (rc != SQLITE_OK)
         sb_results_run_row_clear(row);
     return rc;
@@ -523,6 +538,8 @@ static sb_status results_create_schema(sb_results *r, sb_error *err)
         rc = sqlite3_exec(r->db, results_upgrade_2_sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(r->db, results_upgrade_3_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(r->db, results_upgrade_4_sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return results_fail(r, rc, err, "cannot create the tables");
     sqlite3_stmt *st = NULL;
@@ -562,6 +579,8 @@ static sb_status results_upgrade(sb_results *r, int64_t version, sb_error *err)
         rc = sqlite3_exec(r->db, results_upgrade_2_sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK && version < 3)
         rc = sqlite3_exec(r->db, results_upgrade_3_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK && version < 4)
+        rc = sqlite3_exec(r->db, results_upgrade_4_sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = results_foreign_keys_hold(r);
     if (rc != SQLITE_OK)
@@ -775,7 +794,8 @@ static sb_status results_check_run(const sb_results *r, const sb_run_info *run, 
     return SB_OK;
 }
 
-/* Binds ?1 hash ... ?10 host, the layout of both the insert and the reset statement. */
+/* Binds ?1 hash ... ?10 host, ?11 world_size, the layout of both the insert and the reset
+ * statement. */
 static int results_bind_run(int rc, sqlite3_stmt *st, const sb_run_info *run)
 {
     rc = results_bind_text(rc, st, 1, run->hash);
@@ -788,6 +808,7 @@ static int results_bind_run(int rc, sqlite3_stmt *st, const sb_run_info *run)
     rc = results_bind_text(rc, st, 8, run->code_version);
     rc = results_bind_text(rc, st, 9, run->checkpoint);
     rc = results_bind_text(rc, st, 10, run->host);
+    rc = results_bind_int(rc, st, 11, run->world_size > 1 ? run->world_size : 1);
     return rc;
 }
 
@@ -840,8 +861,8 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
         int rc = sqlite3_prepare_v2(
             db->db,
             "INSERT INTO runs (hash, config_json, model, protocol, status, params, state_size, "
-            "flops_per_token, code_version, checkpoint, host, started_at, attempts) "
-            "VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, " RESULTS_NOW ", 1)",
+            "flops_per_token, code_version, checkpoint, host, world_size, started_at, attempts) "
+            "VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, ?11, " RESULTS_NOW ", 1)",
             -1, &st, NULL);
         rc = results_bind_run(rc, st, run);
         status = results_exec_stmt(db, st, rc, err, "cannot insert run %s", run->hash);
@@ -864,7 +885,7 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
                 "status = 'running', reason = NULL, params = ?5, state_size = ?6, "
                 "flops_per_token = ?7, test_acc = NULL, test_loss = NULL, train_acc = NULL, "
                 "train_loss = NULL, wall_s = NULL, tokens_per_s = NULL, code_version = ?8, "
-                "checkpoint = ?9, host = ?10, started_at = " RESULTS_NOW ", "
+                "checkpoint = ?9, host = ?10, rank = NULL, world_size = ?11, started_at = " RESULTS_NOW ", "
                 "finished_at = NULL, attempts = attempts + 1, ceiling = NULL, "
                 "effective_memory = NULL WHERE hash = ?1",
                 -1, &st, NULL);
@@ -979,6 +1000,26 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
                                    (long long)run_id);
     }
     return results_tx_end(db, st_out, err);
+}
+
+sb_status sb_results_set_placement(sb_results *db, const char *hash, const char *host,
+                                   int64_t rank, int64_t attempts, sb_error *err)
+{
+    SB_ASSERT(db != NULL && hash != NULL);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db,
+                                "UPDATE runs SET host = coalesce(?2, host), rank = ?3, "
+                                "attempts = ?4 WHERE hash = ?1",
+                                -1, &st, NULL);
+    rc = results_bind_text(rc, st, 1, hash);
+    rc = results_bind_text(rc, st, 2, host);
+    rc = results_bind_count(rc, st, 3, rank);
+    rc = results_bind_int(rc, st, 4, attempts > 0 ? attempts : 1);
+    sb_status status = results_exec_stmt(db, st, rc, err, "cannot record where run %s ran", hash);
+    if (status == SB_OK && sqlite3_changes(db->db) == 0)
+        status = sb_error_set(err, SB_ERR_INVALID, "results database '%s' has no run %s",
+                              db->path, hash);
+    return status;
 }
 
 sb_status sb_results_mark_interrupted(sb_results *db, int64_t run_id, int64_t attempts,
@@ -1463,11 +1504,13 @@ static sb_status merge_copy_run(sb_results *r, const char *cols, const merge_act
     return results_exec_stmt(r, st, rc, err, "cannot copy the evaluations of run %s", a->hash);
 }
 
-/* Reads the source's runs against ours and decides, run by run; conflicts go to the
- * callback. *actions (malloc'd) lists the runs to copy. */
-static sb_status merge_plan(sb_results *r, const char *src_path, sb_results_merge_tally *t,
-                            sb_results_conflict_fn on_conflict, void *user,
-                            merge_action **actions, size_t *n_actions, sb_error *err)
+/* Reads the source's runs (only run only_hash when it is not NULL) against ours and decides,
+ * run by run; conflicts go to the callback. With take, the source's row wins whatever its
+ * status (a coordinator taking back the attempt it handed out). *actions (malloc'd) lists
+ * the runs to copy. */
+static sb_status merge_plan(sb_results *r, const char *src_path, const char *only_hash, int take,
+                            sb_results_merge_tally *t, sb_results_conflict_fn on_conflict,
+                            void *user, merge_action **actions, size_t *n_actions, sb_error *err)
 {
     *actions = NULL;
     *n_actions = 0;
@@ -1475,8 +1518,10 @@ static sb_status merge_plan(sb_results *r, const char *src_path, sb_results_merg
     int rc = sqlite3_prepare_v2(r->db,
                                 "SELECT s.hash, s.model, s.status, s.test_acc, s.test_loss, "
                                 "m.status, m.test_acc, m.test_loss FROM src.runs s LEFT JOIN "
-                                "main.runs m ON m.hash = s.hash ORDER BY s.id",
+                                "main.runs m ON m.hash = s.hash WHERE ?1 IS NULL OR s.hash = ?1 "
+                                "ORDER BY s.id",
                                 -1, &st, NULL);
+    rc = results_bind_text(rc, st, 1, only_hash);
     size_t cap = 0;
     merge_action *list = NULL;
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1493,7 +1538,7 @@ static sb_status merge_plan(sb_results *r, const char *src_path, sb_results_merg
         if (ours == NULL) {
             copy = 1;
             t->added++;
-        } else if (merge_rank(theirs) > merge_rank(ours)) {
+        } else if (take || merge_rank(theirs) > merge_rank(ours)) {
             copy = replace = 1;
             t->replaced++;
         } else if (merge_rank(theirs) == 3 && merge_rank(ours) == 3 &&
@@ -1542,8 +1587,11 @@ static sb_status merge_plan(sb_results *r, const char *src_path, sb_results_merg
     return SB_OK;
 }
 
-sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merge_tally *tally,
-                           sb_results_conflict_fn on_conflict, void *user, sb_error *err)
+/* sb_results_merge, of one run only when only_hash is not NULL, the source winning with take. */
+static sb_status results_merge_from(sb_results *db, const char *src_path, const char *only_hash,
+                                    int take, sb_results_merge_tally *tally,
+                                    sb_results_conflict_fn on_conflict, void *user,
+                                    sb_error *err)
 {
     SB_ASSERT(db != NULL && src_path != NULL && tally != NULL);
     memset(tally, 0, sizeof *tally);
@@ -1583,7 +1631,8 @@ sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merg
     size_t n_actions = 0;
     status = results_tx_begin(db, err);
     if (status == SB_OK) {
-        status = merge_plan(db, src_path, tally, on_conflict, user, &actions, &n_actions, err);
+        status = merge_plan(db, src_path, only_hash, take, tally, on_conflict, user, &actions,
+                            &n_actions, err);
         for (size_t i = 0; status == SB_OK && i < n_actions; i++)
             status = merge_copy_run(db, cols, &actions[i], err);
         if (status == SB_OK) { /* the cached ceilings: the same hash is the same ceiling */
@@ -1604,4 +1653,70 @@ sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merg
     if (status != SB_OK)
         memset(tally, 0, sizeof *tally);
     return status;
+}
+
+sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merge_tally *tally,
+                           sb_results_conflict_fn on_conflict, void *user, sb_error *err)
+{
+    return results_merge_from(db, src_path, NULL, 0, tally, on_conflict, user, err);
+}
+
+sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash,
+                              int *found, sb_error *err)
+{
+    SB_ASSERT(hash != NULL && found != NULL);
+    sb_results_merge_tally t;
+    sb_status status = results_merge_from(db, src_path, hash, 1, &t, NULL, NULL, err);
+    *found = status == SB_OK && t.added + t.replaced > 0;
+    return status;
+}
+
+sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path,
+                                 int *found, sb_error *err)
+{
+    SB_ASSERT(db != NULL && hash != NULL && dst_path != NULL && found != NULL);
+    *found = 0;
+    struct stat there;
+    if (stat(dst_path, &there) == 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "'%s' exists; a run is extracted into a new file only", dst_path);
+    sb_results *dst = NULL;
+    sb_status status = sb_results_open(dst_path, &dst, err);
+    if (status != SB_OK)
+        return status;
+    status = sb_results_take_run(dst, db->path, hash, found, err);
+    sb_results_close(dst);
+    return status;
+}
+
+int sb_results_config_matches(const char *config_json, const char *filter)
+{
+    if (config_json == NULL || filter == NULL)
+        return 0;
+    const char *eq = strchr(filter, '=');
+    if (eq == NULL || eq == filter || eq - filter >= 128)
+        return 0;
+    char key[128];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
+    const char *want = eq + 1;
+    json_t *config = json_loads(config_json, 0, NULL);
+    json_t *v = config != NULL ? json_object_get(config, key) : NULL;
+    int match = 0;
+    if (v == NULL)
+        match = 0;
+    else if (json_is_string(v))
+        match = strcmp(json_string_value(v), want) == 0;
+    else if (json_is_number(v)) {
+        char *end;
+        double w = strtod(want, &end);
+        match = end != want && *end == '\0' && json_number_value(v) == w;
+    } else if (json_is_boolean(v))
+        match = json_is_true(v) ? strcmp(want, "True") == 0 || strcmp(want, "true") == 0 ||
+                                      strcmp(want, "1") == 0
+                                : strcmp(want, "False") == 0 || strcmp(want, "false") == 0 ||
+                                      strcmp(want, "0") == 0;
+    else if (json_is_null(v))
+        match = strcmp(want, "null") == 0 || strcmp(want, "None") == 0;
+    json_decref(config);
+    return match;
 }

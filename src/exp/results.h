@@ -12,7 +12,7 @@
  *   runs(id, hash UNIQUE, config_json, model, protocol, status, reason, params,
  *        state_size, flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s,
  *        tokens_per_s, code_version, checkpoint, started_at, finished_at, host, attempts,
- *        ceiling, effective_memory)
+ *        ceiling, effective_memory, rank, world_size)
  *   evaluations(run_id -> runs.id ON DELETE CASCADE, step, samples, split, loss, acc, lr,
  *        tokens_per_s, wall_s; PRIMARY KEY (run_id, step, split))
  *   ceilings(hash PRIMARY KEY, config_json, ceiling_json, created_at)
@@ -28,7 +28,8 @@
  * they are. Version 1 had no yardsticks and no ceilings table (upgrade 2 adds the two
  * columns, NULL for the runs already there, and the table); version 2 had no status
  * 'interrupted' (upgrade 3 rebuilds the runs table with the new CHECK constraint, keeping
- * every run's id and so every evaluation).
+ * every run's id and so every evaluation); version 3 had no rank and world_size (upgrade 4
+ * adds them: NULL and 1).
  * Timestamps are UTC ISO-8601 ("2025-01-31T12:00:00.000Z"), written by SQLite's clock.
  * Unknown values are SQL NULL: in the C structs NULL strings, NaN doubles and -1 integers.
  *
@@ -51,7 +52,7 @@
 #include "core/status.h"
 #include "task/task.h"
 
-#define SB_RESULTS_SCHEMA_VERSION 3
+#define SB_RESULTS_SCHEMA_VERSION 4
 #define SB_RESULTS_BUSY_TIMEOUT_MS 30000
 
 /* An open results database (a SQLite connection). */
@@ -69,6 +70,7 @@ typedef struct sb_run_info {
     const char *code_version; /* program version or commit, or NULL */
     const char *checkpoint;   /* checkpoint path, or NULL */
     const char *host;         /* machine that runs it, or NULL */
+    int world_size;           /* ranks its training is spread over (data-parallel); <= 1: one */
     /* the run continues an unfinished attempt from its checkpoint (--resume): run_begin
      * keeps that attempt's evaluations instead of deleting them */
     int keep_evaluations;
@@ -109,6 +111,8 @@ typedef struct sb_run_row {
     int64_t attempts;               /* times run_begin started this run (resets count) */
     double ceiling;                 /* the yardsticks (see the schema); NaN: NULL */
     double effective_memory;        /* elements; INFINITY: beyond 32; NaN: NULL */
+    int64_t rank;                   /* MPI rank that trained it; -1: NULL (no MPI sweep) */
+    int64_t world_size;             /* data-parallel ranks of its training (1 before schema 4) */
 } sb_run_row;
 
 /* Metrics with every field NaN (unknown), to fill in field by field. */
@@ -180,6 +184,27 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
  * Errors: SB_ERR_IO on a write failure (a read-only connection included). */
 sb_status sb_results_mark_interrupted(sb_results *db, int64_t run_id, int64_t attempts,
                                      const char *reason, int *changed, sb_error *err);
+
+/* Records where run `hash` ran in an MPI sweep: its host, the rank that trained it and how
+ * many times it has been started in all (the coordinator, the one writer of the sweep's
+ * database, counts them across the copies of the run's row it merges in). Errors:
+ * SB_ERR_INVALID when no run has that hash; SB_ERR_IO on a write failure. */
+sb_status sb_results_set_placement(sb_results *db, const char *hash, const char *host,
+                                   int64_t rank, int64_t attempts, sb_error *err);
+
+/* Copies run `hash` (row, evaluations) of the results database at src_path into db,
+ * replacing db's row of that hash whatever the two statuses (a coordinator taking back the
+ * attempt it handed out; sb_results_merge decides by how far along each is), with the
+ * cached ceilings. *found: the source had the run. Errors: those of sb_results_merge. */
+sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash,
+                              int *found, sb_error *err);
+
+/* Writes a new results database at dst_path holding only run `hash` of db (its row and
+ * evaluations) and db's cached ceilings: what a worker on another machine needs to continue
+ * the run. *found: db had the run (dst_path is created either way). Errors: SB_ERR_INVALID
+ * when dst_path exists; those of sb_results_open and sb_results_merge. */
+sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path,
+                                 int *found, sb_error *err);
 
 /* Deletes the run with this hash and its evaluations (to train a finished run again);
  * *deleted is 1 if it existed. Errors: SB_ERR_IO on a write failure. */
@@ -260,5 +285,10 @@ void sb_results_run_row_clear(sb_run_row *row);
 
 /* Frees an array of n rows from sb_results_list_runs (NULL is allowed). */
 void sb_results_run_rows_free(sb_run_row *rows, size_t n);
+
+/* Whether the stored configuration (JSON text) has KEY = VALUE for filter "KEY=VALUE":
+ * numbers compare as numbers, booleans as True/False/1/0, null as null/None. 0 for a
+ * missing key, a malformed filter or unreadable JSON. (Public: the API's header.) */
+int sb_results_config_matches(const char *config_json, const char *filter);
 
 #endif

@@ -286,8 +286,8 @@ static sb_status record_start(sb_run_record *rec, const sb_run_config *cfg, sb_r
 }
 
 sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
-                              const char *ckpt, int force, int resume, int *finished,
-                              long *locked_by, sb_run_row *stored, sb_error *err)
+                              const char *ckpt, int force, int resume, int world_size,
+                              int *finished, long *locked_by, sb_run_row *stored, sb_error *err)
 {
     sb_status st = record_open(rec, db_path, cfg, force, resume, finished, locked_by, stored, err);
     if (st != SB_OK || *finished)
@@ -312,6 +312,7 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
         .code_version = SB_VERSION,
         .checkpoint = ckpt,
         .keep_evaluations = resume,
+        .world_size = world_size,
     };
     return record_start(rec, cfg, &info, err);
 fail:

@@ -92,15 +92,16 @@ typedef struct sb_run_record {
  * run (its configuration, parameter count, state size, FLOPs per token, checkpoint path ckpt,
  * code version and host). resume: the run continues an unfinished attempt from its
  * checkpoint, whose evaluations are kept (those past the point it resumes from are dropped
- * at its start event). When the run already finished: with force, its rows are deleted and
- * it starts again; otherwise *finished = 1, *stored holds its row (clear with
+ * at its start event). world_size: the processes its training is spread over
+ * (data-parallel; 1: one), recorded in its row. When the run already finished: with force,
+ * its rows are deleted and it starts again; otherwise *finished = 1, *stored holds its row (clear with
  * sb_results_run_row_clear) and nothing is begun (close rec with sb_run_record_close).
  * When another process holds the run's lock: *locked_by is its pid (-1 when it cannot be
  * named; 0 otherwise) and SB_ERR_RUNTIME says "run HASH is already being trained by pid N".
  * On failure the database is closed and the lock released. */
 sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
-                              const char *ckpt, int force, int resume, int *finished,
-                              long *locked_by, sb_run_row *stored, sb_error *err);
+                              const char *ckpt, int force, int resume, int world_size,
+                              int *finished, long *locked_by, sb_run_row *stored, sb_error *err);
 
 /* The same for a run trained outside this library (a PyTorch model through the Python
  * binding): its model is cfg->model, a name of the caller's, not a layer type; params and

@@ -84,9 +84,10 @@ static sb_status task_find(cost_tasks *tasks, const sb_task_config *tc, const co
     return SB_OK;
 }
 
-/* Adds run cfg (of task t) to the cost; the first run also gives its training step. */
+/* Adds run cfg (of task t) to the cost; the first run also gives its training step.
+ * *run_flops: the run's training FLOPs. */
 static sb_status cost_add(sb_sweep_cost *c, int64_t k, const sb_run_config *cfg, const cost_task *t,
-                          sb_error *err)
+                          double *run_flops, sb_error *err)
 {
     sb_model_config mc = sb_run_config_model(cfg, t->inputs, t->classes);
     size_t params = 0;
@@ -113,7 +114,8 @@ static sb_status cost_add(sb_sweep_cost *c, int64_t k, const sb_run_config *cfg,
     c->runs++;
     c->samples += t->samples;
     c->tokens += tokens;
-    c->train_flops += 3.0 * flops * tokens;
+    *run_flops = 3.0 * flops * tokens;
+    c->train_flops += *run_flops;
     if (params < c->params_min)
         c->params_min = params;
     if (params > c->params_max)
@@ -125,11 +127,11 @@ static sb_status cost_add(sb_sweep_cost *c, int64_t k, const sb_run_config *cfg,
     return SB_OK;
 }
 
-sb_status sb_sweep_estimate_cost(const sb_sweep *s, const sb_sweep_selection *sel,
-                                 sb_sweep_cost *out, sb_error *err)
+/* The cost of sel's runs in *out, and each run's training FLOPs in run_flops[i] (0 for a
+ * refused or excluded run) when run_flops is not NULL. */
+static sb_status estimate(const sb_sweep *s, const sb_sweep_selection *sel, sb_sweep_cost *out,
+                          double *run_flops, sb_error *err)
 {
-    if (out == NULL || s == NULL || sel == NULL)
-        return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_estimate_cost: NULL argument");
     memset(out, 0, sizeof *out);
     out->first_run = -1;
     cost_tasks tasks = {0};
@@ -137,6 +139,7 @@ sb_status sb_sweep_estimate_cost(const sb_sweep *s, const sb_sweep_selection *se
     int64_t n_runs = sb_sweep_selection_size(sel);
     for (int64_t i = 0; st == SB_OK && i < n_runs; i++) {
         int64_t k = sb_sweep_selection_run(sel, i);
+        double flops = 0.0;
         sb_run_config cfg;
         sb_error refused = {0};
         int built = 0;
@@ -148,8 +151,27 @@ sb_status sb_sweep_estimate_cost(const sb_sweep *s, const sb_sweep_selection *se
         const cost_task *t = NULL;
         st = task_find(&tasks, &cfg.task, &t, err);
         if (st == SB_OK)
-            st = cost_add(out, k, &cfg, t, err);
+            st = cost_add(out, k, &cfg, t, &flops, err);
+        if (run_flops != NULL)
+            run_flops[i] = flops;
     }
     free(tasks.list);
     return st;
+}
+
+sb_status sb_sweep_estimate_cost(const sb_sweep *s, const sb_sweep_selection *sel,
+                                 sb_sweep_cost *out, sb_error *err)
+{
+    if (out == NULL || s == NULL || sel == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_estimate_cost: NULL argument");
+    return estimate(s, sel, out, NULL, err);
+}
+
+sb_status sb_sweep_run_flops(const sb_sweep *s, const sb_sweep_selection *sel, double *run_flops,
+                             sb_error *err)
+{
+    if (run_flops == NULL || s == NULL || sel == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_run_flops: NULL argument");
+    sb_sweep_cost total;
+    return estimate(s, sel, &total, run_flops, err);
 }

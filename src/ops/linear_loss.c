@@ -180,7 +180,8 @@ sb_tensor *sb_linear_cross_entropy(sb_graph *g, sb_tensor *x, sb_tensor *w, sb_t
                                                        : NULL;
     if (db != NULL)
         memset(db, 0, b->size * sizeof *db);
-    const real k = n_valid > 0 ? h->loss_scale / (real)n_valid : 0;
+    const size_t mean_over = h->mean_over > 0 ? (size_t)h->mean_over : n_valid;
+    const real k = n_valid > 0 ? h->loss_scale / (real)mean_over : 0;
 
     window_sums ws = {0};
     if (h->elem_start != NULL) {
@@ -214,7 +215,8 @@ sb_tensor *sb_linear_cross_entropy(sb_graph *g, sb_tensor *x, sb_tensor *w, sb_t
         total += (double)row_loss[n];
     int one = 1;
     sb_tensor *loss = sb_tensor_new(g, 1, &one);
-    loss->data[0] = n_valid > 0 ? (real)(total / (double)n_valid) : 0;
+    h->loss_sum = total;
+    loss->data[0] = n_valid > 0 ? (real)(total / (double)mean_over) : 0;
     loss->requires_grad = wants_grad;
     if (grads) {
         head_ctx *c = sb_graph_record(g, head_backward, sizeof *c);

@@ -122,7 +122,12 @@ typedef struct sb_head_loss {
     const int32_t *elem_start, *elem_len; /* [B, E], or NULL */
     int B, T, E;           /* N = B * T when windows are given */
     int chunk_rows;        /* rows per chunk; 0: the default (512) */
+    /* the valid rows the mean (and its gradient) is over; 0: this call's own. A shard of a
+     * batch (data-parallel training) passes the whole batch's, so that the shards'
+     * gradients add up to the batch's */
+    int64_t mean_over;
     int64_t correct, counted;
+    double loss_sum;       /* out: the loss summed over this call's valid rows */
 } sb_head_loss;
 
 /* sb_cross_entropy(sb_linear(x, w, b)) without the [N, C] logits: rows are taken a chunk at

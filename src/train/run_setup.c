@@ -59,6 +59,12 @@ sb_status sb_run_config_check(const sb_run_config *cfg, sb_error *err)
                             "--grad_acc %d leaves micro-batches of %d samples; train.py requires "
                             "more than 2",
                             cfg->grad_acc, cfg->batch_size / cfg->grad_acc);
+    const int micro = cfg->grad_acc > 0 ? cfg->batch_size / cfg->grad_acc : cfg->batch_size;
+    if (cfg->grad_shards > micro && cfg->grad_acc >= 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--grad_shards %d is more than the %d samples of a micro-batch "
+                            "(--batch_size %d, --grad_acc %d): every shard needs a sample",
+                            cfg->grad_shards, micro, cfg->batch_size, cfg->grad_acc);
     /* --lr and --wd: the key table's ranges (checked last, with the range in the message) are
      * the one rule; a second, stricter check here used to refuse --lr 100 with a message that
      * named no range */

@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "task/batch.h"
 #include "train/checkpoint.h"
+#include "train/grad_shards.h"
 #include "ops/ops.h"
 #include "tensor/optim.h"
 #include "core/safetensors.h"
@@ -20,6 +21,7 @@
 #include "train/run_setup.h"
 
 #define DECODE_CHUNK 1024 /* frames decoded at once in evaluation */
+#define SB_MAX_WORLD_POLL 256 /* processes whose stop flags fit on the stack */
 
 /* ---- memory estimates -------------------------------------------------------------------- */
 
@@ -91,7 +93,9 @@ typedef struct step_args {
     const sb_batch *batch;
     real loss_scale;
     int want_acc;
+    int64_t mean_over; /* valid frames the loss is averaged over; 0: the batch's own */
     double loss;
+    double loss_sum;   /* the loss summed over the batch's valid frames */
     int64_t correct, counted;
 } step_args;
 
@@ -99,13 +103,15 @@ static void train_micro_step(sb_graph *g, void *arg)
 {
     step_args *a = arg;
     const sb_batch *b = a->batch;
-    sb_head_loss h = {.target = b->target, .valid = b->valid, .loss_scale = a->loss_scale};
+    sb_head_loss h = {.target = b->target, .valid = b->valid, .loss_scale = a->loss_scale,
+                      .mean_over = a->mean_over};
     if (a->want_acc) {
         h.elem_start = b->elem_start, h.elem_len = b->elem_len;
         h.B = b->B, h.T = b->T, h.E = b->E;
     }
     sb_tensor *loss = sb_model_loss(g, a->m, batch_input(g, b), &h);
     a->loss = (double)loss->data[0];
+    a->loss_sum = h.loss_sum;
     a->correct = h.correct, a->counted = h.counted;
     if (!isfinite(a->loss))
         return; /* diverged: no backward */
@@ -126,6 +132,17 @@ sb_status sb_train_micro_batch(sb_graph *g, const sb_model *m, const sb_batch *b
     step_args sa = {.m = m, .batch = b, .loss_scale = loss_scale};
     sb_status st = sb_graph_run(g, train_micro_step, &sa, err);
     *loss = sa.loss;
+    return st;
+}
+
+sb_status sb_train_shard_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
+                               int64_t mean_over, double *loss_sum, sb_error *err)
+{
+    sb_graph_reset(g);
+    g->record = 1;
+    step_args sa = {.m = m, .batch = b, .loss_scale = loss_scale, .mean_over = mean_over};
+    sb_status st = sb_graph_run(g, train_micro_step, &sa, err);
+    *loss_sum = sa.loss_sum;
     return st;
 }
 
@@ -507,6 +524,9 @@ typedef struct train_run {
     sb_graph g;
     int64_t *index; /* [micro] sample indices of a micro-batch */
     int have_batch, have_graph;
+    /* --grad_shards K > 1 (or a world of several processes): the shards' buffers */
+    sb_grad_shards shards;
+    int have_shards;
 
     /* the loop's state */
     int64_t updates;
@@ -625,6 +645,20 @@ static sb_status train_buffers_init(train_run *r, sb_error *err)
     r->index = sb_malloc((size_t)r->micro * sizeof *r->index);
     if (r->index == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    const sb_train_options *opt = r->opt;
+    const int K = r->cfg->grad_shards, world = opt->world_size > 1 ? opt->world_size : 1;
+    if (K <= 1 && world == 1)
+        return SB_OK; /* the whole micro-batch at once */
+    if (K > r->micro)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--grad_shards %d is more than the %d samples of a micro-batch "
+                            "(--batch_size %d in %d micro-batches): every shard needs a sample",
+                            K, r->micro, r->cfg->batch_size, r->acc_steps);
+    st = sb_grad_shards_init(&r->shards, K, opt->world_rank, world, r->m->params.total,
+                             opt->all_gather, opt->world_user, err);
+    if (st != SB_OK)
+        return st;
+    r->have_shards = 1;
     return SB_OK;
 }
 
@@ -730,6 +764,15 @@ static void train_check_patience(train_run *r, double loss)
     }
 }
 
+/* The checkpoint at ckpt_path after `samples` samples: written by rank 0 only (every rank
+ * holds the same weights and optimiser state). */
+static sb_status train_save(train_run *r, int64_t samples, sb_error *err)
+{
+    if (r->opt->world_rank != 0)
+        return SB_OK;
+    return sb_checkpoint_save(r->opt->ckpt_path, r->m, r->cfg, &r->optim, samples, err);
+}
+
 /* An evaluation after an update: the test split, the training averages since the last
  * one, the event, the checkpoint; then --stop_after, unless this was the last update.
  * samples: consumed so far. */
@@ -774,7 +817,7 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     r->sum_loss = r->sum_acc = 0.0;
     r->n_since_eval = 0;
     if (r->opt->ckpt_path != NULL &&
-        (st = sb_checkpoint_save(r->opt->ckpt_path, r->m, cfg, &r->optim, samples, err)) != SB_OK)
+        (st = train_save(r, samples, err)) != SB_OK)
         return st;
     r->saved_updates = r->updates;
     r->saved_at = sb_time_now();
@@ -803,6 +846,83 @@ static void inject_nan_gradient(sb_params *ps)
 /* Micro-batch k: forward and backward (gradients accumulate), the divergence check, and
  * at the end of an update the optimiser step, progress, early stopping and, on the
  * evaluation cadence or at the last update, an evaluation and a checkpoint. */
+/* Micro-batch k (samples index[0..count)) in one piece: its forward and backward, the
+ * gradients accumulating into the parameters'. *frames: its valid frames. */
+static sb_status train_whole_micro_batch(train_run *r, int64_t k, int count, step_args *sa,
+                                         int64_t *frames, sb_error *err)
+{
+    sb_status st = sb_batch_fill(&r->batch, r->task, SB_SPLIT_TRAIN, r->index, count, 0, err);
+    if (st != SB_OK)
+        return st;
+    sb_graph_reset(&r->g);
+    r->g.training = r->dropout_on;
+    r->g.step = (uint64_t)k;
+    if ((st = sb_graph_run(&r->g, train_micro_step, sa, err)) != SB_OK)
+        return st;
+    *frames = 0;
+    for (int b = 0; b < count; b++)
+        *frames += r->batch.n_frames[b];
+    return SB_OK;
+}
+
+/* Micro-batch k in K shards (grad_shards.h): this process's shards, each a forward and a
+ * backward of its samples with the loss over the whole micro-batch's frames, dropout drawn
+ * from the stream of (seed, micro-batch, shard) (K k + s: micro-batch k's own for K = 1);
+ * then every shard from every process, and the parameters' gradient = the update's
+ * earlier micro-batches' + shards 0..K-1 in order. sa gets the micro-batch's loss and
+ * accuracy counts, the same on every process. */
+static sb_status train_sharded_micro_batch(train_run *r, int64_t k, int count, step_args *sa,
+                                           int64_t *frames, sb_error *err)
+{
+    sb_grad_shards *gs = &r->shards;
+    sb_params *ps = &r->m->params;
+    /* the micro-batch's valid frames, from its samples' plan (no frames built) */
+    sb_status st = sb_batch_assemble(&r->batch, r->task, SB_SPLIT_TRAIN, r->index, count, 0, err);
+    if (st != SB_OK)
+        return st;
+    *frames = 0;
+    for (int b = 0; b < count; b++)
+        *frames += r->batch.n_frames[b];
+    const int first_of_update = k % r->acc_steps == 0;
+    if (!first_of_update)
+        memcpy(gs->before, ps->grad, gs->n * sizeof *ps->grad);
+    for (int j = 0; j < gs->local; j++) {
+        const int s = sb_grad_shards_index(gs, j);
+        double *stats = sb_grad_shards_stats(gs, s);
+        int s0, len;
+        sb_grad_shard_range(count, gs->K, s, &s0, &len);
+        sb_params_zero_grad(ps);
+        for (int i = 0; i < SB_SHARD_STATS; i++)
+            stats[i] = 0.0;
+        if (len > 0) {
+            st = sb_batch_fill(&r->batch, r->task, SB_SPLIT_TRAIN, r->index + s0, len, 0, err);
+            if (st != SB_OK)
+                return st;
+            sb_graph_reset(&r->g);
+            r->g.training = r->dropout_on;
+            r->g.step = (uint64_t)k * (uint64_t)gs->K + (uint64_t)s;
+            step_args shard = *sa;
+            shard.batch = &r->batch;
+            shard.mean_over = *frames;
+            if ((st = sb_graph_run(&r->g, train_micro_step, &shard, err)) != SB_OK)
+                return st;
+            stats[SB_SHARD_LOSS_SUM] = shard.loss_sum;
+            stats[SB_SHARD_CORRECT] = (double)shard.correct;
+            stats[SB_SHARD_COUNTED] = (double)shard.counted;
+        }
+        memcpy(sb_grad_shards_grad(gs, s), ps->grad, gs->n * sizeof *ps->grad);
+    }
+    if ((st = sb_grad_shards_exchange(gs, err)) != SB_OK)
+        return st;
+    double sum[SB_SHARD_STATS];
+    sb_grad_shards_sum(gs, first_of_update ? NULL : gs->before, ps->grad, sum);
+    sa->loss = *frames > 0 ? sum[SB_SHARD_LOSS_SUM] / (double)*frames : 0.0;
+    sa->loss_sum = sum[SB_SHARD_LOSS_SUM];
+    sa->correct = (int64_t)sum[SB_SHARD_CORRECT];
+    sa->counted = (int64_t)sum[SB_SHARD_COUNTED];
+    return SB_OK;
+}
+
 static sb_status train_step(train_run *r, int64_t k, sb_error *err)
 {
     const sb_train_options *opt = r->opt;
@@ -811,16 +931,13 @@ static sb_status train_step(train_run *r, int64_t k, sb_error *err)
     int count = (int)(r->n_train - first < r->micro ? r->n_train - first : r->micro);
     for (int i = 0; i < count; i++)
         r->index[i] = first + i;
-    sb_status st = sb_batch_fill(&r->batch, r->task, SB_SPLIT_TRAIN, r->index, count, 0, err);
-    if (st != SB_OK)
-        return st;
     int is_update = (k + 1) % r->acc_steps == 0;
-    sb_graph_reset(&r->g);
-    r->g.training = r->dropout_on;
-    r->g.step = (uint64_t)k;
     step_args sa = {.m = r->m, .batch = &r->batch, .loss_scale = r->loss_scale,
                     .want_acc = is_update};
-    if ((st = sb_graph_run(&r->g, train_micro_step, &sa, err)) != SB_OK)
+    int64_t frames = 0;
+    sb_status st = r->have_shards ? train_sharded_micro_batch(r, k, count, &sa, &frames, err)
+                                  : train_whole_micro_batch(r, k, count, &sa, &frames, err);
+    if (st != SB_OK)
         return st;
     if (opt->inject_nan_at > 0 && k + 1 == opt->inject_nan_at)
         sa.loss = (double)NAN;
@@ -834,8 +951,7 @@ static sb_status train_step(train_run *r, int64_t k, sb_error *err)
                             isnan(sa.loss) ? "NaN" : "infinite", (long long)r->updates,
                             (long long)first);
     }
-    for (int b = 0; b < count; b++)
-        r->tokens += r->batch.n_frames[b];
+    r->tokens += (double)frames;
     if (is_update && (st = train_update(r, &sa, first, err)) != SB_OK)
         return st;
     r->train_time += sb_time_now() - t0;
@@ -860,6 +976,33 @@ static int train_stop_requested(const train_run *r)
            r->updates < r->total_updates && opt->should_stop(opt->stop_user);
 }
 
+/* train_stop_requested of every process of the world: *stop when any has a request, so that
+ * all stop after the same update (every process reaches this point at every update). */
+static sb_status train_poll_stop(train_run *r, int *stop, sb_error *err)
+{
+    *stop = train_stop_requested(r);
+    const sb_grad_shards *gs = &r->shards;
+    if (!r->have_shards || gs->world == 1)
+        return SB_OK;
+    if (r->stop_early || r->stopped || r->updates >= r->total_updates)
+        return SB_OK; /* the same on every process: no poll */
+    int flags[SB_MAX_WORLD_POLL];
+    int *all = gs->world <= SB_MAX_WORLD_POLL ? flags : sb_malloc((size_t)gs->world * sizeof *all);
+    if (all == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    int mine = *stop;
+    int rc = gs->all_gather(&mine, sizeof mine, all, gs->user);
+    for (int i = 0; rc == 0 && i < gs->world; i++)
+        *stop |= all[i] != 0;
+    if (all != flags)
+        sb_free(all);
+    if (rc != 0)
+        return sb_error_set(err, SB_ERR_RUNTIME,
+                            "the all-gather of the stop requests between the %d processes failed",
+                            gs->world);
+    return SB_OK;
+}
+
 /* Ends the run after the update that consumed `samples` samples, at a stop request: the
  * checkpoint that resume continues from (unless the evaluation of this update wrote it
  * already), status "interrupted" with the update in the reason. The training averages since
@@ -870,7 +1013,7 @@ static sb_status train_interrupt(train_run *r, int64_t samples, sb_error *err)
     sb_train_result *res = r->res;
     const char *ckpt = r->opt->ckpt_path;
     if (ckpt != NULL && r->saved_updates != r->updates) {
-        sb_status st = sb_checkpoint_save(ckpt, r->m, r->cfg, &r->optim, samples, err);
+        sb_status st = train_save(r, samples, err);
         if (st != SB_OK)
             return st;
         r->saved_updates = r->updates;
@@ -904,7 +1047,7 @@ static sb_status train_periodic_checkpoint(train_run *r, int64_t samples, sb_err
         r->saved_updates == r->updates || r->updates >= r->total_updates ||
         sb_time_now() - r->saved_at < opt->checkpoint_every_s)
         return SB_OK;
-    sb_status st = sb_checkpoint_save(opt->ckpt_path, r->m, r->cfg, &r->optim, samples, err);
+    sb_status st = train_save(r, samples, err);
     if (st != SB_OK)
         return st;
     r->saved_updates = r->updates;
@@ -925,7 +1068,10 @@ static sb_status train_loop(train_run *r, sb_error *err)
         if (st != SB_OK)
             return st;
         /* the stop request is polled once per update, at the end of its last micro-batch */
-        if ((k + 1) % r->acc_steps == 0 && train_stop_requested(r))
+        int stop = 0;
+        if ((k + 1) % r->acc_steps == 0 && (st = train_poll_stop(r, &stop, err)) != SB_OK)
+            return st;
+        if (stop)
             return train_interrupt(r, (k + 1) * r->micro, err);
         if ((k + 1) % r->acc_steps == 0 && !r->stop_early && !r->stopped &&
             (st = train_periodic_checkpoint(r, (k + 1) * r->micro, err)) != SB_OK)
@@ -950,6 +1096,8 @@ static void train_run_free(train_run *r)
     sb_free(r->index);
     if (r->have_graph)
         sb_graph_free(&r->g);
+    if (r->have_shards)
+        sb_grad_shards_free(&r->shards);
     if (r->have_batch)
         sb_batch_free(&r->batch);
     sb_model_free(r->m);
@@ -987,6 +1135,7 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
     }
 
     res->wall_s = sb_time_now() - r.t_start;
+    res->gather_s = r.shards.gather_s;
     if (st == SB_ERR_DIVERGED)
         run_failed(res, "diverged", st, err);
     else if (st != SB_OK)

@@ -87,6 +87,18 @@ typedef struct sb_train_options {
      * Small blocks make tests with many short runs cheap (and give the fault-injection test
      * more arena allocations to fail) */
     size_t arena_block_bytes;
+    /* Data-parallel training (cfg->grad_shards K > 1; grad_shards.h, docs/cluster.md):
+     * this process is rank world_rank of world_size (0 and 0 or 1: one process, which
+     * computes every shard). Each computes the shards s with s % world_size == world_rank,
+     * all_gather (required when world_size > 1) gives every process every shard, and each
+     * sums them in shard order: the weights are the same on every rank, and the same as one
+     * process's. Every rank evaluates (the same numbers), so every decision (early
+     * stopping, divergence, the end) is the same on every rank; a stop request counts when
+     * any rank has one (the flags are gathered once per update). Only rank 0 writes
+     * checkpoints; with resume every rank reads ckpt_path. */
+    int world_rank, world_size;
+    int (*all_gather)(const void *mine, size_t bytes, void *all, void *world_user);
+    void *world_user;
 } sb_train_options;
 
 typedef struct sb_train_result {
@@ -98,6 +110,7 @@ typedef struct sb_train_result {
     int64_t steps, samples;
     int grad_acc;
     int n_evals;
+    double gather_s;         /* seconds spent in the all-gather (data-parallel training) */
 } sb_train_result;
 
 /* Trains (or, with cfg->test_pretrained, only evaluates the checkpoint at
@@ -159,6 +172,13 @@ real sb_train_loss_scale(sb_protocol protocol, int acc_steps);
  * mean loss (NaN or infinite: no backward ran). */
 sb_status sb_train_micro_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
                                double *loss, sb_error *err);
+
+/* sb_train_micro_batch on a shard of a micro-batch (--grad_shards, grad_shards.h): the loss
+ * is divided by mean_over, the valid frames of the whole micro-batch, instead of b's own, so
+ * that the shards' gradients add up to the micro-batch's. *loss_sum: the loss summed over
+ * b's valid frames (NaN or infinite: no backward ran). */
+sb_status sb_train_shard_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
+                               int64_t mean_over, double *loss_sum, sb_error *err);
 
 /* Estimated peak bytes of one training step on `samples` samples of `frames` frames. */
 double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames);

@@ -282,6 +282,20 @@ mkdir -p "$TMP/no_db_here"
 expect_error 1 "$TMP/no_db_here/selectivbench.db" results "$TMP/no_db_here"
 expect_ok report "$TMP/demo" --out "$TMP/report_of_dir"
 [ -s "$TMP/report_of_dir/report.md" ] || fail "report DIR: no report.md"
+# --x KEY: one figure of every run against a configuration key (a scale study's)
+expect_ok report "$TMP/demo" --x amb --out "$TMP/report_x"
+[ -s "$TMP/report_x/scale_amb.png" ] && [ -s "$TMP/report_x/scale_amb_memory.png" ] ||
+  fail "report --x amb: no scale_amb figures: $(ls "$TMP/report_x")"
+grep -q "^## Accuracy vs amb (scale_amb)" "$TMP/report_x/report.md" ||
+  fail "report --x amb: no section in report.md"
+ls "$TMP/report_x" | grep -q '^fig2a' && fail "report --x amb drew the paper's figures too"
+n_all=$(grep -o '^[0-9]* runs read' "$TMP/out" | cut -d' ' -f1)
+# --filter: only the matching runs, figures and findings alike
+expect_ok report "$TMP/demo" --x amb --filter model=gru --out "$TMP/report_none"
+grep -q '^0 runs read, 0 used' "$TMP/out" || fail "report --filter model=gru read runs: $(cat "$TMP/out")"
+expect_ok report "$TMP/demo" --filter model=transformer --out "$TMP/report_tf"
+grep -q "^$n_all runs read" "$TMP/out" || fail "report --filter model=transformer: $(cat "$TMP/out") (all: $n_all)"
+expect_error 2 "--x 'nosuch' is not a configuration key" report "$TMP/demo" --x nosuch
 expect_error 1 "no results database at '$TMP/no_db_here/selectivbench.db'" report "$TMP/no_db_here"
 
 # the data-generation benchmark runs on a small task and reports every stage

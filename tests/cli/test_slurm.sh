@@ -8,6 +8,8 @@
 #   - SIGUSR1 to the script (what Slurm sends ahead of --time) reaches the sweep: its runs
 #     checkpoint and stop, the script exits 75 and requeues its task (a stand-in scontrol
 #     records the call); started again, the task resumes its runs and finishes them;
+#   - SIGUSR1 to every process of the task (scancel --full): the same, one stop request;
+#   - the warning's lead for short --time limits, Slurm's --time forms;
 #   - bad --time, --partition and --array values are one error line each.
 #
 # usage: test_slurm.sh PATH/TO/selectivbench SOURCE_DIR
@@ -72,8 +74,44 @@ SLURM_ARRAY_TASK_ID=0 bash "$TMP/long/sweep.sbatch" >"$TMP/long2.out" 2>&1 ||
 grep -l 'resuming at update [1-9]' "$TMP"/long/shard-0/logs/*.log >/dev/null ||
   fail "the requeued task did not resume its runs from their checkpoints"
 
+# SIGUSR1 to every process of the task, as `scancel --full --signal=USR1` sends it: the sweep
+# ignores it and stops once, on the script's SIGTERM, with its checkpoints (it used to get
+# two stop requests and quit at once; the script then kept wait's 138 and did not requeue)
+rm -f "$TMP/scontrol.calls"
+expect_ok sweep "$TMP/two.yaml" --slurm "$TMP/full" --array 1 --cpus_per_task 2
+PATH="$TMP/bin:$PATH" SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_JOB_ID=4343 setsid bash "$TMP/full/sweep.sbatch" \
+  >"$TMP/full.out" 2>&1 &
+pid=$!
+evaluated_full() {
+  [ "$(grep -l '^  step [0-9]*/[0-9]* (' "$TMP"/full/shard-0/logs/*.log 2>/dev/null | wc -l)" -ge 1 ]
+}
+poll evaluated_full
+kill -USR1 "-$pid" # the process group setsid made: the script, the sweep, its worker
+wait $pid
+rc=$?
+[ $rc -eq 75 ] || fail "the task after SIGUSR1 to all its processes exited $rc, want 75: $(tail -n 5 "$TMP/full.out")"
+[ "$(cat "$TMP/scontrol.calls" 2>/dev/null)" = "requeue 4343_0" ] ||
+  fail "SIGUSR1 to all: the task did not requeue itself: $(cat "$TMP/scontrol.calls" 2>/dev/null)"
+grep -q 'interrupted at update [1-9]' "$TMP"/full/shard-0/logs/*.log ||
+  fail "SIGUSR1 to all: no run stopped with its checkpoint: $(tail -n 3 "$TMP"/full/shard-0/logs/*.log)"
+grep -q '^selectivbench sweep: sweep interrupted: 1 run interrupted' "$TMP/full.out" ||
+  fail "SIGUSR1 to all: the sweep quit without waiting for its run's checkpoint: $(tail -n 3 "$TMP/full.out")"
+
+# the warning: two minutes ahead, a fifth of a limit under ten minutes (else Slurm, which
+# looks at limits every 30 s, would warn at the start); Slurm's forms of --time
+for tw in '0:30:00 120' '10 120' '5 60' '02:00 24' '1 12' '0 120' '1-12 120' '1-0:30 120' '1- 120' '45:00 120'; do
+  t=${tw% *}
+  w=${tw#* }
+  expect_ok sweep "$TMP/two.yaml" --slurm "$TMP/tw" --time "$t"
+  grep -qxF "#SBATCH --signal=B:USR1@$w" "$TMP/tw/sweep.sbatch" ||
+    fail "--time $t: want the warning $w s ahead: $(grep -- --signal "$TMP/tw/sweep.sbatch")"
+done
+
 # bad input
 expect_error 2 "--time 'soon'" sweep "$TMP/two.yaml" --slurm "$TMP/bad" --time soon
+for t in 1:2:3:4 5: :5 1-2-3 -5 1:-2 1-:5; do
+  expect_error 2 "--time '$t'" sweep "$TMP/two.yaml" --slurm "$TMP/bad" --time "$t"
+done
 expect_error 2 "--partition 'a b'" sweep "$TMP/two.yaml" --slurm "$TMP/bad" --partition "a b"
 expect_error 2 "--array" sweep "$TMP/two.yaml" --slurm "$TMP/bad" --array 0
 

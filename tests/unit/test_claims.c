@@ -124,6 +124,46 @@ static void test_mixing(void **state)
     assert_int_equal(claims[1].verdict, SB_VERDICT_INCONCLUSIVE);
 }
 
+/* Retention: the mixing models keep 60% of their accuracy, the diagonal ones 30%, on every
+ * seed: holds; the other way round: does not hold; although both drop by the same amount
+ * (the drop statistic cannot tell them apart). */
+static void retention_runs(double diagonal_start, double mixing_start, double drop)
+{
+    for (int s = 1; s <= 3; s++) {
+        const double jitter = 0.002 * s;
+        add("mamba", s, 50, -1, diagonal_start);
+        add("mamba", s, 50, 1.0, diagonal_start - drop - jitter);
+        add("delta_net", s, 50, -1, mixing_start);
+        add("delta_net", s, 50, 1.0, mixing_start - drop + jitter);
+    }
+}
+
+static void test_mixing_retention(void **state)
+{
+    (void)state;
+    retention_runs(0.5, 0.8, 0.35); /* kept: 0.15/0.5 = 0.30 and 0.45/0.8 = 0.5625 */
+    evaluate();
+    assert_string_equal(claims[3].id, "mixing_retention");
+    assert_int_equal(claims[3].groups, 3);
+    assert_int_equal(claims[3].verdict, SB_VERDICT_HOLDS);
+    double expect = 0;
+    for (int s = 1; s <= 3; s++)
+        expect += (0.45 + 0.002 * s) / 0.8 - (0.15 - 0.002 * s) / 0.5;
+    assert_true(fabs(claims[3].estimate - expect / 3) < 1e-9);
+    assert_int_equal(claims[1].verdict, SB_VERDICT_INCONCLUSIVE); /* equal drops, but jitter */
+    retention_runs(0.8, 0.5, 0.35);
+    evaluate();
+    assert_int_equal(claims[3].verdict, SB_VERDICT_DOES_NOT_HOLD);
+    /* a model at 0 at the training gap has no retention: the group has no mixing side */
+    add("mamba", 1, 50, -1, 0.5);
+    add("mamba", 1, 50, 1.0, 0.2);
+    add("delta_net", 1, 50, -1, 0.0);
+    add("delta_net", 1, 50, 1.0, 0.0);
+    evaluate();
+    assert_int_equal(claims[3].groups, 0);
+    assert_int_equal(claims[3].verdict, SB_VERDICT_INCONCLUSIVE);
+}
+
 static void test_attention(void **state)
 {
     (void)state;
@@ -211,6 +251,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gating),
         cmocka_unit_test(test_mixing),
+        cmocka_unit_test(test_mixing_retention),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_runs_that_do_not_count),
         cmocka_unit_test(test_registry_classified),

@@ -246,12 +246,58 @@ static void test_wal_mode(void **state)
     sb_results_close(db);
 }
 
+/* Where a run ran: a new run has no rank and the world size it was begun with; the MPI
+ * coordinator's placement sets host, rank and attempts; an unknown hash is refused; a new
+ * attempt forgets the rank (the coordinator sets it again) and counts itself. */
+static void test_placement(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_run_info run = run_info("h-placed", "gru");
+    run.world_size = 2;
+    begin_ok(db, &run);
+    sb_run_row row;
+    int found = 0;
+    sb_error err = {0};
+    assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
+    assert_true(found);
+    assert_int_equal(row.rank, -1);
+    assert_int_equal(row.world_size, 2);
+    assert_string_equal(row.host, "worker-1");
+    sb_results_run_row_clear(&row);
+
+    assert_int_equal(sb_results_set_placement(db, "h-placed", "node-7", 3, 5, &err), SB_OK);
+    assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
+    assert_int_equal(row.rank, 3);
+    assert_int_equal(row.attempts, 5);
+    assert_string_equal(row.host, "node-7");
+    sb_results_run_row_clear(&row);
+    /* NULL host keeps the stored one */
+    assert_int_equal(sb_results_set_placement(db, "h-placed", NULL, 1, 6, &err), SB_OK);
+    assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
+    assert_string_equal(row.host, "node-7");
+    assert_int_equal(row.rank, 1);
+    sb_results_run_row_clear(&row);
+
+    assert_int_equal(sb_results_set_placement(db, "h-nowhere", "x", 1, 1, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "h-nowhere"));
+
+    run.world_size = 0; /* unset: one rank */
+    begin_ok(db, &run);
+    assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
+    assert_int_equal(row.rank, -1);
+    assert_int_equal(row.attempts, 7);
+    assert_int_equal(row.world_size, 1);
+    sb_results_run_row_clear(&row);
+    sb_results_close(db);
+}
+
 static void test_schema_version(void **state)
 {
     fixture *fx = *state;
     sb_results_close(open_ok(fx->path));
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "3");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "4");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'application'", "selectivbench");
     /* a new file's runs table takes 'interrupted' and has its index */
     assert_raw_text(raw,
@@ -877,7 +923,7 @@ static void test_newer_schema_refused(void **state)
     assert_null(db);
     assert_non_null(strstr(err.msg, fx->path));
     assert_non_null(strstr(err.msg, "schema_version 99"));
-    assert_non_null(strstr(err.msg, "schema_version 3 "));
+    assert_non_null(strstr(err.msg, "schema_version 4 "));
 
     unsigned char *after = read_file(fx->path, &n_after);
     assert_int_equal(n_after, n_before);
@@ -1479,11 +1525,11 @@ static void test_migrate_v1(void **state)
     free(after);
     free(before);
 
-    /* a writable connection upgrades it (through version 2 to 3) */
+    /* a writable connection upgrades it (through versions 2 and 3 to 4) */
     db = open_ok(fx->path);
     sb_results_close(db);
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "3");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "4");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'created_at'",
                     "2025-01-31T12:00:00.000Z");
     assert_raw_text(raw,
@@ -1580,7 +1626,7 @@ static void test_migrate_v2(void **state)
     db = open_ok(fx->path);
     sb_results_close(db);
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "3");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "4");
     assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_new'", "0");
     assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_model'", "1");
     assert_raw_text(raw,
@@ -1591,6 +1637,9 @@ static void test_migrate_v2(void **state)
                     "1 gru finished 2 0.75 3.5 - -; "
                     "7 gla failed 1 - - ck/h-failed.safetensors killed by signal 15");
     assert_raw_text(raw, "SELECT hash FROM runs WHERE id = 7", "h-failed");
+    /* upgrade 4: no rank, one rank's training, for the runs already there */
+    assert_raw_text(raw, "SELECT group_concat(coalesce(rank, '-') || ' ' || world_size, '; ') "
+                         "FROM runs", "- 1; - 1");
     assert_raw_text(raw,
                     "SELECT group_concat(run_id || ':' || step || ':' || split, ' ') FROM "
                     "(SELECT * FROM evaluations ORDER BY run_id, step, split)",
@@ -1635,7 +1684,7 @@ static void test_migrate_refused(void **state)
     assert_int_equal(sb_results_open(fx->path, &db, &err), SB_ERR_IO);
     assert_null(db);
     assert_non_null(strstr(err.msg, fx->path));
-    assert_non_null(strstr(err.msg, "cannot upgrade the schema from version 1 to 3"));
+    assert_non_null(strstr(err.msg, "cannot upgrade the schema from version 1 to 4"));
     unsigned char *after = read_file(fx->path, &n_after);
     assert_int_equal(n_after, n_before);
     assert_memory_equal(after, before, n_before);
@@ -1709,6 +1758,60 @@ static void assert_status_acc(sb_results *db, const char *hash, const char *stat
 /* results merge: added, replaced (further along there), the same, kept (further along
  * here), a conflict (ended differently in both) reported and ours kept; evaluations and
  * cached ceilings copied; a second merge changes nothing; refusals. */
+/* A coordinator's round trip: sb_results_extract_run writes a new file with one run (its
+ * evaluations and the cached ceilings) and refuses an existing file; sb_results_take_run
+ * puts the worker's attempt back over ours whatever the statuses (a failed retry replaces
+ * an interrupted row), touching no other run. */
+static void test_extract_take(void **state)
+{
+    fixture *fx = *state;
+    char seed[700];
+    snprintf(seed, sizeof seed, "%s/seed.db", fx->dir);
+    sb_results *db = open_ok(fx->path);
+    run_ended(db, "h-a", "interrupted", 0.25, 2);
+    run_ended(db, "h-b", "finished", 0.5, 3);
+    sb_error err = {0};
+    sb_ceiling c = sample_ceiling(0.875);
+    if (sb_results_put_ceiling(db, "0123456789abcdef", "{\"vocab\": 9}", &c, &err) != SB_OK)
+        fail_msg("put_ceiling: %s", err.msg);
+    int found = 0;
+    if (sb_results_extract_run(db, "h-a", seed, &found, &err) != SB_OK)
+        fail_msg("extract: %s", err.msg);
+    assert_true(found);
+    assert_int_equal(sb_results_extract_run(db, "h-a", seed, &found, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "exists"));
+
+    sb_results *w = open_ok(seed);
+    size_t n = 0;
+    assert_int_equal(sb_results_count(w, NULL, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    assert_status_acc(w, "h-a", "interrupted", 0.25);
+    assert_int_equal(evals_of(w, "h-a"), 2);
+    sb_ceiling back;
+    int cached = 0;
+    assert_int_equal(sb_results_get_ceiling(w, "0123456789abcdef", &back, &cached, &err), SB_OK);
+    assert_true(cached);
+    /* the worker's attempt: the row ends failed, with one evaluation */
+    sb_results_close(w);
+    remove(seed);
+    w = open_ok(seed);
+    run_ended(w, "h-a", "failed", 0.125, 1);
+    sb_results_close(w);
+
+    if (sb_results_take_run(db, seed, "h-a", &found, &err) != SB_OK)
+        fail_msg("take: %s", err.msg);
+    assert_true(found);
+    assert_status_acc(db, "h-a", "failed", 0.125);
+    assert_int_equal(evals_of(db, "h-a"), 1);
+    assert_status_acc(db, "h-b", "finished", 0.5);
+    assert_int_equal(evals_of(db, "h-b"), 3);
+    if (sb_results_take_run(db, seed, "h-b", &found, &err) != SB_OK)
+        fail_msg("take of a run the source lacks: %s", err.msg);
+    assert_false(found);
+    assert_status_acc(db, "h-b", "finished", 0.5);
+    sb_results_close(db);
+}
+
 static void test_merge(void **state)
 {
     fixture *fx = *state;
@@ -1805,6 +1908,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_close_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_placement, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extract_take, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finished_run_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unfinished_run_reset, setup, teardown),

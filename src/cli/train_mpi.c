@@ -1,0 +1,63 @@
+/* train_mpi.c - MPI's all-gather for data-parallel `train` (train_mpi.h). */
+#include "cli/train_mpi.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+#include "cli/mpi_comm.h"
+
+#ifdef SB_HAVE_MPI
+#include <mpi.h>
+#endif
+
+int sb_train_mpi_check(int grad_shards, char *msg, size_t n)
+{
+    const int world = sb_mpi_size();
+    if (world <= 1 || (grad_shards >= world && grad_shards % world == 0))
+        return 0;
+    snprintf(msg, n,
+             "--grad_shards %d cannot be shared by the %d processes of mpirun -np %d: give a "
+             "multiple of %d (each process computes K / %d of the shards; the weights do not "
+             "depend on the process count)",
+             grad_shards, world, world, world, world);
+    return -1;
+}
+
+#ifdef SB_HAVE_MPI
+/* MPI_Allgather of `bytes` per process. MPI counts are ints: a block over INT_MAX bytes
+ * goes as a count of larger contiguous units (blocks of reals always divide into 4 bytes). */
+static int mpi_all_gather(const void *mine, size_t bytes, void *all, void *user)
+{
+    (void)user;
+    size_t unit = 1;
+    while (bytes / unit > (size_t)INT_MAX && bytes % (unit * 2) == 0)
+        unit *= 2;
+    if (bytes / unit > (size_t)INT_MAX)
+        return -1;
+    MPI_Datatype type = MPI_BYTE;
+    if (unit > 1 && MPI_Type_contiguous((int)unit, MPI_BYTE, &type) != MPI_SUCCESS)
+        return -1;
+    if (unit > 1)
+        MPI_Type_commit(&type);
+    const int count = (int)(bytes / unit);
+    /* this process's block already in place in all: send from there */
+    const char *in_place = (const char *)all + (size_t)sb_mpi_rank() * bytes;
+    const void *send = mine == (const void *)in_place ? MPI_IN_PLACE : mine;
+    int rc = MPI_Allgather(send, count, type, all, count, type, MPI_COMM_WORLD);
+    if (unit > 1)
+        MPI_Type_free(&type);
+    return rc == MPI_SUCCESS ? 0 : -1;
+}
+#endif
+
+void sb_train_mpi_settings(sb_train_settings *settings)
+{
+    if (sb_mpi_size() <= 1 || settings == NULL)
+        return;
+#ifdef SB_HAVE_MPI
+    settings->world_rank = sb_mpi_rank();
+    settings->world_size = sb_mpi_size();
+    settings->all_gather = mpi_all_gather;
+    settings->world_user = NULL;
+#endif
+}
