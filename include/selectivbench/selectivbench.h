@@ -849,6 +849,135 @@ typedef struct sb_sweep_cost {
 sb_status sb_sweep_estimate_cost(const sb_sweep *s, const sb_sweep_selection *sel,
                                  sb_sweep_cost *out, sb_error *err);
 
+/* ---- plans: what a sweep's selection will cost on this machine (`selectivbench plan`) ---- */
+
+/* Where a calibration's numbers come from. */
+typedef enum sb_plan_source {
+    SB_PLAN_MEASURED = 0,  /* measured now (a few real training updates and an evaluation) */
+    SB_PLAN_CACHED = 1,    /* measured before on this machine, read from the cache file */
+    SB_PLAN_FLOP_RATE = 2, /* not measured: the model's FLOPs at a FLOP rate (fallback) */
+} sb_plan_source;
+
+/* The measured cost of one shape of run: every run of the selection with the same model,
+ * sizes (width, layers, d_state, heads), micro-batch, frames per sample within a factor of
+ * two, test batch, precision and GEMM engine shares one (seeds, learning rates and the
+ * like do not change the cost of a frame). A run that differs from the measured one in
+ * what the shape leaves out (its one-hot inputs, its classes, its exact frames per
+ * sample) takes the measured seconds per frame times the ratio of its forward FLOPs per
+ * frame to the measured run's. */
+typedef struct sb_plan_calibration {
+    char key[256];             /* the shape as text (the cache's key, with the machine's) */
+    char model[32];
+    int width, layers, d_state, micro_batch, threads;
+    double train_s_per_frame;  /* a training frame: batch generation, forward, backward,
+                                  clipping and Adam, padding included */
+    double eval_s_per_frame;   /* a test frame (its batches generated and evaluated) */
+    double setup_s;            /* building the task and the model once per run */
+    double gemm_share;         /* the share of the training FLOPs done by matrix products */
+    double gflops;             /* achieved in training: 3 x forward FLOPs / time */
+    double train_flops_per_frame, eval_flops_per_frame; /* the measured run's forward FLOPs
+                                  per training and per test frame (for the ratio) */
+    double measured_s;         /* how long the measurement took (0 when cached) */
+    int calibrated_layers;     /* layers measured (fewer than `layers` for a model too large
+                                  to measure whole; its time is scaled by layers) */
+    int calibrated_threads;    /* threads measured (fewer than `threads` when this machine
+                                  has fewer cores; see sb_plan_options) */
+    sb_plan_source source;
+} sb_plan_calibration;
+
+/* One run of the plan. */
+typedef struct sb_plan_run {
+    int64_t run;         /* its index in the grid */
+    char hash[17];       /* its run hash */
+    char model[32];
+    int calibration;     /* index into sb_plan's calibrations */
+    int64_t after;       /* the plan's run (index into runs) whose checkpoint it evaluates
+                            (a --test_pretrained run of the same selection), -1: none */
+    int64_t train_frames; /* frames it trains on (its samples x their mean frames) */
+    int64_t eval_frames;  /* frames its evaluations process (each evaluation: the test split) */
+    int evaluations;
+    double flops;        /* 3 x forward FLOPs per training frame + forward FLOPs per test frame */
+    double peak_bytes;   /* a training step's activations (the model's estimate for its
+                            longest micro-batch) + parameters, gradients and Adam's moments */
+    double seconds;      /* setup + frames x the calibration's seconds per frame */
+    double start_s;      /* when the schedule starts it, and on which rank */
+    int rank;
+} sb_plan_run;
+
+/* Called once per calibration, after it is measured or found (index 0 .. total-1). */
+typedef void (*sb_plan_progress_fn)(const sb_plan_calibration *c, int index, int total,
+                                    void *user);
+
+typedef struct sb_plan_options {
+    int ranks;       /* runs at a time (>= 1) */
+    int threads;     /* threads per run (>= 1) */
+    /* the calibration cache (a JSON file, created with its folder when missing; NULL: none).
+     * A file that cannot be read as a cache is measured again and rewritten
+     * (sb_plan.cache_damaged says so). */
+    const char *cache_path;
+    int recalibrate; /* measure every calibration again, even when cached */
+    /* 0: measure what the cache lacks; 1: never measure (what the cache lacks is costed at
+     * the FLOP rate the cached calibrations of this machine achieved, or at
+     * SB_PLAN_FALLBACK_GFLOPS per thread when there are none) */
+    int cached_only;
+    double seconds_per_calibration; /* the measurement's target length (0: 1.5 s) */
+    /* threads the calibrations are measured at (0: min(threads, this machine's cores));
+     * fewer than `threads`: the plan extrapolates (SB_PLAN_THREAD_CAP) */
+    int calibration_threads;
+    sb_plan_progress_fn on_calibration; /* may be NULL */
+    void *user;
+} sb_plan_options;
+
+/* The FLOP rate per thread assumed when nothing was measured (a conservative CPU core). */
+#define SB_PLAN_FALLBACK_GFLOPS 2.0
+
+/* The threads a calibration is measured at are at most this machine's cores; beyond, the
+ * plan ASSUMES that the matrix products (gemm_share of the work) speed up linearly with the
+ * threads up to SB_PLAN_THREAD_CAP and the rest not at all (Amdahl). */
+#define SB_PLAN_THREAD_CAP 64
+
+typedef struct sb_plan {
+    int64_t n_runs;
+    sb_plan_run *runs;   /* in grid order */
+    int n_calibrations;
+    sb_plan_calibration *calibrations;
+    int ranks, threads;
+    double core_hours;   /* each run's seconds x its threads, summed */
+    double wall_hours;   /* on `ranks` ranks, largest run first, each to the earliest free
+                            rank (dependent runs after their sources): an MPI sweep */
+    double wall_hours_grid_order; /* the same in grid order (`sweep --workers ranks`) */
+    int measured, cached, estimated; /* calibrations by source */
+    int cache_damaged;   /* the cache file was there but unreadable (it was rewritten) */
+    int cache_written;   /* the cache file was written */
+    char machine[256];   /* the CPU model, the library version */
+} sb_plan;
+
+/* Plans the runs of sel (those the sweep would train: refused and excluded runs are left
+ * out, as sb_sweep_estimate_cost does): each run's frames, FLOPs, memory and time, the
+ * calibrations behind the times and the totals. Early stopping is not foreseen: every run is
+ * planned to its last update. *out is freed with sb_plan_free. Errors: SB_ERR_INVALID for
+ * ranks or threads < 1 or NULL arguments, those of building a task or a model, SB_ERR_IO
+ * when the cache cannot be written, SB_ERR_NOMEM. */
+sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
+                       const sb_plan_options *opts, sb_plan **out, sb_error *err);
+
+void sb_plan_free(sb_plan *p);
+
+/* The plan as one line of JSON: {"runs", "core_hours", "wall_hours", "per_run": [{hash,
+ * model, the selection's varied parameters, train_frames, eval_frames, flops, peak_bytes,
+ * seconds}], then wall_hours_grid_order, ranks, threads, machine, early_stopping,
+ * calibrations}. *json is freed with sb_string_free. */
+sb_status sb_plan_to_json(const sb_plan *p, const sb_sweep *s, char **json, sb_error *err);
+
+/* List scheduling, as sb_plan_make does it: n runs of seconds[i] on `ranks` ranks, each
+ * run to the earliest free rank, largest first when largest_first (else in index order);
+ * a run with after[i] >= 0 (after may be NULL) starts once run after[i] has ended (such
+ * runs are placed after the others). start[i] and rank[i] (either may be NULL) receive
+ * the schedule; returns the wall time (the last end), or -1 for bad arguments (ranks < 1,
+ * an after[i] that is itself dependent or out of range). */
+double sb_plan_schedule(const double *seconds, const int64_t *after, int64_t n, int ranks,
+                        int largest_first, double *start, int *rank);
+
 /* Each run's training FLOPs as sb_sweep_estimate_cost counts them: run_flops[i] for the
  * i-th run of sel (sb_sweep_selection_size entries; 0 for a refused or excluded run), to
  * order runs by cost. Errors: those of sb_sweep_estimate_cost. */

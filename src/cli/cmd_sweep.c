@@ -24,6 +24,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/plan_view.h"
 #include "cli/presets.h"
 #include "cli/signals.h"
 #include "cli/sweep_slurm.h"
@@ -505,6 +506,8 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
     sb_cli_signals_install("selectivbench sweep: stopping: the running runs stop after their "
                            "current update, with a checkpoint (a second signal quits at "
                            "once)\n");
+    /* the plan's total (core-hours, wall time on these workers) from cached calibrations */
+    sb_cli_plan_print_total(s, sel, o->workers, run_threads(o));
     sb_cli_sweep_tally tally;
     sb_status st = sb_cli_sweep_run(s, o->file, &run, o->quiet, &tally, &err);
     free(runs);

@@ -13,6 +13,7 @@ int sb_cmd_probe(int argc, char **argv);
 int sb_cmd_ceiling(int argc, char **argv);
 int sb_cmd_models(int argc, char **argv);
 int sb_cmd_sweep(int argc, char **argv);
+int sb_cmd_plan(int argc, char **argv);
 int sb_cmd_results(int argc, char **argv);
 int sb_cmd_report(int argc, char **argv);
 int sb_cmd_serve(int argc, char **argv);

@@ -34,6 +34,8 @@ static void print_usage(FILE *f)
             "  ceiling    the ideal observer of a task: the best possible accuracy, and the\n"
             "             accuracy of observers that remember only the last k elements\n"
             "  sweep      run a W&B grid sweep file offline (resumable, parallel, sharded)\n"
+            "  plan       what a sweep file will cost: frames, FLOPs, memory and time of every\n"
+            "             run, calibrated on this machine; core-hours and wall time on N ranks\n"
             "  results    list the runs of a results database (--json, --csv)\n"
             "  report     the paper's figures and tables from a results database\n"
             "  serve      a dashboard of a results database in the browser (127.0.0.1):\n"
@@ -65,7 +67,7 @@ static int unknown_command(const char *cmd)
 {
     static const char *const commands[] = {"grammar", "data",  "demo",   "bench",   "train",
                                            "ceiling", "eval",  "probe",  "models",  "sweep",
-                                           "results", "report", "serve", "help",  "version"};
+                                           "plan",    "results", "report", "serve", "help",  "version"};
     const char *hint = sb_closest_name(cmd, commands, (int)(sizeof commands / sizeof *commands));
     if (hint != NULL)
         fprintf(stderr, "selectivbench: error: unknown command '%s'; did you mean '%s'? (run "
@@ -129,6 +131,8 @@ static int dispatch(int argc, char **argv)
         return sb_cmd_models(argc, argv);
     if (strcmp(cmd, "sweep") == 0)
         return sb_cmd_sweep(argc, argv);
+    if (strcmp(cmd, "plan") == 0)
+        return sb_cmd_plan(argc, argv);
     if (strcmp(cmd, "results") == 0)
         return sb_cmd_results(argc, argv);
     if (strcmp(cmd, "report") == 0)

@@ -65,7 +65,7 @@ expect_error 2 "parameter 'sed' is not a train flag; did you mean 'seed'?" sweep
   --dry_run
 
 # ---- every subcommand's --help ------------------------------------------------------------
-for cmd in grammar data train eval probe ceiling sweep results report models bench demo; do
+for cmd in grammar data train eval probe ceiling sweep plan results report models bench demo; do
   expect_ok "$cmd" --help
   head -n 1 "$TMP/out" | grep -q "^usage: selectivbench $cmd" ||
     fail "$cmd --help: first line $(head -n 1 "$TMP/out")"

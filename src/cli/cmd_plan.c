@@ -1,0 +1,276 @@
+/*
+ * cmd_plan.c - `selectivbench plan FILE.yaml`: what a sweep will cost before it runs.
+ *
+ * For every run of the selection (the same selection `sweep FILE --dry_run` makes): the
+ * frames it trains and evaluates, its FLOPs, its peak memory and its seconds, from a short
+ * calibration of each shape of run on this machine (a few real updates and an evaluation,
+ * cached, so a second plan of the same file measures nothing); then the core-hours and the
+ * wall time on --ranks ranks of --threads threads (largest run first, each to the earliest
+ * free rank). The library (sb_plan_make) measures and schedules; this file prints.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/plan_view.h"
+#include "cli/presets.h"
+#include "selectivbench/selectivbench.h"
+
+#define PLAN_MAX_FILTERS 16
+
+typedef struct plan_flags {
+    int ranks, threads, json, recalibrate, limit, calibration_threads, cached_only;
+    double calibration_s;
+    const char *shard;
+    const char *filters[PLAN_MAX_FILTERS];
+    int n_filters;
+    const char *file;
+} plan_flags;
+
+static int plan_parse(int argc, char **argv, plan_flags *o)
+{
+    const char *filter = NULL;
+    sb_option opts[] = {
+        {"ranks", SB_OPT_INT, &o->ranks, 1, 1e7, NULL, "N",
+         "runs at a time: MPI ranks, sweep workers or machines (default 1)", 0},
+        {"threads", SB_OPT_INT, &o->threads, 1, 4096, NULL, "T",
+         "threads per run (default 1; beyond this machine's cores the matrix products are "
+         "assumed to speed up linearly, see docs/cluster.md)",
+         0},
+        {"json", SB_OPT_SWITCH, &o->json, 0, 1, NULL, NULL,
+         "print the plan as one JSON object (default: a table)", 0},
+        {"recalibrate", SB_OPT_SWITCH, &o->recalibrate, 0, 1, NULL, NULL,
+         "measure every calibration again, even when cached (default: use the cache)", 0},
+        {"cached_only", SB_OPT_SWITCH, &o->cached_only, 0, 1, NULL, NULL,
+         "measure nothing: a shape the cache lacks takes the rates of a cached shape of the "
+         "same model, width and layers scaled by FLOPs, else a FLOP rate (default: measure "
+         "it)",
+         0},
+        {"calibration_seconds", SB_OPT_DOUBLE, &o->calibration_s, 0.05, 60, NULL, "S",
+         "how long each calibration trains (default 1.5; a model too large for S seconds is "
+         "measured on fewer layers)",
+         0},
+        {"calibration_threads", SB_OPT_INT, &o->calibration_threads, 0, 4096, NULL, "T0",
+         "measure the calibrations at T0 threads and extrapolate to --threads (default 0: "
+         "at --threads, at most this machine's cores)",
+         0},
+        {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
+         "only runs with this parameter value (repeat the flag for several; default: none)", 0},
+        {"shard", SB_OPT_STRING, &o->shard, 0, 0, NULL, "I/N",
+         "only the filtered runs at positions I, I+N, I+2N, ... (default 0/1: all)", 0},
+        {"limit", SB_OPT_INT, &o->limit, 0, 1e9, NULL, "K",
+         "only the first K selected runs (default 0: all)", 0},
+    };
+    int n_opts = (int)(sizeof opts / sizeof *opts);
+    int n_filters = sb_cli_repeated(argc, argv, "--filter", o->filters, PLAN_MAX_FILTERS);
+    o->n_filters = n_filters < PLAN_MAX_FILTERS ? n_filters : PLAN_MAX_FILTERS;
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = sb_cli_parse("plan",
+                          "FILE.yaml [--filter K=V] [--shard I/N] [--limit K] [--ranks N] "
+                          "[--threads T] [--json] [--recalibrate]",
+                          opts, n_opts, argc, argv, pos, 1, &n_pos);
+    if (rc >= 0)
+        return rc;
+    sb_error err = {0};
+    if (n_filters > PLAN_MAX_FILTERS) {
+        sb_error_set(&err, SB_ERR_INVALID, "--filter is given %d times; at most %d", n_filters,
+                     PLAN_MAX_FILTERS);
+        return sb_cli_fail("plan", &err);
+    }
+    if (n_pos != 1) {
+        sb_error_set(&err, SB_ERR_INVALID, "name one sweep file: selectivbench plan FILE.yaml");
+        return sb_cli_fail("plan", &err);
+    }
+    o->file = pos[0];
+    return -1;
+}
+
+/* --shard I/N; 0 when it is not two integers with 0 <= I < N. */
+static int parse_shard(const char *text, int64_t *index, int64_t *count)
+{
+    long long i, n;
+    char tail;
+    if (sscanf(text, "%lld/%lld%c", &i, &n, &tail) != 2 || n < 1 || i < 0 || i >= n)
+        return 0;
+    *index = i;
+    *count = n;
+    return 1;
+}
+
+/* The sweep file, or a built-in preset (tiny/task2), its parameters checked. */
+static sb_status plan_open(const char *name, sb_sweep **out, sb_error *err)
+{
+    sb_status st = SB_ERR_IO;
+    FILE *f = fopen(name, "rb");
+    if (f != NULL) {
+        fclose(f);
+        st = sb_sweep_load(name, out, err);
+    } else {
+        for (int i = 0; sb_presets[i].name != NULL; i++)
+            if (strcmp(sb_presets[i].name, name) == 0)
+                st = sb_sweep_load_text(name, sb_presets[i].text, sb_presets[i].len, out, err);
+        if (st == SB_ERR_IO)
+            st = sb_sweep_load(name, out, err); /* for its error message */
+    }
+    if (st == SB_OK && (st = sb_sweep_check_params(*out, err)) != SB_OK) {
+        sb_sweep_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static const char *source_words(sb_plan_source s)
+{
+    return s == SB_PLAN_MEASURED ? "measured" : s == SB_PLAN_CACHED ? "cached" : "FLOP rate";
+}
+
+/* One progress line per calibration, on stderr. */
+static void on_calibration(const sb_plan_calibration *c, int index, int total, void *user)
+{
+    (void)user;
+    char how[96];
+    if (c->source == SB_PLAN_MEASURED)
+        snprintf(how, sizeof how, "measured in %.1f s", c->measured_s);
+    else
+        snprintf(how, sizeof how, "%s", source_words(c->source));
+    fprintf(stderr,
+            "plan: calibration %d/%d: %s d %d, %d layers, micro-batch %d: %.3g us per training "
+            "frame, %.3g us per test frame, %.1f GFLOP/s (%s%s)\n",
+            index + 1, total, c->model, c->width, c->layers, c->micro_batch,
+            c->train_s_per_frame * 1e6, c->eval_s_per_frame * 1e6, c->gflops, how,
+            c->calibrated_layers < c->layers ? ", measured on fewer layers and scaled" : "");
+}
+
+static void format_count(double x, char *buf, size_t size)
+{
+    const char *units[] = {"", "k", "M", "G", "T", "P", "E"};
+    int u = 0;
+    while (x >= 1000.0 && u < 6) {
+        x /= 1000.0;
+        u++;
+    }
+    snprintf(buf, size, u == 0 ? "%.0f%s" : "%.3g%s", x, units[u]);
+}
+
+static void format_bytes(double b, char *buf, size_t size)
+{
+    if (b >= 1073741824.0)
+        snprintf(buf, size, "%.1f GiB", b / 1073741824.0);
+    else
+        snprintf(buf, size, "%.0f MiB", b / 1048576.0);
+}
+
+/* The text output: one row per (model, width), then the totals. */
+static void print_table(const sb_plan *p, const char *file)
+{
+    printf("plan of %s: %lld runs, %d rank%s of %d thread%s, on %s\n", file,
+           (long long)p->n_runs, p->ranks, p->ranks == 1 ? "" : "s", p->threads,
+           p->threads == 1 ? "" : "s", p->machine);
+    printf("%-22s %5s %5s %10s %10s %10s %10s %10s %10s\n", "model", "width", "runs",
+           "train fr.", "test fr.", "FLOPs", "peak mem", "per run", "core-h");
+    /* groups in order of first appearance */
+    char *done = calloc((size_t)(p->n_runs > 0 ? p->n_runs : 1), 1);
+    for (int64_t i = 0; done != NULL && i < p->n_runs; i++) {
+        if (done[i])
+            continue;
+        const sb_plan_run *a = &p->runs[i];
+        int width = p->calibrations[a->calibration].width;
+        int64_t n = 0;
+        double train = 0, test = 0, flops = 0, peak = 0, sec = 0;
+        for (int64_t j = i; j < p->n_runs; j++) {
+            const sb_plan_run *r = &p->runs[j];
+            if (done[j] || strcmp(r->model, a->model) != 0 ||
+                p->calibrations[r->calibration].width != width)
+                continue;
+            done[j] = 1;
+            n++;
+            train += (double)r->train_frames;
+            test += (double)r->eval_frames;
+            flops += r->flops;
+            sec += r->seconds;
+            if (r->peak_bytes > peak)
+                peak = r->peak_bytes;
+        }
+        char tr[32], te[32], fl[32], pk[32], per[32];
+        format_count(train / n, tr, sizeof tr);
+        format_count(test / n, te, sizeof te);
+        format_count(flops / n, fl, sizeof fl);
+        format_bytes(peak, pk, sizeof pk);
+        sb_cli_plan_format_time(sec / n, per, sizeof per);
+        printf("%-22s %5d %5lld %10s %10s %10s %10s %10s %10.3g\n", a->model, width,
+               (long long)n, tr, te, fl, pk, per, sec * p->threads / 3600.0);
+    }
+    free(done);
+    char wall[32], grid[32];
+    sb_cli_plan_format_time(p->wall_hours * 3600.0, wall, sizeof wall);
+    sb_cli_plan_format_time(p->wall_hours_grid_order * 3600.0, grid, sizeof grid);
+    printf("total: %.3g core-hours; wall time on %d rank%s of %d thread%s: %s (largest run "
+           "first, as an MPI sweep hands them out), %s in grid order (sweep --workers %d)\n",
+           p->core_hours, p->ranks, p->ranks == 1 ? "" : "s", p->threads,
+           p->threads == 1 ? "" : "s", wall, grid, p->ranks);
+    printf("early stopping: not foreseen; every run is planned to its last update (the "
+           "most it can cost)\n");
+    printf("calibrations: %d (%d measured, %d cached, %d at a FLOP rate)%s\n",
+           p->n_calibrations, p->measured, p->cached, p->estimated,
+           p->calibrations != NULL && p->n_calibrations > 0 &&
+                   p->threads > p->calibrations[0].calibrated_threads
+               ? "; threads beyond this machine's cores: the matrix products' share is "
+                 "assumed to speed up linearly"
+               : "");
+}
+
+int sb_cmd_plan(int argc, char **argv)
+{
+    plan_flags o = {.ranks = 1, .threads = 1, .calibration_s = 1.5};
+    int rc = plan_parse(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    sb_error err = {0};
+    sb_sweep_select_options pick = {.filters = o.filters, .n_filters = o.n_filters,
+                                    .limit = o.limit};
+    if (o.shard != NULL && !parse_shard(o.shard, &pick.shard_index, &pick.shard_count)) {
+        sb_error_set(&err, SB_ERR_INVALID, "--shard '%s': write I/N with 0 <= I < N", o.shard);
+        return sb_cli_fail("plan", &err);
+    }
+    sb_sweep *s = NULL;
+    if (plan_open(o.file, &s, &err) != SB_OK)
+        return sb_cli_fail("plan", &err);
+    sb_sweep_selection *sel = NULL;
+    if (sb_sweep_select(s, &pick, &sel, &err) != SB_OK) {
+        sb_sweep_free(s);
+        return sb_cli_fail("plan", &err);
+    }
+    char cache[4096];
+    sb_cli_plan_cache_path(cache, sizeof cache);
+    sb_plan_options po = {.ranks = o.ranks, .threads = o.threads,
+                          .cache_path = cache[0] != '\0' ? cache : NULL,
+                          .recalibrate = o.recalibrate, .cached_only = o.cached_only,
+                          .seconds_per_calibration = o.calibration_s,
+                          .calibration_threads = o.calibration_threads,
+                          .on_calibration = on_calibration};
+    sb_plan *p = NULL;
+    sb_status st = sb_plan_make(s, sel, &po, &p, &err);
+    if (st == SB_OK) {
+        if (p->cache_damaged)
+            fprintf(stderr, "plan: the calibration cache %s was damaged: measured again and "
+                            "rewritten\n", cache);
+        fprintf(stderr, "plan: %d calibration%s: %d measured, %d from the cache%s%s\n",
+                p->n_calibrations, p->n_calibrations == 1 ? "" : "s", p->measured, p->cached,
+                po.cache_path != NULL ? " " : "", po.cache_path != NULL ? cache : "");
+        if (o.json) {
+            char *json = NULL;
+            if ((st = sb_plan_to_json(p, s, &json, &err)) == SB_OK)
+                printf("%s\n", json);
+            sb_string_free(json);
+        } else {
+            print_table(p, o.file);
+        }
+    }
+    sb_plan_free(p);
+    sb_sweep_selection_free(sel);
+    sb_sweep_free(s);
+    return st == SB_OK ? 0 : sb_cli_fail("plan", &err);
+}

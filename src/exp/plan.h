@@ -1,0 +1,70 @@
+/*
+ * plan.h - the pieces of `selectivbench plan` (the public header's sb_plan_make) that its
+ * files share: one calibration measured (plan_calibrate.c) and the calibration cache file
+ * (plan_cache.c). plan.c puts them together: the runs, their frames and the schedule.
+ */
+#ifndef SELECTIVBENCH_PLAN_H
+#define SELECTIVBENCH_PLAN_H
+
+#include "config/run_config.h"
+#include "core/status.h"
+#include "task/task.h"
+
+/* ---- a calibration measured (plan_calibrate.c) ------------------------------------------ */
+
+/* Measures c (its key, model, sizes and FLOPs per frame already filled) on run cfg's configuration: the
+ * model is built (seed 1) and trained for about target_s seconds on real micro-batches of
+ * `micro` samples of task's training split (generated as the trainer generates them, an
+ * optimiser step every acc of them), the first not timed, then evaluated on a test split
+ * of a few batches of the same task. A model too large to measure whole in that time is
+ * measured on fewer samples per micro-batch and, past one sample, on fewer layers (its
+ * time scaled by layers / calibrated_layers). task_s: the seconds building the task took,
+ * added to setup_s. Runs on `threads` threads with cfg's GEMM engine and precision.
+ * Errors: building the model or a batch, a training step's, SB_ERR_NOMEM. */
+sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int micro, int acc,
+                            int threads, double target_s, double task_s,
+                            sb_plan_calibration *c, sb_error *err);
+
+/* ---- the cache file (plan_cache.c) -------------------------------------------------------- *
+ * A JSON file written only by us, one calibration a line:
+ *   {"version": 2, "calibrations": [
+ *   {"machine": "...", "threads": 1, "key": "...", "train_s_per_frame": ..., ...},
+ *   ...
+ *   ]}
+ * A calibration is found by (machine, threads, key). Another version reads as damaged. */
+
+typedef struct sb_plan_cache_entry {
+    char machine[256];
+    sb_plan_calibration c; /* key, threads and the numbers (source: SB_PLAN_CACHED) */
+} sb_plan_cache_entry;
+
+typedef struct sb_plan_cache {
+    int n, cap;
+    sb_plan_cache_entry *entries;
+} sb_plan_cache;
+
+/* Reads path into *cache (empty when the file does not exist). A file that is there but is
+ * not such a cache (or has a damaged line) sets *damaged and keeps the lines that read.
+ * Errors: SB_ERR_IO when the file exists but cannot be read, SB_ERR_NOMEM. */
+sb_status sb_plan_cache_load(const char *path, sb_plan_cache *cache, int *damaged,
+                             sb_error *err);
+
+/* The cached calibration of (machine, threads, key), or NULL. */
+const sb_plan_calibration *sb_plan_cache_find(const sb_plan_cache *cache, const char *machine,
+                                              int threads, const char *key);
+
+/* Adds c (or replaces the entry of the same machine, threads and key). */
+sb_status sb_plan_cache_put(sb_plan_cache *cache, const char *machine,
+                            const sb_plan_calibration *c, sb_error *err);
+
+/* Writes the cache to path atomically (a temporary file renamed), creating its folder.
+ * Errors: SB_ERR_IO naming the path. */
+sb_status sb_plan_cache_save(const char *path, const sb_plan_cache *cache, sb_error *err);
+
+void sb_plan_cache_free(sb_plan_cache *cache);
+
+/* This machine as the cache knows it: the CPU model (/proc/cpuinfo's "model name") and
+ * the library version, into out[size]. */
+void sb_plan_machine(char *out, size_t size);
+
+#endif
