@@ -572,6 +572,8 @@ int sb_cmd_sweep(int argc, char **argv)
                                 .db = o.db != NULL ? o.db : db, .threads = o.threads,
                                 .checkpoint_every_s = 60.0 * o.checkpoint_every,
                                 .quiet = o.quiet};
+            if (sb_mpi_rank() == 0 && !o.quiet) /* the plan on the worker ranks */
+                sb_cli_plan_print_total(s, sel, sb_mpi_size() - 1, o.threads > 0 ? o.threads : 1);
             rc = sb_cli_sweep_mpi(&job);
         }
     } else
