@@ -15,7 +15,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/plan_view.h"
-#include "cli/presets.h"
+#include "cli/sweep_file.h"
 #include "selectivbench/selectivbench.h"
 
 #define PLAN_MAX_FILTERS 16
@@ -89,39 +89,6 @@ static int plan_parse(int argc, char **argv, plan_flags *o)
 }
 
 /* --shard I/N; 0 when it is not two integers with 0 <= I < N. */
-static int parse_shard(const char *text, int64_t *index, int64_t *count)
-{
-    long long i, n;
-    char tail;
-    if (sscanf(text, "%lld/%lld%c", &i, &n, &tail) != 2 || n < 1 || i < 0 || i >= n)
-        return 0;
-    *index = i;
-    *count = n;
-    return 1;
-}
-
-/* The sweep file, or a built-in preset (tiny/task2), its parameters checked. */
-static sb_status plan_open(const char *name, sb_sweep **out, sb_error *err)
-{
-    sb_status st = SB_ERR_IO;
-    FILE *f = fopen(name, "rb");
-    if (f != NULL) {
-        fclose(f);
-        st = sb_sweep_load(name, out, err);
-    } else {
-        for (int i = 0; sb_presets[i].name != NULL; i++)
-            if (strcmp(sb_presets[i].name, name) == 0)
-                st = sb_sweep_load_text(name, sb_presets[i].text, sb_presets[i].len, out, err);
-        if (st == SB_ERR_IO)
-            st = sb_sweep_load(name, out, err); /* for its error message */
-    }
-    if (st == SB_OK && (st = sb_sweep_check_params(*out, err)) != SB_OK) {
-        sb_sweep_free(*out);
-        *out = NULL;
-    }
-    return st;
-}
-
 static const char *source_words(sb_plan_source s)
 {
     return s == SB_PLAN_MEASURED ? "measured" : s == SB_PLAN_CACHED ? "cached" : "FLOP rate";
@@ -142,17 +109,6 @@ static void on_calibration(const sb_plan_calibration *c, int index, int total, v
             index + 1, total, c->model, c->width, c->layers, c->micro_batch,
             c->train_s_per_frame * 1e6, c->eval_s_per_frame * 1e6, c->gflops, how,
             c->calibrated_layers < c->layers ? ", measured on fewer layers and scaled" : "");
-}
-
-static void format_count(double x, char *buf, size_t size)
-{
-    const char *units[] = {"", "k", "M", "G", "T", "P", "E"};
-    int u = 0;
-    while (x >= 1000.0 && u < 6) {
-        x /= 1000.0;
-        u++;
-    }
-    snprintf(buf, size, u == 0 ? "%.0f%s" : "%.3g%s", x, units[u]);
 }
 
 static void format_bytes(double b, char *buf, size_t size)
@@ -195,18 +151,18 @@ static void print_table(const sb_plan *p, const char *file)
                 peak = r->peak_bytes;
         }
         char tr[32], te[32], fl[32], pk[32], per[32];
-        format_count(train / n, tr, sizeof tr);
-        format_count(test / n, te, sizeof te);
-        format_count(flops / n, fl, sizeof fl);
+        sb_cli_format_count(train / n, tr, sizeof tr);
+        sb_cli_format_count(test / n, te, sizeof te);
+        sb_cli_format_count(flops / n, fl, sizeof fl);
         format_bytes(peak, pk, sizeof pk);
-        sb_cli_plan_format_time(sec / n, per, sizeof per);
+        sb_cli_format_time(sec / n, per, sizeof per);
         printf("%-22s %5d %5lld %10s %10s %10s %10s %10s %10.3g\n", a->model, width,
                (long long)n, tr, te, fl, pk, per, sec * p->threads / 3600.0);
     }
     free(done);
     char wall[32], grid[32];
-    sb_cli_plan_format_time(p->wall_hours * 3600.0, wall, sizeof wall);
-    sb_cli_plan_format_time(p->wall_hours_grid_order * 3600.0, grid, sizeof grid);
+    sb_cli_format_time(p->wall_hours * 3600.0, wall, sizeof wall);
+    sb_cli_format_time(p->wall_hours_grid_order * 3600.0, grid, sizeof grid);
     printf("total: %.3g core-hours; wall time on %d rank%s of %d thread%s: %s (largest run "
            "first, as an MPI sweep hands them out), %s in grid order (sweep --workers %d)\n",
            p->core_hours, p->ranks, p->ranks == 1 ? "" : "s", p->threads,
@@ -231,12 +187,12 @@ int sb_cmd_plan(int argc, char **argv)
     sb_error err = {0};
     sb_sweep_select_options pick = {.filters = o.filters, .n_filters = o.n_filters,
                                     .limit = o.limit};
-    if (o.shard != NULL && !parse_shard(o.shard, &pick.shard_index, &pick.shard_count)) {
+    if (o.shard != NULL && !sb_cli_parse_shard(o.shard, &pick.shard_index, &pick.shard_count)) {
         sb_error_set(&err, SB_ERR_INVALID, "--shard '%s': write I/N with 0 <= I < N", o.shard);
         return sb_cli_fail("plan", &err);
     }
     sb_sweep *s = NULL;
-    if (plan_open(o.file, &s, &err) != SB_OK)
+    if (sb_cli_sweep_open(o.file, &s, &err) != SB_OK)
         return sb_cli_fail("plan", &err);
     sb_sweep_selection *sel = NULL;
     if (sb_sweep_select(s, &pick, &sel, &err) != SB_OK) {

@@ -27,6 +27,7 @@
 #include "cli/plan_view.h"
 #include "cli/presets.h"
 #include "cli/signals.h"
+#include "cli/sweep_file.h"
 #include "cli/sweep_slurm.h"
 #include "cli/sweep_view.h"
 #include "cli/mpi_comm.h"
@@ -47,23 +48,6 @@ typedef struct sweep_flags {
     int n_filters;
     const char *file; /* the sweep file or built-in preset */
 } sweep_flags;
-
-/* Reads --shard I/N; returns 0 when it is not two integers with 0 <= I < N. */
-static int parse_shard(const char *text, int64_t *index, int64_t *count)
-{
-    char *end;
-    errno = 0;
-    long long i = strtoll(text, &end, 10);
-    if (end == text || *end != '/' || errno != 0)
-        return 0;
-    const char *n_text = end + 1;
-    long long n = strtoll(n_text, &end, 10);
-    if (end == n_text || *end != '\0' || errno != 0 || n < 1 || i < 0 || i >= n)
-        return 0;
-    *index = i;
-    *count = n;
-    return 1;
-}
 
 /* Parses the flags into o; returns -1 to go on, else the exit code. */
 static int sweep_parse(int argc, char **argv, sweep_flags *o)
@@ -148,50 +132,6 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
     }
     o->file = pos[0];
     return -1;
-}
-
-/* A name that is neither a file nor a preset but close to a preset (a typo such as
- * tiny/tsk2): SB_ERR_INVALID with the suggestion; SB_ERR_IO when no preset is close. */
-static sb_status unknown_preset(const char *name, sb_error *err)
-{
-    const char *names[64];
-    int n_names = 0;
-    for (int i = 0; sb_presets[i].name != NULL && n_names < 64; i++)
-        names[n_names++] = sb_presets[i].name;
-    const char *hint = sb_closest_name(name, names, n_names);
-    if (hint == NULL)
-        return SB_ERR_IO;
-    return sb_error_set(err, SB_ERR_INVALID,
-                        "no sweep file or preset '%s'; did you mean the preset '%s'?", name,
-                        hint);
-}
-
-/* The sweep file, or a built-in preset such as tiny/task2, with its parameters checked. */
-static sb_status sweep_open(const char *name, sb_sweep **out, sb_error *err)
-{
-    sb_sweep *s = NULL;
-    sb_status load = SB_ERR_IO;
-    FILE *probe = fopen(name, "rb");
-    if (probe != NULL) {
-        fclose(probe);
-        load = sb_sweep_load(name, &s, err);
-    } else {
-        for (int i = 0; sb_presets[i].name != NULL; i++)
-            if (strcmp(sb_presets[i].name, name) == 0)
-                load = sb_sweep_load_text(name, sb_presets[i].text, sb_presets[i].len, &s, err);
-        if (load == SB_ERR_IO && (load = unknown_preset(name, err)) == SB_ERR_IO)
-            load = sb_sweep_load(name, &s, err); /* for its error message */
-    }
-    if (load != SB_OK)
-        return load;
-    /* every parameter must be a train flag: a key of the table or one of train's switches */
-    sb_status st = sb_sweep_check_params(s, err);
-    if (st != SB_OK) {
-        sb_sweep_free(s);
-        return st;
-    }
-    *out = s;
-    return SB_OK;
 }
 
 /* The refused runs of a sweep: how many, and the first with its reason; and how many are
@@ -317,34 +257,6 @@ static void print_axes(const sb_sweep *s, const sb_sweep_selection *sel)
         printf("\n");
 }
 
-/* A count in words a person reads at a glance: 1234567 -> "1.23M". */
-static void format_count(double x, char *buf, size_t size)
-{
-    const char *units[] = {"", "k", "M", "G", "T", "P", "E"};
-    int u = 0;
-    while (x >= 1000.0 && u < 6) {
-        x /= 1000.0;
-        u++;
-    }
-    snprintf(buf, size, u == 0 ? "%.0f%s" : "%.3g%s", x, units[u]);
-}
-
-/* Seconds as "3 h 20 min", "4.2 days". */
-static void format_time(double s, char *buf, size_t size)
-{
-    if (!(s >= 0) || isinf(s))
-        snprintf(buf, size, "?");
-    else if (s < 120)
-        snprintf(buf, size, "%.0f s", s);
-    else if (s < 7200)
-        snprintf(buf, size, "%.0f min", s / 60);
-    else if (s < 2 * 86400)
-        snprintf(buf, size, "%.1f h", s / 3600);
-    else if (s < 730 * 86400)
-        snprintf(buf, size, "%.1f days", s / 86400);
-    else
-        snprintf(buf, size, "%.0f years", s / (365.25 * 86400));
-}
 
 /* Threads per run as the sweep gives them: --threads, else cores / workers (at least 1). */
 static int run_threads(const sweep_flags *o)
@@ -406,11 +318,11 @@ static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const s
         return;
     }
     char samples[32], tokens[32], flops[32], pmin[32], pmax[32];
-    format_count((double)c.samples, samples, sizeof samples);
-    format_count(c.tokens, tokens, sizeof tokens);
-    format_count(c.train_flops, flops, sizeof flops);
-    format_count((double)c.params_min, pmin, sizeof pmin);
-    format_count((double)c.params_max, pmax, sizeof pmax);
+    sb_cli_format_count((double)c.samples, samples, sizeof samples);
+    sb_cli_format_count(c.tokens, tokens, sizeof tokens);
+    sb_cli_format_count(c.train_flops, flops, sizeof flops);
+    sb_cli_format_count((double)c.params_min, pmin, sizeof pmin);
+    sb_cli_format_count((double)c.params_max, pmax, sizeof pmax);
     char per_run[64];
     if (c.samples_min == c.samples_max)
         snprintf(per_run, sizeof per_run, "%lld", (long long)c.samples_min);
@@ -441,8 +353,8 @@ static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const s
     }
     double rate = r.gflops * 1e9; /* achieved: 3 x forward FLOPs of the update / its time */
     char total[32], per_worker[32];
-    format_time(c.train_flops / rate, total, sizeof total);
-    format_time(c.train_flops / rate / o->workers, per_worker, sizeof per_worker);
+    sb_cli_format_time(c.train_flops / rate, total, sizeof total);
+    sb_cli_format_time(c.train_flops / rate / o->workers, per_worker, sizeof per_worker);
     printf("time (estimate): about %s of training, %s with %d worker%s of %d thread%s: the "
            "FLOPs at %.1f GFLOP/s, the rate of run %lld's training %s here; padding and "
            "evaluations add\n",
@@ -537,12 +449,12 @@ int sb_cmd_sweep(int argc, char **argv)
     sb_error err = {0};
     sb_sweep_select_options pick = {.filters = o.filters, .n_filters = o.n_filters,
                                     .limit = o.limit};
-    if (o.shard != NULL && !parse_shard(o.shard, &pick.shard_index, &pick.shard_count)) {
+    if (o.shard != NULL && !sb_cli_parse_shard(o.shard, &pick.shard_index, &pick.shard_count)) {
         sb_error_set(&err, SB_ERR_INVALID, "--shard '%s': write I/N with 0 <= I < N", o.shard);
         return sb_cli_fail("sweep", &err);
     }
     sb_sweep *s = NULL;
-    if (sweep_open(o.file, &s, &err) != SB_OK)
+    if (sb_cli_sweep_open(o.file, &s, &err) != SB_OK)
         return sb_cli_fail("sweep", &err);
     /* the selected runs: sizes computed, nothing listed */
     sb_sweep_selection *sel = NULL;

@@ -1,5 +1,6 @@
 /* plan_view.c - see plan_view.h. */
 #include "cli/plan_view.h"
+#include "cli/sweep_file.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,21 +23,6 @@ void sb_cli_plan_cache_path(char *buf, size_t size)
         buf[0] = '\0';
 }
 
-void sb_cli_plan_format_time(double s, char *buf, size_t size)
-{
-    if (!(s >= 0) || isinf(s))
-        snprintf(buf, size, "?");
-    else if (s < 120)
-        snprintf(buf, size, "%.0f s", s);
-    else if (s < 7200)
-        snprintf(buf, size, "%.0f min", s / 60);
-    else if (s < 2 * 86400)
-        snprintf(buf, size, "%.1f h", s / 3600);
-    else if (s < 730 * 86400)
-        snprintf(buf, size, "%.1f days", s / 86400);
-    else
-        snprintf(buf, size, "%.0f years", s / (365.25 * 86400));
-}
 
 void sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *sel, int workers,
                              int threads)
@@ -57,7 +43,7 @@ void sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *sel, i
         return;
     }
     char wall[32];
-    sb_cli_plan_format_time(p->wall_hours_grid_order * 3600.0, wall, sizeof wall);
+    sb_cli_format_time(p->wall_hours_grid_order * 3600.0, wall, sizeof wall);
     printf("plan: %lld run%s, %.3g core-hours, about %s on %d worker%s of %d thread%s (%s)\n",
            (long long)p->n_runs, p->n_runs == 1 ? "" : "s", p->core_hours, wall, o.ranks,
            o.ranks == 1 ? "" : "s",

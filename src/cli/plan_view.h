@@ -13,8 +13,6 @@
  * ~/.cache/selectivbench/plan-calibration.json; "" when none of them is set. */
 void sb_cli_plan_cache_path(char *buf, size_t size);
 
-/* Seconds as "42 s", "3.2 h", "4.1 days". */
-void sb_cli_plan_format_time(double s, char *buf, size_t size);
 
 /* `sweep`'s line before it starts: the plan's core-hours and its wall time on `workers`
  * workers of `threads` threads in the sweep's order, from the cached calibrations (nothing

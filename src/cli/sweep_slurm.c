@@ -102,6 +102,21 @@ static int fail_flag(const char *flag, const char *value, const char *what)
     return sb_cli_fail("sweep", &err);
 }
 
+/* The #SBATCH lines both forms share: cores, time limit, partition, the log DIR/logs/NAME
+ * (appended to across requeues), the warning signal and --requeue. */
+static void write_sbatch_limits(FILE *f, const sb_slurm_job *job, const char *dir,
+                                const char *log_name, long long warning)
+{
+    fprintf(f, "#SBATCH --cpus-per-task=%d\n", job->cpus_per_task);
+    fprintf(f, "#SBATCH --time=%s\n", job->time);
+    if (job->partition != NULL)
+        fprintf(f, "#SBATCH --partition=%s\n", job->partition);
+    fprintf(f, "#SBATCH --output=%s/logs/%s\n", dir, log_name);
+    fprintf(f, "#SBATCH --open-mode=append\n");
+    fprintf(f, "#SBATCH --signal=B:USR1@%lld\n", warning);
+    fprintf(f, "#SBATCH --requeue\n");
+}
+
 /* The body of the MPI form: one job of `ranks` tasks; mpirun (which reads Slurm's
  * allocation) starts the sweep on every rank, rank 0 coordinating into DIR/results. */
 static void write_mpi_body(FILE *f, const sb_slurm_job *job, const char *exe, const char *file,
@@ -109,14 +124,7 @@ static void write_mpi_body(FILE *f, const sb_slurm_job *job, const char *exe, co
                            long long warning)
 {
     fprintf(f, "#SBATCH --ntasks=%d\n", ranks);
-    fprintf(f, "#SBATCH --cpus-per-task=%d\n", job->cpus_per_task);
-    fprintf(f, "#SBATCH --time=%s\n", job->time);
-    if (job->partition != NULL)
-        fprintf(f, "#SBATCH --partition=%s\n", job->partition);
-    fprintf(f, "#SBATCH --output=%s/logs/slurm-%%j.out\n", dir);
-    fprintf(f, "#SBATCH --open-mode=append\n");
-    fprintf(f, "#SBATCH --signal=B:USR1@%lld\n", warning);
-    fprintf(f, "#SBATCH --requeue\n");
+    write_sbatch_limits(f, job, dir, "slurm-%j.out", warning);
     fprintf(f, "set -u\n");
     fprintf(f, "# mpirun passes SIGUSR1 on to every rank: each run stops at its next update "
                "with its\n# checkpoint, rank 0 records them and the sweep exits 75. (Signal "
@@ -245,14 +253,7 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
     fprintf(f, "#SBATCH --job-name=sb-%.40s\n", base);
     fprintf(f, "#SBATCH --array=0-%lld\n", (long long)array - 1);
     fprintf(f, "#SBATCH --ntasks=1\n");
-    fprintf(f, "#SBATCH --cpus-per-task=%d\n", job->cpus_per_task);
-    fprintf(f, "#SBATCH --time=%s\n", job->time);
-    if (job->partition != NULL)
-        fprintf(f, "#SBATCH --partition=%s\n", job->partition);
-    fprintf(f, "#SBATCH --output=%s/slurm-%%A_%%a.out\n", logs);
-    fprintf(f, "#SBATCH --open-mode=append\n");
-    fprintf(f, "#SBATCH --signal=B:USR1@%lld\n", warning);
-    fprintf(f, "#SBATCH --requeue\n");
+    write_sbatch_limits(f, job, dir, "slurm-%A_%a.out", warning);
     fprintf(f, "set -u\n");
     fprintf(f, "shard=${SLURM_ARRAY_TASK_ID:?submit this script with sbatch (or set "
                "SLURM_ARRAY_TASK_ID to run one shard by hand)}\n");

@@ -57,7 +57,14 @@ grep -q "| gating: .* | 0 | - | \*\*inconclusive\*\* |" "$TMP/claims" ||
   fail "report --claims --filter: $(cat "$TMP/claims")"
 [ "$(head -n 1 "$TMP/claims")" = "Runs whose configuration has seed=1, model=gru." ] ||
   fail "report --claims --filter: first line: $(head -n 1 "$TMP/claims")"
-for bad in "--filter seed=1" "--claims --filter nokey=1" "--claims --filter seed"; do
+# --filter without --claims: the figures of those runs only (seed 99 matches none of them)
+"$SB" report --db "$db" --out "$TMP/report_all" >"$TMP/out" 2>&1 || fail "report: $(cat "$TMP/out")"
+n_all=$(grep -o '^[0-9]* runs read' "$TMP/out" | cut -d' ' -f1)
+"$SB" report --db "$db" --filter seed=99 --out "$TMP/report_none" >"$TMP/out" 2>&1 ||
+  fail "report --filter seed=99: $(cat "$TMP/out")"
+grep -q '^0 runs read, 0 used' "$TMP/out" || fail "report --filter seed=99: $(cat "$TMP/out")"
+[ -n "$n_all" ] && [ "$n_all" -gt 0 ] || fail "report read no run: $n_all"
+for bad in "--filter nokey=1" "--claims --filter nokey=1" "--claims --filter seed"; do
   # shellcheck disable=SC2086
   "$SB" report --db "$db" $bad >/dev/null 2>"$TMP/err"
   rc=$?
