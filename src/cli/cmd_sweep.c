@@ -447,21 +447,11 @@ int sb_cmd_sweep(int argc, char **argv)
     if (rc >= 0)
         return rc;
     sb_error err = {0};
-    sb_sweep_select_options pick = {.filters = o.filters, .n_filters = o.n_filters,
-                                    .limit = o.limit};
-    if (o.shard != NULL && !sb_cli_parse_shard(o.shard, &pick.shard_index, &pick.shard_count)) {
-        sb_error_set(&err, SB_ERR_INVALID, "--shard '%s': write I/N with 0 <= I < N", o.shard);
-        return sb_cli_fail("sweep", &err);
-    }
     sb_sweep *s = NULL;
-    if (sb_cli_sweep_open(o.file, &s, &err) != SB_OK)
-        return sb_cli_fail("sweep", &err);
-    /* the selected runs: sizes computed, nothing listed */
     sb_sweep_selection *sel = NULL;
-    if (sb_sweep_select(s, &pick, &sel, &err) != SB_OK) {
-        sb_sweep_free(s);
+    if (sb_cli_sweep_select(o.file, o.filters, o.n_filters, o.shard, o.limit, &s, &sel, &err) !=
+        SB_OK)
         return sb_cli_fail("sweep", &err);
-    }
     if (o.slurm != NULL) {
         sb_slurm_job job = {.dir = o.slurm, .file = o.file,
                             .runs = sb_sweep_selection_size(sel), .array = o.array,

@@ -99,3 +99,20 @@ void sb_cli_format_time(double s, char *buf, size_t size)
     else
         snprintf(buf, size, "%.0f years", s / (365.25 * 86400));
 }
+
+sb_status sb_cli_sweep_select(const char *file, const char *const *filters, int n_filters,
+                              const char *shard, int limit, sb_sweep **s,
+                              sb_sweep_selection **sel, sb_error *err)
+{
+    *s = NULL;
+    *sel = NULL;
+    sb_sweep_select_options pick = {.filters = filters, .n_filters = n_filters, .limit = limit};
+    if (shard != NULL && !sb_cli_parse_shard(shard, &pick.shard_index, &pick.shard_count))
+        return sb_error_set(err, SB_ERR_INVALID, "--shard '%s': write I/N with 0 <= I < N", shard);
+    sb_status st = sb_cli_sweep_open(file, s, err);
+    if (st == SB_OK && (st = sb_sweep_select(*s, &pick, sel, err)) != SB_OK) {
+        sb_sweep_free(*s);
+        *s = NULL;
+    }
+    return st;
+}
