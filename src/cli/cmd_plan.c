@@ -202,8 +202,8 @@ int sb_cmd_plan(int argc, char **argv)
     sb_status st = sb_plan_make(s, sel, &po, &p, &err);
     if (st == SB_OK) {
         if (p->cache_damaged)
-            fprintf(stderr, "plan: the calibration cache %s was damaged: measured again and "
-                            "rewritten\n", cache);
+            fprintf(stderr, "plan: the calibration cache %s was damaged or of an older version: "
+                            "measured again and rewritten\n", cache);
         fprintf(stderr, "plan: %d calibration%s: %d measured, %d from the cache%s%s\n",
                 p->n_calibrations, p->n_calibrations == 1 ? "" : "s", p->measured, p->cached,
                 po.cache_path != NULL ? " " : "", po.cache_path != NULL ? cache : "");

@@ -27,11 +27,12 @@ sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int m
 
 /* ---- the cache file (plan_cache.c) -------------------------------------------------------- *
  * A JSON file written only by us, one calibration a line:
- *   {"version": 2, "calibrations": [
+ *   {"version": 3, "calibrations": [
  *   {"machine": "...", "threads": 1, "key": "...", "train_s_per_frame": ..., ...},
  *   ...
  *   ]}
- * A calibration is found by (machine, threads, key). Another version reads as damaged. */
+ * A calibration is found by (machine, threads, key). Another version reads as damaged, and
+ * none of its calibrations are used. */
 
 typedef struct sb_plan_cache_entry {
     char machine[256];
@@ -44,7 +45,8 @@ typedef struct sb_plan_cache {
 } sb_plan_cache;
 
 /* Reads path into *cache (empty when the file does not exist). A file that is there but is
- * not such a cache (or has a damaged line) sets *damaged and keeps the lines that read.
+ * not such a cache, or a cache of another version, sets *damaged and reads as empty; one
+ * with a damaged line sets *damaged and keeps the lines that read.
  * Errors: SB_ERR_IO when the file exists but cannot be read, SB_ERR_NOMEM. */
 sb_status sb_plan_cache_load(const char *path, sb_plan_cache *cache, int *damaged,
                              sb_error *err);

@@ -90,9 +90,9 @@ grep -q '^total: .* core-hours; wall time on 3 ranks of 1 thread: ' "$TMP/out" &
   grep -q '^early stopping: not foreseen' "$TMP/out" || fail "plan table totals: $(cat "$TMP/out")"
 
 # a damaged cache: measured again (said on stderr), rewritten, then read
-printf '{"version": 2, "calibrations": [\n{"machine": "x", "thr' >"$cache"
+printf '{"version": 3, "calibrations": [\n{"machine": "x", "thr' >"$cache"
 expect_ok plan "$TMP/grid.yaml" --json --calibration_seconds 0.1
-grep -q 'calibration cache .* was damaged: measured again and rewritten' "$TMP/err" &&
+grep -q 'calibration cache .* was damaged or of an older version: measured again and rewritten' "$TMP/err" &&
   grep -q '^plan: 4 calibrations: 4 measured' "$TMP/err" ||
   fail "damaged cache: $(cat "$TMP/err")"
 expect_ok plan "$TMP/grid.yaml" --json

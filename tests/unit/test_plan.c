@@ -158,6 +158,28 @@ static void test_cache_file(void **state)
     assert_int_equal(damaged, 1);
     assert_int_equal(cache.n, 1);
     sb_plan_cache_free(&cache);
+    /* an older version's cache (2: the first micro-batch timed): a well-formed line of it is
+     * not used */
+    assert_int_equal(sb_plan_cache_load(path, &cache, &damaged, &err), SB_OK);
+    assert_int_equal(cache.n, 1);
+    sb_plan_cache_free(&cache);
+    char *text = NULL;
+    size_t text_len = 0;
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_true(getdelim(&text, &text_len, '\0', f) > 0);
+    fclose(f);
+    char *head = strstr(text, "\"version\": 3");
+    assert_non_null(head);
+    head[11] = '2';
+    f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    assert_int_equal(sb_plan_cache_load(path, &cache, &damaged, &err), SB_OK);
+    assert_int_equal(damaged, 1);
+    assert_int_equal(cache.n, 0);
+    sb_plan_cache_free(&cache);
     /* not a cache at all */
     f = fopen(path, "w");
     fputs("\x01\x02 garbage {\"machine\": 3\n", f);
