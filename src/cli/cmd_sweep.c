@@ -42,6 +42,7 @@ typedef struct sweep_flags {
     double checkpoint_every; /* minutes */
     const char *slurm, *slurm_time, *partition; /* --slurm DIR: write an sbatch script */
     int array, cpus_per_task, mpi, ranks;
+    int ranks_per_run; /* under mpirun: ranks per team (data-parallel runs) */
     const char *db, *results;
     const char *shard;
     const char *filters[SWEEP_MAX_FILTERS];
@@ -99,6 +100,10 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
          "a job array (default: an array)", 0},
         {"ranks", SB_OPT_INT, &o->ranks, 2, 1000000, NULL, "N",
          "with --slurm --mpi: MPI ranks, the coordinator included (default min(runs, 16) + 1)", 0},
+        {"ranks_per_run", SB_OPT_INT, &o->ranks_per_run, 1, 1000000, NULL, "K",
+         "under mpirun (or with --slurm --mpi): worker ranks in teams of K; a run whose "
+         "grad_shards is a multiple of K trains data-parallel over a team, the others on one "
+         "rank (default 1: every rank alone; docs/cluster.md)", 0},
         {"cpus_per_task", SB_OPT_INT, &o->cpus_per_task, 1, 4096, NULL, "C",
          "with --slurm: cores per task (default 4; threads per run = C / workers)", 0},
     };
@@ -460,10 +465,26 @@ int sb_cmd_sweep(int argc, char **argv)
                             .cpus_per_task = o.cpus_per_task > 0 ? o.cpus_per_task : 4,
                             .workers = o.workers, .threads = o.threads,
                             .checkpoint_every = o.checkpoint_every, .filters = o.filters,
-                            .n_filters = o.n_filters, .mpi = o.mpi, .ranks = o.ranks};
+                            .n_filters = o.n_filters, .mpi = o.mpi, .ranks = o.ranks,
+                            .ranks_per_run = o.ranks_per_run};
         rc = sb_cli_sweep_slurm(&job);
     } else if (o.hashes || o.dry_run) {
         rc = sb_mpi_rank() == 0 ? sweep_list(s, sel, &o) : 0;
+    } else if (o.ranks_per_run > 1 && (sb_mpi_size() <= 1 ||
+                                       (sb_mpi_size() - 1) % o.ranks_per_run != 0)) {
+        /* every rank comes here alike; rank 0 says why */
+        if (sb_mpi_size() <= 1)
+            fprintf(stderr,
+                    "selectivbench sweep: error: --ranks_per_run %d: teams of ranks need "
+                    "mpirun: mpirun -np N %s sweep ..., with N - 1 a multiple of %d\n",
+                    o.ranks_per_run, sb_cli_program(), o.ranks_per_run);
+        else if (sb_mpi_rank() == 0)
+            fprintf(stderr,
+                    "selectivbench sweep: error: --ranks_per_run %d: the %d worker ranks of "
+                    "mpirun -np %d do not form teams of %d: give -np 1 + a multiple of %d\n",
+                    o.ranks_per_run, sb_mpi_size() - 1, sb_mpi_size(), o.ranks_per_run,
+                    o.ranks_per_run);
+        rc = 2;
     } else if (sb_mpi_size() > 1) {
         /* under mpirun: rank 0 coordinates and writes the database, the others train */
         char db[4096];
@@ -472,6 +493,7 @@ int sb_cmd_sweep(int argc, char **argv)
         else {
             sb_mpi_sweep job = {.sweep = s, .sel = sel, .label = o.file, .results = o.results,
                                 .db = o.db != NULL ? o.db : db, .threads = o.threads,
+                                .ranks_per_run = o.ranks_per_run,
                                 .checkpoint_every_s = 60.0 * o.checkpoint_every,
                                 .quiet = o.quiet};
             if (sb_mpi_rank() == 0 && !o.quiet) /* the plan on the worker ranks */

@@ -21,6 +21,15 @@
  * Messages (MPI_BYTE): READY (worker -> 0, its host name), RUN (0 -> worker: run_head and
  * the seed), PROGRESS (worker -> 0: progress_msg), DONE (worker -> 0: done_head and the
  * seed as it ended), STOP (0 -> worker: no more runs).
+ *
+ * Teams (--ranks_per_run K > 1): ranks 1..N-1 form teams of K consecutive ranks, and only a
+ * team's first rank (its leader) talks to rank 0, which sees one worker per team. A run whose
+ * grad_shards is a multiple of K is trained by the whole team inside its processes,
+ * data-parallel over the team's communicator (sb_train_config's world fields: the weights
+ * are those of `train` with the same grad_shards on one process); the leader records it in
+ * the seed and sends it back. Any other run the leader trains alone, as above, while the
+ * rest of its team waits. The leader tells its team what to do with team_msg (a broadcast
+ * that the waiting ranks poll with pauses, so that they leave the cores to the training).
  */
 #include <errno.h>
 #include <limits.h>
@@ -34,8 +43,10 @@
 
 #include "cli/cli.h"
 #include "cli/mpi_comm.h"
+#include "cli/run_options.h"
 #include "cli/signals.h"
 #include "cli/sweep_mpi.h"
+#include "cli/train_mpi.h"
 
 #ifdef SB_HAVE_MPI
 #include <mpi.h>
@@ -64,6 +75,14 @@ typedef struct progress_msg {
     int64_t run, step, total_steps;
     double test_acc, tokens_per_s;
 } progress_msg;
+
+/* A leader to its team: train run `run` together (resume: from its checkpoint), or stop. */
+enum { TEAM_STOP = 0, TEAM_RUN = 1 };
+typedef struct team_msg {
+    int64_t run;
+    int32_t what;
+    int32_t resume;
+} team_msg;
 
 /* ---- files and messages ------------------------------------------------------------- */
 
@@ -181,7 +200,9 @@ typedef struct coordinator {
     sb_results *db;
     mpi_run *runs;
     int64_t n_runs;
-    int n_workers;     /* ranks 1..n_workers */
+    int n_workers;     /* ranks that ask for runs: every rank but 0, or each team's leader */
+    int world;         /* the world's size: ranks 1..world-1 work */
+    int team_size;     /* ranks per team (--ranks_per_run; 1: each rank alone) */
     char (*hosts)[HOST_MAX];
     int *parked;       /* ranks waiting for a run that depends on a running one */
     int n_parked;
@@ -421,15 +442,27 @@ static void take_done(coordinator *c, int rank, const char *msg, int len)
     }
 }
 
+/* "3 worker ranks", or "2 teams of 4 ranks" */
+static const char *workers_text(const coordinator *c, char *buf, size_t n)
+{
+    if (c->team_size > 1)
+        snprintf(buf, n, "%d team%s of %d ranks", c->n_workers, c->n_workers == 1 ? "" : "s",
+                 c->team_size);
+    else
+        snprintf(buf, n, "%d worker ranks", c->n_workers);
+    return buf;
+}
+
 static void print_status(coordinator *c)
 {
     if (c->job->quiet)
         return;
     int settled = c->done + c->failed + c->refused + c->excluded + c->interrupted;
-    printf("sweep %s: %d/%lld settled (%d done, %d failed, %d skipped), %d running on %d "
-           "worker ranks, %.0f s",
+    char workers[64];
+    printf("sweep %s: %d/%lld settled (%d done, %d failed, %d skipped), %d running on "
+           "%s, %.0f s",
            c->job->label, settled, (long long)c->n_runs, c->done, c->failed, c->skipped,
-           c->running, c->n_workers, now_s() - c->t0);
+           c->running, workers_text(c, workers, sizeof workers), now_s() - c->t0);
     for (int64_t i = 0; i < c->n_runs; i++)
         if (c->runs[i].state == RUN_RUNNING && c->runs[i].last.step >= 0)
             printf("; #%lld %lld/%lld", (long long)c->runs[i].k,
@@ -473,7 +506,7 @@ static int coordinate(coordinator *c)
             return 1;
         }
         int rank = st.MPI_SOURCE;
-        if (rank < 1 || rank > c->n_workers) {
+        if (rank < 1 || rank >= c->world) {
             free(msg);
             continue;
         }
@@ -506,7 +539,9 @@ static int coordinate(coordinator *c)
 
 static int run_coordinator(const sb_mpi_sweep *job)
 {
-    coordinator c = {.job = job, .n_workers = sb_mpi_size() - 1, .t0 = now_s()};
+    const int team_size = job->ranks_per_run > 1 ? job->ranks_per_run : 1;
+    coordinator c = {.job = job, .world = sb_mpi_size(), .team_size = team_size,
+                     .n_workers = (sb_mpi_size() - 1) / team_size, .t0 = now_s()};
     c.next_status = c.t0 + STATUS_EVERY_S;
     sb_error err = {0};
     snprintf(c.seed_dir, sizeof c.seed_dir, "%s/mpi", job->results);
@@ -514,7 +549,7 @@ static int run_coordinator(const sb_mpi_sweep *job)
         sb_error_set(&err, SB_ERR_IO, "cannot make '%s': %s", job->results, strerror(errno));
     else if (mkdir(c.seed_dir, 0777) != 0 && errno != EEXIST)
         sb_error_set(&err, SB_ERR_IO, "cannot make '%s': %s", c.seed_dir, strerror(errno));
-    c.hosts = calloc((size_t)c.n_workers + 1, sizeof *c.hosts);
+    c.hosts = calloc((size_t)c.world, sizeof *c.hosts);
     c.parked = calloc((size_t)c.n_workers + 1, sizeof *c.parked);
     if (err.msg[0] == '\0' && (c.hosts == NULL || c.parked == NULL))
         sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
@@ -530,20 +565,22 @@ static int run_coordinator(const sb_mpi_sweep *job)
         sb_mpi_abort(sb_status_exit_code(err.status));
         return 1;
     }
+    char workers[64];
+    workers_text(&c, workers, sizeof workers);
     if (!job->quiet) {
-        printf("sweep %s: %lld runs selected, %d finished before, %lld to run on %d worker "
-               "ranks (largest first)\n",
+        printf("sweep %s: %lld runs selected, %d finished before, %lld to run on %s (largest "
+               "first)\n",
                job->label, (long long)sb_sweep_selection_size(job->sel), c.skipped,
-               (long long)c.n_runs, c.n_workers);
+               (long long)c.n_runs, workers);
         fflush(stdout);
     }
     rc = coordinate(&c);
     int settled = c.done + c.failed + c.refused + c.excluded + c.interrupted;
     printf("sweep %s: %lld runs selected: %d done, %d failed, %d skipped, %d refused, "
-           "%d excluded, %d interrupted; %d of %lld settled on %d worker ranks in %.0f s\n",
+           "%d excluded, %d interrupted; %d of %lld settled on %s in %.0f s\n",
            job->label, (long long)sb_sweep_selection_size(job->sel), c.done, c.failed,
            c.skipped, c.refused, c.excluded, c.interrupted, settled, (long long)c.n_runs,
-           c.n_workers, now_s() - c.t0);
+           workers, now_s() - c.t0);
     sb_results_close(c.db);
     free(c.runs);
     free(c.hosts);
@@ -567,16 +604,25 @@ typedef struct worker_state {
     double next_progress;
 } worker_state;
 
+/* Sends rank 0 where run w->run is, at most every 5 seconds. */
+static void send_progress(worker_state *w, int64_t step, int64_t total_steps, double test_acc,
+                          double tokens_per_s)
+{
+    if (now_s() < w->next_progress)
+        return;
+    w->next_progress = now_s() + 5.0;
+    progress_msg p = {.run = w->run, .step = step, .total_steps = total_steps,
+                      .test_acc = test_acc, .tokens_per_s = tokens_per_s};
+    MPI_Send(&p, (int)sizeof p, MPI_BYTE, 0, TAG_PROGRESS, MPI_COMM_WORLD);
+}
+
 /* sb_sweep_run's updates for the one run: progress to rank 0 now and then, the outcome
  * kept for the DONE message. */
 static void worker_update(const sb_sweep_update *u, void *user)
 {
     worker_state *w = user;
-    if (u->kind == SB_SWEEP_UPDATE_PROGRESS && now_s() >= w->next_progress) {
-        w->next_progress = now_s() + 5.0;
-        progress_msg p = {.run = w->run, .step = u->step, .total_steps = u->total_steps,
-                          .test_acc = u->last_test_acc, .tokens_per_s = u->tokens_per_s};
-        MPI_Send(&p, (int)sizeof p, MPI_BYTE, 0, TAG_PROGRESS, MPI_COMM_WORLD);
+    if (u->kind == SB_SWEEP_UPDATE_PROGRESS) {
+        send_progress(w, u->step, u->total_steps, u->last_test_acc, u->tokens_per_s);
     } else if (u->kind == SB_SWEEP_UPDATE_ENDED) {
         snprintf(w->done.outcome, sizeof w->done.outcome, "%s", u->outcome);
         snprintf(w->done.reason, sizeof w->done.reason, "%s", u->reason != NULL ? u->reason : "");
@@ -597,7 +643,47 @@ static int worker_threads(int threads)
     return t > 0 ? (int)t : 1;
 }
 
-/* Trains one run handed out by rank 0 and sends its record back. */
+/* The seed of run `run` on this rank: a file under $TMPDIR. */
+static void seed_path(int64_t run, char *path, size_t n)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, n, "%s/selectivbench-rank%d-%ld-%lld.db", tmp != NULL ? tmp : "/tmp",
+             sb_mpi_rank(), (long)getpid(), (long long)run);
+}
+
+/* Writes the seed that came with a RUN message (head and the bytes after it) to db. */
+static sb_status write_seed(const char *msg, int len, const run_head *head, const char *db,
+                            sb_error *err)
+{
+    remove_db(db);
+    if (head->seed_len > 0 && (size_t)head->seed_len == (size_t)len - sizeof *head)
+        return write_file(db, msg + sizeof *head, (size_t)head->seed_len, err);
+    return SB_OK;
+}
+
+/* Sends run w->run's record (the seed db as the run left it) back to rank 0, with the
+ * failure st/err when there was one, and removes the file. */
+static void send_done(worker_state *w, const char *db, sb_status st, const sb_error *err)
+{
+    char *bytes = NULL;
+    size_t n = 0;
+    sb_error read_err = {0};
+    if (st != SB_OK) {
+        snprintf(w->done.outcome, sizeof w->done.outcome, "failed");
+        snprintf(w->done.reason, sizeof w->done.reason, "%s", err->msg);
+    } else if (exists(db) && read_file(db, &bytes, &n, &read_err) != SB_OK) {
+        snprintf(w->done.outcome, sizeof w->done.outcome, "failed");
+        snprintf(w->done.reason, sizeof w->done.reason, "%s", read_err.msg);
+    }
+    remove_db(db);
+    w->done.seed_len = (int64_t)n;
+    if (send_two(0, TAG_DONE, &w->done, sizeof w->done, bytes, n) != 0)
+        fprintf(stderr, "selectivbench sweep: error: rank %d cannot send run %lld back\n",
+                sb_mpi_rank(), (long long)w->run);
+    free(bytes);
+}
+
+/* Trains one run handed out by rank 0 in a `train` process and sends its record back. */
 static void work_one(const sb_mpi_sweep *job, const char *msg, int len, const char *host)
 {
     run_head head;
@@ -608,15 +694,10 @@ static void work_one(const sb_mpi_sweep *job, const char *msg, int len, const ch
         return;
     memcpy(&head, msg, sizeof head);
     w.run = w.done.run = head.run;
-    const char *tmp = getenv("TMPDIR");
     char db[4200];
-    snprintf(db, sizeof db, "%s/selectivbench-rank%d-%ld-%lld.db", tmp != NULL ? tmp : "/tmp",
-             sb_mpi_rank(), (long)getpid(), (long long)head.run);
-    remove_db(db);
+    seed_path(head.run, db, sizeof db);
     sb_error err = {0};
-    sb_status st = SB_OK;
-    if (head.seed_len > 0 && (size_t)head.seed_len == (size_t)len - sizeof head)
-        st = write_file(db, msg + sizeof head, (size_t)head.seed_len, &err);
+    sb_status st = write_seed(msg, len, &head, db, &err);
     if (st == SB_OK) {
         sb_sweep_run_options opts = {.workers = 1, .threads = worker_threads(job->threads),
                                      .results = job->results, .db = db,
@@ -629,21 +710,7 @@ static void work_one(const sb_mpi_sweep *job, const char *msg, int len, const ch
         if (st == SB_ERR_RUNTIME && sb_cli_stop_signal() != 0)
             st = SB_OK; /* cancelled: the run's record says interrupted */
     }
-    char *bytes = NULL;
-    size_t n = 0;
-    if (st != SB_OK) {
-        snprintf(w.done.outcome, sizeof w.done.outcome, "failed");
-        snprintf(w.done.reason, sizeof w.done.reason, "%s", err.msg);
-    } else if (exists(db) && read_file(db, &bytes, &n, &err) != SB_OK) {
-        snprintf(w.done.outcome, sizeof w.done.outcome, "failed");
-        snprintf(w.done.reason, sizeof w.done.reason, "%s", err.msg);
-    }
-    remove_db(db);
-    w.done.seed_len = (int64_t)n;
-    if (send_two(0, TAG_DONE, &w.done, sizeof w.done, bytes, n) != 0)
-        fprintf(stderr, "selectivbench sweep: error: rank %d cannot send run %lld back\n",
-                sb_mpi_rank(), (long long)head.run);
-    free(bytes);
+    send_done(&w, db, st, &err);
 }
 
 static int run_worker(const sb_mpi_sweep *job)
@@ -671,13 +738,234 @@ static int run_worker(const sb_mpi_sweep *job)
     }
 }
 
+/* ---- a team of ranks (--ranks_per_run) --------------------------------------------------- */
+
+typedef struct team {
+    MPI_Comm comm;
+    int rank, size; /* this process's place in the team */
+} team;
+
+/* The leader's message to its team. The other ranks poll for it with pauses: a blocking
+ * MPI call spins, and would take a core from the run their leader trains alone. */
+static int team_share(team *t, team_msg *m)
+{
+    MPI_Request req;
+    if (MPI_Ibcast(m, (int)sizeof *m, MPI_BYTE, 0, t->comm, &req) != MPI_SUCCESS)
+        return -1;
+    if (t->rank == 0)
+        return MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+    for (;;) {
+        int flag = 0;
+        if (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return -1;
+        if (flag)
+            return 0;
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* The configuration's grad_shards of run k (0 when the run cannot be built or checked:
+ * its leader then hands it to a `train` process, which refuses it as a sweep does). */
+static int run_grad_shards(const sb_sweep *s, int64_t k)
+{
+    sb_config *cfg = NULL;
+    sb_error err = {0};
+    char text[32] = "";
+    int shards = 0;
+    if (sb_sweep_check_run(s, k, &cfg, &err) == SB_OK &&
+        sb_config_get_key(cfg, "grad_shards", text, sizeof text, &err) == SB_OK)
+        shards = atoi(text);
+    sb_config_free(cfg);
+    return shards;
+}
+
+/* Whether the seed db holds run k as interrupted with a checkpoint that is there: the team
+ * continues it (as the sweep's own rule does). */
+static int seed_resumable(const sb_sweep *s, int64_t k, const char *db)
+{
+    sb_config *cfg = NULL;
+    sb_results *r = NULL;
+    sb_error err = {0};
+    int resume = 0;
+    if (exists(db) && sb_sweep_config(s, k, &cfg, &err) == SB_OK &&
+        sb_results_open(db, &r, &err) == SB_OK) {
+        char hash[17];
+        sb_config_run_hash(cfg, hash);
+        sb_result_row row;
+        int found = 0;
+        if (sb_results_find(r, hash, &row, &found, &err) == SB_OK && found)
+            resume = strcmp(row.status, "interrupted") == 0 && row.checkpoint[0] != '\0' &&
+                     access(row.checkpoint, R_OK) == 0;
+    }
+    sb_results_close(r);
+    sb_config_free(cfg);
+    return resume;
+}
+
+/* The leader's progress lines to rank 0. */
+static void team_progress(const sb_progress *p, void *user)
+{
+    send_progress(user, p->step, p->total_steps, p->test_acc, p->tokens_per_s);
+}
+
+/* Trains run k in this process as rank t->rank of its team, data-parallel: the run's flags
+ * parsed as its `train` process would parse them. The leader (db: the seed) records it and
+ * fills w->done; the others only compute their gradient shards. */
+static sb_status team_train(const sb_mpi_sweep *job, team *t, const team_msg *m, const char *db,
+                            worker_state *w, sb_error *err)
+{
+    char **args = NULL;
+    int n_args = 0;
+    sb_status st = sb_sweep_run_args(job->sweep, m->run, &args, &n_args, err);
+    char **argv = st == SB_OK ? calloc((size_t)n_args + 3, sizeof *argv) : NULL;
+    if (st == SB_OK && argv == NULL)
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    sb_run_flags rf = {0};
+    sb_option opts[SB_RUN_MAX_OPTIONS];
+    int n_opts = 0;
+    if (st == SB_OK)
+        st = sb_run_options_add(&rf, opts, &n_opts, err);
+    if (st == SB_OK) {
+        argv[0] = "selectivbench";
+        argv[1] = "train";
+        for (int i = 0; i < n_args; i++)
+            argv[2 + i] = args[i];
+        if (sb_cli_parse("train", "[train.py flags]", opts, n_opts, n_args + 2, argv, NULL, 0,
+                         NULL) >= 0)
+            st = sb_error_set(err, SB_ERR_INVALID, "run %lld: its flags do not parse",
+                              (long long)m->run);
+    }
+    sb_train_outcome res;
+    memset(&res, 0, sizeof res);
+    if (st == SB_OK) {
+        sb_train_settings settings = {
+            .results_dir = job->results,
+            .db_path = t->rank == 0 ? db : NULL,
+            .save_checkpoint = rf.save_model,
+            .threads = worker_threads(job->threads),
+            .mem_budget_gb = rf.mem_budget,
+            .progress = t->rank == 0 ? team_progress : NULL,
+            .user = w,
+            .resume = m->resume,
+            .should_stop = sb_cli_stop_requested,
+            .checkpoint_every_s = job->checkpoint_every_s,
+        };
+        sb_train_mpi_settings_on(&settings, &t->comm, t->rank, t->size);
+        st = sb_train_config(rf.config, &settings, &res, err);
+    }
+    if (w != NULL) {
+        const char *status = res.status;
+        const char *outcome = res.cached                              ? "skipped"
+                              : strcmp(status, "finished") == 0       ? "done"
+                              : strcmp(status, "diverged") == 0       ? "diverged"
+                              : strcmp(status, "interrupted") == 0    ? "interrupted"
+                                                                      : "failed";
+        snprintf(w->done.outcome, sizeof w->done.outcome, "%s", outcome);
+        snprintf(w->done.reason, sizeof w->done.reason, "%s",
+                 res.locked_by != 0 ? "another process trains it (its lock is held)"
+                                    : res.reason);
+        w->done.test_acc = res.test_acc;
+    }
+    sb_run_flags_free(&rf);
+    free(argv);
+    sb_sweep_args_free(args);
+    return st;
+}
+
+/* A team's leader: asks rank 0 for runs like a lone worker, trains those that its team can
+ * share with the team, the others alone. */
+static int run_leader(const sb_mpi_sweep *job, team *t)
+{
+    char host[HOST_MAX];
+    this_host(host);
+    MPI_Send(host, (int)strlen(host), MPI_BYTE, 0, TAG_READY, MPI_COMM_WORLD);
+    for (;;) {
+        MPI_Status st;
+        char *msg = NULL;
+        int len = 0;
+        if (MPI_Probe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &st) != MPI_SUCCESS ||
+            receive(&st, &msg, &len) != 0) {
+            free(msg);
+            team_msg stop = {.what = TEAM_STOP};
+            team_share(t, &stop);
+            return 1;
+        }
+        run_head head;
+        if (st.MPI_TAG != TAG_RUN || (size_t)len < sizeof head) {
+            free(msg);
+            if (st.MPI_TAG != TAG_STOP)
+                continue;
+            team_msg stop = {.what = TEAM_STOP};
+            return team_share(t, &stop) == 0 ? 0 : 1;
+        }
+        memcpy(&head, msg, sizeof head);
+        int shards = run_grad_shards(job->sweep, head.run);
+        if (shards < t->size || shards % t->size != 0) {
+            work_one(job, msg, len, host); /* not shared: this rank alone */
+            free(msg);
+            continue;
+        }
+        worker_state w = {.run = head.run};
+        w.done.run = head.run;
+        w.done.test_acc = (double)NAN;
+        snprintf(w.done.host, sizeof w.done.host, "%s", host);
+        char db[4200];
+        seed_path(head.run, db, sizeof db);
+        sb_error err = {0};
+        sb_status s = write_seed(msg, len, &head, db, &err);
+        free(msg);
+        team_msg m = {.run = head.run, .what = TEAM_RUN,
+                      .resume = s == SB_OK && seed_resumable(job->sweep, head.run, db)};
+        if (s == SB_OK && team_share(t, &m) != 0)
+            s = sb_error_set(&err, SB_ERR_RUNTIME, "rank %d cannot reach its team",
+                             sb_mpi_rank());
+        if (s == SB_OK)
+            s = team_train(job, t, &m, db, &w, &err);
+        send_done(&w, db, s, &err);
+    }
+}
+
+/* A team's other ranks: train with the team what the leader says, until it says stop. */
+static int run_follower(const sb_mpi_sweep *job, team *t)
+{
+    for (;;) {
+        team_msg m;
+        if (team_share(t, &m) != 0)
+            return 1;
+        if (m.what != TEAM_RUN)
+            return 0;
+        sb_error err = {0};
+        if (team_train(job, t, &m, NULL, NULL, &err) != SB_OK && sb_cli_stop_signal() == 0)
+            fprintf(stderr, "selectivbench sweep: rank %d, run %lld: %s\n", sb_mpi_rank(),
+                    (long long)m.run, err.msg);
+    }
+}
+
 int sb_cli_sweep_mpi(const sb_mpi_sweep *job)
 {
     sb_cli_signals_install(sb_mpi_rank() == 0
                                ? "selectivbench sweep: stopping: the running runs stop after "
                                  "their current update, with a checkpoint\n"
                                : NULL);
-    return sb_mpi_rank() == 0 ? run_coordinator(job) : run_worker(job);
+    const int team_size = job->ranks_per_run > 1 ? job->ranks_per_run : 1;
+    if (team_size == 1)
+        return sb_mpi_rank() == 0 ? run_coordinator(job) : run_worker(job);
+    const int rank = sb_mpi_rank();
+    team t = {.comm = MPI_COMM_NULL};
+    if (MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? MPI_UNDEFINED : (rank - 1) / team_size,
+                       rank, &t.comm) != MPI_SUCCESS)
+        return 1;
+    int rc;
+    if (rank == 0) {
+        rc = run_coordinator(job);
+    } else {
+        MPI_Comm_rank(t.comm, &t.rank);
+        MPI_Comm_size(t.comm, &t.size);
+        rc = t.rank == 0 ? run_leader(job, &t) : run_follower(job, &t);
+        MPI_Comm_free(&t.comm);
+    }
+    return rc;
 }
 
 #else /* without MPI */

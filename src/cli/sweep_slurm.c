@@ -135,6 +135,8 @@ static void write_mpi_body(FILE *f, const sb_slurm_job *job, const char *exe, co
     fprintf(f, " sweep ");
     put_quoted(f, file);
     fprintf(f, " --threads %d", threads);
+    if (job->ranks_per_run > 1)
+        fprintf(f, " --ranks_per_run %d", job->ranks_per_run);
     if (job->checkpoint_every > 0)
         fprintf(f, " --checkpoint_every %.17g", job->checkpoint_every);
     for (int i = 0; i < job->n_filters; i++) {
@@ -175,14 +177,24 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
     }
     if (job->mpi && job->array > 0)
         return fail_flag("--array", "", "is for a job array; with --mpi give --ranks");
+    if (job->ranks_per_run > 1 && !job->mpi)
+        return fail_flag("--ranks_per_run", "", "needs --mpi (teams of MPI ranks)");
     int64_t array = job->array > 0 ? job->array : (job->runs < 16 ? job->runs : 16);
     if (array > job->runs)
         array = job->runs; /* a shard with no run would only use a slot */
     const int workers = job->workers > 0 ? job->workers : 1;
     int threads = job->threads > 0 ? job->threads : job->cpus_per_task / (job->mpi ? 1 : workers);
-    const int ranks = job->ranks > 0 ? job->ranks : (int)array + 1;
+    const int team = job->ranks_per_run > 1 ? job->ranks_per_run : 1;
+    const int ranks = job->ranks > 0 ? job->ranks : (int)array * team + 1;
     if (threads < 1)
         threads = 1;
+    if ((ranks - 1) % team != 0) {
+        char ranks_text[32];
+        snprintf(ranks_text, sizeof ranks_text, "%d", ranks);
+        return fail_flag("--ranks", ranks_text,
+                         "the worker ranks (all but the coordinator) must form teams of "
+                         "--ranks_per_run: give 1 + a multiple of it");
+    }
 
     /* absolute paths: the job runs wherever Slurm starts it */
     char exe[PATH_MAX], dir[PATH_MAX], file[PATH_MAX], logs[PATH_MAX + 8], script[PATH_MAX + 16];

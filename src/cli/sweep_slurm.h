@@ -19,6 +19,7 @@ typedef struct sb_slurm_job {
     int n_filters;
     int mpi;                /* one MPI job (`mpirun selectivbench sweep`) instead of an array */
     int ranks;              /* with mpi: MPI ranks, the coordinator included; 0: min(runs, 16) + 1 */
+    int ranks_per_run;      /* with mpi: teams of this many worker ranks (sweep_mpi.h); 0, 1: none */
 } sb_slurm_job;
 
 /* Writes DIR/sweep.sbatch (with mpi: one MPI job whose rank 0 coordinates, see

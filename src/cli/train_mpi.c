@@ -24,11 +24,14 @@ int sb_train_mpi_check(int grad_shards, char *msg, size_t n)
 }
 
 #ifdef SB_HAVE_MPI
-/* MPI_Allgather of `bytes` per process. MPI counts are ints: a block over INT_MAX bytes
- * goes as a count of larger contiguous units (blocks of reals always divide into 4 bytes). */
+/* MPI_Allgather of `bytes` per process over the communicator at user (MPI_COMM_WORLD when
+ * NULL). MPI counts are ints: a block over INT_MAX bytes goes as a count of larger
+ * contiguous units (blocks of reals always divide into 4 bytes). */
 static int mpi_all_gather(const void *mine, size_t bytes, void *all, void *user)
 {
-    (void)user;
+    MPI_Comm comm = user != NULL ? *(MPI_Comm *)user : MPI_COMM_WORLD;
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
     size_t unit = 1;
     while (bytes / unit > (size_t)INT_MAX && bytes % (unit * 2) == 0)
         unit *= 2;
@@ -41,9 +44,9 @@ static int mpi_all_gather(const void *mine, size_t bytes, void *all, void *user)
         MPI_Type_commit(&type);
     const int count = (int)(bytes / unit);
     /* this process's block already in place in all: send from there */
-    const char *in_place = (const char *)all + (size_t)sb_mpi_rank() * bytes;
+    const char *in_place = (const char *)all + (size_t)rank * bytes;
     const void *send = mine == (const void *)in_place ? MPI_IN_PLACE : mine;
-    int rc = MPI_Allgather(send, count, type, all, count, type, MPI_COMM_WORLD);
+    int rc = MPI_Allgather(send, count, type, all, count, type, comm);
     if (unit > 1)
         MPI_Type_free(&type);
     return rc == MPI_SUCCESS ? 0 : -1;
@@ -52,12 +55,20 @@ static int mpi_all_gather(const void *mine, size_t bytes, void *all, void *user)
 
 void sb_train_mpi_settings(sb_train_settings *settings)
 {
-    if (sb_mpi_size() <= 1 || settings == NULL)
+    sb_train_mpi_settings_on(settings, NULL, sb_mpi_rank(), sb_mpi_size());
+}
+
+void sb_train_mpi_settings_on(sb_train_settings *settings, void *comm, int rank, int size)
+{
+    if (size <= 1 || settings == NULL)
         return;
 #ifdef SB_HAVE_MPI
-    settings->world_rank = sb_mpi_rank();
-    settings->world_size = sb_mpi_size();
+    settings->world_rank = rank;
+    settings->world_size = size;
     settings->all_gather = mpi_all_gather;
-    settings->world_user = NULL;
+    settings->world_user = comm;
+#else
+    (void)comm;
+    (void)rank;
 #endif
 }

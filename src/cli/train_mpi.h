@@ -22,4 +22,9 @@ int sb_train_mpi_check(int grad_shards, char *msg, size_t n);
  * process). */
 void sb_train_mpi_settings(sb_train_settings *settings);
 
+/* The same over a part of the world (a sweep's team, sweep --ranks_per_run): comm points
+ * to its MPI_Comm (NULL: MPI_COMM_WORLD) and stays valid while the run trains; this process
+ * is rank `rank` of its `size` processes (nothing when size is 1). */
+void sb_train_mpi_settings_on(sb_train_settings *settings, void *comm, int rank, int size);
+
 #endif

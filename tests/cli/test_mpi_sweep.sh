@@ -9,7 +9,13 @@
 #  3. SIGUSR1 to mpirun mid-run: the runs stop with a checkpoint, the sweep exits 75; the
 #     same command continues them (attempts 2) to the metrics of an uninterrupted sweep;
 #  4. task 4's kind of run (--test_pretrained, evaluating another run's weights) waits for
-#     the run that trains them.
+#     the run that trains them;
+#  5. sweep --slurm --mpi: the script, SIGUSR1 -> 75 -> requeue -> resumed;
+#  6. --ranks_per_run 2 (teams of two ranks): the grad_shards 2 runs train data-parallel over
+#     a team (world_size 2), the grad_shards 1 runs on the team's first rank; metrics and
+#     weights (cmp) those of one process; SIGUSR1 mid-run, then the same command continues
+#     it to the same weights; -np with worker ranks that do not form teams, and the flag
+#     without mpirun, refused with one line.
 # Skipped (exit 77) when the binary has no MPI or mpirun is missing.
 #
 # usage: test_mpi_sweep.sh PATH/TO/selectivbench SOURCE_DIR
@@ -192,6 +198,62 @@ OMPI_MCA_rmaps_base_oversubscribe=1 SLURM_NTASKS=3 SLURM_JOB_ID=4242 PATH="$TMP/
   bash "$script" >"$TMP/slm2.out" 2>&1 || fail "--mpi script: the second start failed: $(tail -5 "$TMP/slm2.out")"
 [ "$(runs_of "$TMP/slm/results/selectivbench.db")" = "$(runs_of "$TMP/slow_one/selectivbench.db")" ] ||
   fail "--mpi script: the requeued job's runs differ from the uninterrupted sweep's"
+
+# ---- 6. teams: --ranks_per_run 2 ---------------------------------------------------------
+awk '{print} /^parameters:$/ {print "  grad_shards:"; print "    values: [1, 2]"}' "$yaml" >"$TMP/team.yaml"
+"$SB" sweep "$TMP/team.yaml" --threads 1 --quiet --results "$TMP/team_one" >"$TMP/team_one.out" 2>&1 ||
+  fail "teams: the one-process sweep failed: $(cat "$TMP/team_one.out")"
+$MPIRUN -np 3 "$SB" sweep "$TMP/team.yaml" --threads 1 --ranks_per_run 2 --results "$TMP/team" \
+  >"$TMP/team.out" 2>&1 || fail "teams: mpirun -np 3 --ranks_per_run 2 failed: $(tail -5 "$TMP/team.out")"
+[ "$(runs_of "$TMP/team/selectivbench.db")" = "$(runs_of "$TMP/team_one/selectivbench.db")" ] ||
+  fail "teams: the metrics differ from one process's: $(runs_of "$TMP/team/selectivbench.db") vs $(runs_of "$TMP/team_one/selectivbench.db")"
+[ "$(field_of "$TMP/team/selectivbench.db" world_size | sort | uniq -c | tr -s ' ' | tr '\n' ' ')" = \
+  ' 4 "world_size":1  4 "world_size":2 ' ] ||
+  fail "teams: 4 runs on one rank and 4 over the team expected: $(field_of "$TMP/team/selectivbench.db" world_size)"
+[ "$(field_of "$TMP/team/selectivbench.db" rank | sort -u)" = '"rank":1' ] ||
+  fail "teams: the team's first rank records every run: $(field_of "$TMP/team/selectivbench.db" rank)"
+grep -q "8 done, 0 failed.* on 1 team of 2 ranks" "$TMP/team.out" || fail "teams: the summary line: $(tail -2 "$TMP/team.out")"
+n_ckpt=0
+for f in "$TMP/team_one/checkpoints/"*.safetensors; do
+  cmp -s "$f" "$TMP/team/checkpoints/$(basename "$f")" || fail "teams: weights differ: $(basename "$f")"
+  n_ckpt=$((n_ckpt + 1))
+done
+[ "$n_ckpt" -ge 8 ] || fail "teams: $n_ckpt checkpoints compared, expected 8 or more"
+# SIGUSR1 while a team trains: checkpoint, 75, the same command continues it to the same weights
+sed -e 's/^    values: \[transformer, gru\]$/    values: [gru]/' -e 's/^    values: \[1, 2\]$/    values: [1]/' \
+  "$TMP/slow.yaml" | awk '{print} /^parameters:$/ {print "  grad_shards:"; print "    values: [2]"}' >"$TMP/team_slow.yaml"
+"$SB" sweep "$TMP/team_slow.yaml" --threads 1 --quiet --results "$TMP/team_slow_one" >"$TMP/team_slow_one.out" 2>&1 ||
+  fail "teams: the one-process slow sweep failed: $(cat "$TMP/team_slow_one.out")"
+$MPIRUN -np 3 "$SB" sweep "$TMP/team_slow.yaml" --threads 1 --ranks_per_run 2 --results "$TMP/team_usr1" \
+  >"$TMP/team_usr1.out" 2>&1 &
+job=$!
+i=0 # once the run has written a checkpoint (at its first evaluation)
+while ! ls "$TMP/team_usr1/checkpoints/"*.safetensors >/dev/null 2>&1 && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+kill -USR1 "$job"
+wait "$job"
+rc=$?
+[ "$rc" -eq 75 ] || fail "teams, SIGUSR1: mpirun exited $rc, expected 75: $(tail -5 "$TMP/team_usr1.out")"
+$MPIRUN -np 3 "$SB" sweep "$TMP/team_slow.yaml" --threads 1 --ranks_per_run 2 --results "$TMP/team_usr1" \
+  >"$TMP/team_usr1.rerun" 2>&1 || fail "teams, SIGUSR1: the rerun failed: $(tail -5 "$TMP/team_usr1.rerun")"
+grep -q "continuing its record" "$TMP/team_usr1.rerun" ||
+  fail "teams, SIGUSR1: the rerun did not continue the run: $(cat "$TMP/team_usr1.rerun")"
+[ "$(runs_of "$TMP/team_usr1/selectivbench.db")" = "$(runs_of "$TMP/team_slow_one/selectivbench.db")" ] ||
+  fail "teams, SIGUSR1: the resumed run differs: $(runs_of "$TMP/team_usr1/selectivbench.db") vs $(runs_of "$TMP/team_slow_one/selectivbench.db")"
+for f in "$TMP/team_slow_one/checkpoints/"*.safetensors; do
+  cmp -s "$f" "$TMP/team_usr1/checkpoints/$(basename "$f")" || fail "teams, SIGUSR1: weights differ after the resume"
+done
+echo "teams: $(grep '^sweep .* settled' "$TMP/team.out"); SIGUSR1 rerun: $(grep '^sweep .* settled' "$TMP/team_usr1.rerun")"
+# refused: 3 worker ranks in teams of 2; the flag without mpirun
+$MPIRUN -np 4 "$SB" sweep "$TMP/team.yaml" --threads 1 --ranks_per_run 2 --results "$TMP/team_bad" \
+  >"$TMP/team_bad.out" 2>&1 && fail "teams: -np 4 --ranks_per_run 2 was accepted"
+[ "$(grep -c "error: --ranks_per_run 2: the 3 worker ranks of mpirun -np 4 do not form teams of 2" "$TMP/team_bad.out")" -eq 1 ] ||
+  fail "teams: -np 4: not one error line: $(cat "$TMP/team_bad.out")"
+expect_error 2 "teams of ranks need mpirun" sweep "$TMP/team.yaml" --ranks_per_run 2 --results "$TMP/team_bad2"
+expect_error 2 "needs --mpi" sweep "$TMP/team.yaml" --slurm "$TMP/slm3" --ranks_per_run 2
+expect_ok sweep "$TMP/team.yaml" --slurm "$TMP/slm4" --mpi --ranks_per_run 2 # 8 runs: 8 teams
+grep -q "^#SBATCH --ntasks=17$" "$TMP/slm4/sweep.sbatch" && grep -q -- "--ranks_per_run 2" "$TMP/slm4/sweep.sbatch" ||
+  fail "teams: the --slurm --mpi script: $(grep -e ntasks -e ranks_per_run "$TMP/slm4/sweep.sbatch")"
+expect_error 2 "must form teams" sweep "$TMP/team.yaml" --slurm "$TMP/slm5" --mpi --ranks_per_run 2 --ranks 4
 
 echo "mpi sweep checks done, $failures failures"
 [ "$failures" -eq 0 ]
