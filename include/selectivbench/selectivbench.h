@@ -1589,7 +1589,8 @@ sb_status sb_report_claims_where(const char *db_path, const char *const *filters
 
 /* 1 when the configuration JSON text (sb_results_config_json) has KEY = VALUE for filter
  * "KEY=VALUE": strings exactly, numbers as numbers (96000 = 96000.0), booleans as
- * True/False (true/false, 1/0), null as null/None; 0 otherwise (a missing key, bad JSON). */
+ * True/False (true/false, 1/0), null as null/None; "KEY=A,B,C" when it has any of them
+ * (seed=1,2,3); 0 otherwise (a missing key, bad JSON). */
 int sb_results_config_matches(const char *config_json, const char *filter);
 
 #ifdef __cplusplus

@@ -26,9 +26,9 @@ int sb_cmd_report(int argc, char **argv)
          "print only the paper's findings with their statistics and verdicts (docs/claims.md; "
          "read only, no figures)", 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
-         "only the runs whose configuration has KEY = VALUE, for the figures and the findings "
-         "(repeatable, as results --filter; e.g. one preset's slice of a larger study; "
-         "default: every run)", 0},
+         "only the runs whose configuration has KEY = VALUE (or any of KEY=A,B,C), for the "
+         "figures and the findings (repeatable, as results --filter; e.g. one preset's slice "
+         "of a larger study, seed=4,5,6; default: every run)", 0},
         {"x", SB_OPT_STRING, &x_key, 0, 0, NULL, "KEY",
          "one figure of every run against configuration key KEY (a scale study: dataset_size, "
          "train_seqlen_max, feat_size, ...) instead of the paper's figures (default: the "

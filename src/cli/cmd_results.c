@@ -95,10 +95,19 @@ static sb_status check_filter(const char *filter, sb_config *scratch, sb_error *
         return unknown_filter_key(filter, key, err);
     if (strcmp(key, "model") == 0) /* a registry model, or one the database has (below) */
         return SB_OK;
-    sb_error why = {0};
-    if (sb_config_set_key(scratch, key, eq + 1, &why) != SB_OK)
-        return sb_error_set(err, SB_ERR_INVALID, "--filter '%s': %s", filter, why.msg);
-    return SB_OK;
+    /* each value of a list KEY=A,B,C */
+    for (const char *value = eq + 1;;) {
+        const char *comma = strchr(value, ',');
+        char one[256];
+        snprintf(one, sizeof one, "%.*s", comma != NULL ? (int)(comma - value) : (int)strlen(value),
+                 value);
+        sb_error why = {0};
+        if (sb_config_set_key(scratch, key, one, &why) != SB_OK)
+            return sb_error_set(err, SB_ERR_INVALID, "--filter '%s': %s", filter, why.msg);
+        if (comma == NULL)
+            return SB_OK;
+        value = comma + 1;
+    }
 }
 
 /* Every --filter checked (check_filter). */
@@ -142,7 +151,8 @@ static int results_parse(int argc, char **argv, results_args *a)
          "database has; default: all)", 0},
         {"status", SB_OPT_CHOICE, &status_index, 0, 0, statuses, "S", status_help, 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
-         "only runs whose configuration has KEY = VALUE (repeatable; default: none)", 0},
+         "only runs whose configuration has KEY = VALUE, or any of KEY=A,B,C (repeatable: "
+         "every one; default: none)", 0},
         {"json", SB_OPT_SWITCH, &a->json, 0, 1, NULL, NULL, "print {\"runs\": [...]}", 0},
         {"csv", SB_OPT_SWITCH, &a->csv, 0, 1, NULL, NULL, "print CSV with every configuration key",
          0},
@@ -229,9 +239,23 @@ static int results_open(const char *db_path, sb_results **db)
 static sb_status check_models(sb_results *db, const results_args *a, sb_error *err)
 {
     for (int f = -1; f < a->n_filters; f++) {
-        const char *name = f < 0 ? a->model : strncmp(a->filters[f], "model=", 6) == 0
-                                                  ? a->filters[f] + 6 : NULL;
-        if (name == NULL || model_known(name))
+        const char *listed = f < 0 ? a->model : strncmp(a->filters[f], "model=", 6) == 0
+                                                    ? a->filters[f] + 6 : NULL;
+        if (listed == NULL)
+            continue;
+        /* --filter model=A,B: the first name of the list that is not known */
+        char name[128] = "";
+        for (const char *p = listed; name[0] == '\0';) {
+            const char *comma = f >= 0 ? strchr(p, ',') : NULL;
+            int len = comma != NULL ? (int)(comma - p) : (int)strlen(p);
+            snprintf(name, sizeof name, "%.*s", len, p);
+            if (model_known(name))
+                name[0] = '\0';
+            if (comma == NULL)
+                break;
+            p = comma + 1;
+        }
+        if (name[0] == '\0')
             continue;
         size_t n = 0;
         sb_status st = db != NULL ? sb_results_count(db, name, &n, err) : SB_OK;

@@ -1689,6 +1689,28 @@ sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *d
     return status;
 }
 
+/* Whether the JSON value v is the text want (one value of a filter). */
+static int value_matches(json_t *v, const char *want)
+{
+    if (v == NULL)
+        return 0;
+    if (json_is_string(v))
+        return strcmp(json_string_value(v), want) == 0;
+    if (json_is_number(v)) {
+        char *end;
+        double w = strtod(want, &end);
+        return end != want && *end == '\0' && json_number_value(v) == w;
+    }
+    if (json_is_boolean(v))
+        return json_is_true(v) ? strcmp(want, "True") == 0 || strcmp(want, "true") == 0 ||
+                                     strcmp(want, "1") == 0
+                               : strcmp(want, "False") == 0 || strcmp(want, "false") == 0 ||
+                                     strcmp(want, "0") == 0;
+    if (json_is_null(v))
+        return strcmp(want, "null") == 0 || strcmp(want, "None") == 0;
+    return 0;
+}
+
 int sb_results_config_matches(const char *config_json, const char *filter)
 {
     if (config_json == NULL || filter == NULL)
@@ -1698,25 +1720,23 @@ int sb_results_config_matches(const char *config_json, const char *filter)
         return 0;
     char key[128];
     snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
-    const char *want = eq + 1;
     json_t *config = json_loads(config_json, 0, NULL);
     json_t *v = config != NULL ? json_object_get(config, key) : NULL;
     int match = 0;
-    if (v == NULL)
-        match = 0;
-    else if (json_is_string(v))
-        match = strcmp(json_string_value(v), want) == 0;
-    else if (json_is_number(v)) {
-        char *end;
-        double w = strtod(want, &end);
-        match = end != want && *end == '\0' && json_number_value(v) == w;
-    } else if (json_is_boolean(v))
-        match = json_is_true(v) ? strcmp(want, "True") == 0 || strcmp(want, "true") == 0 ||
-                                      strcmp(want, "1") == 0
-                                : strcmp(want, "False") == 0 || strcmp(want, "false") == 0 ||
-                                      strcmp(want, "0") == 0;
-    else if (json_is_null(v))
-        match = strcmp(want, "null") == 0 || strcmp(want, "None") == 0;
+    /* VALUE may list several, comma-separated: any of them matches (seed=1,2,3) */
+    for (const char *want = eq + 1; v != NULL && !match;) {
+        const char *comma = strchr(want, ',');
+        size_t len = comma != NULL ? (size_t)(comma - want) : strlen(want);
+        char one[256];
+        if (len < sizeof one) {
+            memcpy(one, want, len);
+            one[len] = '\0';
+            match = value_matches(v, one);
+        }
+        if (comma == NULL)
+            break;
+        want = comma + 1;
+    }
     json_decref(config);
     return match;
 }

@@ -629,6 +629,12 @@ static void test_claims_where(void **state)
     assert_true(sb_results_config_matches(json, "grammar_scale=True"));
     assert_false(sb_results_config_matches(json, "grammar_scale=False"));
     assert_true(sb_results_config_matches(json, "warmup_steps=None"));
+    /* a list: any of its values */
+    assert_true(sb_results_config_matches(json, "model=gru,gla"));
+    assert_true(sb_results_config_matches(json, "dataset_size=6000,96000,200000"));
+    assert_false(sb_results_config_matches(json, "dataset_size=6000,24000"));
+    assert_false(sb_results_config_matches(json, "model=gru,"));
+    assert_true(sb_results_config_matches(json, "grammar_scale=False,True"));
     assert_false(sb_results_config_matches(json, "nokey=1"));
     assert_false(sb_results_config_matches(json, "model"));
     assert_false(sb_results_config_matches("not json", "model=gla"));
