@@ -64,6 +64,16 @@ n_all=$(grep -o '^[0-9]* runs read' "$TMP/out" | cut -d' ' -f1)
   fail "report --filter seed=99: $(cat "$TMP/out")"
 grep -q '^0 runs read, 0 used' "$TMP/out" || fail "report --filter seed=99: $(cat "$TMP/out")"
 [ -n "$n_all" ] && [ "$n_all" -gt 0 ] || fail "report read no run: $n_all"
+# a list of values: any of them (the one run has seed 1)
+"$SB" report --db "$db" --filter seed=99,1 --out "$TMP/report_list" >"$TMP/out" 2>&1 ||
+  fail "report --filter seed=99,1: $(cat "$TMP/out")"
+[ "$(grep -o '^[0-9]* runs read' "$TMP/out" | cut -d' ' -f1)" = "$n_all" ] ||
+  fail "report --filter seed=99,1 should read every run: $(cat "$TMP/out")"
+"$SB" results --db "$db" --filter seed=99,1 >"$TMP/out" 2>&1 && grep -q "^$n_all of $n_all runs" "$TMP/out" ||
+  fail "results --filter seed=99,1: $(cat "$TMP/out")"
+"$SB" results --db "$db" --filter seed=1,x >/dev/null 2>"$TMP/err"
+[ $? -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "'x' is not an integer" "$TMP/err" ||
+  fail "results --filter seed=1,x: $(cat "$TMP/err")"
 for bad in "--filter nokey=1" "--claims --filter nokey=1" "--claims --filter seed"; do
   # shellcheck disable=SC2086
   "$SB" report --db "$db" $bad >/dev/null 2>"$TMP/err"
