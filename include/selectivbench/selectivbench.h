@@ -456,10 +456,16 @@ typedef struct sb_train_settings {
      * process calls it at the same points. Rank 0 alone opens the results database and
      * writes the checkpoint; the others follow its decision to train (a finished run comes
      * back cached on every rank) and read the checkpoint with resume. A stop request on any
-     * rank stops every rank after the same update. */
+     * rank stops every rank after the same update. all_to_all (optional; NULL: gather every
+     * shard) exchanges blocks as MPI_Alltoall does: send holds world_size blocks of `bytes`,
+     * block d for process d, and recv receives block r from process r. With it the shards
+     * are reduce-scattered instead of gathered (each process sums its slice of the
+     * parameters, the slices are then gathered): the same weights, a ring all-reduce's
+     * volume instead of (K - K/W) gradients per micro-batch, and K/W times less memory. */
     int world_rank, world_size;
     int (*all_gather)(const void *mine, size_t bytes, void *all, void *world_user);
     void *world_user;
+    int (*all_to_all)(const void *send, size_t bytes, void *recv, void *world_user);
 } sb_train_settings;
 
 /* What a training run gave. Unknown numbers are NaN. */

@@ -84,7 +84,7 @@ class TrainSettings(ctypes.Structure):
                 ("on_start", PROGRESS_FN), ("on_db_warning", DB_WARNING_FN),
                 ("should_stop", STOP_FN), ("checkpoint_every_s", c_double),
                 ("world_rank", c_int), ("world_size", c_int), ("all_gather", c_void_p),
-                ("world_user", c_void_p)]
+                ("world_user", c_void_p), ("all_to_all", c_void_p)]
 
 
 class TrainOutcome(ctypes.Structure):

@@ -236,6 +236,7 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
         .world_size = world,
         .all_gather = settings->all_gather,
         .world_user = settings->world_user,
+        .all_to_all = settings->all_to_all,
     };
     sb_train_result res;
     st = sb_train(run, &topt, &res, err);

@@ -3,8 +3,9 @@
  * (docs/cluster.md, "Data-parallel training"; src/cli/train_mpi.c).
  *
  * The library trains a world of processes through sb_train_settings' world_rank,
- * world_size and all_gather; this file gives them MPI's (MPI_COMM_WORLD, MPI_Allgather)
- * and times the all-gather. Built without MPI, the world is one process.
+ * world_size, all_gather and all_to_all; this file gives them MPI's (MPI_COMM_WORLD or a
+ * sweep team's communicator, MPI_Allgather, MPI_Alltoall). Built without MPI, the world is
+ * one process.
  */
 #ifndef SB_CLI_TRAIN_MPI_H
 #define SB_CLI_TRAIN_MPI_H

@@ -655,7 +655,7 @@ static sb_status train_buffers_init(train_run *r, sb_error *err)
                             "(--batch_size %d in %d micro-batches): every shard needs a sample",
                             K, r->micro, r->cfg->batch_size, r->acc_steps);
     st = sb_grad_shards_init(&r->shards, K, opt->world_rank, world, r->m->params.total,
-                             opt->all_gather, opt->world_user, err);
+                             opt->all_gather, opt->all_to_all, opt->world_user, err);
     if (st != SB_OK)
         return st;
     r->have_shards = 1;
@@ -912,10 +912,10 @@ static sb_status train_sharded_micro_batch(train_run *r, int64_t k, int count, s
         }
         memcpy(sb_grad_shards_grad(gs, s), ps->grad, gs->n * sizeof *ps->grad);
     }
-    if ((st = sb_grad_shards_exchange(gs, err)) != SB_OK)
-        return st;
     double sum[SB_SHARD_STATS];
-    sb_grad_shards_sum(gs, first_of_update ? NULL : gs->before, ps->grad, sum);
+    if ((st = sb_grad_shards_reduce(gs, first_of_update ? NULL : gs->before, ps->grad, sum,
+                                    err)) != SB_OK)
+        return st;
     sa->loss = *frames > 0 ? sum[SB_SHARD_LOSS_SUM] / (double)*frames : 0.0;
     sa->loss_sum = sum[SB_SHARD_LOSS_SUM];
     sa->correct = (int64_t)sum[SB_SHARD_CORRECT];
