@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The scale study's table for docs/claims.md: mean test accuracy over seeds (and effective
-memory) per model and value of one factor, with the transformer's rank, from
+memory) per model and value of one factor, the mean ceiling of each value's runs, and the
+transformer's rank, from
 `selectivbench results --db DB --json` (read from stdin or run here).
 
 usage: tools/scale_table.py DB FACTOR [--where KEY=VALUE ...] [--selectivbench PATH]
@@ -64,6 +65,12 @@ def main(argv):
                 s += f", {len(rs)} seed"
             row.append(s)
         print(f"| {m} | " + " | ".join(row) + " |")
+    ceilings = []
+    for v in values:
+        cs = [r["ceiling"] for r in keep if r["config"][factor] == v
+              and isinstance(r.get("ceiling"), (int, float))]
+        ceilings.append(f"{sum(cs) / len(cs):.3f}" if cs else "-")
+    print("| ceiling (the ideal observer) | " + " | ".join(ceilings) + " |")
     ranks = []
     for v in values:
         got = sorted(((a, m) for (m, vv), a in mean.items() if vv == v), reverse=True)
