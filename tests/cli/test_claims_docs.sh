@@ -14,7 +14,7 @@ SB=$1
 SRC=$2
 . "$(dirname "$0")/common.sh"
 
-page="$SRC/docs/claims.md"
+page="${SRC}/docs/claims.md"
 [ -f "$page" ] || { echo "FAIL: no $page"; exit 1; }
 # one file per block: its command's arguments on the first line, its finding lines after
 awk -v dir="$TMP" '
