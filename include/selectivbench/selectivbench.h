@@ -607,6 +607,10 @@ sb_status sb_results_read(sb_results *db, const char *model, size_t first, sb_re
 sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *row, int *found,
                           sb_error *err);
 
+/* Whether the run continues from its checkpoint when it runs again (as a sweep does): it
+ * was interrupted and row->checkpoint names a readable file. */
+int sb_result_row_resumable(const sb_result_row *row);
+
 /* A new configuration: the one stored for the run with this run hash. Errors: SB_ERR_INVALID
  * when no such run exists or its stored configuration does not read back; SB_ERR_IO. */
 sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config **out,

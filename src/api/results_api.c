@@ -131,6 +131,11 @@ sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *r
     return st;
 }
 
+int sb_result_row_resumable(const sb_result_row *row)
+{
+    return row != NULL && sb_run_resumable(row->status, row->checkpoint);
+}
+
 sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config **out,
                                 sb_error *err)
 {

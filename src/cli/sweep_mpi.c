@@ -780,8 +780,8 @@ static int run_grad_shards(const sb_sweep *s, int64_t k)
     return shards;
 }
 
-/* Whether the seed db holds run k as interrupted with a checkpoint that is there: the team
- * continues it (as the sweep's own rule does). */
+/* Whether the seed db holds run k as one to continue from its checkpoint (the sweep's own
+ * rule, sb_result_row_resumable): the team resumes it. */
 static int seed_resumable(const sb_sweep *s, int64_t k, const char *db)
 {
     sb_config *cfg = NULL;
@@ -795,8 +795,7 @@ static int seed_resumable(const sb_sweep *s, int64_t k, const char *db)
         sb_result_row row;
         int found = 0;
         if (sb_results_find(r, hash, &row, &found, &err) == SB_OK && found)
-            resume = strcmp(row.status, "interrupted") == 0 && row.checkpoint[0] != '\0' &&
-                     access(row.checkpoint, R_OK) == 0;
+            resume = sb_result_row_resumable(&row);
     }
     sb_results_close(r);
     sb_config_free(cfg);

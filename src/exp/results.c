@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* A ceiling kept in memory by a read-only connection (sb_results_put_ceiling). */
 typedef struct results_memo {
@@ -757,6 +758,12 @@ void sb_results_close(sb_results *db)
     free(db->memo);
     free(db->path);
     free(db);
+}
+
+int sb_run_resumable(const char *status, const char *checkpoint)
+{
+    return status != NULL && strcmp(status, "interrupted") == 0 && checkpoint != NULL &&
+           checkpoint[0] != '\0' && access(checkpoint, R_OK) == 0;
 }
 
 sb_run_metrics sb_results_metrics_unknown(void)

@@ -115,6 +115,11 @@ typedef struct sb_run_row {
     int64_t world_size;             /* data-parallel ranks of its training (1 before schema 4) */
 } sb_run_row;
 
+/* Whether a run stored with this status and checkpoint path (NULL or "": none) continues
+ * from its checkpoint when it runs again: it was interrupted and the checkpoint file is
+ * readable. The one rule of every sweep (local workers, MPI teams). */
+int sb_run_resumable(const char *status, const char *checkpoint);
+
 /* Metrics with every field NaN (unknown), to fill in field by field. */
 sb_run_metrics sb_results_metrics_unknown(void);
 

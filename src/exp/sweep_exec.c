@@ -672,14 +672,6 @@ static void finish_worker(pool *p, int i, int wstatus)
         sb_results_run_row_clear(&row);
 }
 
-/* Whether run `row` continues from its checkpoint: it was interrupted and the checkpoint
- * it recorded is there. */
-static int resumable(const sb_run_row *row)
-{
-    return strcmp(row->status, "interrupted") == 0 && row->checkpoint != NULL &&
-           access(row->checkpoint, R_OK) == 0;
-}
-
 /* A run whose check failed is excluded when the reference does not run it either, else
  * refused. */
 static sb_sweep_outcome refusal_outcome(const sb_error *check)
@@ -713,7 +705,7 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
         /* left running by a process that is gone: interrupted, continued from its checkpoint */
         (void)sb_run_store_settle_dead(p->db, &row, 1, &rerr);
         int finished = strcmp(row.status, "finished") == 0;
-        resume = resumable(&row);
+        resume = sb_run_resumable(row.status, row.checkpoint);
         if (finished) {
             p->tally.skipped++;
             ev.outcome = SB_SWEEP_SKIPPED;

@@ -746,6 +746,17 @@ static void test_train_stop_request(void **state)
     assert_int_equal(found, 1);
     assert_string_equal(row.status, "interrupted");
     assert_int_equal(row.attempts, 1);
+    /* the sweeps' rule: interrupted with a readable checkpoint, and nothing else */
+    assert_true(sb_result_row_resumable(&row));
+    sb_result_row other = row;
+    snprintf(other.status, sizeof other.status, "failed");
+    assert_false(sb_result_row_resumable(&other));
+    other = row;
+    other.checkpoint[0] = '\0';
+    assert_false(sb_result_row_resumable(&other));
+    snprintf(other.checkpoint, sizeof other.checkpoint, "%s/no_such.safetensors", dir);
+    assert_false(sb_result_row_resumable(&other));
+    assert_false(sb_result_row_resumable(NULL));
     sb_results_close(db);
 
     set.should_stop = NULL;
