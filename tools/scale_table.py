@@ -57,9 +57,14 @@ def main(argv):
                 continue
             acc = sum(r["test_acc"] for r in rs) / len(rs)
             mem = [r["effective_memory"] for r in rs if isinstance(r["effective_memory"], (int, float))]
+            beyond = [r for r in rs if r["effective_memory"] == ">32"]
             mean[(m, v)] = acc
             s = f"{acc:.3f}"
-            if mem:
+            if beyond:
+                # a run at its ceiling has no finite window: each seed's value, not a mean
+                s += " (" + " / ".join(f"{x:.2f}" for x in mem) + (" / " if mem else "")
+                s += " / ".join(">32" for _ in beyond) + ")"
+            elif mem:
                 s += f" ({sum(mem) / len(mem):.2f})"
             if len(rs) < 2:
                 s += f", {len(rs)} seed"
