@@ -5,7 +5,8 @@
 # --limit/--filter/--shard, a grid over INT64_MAX is an error, the dry run refuses exactly the
 # runs the sweep refuses (same reason, exit 1), results' filters refuse unknown values, a
 # sweep runs and resumes, and a sweep killed with SIGKILL in the middle completes when run
-# again, every run in the database exactly once, the database intact.
+# again, every run in the database exactly once, the database intact; every file under
+# configs/ expands, and the study's files state their cost and command.
 #
 # usage: test_sweep.sh PATH/TO/selectivbench SOURCE_DIR
 set -u
@@ -353,6 +354,20 @@ nh=$(grep -o '"hash":"[0-9a-f]*"' "$TMP/k.json" | sort -u | wc -l)
 
 "$SB" results --db "$TMP/k/selectivbench.db" --check | grep -q ": ok$" ||
   fail "integrity check of the database after kill -9"
+
+# ---- every shipped sweep file ----------------------------------------------------------
+# each file under configs/ expands with no error; the study's files (claims, scale) say in
+# their header comment what they cost and the command that runs them
+for f in "$SRC"/configs/*/*.yaml; do
+  "$SB" sweep "$f" --dry_run >"$TMP/out" 2>"$TMP/err" ||
+    fail "$f: the dry run failed: $(head -n 1 "$TMP/err")"
+  tail -n 1 "$TMP/out" | grep -q '^[1-9][0-9]* runs' || fail "$f: no runs: $(tail -n 1 "$TMP/out")"
+done
+for f in "$SRC"/configs/claims/*.yaml "$SRC"/configs/scale/*.yaml; do
+  sed -n '/^[^#]/q;p' "$f" >"$TMP/header"
+  grep -q '^# Cost' "$TMP/header" && grep -q 'selectivbench sweep configs/' "$TMP/header" ||
+    fail "$f: its header comment lacks the cost or the command"
+done
 
 echo "sweep checks done, $failures failures"
 [ "$failures" -eq 0 ]
