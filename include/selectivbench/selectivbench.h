@@ -611,6 +611,12 @@ sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *r
  * was interrupted and row->checkpoint names a readable file. */
 int sb_result_row_resumable(const sb_result_row *row);
 
+/* Writes RESULTS/logs/HASH.log, where a sweep keeps the output of the run with this run hash,
+ * into out[size]; with create, makes RESULTS and RESULTS/logs when missing. Errors:
+ * SB_ERR_INVALID when the path does not fit; SB_ERR_IO when a folder cannot be made. */
+sb_status sb_results_log_path(const char *results_dir, const char *run_hash, char *out,
+                              size_t size, int create, sb_error *err);
+
 /* A new configuration: the one stored for the run with this run hash. Errors: SB_ERR_INVALID
  * when no such run exists or its stored configuration does not read back; SB_ERR_IO. */
 sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config **out,

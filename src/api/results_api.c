@@ -136,6 +136,17 @@ int sb_result_row_resumable(const sb_result_row *row)
     return row != NULL && sb_run_resumable(row->status, row->checkpoint);
 }
 
+sb_status sb_results_log_path(const char *results_dir, const char *run_hash, char *out,
+                              size_t size, int create, sb_error *err)
+{
+    SB_API_REQUIRE(results_dir, err);
+    SB_API_REQUIRE(run_hash, err);
+    SB_API_REQUIRE(out, err);
+    char dir[4096];
+    sb_status st = sb_run_store_log_dir(results_dir, dir, sizeof dir, create, err);
+    return st == SB_OK ? sb_run_store_log_path(results_dir, run_hash, out, size, err) : st;
+}
+
 sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config **out,
                                 sb_error *err)
 {

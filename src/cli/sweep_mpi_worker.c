@@ -24,6 +24,7 @@ typedef struct worker_state {
     int64_t run;
     done_head done;
     double next_progress;
+    FILE *log; /* a team run's logs/<hash>.log (its leader writes it), or NULL */
 } worker_state;
 
 /* Sends rank 0 where run w->run is, at most every 5 seconds. */
@@ -224,10 +225,41 @@ static int seed_resumable(const sb_sweep *s, int64_t k, const char *db)
     return resume;
 }
 
-/* The leader's progress lines to rank 0. */
+/* The leader's progress lines to rank 0, and each evaluation to the run's log. */
 static void team_progress(const sb_progress *p, void *user)
 {
-    send_progress(user, p->step, p->total_steps, p->test_acc, p->tokens_per_s);
+    worker_state *w = user;
+    send_progress(w, p->step, p->total_steps, p->test_acc, p->tokens_per_s);
+    if (w->log != NULL && p->is_evaluation) {
+        fprintf(w->log,
+                "update %lld/%lld: train loss %.4f acc %.4f, test loss %.4f acc %.4f, "
+                "%.0f tokens/s\n",
+                (long long)p->step, (long long)p->total_steps, p->loss, p->acc, p->test_loss,
+                p->test_acc, p->tokens_per_s);
+        fflush(w->log);
+    }
+}
+
+/* Opens the log of a run the team trains (the train process of a lone worker's run writes
+ * its own): where it ran and how, then team_progress's lines. NULL when it cannot. */
+static FILE *team_log_open(const sb_mpi_sweep *job, const team *t, const team_msg *m,
+                           const sb_config *cfg)
+{
+    char hash[17], path[4200], host[HOST_MAX];
+    sb_error err = {0};
+    sb_config_run_hash(cfg, hash);
+    if (sb_results_log_path(job->results, hash, path, sizeof path, 1, &err) != SB_OK)
+        return NULL;
+    FILE *f = fopen(path, "a");
+    if (f == NULL)
+        return NULL;
+    sb_this_host(host);
+    fprintf(f, "selectivbench sweep: run %lld [%s] trained in-process by a team of %d ranks "
+               "(data-parallel), its leader on %s%s\n",
+            (long long)m->run, hash, t->size, host,
+            m->resume ? ", continued from its checkpoint" : "");
+    fflush(f);
+    return f;
 }
 
 /* Trains run k in this process as rank t->rank of its team, data-parallel: the run's flags
@@ -259,6 +291,8 @@ static sb_status team_train(const sb_mpi_sweep *job, team *t, const team_msg *m,
     }
     sb_train_outcome res;
     memset(&res, 0, sizeof res);
+    if (st == SB_OK && w != NULL)
+        w->log = team_log_open(job, t, m, rf.config);
     if (st == SB_OK) {
         sb_train_settings settings = {
             .results_dir = job->results,
@@ -287,6 +321,14 @@ static sb_status team_train(const sb_mpi_sweep *job, team *t, const team_msg *m,
                  res.locked_by != 0 ? "another process trains it (its lock is held)"
                                     : res.reason);
         w->done.test_acc = res.test_acc;
+        if (w->log != NULL) {
+            fprintf(w->log, "%s: test acc %.4f%s%s\n", outcome, res.test_acc,
+                    w->done.reason[0] != '\0' ? "; " : "", w->done.reason);
+            if (st != SB_OK)
+                fprintf(w->log, "error: %s\n", err->msg);
+            fclose(w->log);
+            w->log = NULL;
+        }
     }
     sb_run_flags_free(&rf);
     free(argv);

@@ -11,7 +11,7 @@
 #  4. task 4's kind of run (--test_pretrained, evaluating another run's weights) waits for
 #     the run that trains them;
 #  5. sweep --slurm --mpi: the script, SIGUSR1 -> 75 -> requeue -> resumed;
-#  6. --ranks_per_run 2 (teams of two ranks): the grad_shards 2 runs train data-parallel over
+#  6. --ranks_per_run 2 (teams of two ranks; each team run writes its log): the grad_shards 2 runs train data-parallel over
 #     a team (world_size 2), the grad_shards 1 runs on the team's first rank; metrics and
 #     weights (cmp) those of one process; SIGUSR1 mid-run, then the same command continues
 #     it to the same weights; -np with worker ranks that do not form teams, and the flag
@@ -219,6 +219,15 @@ for f in "$TMP/team_one/checkpoints/"*.safetensors; do
   n_ckpt=$((n_ckpt + 1))
 done
 [ "$n_ckpt" -ge 8 ] || fail "teams: $n_ckpt checkpoints compared, expected 8 or more"
+# every run has its log: the 4 a team trained in-process say so, with their evaluations and end
+n_logs=$(ls "$TMP/team/logs/"*.log 2>/dev/null | wc -l)
+[ "$n_logs" -eq 8 ] || fail "teams: $n_logs run logs, expected 8"
+n_team=$(grep -l "trained in-process by a team of 2 ranks" "$TMP/team/logs/"*.log 2>/dev/null | wc -l)
+[ "$n_team" -eq 4 ] || fail "teams: $n_team logs of team runs, expected 4"
+for f in $(grep -l "trained in-process by a team of 2 ranks" "$TMP/team/logs/"*.log); do
+  grep -q "^update [0-9]*/[0-9]*: train loss .* test loss .* acc " "$f" &&
+    grep -q "^done: test acc 0\.[0-9]*$" "$f" || fail "teams: $(basename "$f") lacks its evaluations or end: $(cat "$f")"
+done
 # SIGUSR1 while a team trains: checkpoint, 75, the same command continues it to the same weights
 sed -e 's/^    values: \[transformer, gru\]$/    values: [gru]/' -e 's/^    values: \[1, 2\]$/    values: [1]/' \
   "$TMP/slow.yaml" | awk '{print} /^parameters:$/ {print "  grad_shards:"; print "    values: [2]"}' >"$TMP/team_slow.yaml"

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -758,6 +759,19 @@ static void test_train_stop_request(void **state)
     assert_false(sb_result_row_resumable(&other));
     assert_false(sb_result_row_resumable(NULL));
     sb_results_close(db);
+    /* where a sweep keeps a run's output: RESULTS/logs/HASH.log, the folder made on request */
+    char log[600], want[600], small[8];
+    snprintf(want, sizeof want, "%s/fresh/logs/%s.log", dir, out.run_hash);
+    char fresh[520];
+    snprintf(fresh, sizeof fresh, "%s/fresh", dir);
+    assert_int_equal(sb_results_log_path(fresh, out.run_hash, log, sizeof log, 1, &err), SB_OK);
+    assert_string_equal(log, want);
+    struct stat st;
+    snprintf(want, sizeof want, "%s/fresh/logs", dir);
+    assert_int_equal(stat(want, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_error(sb_results_log_path(fresh, out.run_hash, small, sizeof small, 0, &err), &err,
+                 SB_ERR_INVALID, "too long");
 
     set.should_stop = NULL;
     set.resume = 1;
