@@ -202,7 +202,7 @@ static int hand_out(coordinator *c, int64_t i, int rank, sb_error *err)
     }
     r->state = RUN_RUNNING;
     r->rank = rank;
-    r->started = sb_now_s();
+    r->started = sb_clock_seconds();
     r->last.step = -1;
     c->running++;
     if (!c->job->quiet)
@@ -302,7 +302,7 @@ static void take_done(coordinator *c, int rank, const char *msg, int len)
         printf("#%lld %s %s: %s", (long long)r->k, r->model, r->hash, outcome);
         if (!isnan(head.test_acc))
             printf(", test %.4f", head.test_acc);
-        printf(" (rank %d on %s, %.0f s)", rank, head.host, sb_now_s() - r->started);
+        printf(" (rank %d on %s, %.0f s)", rank, head.host, sb_clock_seconds() - r->started);
         if (head.reason[0] != '\0' && strcmp(outcome, "done") != 0)
             printf(": %s", head.reason);
         printf("\n");
@@ -329,7 +329,7 @@ static void print_status(coordinator *c)
     printf("sweep %s: %d/%lld settled (%d done, %d failed, %d skipped), %d running on "
            "%s, %.0f s",
            c->job->label, settled, (long long)c->n_runs, c->done, c->failed, c->skipped,
-           c->running, workers_text(c, workers, sizeof workers), sb_now_s() - c->t0);
+           c->running, workers_text(c, workers, sizeof workers), sb_clock_seconds() - c->t0);
     for (int64_t i = 0; i < c->n_runs; i++)
         if (c->runs[i].state == RUN_RUNNING && c->runs[i].last.step >= 0)
             printf("; #%lld %lld/%lld", (long long)c->runs[i].k,
@@ -356,8 +356,8 @@ static int coordinate(coordinator *c)
         MPI_Status st;
         MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
         if (!flag) {
-            if (sb_now_s() >= c->next_status) {
-                c->next_status = sb_now_s() + STATUS_EVERY_S;
+            if (sb_clock_seconds() >= c->next_status) {
+                c->next_status = sb_clock_seconds() + STATUS_EVERY_S;
                 print_status(c);
             }
             struct timespec pause = {0, 20 * 1000 * 1000};
@@ -408,7 +408,7 @@ static int run_coordinator(const sb_mpi_sweep *job)
 {
     const int team_size = job->ranks_per_run > 1 ? job->ranks_per_run : 1;
     coordinator c = {.job = job, .world = sb_mpi_size(), .team_size = team_size,
-                     .n_workers = (sb_mpi_size() - 1) / team_size, .t0 = sb_now_s()};
+                     .n_workers = (sb_mpi_size() - 1) / team_size, .t0 = sb_clock_seconds()};
     c.next_status = c.t0 + STATUS_EVERY_S;
     sb_error err = {0};
     snprintf(c.seed_dir, sizeof c.seed_dir, "%s/mpi", job->results);
@@ -447,7 +447,7 @@ static int run_coordinator(const sb_mpi_sweep *job)
            "%d excluded, %d interrupted; %d of %lld settled on %s in %.0f s\n",
            job->label, (long long)sb_sweep_selection_size(job->sel), c.done, c.failed,
            c.skipped, c.refused, c.excluded, c.interrupted, settled, (long long)c.n_runs,
-           workers, sb_now_s() - c.t0);
+           workers, sb_clock_seconds() - c.t0);
     sb_results_close(c.db);
     free(c.runs);
     free(c.hosts);

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/sweep_mpi_msg.h"
@@ -95,13 +94,6 @@ void sb_this_host(char host[HOST_MAX])
     if (gethostname(host, HOST_MAX - 1) != 0)
         snprintf(host, HOST_MAX, "unknown");
     host[HOST_MAX - 1] = '\0';
-}
-
-double sb_now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* Whether a file exists. */

@@ -59,8 +59,6 @@ int sb_mpi_send_two(int to, int tag, const void *head, size_t head_len, const ch
 /* Receives the message that MPI_Probe/Iprobe found (status st) into *buf (malloc'd). */
 int sb_mpi_receive(const MPI_Status *st, char **buf, int *len);
 void sb_this_host(char host[HOST_MAX]);
-/* Seconds on the monotonic clock. */
-double sb_now_s(void);
 
 /* A worker rank's whole part in the sweep: alone (team_comm MPI_COMM_NULL) or as a member of
  * a team of --ranks_per_run ranks (team_comm: the team's communicator). Returns its exit

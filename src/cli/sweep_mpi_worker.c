@@ -31,9 +31,9 @@ typedef struct worker_state {
 static void send_progress(worker_state *w, int64_t step, int64_t total_steps, double test_acc,
                           double tokens_per_s)
 {
-    if (sb_now_s() < w->next_progress)
+    if (sb_clock_seconds() < w->next_progress)
         return;
-    w->next_progress = sb_now_s() + 5.0;
+    w->next_progress = sb_clock_seconds() + 5.0;
     progress_msg p = {.run = w->run, .step = step, .total_steps = total_steps,
                       .test_acc = test_acc, .tokens_per_s = tokens_per_s};
     MPI_Send(&p, (int)sizeof p, MPI_BYTE, 0, TAG_PROGRESS, MPI_COMM_WORLD);
