@@ -86,6 +86,11 @@ const char *sb_closest_name(const char *word, const char *const *names, int n_na
 /* Frees a string the library allocated (sb_config_to_json). NULL is allowed. */
 void sb_string_free(char *s);
 
+/* The default thread count of every call that takes threads 0: the cores this process may
+ * use (its affinity mask, its cgroup's CPU quota and, in a Slurm job, SLURM_CPUS_PER_TASK;
+ * never the machine's load, which must not change how a run computes). At least 1. */
+int sb_default_threads(void);
+
 /* sizeof the public structure named name ("sb_result_row", "sb_train_settings", ...), or 0
  * for a name it does not know: for bindings that mirror the structures (python/) to check
  * their layout against the library they loaded. */
@@ -494,6 +499,16 @@ typedef struct sb_train_outcome {
      * named; nothing was trained and the call failed with SB_ERR_RUNTIME. 0 otherwise. */
     long locked_by;
     double gather_s;         /* seconds spent in settings->all_gather (data-parallel), else 0 */
+    /* What the run's bits depend on besides its configuration (docs/training.md,
+     * "Reproducibility"): the engine table of its products ("auto-1", "openblas", "onednn";
+     * a resume keeps its checkpoint's when the configuration's gemm is the default), the
+     * threads, and the fingerprint digest of both with the CPU and libraries. With resume,
+     * checkpoint_fingerprint is the checkpoint's ("" when it records none): a different one
+     * means the resumed run will not round as an uninterrupted one would. */
+    char engine[16];
+    int threads;
+    char fingerprint[9];
+    char checkpoint_fingerprint[9];
 } sb_train_outcome;
 
 /* Trains the model of cfg on its task (train.py's run: one pass over the training set,
@@ -582,6 +597,9 @@ typedef struct sb_result_row {
     char host[256];          /* the machine that trained it (its last attempt), or "" */
     int64_t rank;            /* the MPI rank that trained it in an MPI sweep, -1 otherwise */
     int64_t world_size;      /* ranks its training was spread over (data-parallel; 1: one) */
+    int64_t threads;         /* threads per process; -1: not recorded (before schema 5) */
+    char engine[16];         /* its engine table, "" when not recorded */
+    char fingerprint[9];     /* its fingerprint digest (sb_train_outcome), "" when not recorded */
 } sb_result_row;
 
 /* The statuses a stored run can have ("running", "finished", ...): a NULL-terminated list,

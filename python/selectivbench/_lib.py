@@ -97,7 +97,8 @@ class TrainOutcome(ctypes.Structure):
                 ("database", ctypes.c_char * PATH_MAX),
                 ("checkpoint", ctypes.c_char * PATH_MAX), ("grad_acc", c_int),
                 ("finished_at", ctypes.c_char * 32), ("locked_by", ctypes.c_long),
-                ("gather_s", c_double)]
+                ("gather_s", c_double), ("engine", ctypes.c_char * 16), ("threads", c_int),
+                ("fingerprint", ctypes.c_char * 9), ("checkpoint_fingerprint", ctypes.c_char * 9)]
 
 
 class EvalOutcome(ctypes.Structure):
@@ -115,7 +116,8 @@ class ResultRow(ctypes.Structure):
                 ("reason", ctypes.c_char * ERROR_MSG_MAX), ("flops_per_token", c_double),
                 ("state_size", c_int64), ("attempts", c_int64),
                 ("checkpoint", ctypes.c_char * PATH_MAX), ("host", ctypes.c_char * 256),
-                ("rank", c_int64), ("world_size", c_int64)]
+                ("rank", c_int64), ("world_size", c_int64), ("threads", c_int64),
+                ("engine", ctypes.c_char * 16), ("fingerprint", ctypes.c_char * 9)]
 
 
 class CurvePoint(ctypes.Structure):

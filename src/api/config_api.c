@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpus.h"
 #include "api/api.h"
 #include "config/config.h"
 #include "core/suggest.h"
@@ -259,4 +260,9 @@ void sb_config_grammar_sizes(const sb_config *cfg, int *vocab, int *amb, int *am
         *amb = g.amb;
     if (amb_depth != NULL)
         *amb_depth = g.amb_depth;
+}
+
+int sb_default_threads(void)
+{
+    return sb_cpu_count();
 }

@@ -48,6 +48,8 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     COPY_STRING(reason, src->reason);
     COPY_STRING(checkpoint, src->checkpoint);
     COPY_STRING(host, src->host);
+    COPY_STRING(engine, src->engine);
+    COPY_STRING(fingerprint, src->fingerprint);
 #undef COPY_STRING
     dst->params = src->params;
     dst->test_acc = src->metrics.test_acc;
@@ -63,6 +65,7 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     dst->attempts = src->attempts;
     dst->rank = src->rank;
     dst->world_size = src->world_size;
+    dst->threads = src->threads;
 }
 
 /* The stored row of the run with this hash (cleared with sb_results_run_row_clear);
@@ -271,7 +274,7 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
     long locked_by = 0;
     st = sb_run_record_begin(&rec, db_path, &cfg->run,
                              outcome->checkpoint[0] != '\0' ? outcome->checkpoint : NULL, 0, 0, 1,
-                             &finished, &locked_by, &stored, err);
+                             0, &finished, &locked_by, &stored, err);
     if (st != SB_OK)
         return st;
     if (finished)

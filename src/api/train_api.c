@@ -4,9 +4,11 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "core/alloc.h"
+#include "core/cpus.h"
 #include "exp/run_store.h"
 #include "tensor/gemm_engine.h"
 #include "train/checkpoint.h"
@@ -117,6 +119,33 @@ static sb_status results_paths(const sb_train_settings *settings, const sb_run_c
     return SB_OK;
 }
 
+/* With resume: the engine table the checkpoint was trained under, when the configuration
+ * leaves gemm at its default (auto), so that the continued run computes as the first part
+ * did; the checkpoint's fingerprint into out. A checkpoint that is missing or records no
+ * table changes nothing (the trainer reports a missing one). */
+static sb_status resume_engine(const sb_train_settings *settings, sb_run_config *run,
+                               sb_train_outcome *out, sb_error *err)
+{
+    char path[4096];
+    sb_status st = SB_OK;
+    if (settings->checkpoint_path != NULL)
+        snprintf(path, sizeof path, "%s", settings->checkpoint_path);
+    else if ((st = sb_run_store_ckpt_path(settings->results_dir, run, path, sizeof path, 0,
+                                          err)) != SB_OK)
+        return st;
+    if (access(path, R_OK) != 0)
+        return SB_OK;
+    char table[16], digest[9];
+    if ((st = sb_checkpoint_read_engine(path, table, digest, err)) != SB_OK)
+        return st;
+    snprintf(out->checkpoint_fingerprint, sizeof out->checkpoint_fingerprint, "%s", digest);
+    sb_gemm_kind recorded;
+    if (table[0] != '\0' && run->gemm == SB_GEMM_AUTO &&
+        sb_gemm_table_parse(table, &recorded, NULL) == SB_OK)
+        run->gemm = recorded;
+    return SB_OK;
+}
+
 /* Opens the run's record in its database (the lock, its row): *verdict TRAIN, CACHED (out
  * filled from the finished row), LOCKED or FAILED (the status returned). */
 static sb_status results_begin(const sb_train_settings *settings, const sb_run_config *run,
@@ -128,7 +157,8 @@ static sb_status results_begin(const sb_train_settings *settings, const sb_run_c
     memset(&stored, 0, sizeof stored);
     sb_status st = sb_run_record_begin(&sinks->rec, out->database, run,
                                        out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
-                                       settings->force, settings->resume, world, &finished,
+                                       settings->force, settings->resume, world, out->threads,
+                                       &finished,
                                        &out->locked_by, &stored, err);
     if (st != SB_OK) {
         *verdict = out->locked_by != 0 ? VERDICT_LOCKED : VERDICT_FAILED;
@@ -169,14 +199,22 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     SB_API_REQUIRE(out, err);
     memset(out, 0, sizeof *out);
     SB_API_REQUIRE(cfg, err);
-    const sb_run_config *run = &cfg->run;
+    sb_run_config resolved = cfg->run; /* a resume may take its checkpoint's engine table */
+    const sb_run_config *run = &resolved;
     outcome_init(out, run);
     sb_train_settings none = {0};
     if (settings == NULL)
         settings = &none;
-    int threads = settings->threads > 0 ? settings->threads : omp_get_num_procs();
+    int threads = settings->threads > 0 ? settings->threads : sb_cpu_count();
     double budget = settings->mem_budget_gb > 0 ? settings->mem_budget_gb : DEFAULT_MEM_BUDGET_GB;
     sb_status st = sb_run_config_check(run, err);
+    if (st == SB_OK && settings->resume && settings->results_dir != NULL)
+        st = resume_engine(settings, &resolved, out, err);
+    sb_fingerprint fp;
+    sb_gemm_fingerprint(run, threads, &fp);
+    snprintf(out->engine, sizeof out->engine, "%s", fp.table);
+    snprintf(out->fingerprint, sizeof out->fingerprint, "%s", fp.digest);
+    out->threads = threads;
     if (st == SB_OK) /* the engine and precision this machine can run, before any record */
         st = sb_gemm_configure(run, err);
     if (st != SB_OK) {
@@ -301,12 +339,20 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
         return st;
     if ((st = sb_run_config_check(&run, err)) != SB_OK)
         return st;
+    /* the engine table the checkpoint was trained under, unless the caller names one */
+    char table[16], digest[9];
+    sb_gemm_kind recorded;
+    if ((st = sb_checkpoint_read_engine(checkpoint, table, digest, err)) != SB_OK)
+        return st;
+    if (table[0] != '\0' && run.gemm == SB_GEMM_AUTO &&
+        sb_gemm_table_parse(table, &recorded, NULL) == SB_OK)
+        run.gemm = recorded;
     sb_eval_settings none = {0};
     if (settings == NULL)
         settings = &none;
     int threads = settings->threads;
     double budget = settings->mem_budget_gb > 0 ? settings->mem_budget_gb : DEFAULT_MEM_BUDGET_GB;
-    omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs());
+    omp_set_num_threads(threads > 0 ? threads : sb_cpu_count());
     if ((st = sb_gemm_configure(&run, err)) != SB_OK)
         return st;
 

@@ -186,7 +186,7 @@ int sb_cli_print_config_hashes(const sb_config *cfg)
 
 int sb_cli_threads(int requested)
 {
-    int n = requested > 0 ? requested : omp_get_num_procs();
+    int n = requested > 0 ? requested : sb_default_threads();
     omp_set_num_threads(n);
     return n;
 }

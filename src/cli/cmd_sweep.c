@@ -268,8 +268,7 @@ static int run_threads(const sweep_flags *o)
 {
     if (o->threads > 0)
         return o->threads;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    long per_run = cores / o->workers;
+    long per_run = sb_default_threads() / o->workers;
     return per_run > 0 ? (int)per_run : 1;
 }
 

@@ -53,16 +53,17 @@ static void worker_update(const sb_sweep_update *u, void *user)
     }
 }
 
-/* The threads of each run on this rank: --threads, else the node's cores shared by the
- * ranks on it (Open MPI says how many). */
+/* The threads of each run on this rank: --threads, else the cores this rank may use; when
+ * those are the whole node's (mpirun bound the rank to nothing narrower), shared by the ranks
+ * on it (Open MPI says how many). */
 static int worker_threads(int threads)
 {
     if (threads > 0)
         return threads;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = sb_default_threads();
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     long ranks = local != NULL ? strtol(local, NULL, 10) : 1;
-    long t = ranks > 0 ? cores / ranks : cores;
+    long t = ranks > 0 && cores >= sysconf(_SC_NPROCESSORS_ONLN) ? cores / ranks : cores;
     return t > 0 ? (int)t : 1;
 }
 

@@ -130,11 +130,14 @@ static void write_mpi_body(FILE *f, const sb_slurm_job *job, const char *exe, co
                "with its\n# checkpoint, rank 0 records them and the sweep exits 75. (Signal "
                "the batch shell\n# only: `scancel --batch --signal=USR1`; --full would signal "
                "the runs twice.)\n");
-    fprintf(f, "( exec mpirun -np \"${SLURM_NTASKS:-%d}\" ", ranks);
+    /* unbound ranks see the node's cores and share them (the sweep's worker_threads): bound
+     * to one core each, as Open MPI binds small jobs, a rank could use one of its cores */
+    fprintf(f, "( exec mpirun --bind-to none -np \"${SLURM_NTASKS:-%d}\" ", ranks);
     put_quoted(f, exe);
     fprintf(f, " sweep ");
     put_quoted(f, file);
-    fprintf(f, " --threads %d", threads);
+    if (threads > 0)
+        fprintf(f, " --threads %d", threads);
     if (job->ranks_per_run > 1)
         fprintf(f, " --ranks_per_run %d", job->ranks_per_run);
     if (job->checkpoint_every > 0)
@@ -243,7 +246,7 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
                    "a time, %d threads each.\n# Submit: sbatch %s (docs/cluster.md)\n",
                 file, today, (long long)job->runs, ranks, dir, ranks - 1, threads, script);
         fprintf(f, "#SBATCH --job-name=sb-%.40s\n", base);
-        write_mpi_body(f, job, exe, file, dir, script, ranks, threads, warning);
+        write_mpi_body(f, job, exe, file, dir, script, ranks, job->threads, warning);
         goto written;
     }
     fprintf(f, "# %s as a Slurm job array, written by `selectivbench sweep --slurm` (%s).\n",
@@ -281,8 +284,9 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
     put_quoted(f, exe);
     fprintf(f, " sweep ");
     put_quoted(f, file);
-    fprintf(f, " --shard \"$shard/%lld\" --workers %d --threads %d", (long long)array, workers,
-            threads);
+    fprintf(f, " --shard \"$shard/%lld\" --workers %d", (long long)array, workers);
+    if (job->threads > 0)
+        fprintf(f, " --threads %d", job->threads);
     if (job->checkpoint_every > 0)
         fprintf(f, " --checkpoint_every %.17g", job->checkpoint_every);
     for (int i = 0; i < job->n_filters; i++) {
@@ -319,12 +323,13 @@ written:;
     chmod(script, 0755);
     if (job->mpi) {
         printf("wrote %s: %lld runs on %d MPI ranks of %d cpus (rank 0 coordinating, %d "
-               "threads per run), --time %s\nsubmit it with:\n  sbatch %s\nthe results: %s/results\n",
+               "threads per run when Slurm gives the cores asked), --time %s\nsubmit it with:\n  sbatch %s\nthe results: %s/results\n",
                script, (long long)job->runs, ranks, job->cpus_per_task, threads, job->time,
                script, dir);
         return 0;
     }
-    printf("wrote %s: %lld runs in %lld array tasks of %d cpus (%d workers x %d threads), "
+    printf("wrote %s: %lld runs in %lld array tasks of %d cpus (%d workers x %d threads when "
+           "Slurm gives the cores asked), "
            "--time %s, warned %lld s before\n",
            script, (long long)job->runs, (long long)array, job->cpus_per_task, workers, threads,
            job->time, warning);

@@ -216,6 +216,14 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
             sb_jw_string(j, ">32");
         else
             sb_jw_double(j, res->effective_memory);
+        if (res->fingerprint[0] != '\0') {
+            sb_jw_key(j, "engine");
+            sb_jw_string(j, res->engine);
+            sb_jw_key(j, "threads");
+            sb_jw_int(j, res->threads);
+            sb_jw_key(j, "fingerprint");
+            sb_jw_string(j, res->fingerprint);
+        }
         sb_jw_object_end(j);
         sb_jw_close(j);
         fputc('\n', stdout);
@@ -234,6 +242,16 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
     sb_config_parse_bool(pretrained, &test_pretrained);
     if (ckpt != NULL && strcmp(res->status, "finished") == 0 && !test_pretrained)
         fprintf(o->f, "checkpoint: %s\n", ckpt);
+    if (res->fingerprint[0] != '\0' && !res->cached)
+        fprintf(o->f, "arithmetic: engine table %s, %d thread%s, fingerprint %s (the same command "
+                      "with this fingerprint gives the same bits; docs/training.md)\n",
+                res->engine, res->threads, res->threads == 1 ? "" : "s", res->fingerprint);
+    if (res->checkpoint_fingerprint[0] != '\0' &&
+        strcmp(res->checkpoint_fingerprint, res->fingerprint) != 0)
+        fprintf(o->f, "note: resumed from a checkpoint written under fingerprint %s, this process "
+                      "computes under %s (another thread count, machine or library): the result "
+                      "is not bit-identical to an uninterrupted run\n",
+                res->checkpoint_fingerprint, res->fingerprint);
     if (!isnan(res->ceiling)) {
         char mem[32];
         if (isinf(res->effective_memory))

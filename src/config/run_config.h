@@ -30,7 +30,7 @@ typedef enum sb_schedule_kind {
 
 /* Which library computes the matrix products (--gemm; src/tensor/gemm_engine.h). */
 typedef enum sb_gemm_kind {
-    SB_GEMM_AUTO = 0,     /* per shape, by a cached measurement */
+    SB_GEMM_AUTO = 0,     /* the default table: by product size (gemm_engine.h) */
     SB_GEMM_OPENBLAS = 1, /* OpenBLAS through our deterministic blocked path */
     SB_GEMM_ONEDNN = 2,   /* oneDNN's dnnl_sgemm (float builds with oneDNN only) */
 } sb_gemm_kind;

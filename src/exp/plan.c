@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpus.h"
 #include "core/json_writer.h"
 #include "core/timer.h"
 #include "exp/plan.h"
@@ -554,7 +555,7 @@ sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
     p->ranks = opts->ranks;
     p->threads = opts->threads;
     sb_plan_machine(p->machine, sizeof p->machine);
-    int cores = omp_get_num_procs();
+    int cores = sb_cpu_count();
     int cal_threads = opts->threads < cores ? opts->threads : cores;
     if (opts->calibration_threads > 0 && opts->calibration_threads < cal_threads)
         cal_threads = opts->calibration_threads;

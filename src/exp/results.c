@@ -156,6 +156,13 @@ static const char results_upgrade_4_sql[] =
     "ALTER TABLE runs ADD COLUMN rank INTEGER;\n"
     "ALTER TABLE runs ADD COLUMN world_size INTEGER NOT NULL DEFAULT 1;\n";
 
+/* Version 4 -> 5: what a run's bits depend on besides its configuration: the thread count,
+ * the engine table and the fingerprint (tensor/gemm_engine.h), NULL for the runs before. */
+static const char results_upgrade_5_sql[] =
+    "ALTER TABLE runs ADD COLUMN threads INTEGER;\n"
+    "ALTER TABLE runs ADD COLUMN engine TEXT;\n"
+    "ALTER TABLE runs ADD COLUMN fingerprint TEXT;\n";
+
 /* Columns of a run, in the order results_read_run reads them; a version-1 file (read-only)
  * has no yardsticks, read as NULL, and a file before version 4 no rank (NULL) and
  * world_size (1). */
@@ -163,15 +170,20 @@ static const char results_upgrade_4_sql[] =
     "id, hash, config_json, model, protocol, status, reason, params, state_size, "                 \
     "flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s, tokens_per_s, "          \
     "code_version, checkpoint, host, started_at, finished_at, attempts"
-#define RESULTS_RUN_COLUMNS RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, rank, world_size"
+#define RESULTS_RUN_COLUMNS                                                                        \
+    RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, rank, world_size, threads, engine, "      \
+                           "fingerprint"
 
 static const char *results_run_columns(const sb_results *r)
 {
-    if (r->version >= 4)
+    if (r->version >= 5)
         return RESULTS_RUN_COLUMNS;
+    if (r->version >= 4)
+        return RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, rank, world_size, NULL, NULL, "
+                                      "NULL";
     if (r->version >= 2)
-        return RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, NULL, 1";
-    return RESULTS_RUN_COLUMNS_V1 ", NULL, NULL, NULL, 1";
+        return RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, NULL, 1, NULL, NULL, NULL";
+    return RESULTS_RUN_COLUMNS_V1 ", NULL, NULL, NULL, 1, NULL, NULL, NULL";
 }
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -326,6 +338,10 @@ static int results_read_run(sqlite3_stmt *st, sb_run_row *row)
     row->effective_memory = results_col_real(st, 23);
     row->rank = results_col_count(st, 24);
     row->world_size = sqlite3_column_type(st, 25) == SQLITE_NULL ? 1 : sqlite3_column_int64(st, 25);
+    row->threads = results_col_count(st, 26);
+    char **text3[] = {&row->engine, &row->fingerprint};
+    for (int k = 0; k < 2 && rc == SQLITE_OK; k++)
+        rc = results_col_text(st, 27 + k, text3[k]);
     if (rc != SQLITE_OK)
         sb_results_run_row_clear(row);
     return rc;
@@ -541,6 +557,8 @@ static sb_status results_create_schema(sb_results *r, sb_error *err)
         rc = sqlite3_exec(r->db, results_upgrade_3_sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(r->db, results_upgrade_4_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(r->db, results_upgrade_5_sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return results_fail(r, rc, err, "cannot create the tables");
     sqlite3_stmt *st = NULL;
@@ -582,6 +600,8 @@ static sb_status results_upgrade(sb_results *r, int64_t version, sb_error *err)
         rc = sqlite3_exec(r->db, results_upgrade_3_sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK && version < 4)
         rc = sqlite3_exec(r->db, results_upgrade_4_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK && version < 5)
+        rc = sqlite3_exec(r->db, results_upgrade_5_sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = results_foreign_keys_hold(r);
     if (rc != SQLITE_OK)
@@ -801,8 +821,8 @@ static sb_status results_check_run(const sb_results *r, const sb_run_info *run, 
     return SB_OK;
 }
 
-/* Binds ?1 hash ... ?10 host, ?11 world_size, the layout of both the insert and the reset
- * statement. */
+/* Binds ?1 hash ... ?10 host, ?11 world_size, ?12 threads, ?13 engine, ?14 fingerprint, the
+ * layout of both the insert and the reset statement. */
 static int results_bind_run(int rc, sqlite3_stmt *st, const sb_run_info *run)
 {
     rc = results_bind_text(rc, st, 1, run->hash);
@@ -816,6 +836,9 @@ static int results_bind_run(int rc, sqlite3_stmt *st, const sb_run_info *run)
     rc = results_bind_text(rc, st, 9, run->checkpoint);
     rc = results_bind_text(rc, st, 10, run->host);
     rc = results_bind_int(rc, st, 11, run->world_size > 1 ? run->world_size : 1);
+    rc = results_bind_count(rc, st, 12, run->threads > 0 ? run->threads : -1);
+    rc = results_bind_text(rc, st, 13, run->engine);
+    rc = results_bind_text(rc, st, 14, run->fingerprint);
     return rc;
 }
 
@@ -868,8 +891,10 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
         int rc = sqlite3_prepare_v2(
             db->db,
             "INSERT INTO runs (hash, config_json, model, protocol, status, params, state_size, "
-            "flops_per_token, code_version, checkpoint, host, world_size, started_at, attempts) "
-            "VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, ?11, " RESULTS_NOW ", 1)",
+            "flops_per_token, code_version, checkpoint, host, world_size, threads, engine, "
+            "fingerprint, started_at, attempts) "
+            "VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+            RESULTS_NOW ", 1)",
             -1, &st, NULL);
         rc = results_bind_run(rc, st, run);
         status = results_exec_stmt(db, st, rc, err, "cannot insert run %s", run->hash);
@@ -892,7 +917,8 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
                 "status = 'running', reason = NULL, params = ?5, state_size = ?6, "
                 "flops_per_token = ?7, test_acc = NULL, test_loss = NULL, train_acc = NULL, "
                 "train_loss = NULL, wall_s = NULL, tokens_per_s = NULL, code_version = ?8, "
-                "checkpoint = ?9, host = ?10, rank = NULL, world_size = ?11, started_at = " RESULTS_NOW ", "
+                "checkpoint = ?9, host = ?10, rank = NULL, world_size = ?11, threads = ?12, "
+                "engine = ?13, fingerprint = ?14, started_at = " RESULTS_NOW ", "
                 "finished_at = NULL, attempts = attempts + 1, ceiling = NULL, "
                 "effective_memory = NULL WHERE hash = ?1",
                 -1, &st, NULL);
@@ -1383,7 +1409,8 @@ void sb_results_run_row_clear(sb_run_row *row)
         return;
     char *text[] = {row->hash,   row->config_json, row->model,        row->protocol,
                     row->status, row->reason,      row->code_version, row->checkpoint,
-                    row->host,   row->started_at,  row->finished_at};
+                    row->host,   row->started_at,  row->finished_at,  row->engine,
+                    row->fingerprint};
     for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
         free(text[k]);
     memset(row, 0, sizeof *row);

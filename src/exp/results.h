@@ -12,7 +12,7 @@
  *   runs(id, hash UNIQUE, config_json, model, protocol, status, reason, params,
  *        state_size, flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s,
  *        tokens_per_s, code_version, checkpoint, started_at, finished_at, host, attempts,
- *        ceiling, effective_memory, rank, world_size)
+ *        ceiling, effective_memory, rank, world_size, threads, engine, fingerprint)
  *   evaluations(run_id -> runs.id ON DELETE CASCADE, step, samples, split, loss, acc, lr,
  *        tokens_per_s, wall_s; PRIMARY KEY (run_id, step, split))
  *   ceilings(hash PRIMARY KEY, config_json, ceiling_json, created_at)
@@ -29,7 +29,8 @@
  * columns, NULL for the runs already there, and the table); version 2 had no status
  * 'interrupted' (upgrade 3 rebuilds the runs table with the new CHECK constraint, keeping
  * every run's id and so every evaluation); version 3 had no rank and world_size (upgrade 4
- * adds them: NULL and 1).
+ * adds them: NULL and 1); version 4 had no threads, engine and fingerprint (upgrade 5 adds
+ * them, NULL: what they are, tensor/gemm_engine.h).
  * Timestamps are UTC ISO-8601 ("2025-01-31T12:00:00.000Z"), written by SQLite's clock.
  * Unknown values are SQL NULL: in the C structs NULL strings, NaN doubles and -1 integers.
  *
@@ -52,7 +53,7 @@
 #include "core/status.h"
 #include "task/task.h"
 
-#define SB_RESULTS_SCHEMA_VERSION 4
+#define SB_RESULTS_SCHEMA_VERSION 5
 #define SB_RESULTS_BUSY_TIMEOUT_MS 30000
 
 /* An open results database (a SQLite connection). */
@@ -71,6 +72,9 @@ typedef struct sb_run_info {
     const char *checkpoint;   /* checkpoint path, or NULL */
     const char *host;         /* machine that runs it, or NULL */
     int world_size;           /* ranks its training is spread over (data-parallel); <= 1: one */
+    int threads;              /* threads per process; <= 0: unknown (NULL) */
+    const char *engine;       /* the engine table (sb_gemm_table_name), or NULL */
+    const char *fingerprint;  /* sb_gemm_fingerprint's digest, or NULL */
     /* the run continues an unfinished attempt from its checkpoint (--resume): run_begin
      * keeps that attempt's evaluations instead of deleting them */
     int keep_evaluations;
@@ -113,6 +117,8 @@ typedef struct sb_run_row {
     double effective_memory;        /* elements; INFINITY: beyond 32; NaN: NULL */
     int64_t rank;                   /* MPI rank that trained it; -1: NULL (no MPI sweep) */
     int64_t world_size;             /* data-parallel ranks of its training (1 before schema 4) */
+    int64_t threads;                /* threads per process; -1: NULL (before schema 5) */
+    char *engine, *fingerprint;     /* engine table and fingerprint digest, or NULL */
 } sb_run_row;
 
 /* Whether a run stored with this status and checkpoint path (NULL or "": none) continues

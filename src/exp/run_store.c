@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "model/model.h"
+#include "tensor/gemm_engine.h"
 #include "train/run_setup.h"
 
 /* ---- the folder layout ------------------------------------------------------------------ */
@@ -287,7 +288,8 @@ static sb_status record_start(sb_run_record *rec, const sb_run_config *cfg, sb_r
 
 sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
                               const char *ckpt, int force, int resume, int world_size,
-                              int *finished, long *locked_by, sb_run_row *stored, sb_error *err)
+                              int threads, int *finished, long *locked_by, sb_run_row *stored,
+                              sb_error *err)
 {
     sb_status st = record_open(rec, db_path, cfg, force, resume, finished, locked_by, stored, err);
     if (st != SB_OK || *finished)
@@ -303,6 +305,8 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
     if ((st = sb_model_param_count(&mc, &params, err)) != SB_OK)
         goto fail;
     const sb_layer_type *type = sb_layer_type_find(mc.model);
+    sb_fingerprint fp;
+    sb_gemm_fingerprint(cfg, threads, &fp);
     sb_run_info info = {
         .model = cfg->model,
         .protocol = cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference",
@@ -313,6 +317,9 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
         .checkpoint = ckpt,
         .keep_evaluations = resume,
         .world_size = world_size,
+        .threads = threads,
+        .engine = fp.table,
+        .fingerprint = fp.digest,
     };
     return record_start(rec, cfg, &info, err);
 fail:

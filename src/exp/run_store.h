@@ -93,7 +93,8 @@ typedef struct sb_run_record {
  * code version and host). resume: the run continues an unfinished attempt from its
  * checkpoint, whose evaluations are kept (those past the point it resumes from are dropped
  * at its start event). world_size: the processes its training is spread over
- * (data-parallel; 1: one), recorded in its row. When the run already finished: with force,
+ * (data-parallel; 1: one), threads: the threads of each (0: unknown), both recorded in its
+ * row with the engine table and the fingerprint (sb_gemm_fingerprint). When the run already finished: with force,
  * its rows are deleted and it starts again; otherwise *finished = 1, *stored holds its row (clear with
  * sb_results_run_row_clear) and nothing is begun (close rec with sb_run_record_close).
  * When another process holds the run's lock: *locked_by is its pid (-1 when it cannot be
@@ -101,7 +102,8 @@ typedef struct sb_run_record {
  * On failure the database is closed and the lock released. */
 sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
                               const char *ckpt, int force, int resume, int world_size,
-                              int *finished, long *locked_by, sb_run_row *stored, sb_error *err);
+                              int threads, int *finished, long *locked_by, sb_run_row *stored,
+                              sb_error *err);
 
 /* The same for a run trained outside this library (a PyTorch model through the Python
  * binding): its model is cfg->model, a name of the caller's, not a layer type; params and

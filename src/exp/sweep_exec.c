@@ -6,6 +6,7 @@
  * database, tell the caller. Nothing here writes to the terminal; a worker's output goes
  * to its log file.
  */
+#include "core/cpus.h"
 #include "exp/sweep_exec.h"
 
 #include <errno.h>
@@ -818,7 +819,7 @@ sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_run
         st = sb_results_open(p.db_path, &p.db, err);
     if (st != SB_OK)
         return st;
-    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int cores = sb_cpu_count();
     p.threads = opts->threads > 0 ? opts->threads
                                   : (cores / opts->workers > 0 ? cores / opts->workers : 1);
     p.slots = calloc((size_t)opts->workers, sizeof *p.slots);

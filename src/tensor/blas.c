@@ -259,7 +259,7 @@ void sb_gemm(int trans_a, int trans_b, int M, int N, int K, real alpha, const re
 #endif
     sb_gemm_kind engine = SB_GEMM_OPENBLAS;
     if (K > 0)
-        engine = sb_gemm_engine_for(trans_a, trans_b, M, N, K, A, lda, B, ldb);
+        engine = sb_gemm_engine_for(M, N, K);
     sb_gemm_flops_add(engine, flops);
     sb_gemm_run(engine, engine == SB_GEMM_OPENBLAS || sb_gemm_deterministic(), trans_a, trans_b, M,
                 N, K, alpha, A, lda, B, ldb, beta, C, ldc);

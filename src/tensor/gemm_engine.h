@@ -3,13 +3,14 @@
  *
  * Two engines: OpenBLAS, through blas.c's blocked path (blocks chosen from the shape alone,
  * each one single-threaded call, so 1 and 2 threads give the same bits), and oneDNN's
- * dnnl_sgemm (float builds linked with oneDNN; one call on all threads, reproducible for a
- * fixed thread count). Under SB_GEMM_AUTO each shape class (the transposes and the
- * power-of-two sizes of M, N, K, for a thread count) is measured on both at its first use
- * and the faster one is kept; decisions are cached in $XDG_CACHE_HOME/selectivbench/
- * gemm.json (else ~/.cache/...), keyed by the CPU model and the library versions, so later
- * runs make the same choices (and get the same bits). In deterministic mode oneDNN also
- * runs block by block, and auto means OpenBLAS (no measurement decides anything).
+ * matmul (float builds linked with oneDNN; one call on all threads, reproducible for a fixed
+ * thread count). Which one computes a product is the engine table: `openblas` or `onednn`
+ * for every product, or the default, SB_GEMM_TABLE_AUTO, a rule of the product's size:
+ * oneDNN for products of at least SB_GEMM_ONEDNN_MIN_FLOPS, OpenBLAS (one serial call) for
+ * smaller ones. Products inside parallel regions (per-head products) always use OpenBLAS.
+ * Nothing is measured: the table is a function of the setting and the product, so a run is
+ * reproduced by its command, its thread count and its machine (sb_gemm_fingerprint). In
+ * deterministic mode oneDNN also runs block by block (bits independent of the thread count).
  *
  * The setting is process-wide: set it before training, not while products run.
  */
@@ -43,10 +44,37 @@ const char *sb_gemm_kind_name(sb_gemm_kind engine);
 /* oneDNN's version ("2.6.3"), or NULL when the build has none. */
 const char *sb_gemm_onednn_version(void);
 
-/* The engine the next product of this shape will use (under auto, it measures the shape
- * class now if it has not been decided; A and B are read, never written). */
-sb_gemm_kind sb_gemm_engine_for(int trans_a, int trans_b, int M, int N, int K, const real *A,
-                                int lda, const real *B, int ldb);
+/* The default table's threshold: oneDNN computes products of at least this many FLOPs
+ * (2 M N K), OpenBLAS smaller ones (docs/performance.md, "Which engine computes a product"). */
+#define SB_GEMM_ONEDNN_MIN_FLOPS 2.0e6
+
+/* The default table's name, as runs record it (a new rule gets a new name). */
+#define SB_GEMM_TABLE_AUTO "auto-1"
+
+/* The engine the engine table gives an M x N x K product called now (at the top level or
+ * inside a parallel region). */
+sb_gemm_kind sb_gemm_engine_for(int M, int N, int K);
+
+/* The engine table in force: "openblas", "onednn" or SB_GEMM_TABLE_AUTO ("openblas" in a
+ * build without oneDNN, whatever was asked). */
+const char *sb_gemm_table_name(void);
+
+/* The setting that gives a recorded table (sb_gemm_table_name's words); SB_ERR_INVALID for
+ * a name this version does not know. */
+sb_status sb_gemm_table_parse(const char *name, sb_gemm_kind *engine, sb_error *err);
+
+/* What the bits of a run of cfg on `threads` threads depend on besides its hashed keys: the
+ * engine table (cfg->gemm), the thread count (not in deterministic mode, whose bits do not
+ * depend on it), deterministic mode, the precision, the CPU and the libraries (versions and
+ * OpenBLAS's kernel set). Two runs of one configuration with
+ * equal fingerprints compute the same bits. digest: 8 hex digits of the text's hash, stored
+ * with every run and checkpoint. */
+typedef struct sb_fingerprint {
+    char table[16];  /* the engine table's name */
+    char text[512];  /* every part, "table=auto-1; threads=2; ..." */
+    char digest[9];
+} sb_fingerprint;
+void sb_gemm_fingerprint(const sb_run_config *cfg, int threads, sb_fingerprint *fp);
 
 /* The product on a given engine (OpenBLAS or oneDNN, never auto), blocked or not: what
  * sb_gemm runs once the engine is chosen. */
@@ -112,12 +140,5 @@ int sb_onednn_bf16_supported(void);
 
 /* dst[r][c] = bf16(src[r * ld + c]), dst dense (rows x cols), rounded to nearest even. */
 void sb_bf16_from_float(int rows, int cols, const float *src, int ld, uint16_t *dst);
-
-/* The cache file's path in buf (empty when neither XDG_CACHE_HOME nor HOME is set). */
-void sb_gemm_cache_path(char *buf, size_t size);
-
-/* Forgets the decisions held in memory (the next product of each class reads the cache
- * file again, or measures): for tests of the cache. */
-void sb_gemm_decisions_forget(void);
 
 #endif

@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/safetensors.h"
+#include "tensor/gemm_engine.h"
 #include "train/run_setup.h"
 
 void sb_checkpoint_optim_path(const char *path, char *out, size_t size)
@@ -127,6 +129,10 @@ sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_c
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory writing '%s'", path);
     char hash[17], samples[32], step[32], count[32];
     sb_run_config_hash(cfg, 1, hash);
+    /* what the bits depend on besides the configuration: a resume or an evaluation takes the
+     * engine table from here, and says when the rest differs */
+    sb_fingerprint fp;
+    sb_gemm_fingerprint(cfg, omp_get_max_threads(), &fp);
     snprintf(samples, sizeof samples, "%" PRId64, samples_seen);
     snprintf(step, sizeof step, "%" PRId64, opt != NULL ? opt->step : (int64_t)0);
     snprintf(count, sizeof count, "%zu", m->params.count);
@@ -140,6 +146,8 @@ sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_c
         {"step", step},
         {"params", count},
         {"code_version", SB_VERSION},
+        {"engine", fp.table},
+        {"fingerprint", fp.digest},
     };
     size_t n_meta = sizeof meta / sizeof *meta;
     sb_status st = SB_OK;
@@ -207,6 +215,28 @@ sb_status sb_checkpoint_read_config(const char *path, sb_run_config *cfg, sb_err
         if (sb_run_config_from_json(config, cfg, &inner) != SB_OK ||
             sb_run_config_check(cfg, &inner) != SB_OK)
             st = damaged_metadata(path, "config", inner.msg, err);
+    }
+    sb_safetensors_close(f);
+    return st;
+}
+
+sb_status sb_checkpoint_read_engine(const char *path, char table[16], char digest[9], sb_error *err)
+{
+    table[0] = digest[0] = '\0';
+    sb_safetensors *f = NULL;
+    sb_status st = sb_safetensors_open(path, &f, err);
+    if (st != SB_OK)
+        return st;
+    const char *t = sb_safetensors_meta(f, "engine"), *d = sb_safetensors_meta(f, "fingerprint");
+    sb_gemm_kind engine;
+    sb_error inner = {0};
+    if (t != NULL && sb_gemm_table_parse(t, &engine, &inner) != SB_OK)
+        st = damaged_metadata(path, "engine", inner.msg, err);
+    else if (d != NULL && (strlen(d) != 8 || strspn(d, "0123456789abcdef") != 8))
+        st = damaged_metadata(path, "fingerprint", "not 8 hex digits", err);
+    if (st == SB_OK) {
+        snprintf(table, 16, "%s", t != NULL ? t : "");
+        snprintf(digest, 9, "%s", d != NULL ? d : "");
     }
     sb_safetensors_close(f);
     return st;

@@ -4,8 +4,9 @@
  * The checkpoint file holds exactly the reference RecNet's state_dict (same names and
  * shapes, float32), so `model.load_state_dict(safetensors.torch.load_file(path))` works on
  * the reference model, and a state_dict saved there loads here. The header metadata
- * records the format, the full run configuration (JSON), the model, the protocol and the
- * training progress. The optimiser state (Adam moments and step) needed by --resume goes
+ * records the format, the full run configuration (JSON), the model, the protocol, the
+ * training progress, and what its bits depend on besides the configuration (the engine table
+ * and the fingerprint, tensor/gemm_engine.h). The optimiser state (Adam moments and step) needed by --resume goes
  * to a sidecar file `<name>.optim.safetensors`, so the main file stays loadable as is.
  * Both are written to a temporary name and renamed.
  */
@@ -33,6 +34,12 @@ sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_c
  * (SB_ERR_IO: "damaged or not from this version", naming the file and the metadata key);
  * a file without our metadata (SB_ERR_INVALID). */
 sb_status sb_checkpoint_read_config(const char *path, sb_run_config *cfg, sb_error *err);
+
+/* The engine table and fingerprint digest a checkpoint of ours was written under
+ * (sb_gemm_fingerprint): "" and "" for a file that records none (older versions, a
+ * reference state_dict). Errors: the file's (SB_ERR_IO); a recorded value this version
+ * cannot read (SB_ERR_IO naming the key). */
+sb_status sb_checkpoint_read_engine(const char *path, char table[16], char digest[9], sb_error *err);
 
 /* Loads the weights into m: every parameter must be present with the same shape and no
  * other tensor may be (else SB_ERR_INVALID: a different model or size), and every value

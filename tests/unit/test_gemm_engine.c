@@ -1,7 +1,8 @@
 /* test_gemm_engine.c - the GEMM engines (src/tensor/gemm_engine.h): OpenBLAS and oneDNN
  * agree on every transpose and path, each is bit-reproducible (and, in deterministic mode,
- * the same on 1 and 2 threads), --gemm onednn refuses in a build without oneDNN, the
- * calibration cache is read back and a damaged one is replaced, and a short training runs in
+ * the same on 1 and 2 threads), --gemm onednn refuses in a build without oneDNN, the default
+ * engine table is the size rule and measures nothing, the fingerprint tells settings apart,
+ * and a short training runs in
  * each engine and precision (finite, learning, and deterministic across thread counts; bf16
  * refused under --gemm openblas). */
 #include <math.h>
@@ -17,8 +18,6 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <jansson.h>
-
 #include "tensor/gemm_engine.h"
 #include "test_util.h"
 #include "train/trainer.h"
@@ -31,7 +30,7 @@ static int setup(void **state)
     snprintf(tmpdir, sizeof tmpdir, "/tmp/sb_test_gemm_XXXXXX");
     if (mkdtemp(tmpdir) == NULL)
         return -1;
-    /* the calibration cache of this test lies in its own folder */
+    /* a cache folder of this test's own, to see that nothing is written there */
     return setenv("XDG_CACHE_HOME", tmpdir, 1);
 }
 
@@ -139,113 +138,109 @@ static void test_onednn_request(void **state)
     assert_int_equal(sb_gemm_engine_set(SB_GEMM_OPENBLAS, 0, &err), SB_OK);
 }
 
-/* ---- the calibration cache ---------------------------------------------------------------- */
+/* ---- the engine table ---------------------------------------------------------------------- */
 
-static json_t *cache_load(void)
+/* The default table is the size rule (oneDNN from SB_GEMM_ONEDNN_MIN_FLOPS, OpenBLAS below and
+ * inside parallel regions); the two named tables give their engine at the top level. */
+static void test_engine_table(void **state)
 {
-    char path[1024];
-    sb_gemm_cache_path(path, sizeof path);
-    return json_load_file(path, 0, NULL);
+    (void)state;
+    sb_error err = {0};
+    const int dnnl = sb_gemm_onednn_available();
+    const sb_gemm_kind big = dnnl ? SB_GEMM_ONEDNN : SB_GEMM_OPENBLAS;
+    assert_int_equal(sb_gemm_engine_set(SB_GEMM_AUTO, 0, &err), SB_OK);
+    assert_string_equal(sb_gemm_table_name(), dnnl ? SB_GEMM_TABLE_AUTO : "openblas");
+    assert_int_equal(sb_gemm_engine_for(100, 100, 100), big);     /* exactly 2 MFLOP */
+    assert_int_equal(sb_gemm_engine_for(100, 100, 99), SB_GEMM_OPENBLAS);
+    assert_int_equal(sb_gemm_engine_for(6400, 1601, 128), big);
+    assert_int_equal(sb_gemm_engine_for(7, 5, 3), SB_GEMM_OPENBLAS);
+    int inside = -1;
+#pragma omp parallel num_threads(2)
+    {
+#pragma omp single
+        inside = sb_gemm_engine_for(6400, 1601, 128);
+    }
+    assert_int_equal(inside, SB_GEMM_OPENBLAS);
+    /* deterministic mode keeps the table (oneDNN then runs block by block) */
+    assert_int_equal(sb_gemm_engine_set(SB_GEMM_AUTO, 1, &err), SB_OK);
+    assert_int_equal(sb_gemm_engine_for(6400, 1601, 128), big);
+    assert_int_equal(sb_gemm_engine_set(SB_GEMM_OPENBLAS, 0, &err), SB_OK);
+    assert_int_equal(sb_gemm_engine_for(6400, 1601, 128), SB_GEMM_OPENBLAS);
+    assert_string_equal(sb_gemm_table_name(), "openblas");
+    if (dnnl) {
+        assert_int_equal(sb_gemm_engine_set(SB_GEMM_ONEDNN, 0, &err), SB_OK);
+        assert_int_equal(sb_gemm_engine_for(7, 5, 3), SB_GEMM_ONEDNN);
+        assert_string_equal(sb_gemm_table_name(), "onednn");
+    }
+    /* the recorded names read back; an unknown one is refused with the known ones */
+    const char *names[3] = {"openblas", "onednn", SB_GEMM_TABLE_AUTO};
+    const sb_gemm_kind kinds[3] = {SB_GEMM_OPENBLAS, SB_GEMM_ONEDNN, SB_GEMM_AUTO};
+    for (int i = 0; i < 3; i++) {
+        sb_gemm_kind k = (sb_gemm_kind)-1;
+        assert_int_equal(sb_gemm_table_parse(names[i], &k, &err), SB_OK);
+        assert_int_equal(k, kinds[i]);
+    }
+    sb_gemm_kind k;
+    assert_int_equal(sb_gemm_table_parse("auto", &k, &err), SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "'auto' is not one this version knows"));
+    assert_int_equal(sb_gemm_engine_set(SB_GEMM_OPENBLAS, 0, &err), SB_OK);
 }
 
-static void cache_put(const char *text)
+/* Nothing is measured or cached: products under the default table leave no file in the
+ * cache folder (the previous design wrote gemm.json there, and a full or contended cache
+ * changed both the bits and the speed of later runs). */
+static void test_nothing_measured(void **state)
 {
-    char path[1024];
-    sb_gemm_cache_path(path, sizeof path);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-/* The engine auto picks for a 256^3 product (its class: "t2 NN m8 n8 k8"). */
-static sb_gemm_kind auto_pick(void)
-{
+    (void)state;
+    sb_error err = {0};
+    assert_int_equal(sb_gemm_engine_set(SB_GEMM_AUTO, 0, &err), SB_OK);
+    omp_set_num_threads(2);
     const int n = 256;
     real *A = test_random_matrix((size_t)n * n, 3), *B = test_random_matrix((size_t)n * n, 4);
-    sb_gemm_kind e = sb_gemm_engine_for(0, 0, n, n, n, A, n, B, n);
+    real *C = calloc((size_t)n * n, sizeof *C);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            sb_gemm(ta, tb, n, n, n, 1, A, n, B, n, 0, C, n);
+    char path[600];
+    snprintf(path, sizeof path, "%s/selectivbench", tmpdir);
+    assert_int_equal(access(path, F_OK), -1);
     free(A);
     free(B);
-    return e;
-}
-
-static const char *const class_256 = "t2 NN m8 n8 k8";
-
-static void test_cache_round_trip(void **state)
-{
-    (void)state;
-    char path[1024];
-    sb_gemm_cache_path(path, sizeof path);
-    char expect[1100];
-    snprintf(expect, sizeof expect, "%s/selectivbench/gemm.json", tmpdir);
-    assert_string_equal(path, expect);
-    sb_error err = {0};
-    assert_int_equal(sb_gemm_engine_set(SB_GEMM_AUTO, 0, &err), SB_OK);
-    omp_set_num_threads(2);
-    sb_gemm_decisions_forget();
-    sb_gemm_kind first = auto_pick();
-    if (!sb_gemm_onednn_available()) {
-        /* nothing to choose: OpenBLAS, no measurement, no file */
-        assert_int_equal(first, SB_GEMM_OPENBLAS);
-        assert_int_equal(access(path, F_OK), -1);
-        return;
-    }
-    json_t *root = cache_load();
-    assert_non_null(root);
-    const char *key = json_string_value(json_object_get(root, "key"));
-    assert_non_null(key);
-    assert_non_null(strstr(key, "onednn=2."));
-    assert_non_null(strstr(key, "openblas="));
-    const char *stored =
-        json_string_value(json_object_get(json_object_get(root, "classes"), class_256));
-    assert_non_null(stored);
-    assert_string_equal(stored, sb_gemm_kind_name(first));
-    /* the file decides: flip the decision there, and a fresh process-state follows it */
-    sb_gemm_kind other = first == SB_GEMM_ONEDNN ? SB_GEMM_OPENBLAS : SB_GEMM_ONEDNN;
-    json_object_set_new(json_object_get(root, "classes"), class_256,
-                        json_string(sb_gemm_kind_name(other)));
-    assert_int_equal(json_dump_file(root, path, 0), 0);
-    json_decref(root);
-    sb_gemm_decisions_forget();
-    assert_int_equal(auto_pick(), other);
-    /* deterministic mode never measures: auto is OpenBLAS */
-    assert_int_equal(sb_gemm_engine_set(SB_GEMM_AUTO, 1, &err), SB_OK);
-    assert_int_equal(auto_pick(), SB_GEMM_OPENBLAS);
+    free(C);
     assert_int_equal(sb_gemm_engine_set(SB_GEMM_OPENBLAS, 0, &err), SB_OK);
 }
 
-/* Not JSON, another machine's key, a value that is no engine: each is ignored, measured
- * again and replaced by a valid file. */
-static void test_cache_damaged(void **state)
+/* The fingerprint: equal for equal settings, different when the table, the thread count
+ * (outside deterministic mode) or the precision differs. */
+static void test_fingerprint(void **state)
 {
     (void)state;
-    if (!sb_gemm_onednn_available())
-        skip();
-    sb_error err = {0};
-    assert_int_equal(sb_gemm_engine_set(SB_GEMM_AUTO, 0, &err), SB_OK);
-    omp_set_num_threads(2);
-    const char *damaged[] = {
-        "{\"key\": \"cpu=",
-        "{\"key\": \"cpu=another\", \"classes\": {\"t2 NN m8 n8 k8\": \"onednn\"}}",
-        "\x01\x02 binary",
-        "{\"version\": 99, \"key\": \"cpu=another\", \"classes\": {}}",
-    };
-    for (size_t k = 0; k < sizeof damaged / sizeof *damaged; k++) {
-        auto_pick(); /* a valid file exists */
-        cache_put(damaged[k]);
-        sb_gemm_decisions_forget();
-        sb_gemm_kind e = auto_pick();
-        assert_true(e == SB_GEMM_OPENBLAS || e == SB_GEMM_ONEDNN);
-        json_t *root = cache_load();
-        assert_non_null(root);
-        assert_null(strstr(json_string_value(json_object_get(root, "key")), "another"));
-        assert_int_equal(json_integer_value(json_object_get(root, "version")), 2);
-        assert_string_equal(
-            json_string_value(json_object_get(json_object_get(root, "classes"), class_256)),
-            sb_gemm_kind_name(e));
-        json_decref(root);
-    }
-    assert_int_equal(sb_gemm_engine_set(SB_GEMM_OPENBLAS, 0, &err), SB_OK);
+    sb_run_config c = sb_run_config_default();
+    sb_fingerprint a, b;
+    sb_gemm_fingerprint(&c, 2, &a);
+    sb_gemm_fingerprint(&c, 2, &b);
+    assert_string_equal(a.digest, b.digest);
+    assert_int_equal(strlen(a.digest), 8);
+    assert_string_equal(a.table, sb_gemm_onednn_available() ? SB_GEMM_TABLE_AUTO : "openblas");
+    assert_non_null(strstr(a.text, "threads=2;"));
+    assert_non_null(strstr(a.text, "openblas="));
+    sb_gemm_fingerprint(&c, 1, &b);
+    assert_string_not_equal(a.digest, b.digest);
+    c.deterministic = 1;
+    sb_gemm_fingerprint(&c, 1, &a);
+    sb_gemm_fingerprint(&c, 2, &b);
+    assert_string_equal(a.digest, b.digest);
+    assert_non_null(strstr(a.text, "threads=any;"));
+    c.deterministic = 0;
+    sb_gemm_fingerprint(&c, 2, &a);
+    c.gemm = SB_GEMM_OPENBLAS;
+    sb_gemm_fingerprint(&c, 2, &b);
+    if (sb_gemm_onednn_available())
+        assert_string_not_equal(a.digest, b.digest);
+    c.gemm = SB_GEMM_AUTO;
+    c.precision = SB_PRECISION_BF16;
+    sb_gemm_fingerprint(&c, 2, &b);
+    assert_string_not_equal(a.digest, b.digest);
 }
 
 /* ---- training ----------------------------------------------------------------------------- */
@@ -391,8 +386,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engines_agree),  cmocka_unit_test(test_reproducible),
-        cmocka_unit_test(test_onednn_request), cmocka_unit_test(test_cache_round_trip),
-        cmocka_unit_test(test_cache_damaged),  cmocka_unit_test(test_training_each_engine),
+        cmocka_unit_test(test_onednn_request), cmocka_unit_test(test_engine_table),
+        cmocka_unit_test(test_nothing_measured), cmocka_unit_test(test_fingerprint),
+        cmocka_unit_test(test_training_each_engine),
         cmocka_unit_test(test_training_bf16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

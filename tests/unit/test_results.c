@@ -297,7 +297,7 @@ static void test_schema_version(void **state)
     fixture *fx = *state;
     sb_results_close(open_ok(fx->path));
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "4");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "5");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'application'", "selectivbench");
     /* a new file's runs table takes 'interrupted' and has its index */
     assert_raw_text(raw,
@@ -327,6 +327,7 @@ static void test_run_roundtrip(void **state)
     fixture *fx = *state;
     sb_results *db = open_ok(fx->path);
     sb_run_info run = run_info("h-mamba", "mamba");
+    run.threads = 2, run.engine = "auto-1", run.fingerprint = "0123abcd";
     int64_t id = begin_ok(db, &run);
 
     /* out of order, with NaN values and one replaced row */
@@ -385,8 +386,16 @@ static void test_run_roundtrip(void **state)
     assert_timestamp(row.finished_at);
     assert_true(strcmp(row.started_at, row.finished_at) <= 0);
     assert_int_equal(row.attempts, 1);
+    assert_int_equal(row.threads, 2);
+    assert_string_equal(row.engine, "auto-1");
+    assert_string_equal(row.fingerprint, "0123abcd");
     sb_results_run_row_clear(&row);
     assert_null(row.hash);
+    row = get_ok(db, "h-gru"); /* none given: NULL */
+    assert_int_equal(row.threads, -1);
+    assert_null(row.engine);
+    assert_null(row.fingerprint);
+    sb_results_run_row_clear(&row);
 
     /* NaN and unknown counts are SQL NULL in the file */
     sqlite3 *raw = raw_open(fx->path);
@@ -923,7 +932,7 @@ static void test_newer_schema_refused(void **state)
     assert_null(db);
     assert_non_null(strstr(err.msg, fx->path));
     assert_non_null(strstr(err.msg, "schema_version 99"));
-    assert_non_null(strstr(err.msg, "schema_version 4 "));
+    assert_non_null(strstr(err.msg, "schema_version 5 "));
 
     unsigned char *after = read_file(fx->path, &n_after);
     assert_int_equal(n_after, n_before);
@@ -1525,17 +1534,22 @@ static void test_migrate_v1(void **state)
     free(after);
     free(before);
 
-    /* a writable connection upgrades it (through versions 2 and 3 to 4) */
+    /* a writable connection upgrades it (through versions 2, 3 and 4 to 5) */
     db = open_ok(fx->path);
     sb_results_close(db);
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "4");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "5");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'created_at'",
                     "2025-01-31T12:00:00.000Z");
     assert_raw_text(raw,
                     "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
                     "('ceiling', 'effective_memory')",
                     "2");
+    /* version 5's columns, NULL for the runs of before */
+    assert_raw_text(raw,
+                    "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
+                    "('threads', 'engine', 'fingerprint')",
+                    "3");
     assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'ceilings'", "1");
     assert_raw_text(raw,
                     "SELECT model || ' ' || status || ' ' || params || ' ' || test_acc || ' ' || "
@@ -1626,7 +1640,7 @@ static void test_migrate_v2(void **state)
     db = open_ok(fx->path);
     sb_results_close(db);
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "4");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "5");
     assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_new'", "0");
     assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_model'", "1");
     assert_raw_text(raw,
@@ -1684,7 +1698,7 @@ static void test_migrate_refused(void **state)
     assert_int_equal(sb_results_open(fx->path, &db, &err), SB_ERR_IO);
     assert_null(db);
     assert_non_null(strstr(err.msg, fx->path));
-    assert_non_null(strstr(err.msg, "cannot upgrade the schema from version 1 to 4"));
+    assert_non_null(strstr(err.msg, "cannot upgrade the schema from version 1 to 5"));
     unsigned char *after = read_file(fx->path, &n_after);
     assert_int_equal(n_after, n_before);
     assert_memory_equal(after, before, n_before);

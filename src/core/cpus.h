@@ -1,0 +1,17 @@
+/* cpus.h - how many cores this process may use: the default thread count everywhere. */
+#ifndef SELECTIVBENCH_CPUS_H
+#define SELECTIVBENCH_CPUS_H
+
+/* The cores this process may run on, the smallest of: the CPUs of its affinity mask
+ * (sched_getaffinity: taskset, numactl, Slurm's binding), its cgroup's CPU quota rounded up
+ * (cgroup v2 cpu.max along the process's cgroup path, or v1 cpu.cfs_quota_us: containers,
+ * systemd limits), and SLURM_CPUS_PER_TASK inside a Slurm job. At least 1. The machine's
+ * load does not enter: a thread count decides how products are split, and so the bits of
+ * oneDNN's products, and must not change with what else runs (docs/training.md). */
+int sb_cpu_count(void);
+
+/* What sb_cpu_count found, one line for humans ("2 (affinity 2, cgroup quota none, Slurm
+ * none)"), in buf. */
+void sb_cpu_count_describe(char *buf, unsigned long size);
+
+#endif
