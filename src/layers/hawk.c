@@ -1,7 +1,10 @@
 /* hawk.c - Hawk's residual block (De et al. 2024, "Griffin: Mixing Gated Linear Recurrences
- * with Local Attention for Efficient Language Models", section 2), written from the paper's
- * equations: there is no fla layer. Inside RecNet (x = LayerNorm(x + Dropout(layer(x)))) the
- * layer returns the residual block's two branches, so that x + layer(x) is the block's output:
+ * with Local Attention for Efficient Language Models", section 2), as Griffin's reference
+ * code computes it (google-deepmind/recurrentgemma, its PyTorch modules RecurrentBlock,
+ * MLPBlock, ResidualBlock and layers RGLRU, Conv1D, BlockDiagonalLinear, rnn_param_init);
+ * where the paper's text and that code differ, the code is followed (docs/models/hawk.md).
+ * Inside RecNet (x = LayerNorm(x + Dropout(layer(x)))) the layer returns the residual
+ * block's two branches, so that x + layer(x) is the block's output:
  *
  *   n1  = RMSNorm(x)                                          temporal_pre_norm
  *   y   = gelu(n1 Wy^T + by)                                  [B, T, R]  linear_y
@@ -13,18 +16,20 @@
  *   layer(x) = r + m
  * RG-LRU gates: r_t = sigmoid(BD_a(u_t)), i_t = sigmoid(BD_x(u_t)), block-diagonal over H
  * blocks of W channels; log a_t = -8 softplus(-Lambda) r_t; h_t = a_t h_{t-1} +
- * sqrt(1 - a_t^2) (i_t u_t).
+ * sqrt(1 - a_t^2) (i_t u_t), and at the sequence's first frame (the reference's reset)
+ * h_0 = i_0 u_0.
  *
  * Choices (the paper leaves them open or they break divisibility; docs/models/hawk.md):
  *   - H = the config's head count (get_num_heads(D, 128): 4 up to D = 512) gate blocks;
  *     block width W = ceil(4 D / (3 H)), recurrence width R = H W: the paper's D_rnn = 4/3 D
  *     rounded up to a multiple of the blocks (D 16 -> R 24, D 128 -> R 172);
- *   - GeLU: the exact erf form (PyTorch's default) everywhere;
- *   - RMSNorm: x / sqrt(mean x^2 + 1e-6) * w, w initialised to ones;
- *   - init: Lambda so that a0^8 = sigmoid(Lambda)^8 is uniform in [0.9, 0.999] (the paper);
- *     every Linear weight and the gate blocks LeCun-style, variance 1/fan_in, drawn uniform
- *     U(-sqrt(3/fan_in), sqrt(3/fan_in)); every Linear and gate bias zero; the convolution
- *     at PyTorch's nn.Conv1d default (the paper is silent).
+ *   - GeLU: the tanh form (the reference's), both the recurrent block's and the MLP's;
+ *   - RMSNorm: x / sqrt(mean x^2 + 1e-6) * w, w initialised to ones (the reference's
+ *     (1 + scale) with scale = 0: the same function, w = 1 + scale);
+ *   - init: Lambda as the reference's rnn_param_init (a0^2 = sigmoid(Lambda)^2 uniform in
+ *     [0.9^2, 0.999^2]); every Linear weight and the gate blocks LeCun-style, variance
+ *     1/fan_in, drawn uniform U(-sqrt(3/fan_in), sqrt(3/fan_in)); every Linear and gate bias
+ *     zero; the convolution at PyTorch's nn.Conv1d default.
  * State per sample: the convolution's last 3 inputs and h (R each): a diagonal recurrence.
  */
 #include <math.h>
@@ -63,8 +68,9 @@ enum {
 
 #define CONV_SIZE 4
 #define RG_LRU_C 8.0
-#define A_POW_LO 0.9   /* a0^c uniform in [A_POW_LO, A_POW_HI] at init */
-#define A_POW_HI 0.999
+#define MIN_RAD 0.9   /* the base decay a0 = sigmoid(Lambda) at init: a0^2 uniform in */
+#define MAX_RAD 0.999 /* [MIN_RAD^2, MAX_RAD^2] (+ RAD_EPS), rnn_param_init's ring */
+#define RAD_EPS 1e-8
 #define MLP_EXPAND 3
 #define NORM_EPS 1e-6
 
@@ -91,16 +97,20 @@ static sb_status hawk_check(const sb_model_config *cfg, sb_error *err)
     return SB_OK;
 }
 
-/* Lambda: a0^c = lo + u (hi - lo) with u from torch's uniform_(0, 1) (float32), the logit
- * log(a0) - log(1 - a0) formed in double and rounded to float32 (the mimic does the same with
- * Python's math module, the same libm) */
+/* Lambda = -a_param of rnn_param_init(a_param, 0.9, 0.999): u = a0^2 drawn by torch's
+ * uniform_ (float32) on [0.81 + 1e-8, 0.998001 + 1e-8], then a_param = log(1/a0 - 1) formed
+ * in double (1/a0 - 1 = expm1(-log(u) / 2), which keeps the digits that the subtraction
+ * cancels) and rounded to float32. torch takes the same steps in float32 with its own log
+ * and exp (SLEEF's), which can differ in the last place; the draws, and so the
+ * distribution, are the reference's, and the mimic computes Lambda with the same double
+ * steps (Python's math: the same libm), so the two agree bit for bit. */
 static void init_lambda(const sb_param *p, real *data, sb_mt19937 *rng, const void *ctx)
 {
     (void)ctx;
-    sb_torch_uniform(rng, data, p->size, 0.0, 1.0);
+    sb_torch_uniform(rng, data, p->size, MIN_RAD * MIN_RAD + RAD_EPS, MAX_RAD * MAX_RAD + RAD_EPS);
     for (size_t k = 0; k < p->size; k++) {
-        const double a0 = pow(A_POW_LO + (double)data[k] * (A_POW_HI - A_POW_LO), 1.0 / RG_LRU_C);
-        data[k] = (real)(float)(log(a0) - log1p(-a0));
+        const double log_a0 = 0.5 * log((double)(float)data[k]);
+        data[k] = (real)(float)-log(expm1(-log_a0));
     }
 }
 
@@ -170,13 +180,18 @@ static sb_tensor *hawk_lru_input(sb_graph *g, const sb_model *m, int l, sb_tenso
                                 : sb_conv1d_causal(g, xb, cw, cb);
 }
 
-/* the whole residual block's branches r + m; state NULL or the stream state (conv history
- * [B][3][R], then h [B][R]) */
+/* the whole residual block's branches r + m; state NULL or the stream state (hawk_stream_state:
+ * conv history [B][3][R], h [B][R], then a flag per sample, 0 before the sequence's first
+ * frame) */
 static sb_tensor *hawk_block(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
 {
     const hawk_dims d = hawk_dims_of(&m->cfg);
-    const size_t B = (size_t)x->shape[0];
-    real *conv_history = state, *h_state = state != NULL ? state + B * (CONV_SIZE - 1) * d.R : NULL;
+    const size_t B = (size_t)x->shape[0], R = (size_t)d.R;
+    real *conv_history = state, *h_state = state != NULL ? state + B * (CONV_SIZE - 1) * R : NULL;
+    real *started = state != NULL ? h_state + B * R : NULL;
+    /* the reference resets h at the sequence's first frame: whole sequences always start
+     * there, a stream only in its first chunk (the samples of a batch stream together) */
+    const int reset = started == NULL || B == 0 || started[0] == 0;
     const real eps = (real)NORM_EPS;
     sb_tensor *n1 = sb_rmsnorm_gated(g, x, NULL, sb_model_param(m, l, P_TNORM), eps);
     sb_tensor *yb = sb_linear(g, n1, sb_model_param(m, l, P_Y_W), sb_model_param(m, l, P_Y_B));
@@ -185,14 +200,18 @@ static sb_tensor *hawk_block(sb_graph *g, const sb_model *m, int l, sb_tensor *x
         sb_block_diag_linear(g, u, sb_model_param(m, l, P_AG_W), sb_model_param(m, l, P_AG_B));
     sb_tensor *gx =
         sb_block_diag_linear(g, u, sb_model_param(m, l, P_IG_W), sb_model_param(m, l, P_IG_B));
-    sb_tensor *h = sb_rglru(g, u, ga, gx, sb_model_param(m, l, P_LAMBDA), (real)RG_LRU_C, h_state);
-    sb_tensor *r = sb_linear(g, sb_gelu_mul(g, yb, h), sb_model_param(m, l, P_OUT_W),
+    sb_tensor *h =
+        sb_rglru(g, u, ga, gx, sb_model_param(m, l, P_LAMBDA), (real)RG_LRU_C, h_state, reset);
+    if (started != NULL && x->shape[1] > 0)
+        for (size_t b = 0; b < B; b++)
+            started[b] = 1;
+    sb_tensor *r = sb_linear(g, sb_gelu_tanh_mul(g, yb, h), sb_model_param(m, l, P_OUT_W),
                              sb_model_param(m, l, P_OUT_B));
     sb_tensor *n2 = sb_rmsnorm_gated(g, sb_add(g, x, r), NULL, sb_model_param(m, l, P_CNORM), eps);
     sb_tensor *gate =
         sb_linear(g, n2, sb_model_param(m, l, P_GATE_W), sb_model_param(m, l, P_GATE_B));
     sb_tensor *up = sb_linear(g, n2, sb_model_param(m, l, P_UP_W), sb_model_param(m, l, P_UP_B));
-    sb_tensor *mlp = sb_linear(g, sb_gelu_mul(g, gate, up), sb_model_param(m, l, P_DOWN_W),
+    sb_tensor *mlp = sb_linear(g, sb_gelu_tanh_mul(g, gate, up), sb_model_param(m, l, P_DOWN_W),
                                sb_model_param(m, l, P_DOWN_B));
     return sb_add(g, r, mlp);
 }
@@ -208,12 +227,15 @@ static sb_tensor *hawk_forward_stream(sb_graph *g, const sb_model *m, int l, sb_
     return hawk_block(g, m, l, x, state);
 }
 
+/* per sample: 3 R of conv history, R of h and a flag (0 until the sequence's first frame has
+ * been seen; a real, 0 or 1); laid out field by field over the batch */
 static size_t hawk_stream_state(const sb_model_config *cfg)
 {
     const hawk_dims d = hawk_dims_of(cfg);
-    return (size_t)CONV_SIZE * (size_t)d.R; /* 3 R of conv history + R of h */
+    return (size_t)CONV_SIZE * (size_t)d.R + 1;
 }
 
+/* probe: h after the conv histories (the flag that follows is not part of the state) */
 static void hawk_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
 {
     const hawk_dims d = hawk_dims_of(cfg);

@@ -2,13 +2,16 @@
  * the block-diagonal gate projection and the GeLU-gated product.
  *
  * RG-LRU, per channel, with k = c softplus(-lambda), l_t = -k r_t, a_t = exp(l_t),
- * m_t = sqrt(1 - a_t^2) = sqrt(-expm1(2 l_t)), u_t = i_t x_t, h_t = a_t h_{t-1} + m_t u_t.
+ * m_t = sqrt(1 - a_t^2) = sqrt(-expm1(2 l_t)), u_t = i_t x_t, h_t = a_t h_{t-1} + m_t u_t;
+ * at a reset (a sequence's first frame, Griffin's reference code) h_0 = u_0: a_0 = 0, m_0 = 1.
  * Backward, frames in reverse with G_t = dL/dh_t (its own output gradient plus a_{t+1} G_{t+1}):
  *   dx_t  = G_t m_t i_t
  *   dgx_t = G_t m_t x_t i_t (1 - i_t)
  *   dl_t  = G_t (a_t h_{t-1} - (a_t^2 / m_t) u_t)          (dm/dl = -a^2 / m)
  *   dga_t = dl_t (-k) r_t (1 - r_t)
  *   dlambda = sum_t dl_t (-r_t) * dk/dlambda,  dk/dlambda = -c sigmoid(-lambda)
+ * and at a reset frame dx_0 = G_0 i_0, dgx_0 = G_0 x_0 i_0 (1 - i_0), dl_0 = 0 (a_0 and m_0
+ * are constants there: no gradient to ga_0 or lambda from frame 0).
  * h_{t-1} is the output's previous frame, so the backward stores nothing of its own; r, i,
  * a and m are recomputed. Where m_t is exactly 0 (r_t or k rounded to 0: a_t = 1) the
  * square root's term is dropped, its limit along the chain (through r_t (1 - r_t) or k).
@@ -45,6 +48,7 @@ typedef struct rglru_ctx {
     sb_tensor *x, *ga, *gx, *lambda, *y;
     real c_exp;
     int B, T, C;
+    int reset; /* frame 0 is a sequence's first frame */
 } rglru_ctx;
 
 /* k[c] = c_exp softplus(-lambda[c]) */
@@ -54,16 +58,24 @@ static void rglru_rates(const real *lambda, int C, real c_exp, real *k)
         k[c] = c_exp * softplus(-lambda[c]);
 }
 
-/* one sample's channels [c0, c1) over all frames, from h0 (NULL: zeros); h0 gets h_{T-1} */
-static void rglru_scan_block(const real *x, const real *ga, const real *gx, const real *k,
-                             int T, int C, int c0, int c1, real *y, real *h0)
+/* one sample's channels [c0, c1) over all frames, from h0 (NULL: zeros); h0 gets h_{T-1}.
+ * reset: frame 0 is the sequence's first, h_0 = i_0 x_0 (h0's values are not read). */
+static void rglru_scan_block(const real *x, const real *ga, const real *gx, const real *k, int T,
+                             int C, int c0, int c1, int reset, real *y, real *h0)
 {
     real h[CH_BLOCK];
     const int n = c1 - c0;
     for (int j = 0; j < n; j++)
-        h[j] = h0 != NULL ? h0[c0 + j] : 0;
+        h[j] = h0 != NULL && !reset ? h0[c0 + j] : 0;
     for (int t = 0; t < T; t++) {
         const size_t o = (size_t)t * (size_t)C + (size_t)c0;
+        if (t == 0 && reset) {
+            for (int j = 0; j < n; j++) {
+                h[j] = sigmoid(gx[o + j]) * x[o + j];
+                y[o + j] = h[j];
+            }
+            continue;
+        }
         for (int j = 0; j < n; j++) {
             const real r = sigmoid(ga[o + j]), i = sigmoid(gx[o + j]);
             const real l = -k[c0 + j] * r;
@@ -104,6 +116,18 @@ static void rglru_backward(sb_graph *g, void *ctx)
             carry[j] = 0, dks[j] = 0;
         for (int t = T - 1; t >= 0; t--) {
             const size_t o = base + (size_t)t * (size_t)C + (size_t)c0;
+            if (t == 0 && c->reset) {
+                /* h_0 = i_0 x_0: the gates' r_0 and lambda do not enter */
+                for (int j = 0; j < n; j++) {
+                    const real i = sigmoid(gx[o + j]);
+                    const real G = dy[o + j] + carry[j];
+                    if (dx != NULL)
+                        dx[o + j] += G * i;
+                    if (dgx != NULL)
+                        dgx[o + j] += G * x[o + j] * i * (1 - i);
+                }
+                continue;
+            }
             for (int j = 0; j < n; j++) {
                 const real kc = k[c0 + j];
                 const real r = sigmoid(ga[o + j]), i = sigmoid(gx[o + j]);
@@ -141,7 +165,7 @@ static void rglru_backward(sb_graph *g, void *ctx)
 }
 
 sb_tensor *sb_rglru(sb_graph *g, sb_tensor *x, sb_tensor *ga, sb_tensor *gx, sb_tensor *lambda,
-                    real c_exp, real *state)
+                    real c_exp, real *state, int reset)
 {
     SB_ASSERT(x->ndim == 3);
     const int B = x->shape[0], T = x->shape[1], C = x->shape[2];
@@ -157,7 +181,7 @@ sb_tensor *sb_rglru(sb_graph *g, sb_tensor *x, sb_tensor *ga, sb_tensor *gx, sb_
         const int b = job / nblk, c0 = (job % nblk) * CH_BLOCK;
         const int c1 = c0 + CH_BLOCK < C ? c0 + CH_BLOCK : C;
         const size_t base = (size_t)b * (size_t)T * (size_t)C;
-        rglru_scan_block(x->data + base, ga->data + base, gx->data + base, k, T, C, c0, c1,
+        rglru_scan_block(x->data + base, ga->data + base, gx->data + base, k, T, C, c0, c1, reset,
                          y->data + base, state != NULL ? state + (size_t)b * (size_t)C : NULL);
     }
     y->requires_grad =
@@ -166,7 +190,7 @@ sb_tensor *sb_rglru(sb_graph *g, sb_tensor *x, sb_tensor *ga, sb_tensor *gx, sb_
         rglru_ctx *c = sb_graph_record(g, rglru_backward, sizeof *c);
         if (c != NULL) {
             c->x = x, c->ga = ga, c->gx = gx, c->lambda = lambda, c->y = y;
-            c->c_exp = c_exp, c->B = B, c->T = T, c->C = C;
+            c->c_exp = c_exp, c->B = B, c->T = T, c->C = C, c->reset = reset;
         }
     }
     return y;
@@ -234,15 +258,22 @@ sb_tensor *sb_block_diag_linear(sb_graph *g, sb_tensor *x, sb_tensor *w, sb_tens
 }
 
 /* ---- GeLU-gated product ------------------------------------------------------------------------
- * y = gelu(a) v,  gelu(a) = a Phi(a);  da += dy v (Phi(a) + a phi(a)),  dv += dy gelu(a). */
+ * y = gelu(a) v with GeLU's tanh form (torch's F.gelu(approximate="tanh"), in its order of
+ * operations): gelu(a) = a/2 (1 + tanh(z)), z = beta (a + kappa a^3), beta = sqrt(2/pi).
+ *   da += dy v (1/2 (1 + tanh z) + a/2 (1 - tanh^2 z) beta (1 + 3 kappa a^2)),  dv += dy gelu(a)
+ */
+
+#define GELU_BETA ((real)0.79788456080286535588) /* sqrt(2 / pi) */
+#define GELU_KAPPA ((real)0.044715)
 
 typedef struct gmul_ctx {
     sb_tensor *a, *v, *y;
 } gmul_ctx;
 
-static inline real phi_cdf(real a)
+static inline real gelu_tanh(real a)
 {
-    return (real)0.5 * (1 + erf(a * (real)0.70710678118654752440));
+    const real z = GELU_BETA * (a + GELU_KAPPA * (a * a * a));
+    return (real)0.5 * a * (1 + tanh(z));
 }
 
 static void gmul_backward(sb_graph *g, void *ctx)
@@ -256,17 +287,18 @@ static void gmul_backward(sb_graph *g, void *ctx)
     const size_t n = c->y->size;
 #pragma omp parallel for schedule(static) if (n > PAR_MIN / 4)
     for (size_t e = 0; e < n; e++) {
-        const real cdf = phi_cdf(a[e]);
+        const real x = a[e], x2 = x * x;
+        const real th = tanh(GELU_BETA * (x + GELU_KAPPA * (x2 * x)));
         if (da != NULL) {
-            const real pdf = exp((real)-0.5 * a[e] * a[e]) * (real)0.39894228040143267794;
-            da[e] += dy[e] * v[e] * (cdf + a[e] * pdf);
+            const real dz = GELU_BETA * (1 + 3 * GELU_KAPPA * x2); /* dz / da */
+            da[e] += dy[e] * v[e] * ((real)0.5 * (1 + th) + (real)0.5 * x * (1 - th * th) * dz);
         }
         if (dv != NULL)
-            dv[e] += dy[e] * a[e] * cdf;
+            dv[e] += dy[e] * ((real)0.5 * x * (1 + th));
     }
 }
 
-sb_tensor *sb_gelu_mul(sb_graph *g, sb_tensor *a, sb_tensor *v)
+sb_tensor *sb_gelu_tanh_mul(sb_graph *g, sb_tensor *a, sb_tensor *v)
 {
     SB_ASSERT(a->size == v->size);
     sb_tensor *y = sb_tensor_new(g, a->ndim, a->shape);
@@ -274,7 +306,7 @@ sb_tensor *sb_gelu_mul(sb_graph *g, sb_tensor *a, sb_tensor *v)
     const real *ad = a->data, *vd = v->data;
 #pragma omp parallel for schedule(static) if (n > PAR_MIN / 4)
     for (size_t e = 0; e < n; e++)
-        y->data[e] = ad[e] * phi_cdf(ad[e]) * vd[e];
+        y->data[e] = gelu_tanh(ad[e]) * vd[e];
     y->requires_grad = a->requires_grad || v->requires_grad;
     if (y->requires_grad) {
         gmul_ctx *c = sb_graph_record(g, gmul_backward, sizeof *c);

@@ -1,7 +1,8 @@
 /*
  * test_hawk_float.c - Hawk (src/layers/hawk.c) in the float build (what training uses):
  *   - the whole RecNet against the float64 logits of the PyTorch mimic
- *     (tests/data/models/hawk/hawk.json) to 1e-4, and its initial values bit for bit;
+ *     (tests/data/models/hawk/hawk.json) to 1e-4, and its initial values bit for bit (first
+ *     values, every Lambda and a few values of every other parameter);
  *   - identical training steps (logits and every gradient) with 1 and 2 threads;
  *   - streaming a long sequence does not grow the activation memory;
  *   - the state_dict names and shapes at d = 64 (4 gate blocks of 22 channels: R = 88).
@@ -42,6 +43,7 @@ static void test_mimic_float(void **state)
     sb_model *m = make_model(f.D, f.H, f.I, f.O, f.L, f.seed);
     check_mimic_layout(ref, m, "hawk");
     check_mimic_sum_and_first(ref, m, 1e-6, 0, "hawk");
+    check_mimic_sampled_values(ref, m, "hawk");
     double worst = check_mimic_logits(ref, m, &f, 0.1, 1e-4, "hawk");
     print_message("hawk: float logits vs the float64 mimic: %.3g\n", worst);
     sb_model_free(m);

@@ -668,14 +668,23 @@ static sb_tensor *build_rwkv7_bonus(sb_graph *g, sb_tensor **in)
 {
     return sb_rwkv7_bonus(g, in[0], in[1], in[2], in[3], 2);
 }
-/* ops_hawk.h: RG-LRU x, ga, gx, lambda (c = 8) */
+/* ops_hawk.h: RG-LRU x, ga, gx, lambda (c = 8); frame 0 a reset (a sequence's first frame),
+ * or not (a continuation from a zero state) */
 static sb_tensor *build_rglru(sb_graph *g, sb_tensor **in)
 {
-    return sb_rglru(g, in[0], in[1], in[2], in[3], 8, NULL);
+    return sb_rglru(g, in[0], in[1], in[2], in[3], 8, NULL, 1);
 }
+static sb_tensor *build_rglru_no_reset(sb_graph *g, sb_tensor **in)
+{
+    return sb_rglru(g, in[0], in[1], in[2], in[3], 8, NULL, 0);
+}
+/* the state: h [B, C], then a flag (0 before the first chunk), as Hawk's layer keeps it */
 static sb_tensor *stream_rglru(sb_graph *g, sb_tensor **in, real *state)
 {
-    return sb_rglru(g, in[0], in[1], in[2], in[3], 8, state);
+    real *started = state + (size_t)in[0]->shape[0] * (size_t)in[0]->shape[2];
+    sb_tensor *y = sb_rglru(g, in[0], in[1], in[2], in[3], 8, state, *started == 0);
+    *started = 1;
+    return y;
 }
 static sb_tensor *build_block_diag_linear(sb_graph *g, sb_tensor **in)
 {
@@ -685,9 +694,9 @@ static sb_tensor *build_block_diag_linear_nobias(sb_graph *g, sb_tensor **in)
 {
     return sb_block_diag_linear(g, in[0], in[1], NULL);
 }
-static sb_tensor *build_gelu_mul(sb_graph *g, sb_tensor **in)
+static sb_tensor *build_gelu_tanh_mul(sb_graph *g, sb_tensor **in)
 {
-    return sb_gelu_mul(g, in[0], in[1]);
+    return sb_gelu_tanh_mul(g, in[0], in[1]);
 }
 
 /* ---- the table ---------------------------------------------------------------------------------
@@ -1122,6 +1131,11 @@ static const op_case op_table[] = {
      .in = {{"x", 3, {2, 11, 5}, -1.5, 1.5}, {"ga", 3, {2, 11, 5}, -3, 3},
             {"gx", 3, {2, 11, 5}, -2, 2}, {"lambda", 1, {5}, -1, 8}},
      .stream = stream_rglru, .frames = 0x7, .modes = GRAD | FLOAT | STREAM | THREADS},
+    {.op = "sb_rglru", .variant = "no reset", .build = build_rglru_no_reset,
+     TOL(1e-6, 1e-6, 1e-5, 0),
+     .in = {{"x", 3, {2, 11, 5}, -1.5, 1.5}, {"ga", 3, {2, 11, 5}, -3, 3},
+            {"gx", 3, {2, 11, 5}, -2, 2}, {"lambda", 1, {5}, -1, 8}},
+     .modes = GRAD | FLOAT},
     {.op = "sb_block_diag_linear", .variant = "bias", .build = build_block_diag_linear,
      TOL(1e-6, 1e-6, 1e-5, 0),
      .in = {{"x", 3, {2, 3, 12}, -1, 1}, {"w", 3, {3, 4, 4}, -1, 1}, {"b", 2, {3, 4}, -1, 1}},
@@ -1129,13 +1143,14 @@ static const op_case op_table[] = {
     {.op = "sb_block_diag_linear", .variant = "no bias", .build = build_block_diag_linear_nobias,
      TOL(1e-6, 1e-6, 1e-5, 0), .in = {{"x", 2, {5, 6}, -1, 1}, {"w", 3, {2, 3, 3}, -1, 1}},
      .modes = GRAD | FLOAT},
-    {.op = "sb_gelu_mul", .build = build_gelu_mul, TOL(1e-6, 1e-6, 1e-5, 0),
+    {.op = "sb_gelu_tanh_mul", .build = build_gelu_tanh_mul, TOL(1e-6, 1e-6, 1e-5, 0),
      .in = {{"a", 2, {5, 7}, -4, 4}, {"v", 2, {5, 7}, -2, 2}}, .modes = GRAD | FLOAT | THREADS},
     {.op = "sb_rglru", .variant = "parallel", .build = build_rglru, TOL(0, 0, 0, 0),
      .in = {{"x", 3, {2, 300, 70}, -1.5, 1.5}, {"ga", 3, {2, 300, 70}, -3, 3},
             {"gx", 3, {2, 300, 70}, -2, 2}, {"lambda", 1, {70}, -1, 8}},
      .modes = THREADS},
-    {.op = "sb_gelu_mul", .variant = "parallel", .build = build_gelu_mul, TOL(0, 0, 0, 0),
+    {.op = "sb_gelu_tanh_mul", .variant = "parallel", .build = build_gelu_tanh_mul,
+     TOL(0, 0, 0, 0),
      .in = {{"a", 3, {2, 300, 64}, -4, 4}, {"v", 3, {2, 300, 64}, -2, 2}}, .modes = THREADS},
 };
 
