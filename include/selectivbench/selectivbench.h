@@ -965,6 +965,12 @@ typedef struct sb_plan_options {
 /* The FLOP rate per thread assumed when nothing was measured (a conservative CPU core). */
 #define SB_PLAN_FALLBACK_GFLOPS 2.0
 
+/* Seconds a run's process takes to start and stop around its work (exec, the libraries'
+ * loading, the results database and the checkpoint's last write), counted in every run's
+ * setup: measured 0.04-0.23 s on the 2-core development machine (`selectivbench --version`,
+ * and a train of one update). */
+#define SB_PLAN_PROCESS_S 0.2
+
 /* The threads a calibration is measured at are at most this machine's cores; beyond, the
  * plan ASSUMES that the matrix products (gemm_share of the work) speed up linearly with the
  * threads up to SB_PLAN_THREAD_CAP and the rest not at all (Amdahl). */

@@ -36,8 +36,9 @@ static int plan_parse(int argc, char **argv, plan_flags *o)
         {"ranks", SB_OPT_INT, &o->ranks, 1, 1e7, NULL, "N",
          "runs at a time: MPI ranks, sweep workers or machines (default 1)", 0},
         {"threads", SB_OPT_INT, &o->threads, 1, 4096, NULL, "T",
-         "threads per run (default 1; beyond this machine's cores the matrix products are "
-         "assumed to speed up linearly, see docs/cluster.md)",
+         "threads per run (default: this machine's cores / --ranks, at least 1, as a sweep "
+         "with --workers N gives its runs; beyond this machine's cores the matrix products "
+         "are assumed to speed up linearly, see docs/cluster.md)",
          0},
         {"json", SB_OPT_SWITCH, &o->json, 0, 1, NULL, NULL,
          "print the plan as one JSON object (default: a table)", 0},
@@ -180,10 +181,12 @@ static void print_table(const sb_plan *p, const char *file)
 
 int sb_cmd_plan(int argc, char **argv)
 {
-    plan_flags o = {.ranks = 1, .threads = 1, .calibration_s = 1.5};
+    plan_flags o = {.ranks = 1, .threads = 0, .calibration_s = 1.5};
     int rc = plan_parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
+    if (o.threads == 0) /* what `sweep --workers RANKS` gives each run */
+        o.threads = sb_default_threads() / o.ranks > 0 ? sb_default_threads() / o.ranks : 1;
     sb_error err = {0};
     sb_sweep *s = NULL;
     sb_sweep_selection *sel = NULL;

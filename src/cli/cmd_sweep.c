@@ -272,43 +272,10 @@ static int run_threads(const sweep_flags *o)
     return per_run > 0 ? (int)per_run : 1;
 }
 
-/* The machine's rate is measured on the first costed run's own training update (its batch,
- * frames and layers) when that update is small (at most SWEEP_ESTIMATE_STEP_FLOPS), else on
- * a slice of it: the same model kind and width, one layer, SWEEP_ESTIMATE_BATCH samples of
- * SWEEP_ESTIMATE_FRAMES frames, so that the paper's models take about a second too. The
- * benchmark warms up and checks the update before it times it. */
-#define SWEEP_ESTIMATE_STEP_FLOPS 2e9
-#define SWEEP_ESTIMATE_FRAMES 64
-#define SWEEP_ESTIMATE_BATCH 4
-
-/* The training update that print_cost times, and its words for the time line. */
-static sb_bench_config estimate_step(const sb_sweep_cost *c, int threads, char *what,
-                                     size_t size)
-{
-    sb_bench_config b = {.model = c->first_model, .batch = c->first_batch,
-                         .frames = c->first_frames, .width = c->first_width,
-                         .layers = c->first_layers, .inputs = c->first_inputs,
-                         .classes = c->first_classes, .d_state = c->first_d_state, .steps = 3,
-                         .threads = threads};
-    double step_flops = 3.0 * c->first_flops_per_token * b.batch * b.frames;
-    if (step_flops > SWEEP_ESTIMATE_STEP_FLOPS) {
-        b.layers = 1;
-        b.frames = b.frames < SWEEP_ESTIMATE_FRAMES ? b.frames : SWEEP_ESTIMATE_FRAMES;
-        b.batch = b.batch < SWEEP_ESTIMATE_BATCH ? b.batch : SWEEP_ESTIMATE_BATCH;
-        b.steps = 1;
-    }
-    int whole = b.layers == c->first_layers && b.batch == c->first_batch &&
-                b.frames == c->first_frames;
-    snprintf(what, size, "%s (%s, d %d, %d layer%s, batch %d x %d frames)",
-             whole ? "update" : "update's slice", b.model, b.width, b.layers,
-             b.layers == 1 ? "" : "s", b.batch, b.frames);
-    return b;
-}
-
 /* --dry_run's cost: samples, frames, parameters and FLOPs of the runs it would train
- * (sb_sweep_estimate_cost), and a time: every run's FLOPs at the FLOP/s that a training
- * update of the first run's model achieves on this machine (sb_bench_train_step on a slice
- * of it). Both lines say they are estimates, and how they were made. */
+ * (sb_sweep_estimate_cost), then the plan's time on these workers from the calibrations
+ * cached by `plan` (sb_cli_plan_print_total): nothing is timed here, so the estimate is the
+ * same from call to call and does not move with the machine's load. */
 static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const sweep_flags *o)
 {
     sb_sweep_cost c;
@@ -338,32 +305,7 @@ static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const s
            (long long)c.runs, per_run, samples, tokens, pmin,
            c.params_min != c.params_max ? " to " : "", c.params_min != c.params_max ? pmax : "",
            flops);
-    /* OpenBLAS retries a failed allocation of its buffers for ever: under an address-space
-     * limit (ulimit -v) the measurement could hang the dry run, so it is not made */
-    struct rlimit as;
-    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-        printf("time (estimate): not measured: an address-space limit (ulimit -v) is set, "
-               "under which the benchmark's matrix library can hang\n");
-        return;
-    }
-    int threads = run_threads(o);
-    char what[160];
-    sb_bench_config bench = estimate_step(&c, threads, what, sizeof what);
-    sb_bench_result r;
-    if (sb_bench_train_step(&bench, &r, &err) != SB_OK || !(r.gflops > 0)) {
-        printf("time (estimate): not measured: %s\n",
-               err.msg[0] != '\0' ? err.msg : "the benchmark gave no rate");
-        return;
-    }
-    double rate = r.gflops * 1e9; /* achieved: 3 x forward FLOPs of the update / its time */
-    char total[32], per_worker[32];
-    sb_cli_format_time(c.train_flops / rate, total, sizeof total);
-    sb_cli_format_time(c.train_flops / rate / o->workers, per_worker, sizeof per_worker);
-    printf("time (estimate): about %s of training, %s with %d worker%s of %d thread%s: the "
-           "FLOPs at %.1f GFLOP/s, the rate of run %lld's training %s here; padding and "
-           "evaluations add\n",
-           total, per_worker, o->workers, o->workers == 1 ? "" : "s", threads,
-           threads == 1 ? "" : "s", r.gflops, (long long)c.first_run, what);
+    sb_cli_plan_print_total(s, sel, o->workers, run_threads(o));
 }
 
 /* --dry_run and --hashes: every selected run checked and printed as it comes (nothing is

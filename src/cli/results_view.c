@@ -636,6 +636,22 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
         sb_jw_null(j);
     sb_jw_key(j, "world_size");
     sb_jw_int(j, r->world_size);
+    /* what its bits depend on besides the configuration (null before schema 5) */
+    sb_jw_key(j, "threads");
+    if (r->threads >= 0)
+        sb_jw_int(j, r->threads);
+    else
+        sb_jw_null(j);
+    sb_jw_key(j, "engine");
+    if (r->engine[0] != '\0')
+        sb_jw_string(j, r->engine);
+    else
+        sb_jw_null(j);
+    sb_jw_key(j, "fingerprint");
+    if (r->fingerprint[0] != '\0')
+        sb_jw_string(j, r->fingerprint);
+    else
+        sb_jw_null(j);
     sb_jw_key(j, "checkpoint");
     if (r->checkpoint[0] != '\0')
         sb_jw_string(j, r->checkpoint);

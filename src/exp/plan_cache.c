@@ -13,8 +13,10 @@
 #include "exp/plan.h"
 
 /* 3: calibrations time the micro-batches after a warm-up, always (version 2 timed the first
- * one of large shapes, 5-10 times too slow): a file of another version is measured again */
-#define CACHE_HEAD "{\"version\": 3, \"calibrations\": ["
+ * one of large shapes, 5-10 times too slow); 4: setup_s counts the ideal observer and the
+ * process start-up, and the default engine table measures nothing: a file of another version
+ * is measured again */
+#define CACHE_HEAD "{\"version\": 4, \"calibrations\": ["
 #define CACHE_TAIL "]}"
 
 /* Copies the text of "name": "..." in line into out[size]; 0 when it is not there. Our

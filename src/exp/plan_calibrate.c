@@ -11,6 +11,7 @@
 #include "exp/plan.h"
 #include "model/model.h"
 #include "task/batch.h"
+#include "task/ceiling.h"
 #include "tensor/gemm_engine.h"
 #include "tensor/nn.h"
 #include "tensor/optim.h"
@@ -191,6 +192,17 @@ sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int m
     if ((st = sb_model_create(&measured, 1, &m, err)) != SB_OK)
         return st;
     double model_s = (work_now(threads) - t0) * (double)mc.n_layers / (double)layers;
+    /* the run's yardsticks: the ideal observer of its task, computed when it ends (once per
+     * task in a results database; counted for every run here, a few seconds at most) */
+    sb_ceiling_options copt = sb_ceiling_options_default();
+    copt.threads = threads;
+    sb_ceiling ceiling;
+    double t1 = work_now(threads);
+    if ((st = sb_ceiling_compute(task, &copt, &ceiling, err)) != SB_OK) {
+        sb_model_free(m);
+        return st;
+    }
+    double ceiling_s = work_now(threads) - t1;
     double train_spf = 0.0, eval_spf = 0.0, gemm = 0.0, gflops = 0.0;
     st = measure_training(cfg, task, m, B, acc, threads, target_s * 0.75, &train_spf,
                           &gemm, &gflops, err);
@@ -212,7 +224,7 @@ sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int m
     double scale = (double)mc.n_layers / (double)layers;
     c->train_s_per_frame = train_spf * scale;
     c->eval_s_per_frame = eval_spf * scale;
-    c->setup_s = task_s + model_s;
+    c->setup_s = task_s + model_s + ceiling_s + SB_PLAN_PROCESS_S;
     c->gemm_share = gemm;
     c->gflops = gflops;
     c->calibrated_layers = layers;

@@ -116,9 +116,13 @@ grep -q '^axes: 3 of 12 parameters vary (16 runs selected of a grid of 16)$' "$T
   fail "sweep --dry_run axes: $(cat "$TMP/summary")"
 grep -q '^cost (estimate): 16 runs x 2000 samples = 32k samples, [0-9.]*[kM] frames; [0-9.]*k to [0-9.]*k parameters per run; [0-9.]*[MGT] training FLOPs (3 x forward FLOPs per frame x frames)$' \
   "$TMP/summary" || fail "sweep --dry_run cost: $(cat "$TMP/summary")"
-# the time is measured, so only its form is checked
-grep -q '^time (estimate): about [0-9.]* [a-z]* of training, .* with 1 worker of 1 thread: the FLOPs at [0-9.]* GFLOP/s, the rate of run 0.s training update (transformer, d 16, 2 layers, batch 32 x [0-9]* frames) here; padding and evaluations add$' \
-  "$TMP/summary" || fail "sweep --dry_run time: $(cat "$TMP/summary")"
+# the time is the plan's (cached calibrations, else FLOP rates): nothing timed, the same line
+# from call to call
+grep -q '^plan: 16 runs, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread (' "$TMP/summary" ||
+  fail "sweep --dry_run time: $(cat "$TMP/summary")"
+grep '^plan: ' "$TMP/summary" >"$TMP/plan1"
+"$SB" sweep tiny/task2 --dry_run --threads 1 2>/dev/null | grep '^plan: ' >"$TMP/plan2"
+cmp -s "$TMP/plan1" "$TMP/plan2" || fail "two dry runs: $(cat "$TMP/plan1" "$TMP/plan2")"
 [ "$(tail -n 1 "$TMP/out")" = "16 runs" ] || fail "sweep --dry_run: last line $(tail -n 1 "$TMP/out")"
 # a filter narrows the axes: model fixed to gla, 4 runs
 expect_ok sweep tiny/task2 --dry_run --threads 1 --filter model=gla

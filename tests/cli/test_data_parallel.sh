@@ -78,6 +78,24 @@ done
 [ "$(grep -c 'data-parallel over 2 processes' "$TMP/np2.out")" -eq 1 ] ||
   fail "mpirun -np 2: want one data-parallel summary line (rank 0 alone prints): $(cat "$TMP/np2.out")"
 
+# ---- the default engine table where oneDNN computes: -np 1, 2, 4 give one digest ---------------
+# (issue 34) wide enough that the shards' large products reach the default table's oneDNN
+# threshold (2 MFLOP: 4 samples x 64 frames x 64 x 64 x 2 = 2.1 MFLOP per projection)
+wide="--model gla --vocab 9 --amb 8 --grammar_scale True --train_seqlen_max 64 \
+--test_seqlen_max 64 --dataset_size 128 --test_size 16 --batch_size 16 --test_bs 16 \
+--feat_size 64 --layers 1 --epoch_size 128 --threads 1 --quiet --grad_shards 4"
+for np in 1 2 4; do
+  # shellcheck disable=SC2086
+  $MPIRUN -np $np "$SB" train $wide --results "$TMP/wide$np" --ckpt "$TMP/wide$np/w.safetensors" \
+    >"$TMP/wide$np.out" 2>&1 || fail "wide: mpirun -np $np failed: $(cat "$TMP/wide$np.out")"
+done
+for np in 2 4; do
+  same_files "$TMP/wide1" "$TMP/wide$np" ||
+    fail "wide, default engine table: mpirun -np $np gives other weights than -np 1"
+done
+[ "$(field "$TMP/wide1/selectivbench.db" fingerprint)" = "$(field "$TMP/wide4/selectivbench.db" fingerprint)" ] ||
+  fail "wide: -np 1 and -np 4 record different fingerprints"
+
 # ---- SIGTERM to one rank of -np 2, then resume ------------------------------------------------
 long="--model transformer --dropout 0.1 --vocab 9 --amb 8 --grammar_scale True \
 --train_seqlen_max 20 --test_seqlen_max 20 --dataset_size 12000 --test_size 12 --batch_size 16 \

@@ -54,7 +54,7 @@ dry=$("$SB" sweep "$TMP/grid.yaml" --dry_run | tail -n 1)
 # a number of the JSON in $TMP/out
 num() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p" "$TMP/out" | head -n 1; }
 
-expect_ok plan "$TMP/grid.yaml" --json --ranks 1 --calibration_seconds 0.1
+expect_ok plan "$TMP/grid.yaml" --json --ranks 1 --threads 1 --calibration_seconds 0.1
 runs=$(num runs)
 core1=$(num core_hours)
 wall1=$(num wall_hours)
@@ -73,7 +73,7 @@ awk -v c="$core1" -v w="$wall1" 'BEGIN { exit !(c > 0 && w > 0 && w * 1.000001 >
 [ -s "$cache" ] || fail "plan: no cache file $cache"
 
 # the second call: every calibration from the cache, the same totals
-expect_ok plan "$TMP/grid.yaml" --json --ranks 2 --calibration_seconds 0.1
+expect_ok plan "$TMP/grid.yaml" --json --ranks 2 --threads 1 --calibration_seconds 0.1
 [ "$(num core_hours)" = "$core1" ] || fail "cached plan: core-hours $(num core_hours), was $core1"
 wall2=$(num wall_hours)
 awk -v a="$wall2" -v b="$wall1" 'BEGIN { exit !(a > 0 && a <= b) }' ||
@@ -83,23 +83,23 @@ grep -q '^plan: 4 calibrations: 0 measured, 4 from the cache' "$TMP/err" &&
   fail "second plan does not use the cache: $(cat "$TMP/err")"
 
 # the text table: a row per (model, width), the totals, early stopping not foreseen
-expect_ok plan "$TMP/grid.yaml" --ranks 3
+expect_ok plan "$TMP/grid.yaml" --ranks 3 --threads 1
 [ "$(grep -c '^\(transformer\|gru\) *\(16\|32\) *2 ' "$TMP/out")" -eq 4 ] ||
   fail "plan table: not 4 rows of 2 runs: $(cat "$TMP/out")"
 grep -q '^total: .* core-hours; wall time on 3 ranks of 1 thread: ' "$TMP/out" &&
   grep -q '^early stopping: not foreseen' "$TMP/out" || fail "plan table totals: $(cat "$TMP/out")"
 
 # a damaged cache: measured again (said on stderr), rewritten, then read
-printf '{"version": 3, "calibrations": [\n{"machine": "x", "thr' >"$cache"
-expect_ok plan "$TMP/grid.yaml" --json --calibration_seconds 0.1
+printf '{"version": 4, "calibrations": [\n{"machine": "x", "thr' >"$cache"
+expect_ok plan "$TMP/grid.yaml" --json --threads 1 --calibration_seconds 0.1
 grep -q 'calibration cache .* was damaged or of an older version: measured again and rewritten' "$TMP/err" &&
   grep -q '^plan: 4 calibrations: 4 measured' "$TMP/err" ||
   fail "damaged cache: $(cat "$TMP/err")"
-expect_ok plan "$TMP/grid.yaml" --json
+expect_ok plan "$TMP/grid.yaml" --json --threads 1
 grep -q '^plan: 4 calibrations: 0 measured, 4 from the cache' "$TMP/err" ||
   fail "the rewritten cache does not read: $(cat "$TMP/err")"
 head -c 4000 /dev/urandom >"$cache"
-expect_ok plan "$TMP/grid.yaml" --json --calibration_seconds 0.1 --filter feat_size=16
+expect_ok plan "$TMP/grid.yaml" --json --threads 1 --calibration_seconds 0.1 --filter feat_size=16
 grep -q 'was damaged' "$TMP/err" && [ "$(num runs)" = 4 ] ||
   fail "random bytes as the cache: $(cat "$TMP/err")"
 
@@ -116,6 +116,20 @@ expect_error 2 "--shard" plan "$TMP/grid.yaml" --shard 2/2
   fail "sweep --limit 1: $(tail -n 3 "$TMP/out")"
 grep -q '^plan: 1 run, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread (calibrated on this machine' \
   "$TMP/out" || fail "sweep: no plan line: $(head -n 3 "$TMP/out")"
+
+# the dry run's time is the plan's, from the cache: three calls print the same line (issue 34)
+for i in 1 2 3; do
+  "$SB" sweep "$TMP/grid.yaml" --dry_run --threads 1 2>&1 | grep '^plan: ' >"$TMP/dry$i"
+done
+grep -q '^plan: 8 runs, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread (' \
+  "$TMP/dry1" || fail "sweep --dry_run: no plan line: $(cat "$TMP/dry1")"
+cmp -s "$TMP/dry1" "$TMP/dry2" && cmp -s "$TMP/dry1" "$TMP/dry3" ||
+  fail "three dry runs differ: $(cat "$TMP/dry1" "$TMP/dry2" "$TMP/dry3")"
+# plan's default threads are a sweep's: the cores / --ranks
+expect_ok plan "$TMP/grid.yaml" --ranks 1
+cores=$(nproc)
+grep -q "^total: .* core-hours; wall time on 1 rank of $cores thread" "$TMP/out" ||
+  fail "plan's default threads, want $cores: $(grep '^total' "$TMP/out")"
 
 echo "test_plan: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]

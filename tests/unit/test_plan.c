@@ -158,7 +158,7 @@ static void test_cache_file(void **state)
     assert_int_equal(damaged, 1);
     assert_int_equal(cache.n, 1);
     sb_plan_cache_free(&cache);
-    /* an older version's cache (2: the first micro-batch timed): a well-formed line of it is
+    /* an older version's cache (3: no ideal observer in setup_s): a well-formed line of it is
      * not used */
     assert_int_equal(sb_plan_cache_load(path, &cache, &damaged, &err), SB_OK);
     assert_int_equal(cache.n, 1);
@@ -169,9 +169,9 @@ static void test_cache_file(void **state)
     assert_non_null(f);
     assert_true(getdelim(&text, &text_len, '\0', f) > 0);
     fclose(f);
-    char *head = strstr(text, "\"version\": 3");
+    char *head = strstr(text, "\"version\": 4");
     assert_non_null(head);
-    head[11] = '2';
+    head[11] = '3';
     f = fopen(path, "w");
     fputs(text, f);
     fclose(f);
