@@ -5,8 +5,11 @@
 #include <inttypes.h>
 #include <math.h>
 #include <omp.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/safetensors.h"
@@ -118,6 +121,26 @@ static sb_status check_finite(const char *path, const sb_model *m, int moments, 
     return SB_OK;
 }
 
+/* The optimiser state written but not yet renamed into place (see sb_checkpoint_save). */
+#define PENDING_SUFFIX ".pending"
+
+/* Testing aid: with SB_TEST_SAVE_CRASH=N:S in the environment the process kills itself
+ * (SIGKILL) at stage S (1: the pending optimiser file written; 2: the model file replaced;
+ * 3: the pair complete) of its N-th checkpoint save, so that tests can stop a save at every
+ * instant between its renames (tests/cli/test_checkpoint_kill.sh). */
+static void test_crash_point(int stage)
+{
+    static int saves;
+    const char *spec = getenv("SB_TEST_SAVE_CRASH");
+    if (spec == NULL)
+        return;
+    if (stage == 1)
+        saves++;
+    int n = 0, at = 0;
+    if (sscanf(spec, "%d:%d", &n, &at) == 2 && n == saves && at == stage)
+        raise(SIGKILL);
+}
+
 sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_config *cfg,
                              const sb_optimizer *opt, int64_t samples_seen, sb_error *err)
 {
@@ -150,14 +173,29 @@ sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_c
         {"fingerprint", fp.digest},
     };
     size_t n_meta = sizeof meta / sizeof *meta;
+    /* The pair is one unit (checkpoint.h): the optimiser state goes to a pending file first,
+     * then the model file is replaced, then the pending file is renamed over the optimiser
+     * file. A kill before the model's rename leaves the previous pair; a kill after it
+     * leaves the new model and its complete pending optimiser state, which the next load
+     * renames into place (settle_pending). Each file is itself written to a temporary name
+     * and renamed (sb_safetensors_write). */
     sb_status st = SB_OK;
+    char optim_path[4096], pending[4200];
     if (opt != NULL) {
-        char optim_path[4096];
         sb_checkpoint_optim_path(path, optim_path, sizeof optim_path);
-        st = save_tensors(optim_path, m, 1, meta, n_meta, err);
+        snprintf(pending, sizeof pending, "%s" PENDING_SUFFIX, optim_path);
+        st = save_tensors(pending, m, 1, meta, n_meta, err);
+        test_crash_point(1);
     }
     if (st == SB_OK)
         st = save_tensors(path, m, 0, meta, n_meta, err);
+    if (st == SB_OK && opt != NULL) {
+        test_crash_point(2);
+        if (rename(pending, optim_path) != 0)
+            st = sb_error_set(err, SB_ERR_IO, "cannot rename '%s' to '%s': %s", pending,
+                              optim_path, strerror(errno));
+        test_crash_point(3);
+    }
     free(config); /* open_memstream's buffer (libc), not sb_malloc's */
     return st;
 }
@@ -240,6 +278,27 @@ sb_status sb_checkpoint_read_engine(const char *path, char table[16], char diges
     }
     sb_safetensors_close(f);
     return st;
+}
+
+/* A save killed between the model's rename and the optimiser's (sb_checkpoint_save) left the
+ * optimiser state of the model file's progress in the pending file: rename it into place.
+ * A pending file of other progress (a save killed before the model's rename) is left; the
+ * next save overwrites it. */
+static void settle_pending(const char *optim_path, int64_t seen)
+{
+    char pending[4200];
+    snprintf(pending, sizeof pending, "%s" PENDING_SUFFIX, optim_path);
+    sb_safetensors *f = NULL;
+    sb_error ignored = {0};
+    if (access(pending, F_OK) != 0 || sb_safetensors_open(pending, &f, &ignored) != SB_OK)
+        return;
+    int64_t pending_seen = -1;
+    const int matches = read_count_metadata(pending, f, "samples_seen", &pending_seen,
+                                            &ignored) == SB_OK &&
+                        sb_safetensors_meta(f, "samples_seen") != NULL && pending_seen == seen;
+    sb_safetensors_close(f);
+    if (matches)
+        rename(pending, optim_path);
 }
 
 /* Copies tensor `name` of f into dst (p->size values), checking its shape. */
@@ -331,6 +390,7 @@ sb_status sb_checkpoint_load(const char *path, sb_model *m, sb_optimizer *opt,
     if (opt != NULL) {
         char optim_path[4096];
         sb_checkpoint_optim_path(path, optim_path, sizeof optim_path);
+        settle_pending(optim_path, seen);
         sb_safetensors *o = NULL;
         st = sb_safetensors_open(optim_path, &o, err);
         if (st != SB_OK)

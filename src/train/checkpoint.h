@@ -8,7 +8,10 @@
  * training progress, and what its bits depend on besides the configuration (the engine table
  * and the fingerprint, tensor/gemm_engine.h). The optimiser state (Adam moments and step) needed by --resume goes
  * to a sidecar file `<name>.optim.safetensors`, so the main file stays loadable as is.
- * Both are written to a temporary name and renamed.
+ * The two are one unit: a kill at any instant of a save leaves either the previous pair or
+ * the new one (the optimiser state is written to `<sidecar>.pending`, the model file
+ * replaced, then the pending file renamed; a load for a resume finishes a save killed
+ * between the two renames). Every file is written to a temporary name and renamed.
  */
 #ifndef SELECTIVBENCH_CHECKPOINT_H
 #define SELECTIVBENCH_CHECKPOINT_H

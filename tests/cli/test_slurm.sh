@@ -30,6 +30,11 @@ for line in '#SBATCH --array=0-1' '#SBATCH --cpus-per-task=2' '#SBATCH --time=0:
 done
 grep -q -- "--filter 'model=gru'" "$script" || fail "the filter is not passed on"
 grep -q -- "--checkpoint_every 5" "$script" || fail "--checkpoint_every is not passed on"
+# the sweep takes the cores Slurm gives (affinity, SLURM_CPUS_PER_TASK): no fixed --threads,
+# unless one is asked for (issue 34: 4 threads ran on a 2-core node)
+grep -q -- "--threads" "$script" && fail "the script fixes --threads: $(grep -- --threads "$script")"
+expect_ok sweep "$SRC/tests/data/sweeps/tiny.yaml" --filter model=gru --slurm "$TMP/sl_t" --threads 3
+grep -q -- "--workers 1 --threads 3" "$TMP/sl_t/sweep.sbatch" || fail "--threads 3 is not passed on"
 [ -d "$TMP/sl/logs" ] || fail "no logs folder (Slurm does not create it)"
 bash -n "$script" || fail "the script is not valid bash"
 
