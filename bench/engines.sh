@@ -1,8 +1,8 @@
 #!/bin/sh
 # engines.sh - the default engine table (--gemm auto) against each engine named explicitly,
 # in one run: training tokens/s of auto, openblas and onednn in turn (interleaved, so that
-# a change of load hits all three alike), REPS rounds, the median of each, and the default's
-# ratio to the faster engine. The table of docs/performance.md, "Which engine computes a
+# a change of load hits all three alike, in an order that turns from round to round), REPS
+# rounds, the median of each, and the default's ratio to the faster engine. The table of docs/performance.md, "Which engine computes a
 # product".
 #
 # usage: bench/engines.sh lite|big [OUT]
@@ -63,16 +63,22 @@ row() {
   : >"$tmp/onednn"
   r=0
   while [ "$r" -lt "$REPS" ]; do
-    for e in auto openblas onednn; do
+    # the order turns from round to round: no engine always runs first or last
+    case $((r % 3)) in
+    0) order="auto openblas onednn" ;;
+    1) order="openblas onednn auto" ;;
+    *) order="onednn auto openblas" ;;
+    esac
+    for e in $order; do
       v=$("$@" --gemm "$e")
       [ -n "$v" ] && echo "$v" >>"$tmp/$e"
     done
     r=$((r + 1))
   done
-  a=$(median <"$tmp/auto")
-  o=$(median <"$tmp/openblas")
-  d=$(median <"$tmp/onednn")
-  awk -v n="$name" -v a="$a" -v o="$o" -v d="$d" 'BEGIN {
+  med_auto=$(median <"$tmp/auto")
+  med_openblas=$(median <"$tmp/openblas")
+  med_onednn=$(median <"$tmp/onednn")
+  awk -v n="$name" -v a="$med_auto" -v o="$med_openblas" -v d="$med_onednn" 'BEGIN {
     best = o > d ? o : d
     printf "| %s | %.0f | %.0f | %.0f | %.2f |\n", n, a, o, d, (best > 0 ? a / best : 0) }' |
     tee -a "$out"
@@ -97,9 +103,9 @@ if [ "$mode" = lite ]; then
   done
 else
   models=${MODELS:-$("$SB" models 2>/dev/null | awk '/^  [a-z]/ && NF > 3 && $2 ~ /^[0-9]+$/ {print $1}')}
-  for d in $WIDTHS; do
+  for width in $WIDTHS; do
     for m in $models; do
-      row "$m B16 T400 d$d L4" bench_rate --model "$m" --feat_size "$d"
+      row "$m B16 T400 d$width L4" bench_rate --model "$m" --feat_size "$width"
     done
   done
 fi

@@ -30,7 +30,11 @@ int main(int argc, char **argv)
     const int threads = argc > 1 ? atoi(argv[1]) : 2;
     omp_set_num_threads(threads > 0 ? threads : 1);
     static const int shapes[][5] = {
-        /* trans_a, trans_b, M, N, K */
+        /* trans_a, trans_b, M, N, K; the first nine under 2 MFLOP (one serial OpenBLAS call
+         * in the blocked path); the default table's threshold is 16 MFLOP */
+        {0, 1, 1600, 4, 32},      {0, 1, 1600, 13, 32},    {0, 1, 512, 37, 64},
+        {0, 0, 1600, 32, 13},     {1, 0, 32, 13, 1600},    {0, 1, 1600, 16, 32},
+        {0, 1, 800, 32, 32},      {1, 0, 32, 32, 800},     {1, 0, 37, 64, 512},
         {0, 1, 1600, 32, 32},     {0, 1, 1600, 128, 128},  {0, 1, 4800, 64, 64},
         {0, 1, 4800, 128, 128},   {0, 1, 4800, 384, 128},  {0, 1, 6400, 128, 128},
         {0, 1, 6400, 256, 256},   {0, 1, 6400, 1024, 256}, {0, 1, 6400, 1601, 128},

@@ -39,10 +39,10 @@ def _row_dict(row):
         if isinstance(v, bytes):
             d[k] = v.decode("utf-8", "replace")
     d["hash"] = d.pop("run_hash")  # the run's id, named as `results --json` names it
-    for k in ("params", "state_size", "rank"):
+    for k in ("params", "state_size", "rank", "threads"):
         if d[k] < 0:
             d[k] = None
-    for k in ("checkpoint", "reason", "finished_at", "host"):
+    for k in ("checkpoint", "reason", "finished_at", "host", "engine", "fingerprint"):
         if d[k] == "":
             d[k] = None
     return {k: _number(v) for k, v in d.items()}
@@ -76,7 +76,8 @@ def results(db, model=None, frame=None):
     which every command takes, or a unique prefix of it), model, status,
     test_acc, test_loss, train_acc, train_loss, ceiling, effective_memory, params,
     state_size, flops_per_token, wall_s, tokens_per_s, attempts, host, rank (the MPI rank of
-    an MPI sweep, else None), world_size, checkpoint, reason, finished_at, protocol, and config (the run's configuration as a dict of flags). Unknown
+    an MPI sweep, else None), world_size, threads, engine and fingerprint (what its bits depend
+    on besides its configuration; None before schema 5), checkpoint, reason, finished_at, protocol, and config (the run's configuration as a dict of flags). Unknown
     numbers are None. A pandas DataFrame when pandas is installed (frame=None) or asked for
     (frame=True); a list of dicts with frame=False."""
     rows = []

@@ -6,7 +6,7 @@
  * matmul (float builds linked with oneDNN; one call on all threads, reproducible for a fixed
  * thread count). Which one computes a product is the engine table: `openblas` or `onednn`
  * for every product, or the default, SB_GEMM_TABLE_AUTO, a rule of the product's size:
- * oneDNN for products of at least SB_GEMM_ONEDNN_MIN_FLOPS, OpenBLAS (one serial call) for
+ * oneDNN for products of at least SB_GEMM_ONEDNN_MIN_FLOPS, OpenBLAS's blocked path for
  * smaller ones. Products inside parallel regions (per-head products) always use OpenBLAS.
  * Nothing is measured: the table is a function of the setting and the product, so a run is
  * reproduced by its command, its thread count and its machine (sb_gemm_fingerprint). In
@@ -45,8 +45,10 @@ const char *sb_gemm_kind_name(sb_gemm_kind engine);
 const char *sb_gemm_onednn_version(void);
 
 /* The default table's threshold: oneDNN computes products of at least this many FLOPs
- * (2 M N K), OpenBLAS smaller ones (docs/performance.md, "Which engine computes a product"). */
-#define SB_GEMM_ONEDNN_MIN_FLOPS 2.0e6
+ * (2 M N K), OpenBLAS's blocked path smaller ones (docs/performance.md, "Which engine
+ * computes a product": below it, oneDNN's one call on all threads loses to OpenBLAS in
+ * training, a thread's wake-up costing more than the product's share of it). */
+#define SB_GEMM_ONEDNN_MIN_FLOPS 16.0e6
 
 /* The default table's name, as runs record it (a new rule gets a new name). */
 #define SB_GEMM_TABLE_AUTO "auto-1"

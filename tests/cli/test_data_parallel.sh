@@ -80,10 +80,10 @@ done
 
 # ---- the default engine table where oneDNN computes: -np 1, 2, 4 give one digest ---------------
 # (issue 34) wide enough that the shards' large products reach the default table's oneDNN
-# threshold (2 MFLOP: 4 samples x 64 frames x 64 x 64 x 2 = 2.1 MFLOP per projection)
+# threshold (16 MFLOP: 16 samples x 64 frames x 128 x 128 x 2 = 33.6 MFLOP per projection)
 wide="--model gla --vocab 9 --amb 8 --grammar_scale True --train_seqlen_max 64 \
---test_seqlen_max 64 --dataset_size 128 --test_size 16 --batch_size 16 --test_bs 16 \
---feat_size 64 --layers 1 --epoch_size 128 --threads 1 --quiet --grad_shards 4"
+--test_seqlen_max 64 --dataset_size 128 --test_size 16 --batch_size 64 --test_bs 16 \
+--feat_size 128 --layers 1 --epoch_size 128 --threads 1 --quiet --grad_shards 4"
 for np in 1 2 4; do
   # shellcheck disable=SC2086
   $MPIRUN -np $np "$SB" train $wide --results "$TMP/wide$np" --ckpt "$TMP/wide$np/w.safetensors" \

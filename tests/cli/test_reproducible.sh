@@ -5,7 +5,7 @@
 #     selectivbench process trains beside it, writes byte-identical weights and optimiser
 #     state and stores the same metrics, threads, engine table and fingerprint; the model is
 #     wide enough that oneDNN computes its large products (the default table sends products
-#     of 2 MFLOP and more there: 4 x 64 frames x 64 x 64 x 2 is 2.1 MFLOP);
+#     of 16 MFLOP and more there: 32 samples x 64 frames x 64 x 64 x 2 is 16.8 MFLOP);
 #   - the run interrupted (SIGTERM after its first evaluation) and resumed with the printed
 #     command finishes byte-identical to the uninterrupted one;
 #   - `eval` of the checkpoint gives the run's own test metrics;
@@ -18,9 +18,9 @@ SB=$1
 . "$(dirname "$0")/common.sh"
 export XDG_CACHE_HOME="$TMP/cache"
 
-# 24 updates of 16 samples, three evaluations; no --gemm, no --threads: the defaults
+# 12 updates of 32 samples, three evaluations; no --gemm, no --threads: the defaults
 flags="--model gla --vocab 9 --amb 8 --grammar_scale True --train_seqlen_max 64 \
---test_seqlen_max 64 --dataset_size 384 --test_size 32 --batch_size 16 --test_bs 16 \
+--test_seqlen_max 64 --dataset_size 384 --test_size 32 --batch_size 32 --test_bs 32 \
 --feat_size 64 --layers 2 --epoch_size 128"
 
 # a neighbour: another run training all along (a sweep worker, a test suite beside us)

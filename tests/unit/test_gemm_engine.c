@@ -150,8 +150,8 @@ static void test_engine_table(void **state)
     const sb_gemm_kind big = dnnl ? SB_GEMM_ONEDNN : SB_GEMM_OPENBLAS;
     assert_int_equal(sb_gemm_engine_set(SB_GEMM_AUTO, 0, &err), SB_OK);
     assert_string_equal(sb_gemm_table_name(), dnnl ? SB_GEMM_TABLE_AUTO : "openblas");
-    assert_int_equal(sb_gemm_engine_for(100, 100, 100), big);     /* exactly 2 MFLOP */
-    assert_int_equal(sb_gemm_engine_for(100, 100, 99), SB_GEMM_OPENBLAS);
+    assert_int_equal(sb_gemm_engine_for(200, 200, 200), big);     /* exactly 16 MFLOP */
+    assert_int_equal(sb_gemm_engine_for(200, 200, 199), SB_GEMM_OPENBLAS);
     assert_int_equal(sb_gemm_engine_for(6400, 1601, 128), big);
     assert_int_equal(sb_gemm_engine_for(7, 5, 3), SB_GEMM_OPENBLAS);
     int inside = -1;
