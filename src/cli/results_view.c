@@ -567,6 +567,16 @@ static void json_number_or_null(sb_jw *j, double x)
         sb_jw_null(j);
 }
 
+/* "key": s, or "key": null when s is empty (a NULL column). */
+static void json_text_or_null(sb_jw *j, const char *key, const char *s)
+{
+    sb_jw_key(j, key);
+    if (s[0] != '\0')
+        sb_jw_string(j, s);
+    else
+        sb_jw_null(j);
+}
+
 static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_json,
                            double ceiling_se)
 {
@@ -615,20 +625,12 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
         sb_jw_int(j, r->state_size);
     else
         sb_jw_null(j);
-    sb_jw_key(j, "finished_at");
-    if (r->finished_at[0] != '\0')
-        sb_jw_string(j, r->finished_at);
-    else
-        sb_jw_null(j);
+    json_text_or_null(j, "finished_at", r->finished_at);
     sb_jw_key(j, "attempts");
     sb_jw_int(j, r->attempts);
     /* where it ran: the machine, the MPI rank of an MPI sweep (null otherwise), and the
      * ranks a data-parallel training used */
-    sb_jw_key(j, "host");
-    if (r->host[0] != '\0')
-        sb_jw_string(j, r->host);
-    else
-        sb_jw_null(j);
+    json_text_or_null(j, "host", r->host);
     sb_jw_key(j, "rank");
     if (r->rank >= 0)
         sb_jw_int(j, r->rank);
@@ -642,21 +644,9 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
         sb_jw_int(j, r->threads);
     else
         sb_jw_null(j);
-    sb_jw_key(j, "engine");
-    if (r->engine[0] != '\0')
-        sb_jw_string(j, r->engine);
-    else
-        sb_jw_null(j);
-    sb_jw_key(j, "fingerprint");
-    if (r->fingerprint[0] != '\0')
-        sb_jw_string(j, r->fingerprint);
-    else
-        sb_jw_null(j);
-    sb_jw_key(j, "checkpoint");
-    if (r->checkpoint[0] != '\0')
-        sb_jw_string(j, r->checkpoint);
-    else
-        sb_jw_null(j);
+    json_text_or_null(j, "engine", r->engine);
+    json_text_or_null(j, "fingerprint", r->fingerprint);
+    json_text_or_null(j, "checkpoint", r->checkpoint);
     sb_jw_object_end(j);
 }
 

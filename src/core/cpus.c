@@ -97,6 +97,28 @@ static int smallest(int affinity, int quota, int slurm)
     return n > 0 ? n : 1;
 }
 
+int sb_cpu_model(char *buf, unsigned long size)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return 0;
+    char line[512];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f) != NULL) {
+        const char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || colon == NULL)
+            continue;
+        colon++;
+        while (*colon == ' ' || *colon == '\t')
+            colon++;
+        snprintf(buf, size, "%s", colon);
+        buf[strcspn(buf, "\n")] = '\0';
+        found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
 int sb_cpu_count(void)
 {
     return smallest(affinity_count(), cgroup_quota(), slurm_cpus());

@@ -10,6 +10,10 @@
  * oneDNN's products, and must not change with what else runs (docs/training.md). */
 int sb_cpu_count(void);
 
+/* The CPU's model name from /proc/cpuinfo ("AMD EPYC ..."), in buf: 1, or 0 (buf untouched)
+ * when there is none. */
+int sb_cpu_model(char *buf, unsigned long size);
+
 /* What sb_cpu_count found, one line for humans ("2 (affinity 2, cgroup quota none, Slurm
  * none)"), in buf. */
 void sb_cpu_count_describe(char *buf, unsigned long size);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/cpus.h"
 #include "core/alloc.h"
 #include "core/json_writer.h"
 #include "exp/plan.h"
@@ -252,24 +253,7 @@ static void sanitise(char *s)
 void sb_plan_machine(char *out, size_t size)
 {
     char cpu[200] = "unknown CPU";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f != NULL) {
-        char line[512];
-        while (fgets(line, sizeof line, f) != NULL) {
-            if (strncmp(line, "model name", 10) != 0)
-                continue;
-            const char *colon = strchr(line, ':');
-            if (colon == NULL)
-                continue;
-            colon++;
-            while (*colon == ' ' || *colon == '\t')
-                colon++;
-            snprintf(cpu, sizeof cpu, "%s", colon);
-            cpu[strcspn(cpu, "\n")] = '\0';
-            break;
-        }
-        fclose(f);
-    }
+    sb_cpu_model(cpu, sizeof cpu);
     snprintf(out, size, "%s, selectivbench %s", cpu, SB_VERSION);
     sanitise(out);
 }

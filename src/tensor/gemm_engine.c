@@ -19,6 +19,7 @@
 #define SB_USE_ONEDNN 1
 #endif
 
+#include "core/cpus.h"
 #include "tensor/gemm_engine.h"
 
 static struct {
@@ -202,29 +203,10 @@ sb_status sb_gemm_table_parse(const char *name, sb_gemm_kind *engine, sb_error *
     return SB_OK;
 }
 
-/* The CPU's model name from /proc/cpuinfo, "unknown" without it. */
-static void cpu_model(char *buf, size_t size)
-{
-    snprintf(buf, size, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f == NULL)
-        return;
-    char line[256];
-    while (fgets(line, sizeof line, f) != NULL) {
-        const char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon != NULL) {
-            snprintf(buf, size, "%s", colon[1] == ' ' ? colon + 2 : colon + 1);
-            buf[strcspn(buf, "\n")] = '\0';
-            break;
-        }
-    }
-    fclose(f);
-}
-
 void sb_gemm_fingerprint(const sb_run_config *cfg, int threads, sb_fingerprint *fp)
 {
-    char cpu[128];
-    cpu_model(cpu, sizeof cpu);
+    char cpu[128] = "unknown";
+    sb_cpu_model(cpu, sizeof cpu);
     const char *dnnl = sb_gemm_onednn_version();
     snprintf(fp->table, sizeof fp->table, "%s", table_name(cfg->gemm));
     /* in deterministic mode the bits do not depend on the thread count */
