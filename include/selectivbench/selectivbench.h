@@ -91,6 +91,11 @@ void sb_string_free(char *s);
  * never the machine's load, which must not change how a run computes). At least 1. */
 int sb_default_threads(void);
 
+/* The most threads any call takes, as the command line's --threads: every call that takes a
+ * thread count refuses one below 0 or above this (SB_ERR_INVALID) rather than ask OpenMP for
+ * a pool it cannot create. */
+#define SB_THREADS_MAX 1024
+
 /* sizeof the public structure named name ("sb_result_row", "sb_train_settings", ...), or 0
  * for a name it does not know: for bindings that mirror the structures (python/) to check
  * their layout against the library they loaded. */
@@ -305,7 +310,7 @@ typedef struct sb_batch_arrays {
 
 /* Assembles the batch of samples index[0 .. count-1] of split on `threads` threads (0: every
  * core; the batch does not depend on it). *out is freed with sb_task_batch_free. Errors:
- * those of sb_task_batch_shape, and SB_ERR_INVALID for threads < 0. */
+ * those of sb_task_batch_shape, and SB_ERR_INVALID for threads outside 0..SB_THREADS_MAX. */
 sb_status sb_task_batch_make(const sb_task *task, sb_split split, const int64_t *index,
                              int count, int threads, sb_task_batch **out, sb_error *err);
 
@@ -772,9 +777,17 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
 
 typedef struct sb_sweep sb_sweep;
 
+/* The largest sweep file read (bytes; the paper's are under 2 KiB) and its deepest nesting
+ * (a grid file needs 4): a device, a stream or a pathological file is refused before it is
+ * parsed. */
+#define SB_SWEEP_FILE_MAX (1024 * 1024)
+#define SB_SWEEP_DEPTH_MAX 64
+
 /* Reads a sweep file. *out is freed with sb_sweep_free. Errors (SB_ERR_INVALID, or SB_ERR_IO
- * when unreadable) name the file and the line: malformed YAML, a key given twice in one
- * mapping, an unknown key, a parameter without values; a grid of more than INT64_MAX runs. */
+ * when unreadable) name the file and the line: malformed YAML, a file over SB_SWEEP_FILE_MAX
+ * bytes, nested over SB_SWEEP_DEPTH_MAX levels or of more than one YAML document, a key given
+ * twice in one mapping, an unknown key or metric, a parameter without values; a grid of more
+ * than INT64_MAX runs. */
 sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err);
 
 /* The same from text in memory (len bytes, e.g. a built-in preset); `path` names it in
@@ -990,6 +1003,10 @@ typedef struct sb_plan {
     int cache_damaged;   /* the cache file was there but unreadable (it was rewritten) */
     int cache_written;   /* the cache file was written */
     char machine[256];   /* the CPU model, the library version */
+    /* runs of the selection the sweep would refuse (left out of the plan), and why the
+     * first of them is refused ("" when none) */
+    int64_t n_refused;
+    char first_refused[SB_ERROR_MSG_MAX];
 } sb_plan;
 
 /* Plans the runs of sel (those the sweep would train: refused and excluded runs are left

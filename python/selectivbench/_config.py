@@ -4,7 +4,7 @@ into the library's sb_config, and back."""
 import ctypes
 import json
 
-from . import _lib
+from . import _check, _lib
 from ._lib import lib, check
 
 
@@ -31,7 +31,8 @@ class Config(_lib.Handle):
         self.handle = handle
         try:
             for key, value in (flags or {}).items():
-                check(lib.sb_config_set_key(self.handle, key.encode(), flag_text(value).encode(),
+                check(lib.sb_config_set_key(self.handle, _check.text("flag name", key),
+                                            _check.text(key, flag_text(value)),
                                             ctypes.byref(err)), err)
         except Exception:
             self.close()

@@ -9,7 +9,7 @@ import os
 import signal
 import threading
 
-from . import _lib
+from . import _check, _lib
 from ._config import Config
 from ._lib import lib, check, text
 from .task import split_id
@@ -48,6 +48,20 @@ def _row_dict(row):
     return {k: _number(v) for k, v in d.items()}
 
 
+def _stored_config(text):
+    """(config, damaged): the stored configuration as a dict, or None and why, for a run
+    whose stored text is not a JSON object (`results` lists such a run, marked)."""
+    if not text:
+        return None, None
+    try:
+        config = json.loads(text)
+    except ValueError:
+        config = None
+    if isinstance(config, dict):
+        return config, None
+    return None, "its stored configuration is not a JSON object"
+
+
 class _Results(_lib.Handle):
     """An open read-only database (closed by close() or the with block)."""
 
@@ -77,7 +91,8 @@ def results(db, model=None, frame=None):
     test_acc, test_loss, train_acc, train_loss, ceiling, effective_memory, params,
     state_size, flops_per_token, wall_s, tokens_per_s, attempts, host, rank (the MPI rank of
     an MPI sweep, else None), world_size, threads, engine and fingerprint (what its bits depend
-    on besides its configuration; None before schema 5), checkpoint, reason, finished_at, protocol, and config (the run's configuration as a dict of flags). Unknown
+    on besides its configuration; None before schema 5), checkpoint, reason, finished_at, protocol, config (the run's configuration as a dict of flags) and
+    damaged (None, or why its stored configuration could not be read: config is then None). Unknown
     numbers are None. A pandas DataFrame when pandas is installed (frame=None) or asked for
     (frame=True); a list of dicts with frame=False."""
     rows = []
@@ -96,7 +111,7 @@ def results(db, model=None, frame=None):
                 check(lib.sb_results_config_json(r.handle, row["hash"].encode(), ctypes.byref(js),
                                                  ctypes.byref(err)), err)
                 s = _lib.take_string(js.value)
-                row["config"] = json.loads(s) if s else None
+                row["config"], row["damaged"] = _stored_config(s)
                 rows.append(row)
             first += n.value
     if frame is False:
@@ -136,9 +151,42 @@ def curve(db, run):
                 lib.sb_results_curve_free(points)
 
 
-def _float(d, key):
+def _float(d, key, where="metrics"):
+    return _check.real("%s %s" % (where, key), d.get(key))
+
+
+def _count(d, key, where="metrics"):
+    """A count that may be unknown (None: -1, as the library stores it)."""
     v = d.get(key)
-    return NAN if v is None else float(v)
+    return -1 if v is None else _check.whole("%s %s" % (where, key), v, 0, _check.INT64_MAX,
+                                             "a whole number 0 or more")
+
+
+def _curve_points(points):
+    """The curve as the library's array, each point checked; (step, split) unique."""
+    arr = (_lib.CurvePoint * max(len(points), 1))()
+    seen = set()
+    for i, p in enumerate(points):
+        if not isinstance(p, dict):
+            raise _lib.SelectivbenchError("curve point %d: give a dict (step, split, loss, acc, "
+                                          "...), not %r" % (i, p))
+        where = "curve point %d" % i
+        if p.get("step") is None:
+            raise _lib.SelectivbenchError("%s has no step" % where)
+        step = _check.whole(where + " step", p["step"], 0, _check.INT64_MAX,
+                            "a step of 0 or more")
+        split = split_id(p.get("split", "test"))
+        if (step, split) in seen:
+            raise _lib.SelectivbenchError("%s: step %d of the %s split is given twice; give each "
+                                          "evaluation once" % (where, step,
+                                                               ("train", "test")[split]))
+        seen.add((step, split))
+        arr[i] = _lib.CurvePoint(step=step, samples=_count(p, "samples", where), split=split,
+                                 loss=_float(p, "loss", where), acc=_float(p, "acc", where),
+                                 lr=_float(p, "lr", where),
+                                 tokens_per_s=_float(p, "tokens_per_s", where),
+                                 wall_s=_float(p, "wall_s", where))
+    return arr
 
 
 def record_run(db, config, metrics, curve=None, code_version=None):
@@ -158,27 +206,21 @@ def record_run(db, config, metrics, curve=None, code_version=None):
     The task's ceiling and the run's effective memory are computed and stored, as for a
     native run. Raises SelectivbenchError (e.g. the database already has this run)."""
     path = _db_path(db)
+    if not isinstance(metrics, dict):
+        raise _lib.SelectivbenchError("metrics %r: give a dict (test_acc, test_loss, ...)"
+                                      % (metrics,))
     points = list(curve or [])
-    arr = (_lib.CurvePoint * max(len(points), 1))()
-    for i, p in enumerate(points):
-        arr[i] = _lib.CurvePoint(step=int(p["step"]),
-                                 samples=int(p["samples"]) if p.get("samples") is not None
-                                 else -1,
-                                 split=split_id(p.get("split", "test")), loss=_float(p, "loss"),
-                                 acc=_float(p, "acc"), lr=_float(p, "lr"),
-                                 tokens_per_s=_float(p, "tokens_per_s"),
-                                 wall_s=_float(p, "wall_s"))
+    arr = _curve_points(points)
     reason = metrics.get("reason")
     run = _lib.ExternalRun(
-        status=str(metrics.get("status", "finished")).encode(),
-        reason=reason.encode() if reason else None,
-        params=int(metrics["params"]) if metrics.get("params") is not None else -1,
-        state_size=int(metrics["state_size"]) if metrics.get("state_size") is not None else -1,
+        status=_check.text("status", metrics.get("status", "finished")),
+        reason=_check.text("reason", reason) if reason else None,
+        params=_count(metrics, "params"), state_size=_count(metrics, "state_size"),
         test_acc=_float(metrics, "test_acc"), test_loss=_float(metrics, "test_loss"),
         train_acc=_float(metrics, "train_acc"), train_loss=_float(metrics, "train_loss"),
         wall_s=_float(metrics, "wall_s"), tokens_per_s=_float(metrics, "tokens_per_s"),
         curve=arr, n_curve=len(points),
-        code_version=code_version.encode() if code_version else None)
+        code_version=_check.text("code_version", code_version) if code_version else None)
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     buf = ctypes.create_string_buffer(17)
@@ -239,7 +281,7 @@ def train(config, results=None, threads=0, progress=None, save_checkpoint=True, 
         return 1 if state["stop"] or state["error"] is not None else 0
 
     settings = _lib.TrainSettings()
-    settings.threads = threads
+    settings.threads = _check.threads(threads)
     settings.save_checkpoint = 1 if save_checkpoint else 0
     settings.force = 1 if force else 0
     settings.resume = 1 if resume else 0
@@ -280,6 +322,7 @@ def evaluate(checkpoint, threads=0, **overrides):
     recorded in it, with flags overridden (e.g. test_dur=2.0 for longer test gaps). Returns
     {test_acc, test_loss, test_size, test_gap_s}."""
     out, err = _lib.EvalOutcome(), _lib.Error()
+    threads = _check.threads(threads)
     with Config.from_checkpoint(checkpoint, overrides) as cfg:
         check(lib.sb_evaluate_checkpoint(os.fspath(checkpoint).encode(), cfg.handle, threads,
                                          ctypes.byref(out), ctypes.byref(err)), err)

@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from . import _lib
+from . import _check, _lib
 from ._config import Config
 from ._lib import lib, check
 
@@ -24,8 +24,8 @@ def split_id(split):
         if split not in SPLITS:
             raise _lib.SelectivbenchError("unknown split '%s': use 'train' or 'test'" % split)
         return SPLITS[split]
-    if split in (0, 1):
-        return int(split)
+    if not isinstance(split, bool) and isinstance(split, int) and split in (0, 1):
+        return split
     raise _lib.SelectivbenchError("unknown split %r: use 'train' or 'test'" % (split,))
 
 
@@ -41,7 +41,8 @@ class _BatchMemory:
 
     def __del__(self):
         if self.handle:
-            if len(self.task._pool) < Task.POOL_SIZE:
+            # a task already freed (or being freed) takes no storage back: free it here
+            if self.task._handle and len(self.task._pool) < Task.POOL_SIZE:
                 self.task._pool.append(self.handle)
             else:
                 lib.sb_task_batch_free(self.handle)
@@ -152,12 +153,18 @@ class Task:
         self.test_elements = facts.test_elements
 
     def __del__(self):
-        for batch in getattr(self, "_pool", []):
+        # safe to call twice: the pool is emptied and the handle cleared before freeing
+        pool, self._pool = getattr(self, "_pool", []), []
+        for batch in pool:
             lib.sb_task_batch_free(batch)
-        handle = getattr(self, "_handle", None)
+        handle, self._handle = getattr(self, "_handle", None), None
         if handle:
             lib.sb_task_free(handle)
-            self._handle = None
+
+    def _live(self):
+        if not self._handle:
+            raise _lib.SelectivbenchError("this Task has been freed")
+        return self._handle
 
     def size(self, split):
         return self.train_size if split_id(split) == 0 else self.test_size
@@ -166,9 +173,10 @@ class Task:
         """The batch of the samples `indices` (any iterable of ints) of split ('train' or
         'test'), assembled on `threads` threads (0: every core; the batch does not depend
         on it). Samples are pure functions of (configuration, split, index)."""
-        idx = np.ascontiguousarray(np.fromiter(indices, dtype=np.int64)
-                                   if not isinstance(indices, np.ndarray)
-                                   else indices.astype(np.int64))
+        idx = _check.indices(indices)
+        threads = _check.threads(threads)
+        split = split_id(split)
+        self._live()
         err = _lib.Error()
         index = idx.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
         if self._pool:
@@ -192,6 +200,9 @@ class Task:
                 threads=0):
         """Iterates over a split in batches of batch_size: in index order (as the C trainer
         reads the training set), or shuffled by a numpy generator seeded with seed."""
+        batch_size = _check.whole("batch_size", batch_size, 1, _check.INT_MAX)
+        seed = _check.whole("seed", seed, 0, 2 ** 64 - 1, "a seed of 0 or more")
+        threads = _check.threads(threads)
         n = self.size(split)
         order = np.arange(n, dtype=np.int64)
         if shuffle:
@@ -208,7 +219,7 @@ class Task:
         indices), out_prob, start_states, state_ids (a state's name -> the id targets hold),
         topological_entropy (nats), num_transitions, config, ... and `letters`, the input
         letter of each state's symbol."""
-        g = lib.sb_task_grammar(self._handle)
+        g = lib.sb_task_grammar(self._live())
         out, err = ctypes.c_void_p(), _lib.Error()
         check(lib.sb_grammar_to_json(g, ctypes.byref(out), ctypes.byref(err)), err)
         grammar = json.loads(_lib.take_string(out.value))
@@ -222,9 +233,11 @@ class Task:
         last k elements), ..., as `selectivbench ceiling --json` prints them."""
         opt = lib.sb_ceiling_options_default()
         opt.split, opt.samples, opt.prior_samples, opt.threads = (
-            split_id(split), samples, prior_samples, threads)
+            split_id(split), _check.whole("samples", samples, 0, _check.INT64_MAX),
+            _check.whole("prior_samples", prior_samples, 0, _check.INT64_MAX),
+            _check.threads(threads))
         out, err = _lib.Ceiling(), _lib.Error()
-        check(lib.sb_ceiling_compute(self._handle, ctypes.byref(opt), ctypes.byref(out),
+        check(lib.sb_ceiling_compute(self._live(), ctypes.byref(opt), ctypes.byref(out),
                                      ctypes.byref(err)), err)
         text = ctypes.c_void_p()
         check(lib.sb_ceiling_to_json(ctypes.byref(out), ctypes.byref(text), ctypes.byref(err)),

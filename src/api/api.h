@@ -8,6 +8,7 @@
 #define SELECTIVBENCH_API_H
 
 #include "config/run_config.h"
+#include "core/cpus.h"
 #include "core/status.h"
 
 /* The public sb_config: a run configuration (config/run_config.h) behind an opaque handle. */

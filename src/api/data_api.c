@@ -42,6 +42,9 @@ sb_status sb_task_checksum(const sb_task *task, sb_split split, int threads, uin
     if (split != SB_SPLIT_TRAIN && split != SB_SPLIT_TEST)
         return sb_error_set(err, SB_ERR_INVALID, "unknown split %d (SB_SPLIT_TRAIN or SB_SPLIT_TEST)",
                             (int)split);
+    sb_status st = sb_threads_check(threads, "sb_task_checksum", err);
+    if (st != SB_OK)
+        return st;
     return sb_task_split_checksum(task, split, threads, hash, symbols, err);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "core/alloc.h"
 #include "config/config.h"
 #include "exp/claims.h"
 #include "exp/report.h"
@@ -195,8 +196,11 @@ sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads,
         *ceiling_se = (double)NAN;
     SB_API_REQUIRE(db, err);
     SB_API_REQUIRE(row, err);
+    sb_status st = sb_threads_check(threads, "sb_results_backfill", err);
+    if (st != SB_OK)
+        return st;
     sb_run_row stored;
-    sb_status st = stored_run(db, row->run_hash, &stored, err);
+    st = stored_run(db, row->run_hash, &stored, err);
     if (st != SB_OK)
         return st;
     st = sb_results_fill_yardsticks(db, &stored, threads, NULL, err);
@@ -312,6 +316,66 @@ static sb_status check_external_model(const char *model, sb_error *err)
     return SB_OK;
 }
 
+static sb_eval_row curve_row(const sb_curve_point *p)
+{
+    return (sb_eval_row){.step = p->step, .samples = p->samples, .split = p->split,
+                         .loss = p->loss, .acc = p->acc, .lr = p->lr,
+                         .tokens_per_s = p->tokens_per_s, .wall_s = p->wall_s};
+}
+
+static int point_order(const void *a, const void *b)
+{
+    const sb_curve_point *x = a, *y = b;
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    return (x->split > y->split) - (x->split < y->split);
+}
+
+/* What a run trained elsewhere may store: counts >= 0 (or -1: unknown), every metric finite
+ * and in its range (sb_results_check_metrics, no infinite loss), each curve point checked
+ * and given once per (step, split). Checked before anything is written, so a refused record
+ * changes nothing. */
+static sb_status check_external_metrics(const sb_external_run *run, sb_error *err)
+{
+    if (run->params < -1 || run->state_size < -1)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "params %lld, state_size %lld: give counts >= 0, or -1 when unknown",
+                            (long long)run->params, (long long)run->state_size);
+    sb_run_metrics m = {.test_acc = run->test_acc, .test_loss = run->test_loss,
+                        .train_acc = run->train_acc, .train_loss = run->train_loss,
+                        .wall_s = run->wall_s, .tokens_per_s = run->tokens_per_s};
+    sb_status st = sb_results_check_metrics(&m, 0, "the run's metrics", err);
+    if (st != SB_OK)
+        return st;
+    if (run->n_curve > 0 && run->curve == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "%zu curve points given without the array",
+                            run->n_curve);
+    for (size_t i = 0; i < run->n_curve; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "curve point %zu", i);
+        sb_eval_row row = curve_row(&run->curve[i]);
+        if ((st = sb_results_check_eval(&row, 0, what, err)) != SB_OK)
+            return st;
+    }
+    if (run->n_curve < 2)
+        return SB_OK;
+    sb_curve_point *sorted = sb_calloc(run->n_curve, sizeof *sorted);
+    if (sorted == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "no memory to check %zu curve points",
+                            run->n_curve);
+    memcpy(sorted, run->curve, run->n_curve * sizeof *sorted);
+    qsort(sorted, run->n_curve, sizeof *sorted, point_order);
+    for (size_t i = 1; i < run->n_curve && st == SB_OK; i++)
+        if (point_order(&sorted[i - 1], &sorted[i]) == 0)
+            st = sb_error_set(err, SB_ERR_INVALID,
+                              "the curve gives step %lld of the %s split twice: give each "
+                              "evaluation once",
+                              (long long)sorted[i].step,
+                              sorted[i].split == SB_SPLIT_TRAIN ? "train" : "test");
+    sb_free(sorted);
+    return st;
+}
+
 sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
                                      const sb_external_run *run, char run_hash[17],
                                      sb_error *err)
@@ -323,18 +387,8 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
     sb_status st;
     if ((st = check_record_status(status, err)) != SB_OK)
         return st;
-    if (run->n_curve > 0 && run->curve == NULL)
-        return sb_error_set(err, SB_ERR_INVALID, "%zu curve points given without the array",
-                            run->n_curve);
-    for (size_t i = 0; i < run->n_curve; i++) {
-        const sb_curve_point *p = &run->curve[i];
-        if (p->step < 0 || (p->split != SB_SPLIT_TRAIN && p->split != SB_SPLIT_TEST))
-            return sb_error_set(err, SB_ERR_INVALID,
-                                "curve point %zu: step %lld, split %d (give a step >= 0 and "
-                                "split train or test)",
-                                i, (long long)p->step, (int)p->split);
-    }
-    if ((st = check_external_model(cfg->run.model, err)) != SB_OK ||
+    if ((st = check_external_metrics(run, err)) != SB_OK ||
+        (st = check_external_model(cfg->run.model, err)) != SB_OK ||
         (st = sb_task_config_check(&cfg->run.task, err)) != SB_OK ||
         (st = sb_config_check_ranges(&cfg->run, err)) != SB_OK)
         return st;
@@ -352,10 +406,7 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
     if (finished)
         return refuse_finished(&rec, &stored, db_path, cfg, err);
     for (size_t i = 0; i < run->n_curve && st == SB_OK; i++) {
-        const sb_curve_point *p = &run->curve[i];
-        sb_eval_row row = {.step = p->step, .samples = p->samples, .split = p->split,
-                           .loss = p->loss, .acc = p->acc, .lr = p->lr,
-                           .tokens_per_s = p->tokens_per_s, .wall_s = p->wall_s};
+        sb_eval_row row = curve_row(&run->curve[i]);
         st = sb_results_add_eval(rec.db, rec.run_id, &row, err);
     }
     if (st != SB_OK) { /* the run is recorded failed, with why, rather than left running */

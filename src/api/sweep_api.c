@@ -173,12 +173,13 @@ sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int 
         return sb_error_set(err, SB_ERR_INVALID,
                             "sb_sweep_run: opts->worker_exe is required (the path of the "
                             "selectivbench command that runs each run)");
-    if (opts->workers < 0 || opts->threads < 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "sb_sweep_run: workers %d and threads %d must not be negative",
-                            opts->workers, opts->threads);
+    if (opts->workers < 0)
+        return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_run: workers %d must not be negative",
+                            opts->workers);
     int64_t *all = NULL;
-    sb_status st = check_runs(s, opts, err);
+    sb_status st = sb_threads_check(opts->threads, "sb_sweep_run", err);
+    if (st == SB_OK)
+        st = check_runs(s, opts, err);
     if (st == SB_OK && opts->runs == NULL)
         st = list_grid(s, &all, err);
     if (st != SB_OK)

@@ -40,9 +40,9 @@ static sb_status check_batch_request(const sb_task *task, sb_split split, const 
                                      int count, int threads, sb_error *err)
 {
     SB_API_REQUIRE(task, err);
-    if (threads < 0)
-        return sb_error_set(err, SB_ERR_INVALID, "threads %d: give 0 (every core) or more",
-                            threads);
+    sb_status st_threads = sb_threads_check(threads, "the batch", err);
+    if (st_threads != SB_OK)
+        return st_threads;
     SB_API_REQUIRE(index, err);
     if (split != SB_SPLIT_TRAIN && split != SB_SPLIT_TEST)
         return sb_error_set(err, SB_ERR_INVALID, "unknown split %d (SB_SPLIT_TRAIN or SB_SPLIT_TEST)",

@@ -207,7 +207,9 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
         settings = &none;
     int threads = settings->threads > 0 ? settings->threads : sb_cpu_count();
     double budget = settings->mem_budget_gb > 0 ? settings->mem_budget_gb : DEFAULT_MEM_BUDGET_GB;
-    sb_status st = sb_run_config_check(run, err);
+    sb_status st = sb_threads_check(settings->threads, "sb_train_config", err);
+    if (st == SB_OK)
+        st = sb_run_config_check(run, err);
     if (st == SB_OK && settings->resume && settings->results_dir != NULL)
         st = resume_engine(settings, &resolved, out, err);
     sb_fingerprint fp;
@@ -332,7 +334,10 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
     out->test_acc = out->test_loss = out->test_gap_s = (double)NAN;
     SB_API_REQUIRE(checkpoint, err);
     sb_run_config run;
-    sb_status st = SB_OK;
+    sb_status st = sb_threads_check(settings != NULL ? settings->threads : 0,
+                                    "sb_evaluate_checkpoint", err);
+    if (st != SB_OK)
+        return st;
     if (cfg != NULL)
         run = cfg->run;
     else if ((st = sb_checkpoint_read_config(checkpoint, &run, err)) != SB_OK)
@@ -366,6 +371,16 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
         (settings->dump_path == NULL ||
          (st = sb_dump_first_batch(settings->dump_path, task, m, run.test_bs, err)) == SB_OK))
         st = sb_evaluate(task, m, run.test_bs, budget, &out->test_loss, &out->test_acc, err);
+    /* finite weights can still overflow in the forward pass (values near the float limit):
+     * a non-finite loss is the weights' failure, never a result */
+    if (st == SB_OK && !isfinite(out->test_loss)) {
+        st = sb_error_set(err, SB_ERR_DIVERGED,
+                          "checkpoint '%s': its weights give a non-finite test loss (%g): they "
+                          "overflow in the forward pass (a run that diverged, or damaged "
+                          "weights); evaluate an earlier checkpoint or retrain",
+                          checkpoint, out->test_loss);
+        out->test_loss = out->test_acc = (double)NAN;
+    }
     if (st == SB_OK) {
         out->test_size = sb_task_split_size(task, SB_SPLIT_TEST);
         out->test_gap_s = sb_task_test_duration(task);

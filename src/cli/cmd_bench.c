@@ -75,7 +75,7 @@ static int bench_data_with_flags(sb_task_flags *tf, int argc, char **argv)
     int threads = 0;
     opts[n_opts++] = (sb_option){
         "threads", SB_OPT_INT, &threads, 0,
-        1024,      NULL,       NULL,     "threads for the parallel runs (default: all cores)",
+        SB_THREADS_MAX, NULL, NULL,    "threads for the parallel runs (default: all cores)",
         0};
     /* argv[1] is "bench", argv[2] is "data": shift by one */
     int rc = sb_cli_parse("bench data", "[task flags] (defaults: task 2, 20000 samples)", opts,
@@ -309,7 +309,7 @@ static int bench_models(int argc, char **argv)
         {"classes", SB_OPT_INT, &C, 1, 1e6, NULL, "C", "classes (default 65)", 0},
         {"d_state", SB_OPT_INT, &N, 1, 65536, NULL, "N", "SSM state size (default 128)", 0},
         {"steps", SB_OPT_INT, &steps, 1, 10000, NULL, NULL, "timed steps, median (default 5)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL, "threads (default: all cores)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL, "threads (default: all cores)", 0},
         {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL, "print JSON instead of a table", 0},
         {"gemm", SB_OPT_STRING, &gemm, 0, 0, NULL, "E[,E]",
          "GEMM engines, each model runs under each: openblas, onednn, auto (default auto)", 0},

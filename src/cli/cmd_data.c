@@ -150,7 +150,7 @@ static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
                             "write the reference's dataset files train, test, transitions "
                             "(default: none)",
                             0};
-    opts[n++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL,
+    opts[n++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL,
                             "threads (default: all cores)", 0};
     int rc = sb_cli_parse("data", "[task flags] [--json --samples LIST | --show K | --checksum | "
                                   "--export DIR]",

@@ -120,7 +120,7 @@ int sb_cmd_demo(int argc, char **argv)
         {"seeds", SB_OPT_INT, &seeds, 1, 2, NULL, "N", "seeds per setting (default 2)", 0},
         {"workers", SB_OPT_INT, &workers, 1, 64, NULL, "N", "runs at a time (default 2)", 0},
         {"quick", SB_OPT_SWITCH, &quick, 0, 1, NULL, NULL, "task 1 only (for tests)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL, "threads (default: all cores)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL, "threads (default: all cores)", 0},
     };
     int rc = sb_cli_parse("demo", "[--out DIR] [--models LIST] [--seeds N] [--workers N]", opts,
                           (int)(sizeof opts / sizeof *opts), argc, argv, NULL, 0, NULL);

@@ -75,7 +75,7 @@ static int grammar_with_flags(sb_task_flags *tf, int argc, char **argv)
                             "write a Graphviz digraph to FILE ('-' for stdout; default: none)", 0};
     opts[n++] = (sb_option){"list", SB_OPT_SWITCH, &list, 0, 1, NULL, NULL,
                             "list every state's successors (default for <= 40 states)", 0};
-    opts[n++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, 1024, NULL, NULL,
+    opts[n++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL,
                             "threads (default: all cores)", 0};
     int rc = sb_cli_parse("grammar", "[flags]", opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)

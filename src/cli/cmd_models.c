@@ -188,7 +188,7 @@ int sb_cmd_models(int argc, char **argv)
          "print docs/models/README.md (sizes and taxonomy tables)", 0},
         {"taxonomy", SB_OPT_SWITCH, &taxonomy, 0, 1, NULL, NULL,
          "print docs/models/taxonomy.md (the design axes, the pairs that isolate each)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, "N", "threads (default: all cores)", 0},
     };
     int rc = sb_cli_parse("models", "[--feat_size D --d_state N --inp I --classes C --layers L] [--json | --markdown | --taxonomy]",
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, NULL, 0, NULL);

@@ -35,7 +35,7 @@ static int plan_parse(int argc, char **argv, plan_flags *o)
     sb_option opts[] = {
         {"ranks", SB_OPT_INT, &o->ranks, 1, 1e7, NULL, "N",
          "runs at a time: MPI ranks, sweep workers or machines (default 1)", 0},
-        {"threads", SB_OPT_INT, &o->threads, 1, 4096, NULL, "T",
+        {"threads", SB_OPT_INT, &o->threads, 1, SB_THREADS_MAX, NULL, "T",
          "threads per run (default: this machine's cores / --ranks, at least 1, as a sweep "
          "with --workers N gives its runs; beyond this machine's cores the matrix products "
          "are assumed to speed up linearly, see docs/cluster.md)",
@@ -203,6 +203,13 @@ int sb_cmd_plan(int argc, char **argv)
                           .on_calibration = on_calibration};
     sb_plan *p = NULL;
     sb_status st = sb_plan_make(s, sel, &po, &p, &err);
+    if (st == SB_OK && p->n_runs == 0 && p->n_refused > 0)
+        st = sb_error_set(&err, SB_ERR_INVALID, "all %lld runs are refused; the first, %.400s",
+                          (long long)p->n_refused, p->first_refused);
+    else if (st == SB_OK && p->n_refused > 0)
+        fprintf(stderr, "plan: %lld run%s left out, refused as the sweep would refuse them; "
+                        "the first, %.400s\n",
+                (long long)p->n_refused, p->n_refused == 1 ? "" : "s", p->first_refused);
     if (st == SB_OK) {
         if (p->cache_damaged)
             fprintf(stderr, "plan: the calibration cache %s was damaged or of an older version: "

@@ -21,7 +21,7 @@ int sb_cmd_report(int argc, char **argv)
          " (default results/" SB_RESULTS_DB_NAME ")", 0},
         {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
          "where the figures and report.md go (default: report/ beside the database)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, "N", "threads (default: all cores)", 0},
         {"claims", SB_OPT_SWITCH, &claims, 0, 1, NULL, NULL,
          "print only the paper's findings with their statistics and verdicts (docs/claims.md; "
          "read only, no figures)", 0},

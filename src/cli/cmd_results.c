@@ -171,7 +171,7 @@ static int results_parse(int argc, char **argv, results_args *a)
          "ceiling, or of the numeric --columns (default: no grouping)", 0},
         {"check", SB_OPT_SWITCH, &a->check, 0, 1, NULL, NULL,
          "run SQLite's integrity check on the database and print ok or corrupt", 0},
-        {"threads", SB_OPT_INT, &a->threads, 0, 1024, NULL, "N", "threads (default: all cores)", 0},
+        {"threads", SB_OPT_INT, &a->threads, 0, SB_THREADS_MAX, NULL, "N", "threads (default: all cores)", 0},
         /* listed for --help: a command line with --curves goes to results_curves.c */
         {"curves", SB_OPT_SWITCH, &curves_dummy, 0, 1, NULL, NULL,
          "the learning curves: results --curves [RUN] [--json|--csv] (every evaluation of a "
@@ -321,6 +321,7 @@ static void results_rows_free(results_rows *t)
     free(t->configs);
     free(t->config_json);
     free(t->keep);
+    free(t->damaged);
     free(t->ceiling_se);
     free(t->rows);
 }
@@ -341,9 +342,10 @@ static sb_status results_select(sb_results *db, const results_args *a, results_r
     t->config_json = calloc(n > 0 ? n : 1, sizeof *t->config_json);
     t->configs = calloc(n > 0 ? n : 1, sizeof *t->configs);
     t->keep = calloc(n > 0 ? n : 1, sizeof *t->keep);
+    t->damaged = calloc(n > 0 ? n : 1, sizeof *t->damaged);
     t->ceiling_se = malloc((n > 0 ? n : 1) * sizeof *t->ceiling_se);
     if (t->rows == NULL || t->config_json == NULL || t->configs == NULL || t->keep == NULL ||
-        t->ceiling_se == NULL)
+        t->damaged == NULL || t->ceiling_se == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %zu runs", n);
     if ((st = sb_results_read(db, a->model, 0, t->rows, n, &t->n, err)) != SB_OK)
         return st;
@@ -354,12 +356,23 @@ static sb_status results_select(sb_results *db, const results_args *a, results_r
         if (st != SB_OK)
             return st;
         t->configs[i] = json_loads(t->config_json[i] != NULL ? t->config_json[i] : "{}", 0, NULL);
-        t->keep[i] = t->configs[i] != NULL && (a->status == NULL || strcmp(r->status, a->status) == 0);
+        if (!json_is_object(t->configs[i])) { /* damaged: listed and marked, never dropped */
+            json_decref(t->configs[i]);
+            sb_string_free(t->config_json[i]);
+            t->config_json[i] = NULL;
+            t->configs[i] = json_object();
+            t->damaged[i] = 1;
+            if (t->configs[i] == NULL)
+                return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %zu runs", n);
+        }
+        t->keep[i] = a->status == NULL || strcmp(r->status, a->status) == 0;
         for (int f = 0; t->keep[i] && f < a->n_filters; f++)
-            t->keep[i] = sb_results_config_matches(t->config_json[i], a->filters[f]);
+            t->keep[i] = !t->damaged[i] && sb_results_config_matches(t->config_json[i],
+                                                                      a->filters[f]);
         if (run_hash[0] != '\0')
             t->keep[i] = strcmp(r->run_hash, run_hash) == 0;
         t->kept += t->keep[i] != 0;
+        t->n_damaged += t->keep[i] && t->damaged[i];
         t->ceiling_se[i] = (double)NAN;
     }
     return SB_OK;

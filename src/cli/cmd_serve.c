@@ -34,7 +34,7 @@ static int serve_parse(int argc, char **argv, serve_args *a)
          "results folder: serve DIR/" SB_RESULTS_DB_NAME, 0},
         {"port", SB_OPT_INT, &a->port, 0, 65535, NULL, "N",
          "port on 127.0.0.1 (default 8765; 0: any free port)", 0},
-        {"threads", SB_OPT_INT, &a->threads, 0, 1024, NULL, "N",
+        {"threads", SB_OPT_INT, &a->threads, 0, SB_THREADS_MAX, NULL, "N",
          "threads for the figures (default: all cores)", 0},
     };
     const char *pos[1];

@@ -65,7 +65,7 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
          "count; run nothing",
          0},
         {"workers", SB_OPT_INT, &o->workers, 1, 1024, NULL, "N", "runs at a time (default 1)", 0},
-        {"threads", SB_OPT_INT, &o->threads, 0, 1024, NULL, "T",
+        {"threads", SB_OPT_INT, &o->threads, 0, SB_THREADS_MAX, NULL, "T",
          "threads per run (default: cores / workers)", 0},
         {"results", SB_OPT_STRING, &o->results, 0, 0, NULL, "DIR",
          "results folder (default ./results)", 0},

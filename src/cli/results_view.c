@@ -494,8 +494,13 @@ static void print_table_runs(view *v, const size_t *idx, size_t n, const column 
         const sb_result_row *r = &v->t->rows[idx[k]];
         if (r->reason[0] != '\0' && strcmp(r->status, "finished") != 0)
             printf("    %s\n", r->reason);
+        if (v->t->damaged[idx[k]])
+            printf("    damaged: %s\n", RESULTS_DAMAGE);
     }
-    printf("%zu of %zu runs\n", n, v->t->n);
+    printf("%zu of %zu runs", n, v->t->n);
+    if (v->t->n_damaged > 0)
+        printf(" (%zu with a damaged configuration: its keys are unknown)", v->t->n_damaged);
+    printf("\n");
 }
 
 /* A CSV field, quoted when it holds a comma, a quote or a line break. */
@@ -546,12 +551,20 @@ static void print_csv_runs(view *v, const size_t *idx, size_t n, const column *c
         printf("%s", c > 0 ? "," : "");
         csv_field(column_csv(cols[c]));
     }
+    /* a last column, only when a run shown is damaged: which ones, and why */
+    int any_damaged = v->t->n_damaged > 0;
+    if (any_damaged)
+        printf(",damaged");
     printf("\n");
     for (size_t k = 0; k < n; k++) {
         for (int c = 0; c < n_cols; c++) {
             cell(v, idx[k], cols[c], buf, sizeof buf);
             printf("%s", c > 0 ? "," : "");
             csv_field(buf);
+        }
+        if (any_damaged) {
+            printf(",");
+            csv_field(v->t->damaged[idx[k]] ? RESULTS_DAMAGE : "");
         }
         printf("\n");
     }
@@ -578,7 +591,7 @@ static void json_text_or_null(sb_jw *j, const char *key, const char *s)
 }
 
 static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_json,
-                           double ceiling_se)
+                           int damaged, double ceiling_se)
 {
     sb_jw_object_begin(j);
     sb_jw_key(j, "hash"); /* the run id */
@@ -595,7 +608,13 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
     }
     /* the configuration as an object (already canonical JSON text) */
     sb_jw_key(j, "config");
-    sb_jw_raw(j, config_json != NULL ? config_json : "{}");
+    if (damaged) {
+        sb_jw_null(j);
+        sb_jw_key(j, "damaged");
+        sb_jw_string(j, RESULTS_DAMAGE);
+    } else {
+        sb_jw_raw(j, config_json != NULL ? config_json : "{}");
+    }
     sb_jw_key(j, "params");
     if (r->params >= 0)
         sb_jw_int(j, r->params);
@@ -660,7 +679,8 @@ static sb_status print_json_runs(const results_rows *t, const size_t *idx, size_
     sb_jw_key(j, "runs");
     sb_jw_array_begin(j);
     for (size_t k = 0; k < n; k++)
-        print_json_run(j, &t->rows[idx[k]], t->config_json[idx[k]], t->ceiling_se[idx[k]]);
+        print_json_run(j, &t->rows[idx[k]], t->config_json[idx[k]], t->damaged[idx[k]],
+                       t->ceiling_se[idx[k]]);
     sb_jw_array_end(j);
     sb_jw_object_end(j);
     sb_jw_close(j);

@@ -12,6 +12,9 @@
 
 #include "selectivbench/selectivbench.h"
 
+/* What `results` says of a run whose stored configuration cannot be read (every format). */
+#define RESULTS_DAMAGE "its stored configuration is not a JSON object"
+
 /* The runs of the database (of --model) and which of them are shown. */
 typedef struct results_rows {
     sb_result_row *rows;
@@ -19,6 +22,9 @@ typedef struct results_rows {
     char **config_json; /* [n] each run's configuration as stored (NULL: none) */
     json_t **configs;   /* [n] each run's configuration, parsed (NULL: unreadable) */
     int *keep;          /* [n] shown: passes --status, every --filter (and --run) */
+    int *damaged;       /* [n] its stored configuration is not a JSON object: shown, marked,
+                         * with config_json NULL and configs an empty object */
+    size_t n_damaged;   /* of the runs shown */
     size_t kept;
     double *ceiling_se; /* [n] standard error of the ceiling, NaN where unknown */
     int n_unfilled;     /* finished runs shown whose yardsticks could not be computed */

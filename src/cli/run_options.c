@@ -22,7 +22,7 @@ sb_status sb_run_options_add(sb_run_flags *rf, sb_option *opts, int *n, sb_error
          "continue from the checkpoint and its optimiser state", 0},
         {"only_createset", SB_OPT_SWITCH, &rf->only_createset, 0, 1, NULL, NULL,
          "build the task and stop (data is generated on the fly here)", 0},
-        {"threads", SB_OPT_INT, &rf->threads, 0, 1024, NULL, NULL, "threads (default: all cores)",
+        {"threads", SB_OPT_INT, &rf->threads, 0, SB_THREADS_MAX, NULL, NULL, "threads (default: all cores)",
          0},
         {"results", SB_OPT_STRING, &rf->results_dir, 0, 0, NULL, "DIR",
          "results folder: database and checkpoints (default ./results)", 0},

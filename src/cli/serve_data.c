@@ -161,7 +161,8 @@ static void write_number_or_null(sb_jw *j, const char *key, double v)
 }
 
 /* One run as an object: its id, status, metrics and configuration (config_json: as stored). */
-static void write_run(sb_jw *j, const sb_result_row *r, const char *config_json)
+static void write_run(sb_jw *j, const sb_result_row *r, const char *config_json,
+                      const json_t *parsed)
 {
     sb_jw_object_begin(j);
     sb_jw_key(j, "id");
@@ -197,8 +198,16 @@ static void write_run(sb_jw *j, const sb_result_row *r, const char *config_json)
     sb_jw_int(j, r->attempts);
     sb_jw_key(j, "checkpoint");
     sb_jw_string(j, r->checkpoint);
+    /* a configuration that is not a JSON object is not copied into the reply (it would make
+     * the whole answer invalid): the run is listed with an empty one and its damage named */
     sb_jw_key(j, "config");
-    sb_jw_raw(j, config_json != NULL ? config_json : "{}");
+    if (config_json == NULL || json_is_object(parsed)) {
+        sb_jw_raw(j, config_json != NULL ? config_json : "{}");
+    } else {
+        sb_jw_raw(j, "{}");
+        sb_jw_key(j, "damaged");
+        sb_jw_string(j, "its stored configuration is not a JSON object");
+    }
     sb_jw_object_end(j);
 }
 
@@ -266,7 +275,7 @@ static void write_runs(sb_jw *j, const char *db_path, const sb_result_row *rows,
     sb_jw_key(j, "runs");
     sb_jw_array_begin(j);
     for (size_t i = 0; i < n; i++)
-        write_run(j, &rows[i], i < c->n ? c->texts[i] : NULL);
+        write_run(j, &rows[i], i < c->n ? c->texts[i] : NULL, i < c->n ? c->parsed[i] : NULL);
     sb_jw_array_end(j);
     sb_jw_object_end(j);
 }

@@ -6,7 +6,8 @@
  * Every request is checked before it is routed: GET or HEAD (else 405), a query string of
  * at most QUERY_MAX bytes (else 414; libmicrohttpd itself answers 414 to a request line
  * that does not fit the connection's memory), percent escapes that are well formed (else
- * 400), a Host of this server (else 400: a page of another site that renamed itself to
+ * 400), no control byte, sent or encoded (else 400: "%00" would cut the path libmicrohttpd
+ * decodes), a Host of this server (else 400: a page of another site that renamed itself to
  * 127.0.0.1 cannot read the dashboard). Paths are looked up in fixed tables, never joined
  * to a folder: a path that is not one of them is a 404, "../" included. */
 #include <arpa/inet.h>
@@ -16,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,8 +27,11 @@
 #define QUERY_MAX 4096                /* bytes of a query string */
 #define PATH_MAX_LEN 1024             /* bytes of a path */
 #define MAX_ARGUMENTS 16              /* query parameters */
-#define MAX_CONNECTIONS 64            /* at once; more wait in the kernel's queue */
-#define CONNECTION_TIMEOUT 15         /* seconds a silent connection is kept */
+/* Connections at once: enough that clients which stall or close mid-request never fill the
+ * table (64 did: 100 connections dropped mid-request made the next request wait for their
+ * timeout), within the process's file limit. More wait in the kernel's queue. */
+#define MAX_CONNECTIONS 512
+#define CONNECTION_TIMEOUT 10         /* seconds a silent connection is kept */
 #define CONNECTION_MEMORY (32 * 1024) /* per connection: request line, headers, reply head */
 
 struct sb_serve_http {
@@ -39,6 +44,7 @@ struct sb_serve_http {
 typedef struct request_info {
     size_t path_len, query_len;
     int bad_escape; /* a '%' not followed by two hex digits */
+    int control;    /* a control byte, sent or percent-encoded (%00-%1F, %7F) */
 } request_info;
 
 /* ---- checks on the raw request ---- */
@@ -49,6 +55,28 @@ static int escapes_well_formed(const char *s)
         if (*s == '%' && !(isxdigit((unsigned char)s[1]) && isxdigit((unsigned char)s[2])))
             return 0;
     return 1;
+}
+
+static int hex_value(char c)
+{
+    return isdigit((unsigned char)c) ? c - '0' : tolower((unsigned char)c) - 'a' + 10;
+}
+
+/* Whether the URI holds a control byte, as sent or percent-encoded: libmicrohttpd decodes
+ * "%00" into a NUL that ends the path it hands on, so "/index.html%00.svg" would be read as
+ * "/index.html". No path or query of the dashboard has one. (Escapes are well formed.) */
+static int has_control(const char *s)
+{
+    for (; *s != '\0'; s++) {
+        int c = (unsigned char)*s;
+        if (*s == '%' && isxdigit((unsigned char)s[1]) && isxdigit((unsigned char)s[2])) {
+            c = hex_value(s[1]) * 16 + hex_value(s[2]);
+            s += 2;
+        }
+        if (c < 0x20 || c == 0x7f)
+            return 1;
+    }
+    return 0;
 }
 
 /* libmicrohttpd's URI callback: sees the URI as sent; its result is the request's state. */
@@ -63,6 +91,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connectio
     info->path_len = query != NULL ? (size_t)(query - uri) : strlen(uri);
     info->query_len = query != NULL ? strlen(query + 1) : 0;
     info->bad_escape = !escapes_well_formed(uri);
+    info->control = !info->bad_escape && has_control(uri);
     return info;
 }
 
@@ -224,6 +253,10 @@ static unsigned check_request(const sb_serve_http *h, struct MHD_Connection *con
         *why = "malformed percent escape in the URI ('%' must be followed by two hex digits)";
         return 400;
     }
+    if (info->control) {
+        *why = "a control byte (such as %00) in the URI: no page of the dashboard has one";
+        return 400;
+    }
     int n_arguments = 0;
     MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, count_argument, &n_arguments);
     if (n_arguments > MAX_ARGUMENTS) {
@@ -262,6 +295,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     return send_reply(connection, &r, NULL);
 }
 
+/* MAX_CONNECTIONS, or fewer where the process may open fewer files (each connection is one;
+ * a few are kept for the database and the figures). */
+static unsigned connection_limit(void)
+{
+    struct rlimit rl;
+    unsigned limit = MAX_CONNECTIONS;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < (rlim_t)MAX_CONNECTIONS + 64)
+        limit = rl.rlim_cur > 96 ? (unsigned)rl.rlim_cur - 64 : 32;
+    return limit;
+}
+
 sb_status sb_serve_http_start(sb_serve *s, int port, sb_serve_http **out, int *bound, sb_error *err)
 {
     *out = NULL;
@@ -280,7 +325,7 @@ sb_status sb_serve_http_start(sb_serve *s, int port, sb_serve_http **out, int *b
     h->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)port, NULL, NULL, on_request, h,
         MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&addr,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
+        MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,

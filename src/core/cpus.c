@@ -124,6 +124,20 @@ int sb_cpu_count(void)
     return smallest(affinity_count(), cgroup_quota(), slurm_cpus());
 }
 
+double sb_machine_memory_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+}
+
+sb_status sb_threads_check(int threads, const char *where, sb_error *err)
+{
+    if (threads >= 0 && threads <= SB_THREADS_MAX)
+        return SB_OK;
+    return sb_error_set(err, SB_ERR_INVALID, "%s: threads %d: give 0 (every core) to %d",
+                        where, threads, SB_THREADS_MAX);
+}
+
 void sb_cpu_count_describe(char *buf, unsigned long size)
 {
     int affinity = affinity_count(), quota = cgroup_quota(), slurm = slurm_cpus();

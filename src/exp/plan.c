@@ -546,9 +546,9 @@ sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
     if (opts->ranks < 1)
         return sb_error_set(err, SB_ERR_INVALID, "--ranks %d: give at least 1 rank",
                             opts->ranks);
-    if (opts->threads < 1)
-        return sb_error_set(err, SB_ERR_INVALID, "--threads %d: give at least 1 thread",
-                            opts->threads);
+    if (opts->threads < 1 || opts->threads > SB_THREADS_MAX)
+        return sb_error_set(err, SB_ERR_INVALID, "--threads %d: give 1 to %d threads",
+                            opts->threads, SB_THREADS_MAX);
     sb_plan *p = calloc(1, sizeof *p);
     if (p == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory planning a sweep");
@@ -573,6 +573,9 @@ sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
         if (sb_sweep_run_validate(s, k, &cfg, &built, &refused) != SB_OK) {
             if (refused.status == SB_ERR_NOMEM)
                 st = sb_error_set(err, SB_ERR_NOMEM, "%s", refused.msg);
+            if (refused.status != SB_ERR_EXCLUDED && p->n_refused++ == 0)
+                snprintf(p->first_refused, sizeof p->first_refused, "run %lld: %.480s",
+                         (long long)k, refused.msg);
             continue; /* a refused or excluded run costs nothing, as in the dry run */
         }
         int task = 0, cal = 0;

@@ -932,17 +932,82 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
     return status;
 }
 
+/* One metric against its rule (sb_results_check_metrics): 0 when it passes. */
+enum { METRIC_ACC, METRIC_LOSS, METRIC_AMOUNT };
+static int metric_bad(double v, int kind, int allow_inf_loss)
+{
+    if (isnan(v))
+        return 0; /* unknown */
+    if (kind == METRIC_ACC)
+        return !(v >= 0.0 && v <= 1.0);
+    if (kind == METRIC_LOSS && allow_inf_loss && v == (double)INFINITY)
+        return 0;
+    return !(isfinite(v) && v >= 0.0);
+}
+
+static sb_status metric_refuse(const char *what, const char *name, double v, int kind,
+                               sb_error *err)
+{
+    return sb_error_set(err, SB_ERR_INVALID, "%s: %s %g: give %s, or NaN when unknown", what,
+                        name, v,
+                        kind == METRIC_ACC    ? "an accuracy in [0, 1]"
+                        : kind == METRIC_LOSS ? "a finite loss >= 0"
+                                              : "a finite value >= 0");
+}
+
+sb_status sb_results_check_metrics(const sb_run_metrics *m, int allow_inf_loss, const char *what,
+                                   sb_error *err)
+{
+    const struct {
+        const char *name;
+        double v;
+        int kind;
+    } fields[] = {{"test_acc", m->test_acc, METRIC_ACC},     {"test_loss", m->test_loss, METRIC_LOSS},
+                  {"train_acc", m->train_acc, METRIC_ACC},   {"train_loss", m->train_loss, METRIC_LOSS},
+                  {"wall_s", m->wall_s, METRIC_AMOUNT},      {"tokens_per_s", m->tokens_per_s, METRIC_AMOUNT}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (metric_bad(fields[i].v, fields[i].kind, allow_inf_loss))
+            return metric_refuse(what, fields[i].name, fields[i].v, fields[i].kind, err);
+    return SB_OK;
+}
+
+sb_status sb_results_check_eval(const sb_eval_row *row, int allow_inf_loss, const char *what,
+                                sb_error *err)
+{
+    if (row->step < 0)
+        return sb_error_set(err, SB_ERR_INVALID, "%s: step %lld: give a step >= 0", what,
+                            (long long)row->step);
+    if (row->samples < -1)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "%s: samples %lld: give a count >= 0, or -1 when unknown", what,
+                            (long long)row->samples);
+    if (row->split != SB_SPLIT_TRAIN && row->split != SB_SPLIT_TEST)
+        return sb_error_set(err, SB_ERR_INVALID, "%s: unknown split %d (train or test)", what,
+                            (int)row->split);
+    const struct {
+        const char *name;
+        double v;
+        int kind;
+    } fields[] = {{"loss", row->loss, METRIC_LOSS},
+                  {"acc", row->acc, METRIC_ACC},
+                  {"lr", row->lr, METRIC_AMOUNT},
+                  {"tokens_per_s", row->tokens_per_s, METRIC_AMOUNT},
+                  {"wall_s", row->wall_s, METRIC_AMOUNT}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (metric_bad(fields[i].v, fields[i].kind, allow_inf_loss))
+            return metric_refuse(what, fields[i].name, fields[i].v, fields[i].kind, err);
+    return SB_OK;
+}
+
 sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row *row, sb_error *err)
 {
     SB_ASSERT(db != NULL && row != NULL);
-    if (row->step < 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "results database '%s': evaluation of run %lld has negative step %lld",
-                            db->path, (long long)run_id, (long long)row->step);
-    if (row->split != SB_SPLIT_TRAIN && row->split != SB_SPLIT_TEST)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "results database '%s': evaluation of run %lld has unknown split %d",
-                            db->path, (long long)run_id, (int)row->split);
+    char what[SB_ERROR_MSG_MAX / 2];
+    snprintf(what, sizeof what, "results database '%.200s': evaluation of run %lld", db->path,
+             (long long)run_id);
+    sb_status checked = sb_results_check_eval(row, 1, what, err);
+    if (checked != SB_OK)
+        return checked;
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db->db,
                                 "INSERT OR REPLACE INTO evaluations (run_id, step, samples, "
@@ -986,7 +1051,13 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
                             "results database '%s': run %lld cannot end with status '%s'; use "
                             "'finished', 'failed', 'diverged' or 'interrupted'",
                             db->path, (long long)run_id, status != NULL ? status : "(null)");
-    sb_status st_out = results_tx_begin(db, err);
+    char what[SB_ERROR_MSG_MAX / 2];
+    snprintf(what, sizeof what, "results database '%.200s': run %lld", db->path,
+             (long long)run_id);
+    sb_status st_out = sb_results_check_metrics(m, strcmp(status, "diverged") == 0, what, err);
+    if (st_out != SB_OK)
+        return st_out;
+    st_out = results_tx_begin(db, err);
     if (st_out != SB_OK)
         return st_out;
 

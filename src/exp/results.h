@@ -129,6 +129,17 @@ int sb_run_resumable(const char *status, const char *checkpoint);
 /* Metrics with every field NaN (unknown), to fill in field by field. */
 sb_run_metrics sb_results_metrics_unknown(void);
 
+/* The checks every stored metric passes, so that no impossible number is drawn or averaged
+ * as a result: each value NaN (unknown) or accuracies in [0, 1], losses >= 0, times, rates
+ * and learning rates finite and >= 0. A loss may be +inf only when allow_inf_loss (a
+ * diverged native run keeps the loss it diverged on); a record from outside the library
+ * (sb_results_record_external) passes 0. `what` names the row in the one-line error
+ * (SB_ERR_INVALID). sb_results_run_end and sb_results_add_eval call them. */
+sb_status sb_results_check_metrics(const sb_run_metrics *m, int allow_inf_loss, const char *what,
+                                   sb_error *err);
+sb_status sb_results_check_eval(const sb_eval_row *row, int allow_inf_loss, const char *what,
+                                sb_error *err);
+
 /* Opens the results database at path, creating the file, and its parent folder if that is
  * missing (one level, not a chain), when needed; a new file gets the current schema.
  * On success *out is an open connection, closed with sb_results_close.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "model/model.h"
+#include "train/checkpoint.h"
 #include "tensor/gemm_engine.h"
 #include "train/run_setup.h"
 
@@ -58,6 +59,18 @@ sb_status sb_run_store_ckpt_path(const char *results_dir, const sb_run_config *c
     if (len < 0 || (size_t)len >= size)
         return sb_error_set(err, SB_ERR_INVALID, "results path '%s' is too long", results_dir);
     return SB_OK;
+}
+
+int sb_run_store_checkpoint_complete(const char *results_dir, const sb_run_config *cfg)
+{
+    char model[4096], optim[4200], pending[4300];
+    sb_error err = {0};
+    if (sb_run_store_ckpt_path(results_dir, cfg, model, sizeof model, 0, &err) != SB_OK ||
+        access(model, R_OK) != 0)
+        return 0;
+    sb_checkpoint_optim_path(model, optim, sizeof optim);
+    snprintf(pending, sizeof pending, "%s.pending", optim);
+    return access(optim, R_OK) == 0 || access(pending, R_OK) == 0;
 }
 
 sb_status sb_run_store_log_dir(const char *results_dir, char *out, size_t size, int create,
@@ -353,9 +366,12 @@ sb_status sb_run_record_event(sb_run_record *rec, const sb_train_event *ev, sb_e
         return sb_results_delete_evals_after(rec->db, rec->run_id, ev->step, err);
     if (rec->db == NULL || ev->kind != SB_EVENT_EVAL)
         return SB_OK;
+    /* a rate over no measured time (an evaluation before the first timed update) is
+     * unknown, not infinite */
+    double rate = isfinite(ev->tokens_per_s) ? ev->tokens_per_s : (double)NAN;
     sb_eval_row test = {.step = ev->step, .samples = ev->samples, .split = SB_SPLIT_TEST,
                         .loss = ev->test_loss, .acc = ev->test_acc, .lr = ev->lr,
-                        .tokens_per_s = ev->tokens_per_s, .wall_s = ev->elapsed_s};
+                        .tokens_per_s = rate, .wall_s = ev->elapsed_s};
     sb_status st = sb_results_add_eval(rec->db, rec->run_id, &test, err);
     if (!isnan(ev->loss)) {
         sb_eval_row train = test;

@@ -42,6 +42,12 @@ sb_status sb_run_store_db_path(const char *results_dir, char *out, size_t size, 
 sb_status sb_run_store_ckpt_path(const char *results_dir, const sb_run_config *cfg, char *out,
                                  size_t size, int create, sb_error *err);
 
+/* Whether cfg's checkpoint pair is on disk in RESULTS/checkpoints, complete: the model file
+ * and its optimiser state (in place, or pending after a kill inside the save, which the
+ * next load settles; train/checkpoint.c). A run with such a pair and no row to say so (its
+ * MPI rank or coordinator was killed before the row was written) continues from it. */
+int sb_run_store_checkpoint_complete(const char *results_dir, const sb_run_config *cfg);
+
 /* Writes the logs folder RESULTS/logs into out[size]; with create, makes RESULTS and it if
  * missing. SB_ERR_INVALID when the path does not fit; SB_ERR_IO from the folders. */
 sb_status sb_run_store_log_dir(const char *results_dir, char *out, size_t size, int create,

@@ -234,12 +234,87 @@ static sb_status expand_all_models(sb_sweep_param *p, sb_error *err)
     return SB_OK;
 }
 
+/* Streams the file's events before it is loaded: one YAML document at most, nested at most
+ * SB_SWEEP_DEPTH_MAX levels. libyaml's loader takes time that grows with the square of the
+ * depth (100,000 levels: most of a minute), so a deep file is refused here, as soon as the
+ * event stream passes the limit. */
+static sb_status check_yaml_shape(const char *path, const char *text, size_t len, sb_error *err)
+{
+    yaml_parser_t parser;
+    yaml_event_t event;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    sb_status st = SB_OK;
+    int depth = 0, documents = 0, done = 0;
+    while (!done && st == SB_OK) {
+        if (!yaml_parser_parse(&parser, &event))
+            break; /* the loader reports the syntax error, with its line */
+        size_t line = (size_t)event.start_mark.line + 1;
+        switch (event.type) {
+        case YAML_MAPPING_START_EVENT:
+        case YAML_SEQUENCE_START_EVENT:
+            if (++depth > SB_SWEEP_DEPTH_MAX)
+                st = sb_error_set(err, SB_ERR_INVALID,
+                                  "sweep file '%s', line %zu: nested deeper than %d levels (a "
+                                  "grid file needs 4)",
+                                  path, line, SB_SWEEP_DEPTH_MAX);
+            break;
+        case YAML_MAPPING_END_EVENT:
+        case YAML_SEQUENCE_END_EVENT:
+            depth--;
+            break;
+        case YAML_DOCUMENT_START_EVENT:
+            if (++documents > 1)
+                st = sb_error_set(err, SB_ERR_INVALID,
+                                  "sweep file '%s', line %zu: a second YAML document ('---'); "
+                                  "give one grid per file",
+                                  path, line);
+            break;
+        case YAML_STREAM_END_EVENT:
+            done = 1;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&event);
+    }
+    yaml_parser_delete(&parser);
+    return st;
+}
+
+/* The metric W&B's grid names: one of the results' metrics, to maximise or minimise. The
+ * grid runs every point whatever it is, but a name the results never hold would be read by
+ * W&B as a metric that is never logged. */
+static sb_status check_metric(loader *ld, yaml_node_t *metric, const char *name,
+                              const char *goal)
+{
+    static const char *names[] = {"test_acc", "test_loss", "train_acc", "train_loss", NULL};
+    if (metric != NULL && metric->type != YAML_MAPPING_NODE)
+        return bad(ld, metric, "metric must be a mapping (name: test_acc, goal: maximize)");
+    int known = name == NULL;
+    for (int i = 0; !known && names[i] != NULL; i++)
+        known = strcmp(name, names[i]) == 0;
+    if (!known) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "unknown metric '%.60s' (the results hold test_acc, test_loss, train_acc, "
+                 "train_loss)",
+                 name);
+        return bad(ld, map_get(ld, metric, "name"), msg);
+    }
+    if (goal != NULL && strcmp(goal, "maximize") != 0 && strcmp(goal, "minimize") != 0)
+        return bad(ld, map_get(ld, metric, "goal"), "metric goal must be maximize or minimize");
+    return SB_OK;
+}
+
 sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err)
 {
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return sb_error_set(err, SB_ERR_IO, "cannot read sweep file '%s': %s", path, strerror(errno));
+    /* read at most SB_SWEEP_FILE_MAX + 1 bytes: a device or a stream (/dev/zero, a pipe)
+     * is refused once it passes the limit instead of read without end */
     size_t cap = 4096, len = 0;
     char *text = malloc(cap);
     while (text != NULL) {
@@ -247,6 +322,14 @@ sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err)
         len += got;
         if (len < cap)
             break;
+        if (len > SB_SWEEP_FILE_MAX) {
+            free(text);
+            fclose(f);
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "sweep file '%s' is larger than %d KiB: a grid file is a few "
+                                "lines (is it the right file?)",
+                                path, SB_SWEEP_FILE_MAX / 1024);
+        }
         char *grown = realloc(text, cap * 2);
         if (grown == NULL) {
             free(text);
@@ -273,6 +356,12 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
                              sb_error *err)
 {
     *out = NULL;
+    if (len > SB_SWEEP_FILE_MAX)
+        return sb_error_set(err, SB_ERR_INVALID, "sweep file '%s' is larger than %d KiB", path,
+                            SB_SWEEP_FILE_MAX / 1024);
+    sb_status shape = check_yaml_shape(path, text, len, err);
+    if (shape != SB_OK)
+        return shape;
     yaml_parser_t parser;
     loader ld = {.path = path, .err = err};
     yaml_parser_initialize(&parser);
@@ -328,6 +417,8 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
     yaml_node_t *metric = map_get(&ld, root, "metric");
     const char *mname = scalar(map_get(&ld, metric, "name"));
     const char *mgoal = scalar(map_get(&ld, metric, "goal"));
+    if ((st = check_metric(&ld, metric, mname, mgoal)) != SB_OK)
+        goto done;
     s->metric_name = dup_str(mname != NULL ? mname : "test_acc");
     s->metric_goal = dup_str(mgoal != NULL ? mgoal : "maximize");
 

@@ -717,6 +717,11 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
         sb_results_run_row_clear(&row);
         if (finished)
             return 0;
+    } else if (valid == SB_OK && found == 0 && !cfg.test_pretrained) {
+        /* no row, but the run's checkpoint pair is complete: its MPI rank (or the
+         * coordinator, the one writer of an MPI sweep's database) was killed before the row
+         * was written. It continues from the checkpoint instead of starting again. */
+        resume = sb_run_store_checkpoint_complete(p->opts->results, &cfg);
     }
     long holder = lock_holder(p, hash);
     if (holder != 0) {

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/cpus.h"
 #include "task/ceiling_internal.h"
 #include "core/timer.h"
 
@@ -586,6 +587,9 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
                             task == NULL ? "task" : "out");
     memset(out, 0, sizeof *out);
     sb_ceiling_options o = opt != NULL ? *opt : sb_ceiling_options_default();
+    sb_status st_threads = sb_threads_check(o.threads, "sb_ceiling_compute", err);
+    if (st_threads != SB_OK)
+        return st_threads;
     double t0 = sb_time_now();
     int64_t split_size = sb_task_split_size(task, o.split);
     if (o.samples < 0 || o.samples > split_size)

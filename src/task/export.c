@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/cpus.h"
 #include "core/alloc.h"
 #include "core/json_writer.h"
 #include "task/task.h"
@@ -182,6 +183,9 @@ sb_status sb_task_export(const sb_task *task, const char *dir, int threads, sb_e
     if (task == NULL || dir == NULL) /* a public function (selectivbench.h) */
         return sb_error_set(err, SB_ERR_INVALID, "sb_task_export: %s is NULL",
                             task == NULL ? "task" : "dir");
+    sb_status st_threads = sb_threads_check(threads, "sb_task_export", err);
+    if (st_threads != SB_OK)
+        return st_threads;
     if (threads <= 0)
         threads = omp_get_max_threads();
     sb_status st = export_make_dir(dir, err);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpus.h"
 #include "core/alloc.h"
 #include "core/timer.h"
 #include "model/model.h"
@@ -70,6 +71,9 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
     memset(res, 0, sizeof *res);
     if (cfg->batch < 1 || cfg->frames < 1 || cfg->inputs < 1 || cfg->classes < 1)
         return sb_error_set(err, SB_ERR_INVALID, "bench sizes must be positive");
+    sb_status st_threads = sb_threads_check(cfg->threads, "sb_bench_train_step", err);
+    if (st_threads != SB_OK)
+        return st_threads;
     if (cfg->threads > 0)
         omp_set_num_threads(cfg->threads);
     sb_status st_engine = bench_gemm_set(cfg->gemm, cfg->precision, err);
@@ -225,7 +229,9 @@ sb_status sb_bench_gemm_rate(const char *gemm, const char *precision, int M, int
     *gflops = 0;
     if (M < 1 || N < 1 || K < 1)
         return sb_error_set(err, SB_ERR_INVALID, "sb_bench_gemm_rate: sizes must be positive");
-    sb_status st = bench_gemm_set(gemm, precision, err);
+    sb_status st = sb_threads_check(threads, "sb_bench_gemm_rate", err);
+    if (st == SB_OK)
+        st = bench_gemm_set(gemm, precision, err);
     if (st != SB_OK)
         return st;
     if (threads > 0)

@@ -127,7 +127,7 @@ sb_status sb_bench_data_stage(const sb_task *task, int s, int threads, double *s
         return sb_error_set(err, SB_ERR_INVALID, "sb_bench_data_stage: %s is NULL",
                             task == NULL ? "task" : "seconds");
     *seconds = -1.0;
-    if (s < 0 || s >= SB_BENCH_DATA_STAGES || threads < 1)
+    if (s < 0 || s >= SB_BENCH_DATA_STAGES || threads < 1 || threads > SB_THREADS_MAX)
         return sb_error_set(err, SB_ERR_INVALID,
                             "data benchmark: stage %d (0..%d) on %d threads (at least 1)", s,
                             SB_BENCH_DATA_STAGES - 1, threads);

@@ -63,6 +63,25 @@ void sb_probe_result_free(sb_probe_result *res)
 
 /* ---- ridge regression ---------------------------------------------------------------------- */
 
+static int features_finite(const double *x, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+/* States that are not finite (or whose Gram matrix overflows) are the weights' failure, not
+ * the readout's: no ridge makes them usable. */
+static sb_status weights_overflow(int depth, sb_error *err)
+{
+    return sb_error_set(err, SB_ERR_DIVERGED,
+                        "probe: the model's weights give non-finite states at depth %d: they "
+                        "overflow in the forward pass (a run that diverged, or damaged "
+                        "weights); probe an earlier checkpoint or retrain",
+                        depth);
+}
+
 sb_status sb_probe_cholesky_solve(double *A, int n, double *B, int c, sb_error *err)
 {
     /* A = L L^T, L in the lower triangle of A */
@@ -394,6 +413,10 @@ static sb_status fit_readouts(probe_ctx *c, sb_error *err)
                     for (int i = 0; i < D; i++)
                         xa[i] = (double)x[i];
                     xa[D] = 1.0;
+                    if (!features_finite(xa, D)) {
+                        st = weights_overflow(d, err);
+                        goto done;
+                    }
                     ridge_add_gram(gram + ((size_t)d * SB_PROBE_N_LAGS + bucket) * nn, n, xa);
                     for (int k = 0; k < SB_PROBE_N_LAGS && e >= sb_probe_lags[k]; k++)
                         ridge_add_target(rhs + ((size_t)d * SB_PROBE_N_LAGS + k) * nc, n, C, xa,
@@ -413,6 +436,10 @@ static sb_status fit_readouts(probe_ctx *c, sb_error *err)
             if (rows[k] == 0)
                 continue;
             double *A = g0 + (size_t)k * nn, *Bm = rhs + ((size_t)d * SB_PROBE_N_LAGS + k) * nc;
+            if (!features_finite(A, (int)nn)) { /* finite states whose squares overflow */
+                st = weights_overflow(d, err);
+                break;
+            }
             if ((st = (opt->readout == SB_PROBE_LDA ? lda_solve : ridge_solve)(A, Bm, n, C,
                                                                             opt->ridge, err)) !=
                 SB_OK)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "core/cpus.h"
 
 /* train.py remaps some widths for some layers (the layer type's model_width: the
  * transformer's 648 -> 768 and 1296 -> 1280); --feat_size stores the requested width. */
@@ -15,6 +16,59 @@ int sb_run_config_effective_width(const sb_run_config *cfg)
     if (type != NULL && type->model_width != NULL)
         return type->model_width(cfg->feat_size);
     return cfg->feat_size;
+}
+
+double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames)
+{
+    /* floats kept per token: each layer's activations and their gradients (about 30 D for
+     * the transformer's block, less for recurrent layers: 30 D is the safe side), the
+     * logits, probabilities and their gradient (3 C), the input. The fused head
+     * (sb_model_loss) no longer keeps the 3 C; they stay in the estimate so that
+     * --grad_acc -1 keeps choosing what it chose before (and the estimate stays on the
+     * safe side). */
+    double per_token = (double)mc->n_layers * 2.0 * 30.0 * mc->d_model + 3.0 * mc->d_output +
+                       (double)mc->d_input;
+    return (double)samples * (double)frames * per_token * sizeof(real);
+}
+
+/* Sizes that cannot fit: a lower bound of what the run must hold at once, refused when it
+ * exceeds this machine's memory, before anything is generated or allocated (a sequence
+ * length of 10^8 would otherwise generate for minutes and grow without bound before failing).
+ * Each bound is below what the run really needs, so nothing that fits is refused:
+ *   the model: every block of the zoo holds at least one d x d matrix, kept with its
+ *     gradient and Adam's two moments (4 floats a parameter);
+ *   a training sample: one sample of combined_seq_length elements, at least one frame each,
+ *     through sb_train_step_bytes (no gradient accumulation splits a sample);
+ *   a test sample: its frames' inputs and logits, at least vocab floats each. */
+static sb_status run_size_check(const sb_run_config *cfg, double machine_bytes, sb_error *err)
+{
+    if (machine_bytes <= 0)
+        return SB_OK; /* unknown: nothing to compare with */
+    const sb_task_config *t = &cfg->task;
+    const int vocab = t->grammar.vocab > 1 ? t->grammar.vocab : 2;
+    const double d = sb_run_config_effective_width(cfg), gb = 1073741824.0;
+    const double model = (double)cfg->layers * d * d * 4.0 * sizeof(float);
+    const int train_elements = t->combined_seq_length > 0 ? t->combined_seq_length
+                                                          : t->train_seqlen_max;
+    sb_model_config mc = sb_run_config_model(cfg, vocab, vocab);
+    const double train = sb_train_step_bytes(&mc, 1, train_elements);
+    const double test = (double)t->test_seqlen_max * 2.0 * vocab * sizeof(float);
+    const char *what = "the model (--feat_size, --layers)";
+    double need = model;
+    if (train > need) {
+        need = train;
+        what = "one training sample (--train_seqlen_max, --combined_seq_length)";
+    }
+    if (test > need) {
+        need = test;
+        what = "one test sample (--test_seqlen_max)";
+    }
+    if (need <= machine_bytes)
+        return SB_OK;
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "the run cannot fit in memory: %s needs at least %.3g GB and this "
+                        "machine has %.1f GB; shorten the sequences or narrow the model",
+                        what, need / gb, machine_bytes / gb);
 }
 
 sb_status sb_run_config_check(const sb_run_config *cfg, sb_error *err)
@@ -76,7 +130,9 @@ sb_status sb_run_config_check(const sb_run_config *cfg, sb_error *err)
                             "--dataset_size %lld is smaller than --batch_size %d: no update "
                             "would happen",
                             (long long)cfg->task.dataset_size, cfg->batch_size);
-    return sb_config_check_ranges(cfg, err);
+    if ((st = sb_config_check_ranges(cfg, err)) != SB_OK)
+        return st;
+    return run_size_check(cfg, sb_machine_memory_bytes(), err);
 }
 
 sb_model_config sb_run_config_model(const sb_run_config *cfg, int n_inputs, int n_classes)

@@ -21,6 +21,9 @@ sb_status sb_run_config_check(const sb_run_config *cfg, sb_error *err);
 /* The model configuration for a task with n_inputs inputs and n_classes outputs. */
 sb_model_config sb_run_config_model(const sb_run_config *cfg, int n_inputs, int n_classes);
 
+/* Estimated peak bytes of one training step on `samples` samples of `frames` frames. */
+double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames);
+
 /* Number of optimiser updates of the whole run: dataset_size // batch_size (the
  * schedule's horizon), and the warm-up length in updates (may be fractional). */
 double sb_run_config_total_updates(const sb_run_config *cfg);

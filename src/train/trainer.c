@@ -23,20 +23,7 @@
 #define DECODE_CHUNK 1024 /* frames decoded at once in evaluation */
 #define SB_MAX_WORLD_POLL 256 /* processes whose stop flags fit on the stack */
 
-/* ---- memory estimates -------------------------------------------------------------------- */
-
-double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames)
-{
-    /* floats kept per token: each layer's activations and their gradients (about 30 D for
-     * the transformer's block, less for recurrent layers: 30 D is the safe side), the
-     * logits, probabilities and their gradient (3 C), the input. The fused head
-     * (sb_model_loss) no longer keeps the 3 C; they stay in the estimate so that
-     * --grad_acc -1 keeps choosing what it chose before (and the estimate stays on the
-     * safe side). */
-    double per_token = (double)mc->n_layers * 2.0 * 30.0 * mc->d_model + 3.0 * mc->d_output +
-                       (double)mc->d_input;
-    return (double)samples * (double)frames * per_token * sizeof(real);
-}
+/* ---- memory estimates (sb_train_step_bytes: train/run_setup.c) ------------------------ */
 
 /* Longest sample of a split, in frames. */
 static int split_max_frames(const sb_task *task, sb_split split)
@@ -1080,6 +1067,37 @@ static sb_status train_loop(train_run *r, sb_error *err)
     return SB_OK;
 }
 
+/* A run resumed from the checkpoint of its last update (killed after it was written, before
+ * its record was): nothing is left to train, but its result is the test evaluation of
+ * these weights, as the uninterrupted run's last evaluation was; the training averages of
+ * that evaluation's window are not in the checkpoint and stay unknown. */
+static sb_status train_final_test(train_run *r, sb_error *err)
+{
+    double test_loss, test_acc;
+    sb_status st = evaluate(r->task, r->m, r->cfg->test_bs, r->budget, SB_EVAL_STREAM,
+                            r->opt->arena_block_bytes, &test_loss, &test_acc, err);
+    if (st != SB_OK)
+        return st;
+    if (!isfinite(test_loss))
+        return sb_error_set(err, SB_ERR_DIVERGED,
+                            "the test loss of the checkpoint's weights is %s: the run diverged",
+                            isnan(test_loss) ? "NaN" : "infinite");
+    r->res->test_loss = test_loss;
+    r->res->test_acc = test_acc;
+    r->res->n_evals++;
+    int64_t samples = r->updates * r->micro * r->acc_steps;
+    sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = r->updates,
+                         .total_steps = r->total_updates,
+                         .samples = samples < r->n_train ? samples : r->n_train,
+                         .loss = (double)NAN, .acc = (double)NAN, .mean_loss = (double)NAN,
+                         .mean_acc = (double)NAN, .test_loss = test_loss, .test_acc = test_acc,
+                         .lr = (double)NAN, .tokens_per_s = (double)NAN,
+                         .elapsed_s = sb_time_now() - r->t_start, .params = r->res->params,
+                         .grad_acc = r->acc_steps};
+    emit(r->opt, &ev);
+    return SB_OK;
+}
+
 /* The result of a run that ended at the end of the pass or by early stopping. */
 static void train_finish(train_run *r)
 {
@@ -1130,6 +1148,8 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
         st = train_buffers_init(&r, err);
         if (st == SB_OK)
             st = train_loop(&r, err);
+        if (st == SB_OK && !r.stopped && r.first_micro >= r.n_micro && r.n_micro > 0)
+            st = train_final_test(&r, err);
         if (st == SB_OK && !r.stopped)
             train_finish(&r);
     }

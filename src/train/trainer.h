@@ -184,8 +184,6 @@ sb_status sb_train_micro_batch(sb_graph *g, const sb_model *m, const sb_batch *b
 sb_status sb_train_shard_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
                                int64_t mean_over, double *loss_sum, sb_error *err);
 
-/* Estimated peak bytes of one training step on `samples` samples of `frames` frames. */
-double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames);
 
 /* A safetensors file with the first test batch: inputs [B, T, I], logits [B, T, C] and
  * mask [B, T] (float32), for cross-checks against the reference model. */

@@ -3,9 +3,11 @@
 #  1. three ranks (a coordinator, two workers) give the same final metrics, run by run, as
 #     `--workers 1`; every run started exactly once (attempts 1), the runs spread over both
 #     worker ranks (rank and host recorded), nothing trained again by a second command;
-#  2. a worker rank killed with -9 mid-sweep, then the same command: every run in the
-#     database exactly once and finished, the runs finished before the kill untouched
-#     (same finished_at), PRAGMA integrity_check ok; the same with rank 0 killed;
+#  2. a worker rank killed with -9 mid-sweep, once a running run has a checkpoint, then the
+#     same command: every run in the database exactly once and finished, the runs finished
+#     before the kill untouched (same finished_at), the runs in flight continued from their
+#     checkpoints (no row recorded them) to the metrics and weights of an uninterrupted
+#     sweep, PRAGMA integrity_check ok; the same with rank 0 (the coordinator) killed;
 #  3. SIGUSR1 to mpirun mid-run: the runs stop with a checkpoint, the sweep exits 75; the
 #     same command continues them (attempts 2) to the metrics of an uninterrupted sweep;
 #  4. task 4's kind of run (--test_pretrained, evaluating another run's weights) waits for
@@ -100,12 +102,20 @@ finished_count() {
   [ -f "$1/selectivbench.db" ] || { echo 0; return; }
   "$SB" results --db "$1/selectivbench.db" --json 2>/dev/null | grep -o '"status":"finished"' | wc -l
 }
+# model checkpoints in results folder $1 (the runs that saved at least once)
+ckpt_count() {
+  ls "$1"/checkpoints/*.safetensors 2>/dev/null | grep -vc '\.optim\.safetensors$'
+}
+# the uninterrupted sweep every killed one must end at, bit for bit
+"$SB" sweep "$TMP/slow.yaml" --threads 1 --quiet --results "$TMP/slow_one" >"$TMP/slow_one.out" 2>&1 ||
+  fail "the uninterrupted slow sweep failed: $(cat "$TMP/slow_one.out")"
 kill_test() { # kill_test RANK FOLDER
   $MPIRUN -np 3 "$SB" sweep "$TMP/slow.yaml" --threads 1 --results "$2" >"$2.out" 2>&1 &
   job=$!
-  # once a run is in the database and others are running, kill the rank
+  # once a run is in the database and a running one has written a checkpoint, kill the rank
   i=0
-  while [ "$(finished_count "$2")" -lt 1 ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+  while { [ "$(finished_count "$2")" -lt 1 ] || [ "$(ckpt_count "$2")" -le "$(finished_count "$2")" ]; } &&
+    [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
   [ "$(finished_count "$2")" -ge 1 ] || fail "rank $1 test: no run finished in 2 minutes: $(cat "$2.out")"
   "$SB" results --db "$2/selectivbench.db" --json | grep -o '"hash":"[0-9a-f]*"\|"finished_at":"[^"]*"' |
     paste -d' ' - - | sort >"$2.before"
@@ -123,14 +133,21 @@ kill_test() { # kill_test RANK FOLDER
     grep -qxF "$line" "$2.after" || fail "rank $1 test: a run finished before the kill changed: $line"
   done <"$2.before"
   integrity_ok "$2/selectivbench.db" || fail "rank $1 test: integrity check"
+  # the runs in flight continued from their checkpoints (no row said so: their rank, or the
+  # coordinator that writes the rows, was dead), to the uninterrupted sweep's bits
+  grep -l "resuming at update" "$2"/logs/*.log >/dev/null 2>&1 ||
+    fail "rank $1 test: no run in flight continued from its checkpoint"
+  [ "$(runs_of "$2/selectivbench.db")" = "$(runs_of "$TMP/slow_one/selectivbench.db")" ] ||
+    fail "rank $1 test: the metrics differ from an uninterrupted sweep"
+  for f in "$TMP/slow_one/checkpoints/"*.safetensors; do
+    cmp -s "$f" "$2/checkpoints/$(basename "$f")" || fail "rank $1 test: $(basename "$f") differs"
+  done
   echo "rank $1 killed after $(wc -l <"$2.before") finished run(s); rerun: $(grep '^sweep .* settled' "$2.rerun")"
 }
 kill_test 1 "$TMP/kill1"
 kill_test 0 "$TMP/kill0"
 
 # ---- 3. SIGUSR1 mid-run: checkpoints, exit 75, the same command continues -----------------
-"$SB" sweep "$TMP/slow.yaml" --threads 1 --quiet --results "$TMP/slow_one" >"$TMP/slow_one.out" 2>&1 ||
-  fail "the uninterrupted slow sweep failed: $(cat "$TMP/slow_one.out")"
 $MPIRUN -np 3 "$SB" sweep "$TMP/slow.yaml" --threads 1 --results "$TMP/usr1" >"$TMP/usr1.out" 2>&1 &
 job=$!
 i=0 # wait until both workers' runs are training (their progress lines' pipes are up)

@@ -113,6 +113,11 @@ http GET "/api/runs?x=%"
 expect_code 400 "a lone %"
 http GET "/api/curve?run=%41%4"
 expect_code 400 "a cut escape"
+for path in "/index.html%00.svg" "/figures/%00x.svg" "/api/runs?x=%01" "/app.js%7f" "/%0a"; do
+  http GET "$path"
+  expect_code 400 "an encoded control byte: $path"
+  expect_body "control byte" "an encoded control byte: $path"
+done
 http GET "/api/curve?run=xyz!"
 expect_code 400 "a run id that is not hex"
 http GET "/api/curve?run=${RUN_GRU1:0:3}"
@@ -142,15 +147,31 @@ code=$(head -n 1 "$TMP/resp" | cut -d' ' -f2)
 # an answer, if any, is a 4xx (libmicrohttpd may close the connection without one)
 [ -z "$code" ] || [[ "$code" == 4* ]] || fail "a garbage request: '$(head -n 1 "$TMP/resp")'"
 
-# 100 idle connections at once (the server keeps at most 64, each for at most 15 s): it
-# lives on, and answers once they are closed
+# 100 connections that send half a request and stay silent, then 100 that send half a
+# request and close: neither holds the server (at most 512 connections, each silent one for
+# at most 10 s). A request beside the first and after the second is answered at once (the
+# landed server of 64 connections took 15 s and 30 s).
+answers_at_once() { # answers_at_once WHAT: /api/status within 3 s
+  t0=$(date +%s%N)
+  http GET /api/status
+  expect_code 200 "/api/status $1"
+  ms=$((($(date +%s%N) - t0) / 1000000))
+  [ "$ms" -lt 3000 ] || fail "/api/status $1 took $ms ms"
+}
 fds=()
 for _ in $(seq 100); do
   # (the group's redirection is undone after it; exec's own would stay for the script)
-  { exec {fd}<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null && fds+=("$fd")
+  { exec {fd}<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null && fds+=("$fd") &&
+    printf 'GET /api/st' >&"$fd"
 done
 [ "${#fds[@]}" -gt 0 ] || fail "no idle connection could be opened"
+answers_at_once "beside 100 silent clients"
 for fd in "${fds[@]}"; do exec {fd}>&-; done
+for _ in $(seq 100); do
+  { exec {fd}<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null && printf 'GET /api/st' >&"$fd" &&
+    exec {fd}>&-
+done
+answers_at_once "after 100 requests closed half-way"
 
 # the server is alive and answers after all of them
 kill -0 "$SERVER" 2>/dev/null || fail "the server died"
@@ -184,6 +205,24 @@ if command -v sqlite3 >/dev/null 2>&1; then
   [ "$(sqlite3 "$TMP/old.db" "SELECT count(*) FROM runs WHERE ceiling IS NULL")" -eq 3 ] &&
     [ "$(sqlite3 "$TMP/old.db" "SELECT count(*) FROM ceilings")" -eq 0 ] ||
     fail "yardsticks were stored in the database serve read"
+
+  # a row whose stored configuration is damaged (the file's CHECK bypassed): /api/runs is
+  # still valid JSON, with the run listed and its damage named
+  cp "$db" "$TMP/damaged.db"
+  sqlite3 "$TMP/damaged.db" "PRAGMA ignore_check_constraints = ON;
+    UPDATE runs SET config_json = '{\"feat_size\": ' WHERE hash = '$RUN_GRU1';"
+  server_before=$SERVER port_before=$PORT
+  start_server --db "$TMP/damaged.db" || exit 1
+  http GET /api/runs
+  expect_code 200 "/api/runs with a damaged configuration"
+  expect_body '"damaged":"its stored configuration is not a JSON object"' "a damaged row"
+  [ "$(grep -o '"id":' "$TMP/body" | wc -l)" -eq 3 ] || fail "a damaged row is not listed"
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json, sys; json.load(sys.stdin)' <"$TMP/body" ||
+      fail "/api/runs with a damaged row is not valid JSON"
+  fi
+  stop_server
+  SERVER=$server_before PORT=$port_before
 fi
 
 # (g) a run in progress: listed as running with its latest evaluation, its curve growing;

@@ -287,6 +287,151 @@ class TestRuns(unittest.TestCase):
             sb.train(dict(config, model="gruu"))
 
 
+class TestHostileArguments(unittest.TestCase):
+    """Every argument is checked at the boundary: a bad one raises SelectivbenchError with one
+    line and stores or changes nothing; none can crash the interpreter."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="sb_python_hostile_")
+        self.task = sb.Task(**TASKS["task1"])
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_thread_counts_are_capped_as_the_command_line_caps_them(self):
+        cfg = dict(model="gru", feat_size=8, layers=1, batch_size=16, epoch_size=100,
+                   **TASKS["task1"])
+        for threads in (10 ** 6, 1025, -5, 2 ** 40, 1.5, True):
+            with self.assertRaisesRegex(sb.SelectivbenchError, "threads"):
+                self.task.batch("train", [0, 1], threads=threads)
+            with self.assertRaisesRegex(sb.SelectivbenchError, "threads"):
+                self.task.ceiling(samples=5, threads=threads)
+            with self.assertRaisesRegex(sb.SelectivbenchError, "threads"):
+                sb.train(cfg, threads=threads)
+            with self.assertRaisesRegex(sb.SelectivbenchError, "threads"):
+                sb.evaluate(os.path.join(self.dir, "none.safetensors"), threads=threads)
+        # the library refuses them too, for callers that skip the binding
+        lib, err = sb._lib.lib, sb._lib.Error()
+        for threads in (10 ** 6, -5):
+            ev = sb._lib.EvalOutcome()
+            st = lib.sb_evaluate_checkpoint(b"none.safetensors", None, threads,
+                                            __import__("ctypes").byref(ev),
+                                            __import__("ctypes").byref(err))
+            self.assertNotEqual(st, 0)
+            self.assertIn("threads %d: give 0 (every core) to 1024" % threads,
+                          err.msg.decode())
+            opt = lib.sb_ceiling_options_default()
+            opt.samples, opt.threads = 5, threads
+            out = sb._lib.Ceiling()
+            st = lib.sb_ceiling_compute(self.task._handle, __import__("ctypes").byref(opt),
+                                        __import__("ctypes").byref(out),
+                                        __import__("ctypes").byref(err))
+            self.assertNotEqual(st, 0)
+            self.assertIn("threads %d: give 0 (every core) to 1024" % threads,
+                          err.msg.decode())
+        self.assertEqual(self.task.batch("train", [0], threads=1024).inputs.shape[0], 1)
+
+    def test_a_task_freed_twice_with_pooled_batches(self):
+        task = sb.Task(**TASKS["task2"])
+        for _ in range(3):
+            b = task.batch("train", range(4))
+        kept = task.batch("train", range(2))  # outlives its task's storage pool
+        del b
+        task.__del__()
+        task.__del__()
+        with self.assertRaisesRegex(sb.SelectivbenchError, "freed"):
+            task.batch("train", [0])
+        self.assertEqual(len(kept), 2)
+        del kept  # freed on its own: the task takes no storage back
+
+    def test_bad_indices_batch_sizes_and_texts(self):
+        for indices in ([0.7, 1.9], np.array([0.5]), [True, False], ["1"], [2 ** 70],
+                        np.array([2 ** 64 - 1], dtype=np.uint64), [[0, 1]]):
+            with self.assertRaises(sb.SelectivbenchError, msg=repr(indices)):
+                self.task.batch("train", indices)
+        self.assertEqual(self.task.batch("train", np.array([1, 2], dtype=np.uint8)).indices
+                         .tolist(), [1, 2])
+        for size in (-1, 0, 2.0, "4"):
+            with self.assertRaisesRegex(sb.SelectivbenchError, "batch_size"):
+                next(self.task.batches(batch_size=size))
+        with self.assertRaisesRegex(sb.SelectivbenchError, "split"):
+            self.task.batch(1.0, [0])
+        with self.assertRaisesRegex(sb.SelectivbenchError, "NUL byte"):
+            sb.Task(**dict(TASKS["task2"], seed="1\0junk"))
+        with self.assertRaisesRegex(sb.SelectivbenchError, "NUL byte"):
+            sb.Task(**{"seed\0x": 1})
+        with self.assertRaisesRegex(sb.SelectivbenchError, "samples"):
+            self.task.ceiling(samples=2.5)
+
+    def record(self, metrics=None, curve=None):
+        config = dict(model="torch_lstm", feat_size=16, **TASKS["task1"])
+        good = dict(test_acc=0.5, test_loss=1.0, train_acc=0.5, train_loss=1.0, params=100,
+                    wall_s=1.0)
+        good.update(metrics or {})
+        return sb.record_run(self.dir, config, good, curve)
+
+    def test_impossible_metrics_are_refused_and_nothing_is_stored(self):
+        bad_metrics = [("test_acc", math.inf), ("test_acc", -0.5), ("test_acc", 1.5),
+                       ("test_loss", -math.inf), ("test_loss", math.inf), ("train_loss", -1),
+                       ("wall_s", -1), ("tokens_per_s", math.inf), ("params", -5),
+                       ("params", 1.7), ("params", 2 ** 70), ("state_size", -2),
+                       ("test_acc", "0.5"), ("test_acc", math.nan), ("status", "ok\0")]
+        for key, value in bad_metrics:
+            with self.assertRaises(sb.SelectivbenchError, msg="%s=%r" % (key, value)) as cm:
+                self.record({key: value})
+            self.assertNotIn("\n", cm.exception.message)
+        point = dict(step=1, split="test", loss=1.0, acc=0.5)
+        bad_curves = [[dict(point, step=2 ** 70)], [dict(point, step=-1)],
+                      [dict(point, step=1.5)], [point, dict(point)], [dict(point, acc=7.0)],
+                      [dict(point, loss=-1.0)], [dict(point, samples=-3)],
+                      [dict(point, lr=math.inf)], [dict(point, wall_s=-2.0)], ["step 1"]]
+        for curve in bad_curves:
+            with self.assertRaises(sb.SelectivbenchError, msg=repr(curve)):
+                self.record(curve=curve)
+        db = os.path.join(self.dir, "selectivbench.db")
+        if os.path.exists(db):  # a refused record stores nothing
+            self.assertEqual(sb.results(self.dir, frame=False), [])
+        # and the library refuses them too, without the binding's checks
+        run = sb._lib.ExternalRun(status=b"finished", params=-1, state_size=-1,
+                                  test_acc=1.5, test_loss=1.0, train_acc=math.nan,
+                                  train_loss=math.nan, wall_s=math.nan,
+                                  tokens_per_s=math.nan, n_curve=0)
+        err = sb._lib.Error()
+        ctypes = __import__("ctypes")
+        with sb._config.Config(dict(model="torch_lstm", **TASKS["task1"])) as cfg:
+            st = sb._lib.lib.sb_results_record_external(db.encode(), cfg.handle,
+                                                        ctypes.byref(run), None,
+                                                        ctypes.byref(err))
+        self.assertNotEqual(st, 0)
+        self.assertIn("test_acc 1.5: give an accuracy in [0, 1]", err.msg.decode())
+        # valid extremes pass: accuracies 0 and 1, unknown (None) values
+        self.record(dict(test_acc=1.0, train_acc=0.0, test_loss=None, params=None),
+                    [dict(point, acc=0.0), dict(point, step=2, acc=1.0)])
+        self.assertEqual(len(sb.results(self.dir, frame=False)), 1)
+
+    def test_a_damaged_configuration_is_listed_and_marked(self):
+        import sqlite3
+        good = self.record()
+        db = os.path.join(self.dir, "selectivbench.db")
+        con = sqlite3.connect(db)
+        con.execute("PRAGMA ignore_check_constraints = ON")
+        con.execute("UPDATE runs SET config_json = '{\"feat_size\": ' WHERE hash = ?", (good,))
+        con.commit()
+        con.close()
+        rows = sb.results(self.dir, frame=False)
+        self.assertEqual([(r["hash"], r["config"], r["damaged"]) for r in rows],
+                         [(good, None, "its stored configuration is not a JSON object")])
+        listed = json.loads(run_cli("results", "--db", db, "--json").stdout)["runs"]
+        self.assertEqual([(r["hash"], r["config"], r["damaged"]) for r in listed],
+                         [(good, None, "its stored configuration is not a JSON object")])
+        table = run_cli("results", "--db", db).stdout
+        self.assertIn("damaged: its stored configuration is not a JSON object", table)
+        self.assertIn("1 of 1 runs (1 with a damaged configuration", table)
+        csv = run_cli("results", "--db", db, "--csv").stdout.splitlines()
+        self.assertTrue(csv[0].endswith(",damaged"), csv[0])
+        self.assertTrue(csv[1].endswith(",its stored configuration is not a JSON object"))
+
+
 INTERRUPTED_RUN = """
 import sys, time, selectivbench as sb
 config = dict(model="gru", feat_size=8, layers=1, batch_size=16, epoch_size=100,

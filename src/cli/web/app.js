@@ -67,7 +67,8 @@ function fmtInt(v) {
 function columns() {
   const cols = [
     { key: "id", label: "id", text: true, get: r => r.id, show: r => r.id.slice(0, 8) },
-    { key: "status", label: "status", text: true, get: r => r.status },
+    { key: "status", label: "status", text: true, get: r => r.status,
+      show: r => r.damaged ? r.status + " (damaged)" : r.status },
     { key: "model", label: "model", text: true, get: r => r.model },
   ];
   for (const k of state.varied)
@@ -220,7 +221,8 @@ function drawRow(run, cols) {
                  c.key === "status" ? "status-" + run.status : ""].join(" ").trim();
     const cell = el("td", cls ? { class: cls } : {}, cellText(c, run));
     if (c.key === "id") cell.title = run.id + (run.checkpoint ? "\ncheckpoint: " + run.checkpoint : "");
-    if (c.key === "status" && run.reason) cell.title = run.reason;
+    if (c.key === "status" && (run.reason || run.damaged))
+      cell.title = [run.reason, run.damaged].filter(Boolean).join("; ");
     tr.append(cell);
   }
   return tr;
