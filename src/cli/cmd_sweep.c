@@ -383,6 +383,17 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
         snprintf(refused.first.msg, sizeof refused.first.msg, "%s", tally.first_refused);
         return refusals_fail(&refused, n_runs);
     }
+    if (tally.failed > 0) { /* one line on stderr, whatever --quiet hid */
+        if (tally.first_failed_run >= 0)
+            fprintf(stderr, "selectivbench sweep: error: %d of %lld runs failed; the first, run "
+                            "%lld: %.300s\n",
+                    tally.failed, (long long)n_runs, (long long)tally.first_failed_run,
+                    tally.first_failed);
+        else
+            fprintf(stderr, "selectivbench sweep: error: %d of %lld runs failed (results "
+                            "lists them with why)\n",
+                    tally.failed, (long long)n_runs);
+    }
     return tally.failed > 0 || tally.interrupted > 0 ? 1 : 0;
 }
 

@@ -40,6 +40,8 @@ typedef struct view {
     sb_cli_sweep_tally tally; /* the counts of the last update */
     int64_t first_refused_run; /* -1 until a run is refused */
     char first_refused[SB_ERROR_MSG_MAX];
+    int64_t first_failed_run; /* -1 until a run fails or diverges */
+    char first_failed[SB_ERROR_MSG_MAX];
 } view;
 
 static void format_eta(double s, char *buf, size_t size)
@@ -191,6 +193,13 @@ static void view_ended(view *v, const sb_sweep_update *ev)
     }
     view_message(v, msg);
     l->busy = 0;
+    if (v->first_failed_run < 0 && (strcmp(ev->outcome, "failed") == 0 ||
+                                     strcmp(ev->outcome, "diverged") == 0 || !ev->recorded)) {
+        v->first_failed_run = ev->run;
+        snprintf(v->first_failed, sizeof v->first_failed, "%s",
+                 !ev->recorded ? "not recorded (see its log)"
+                 : ev->reason != NULL ? ev->reason : ev->outcome);
+    }
     if (!v->tty && !v->quiet) {
         sweep_line(ev, msg, sizeof msg);
         printf("%s\n", msg);
@@ -364,7 +373,8 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
                            int quiet, sb_cli_sweep_tally *tally, sb_error *err)
 {
     view v = {.sweep = s, .tty = isatty(STDOUT_FILENO), .quiet = quiet, .columns = 80,
-              .n_slots = opts->workers, .first_refused_run = -1};
+              .n_slots = opts->workers, .first_refused_run = -1,
+              .first_failed_run = -1};
     find_varied(&v, opts);
     struct winsize ws;
     if (v.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
@@ -385,6 +395,8 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
     *tally = v.tally;
     tally->first_refused_run = v.first_refused_run;
     snprintf(tally->first_refused, sizeof tally->first_refused, "%s", v.first_refused);
+    tally->first_failed_run = v.first_failed_run;
+    snprintf(tally->first_failed, sizeof tally->first_failed, "%s", v.first_failed);
     if (st != SB_OK)
         return st;
     int64_t n_runs = opts->runs != NULL ? opts->n_runs : sb_sweep_count(s);

@@ -7,7 +7,9 @@
 #     elements and a 65536-wide, 1024-block model, refused before anything is generated, in
 #     plan, sweep --dry_run, sweep, train and eval;
 #   a checkpoint whose finite weights overflow (3e38): eval and probe name the weights;
-#   a run whose row is lost after its last checkpoint continues from it to the same result.
+#   a run whose row is lost after its last checkpoint continues from it to the same result;
+#   a sweep on a full disk (a 300 KB tmpfs, where this process may mount one) says so in one
+#   line on stderr.
 #
 # usage: test_hostile.sh PATH/TO/selectivbench
 set -u
@@ -88,6 +90,21 @@ expect_ok train $tiny --model linear_attn --results "$TMP/r"
 ckpt=$(ls -t "$TMP"/r/checkpoints/*.safetensors | grep -v optim | head -n 1)
 huge "$ckpt" "$TMP/huge2.safetensors"
 expect_error 3 "non-finite test loss" eval "$TMP/huge2.safetensors"
+
+# ---- a full disk: the sweep says so in one line on stderr ------------------------------
+# (only where this process may mount a small tmpfs: root with CAP_SYS_ADMIN)
+mkdir -p "$TMP/full"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=300k tmpfs "$TMP/full" 2>/dev/null; then
+  checks=$((checks + 1))
+  "$SB" sweep "$(dirname "$0")/../data/sweeps/tiny.yaml" --threads 1 --quiet \
+    --results "$TMP/full/r" >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  [ "$rc" -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "No space left on device" "$TMP/err" ||
+    fail "a sweep on a full disk: exit $rc, stderr: $(cat "$TMP/err")"
+  umount "$TMP/full"
+else
+  echo "test_hostile: the full-disk case is skipped (no tmpfs mount here)"
+fi
 
 # ---- a run whose row is lost after its last checkpoint ----------------------------------
 # (its recording process was killed between the two, or an MPI coordinator died): the same
