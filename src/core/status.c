@@ -18,6 +18,11 @@ sb_status sb_error_set(sb_error *err, sb_status status, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        /* a message is one line whatever text it quotes (a caller's status, a file's key, a
+         * flag value): control bytes become '?' */
+        for (char *c = err->msg; *c != '\0'; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
         err->status = status;
     }
     return status;
