@@ -328,7 +328,6 @@ sb_status sb_serve_http_start(sb_serve *s, int port, sb_serve_http **out, int *b
         MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-        MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_END);
