@@ -384,23 +384,10 @@ static sb_config *make_config(void)
 /* The earlier run of the same configuration: a fixed outcome and a curve of two points. */
 static void record_earlier(const char *db, const sb_config *cfg, const char *status)
 {
+    /* step, samples, split, loss, acc, lr, tokens/s, wall s */
     static const sb_curve_point curve[2] = {
-        {.step = 5,
-         .samples = 160,
-         .split = SB_SPLIT_TEST,
-         .loss = 1.5,
-         .acc = 0.25,
-         .lr = 1e-3,
-         .tokens_per_s = 500.0,
-         .wall_s = 0.5},
-        {.step = 5,
-         .samples = 160,
-         .split = SB_SPLIT_TRAIN,
-         .loss = 1.4,
-         .acc = 0.3,
-         .lr = 1e-3,
-         .tokens_per_s = 500.0,
-         .wall_s = 0.5},
+        {5, 160, SB_SPLIT_TEST, 1.5, 0.25, 1e-3, 500.0, 0.5},
+        {5, 160, SB_SPLIT_TRAIN, 1.4, 0.3, 1e-3, 500.0, 0.5},
     };
     sb_external_run run = {.status = status,
                            .reason = "earlier",

@@ -140,39 +140,12 @@ static void record_run(const char *model, const char *status, const sb_curve_poi
 
 static void start_server(void)
 {
+    /* step, samples, split, loss, acc, lr, tokens/s, wall s */
     static const sb_curve_point curve[4] = {
-        {.step = 10,
-         .samples = 320,
-         .split = SB_SPLIT_TEST,
-         .loss = 1.2,
-         .acc = 0.4,
-         .lr = 1e-3,
-         .tokens_per_s = 900.0,
-         .wall_s = 1.0},
-        {.step = 10,
-         .samples = 320,
-         .split = SB_SPLIT_TRAIN,
-         .loss = 1.1,
-         .acc = 0.45,
-         .lr = 1e-3,
-         .tokens_per_s = 900.0,
-         .wall_s = 1.0},
-        {.step = 20,
-         .samples = 640,
-         .split = SB_SPLIT_TEST,
-         .loss = 0.9,
-         .acc = 0.6,
-         .lr = 5e-4,
-         .tokens_per_s = 1000.0,
-         .wall_s = 2.0},
-        {.step = 20,
-         .samples = -1,
-         .split = SB_SPLIT_TRAIN,
-         .loss = 0.8,
-         .acc = 0.65,
-         .lr = 5e-4,
-         .tokens_per_s = (double)NAN,
-         .wall_s = 2.0},
+        {10, 320, SB_SPLIT_TEST, 1.2, 0.4, 1e-3, 900.0, 1.0},
+        {10, 320, SB_SPLIT_TRAIN, 1.1, 0.45, 1e-3, 900.0, 1.0},
+        {20, 640, SB_SPLIT_TEST, 0.9, 0.6, 5e-4, 1000.0, 2.0},
+        {20, -1, SB_SPLIT_TRAIN, 0.8, 0.65, 5e-4, (double)NAN, 2.0},
     };
     /* a reply to a connection closed early must not stop the process (sendfile) */
     signal(SIGPIPE, SIG_IGN);
