@@ -1,6 +1,7 @@
 /* fuzz_common.c - temporary files and checks for the fuzz targets (see fuzz_common.h). */
 #include "fuzz_common.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,4 +56,25 @@ void fuzz_check(int ok, const char *what)
         return;
     fprintf(stderr, "fuzz target: invariant broken: %s\n", what);
     abort();
+}
+
+void fuzz_temp_dir_remove(const char *dir, const char *db)
+{
+    fuzz_temp_remove(db);
+    char locks[300];
+    snprintf(locks, sizeof locks, "%s/locks", dir);
+    DIR *d = opendir(locks);
+    if (d != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char path[600];
+            snprintf(path, sizeof path, "%s/%s", locks, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(locks);
+    rmdir(dir);
 }

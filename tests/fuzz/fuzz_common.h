@@ -27,6 +27,10 @@ void fuzz_temp_path(const char *tag, const char *suffix, char *path, size_t cap)
 /* Removes path and its companions; missing files are fine. */
 void fuzz_temp_remove(const char *path);
 
+/* Removes a per-process folder of fuzz_temp_path: its database db (with its companions),
+ * the run locks in dir/locks/ and the folders themselves. */
+void fuzz_temp_dir_remove(const char *dir, const char *db);
+
 /* A copy of data with a terminating NUL (inputs are not strings); free() it. NULL when out
  * of memory. */
 char *fuzz_text(const uint8_t *data, size_t size);

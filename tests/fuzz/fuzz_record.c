@@ -29,7 +29,6 @@
  *   n_curve u8 % 17, then each point: step i64, samples i64, split i32, loss, acc, lr,
  *                   tokens_per_s, wall_s f64 (little-endian, as in memory)
  */
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,27 +334,6 @@ static void paths(char *dir, size_t dir_cap, char *db, size_t db_cap)
     snprintf(db, db_cap, "%s/results.db", dir);
 }
 
-/* Removes the folder's files (the database and its companions, the run locks) and itself. */
-static void remove_all(const char *dir, const char *db)
-{
-    fuzz_temp_remove(db);
-    char locks[300];
-    snprintf(locks, sizeof locks, "%s/locks", dir);
-    DIR *d = opendir(locks);
-    if (d != NULL) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char path[600];
-            snprintf(path, sizeof path, "%s/%s", locks, e->d_name);
-            unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(locks);
-    rmdir(dir);
-}
 
 /* ---- the target ---- */
 
@@ -429,7 +407,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     char dir[256], db[300];
     paths(dir, sizeof dir, db, sizeof db);
-    remove_all(dir, db);
+    fuzz_temp_dir_remove(dir, db);
     if (d->earlier > 0)
         record_earlier(db, cfg, d->earlier == 2 ? "finished" : "interrupted");
     stored before, after;
@@ -455,7 +433,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     stored_free(&before);
     stored_free(&after);
-    remove_all(dir, db);
+    fuzz_temp_dir_remove(dir, db);
     free(d);
     return 0;
 }

@@ -25,7 +25,6 @@
  * GET /api/status with 200 and the two runs.
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -71,23 +70,7 @@ static struct {
 /* Removes the database folder: the database with its companions, the run locks, itself. */
 static void remove_database(void)
 {
-    fuzz_temp_remove(server.db);
-    char locks[300];
-    snprintf(locks, sizeof locks, "%s/locks", server.dir);
-    DIR *d = opendir(locks);
-    if (d != NULL) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char path[600];
-            snprintf(path, sizeof path, "%s/%s", locks, e->d_name);
-            unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(locks);
-    rmdir(server.dir);
+    fuzz_temp_dir_remove(server.dir, server.db);
 }
 
 static void stop_server(void)
