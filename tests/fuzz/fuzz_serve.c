@@ -180,6 +180,33 @@ static int response_complete(const char *reply, size_t len, int get)
     return 0;
 }
 
+/* Connects fd to addr. libFuzzer's -timeout timer sends SIGALRM every second; a connect()
+ * it interrupts (EINTR) goes on in the kernel and cannot be restarted, so its end is
+ * awaited with poll and read from SO_ERROR. Returns 1 when connected (errno set when not). */
+static int connect_server(int fd, const struct sockaddr_in *addr)
+{
+    if (connect(fd, (const struct sockaddr *)addr, sizeof *addr) == 0)
+        return 1;
+    if (errno != EINTR)
+        return 0;
+    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+    for (int waited_ms = 0; waited_ms < TIMEOUT_S * 1000; waited_ms += 100) {
+        int ready = poll(&pfd, 1, 100);
+        if (ready < 0 && errno != EINTR)
+            return 0;
+        if (ready > 0) {
+            int so_error = 0;
+            socklen_t n = sizeof so_error;
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &n) != 0)
+                return 0;
+            errno = so_error;
+            return so_error == 0;
+        }
+    }
+    errno = ETIMEDOUT;
+    return 0;
+}
+
 /* Sends request over a new connection and reads the reply into *reply (malloc'd, NUL after
  * its *len bytes): until the server closes (*closed = 1), or, with stop_whole, until the
  * first response is whole (get: the request is a GET, its response has a body), or until
@@ -197,11 +224,15 @@ static void exchange(const uint8_t *request, size_t size, int get, int stop_whol
     addr.sin_family = AF_INET;
     addr.sin_port = htons((uint16_t)server.port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    fuzz_check(connect(fd, (const struct sockaddr *)&addr, sizeof addr) == 0,
-               "the server does not accept a connection");
+    if (!connect_server(fd, &addr)) {
+        fprintf(stderr, "fuzz_serve: connect: %s\n", strerror(errno));
+        fuzz_check(0, "the server does not accept a connection");
+    }
     /* the server may answer and close before it read everything: a failed send is fine */
     for (size_t sent = 0; sent < size;) {
         ssize_t n = send(fd, request + sent, size - sent, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             break;
         sent += (size_t)n;
