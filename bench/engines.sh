@@ -12,7 +12,9 @@
 #         (MODELS to choose), STEPS timed steps (median) after bench's warm-up
 #   OUT   the table (markdown) also goes there
 # Environment: SB (the binary; default build/selectivbench), REPS (3), THREADS (2),
-#   SAMPLES (960), STEPS (2), MODELS, WIDTHS ("128 256"), FILES (the lite files).
+#   SAMPLES (960), STEPS (2), MODELS, WIDTHS ("128 256"), FILES (the lite files), ONLY (an
+#   extended regular expression: only the rows whose name matches, e.g. to measure the rows
+#   under 0.95 again with more rounds).
 # Several minutes per configuration at d256: `big` takes about an hour for every model.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -96,6 +98,9 @@ if [ "$mode" = lite ]; then
       model=$(echo "$cmd" | sed -n 's/.*--model=\([a-z0-9_]*\).*/\1/p')
       width=$(echo "$cmd" | sed -n 's/.*--feat_size=\([0-9]*\).*/\1/p')
       amb=$(echo "$cmd" | sed -n 's/.*--amb=\([0-9]*\).*/\1/p')
+      if [ -n "${ONLY:-}" ] && ! echo "$f $model d$width amb$amb" | grep -Eq -- "$ONLY"; then
+        continue
+      fi
       rm -rf "$tmp/r"
       # shellcheck disable=SC2086
       row "$f $model d$width amb$amb" train_rate $cmd </dev/null

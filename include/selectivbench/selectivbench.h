@@ -231,8 +231,16 @@ int sb_config_key_is_noop(int i);
 
 typedef struct sb_task sb_task;
 
-/* The two splits of a task. */
-typedef enum sb_split { SB_SPLIT_TRAIN = 0, SB_SPLIT_TEST = 1 } sb_split;
+/* The splits of a task. Validation samples are drawn as test samples are (the test's
+ * sequence lengths and gap duration) from sequences that neither training nor the test use
+ * (docs/task.md, "Splits"); every choice a report makes reads them, never the test. */
+typedef enum sb_split { SB_SPLIT_TRAIN = 0, SB_SPLIT_TEST = 1, SB_SPLIT_VALID = 2 } sb_split;
+#define SB_SPLIT_COUNT 3
+
+/* "train", "test" or "valid" (the names a results database stores); "?" for another value.
+ * sb_split_from_name reads one of them into *split: 0, or -1 for another string. */
+const char *sb_split_name(sb_split split);
+int sb_split_from_name(const char *name, sb_split *split);
 
 /* Builds the task of cfg (its grammar, from the task seed). *out is freed with sb_task_free.
  * Errors: SB_ERR_INVALID naming the task key that cannot be built, SB_ERR_RUNTIME when no
@@ -254,6 +262,7 @@ typedef struct sb_task_facts {
     double topological_entropy;      /* TE in nats: ln of the Perron root */
     int64_t train_size, test_size;   /* samples in each split */
     int train_elements, test_elements; /* elements (grammar symbols) per sample */
+    int64_t valid_size;              /* validation samples (drawn as the test's) */
 } sb_task_facts;
 
 /* Fills *facts. */
@@ -408,6 +417,8 @@ typedef struct sb_progress {
     double mean_loss, mean_acc; /* after an update: the means over the updates since the
                                    previous evaluation (the running training loss and
                                    accuracy); after an evaluation: loss and acc */
+    double valid_loss, valid_acc; /* after an evaluation: the validation split's (NaN without
+                                     one, --valid_size 0); NaN otherwise */
 } sb_progress;
 
 /* Called on the training thread after every update and every evaluation; p is valid for the
@@ -487,6 +498,7 @@ typedef struct sb_train_outcome {
     char reason[SB_ERROR_MSG_MAX];  /* why it failed, diverged or was interrupted, else "" */
     double test_acc, test_loss;     /* the final evaluation */
     double train_acc, train_loss;   /* training averages before it */
+    double valid_acc, valid_loss;   /* the final evaluation's validation split (NaN: none) */
     uint64_t params;
     int64_t steps, samples;
     double tokens_per_s, wall_s;
@@ -534,7 +546,9 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
 typedef struct sb_eval_outcome {
     double test_acc, test_loss;
     int64_t test_size;  /* test samples evaluated */
-    double test_gap_s;  /* the gap duration of the test samples, seconds */
+    double test_gap_s;  /* the gap duration of the test (and validation) samples, seconds */
+    double valid_acc, valid_loss; /* the validation split's, at the same gap (NaN: none) */
+    int64_t valid_size; /* validation samples evaluated */
 } sb_eval_outcome;
 
 /* Evaluates the checkpoint at `checkpoint` on the test split of cfg, or of the configuration
@@ -605,6 +619,7 @@ typedef struct sb_result_row {
     int64_t threads;         /* threads per process; -1: not recorded (before schema 5) */
     char engine[16];         /* its engine table, "" when not recorded */
     char fingerprint[9];     /* its fingerprint digest (sb_train_outcome), "" when not recorded */
+    double valid_acc, valid_loss; /* the validation split's (NaN: none, or before schema 6) */
 } sb_result_row;
 
 /* The statuses a stored run can have ("running", "finished", ...): a NULL-terminated list,
@@ -673,7 +688,7 @@ sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[1
 typedef struct sb_curve_point {
     int64_t step;        /* optimiser update */
     int64_t samples;     /* training samples seen; < 0: unknown */
-    sb_split split;      /* SB_SPLIT_TRAIN or SB_SPLIT_TEST */
+    sb_split split;      /* SB_SPLIT_TRAIN, SB_SPLIT_TEST or SB_SPLIT_VALID */
     double loss, acc;
     double lr;           /* learning rate at this step */
     double tokens_per_s; /* training throughput so far */
@@ -681,7 +696,7 @@ typedef struct sb_curve_point {
 } sb_curve_point;
 
 /* The learning curve of the run with this run hash: its evaluations ordered by step, then
- * split (test before train). *points is a new array of *n points (NULL when *n is 0), freed
+ * split (test, train, valid). *points is a new array of *n points (NULL when *n is 0), freed
  * with sb_results_curve_free. Errors: SB_ERR_INVALID when no such run exists; SB_ERR_IO,
  * SB_ERR_NOMEM. */
 sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point **points,
@@ -1632,15 +1647,21 @@ sb_status sb_report_write_readonly(const char *db_path, const char *out_dir,
 
 /* The paper's three findings (gating, in-state channel mixing, attention; docs/claims.md)
  * tested on the runs of the results database at db_path, as the markdown section report.md
- * ends with: each statistic with its 95% interval and a verdict (holds, does not hold,
- * inconclusive) computed from the runs. *markdown is a new string (sb_string_free). The
- * database is only read. Errors: SB_ERR_IO naming the database; SB_ERR_NOMEM. */
+ * ends with: a verdict per finding and slice (holds, contradicted, not shown: why) with its
+ * seeds, estimate, 95% interval, Holm-corrected p-value and the smallest effect it detects
+ * at 80% power. *markdown is a new string (sb_string_free). The database is only read.
+ * Errors: SB_ERR_IO naming the database; SB_ERR_NOMEM. */
 sb_status sb_report_claims(const char *db_path, char **markdown, sb_error *err);
 
 /* The same on the runs whose stored configuration matches every filter "KEY=VALUE"
  * (sb_results_config_matches): the findings of one slice of a database, such as one preset
  * of configs/claims/ inside a larger study (--filter of `report --claims`). Errors: those
- * of sb_report_claims, SB_ERR_INVALID for n_filters < 0 or filters NULL with n_filters > 0. */
+ * of sb_report_claims, SB_ERR_INVALID for n_filters < 0 or filters NULL with n_filters > 0.
+ * With as_json, *markdown is instead a JSON array of the verdicts, one object each (id,
+ * slice, pairs, chosen_on, seeds, estimate, lo, hi, p, p_holm, detectable, seeds_needed,
+ * verdict, reason, not_tested, ...; `report --claims --json`). */
+sb_status sb_report_claims_as(const char *db_path, const char *const *filters, int n_filters,
+                              int as_json, char **markdown, sb_error *err);
 sb_status sb_report_claims_where(const char *db_path, const char *const *filters,
                                  int n_filters, char **markdown, sb_error *err);
 

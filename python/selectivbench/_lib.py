@@ -40,7 +40,7 @@ class TaskFacts(ctypes.Structure):
                 ("transitions", c_int), ("ambiguous_letters", c_int),
                 ("states_per_ambiguous_letter", c_int), ("topological_entropy", c_double),
                 ("train_size", c_int64), ("test_size", c_int64),
-                ("train_elements", c_int), ("test_elements", c_int)]
+                ("train_elements", c_int), ("test_elements", c_int), ("valid_size", c_int64)]
 
 
 class BatchShape(ctypes.Structure):
@@ -67,7 +67,7 @@ class Progress(ctypes.Structure):
                 ("test_loss", c_double), ("test_acc", c_double), ("lr", c_double),
                 ("tokens_per_s", c_double), ("elapsed_s", c_double), ("eta_s", c_double),
                 ("params", c_uint64), ("grad_acc", c_int), ("mean_loss", c_double),
-                ("mean_acc", c_double)]
+                ("mean_acc", c_double), ("valid_loss", c_double), ("valid_acc", c_double)]
 
 
 PROGRESS_FN = ctypes.CFUNCTYPE(None, POINTER(Progress), c_void_p)
@@ -90,7 +90,8 @@ class TrainSettings(ctypes.Structure):
 class TrainOutcome(ctypes.Structure):
     _fields_ = [("status", ctypes.c_char * 16), ("reason", ctypes.c_char * ERROR_MSG_MAX),
                 ("test_acc", c_double), ("test_loss", c_double), ("train_acc", c_double),
-                ("train_loss", c_double), ("params", c_uint64), ("steps", c_int64),
+                ("train_loss", c_double), ("valid_acc", c_double), ("valid_loss", c_double),
+                ("params", c_uint64), ("steps", c_int64),
                 ("samples", c_int64), ("tokens_per_s", c_double), ("wall_s", c_double),
                 ("ceiling", c_double), ("effective_memory", c_double), ("cached", c_int),
                 ("run_hash", ctypes.c_char * 17), ("training_hash", ctypes.c_char * 17),
@@ -103,7 +104,8 @@ class TrainOutcome(ctypes.Structure):
 
 class EvalOutcome(ctypes.Structure):
     _fields_ = [("test_acc", c_double), ("test_loss", c_double), ("test_size", c_int64),
-                ("test_gap_s", c_double)]
+                ("test_gap_s", c_double), ("valid_acc", c_double), ("valid_loss", c_double),
+                ("valid_size", c_int64)]
 
 
 class ResultRow(ctypes.Structure):
@@ -117,7 +119,8 @@ class ResultRow(ctypes.Structure):
                 ("state_size", c_int64), ("attempts", c_int64),
                 ("checkpoint", ctypes.c_char * PATH_MAX), ("host", ctypes.c_char * 256),
                 ("rank", c_int64), ("world_size", c_int64), ("threads", c_int64),
-                ("engine", ctypes.c_char * 16), ("fingerprint", ctypes.c_char * 9)]
+                ("engine", ctypes.c_char * 16), ("fingerprint", ctypes.c_char * 9),
+                ("valid_acc", c_double), ("valid_loss", c_double)]
 
 
 class CurvePoint(ctypes.Structure):

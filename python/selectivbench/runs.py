@@ -12,7 +12,7 @@ import threading
 from . import _check, _lib
 from ._config import Config
 from ._lib import lib, check, text
-from .task import split_id
+from .task import split_id, split_name
 
 NAN = float("nan")
 
@@ -88,7 +88,8 @@ def results(db, model=None, frame=None):
     """The runs of a results database (a path, or a results folder) in the order they were
     recorded, each a dict with the keys of `selectivbench results --json`: hash (the run's id,
     which every command takes, or a unique prefix of it), model, status,
-    test_acc, test_loss, train_acc, train_loss, ceiling, effective_memory, params,
+    test_acc, test_loss, train_acc, train_loss, valid_acc, valid_loss (the validation split's,
+    which choices read; None before schema 6), ceiling, effective_memory, params,
     state_size, flops_per_token, wall_s, tokens_per_s, attempts, host, rank (the MPI rank of
     an MPI sweep, else None), world_size, threads, engine and fingerprint (what its bits depend
     on besides its configuration; None before schema 5), checkpoint, reason, finished_at, protocol, config (the run's configuration as a dict of flags) and
@@ -127,8 +128,8 @@ def results(db, model=None, frame=None):
 
 def curve(db, run):
     """The learning curve of a run (its hash or a unique prefix of it): a list of dicts
-    step, samples, split ('train' or 'test'), loss, acc, lr, tokens_per_s, wall_s, ordered by
-    step (test before train), as `selectivbench results --curves RUN` prints it."""
+    step, samples, split ('train', 'test' or 'valid'), loss, acc, lr, tokens_per_s, wall_s,
+    ordered by step (test, train, valid), as `selectivbench results --curves RUN` prints it."""
     err = _lib.Error()
     with _Results(db) as r:
         full = r.resolve(run)
@@ -141,7 +142,7 @@ def curve(db, run):
             for i in range(n.value):
                 p = points[i]
                 out.append({"step": p.step, "samples": p.samples if p.samples >= 0 else None,
-                            "split": "train" if p.split == 0 else "test",
+                            "split": split_name(p.split),
                             "loss": _number(p.loss), "acc": _number(p.acc), "lr": _number(p.lr),
                             "tokens_per_s": _number(p.tokens_per_s),
                             "wall_s": _number(p.wall_s)})
@@ -179,7 +180,7 @@ def _curve_points(points):
         if (step, split) in seen:
             raise _lib.SelectivbenchError("%s: step %d of the %s split is given twice; give each "
                                           "evaluation once" % (where, step,
-                                                               ("train", "test")[split]))
+                                                               split_name(split)))
         seen.add((step, split))
         arr[i] = _lib.CurvePoint(step=step, samples=_count(p, "samples", where), split=split,
                                  loss=_float(p, "loss", where), acc=_float(p, "acc", where),
@@ -200,7 +201,8 @@ def record_run(db, config, metrics, curve=None, code_version=None):
     metrics  test_acc, test_loss, train_acc, train_loss, params (trainable parameters),
              state_size (floats carried from frame to frame), wall_s, tokens_per_s, status
              ('finished' by default; 'failed', 'diverged', 'interrupted'), reason
-    curve    its evaluations: dicts with step, samples, split ('train'/'test'), loss, acc,
+    curve    its evaluations: dicts with step, samples, split ('train', 'test' or 'valid':
+             the last 'valid' point gives the run's valid_acc and valid_loss), loss, acc,
              and optionally lr, tokens_per_s, wall_s
 
     The task's ceiling and the run's effective memory are computed and stored, as for a
@@ -319,15 +321,17 @@ def train(config, results=None, threads=0, progress=None, save_checkpoint=True, 
 
 def evaluate(checkpoint, threads=0, **overrides):
     """Evaluates a checkpoint written by the library on the test split of the configuration
-    recorded in it, with flags overridden (e.g. test_dur=2.0 for longer test gaps). Returns
-    {test_acc, test_loss, test_size, test_gap_s}."""
+    recorded in it, and on its validation split, with flags overridden (e.g. test_dur=2.0 for
+    longer test gaps). Returns {test_acc, test_loss, test_size, test_gap_s, valid_acc,
+    valid_loss, valid_size}."""
     out, err = _lib.EvalOutcome(), _lib.Error()
     threads = _check.threads(threads)
     with Config.from_checkpoint(checkpoint, overrides) as cfg:
         check(lib.sb_evaluate_checkpoint(os.fspath(checkpoint).encode(), cfg.handle, threads,
                                          ctypes.byref(out), ctypes.byref(err)), err)
     return {"test_acc": out.test_acc, "test_loss": out.test_loss, "test_size": out.test_size,
-            "test_gap_s": out.test_gap_s}
+            "test_gap_s": out.test_gap_s, "valid_acc": _number(out.valid_acc),
+            "valid_loss": _number(out.valid_loss), "valid_size": out.valid_size}
 
 
 def report(db, out_dir):

@@ -16,17 +16,23 @@ from . import _check, _lib
 from ._config import Config
 from ._lib import lib, check
 
-SPLITS = {"train": 0, "test": 1}
+SPLITS = {"train": 0, "test": 1, "valid": 2}
 
 
 def split_id(split):
     if isinstance(split, str):
         if split not in SPLITS:
-            raise _lib.SelectivbenchError("unknown split '%s': use 'train' or 'test'" % split)
+            raise _lib.SelectivbenchError("unknown split '%s': use 'train', 'test' or 'valid'"
+                                          % split)
         return SPLITS[split]
-    if not isinstance(split, bool) and isinstance(split, int) and split in (0, 1):
+    if not isinstance(split, bool) and isinstance(split, int) and split in (0, 1, 2):
         return split
-    raise _lib.SelectivbenchError("unknown split %r: use 'train' or 'test'" % (split,))
+    raise _lib.SelectivbenchError("unknown split %r: use 'train', 'test' or 'valid'" % (split,))
+
+
+def split_name(split):
+    """'train', 'test' or 'valid' for a split id (0, 1, 2)."""
+    return ("train", "test", "valid")[split]
 
 
 class _BatchMemory:
@@ -149,6 +155,7 @@ class Task:
         self.topological_entropy = facts.topological_entropy
         self.train_size = facts.train_size
         self.test_size = facts.test_size
+        self.valid_size = facts.valid_size
         self.train_elements = facts.train_elements
         self.test_elements = facts.test_elements
 
@@ -167,11 +174,11 @@ class Task:
         return self._handle
 
     def size(self, split):
-        return self.train_size if split_id(split) == 0 else self.test_size
+        return (self.train_size, self.test_size, self.valid_size)[split_id(split)]
 
     def batch(self, split, indices, threads=0):
-        """The batch of the samples `indices` (any iterable of ints) of split ('train' or
-        'test'), assembled on `threads` threads (0: every core; the batch does not depend
+        """The batch of the samples `indices` (any iterable of ints) of split ('train', 'test'
+        or 'valid': drawn as the test's, from sequences neither of the others uses), assembled on `threads` threads (0: every core; the batch does not depend
         on it). Samples are pure functions of (configuration, split, index)."""
         idx = _check.indices(indices)
         threads = _check.threads(threads)

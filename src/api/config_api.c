@@ -183,7 +183,8 @@ int sb_config_key_hashes(int i)
         return 0;
     switch (k->hash) {
     case SB_KEY_HASH_NONE: return 0;
-    case SB_KEY_HASH_RUN: return SB_KEY_IN_RUN_HASH;
+    case SB_KEY_HASH_RUN:
+    case SB_KEY_HASH_RUN_SET: return SB_KEY_IN_RUN_HASH;
     case SB_KEY_HASH_TRAINING:
     case SB_KEY_HASH_TRAINING_SET: return SB_KEY_IN_RUN_HASH | SB_KEY_IN_TRAINING_HASH;
     }

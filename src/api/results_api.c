@@ -67,6 +67,8 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     dst->rank = src->rank;
     dst->world_size = src->world_size;
     dst->threads = src->threads;
+    dst->valid_acc = src->metrics.valid_acc;
+    dst->valid_loss = src->metrics.valid_loss;
 }
 
 /* The stored row of the run with this hash (cleared with sb_results_run_row_clear);
@@ -244,12 +246,31 @@ static sb_status refuse_finished(sb_run_record *rec, sb_run_row *stored, const c
                         "the results database '%s' already has run %s finished", db_path, hash);
 }
 
-/* Records the end of a begun run with status, reason and the metrics of m. */
+/* The validation split's accuracy and loss of an external run: its curve's point of split
+ * valid at the latest step, NaN when it has none (sb_external_run has no fields of its own
+ * for them, so that callers written before the split record as before). */
+static void external_valid(const sb_external_run *m, double *acc, double *loss)
+{
+    *acc = *loss = (double)NAN;
+    int64_t step = -1;
+    for (size_t i = 0; i < m->n_curve; i++)
+        if (m->curve[i].split == SB_SPLIT_VALID && m->curve[i].step > step) {
+            step = m->curve[i].step;
+            *acc = m->curve[i].acc;
+            *loss = m->curve[i].loss;
+        }
+}
+
+/* Records the end of a begun run with status, reason and the metrics of m (the validation
+ * split's: valid_acc, valid_loss). */
 static sb_status record_end(sb_run_record *rec, const char *status, const char *reason,
-                            const sb_external_run *m, sb_error *err)
+                            const sb_external_run *m, double valid_acc, double valid_loss,
+                            sb_error *err)
 {
     sb_train_result res;
     memset(&res, 0, sizeof res);
+    res.valid_acc = valid_acc;
+    res.valid_loss = valid_loss;
     snprintf(res.status, sizeof res.status, "%s", status);
     snprintf(res.reason, sizeof res.reason, "%s", reason != NULL ? reason : "");
     res.test_acc = m->test_acc;
@@ -286,7 +307,8 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
     sb_external_run m = {.test_acc = outcome->test_acc, .test_loss = outcome->test_loss,
                          .train_acc = outcome->train_acc, .train_loss = outcome->train_loss,
                          .wall_s = outcome->wall_s, .tokens_per_s = outcome->tokens_per_s};
-    return record_end(&rec, outcome->status, outcome->reason, &m, err);
+    return record_end(&rec, outcome->status, outcome->reason, &m, outcome->valid_acc,
+                      outcome->valid_loss, err);
 }
 
 /* An external model's name: a word of letters, digits and _ . - : (it is the model column
@@ -343,7 +365,8 @@ static sb_status check_external_metrics(const sb_external_run *run, sb_error *er
                             (long long)run->params, (long long)run->state_size);
     sb_run_metrics m = {.test_acc = run->test_acc, .test_loss = run->test_loss,
                         .train_acc = run->train_acc, .train_loss = run->train_loss,
-                        .wall_s = run->wall_s, .tokens_per_s = run->tokens_per_s};
+                        .wall_s = run->wall_s, .tokens_per_s = run->tokens_per_s,
+                        .valid_acc = (double)NAN, .valid_loss = (double)NAN};
     sb_status st = sb_results_check_metrics(&m, 0, "the run's metrics", err);
     if (st != SB_OK)
         return st;
@@ -371,7 +394,7 @@ static sb_status check_external_metrics(const sb_external_run *run, sb_error *er
                               "the curve gives step %lld of the %s split twice: give each "
                               "evaluation once",
                               (long long)sorted[i].step,
-                              sorted[i].split == SB_SPLIT_TRAIN ? "train" : "test");
+                              sb_split_name(sorted[i].split));
     sb_free(sorted);
     return st;
 }
@@ -405,6 +428,8 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
         return st;
     if (finished)
         return refuse_finished(&rec, &stored, db_path, cfg, err);
+    double valid_acc, valid_loss;
+    external_valid(run, &valid_acc, &valid_loss);
     for (size_t i = 0; i < run->n_curve && st == SB_OK; i++) {
         sb_eval_row row = curve_row(&run->curve[i]);
         st = sb_results_add_eval(rec.db, rec.run_id, &row, err);
@@ -413,10 +438,10 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
         char reason[SB_ERROR_MSG_MAX];
         snprintf(reason, sizeof reason, "recording its curve: %.480s", err->msg);
         sb_error end_err = {0};
-        record_end(&rec, "failed", reason, run, &end_err);
+        record_end(&rec, "failed", reason, run, valid_acc, valid_loss, &end_err);
         return st;
     }
-    return record_end(&rec, status, run->reason, run, err);
+    return record_end(&rec, status, run->reason, run, valid_acc, valid_loss, err);
 }
 
 /* sb_report_write and sb_report_write_readonly: the report, the database opened for
@@ -483,6 +508,12 @@ sb_status sb_report_claims(const char *db_path, char **markdown, sb_error *err)
 sb_status sb_report_claims_where(const char *db_path, const char *const *filters,
                                  int n_filters, char **markdown, sb_error *err)
 {
+    return sb_report_claims_as(db_path, filters, n_filters, 0, markdown, err);
+}
+
+sb_status sb_report_claims_as(const char *db_path, const char *const *filters, int n_filters,
+                              int as_json, char **markdown, sb_error *err)
+{
     SB_API_REQUIRE(db_path, err);
     SB_API_REQUIRE(markdown, err);
     *markdown = NULL;
@@ -496,7 +527,6 @@ sb_status sb_report_claims_where(const char *db_path, const char *const *filters
     sb_run_row *rows = NULL;
     size_t n = 0;
     st = sb_results_list_runs(db, NULL, &rows, &n, err);
-    sb_results_close(db);
     /* the runs every filter matches come first; the claims read those */
     size_t kept = 0;
     for (size_t i = 0; st == SB_OK && i < n; i++) {
@@ -510,17 +540,32 @@ sb_status sb_report_claims_where(const char *db_path, const char *const *filters
         }
         kept += keep;
     }
-    sb_claim claims[SB_CLAIMS];
+    /* the ideal observer of each run's task: the verdicts' scale and task checks */
+    sb_claim_task *tasks = st == SB_OK ? sb_calloc(kept > 0 ? kept : 1, sizeof *tasks) : NULL;
+    if (st == SB_OK && tasks == NULL)
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory reading %zu runs", kept);
     if (st == SB_OK)
-        st = sb_claims_evaluate(rows, kept, claims, err);
+        st = sb_claims_tasks(db, rows, kept, tasks, err);
+    sb_results_close(db);
+    sb_claim *claims = NULL;
+    int n_claims = 0;
+    if (st == SB_OK)
+        st = sb_claims_evaluate(rows, tasks, kept, &claims, &n_claims, err);
+    sb_free(tasks);
     sb_results_run_rows_free(rows, n);
     if (st != SB_OK)
         return st;
     size_t size = 0;
     FILE *f = open_memstream(markdown, &size);
-    if (f == NULL)
+    if (f == NULL) {
+        free(claims);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory writing the findings");
-    sb_claims_write_markdown(f, claims);
+    }
+    if (as_json)
+        sb_claims_write_json(f, claims, n_claims);
+    else
+        sb_claims_write_markdown(f, claims, n_claims);
+    free(claims);
     if (fclose(f) != 0) {
         free(*markdown);
         *markdown = NULL;

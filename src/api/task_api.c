@@ -33,6 +33,7 @@ void sb_task_get_facts(const sb_task *task, sb_task_facts *facts)
     facts->test_size = sb_task_split_size(task, SB_SPLIT_TEST);
     facts->train_elements = task->n_elements[SB_SPLIT_TRAIN];
     facts->test_elements = task->n_elements[SB_SPLIT_TEST];
+    facts->valid_size = sb_task_split_size(task, SB_SPLIT_VALID);
 }
 
 /* Checks the arguments of a batch request. */
@@ -44,8 +45,8 @@ static sb_status check_batch_request(const sb_task *task, sb_split split, const 
     if (st_threads != SB_OK)
         return st_threads;
     SB_API_REQUIRE(index, err);
-    if (split != SB_SPLIT_TRAIN && split != SB_SPLIT_TEST)
-        return sb_error_set(err, SB_ERR_INVALID, "unknown split %d (SB_SPLIT_TRAIN or SB_SPLIT_TEST)",
+    if (split != SB_SPLIT_TRAIN && split != SB_SPLIT_TEST && split != SB_SPLIT_VALID)
+        return sb_error_set(err, SB_ERR_INVALID, "unknown split %d (SB_SPLIT_TRAIN, SB_SPLIT_TEST or SB_SPLIT_VALID)",
                             (int)split);
     if (count < 1)
         return sb_error_set(err, SB_ERR_INVALID, "a batch needs at least one sample (count %d)",
@@ -56,7 +57,7 @@ static sb_status check_batch_request(const sb_task *task, sb_split split, const 
             return sb_error_set(err, SB_ERR_INVALID,
                                 "sample index %lld (batch row %d) is outside the %s split's "
                                 "[0, %lld)",
-                                (long long)index[b], b, split == SB_SPLIT_TRAIN ? "train" : "test",
+                                (long long)index[b], b, sb_split_name(split),
                                 (long long)size);
     return SB_OK;
 }

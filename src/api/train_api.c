@@ -57,6 +57,8 @@ static void train_event(const sb_train_event *ev, void *user)
         .grad_acc = ev->grad_acc,
         .mean_loss = ev->mean_loss,
         .mean_acc = ev->mean_acc,
+        .valid_loss = eval ? ev->valid_loss : (double)NAN,
+        .valid_acc = eval ? ev->valid_acc : (double)NAN,
     };
     fn(&p, set->user);
 }
@@ -66,6 +68,7 @@ static void outcome_init(sb_train_outcome *out, const sb_run_config *cfg)
 {
     memset(out, 0, sizeof *out);
     out->test_acc = out->test_loss = out->train_acc = out->train_loss = (double)NAN;
+    out->valid_acc = out->valid_loss = (double)NAN;
     out->tokens_per_s = out->wall_s = (double)NAN;
     out->ceiling = out->effective_memory = (double)NAN;
     sb_run_config_hash(cfg, 0, out->run_hash);
@@ -80,6 +83,8 @@ static void outcome_from_row(sb_train_outcome *out, const sb_run_row *row)
     out->test_loss = row->metrics.test_loss;
     out->train_acc = row->metrics.train_acc;
     out->train_loss = row->metrics.train_loss;
+    out->valid_acc = row->metrics.valid_acc;
+    out->valid_loss = row->metrics.valid_loss;
     out->tokens_per_s = row->metrics.tokens_per_s;
     out->wall_s = row->metrics.wall_s;
     out->params = row->params >= 0 ? (uint64_t)row->params : 0;
@@ -298,6 +303,8 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     out->test_loss = res.test_loss;
     out->train_acc = res.train_acc;
     out->train_loss = res.train_loss;
+    out->valid_acc = res.valid_acc;
+    out->valid_loss = res.valid_loss;
     out->params = res.params;
     out->steps = res.steps;
     out->samples = res.samples;
@@ -332,6 +339,7 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
     SB_API_REQUIRE(out, err);
     memset(out, 0, sizeof *out);
     out->test_acc = out->test_loss = out->test_gap_s = (double)NAN;
+    out->valid_acc = out->valid_loss = (double)NAN;
     SB_API_REQUIRE(checkpoint, err);
     sb_run_config run;
     sb_status st = sb_threads_check(settings != NULL ? settings->threads : 0,
@@ -371,6 +379,9 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
         (settings->dump_path == NULL ||
          (st = sb_dump_first_batch(settings->dump_path, task, m, run.test_bs, err)) == SB_OK))
         st = sb_evaluate(task, m, run.test_bs, budget, &out->test_loss, &out->test_acc, err);
+    if (st == SB_OK && isfinite(out->test_loss))
+        st = sb_evaluate_split(task, SB_SPLIT_VALID, m, run.test_bs, budget, &out->valid_loss,
+                               &out->valid_acc, err);
     /* finite weights can still overflow in the forward pass (values near the float limit):
      * a non-finite loss is the weights' failure, never a result */
     if (st == SB_OK && !isfinite(out->test_loss)) {
@@ -383,6 +394,7 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
     }
     if (st == SB_OK) {
         out->test_size = sb_task_split_size(task, SB_SPLIT_TEST);
+        out->valid_size = sb_task_split_size(task, SB_SPLIT_VALID);
         out->test_gap_s = sb_task_test_duration(task);
     }
     sb_model_free(m);

@@ -93,6 +93,12 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
         sb_jw_int(j, res.test_size);
         sb_jw_key(j, "test_dur");
         sb_jw_double(j, res.test_gap_s);
+        sb_jw_key(j, "valid_acc");
+        sb_jw_double(j, res.valid_acc);
+        sb_jw_key(j, "valid_loss");
+        sb_jw_double(j, res.valid_loss);
+        sb_jw_key(j, "valid_size");
+        sb_jw_int(j, res.valid_size);
         sb_jw_object_end(j);
         sb_jw_close(j);
         printf("\n");
@@ -103,6 +109,9 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
                "thread%s)\n",
                ckpt, res.test_acc, res.test_loss, (long long)res.test_size, res.test_gap_s,
                threads, threads == 1 ? "" : "s");
+        if (res.valid_size > 0)
+            printf("validation acc %.4f, loss %.4f (%lld samples at the same gaps)\n",
+                   res.valid_acc, res.valid_loss, (long long)res.valid_size);
         if (dump != NULL)
             printf("first test batch written to %s\n", dump);
     }

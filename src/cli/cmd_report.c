@@ -13,7 +13,7 @@
 int sb_cmd_report(int argc, char **argv)
 {
     const char *db_path = "results/" SB_RESULTS_DB_NAME, *out = NULL, *x_key = NULL;
-    int threads = 0, claims = 0;
+    int threads = 0, claims = 0, json = 0, exploratory = 0;
     const char *filter_dummy = NULL;
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
@@ -25,6 +25,11 @@ int sb_cmd_report(int argc, char **argv)
         {"claims", SB_OPT_SWITCH, &claims, 0, 1, NULL, NULL,
          "print only the paper's findings with their statistics and verdicts (docs/claims.md; "
          "read only, no figures)", 0},
+        {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL,
+         "with --claims: the verdicts as a JSON array, one object per finding and slice", 0},
+        {"exploratory", SB_OPT_SWITCH, &exploratory, 0, 1, NULL, NULL,
+         "with --claims and --filter: say that the slice was chosen after looking at the data "
+         "(its verdicts can suggest, never confirm)", 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
          "only the runs whose configuration has KEY = VALUE (or any of KEY=A,B,C), for the "
          "figures and the findings (repeatable, as results --filter; e.g. one preset's slice "
@@ -38,7 +43,7 @@ int sb_cmd_report(int argc, char **argv)
     int n_filters = sb_cli_repeated(argc, argv, "--filter", filters, MAX_FILTERS);
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("report", "[DB|DIR] [--out DIR] [--x KEY] [--filter K=V] [--claims]", opts, (int)(sizeof opts / sizeof *opts),
+    int rc = sb_cli_parse("report", "[DB|DIR] [--out DIR] [--x KEY] [--filter K=V] [--claims [--json]]", opts, (int)(sizeof opts / sizeof *opts),
                           argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
@@ -64,6 +69,9 @@ int sb_cmd_report(int argc, char **argv)
                          "configuration key (%s train --help lists them)", filters[f],
                          sb_cli_program());
     }
+    if (err.msg[0] == '\0' && (json || exploratory) && !claims)
+        sb_error_set(&err, SB_ERR_INVALID, "--%s goes with --claims: add --claims",
+                     json ? "json" : "exploratory");
     if (err.msg[0] != '\0')
         return sb_cli_fail("report", &err);
     FILE *probe = fopen(db_path, "rb");
@@ -75,13 +83,15 @@ int sb_cmd_report(int argc, char **argv)
     fclose(probe);
     if (claims) {
         char *md = NULL;
-        if (sb_report_claims_where(db_path, filters, n_filters, &md, &err) != SB_OK)
+        if (sb_report_claims_as(db_path, filters, n_filters, json, &md, &err) != SB_OK)
             return sb_cli_fail("report", &err);
-        if (n_filters > 0) { /* say which slice the verdicts are of */
+        if (n_filters > 0 && !json) { /* say which slice the verdicts are of */
             printf("Runs whose configuration has");
             for (int f = 0; f < n_filters; f++)
                 printf("%s %s", f > 0 ? "," : "", filters[f]);
-            printf(".\n");
+            printf(exploratory ? ": exploratory, a slice chosen after looking at the data; "
+                                 "its verdicts can suggest, never confirm.\n"
+                               : ".\n");
         }
         fputs(md + (md[0] == '\n'), stdout);
         sb_string_free(md);

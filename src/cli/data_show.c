@@ -66,7 +66,7 @@ sb_status sb_data_show(const sb_task *task, sb_split split, const int64_t *idx, 
             break;
         const int elements = sb_draw_elements(d), frames = sb_draw_frames(d);
         fprintf(f, "sample %lld (%s, sequence %llu): %d elements, %d frames, %d of them gap\n",
-                (long long)idx[r], split == SB_SPLIT_TRAIN ? "train" : "test",
+                (long long)idx[r], sb_split_name(split),
                 (unsigned long long)sb_draw_sequence_index(d), elements, frames,
                 frames - elements);
         int col = 0, next_class = 0;

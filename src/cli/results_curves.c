@@ -87,11 +87,6 @@ static void format_number(char *buf, size_t size, double v)
         buf[0] = '\0';
 }
 
-static const char *split_name(sb_split s)
-{
-    return s == SB_SPLIT_TEST ? "test" : "train";
-}
-
 /* One run's points in the chosen format (the JSON array's object). */
 static void print_curve(const char *run, const sb_curve_point *pts, size_t n,
                         const curves_args *a, sb_jw *j)
@@ -119,10 +114,10 @@ static void print_curve(const char *run, const sb_curve_point *pts, size_t n,
         format_number(wall, sizeof wall, p->wall_s);
         if (a->csv)
             printf("%s,%lld,%s,%s,%s,%s,%s,%s,%s\n", run, (long long)p->step, samples,
-                   split_name(p->split), loss, acc, lr, tps, wall);
+                   sb_split_name(p->split), loss, acc, lr, tps, wall);
         else
             printf("%-16s %7lld %9s %-5s %9.4f %7.4f %10.3g %8.1f\n", run, (long long)p->step,
-                   samples, split_name(p->split), p->loss, p->acc, p->lr, p->wall_s);
+                   samples, sb_split_name(p->split), p->loss, p->acc, p->lr, p->wall_s);
     }
     if (a->json) {
         sb_jw_array_end(j);
@@ -209,7 +204,7 @@ void sb_cli_json_curve_point(sb_jw *j, const sb_curve_point *p)
     else
         sb_jw_null(j);
     sb_jw_key(j, "split");
-    sb_jw_string(j, split_name(p->split));
+    sb_jw_string(j, sb_split_name(p->split));
     const char *keys[5] = {"loss", "acc", "lr", "tokens_per_s", "wall_s"};
     double values[5] = {p->loss, p->acc, p->lr, p->tokens_per_s, p->wall_s};
     for (int k = 0; k < 5; k++) {

@@ -16,7 +16,8 @@
 
 /* A run's own fields (and the task's TE), in the order `--help` and errors list them. */
 typedef enum field {
-    F_RUN, F_STATUS, F_MODEL, F_PROTOCOL, F_PARAMS, F_TEST_ACC, F_TEST_LOSS, F_TRAIN_ACC,
+    F_RUN, F_STATUS, F_MODEL, F_PROTOCOL, F_PARAMS, F_TEST_ACC, F_TEST_LOSS, F_VALID_ACC,
+    F_VALID_LOSS, F_TRAIN_ACC,
     F_TRAIN_LOSS, F_WALL_S, F_TOKENS_PER_S, F_CEILING, F_CEILING_SE, F_EFFECTIVE_MEMORY,
     F_FLOPS_PER_TOKEN, F_STATE_SIZE, F_ATTEMPTS, F_FINISHED_AT, F_CHECKPOINT, F_TE, N_FIELDS
 } field;
@@ -35,6 +36,8 @@ static const struct {
     [F_PARAMS] = {"params", "params", "params", -1, 1},
     [F_TEST_ACC] = {"test_acc", "test_acc", "test acc", 4, 1},
     [F_TEST_LOSS] = {"test_loss", "test_loss", "test loss", 4, 1},
+    [F_VALID_ACC] = {"valid_acc", "valid_acc", "valid acc", 4, 1},
+    [F_VALID_LOSS] = {"valid_loss", "valid_loss", "valid loss", 4, 1},
     [F_TRAIN_ACC] = {"train_acc", "train_acc", "train acc", 4, 1},
     [F_TRAIN_LOSS] = {"train_loss", "train_loss", "train loss", 4, 1},
     [F_WALL_S] = {"wall_s", "wall_s", "wall s", 1, 1},
@@ -271,6 +274,8 @@ static double field_value(view *v, size_t i, field f, char *buf, size_t size)
     case F_PARAMS: x = r->params >= 0 ? (double)r->params : (double)NAN; break;
     case F_TEST_ACC: x = r->test_acc; break;
     case F_TEST_LOSS: x = r->test_loss; break;
+    case F_VALID_ACC: x = r->valid_acc; break;
+    case F_VALID_LOSS: x = r->valid_loss; break;
     case F_TRAIN_ACC: x = r->train_acc; break;
     case F_TRAIN_LOSS: x = r->train_loss; break;
     case F_WALL_S: x = r->wall_s; break;
@@ -456,8 +461,8 @@ static int default_columns(view *v, const size_t *idx, size_t n, column *out, in
     }
     if (grammar_varies)
         out[k++] = (column){F_TE, -1};
-    static const field results[] = {F_STATUS,  F_TEST_ACC,         F_TEST_LOSS, F_CEILING,
-                                    F_EFFECTIVE_MEMORY, F_PARAMS, F_WALL_S};
+    static const field results[] = {F_STATUS,  F_VALID_ACC, F_TEST_ACC,         F_TEST_LOSS,
+                                    F_CEILING, F_EFFECTIVE_MEMORY, F_PARAMS, F_WALL_S};
     for (size_t f = 0; f < sizeof results / sizeof *results; f++)
         out[k++] = (column){results[f], -1};
     return k;
@@ -527,7 +532,7 @@ static int csv_default_columns(const results_rows *t, const size_t *idx, size_t 
     static const field csv_fields[] = {
         F_RUN,     F_STATUS,     F_MODEL,   F_PROTOCOL,         F_PARAMS,     F_TEST_ACC,
         F_TEST_LOSS, F_TRAIN_ACC, F_TRAIN_LOSS, F_WALL_S,       F_TOKENS_PER_S, F_CEILING,
-        F_EFFECTIVE_MEMORY, F_CEILING_SE, F_CHECKPOINT};
+        F_EFFECTIVE_MEMORY, F_CEILING_SE, F_CHECKPOINT, F_VALID_ACC, F_VALID_LOSS};
     int k = 0;
     for (size_t f = 0; f < sizeof csv_fields / sizeof *csv_fields; f++)
         out[k++] = (column){csv_fields[f], -1};
@@ -620,11 +625,11 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
         sb_jw_int(j, r->params);
     else
         sb_jw_null(j);
-    const char *mk[6] = {"test_acc", "test_loss", "train_acc", "train_loss", "wall_s",
-                         "tokens_per_s"};
-    double mv[6] = {r->test_acc, r->test_loss, r->train_acc,
-                    r->train_loss, r->wall_s, r->tokens_per_s};
-    for (int k = 0; k < 6; k++) {
+    const char *mk[8] = {"test_acc", "test_loss", "train_acc",    "train_loss",
+                         "wall_s",   "tokens_per_s", "valid_acc", "valid_loss"};
+    double mv[8] = {r->test_acc, r->test_loss,    r->train_acc, r->train_loss,
+                    r->wall_s,   r->tokens_per_s, r->valid_acc, r->valid_loss};
+    for (int k = 0; k < 8; k++) {
         sb_jw_key(j, mk[k]);
         sb_jw_double(j, mv[k]);
     }
@@ -1153,6 +1158,9 @@ void results_view_print_run(const results_rows *t, size_t i, const char *db_path
         printf("%-12s%s\n", "log", log);
     printf("%-12stest acc %.4f, test loss %.4f; train acc %.4f, train loss %.4f\n", "metrics",
            r->test_acc, r->test_loss, r->train_acc, r->train_loss);
+    if (!isnan(r->valid_acc))
+        printf("%-12svalid acc %.4f, valid loss %.4f (the split choices read)\n", "", r->valid_acc,
+               r->valid_loss);
     char mem[32] = "-";
     if (isinf(r->effective_memory))
         snprintf(mem, sizeof mem, "beyond 32");

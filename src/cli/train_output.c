@@ -182,6 +182,10 @@ void sb_train_output_json_result(sb_jw *j, const sb_train_outcome *res)
     sb_jw_double(j, res->train_acc);
     sb_jw_key(j, "train_loss");
     sb_jw_double(j, res->train_loss);
+    sb_jw_key(j, "valid_acc");
+    sb_jw_double(j, res->valid_acc);
+    sb_jw_key(j, "valid_loss");
+    sb_jw_double(j, res->valid_loss);
     sb_jw_key(j, "params");
     sb_jw_uint(j, res->params);
     sb_jw_key(j, "tokens_per_s");
@@ -236,6 +240,10 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
                   "%.1f s\n",
             res->run_hash, res->status, res->test_acc, res->test_loss, res->train_acc, res->tokens_per_s,
             res->wall_s);
+    if (!isnan(res->valid_acc))
+        fprintf(o->f, "  validation acc %.4f, loss %.4f (the split choices read; test is only "
+                      "reported)\n",
+                res->valid_acc, res->valid_loss);
     char pretrained[16] = "";
     sb_config_get_key(o->cfg, "test_pretrained", pretrained, sizeof pretrained, NULL);
     int test_pretrained = 0;

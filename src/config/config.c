@@ -402,12 +402,15 @@ static void write_key(const sb_run_config *cfg, const sb_config_key *k, sb_json 
     }
 }
 
-/* Whether a key holds its default (the TRAINING_SET keys: CHOICE and INT ones). */
+/* Whether a key holds its default (the TRAINING_SET and RUN_SET keys: CHOICE, INT and
+ * OPT_INT ones; an OPT_INT key's default is "none", any negative value). */
 static int is_default(const sb_run_config *cfg, const sb_config_key *k)
 {
     const int value = *(const int *)((const char *)cfg + k->offset);
     if (k->kind == SB_KEY_INT)
         return value == atoi(k->def);
+    if (k->kind == SB_KEY_OPT_INT)
+        return strcmp(k->def, "none") == 0 ? value < 0 : value == atoi(k->def);
     return k->kind == SB_KEY_CHOICE && strcmp(k->choices[value], k->def) == 0;
 }
 
@@ -416,10 +419,10 @@ void sb_run_config_write_json(const sb_run_config *cfg, sb_json *j, int training
     sb_json_object_begin(j);
     for (int i = 0; i < N_KEYS; i++) {
         sb_key_hash h = keys[i].hash;
-        if (h == SB_KEY_HASH_TRAINING_SET && is_default(cfg, &keys[i]))
+        if ((h == SB_KEY_HASH_TRAINING_SET || h == SB_KEY_HASH_RUN_SET) && is_default(cfg, &keys[i]))
             continue;
         if (h == SB_KEY_HASH_TRAINING || h == SB_KEY_HASH_TRAINING_SET ||
-            (h == SB_KEY_HASH_RUN && !training_only))
+            ((h == SB_KEY_HASH_RUN || h == SB_KEY_HASH_RUN_SET) && !training_only))
             write_key(cfg, &keys[i], j);
     }
     sb_json_object_end(j);

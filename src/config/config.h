@@ -38,6 +38,7 @@ typedef enum sb_key_hash {
     SB_KEY_HASH_TRAINING, /* in both hashes */
     SB_KEY_HASH_TRAINING_SET, /* in both hashes when not the default (a key added later:
                                * runs that leave it at its default keep their hashes) */
+    SB_KEY_HASH_RUN_SET,      /* in the run hash only, when not the default (as TRAINING_SET) */
 } sb_key_hash;
 
 /* Which subcommands take a key: grammar takes GRAMMAR keys, data and bench GRAMMAR and

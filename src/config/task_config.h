@@ -40,6 +40,7 @@ typedef struct sb_task_config {
     double gap_prob;         /* probability that an element gets a gap */
     int64_t dataset_size;    /* training samples */
     int64_t test_size;       /* test samples */
+    int valid_size;          /* validation samples; < 0: as many as the test (0: none) */
     sb_protocol protocol;
     sb_gap_rng gap_rng;
 } sb_task_config;

@@ -1,4 +1,5 @@
-/* claims.c - the paper's three findings from a results database's runs (claims.h). */
+/* claims.c - the paper's findings as verdicts over slices, one-axis pairs and seeds
+ * (claims.h; the statistics in claims_stats.c, the writers in claims_write.c). */
 #include "exp/claims.h"
 
 #include <jansson.h>
@@ -7,26 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "exp/claims_stats.h"
 #include "layers/layer.h"
 
-/* "does not hold": the interval excludes a benefit of this much accuracy or more */
-#define NO_BENEFIT 0.01
+/* ---- the runs ------------------------------------------------------------------------- */
 
 /* One finished run, as the findings see it. */
 typedef struct claim_run {
     const sb_layer_type *type;
-    double acc;
-    int seqlen;         /* train_seqlen_max */
-    double test_dur;    /* NaN: the training gap (test_dur unset) */
-    int longer_gap;     /* tested on gaps longer than its training gaps */
-    char *key_run;      /* the configuration without the model */
-    char *key_training; /* the same without test_dur */
+    double acc, valid;      /* test (reported) and validation (chosen on; NaN: none) */
+    double ceiling, window; /* its task's ideal observer (sb_claim_task); NaN: unknown */
+    double test_dur;        /* the longer gap it was tested at; NaN: its training gap */
+    char unit[48];          /* its seed and task seed: the unit of every interval */
+    char setting[64];       /* its learning rate and warm-up: what a slice chooses among */
+    char *slice;            /* its configuration without model, seeds, lr and warm-up */
+    char *slice_training;   /* the same without test_dur: one training, any test gap */
 } claim_run;
 
-/* Dumps the configuration with `drop` keys removed, keys sorted: equal for runs that differ
- * only in those keys. NULL on allocation failure. */
-static char *config_key(json_t *cfg, const char *const *drop, int n_drop)
+/* The configuration without `drop`, keys sorted: equal for runs that differ only there. */
+static char *config_without(json_t *cfg, const char *const *drop, int n_drop)
 {
     json_t *copy = json_deep_copy(cfg);
     if (copy == NULL)
@@ -38,351 +38,762 @@ static char *config_key(json_t *cfg, const char *const *drop, int n_drop)
     return s;
 }
 
+/* A key's value as text ("null" when missing; a real as %g: 0.1, not 0.10000000000000001). */
+static void value_text(json_t *cfg, const char *key, char *buf, size_t size)
+{
+    json_t *v = json_object_get(cfg, key);
+    if (json_is_real(v)) {
+        snprintf(buf, size, "%g", json_real_value(v));
+        return;
+    }
+    char *s = v != NULL ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    snprintf(buf, size, "%s", s != NULL ? s : "null");
+    free(s);
+}
+
 /* Fills r from a row; 0 when the row does not count (not finished, no accuracy, an unknown
  * model or an unreadable configuration), -1 on allocation failure. */
-static int read_run(const sb_run_row *row, claim_run *r)
+static int read_run(const sb_run_row *row, const sb_claim_task *task, claim_run *r)
 {
     memset(r, 0, sizeof *r);
     if (row->status == NULL || strcmp(row->status, "finished") != 0 ||
         !isfinite(row->metrics.test_acc) || row->config_json == NULL)
         return 0;
     json_t *cfg = json_loads(row->config_json, 0, NULL);
-    if (cfg == NULL || !json_is_object(cfg)) {
-        json_decref(cfg);
-        return 0;
-    }
+    json_t *gap = json_object_get(cfg, "train_gap_max");
     const char *model = json_string_value(json_object_get(cfg, "model"));
     r->type = model != NULL ? sb_layer_type_find(model) : NULL;
-    json_t *seqlen = json_object_get(cfg, "train_seqlen_max"),
-           *dur = json_object_get(cfg, "test_dur");
-    json_t *gap = json_object_get(cfg, "train_gap_max");
-    if (r->type == NULL || !json_is_integer(seqlen) || !json_is_number(gap)) {
+    if (cfg == NULL || !json_is_object(cfg) || r->type == NULL || !json_is_number(gap)) {
         json_decref(cfg);
         return 0;
     }
     r->acc = row->metrics.test_acc;
-    r->seqlen = (int)json_integer_value(seqlen);
-    r->test_dur = json_is_number(dur) ? json_number_value(dur) : (double)NAN;
-    r->longer_gap = isfinite(r->test_dur) && r->test_dur > json_number_value(gap) * (1 + 1e-9);
-    static const char *const run_drop[1] = {"model"}, *const training_drop[2] = {"model",
-                                                                                 "test_dur"};
-    r->key_run = config_key(cfg, run_drop, 1);
-    r->key_training = config_key(cfg, training_drop, 2);
+    r->valid = row->metrics.valid_acc;
+    r->ceiling = task != NULL ? task->ceiling : (double)NAN;
+    r->window = task != NULL ? task->needed_window : (double)NAN;
+    json_t *dur = json_object_get(cfg, "test_dur");
+    r->test_dur = (double)NAN;
+    if (json_is_number(dur) && json_number_value(dur) > json_number_value(gap) * (1 + 1e-9))
+        r->test_dur = json_number_value(dur);
+    char a[24], b[24];
+    value_text(cfg, "seed", a, sizeof a);
+    value_text(cfg, "task_seed", b, sizeof b);
+    snprintf(r->unit, sizeof r->unit, "%s/%s", a, b);
+    value_text(cfg, "lr", a, sizeof a);
+    value_text(cfg, "warmup_steps", b, sizeof b);
+    snprintf(r->setting, sizeof r->setting, "lr %s, warm-up %s", a,
+             strcmp(b, "null") == 0 ? "5%" : b);
+    static const char *const drop[6] = {"model", "seed",         "task_seed",
+                                        "lr",    "warmup_steps", "test_dur"};
+    r->slice = config_without(cfg, drop, 5);
+    r->slice_training = config_without(cfg, drop, 6);
     json_decref(cfg);
-    if (r->key_run == NULL || r->key_training == NULL) {
-        free(r->key_run);
-        free(r->key_training);
+    if (r->slice == NULL || r->slice_training == NULL) {
+        free(r->slice);
+        free(r->slice_training);
         return -1;
     }
     return 1;
 }
 
-/* The run's group: its configuration without the model, and without test_dur too when
- * by_training. */
-static const char *group_key(const claim_run *r, int by_training)
+/* ---- the findings --------------------------------------------------------------------- */
+
+typedef struct ctx ctx;
+
+/* The value of a pair for one seed: the benefit of side `hi` over side `lo` (each at its
+ * chosen setting) in the finding's measure, NaN when a run is missing. */
+typedef double (*pair_value_fn)(ctx *c, const char *slice, const sb_layer_type *hi,
+                                const char *set_hi, const sb_layer_type *lo, const char *set_lo,
+                                const char *unit);
+
+typedef struct finding {
+    const char *id, *finding, *statistic, *untested;
+    int axis;        /* the taxonomy axis its pairs differ on alone; -1: attention's classes */
+    int by_training; /* its slices span test gaps (one training, several gaps) */
+    int exploratory, equivalence;
+    pair_value_fn value;
+} finding;
+
+struct ctx {
+    claim_run *r;
+    size_t n;
+    unsigned char *used; /* [n] runs the current slice's statistic read (its scale) */
+    double *x;           /* [n] per-seed values */
+    sb_claim *out;
+    const char **slice_of; /* [cap] each claim's slice text (for its label) */
+    int n_out, cap;
+};
+
+static const char *slice_key(const claim_run *r, int by_training)
 {
-    return by_training ? r->key_training : r->key_run;
+    return by_training ? r->slice_training : r->slice;
 }
 
-/* Whether run i is the first of its group: each group is visited once. */
-static int first_of_group(const claim_run *r, size_t i, int by_training)
+/* The run of type t at setting `set` and seed `unit` in the slice, tested at its training gap
+ * (test_dur NaN) or at the longer gap test_dur; -1 when there is none. */
+static long find_run(const ctx *c, const char *slice, int by_training, const sb_layer_type *t,
+                     const char *set, const char *unit, double test_dur)
 {
-    for (size_t j = 0; j < i; j++)
-        if (strcmp(group_key(&r[j], by_training), group_key(&r[i], by_training)) == 0)
+    for (size_t i = 0; i < c->n; i++) {
+        const claim_run *r = &c->r[i];
+        if (r->type == t && strcmp(r->unit, unit) == 0 && strcmp(r->setting, set) == 0 &&
+            (isnan(test_dur) ? isnan(r->test_dur) : r->test_dur == test_dur) &&
+            strcmp(slice_key(r, by_training), slice) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* The accuracy of a run found by find_run, marked as used; NaN when there is none. */
+static double use_acc(ctx *c, long i)
+{
+    if (i < 0)
+        return (double)NAN;
+    c->used[i] = 1;
+    return c->r[i].acc;
+}
+
+/* The setting of type t in the slice (runs at the training gap): the one with the highest
+ * mean validation accuracy over its seeds, or, when a setting has a run without one, the
+ * highest mean test accuracy (*how says which; SB_CHOSE_NOTHING: one setting). NULL when t
+ * has no run there. */
+static const char *choose_setting(const ctx *c, const char *slice, int by_training,
+                                  const sb_layer_type *t, sb_claim_choice *how)
+{
+    const char *best = NULL;
+    double best_valid = -HUGE_VAL, best_test = -HUGE_VAL;
+    const char *best_by_test = NULL;
+    int settings = 0, all_valid = 1;
+    for (size_t i = 0; i < c->n; i++) {
+        const claim_run *r = &c->r[i];
+        if (r->type != t || !isnan(r->test_dur) || strcmp(slice_key(r, by_training), slice) != 0)
+            continue;
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            first = !(c->r[j].type == t && isnan(c->r[j].test_dur) &&
+                      strcmp(c->r[j].setting, r->setting) == 0 &&
+                      strcmp(slice_key(&c->r[j], by_training), slice) == 0);
+        if (!first)
+            continue;
+        settings++;
+        double sum_valid = 0, sum_test = 0;
+        int k = 0;
+        for (size_t j = i; j < c->n; j++)
+            if (c->r[j].type == t && isnan(c->r[j].test_dur) &&
+                strcmp(c->r[j].setting, r->setting) == 0 &&
+                strcmp(slice_key(&c->r[j], by_training), slice) == 0) {
+                sum_valid += c->r[j].valid;
+                sum_test += c->r[j].acc;
+                k++;
+            }
+        all_valid &= isfinite(sum_valid);
+        if (isfinite(sum_valid) && sum_valid / k > best_valid)
+            best_valid = sum_valid / k, best = r->setting;
+        if (sum_test / k > best_test)
+            best_test = sum_test / k, best_by_test = r->setting;
+    }
+    *how = settings < 2 ? SB_CHOSE_NOTHING : all_valid ? SB_CHOSE_ON_VALID : SB_CHOSE_ON_TEST;
+    return all_valid ? best : best_by_test;
+}
+
+/* Whether types a and b differ on `axis` alone. The gate granularity is not compared when
+ * either forgets nothing: a state that never decays has no gate to be coarse or fine, so
+ * delta_net / gated_delta_net differ in forgetting alone. */
+static int one_axis_pair(const sb_axes *a, const sb_axes *b, int axis)
+{
+    const int va[SB_AXES] = {a->gate, a->forgetting, a->transition, a->update, a->memory};
+    const int vb[SB_AXES] = {b->gate, b->forgetting, b->transition, b->update, b->memory};
+    if (va[axis] == vb[axis])
+        return 0;
+    const int no_forgetting = a->forgetting == SB_FORGET_NONE || b->forgetting == SB_FORGET_NONE;
+    for (int k = 0; k < SB_AXES; k++)
+        if (k != axis && va[k] != vb[k] && !(k == 0 && no_forgetting))
             return 0;
     return 1;
 }
 
-/* Two-sided 95% quantile of Student's t with df degrees of freedom. */
-static double t95(int df)
+/* For a pair of a finding: 1 when a is the side the finding favours (more forgetting; the
+ * channel-mixing transition), -1 when b is, 0 when a, b is not a pair of this finding. */
+static int pair_side(const finding *f, const sb_layer_type *a, const sb_layer_type *b)
 {
-    static const double q[30] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                                 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
-                                 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-                                 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
-    return df >= 1 && df <= 30 ? q[df - 1] : 1.960;
+    if (!one_axis_pair(&a->axes, &b->axes, f->axis))
+        return 0;
+    if (f->axis == 1)
+        return a->axes.forgetting > b->axes.forgetting ? 1 : -1;
+    const sb_state_mixing ma = sb_layer_state_mixing(a), mb = sb_layer_state_mixing(b);
+    if (ma == SB_MIXING_CHANNELS && mb == SB_MIXING_DIAGONAL)
+        return 1;
+    if (ma == SB_MIXING_DIAGONAL && mb == SB_MIXING_CHANNELS)
+        return -1;
+    return 0;
 }
 
-/* Mean, interval and verdict of the values x[0..n) into c; what names the groups. */
-static void conclude(sb_claim *c, const double *x, int n, const char *what)
+/* Finding 1: accuracy of the more forgetting model minus the less. */
+static double gating_value(ctx *c, const char *slice, const sb_layer_type *hi, const char *set_hi,
+                           const sb_layer_type *lo, const char *set_lo, const char *unit)
 {
-    c->groups = n;
-    c->estimate = c->lo = c->hi = (double)NAN;
-    c->verdict = SB_VERDICT_INCONCLUSIVE;
-    if (n == 0) {
-        snprintf(c->reason, sizeof c->reason, "no %s in the database", what);
-        return;
-    }
-    double mean = 0, var = 0;
-    for (int i = 0; i < n; i++)
-        mean += x[i];
-    mean /= n;
-    c->estimate = mean;
-    if (n < 2) {
-        snprintf(c->reason, sizeof c->reason, "one %s only (%+.4f): no interval", what, mean);
-        return;
-    }
-    for (int i = 0; i < n; i++)
-        var += (x[i] - mean) * (x[i] - mean);
-    const double half = t95(n - 1) * sqrt(var / (n - 1) / n);
-    c->lo = mean - half;
-    c->hi = mean + half;
-    if (c->lo > 0) {
-        c->verdict = SB_VERDICT_HOLDS;
-        snprintf(c->reason, sizeof c->reason, "%+.4f [%+.4f, %+.4f] over %d %s: above 0", mean,
-                 c->lo, c->hi, n, what);
-    } else if (c->hi < NO_BENEFIT) {
-        c->verdict = SB_VERDICT_DOES_NOT_HOLD;
-        snprintf(c->reason, sizeof c->reason,
-                 "%+.4f [%+.4f, %+.4f] over %d %s: below +%.2f, no benefit", mean, c->lo, c->hi, n,
-                 what, NO_BENEFIT);
-    } else {
-        snprintf(c->reason, sizeof c->reason,
-                 "%+.4f [%+.4f, %+.4f] over %d %s: the interval "
-                 "holds 0 (more seeds or groups)",
-                 mean, c->lo, c->hi, n, what);
-    }
+    return use_acc(c, find_run(c, slice, 0, hi, set_hi, unit, (double)NAN)) -
+           use_acc(c, find_run(c, slice, 0, lo, set_lo, unit, (double)NAN));
 }
 
-/* Finding 1: gated minus ungated twin on the same configuration and seed. */
-static void claim_gating(const claim_run *r, size_t n, double *x, sb_claim *c)
+/* A pair's accuracies at the training gap and at the longest longer gap both were tested
+ * at; 0 when there is no such gap. Only the runs at the training gap count for the scale
+ * check: a collapse at the longer gap is what finding 2 measures, not a lack of training. */
+static int gap_accs(ctx *c, const char *slice, const sb_layer_type *hi, const char *set_hi,
+                    const sb_layer_type *lo, const char *set_lo, const char *unit, double acc[4])
+{
+    double longest = -1;
+    for (size_t i = 0; i < c->n; i++) {
+        const claim_run *r = &c->r[i];
+        if (r->type == hi && !isnan(r->test_dur) && r->test_dur > longest &&
+            strcmp(r->unit, unit) == 0 && strcmp(r->setting, set_hi) == 0 &&
+            strcmp(r->slice_training, slice) == 0 &&
+            find_run(c, slice, 1, lo, set_lo, unit, r->test_dur) >= 0)
+            longest = r->test_dur;
+    }
+    if (longest < 0)
+        return 0;
+    long at[4] = {find_run(c, slice, 1, hi, set_hi, unit, (double)NAN),
+                  find_run(c, slice, 1, hi, set_hi, unit, longest),
+                  find_run(c, slice, 1, lo, set_lo, unit, (double)NAN),
+                  find_run(c, slice, 1, lo, set_lo, unit, longest)};
+    for (int k = 0; k < 4; k++)
+        if (at[k] < 0)
+            return 0;
+    for (int k = 0; k < 4; k++)
+        acc[k] = k % 2 == 0 ? use_acc(c, at[k]) : c->r[at[k]].acc;
+    return 1;
+}
+
+/* Finding 2: the diagonal model's accuracy drop to the longer gap minus the mixing model's. */
+static double drop_value(ctx *c, const char *slice, const sb_layer_type *hi, const char *set_hi,
+                         const sb_layer_type *lo, const char *set_lo, const char *unit)
+{
+    double a[4];
+    if (!gap_accs(c, slice, hi, set_hi, lo, set_lo, unit, a))
+        return (double)NAN;
+    return (a[2] - a[3]) - (a[0] - a[1]);
+}
+
+/* Finding 2, what is kept: the mixing model's retention (longer gap over training gap)
+ * minus the diagonal model's. */
+static double retention_value(ctx *c, const char *slice, const sb_layer_type *hi,
+                              const char *set_hi, const sb_layer_type *lo, const char *set_lo,
+                              const char *unit)
+{
+    double a[4];
+    if (!gap_accs(c, slice, hi, set_hi, lo, set_lo, unit, a) || !(a[0] > 0) || !(a[2] > 0))
+        return (double)NAN;
+    return a[1] / a[0] - a[3] / a[2];
+}
+
+/* Finding 2's first half: mixing minus diagonal accuracy at the training gap. */
+static double selectivity_value(ctx *c, const char *slice, const sb_layer_type *hi,
+                                const char *set_hi, const sb_layer_type *lo, const char *set_lo,
+                                const char *unit)
+{
+    return use_acc(c, find_run(c, slice, 1, hi, set_hi, unit, (double)NAN)) -
+           use_acc(c, find_run(c, slice, 1, lo, set_lo, unit, (double)NAN));
+}
+
+static const finding findings[] = {
+    {"gating", "gating and fast forgetting help recall",
+     "accuracy of the model that forgets by its input minus its twin that forgets less (a "
+     "fixed decay, or none), same slice and seed",
+     "other axes, other tasks, and test gaps longer than the training's", 1, 0, 0, 0, gating_value},
+    {"mixing", "in-state channel mixing matters for generalising to longer gaps",
+     "accuracy drop from the training gap to the longest longer test gap: the diagonal model's "
+     "minus its channel-mixing twin's, same training and seed",
+     "gaps longer than the longest tested, noise other than the slice's", 2, 1, 0, 0, drop_value},
+    {"mixing_selectivity", "channel mixing is unnecessary for selectivity (at the training gap)",
+     "accuracy at the training gap: the channel-mixing model minus its diagonal twin, same "
+     "training and seed; equivalence within +-0.02",
+     "selectivity at other gaps, other tasks", 2, 1, 0, 1, selectivity_value},
+    {"mixing_retention",
+     "in-state channel mixing matters for generalising to longer gaps (what is kept)",
+     "retention at the longest longer test gap (its accuracy over the training gap's): the "
+     "channel-mixing model's minus its diagonal twin's, same training and seed",
+     "chosen after looking at the data (docs/claims.md): it can suggest, never confirm", 2, 1, 1, 0,
+     retention_value},
+    {"attention", "softmax attention stays ahead where long-context memory matters",
+     "accuracy of the best attention model minus the best recurrent model (each chosen on "
+     "validation), same slice and seed",
+     "a task whose memory demand grows beyond a fixed-size state (issue 37)", -1, 0, 0, 0, NULL},
+};
+#define N_FINDINGS (int)(sizeof findings / sizeof *findings)
+
+/* A new verdict of finding f on slice (NULL: the finding had none), appended to c->out. */
+static sb_claim *new_claim(ctx *c, const finding *f, const char *slice)
+{
+    if (c->n_out == c->cap) {
+        int cap = c->cap > 0 ? 2 * c->cap : 16;
+        sb_claim *out = realloc(c->out, (size_t)cap * sizeof *out);
+        const char **slices =
+            out != NULL ? realloc(c->slice_of, (size_t)cap * sizeof *slices) : NULL;
+        if (out != NULL)
+            c->out = out;
+        if (slices == NULL)
+            return NULL;
+        c->slice_of = slices;
+        c->cap = cap;
+    }
+    sb_claim *cl = &c->out[c->n_out];
+    c->slice_of[c->n_out++] = slice;
+    memset(cl, 0, sizeof *cl);
+    cl->id = f->id;
+    cl->finding = f->finding;
+    cl->statistic = f->statistic;
+    cl->untested = f->untested;
+    cl->exploratory = f->exploratory;
+    cl->equivalence = f->equivalence;
+    cl->estimate = cl->sd = cl->lo = cl->hi = cl->p = cl->p_holm = (double)NAN;
+    cl->detectable = cl->scale = cl->window = (double)NAN;
+    return cl;
+}
+
+/* Appends "a SEP b" to the list in buf, after ", " unless it is the first. */
+static void append(char *buf, size_t size, const char *a, const char *sep, const char *b)
+{
+    size_t len = strlen(buf);
+    if (len < size)
+        snprintf(buf + len, size - len, "%s%s%s%s", len > 0 ? ", " : "", a, sep, b);
+}
+
+/* The statistics of x[0..k) (one value per seed) and the scale of the runs used. */
+static void claim_stats(ctx *c, sb_claim *cl, int k)
+{
+    sb_sample_stats s = sb_sample_stats_of(c->x, k);
+    cl->n = k;
+    cl->estimate = s.mean;
+    cl->sd = k > 1 ? s.sd : (double)NAN;
+    if (k > 1)
+        sb_mean_interval(&s, SB_ALPHA, &cl->lo, &cl->hi);
+    double sum_acc = 0, sum_ceiling = 0;
+    int used = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->used[i]) {
+            sum_acc += c->r[i].acc;
+            sum_ceiling += c->r[i].ceiling;
+            used++;
+        }
+    cl->scale = used > 0 && sum_ceiling > 0 ? sum_acc / sum_ceiling : (double)NAN;
+}
+
+/* The seeds of the slice (first run of each, at the training gap), each given the mean of
+ * value over the pairs it has: c->x[0..k). */
+static int seed_values(ctx *c, const finding *f, const char *slice, const sb_layer_type **hi,
+                       const char **set_hi, const sb_layer_type **lo, const char **set_lo,
+                       int n_pairs)
 {
     int k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (r[i].type->ungated_twin == NULL)
+    for (size_t i = 0; i < c->n; i++) {
+        const claim_run *r = &c->r[i];
+        if (!isnan(r->test_dur) || strcmp(slice_key(r, f->by_training), slice) != 0)
             continue;
-        const sb_layer_type *twin = sb_layer_type_find(r[i].type->ungated_twin);
-        for (size_t j = 0; j < n; j++)
-            if (r[j].type == twin && strcmp(r[i].key_run, r[j].key_run) == 0) {
-                x[k++] = r[i].acc - r[j].acc;
-                break;
-            }
-    }
-    c->id = "gating";
-    c->finding = "gating and fast forgetting help recall";
-    c->statistic = "accuracy of a gated model minus its ungated twin (same configuration, seed)";
-    conclude(c, x, k, k == 1 ? "pair" : "pairs");
-}
-
-/* Model type t in the training group of r[i]: its accuracy at the training gap and at the
- * longest longer gap (NaN when it has no such run). */
-static void gap_pair(const claim_run *r, size_t n, size_t i, const sb_layer_type *t,
-                     double *at_training_out, double *longer_out)
-{
-    double at_training = (double)NAN, longer = (double)NAN, longest = -1;
-    for (size_t j = 0; j < n; j++) {
-        if (r[j].type != t || strcmp(r[j].key_training, r[i].key_training) != 0)
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            first = !(isnan(c->r[j].test_dur) && strcmp(c->r[j].unit, r->unit) == 0 &&
+                      strcmp(slice_key(&c->r[j], f->by_training), slice) == 0);
+        if (!first)
             continue;
-        if (!r[j].longer_gap)
-            at_training = r[j].acc;
-        else if (r[j].test_dur > longest) {
-            longest = r[j].test_dur;
-            longer = r[j].acc;
+        double sum = 0;
+        int m = 0;
+        for (int p = 0; p < n_pairs; p++) {
+            double v = f->value(c, slice, hi[p], set_hi[p], lo[p], set_lo[p], r->unit);
+            if (isfinite(v))
+                sum += v, m++;
         }
-    }
-    *at_training_out = at_training;
-    *longer_out = longer;
-}
-
-/* What finding 2 compares for one model in one training group: the accuracy drop to the
- * longer gap (training minus longer), or the retention (longer over training). */
-typedef enum { GAP_DROP, GAP_RETENTION } gap_measure;
-
-static double gap_value(const claim_run *r, size_t n, size_t i, const sb_layer_type *t,
-                        gap_measure what)
-{
-    double at_training, longer;
-    gap_pair(r, n, i, t, &at_training, &longer);
-    if (what == GAP_DROP)
-        return at_training - longer;
-    return at_training > 0 ? longer / at_training : (double)NAN;
-}
-
-/* Finding 2, per training group: the diagonal models' mean measure against the
- * channel-mixing models' (the drop: diagonal minus mixing; the retention: mixing minus
- * diagonal, so that either way a positive value favours channel mixing). */
-static int mixing_groups(const claim_run *r, size_t n, double *x, gap_measure what)
-{
-    int k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!first_of_group(r, i, 1))
-            continue;
-        double sum[2] = {0, 0};
-        int count[2] = {0, 0};
-        const sb_layer_type *const *types = sb_layer_types();
-        for (int t = 0; types[t] != NULL; t++) {
-            const sb_state_mixing m = sb_layer_state_mixing(types[t]);
-            const int kind = m == SB_MIXING_DIAGONAL ? 0 : m == SB_MIXING_CHANNELS ? 1 : -1;
-            if (kind < 0)
-                continue;
-            double d = gap_value(r, n, i, types[t], what);
-            if (isfinite(d)) {
-                sum[kind] += d;
-                count[kind]++;
-            }
-        }
-        if (count[0] > 0 && count[1] > 0) {
-            const double diagonal = sum[0] / count[0], mixing = sum[1] / count[1];
-            x[k++] = what == GAP_DROP ? diagonal - mixing : mixing - diagonal;
-        }
+        if (m > 0)
+            c->x[k++] = sum / m;
     }
     return k;
 }
 
-/* Finding 2: diagonal models' drop to longer gaps minus channel-mixing models'. */
-static void claim_mixing(const claim_run *r, size_t n, double *x, sb_claim *c)
+#define MAX_TYPES 64
+
+/* The distinct types with a run at the training gap in the slice, registry order. */
+static int slice_types(const ctx *c, const char *slice, int by_training,
+                       const sb_layer_type **types)
 {
-    int k = mixing_groups(r, n, x, GAP_DROP);
-    c->id = "mixing";
-    c->finding = "in-state channel mixing matters for generalising to longer gaps";
-    c->statistic = "accuracy drop to a longer test gap: diagonal-state models' mean minus "
-                   "channel-mixing models' mean (same training configuration, seed)";
-    conclude(c, x, k, k == 1 ? "group" : "groups");
+    int n = 0;
+    const sb_layer_type *const *all = sb_layer_types();
+    for (int t = 0; all[t] != NULL && n < MAX_TYPES; t++)
+        for (size_t i = 0; i < c->n; i++)
+            if (c->r[i].type == all[t] && isnan(c->r[i].test_dur) &&
+                strcmp(slice_key(&c->r[i], by_training), slice) == 0) {
+                types[n++] = all[t];
+                break;
+            }
+    return n;
 }
 
-/* Finding 2 read as what is kept: channel-mixing models' mean retention at the longer gap
- * (accuracy there over accuracy at the training gap) minus diagonal models' (docs/claims.md:
- * chosen after the drop statistic stayed inconclusive with the mixing models both higher at
- * the training gap and keeping more, and tested on seeds run after it was chosen). */
-static void claim_retention(const claim_run *r, size_t n, double *x, sb_claim *c)
+/* A pair finding on one slice: its one-axis pairs at their chosen settings, the per-seed
+ * values, the statistics. 0 when the slice has no pair of the finding; -1 out of memory. */
+static int pair_claim(ctx *c, const finding *f, const char *slice)
 {
-    int k = mixing_groups(r, n, x, GAP_RETENTION);
-    c->id = "mixing_retention";
-    c->finding = "in-state channel mixing matters for generalising to longer gaps (what is kept)";
-    c->statistic = "retention at a longer test gap (its accuracy over the training gap's): "
-                   "channel-mixing models' mean minus diagonal-state models' mean (same "
-                   "training configuration, seed)";
-    conclude(c, x, k, k == 1 ? "group" : "groups");
-}
-
-/* Finding 3: best attention model minus best recurrent model, by sequence length. */
-static void claim_attention(const claim_run *r, size_t n, double *x, int *len, sb_claim *c)
-{
-    int k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!first_of_group(r, i, 0))
-            continue;
-        double best[2] = {-1, -1}; /* attention, recurrent */
-        for (size_t j = i; j < n; j++) {
-            if (strcmp(r[j].key_run, r[i].key_run) != 0)
+    const sb_layer_type *types[MAX_TYPES], *hi[MAX_TYPES], *lo[MAX_TYPES];
+    const char *set_hi[MAX_TYPES], *set_lo[MAX_TYPES];
+    int n_types = slice_types(c, slice, f->by_training, types), n_pairs = 0;
+    sb_claim_choice chosen = SB_CHOSE_NOTHING;
+    char pairs[256] = "";
+    for (int a = 0; a < n_types; a++)
+        for (int b = a + 1; b < n_types && n_pairs < MAX_TYPES; b++) {
+            int side = pair_side(f, types[a], types[b]);
+            if (side == 0)
                 continue;
-            const sb_state_mixing m = sb_layer_state_mixing(r[j].type);
-            const int kind = m == SB_MIXING_ATTENTION                             ? 0
-                             : m == SB_MIXING_DIAGONAL || m == SB_MIXING_CHANNELS ? 1
-                                                                                  : -1;
-            if (kind >= 0 && r[j].acc > best[kind])
-                best[kind] = r[j].acc;
+            hi[n_pairs] = side > 0 ? types[a] : types[b];
+            lo[n_pairs] = side > 0 ? types[b] : types[a];
+            sb_claim_choice how_hi, how_lo;
+            set_hi[n_pairs] = choose_setting(c, slice, f->by_training, hi[n_pairs], &how_hi);
+            set_lo[n_pairs] = choose_setting(c, slice, f->by_training, lo[n_pairs], &how_lo);
+            chosen = how_hi > chosen ? how_hi : chosen;
+            chosen = how_lo > chosen ? how_lo : chosen;
+            append(pairs, sizeof pairs, hi[n_pairs]->name, "/", lo[n_pairs]->name);
+            n_pairs++;
         }
-        if (best[0] >= 0 && best[1] >= 0) {
-            x[k] = best[0] - best[1];
-            len[k++] = r[i].seqlen;
-        }
-    }
-    c->id = "attention";
-    c->finding = "softmax attention stays ahead where long-context memory matters";
-    c->statistic = "best attention model's accuracy minus the best recurrent model's (same "
-                   "configuration, seed), at the longest sequence length";
-    /* the lengths, shortest first, each with its mean margin */
-    c->n_lengths = 0;
-    for (;;) {
-        int next = -1;
-        for (int i = 0; i < k; i++)
-            if ((c->n_lengths == 0 || len[i] > c->length[c->n_lengths - 1]) &&
-                (next < 0 || len[i] < next))
-                next = len[i];
-        if (next < 0 || c->n_lengths == SB_CLAIM_LENGTHS_MAX)
-            break;
-        double sum = 0;
-        int m = 0;
-        for (int i = 0; i < k; i++)
-            if (len[i] == next)
-                sum += x[i], m++;
-        c->length[c->n_lengths] = next;
-        c->length_margin[c->n_lengths] = sum / m;
-        c->length_groups[c->n_lengths++] = m;
-    }
-    /* the verdict: the groups at the longest length (moved to the front of x) */
-    int longest = 0, m = 0;
-    for (int i = 0; i < k; i++)
-        if (len[i] > longest)
-            longest = len[i];
-    for (int i = 0; i < k; i++)
-        if (len[i] == longest)
-            x[m++] = x[i];
-    char what[64];
-    snprintf(what, sizeof what, "%s at length %d", m == 1 ? "group" : "groups", longest);
-    conclude(c, x, m, k == 0 ? "group with attention and a recurrent model" : what);
+    if (n_pairs == 0)
+        return 0;
+    memset(c->used, 0, c->n);
+    int k = seed_values(c, f, slice, hi, set_hi, lo, set_lo, n_pairs);
+    if (k == 0)
+        return 0;
+    sb_claim *cl = new_claim(c, f, slice);
+    if (cl == NULL)
+        return -1;
+    snprintf(cl->pairs, sizeof cl->pairs, "%s", pairs);
+    cl->chosen = chosen;
+    claim_stats(c, cl, k);
+    return 1;
 }
 
-sb_status sb_claims_evaluate(const sb_run_row *rows, size_t n, sb_claim out[SB_CLAIMS],
-                             sb_error *err)
+/* The best model of a class (attention, or recurrent) in the slice: the highest mean
+ * validation accuracy over the seeds at its chosen setting (test where a run has none). */
+static const sb_layer_type *best_of_class(const ctx *c, const char *slice, int attention,
+                                          const char **set, sb_claim_choice *how)
 {
-    memset(out, 0, SB_CLAIMS * sizeof *out);
-    claim_run *r = sb_calloc(n > 0 ? n : 1, sizeof *r);
-    double *x = sb_calloc(n > 0 ? n : 1, sizeof *x);
-    int *len = sb_calloc(n > 0 ? n : 1, sizeof *len);
-    size_t used = 0;
+    const sb_layer_type *types[MAX_TYPES], *best = NULL;
+    int n_types = slice_types(c, slice, 0, types);
+    double best_score = -HUGE_VAL;
+    sb_claim_choice worst = SB_CHOSE_NOTHING;
+    int candidates = 0, all_valid = 1;
+    double score[MAX_TYPES], test_score[MAX_TYPES];
+    const char *sets[MAX_TYPES];
+    const sb_layer_type *cand[MAX_TYPES];
+    for (int t = 0; t < n_types; t++) {
+        const sb_state_mixing m = sb_layer_state_mixing(types[t]);
+        if ((m == SB_MIXING_ATTENTION) != attention || m == SB_MIXING_UNCLASSIFIED)
+            continue;
+        sb_claim_choice h;
+        const char *s = choose_setting(c, slice, 0, types[t], &h);
+        worst = h > worst ? h : worst;
+        double sum_valid = 0, sum_test = 0;
+        int k = 0;
+        for (size_t i = 0; i < c->n; i++)
+            if (c->r[i].type == types[t] && isnan(c->r[i].test_dur) &&
+                strcmp(c->r[i].setting, s) == 0 && strcmp(c->r[i].slice, slice) == 0)
+                sum_valid += c->r[i].valid, sum_test += c->r[i].acc, k++;
+        score[candidates] = sum_valid / k;
+        test_score[candidates] = sum_test / k;
+        all_valid &= isfinite(score[candidates]);
+        sets[candidates] = s;
+        cand[candidates++] = types[t];
+    }
+    for (int q = 0; q < candidates; q++) {
+        double v = all_valid ? score[q] : test_score[q];
+        if (v > best_score)
+            best_score = v, best = cand[q], *set = sets[q];
+    }
+    sb_claim_choice among = candidates < 2 ? SB_CHOSE_NOTHING
+                            : all_valid    ? SB_CHOSE_ON_VALID
+                                           : SB_CHOSE_ON_TEST;
+    *how = among > worst ? among : worst;
+    return best;
+}
+
+/* Finding 3 on one slice: 0 when it lacks either class; -1 out of memory. */
+static int attention_claim(ctx *c, const finding *f, const char *slice)
+{
+    const char *set_a = NULL, *set_r = NULL;
+    sb_claim_choice how_a, how_r;
+    const sb_layer_type *a = best_of_class(c, slice, 1, &set_a, &how_a);
+    const sb_layer_type *rec = best_of_class(c, slice, 0, &set_r, &how_r);
+    if (a == NULL || rec == NULL)
+        return 0;
+    memset(c->used, 0, c->n);
+    int k = 0;
+    double window = -1;
+    for (size_t i = 0; i < c->n; i++) {
+        const claim_run *r = &c->r[i];
+        if (!isnan(r->test_dur) || strcmp(r->slice, slice) != 0)
+            continue;
+        window = fmax(window, isnan(r->window) ? -1 : r->window);
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            first = !(isnan(c->r[j].test_dur) && strcmp(c->r[j].unit, r->unit) == 0 &&
+                      strcmp(c->r[j].slice, slice) == 0);
+        if (!first)
+            continue;
+        double v = gating_value(c, slice, a, set_a, rec, set_r, r->unit);
+        if (isfinite(v))
+            c->x[k++] = v;
+    }
+    if (k == 0)
+        return 0;
+    sb_claim *cl = new_claim(c, f, slice);
+    if (cl == NULL)
+        return -1;
+    snprintf(cl->pairs, sizeof cl->pairs, "%s vs %s", a->name, rec->name);
+    cl->chosen = how_a > how_r ? how_a : how_r;
+    claim_stats(c, cl, k);
+    cl->window = window >= 0 ? window : (double)NAN;
+    return 1;
+}
+
+/* ---- verdicts ------------------------------------------------------------------------- */
+
+/* The label of each verdict: the keys whose values differ between the slices of its
+ * finding ("key=value, ..."). */
+static void label_slices(ctx *c, int first, int last)
+{
+    if (last - first < 2)
+        return;
+    json_t **cfg = calloc((size_t)(last - first), sizeof *cfg);
+    if (cfg == NULL)
+        return;
+    for (int i = first; i < last; i++)
+        cfg[i - first] = json_loads(c->slice_of[i], 0, NULL);
+    const char *key;
+    json_t *value;
+    json_t *head = cfg[0];
+    for (int i = first; head != NULL && i < last; i++) {
+        if (cfg[i - first] == NULL)
+            continue;
+        json_object_foreach (cfg[i - first], key, value) {
+            int differs = 0;
+            for (int j = first; j < last && !differs; j++)
+                differs = cfg[j - first] == NULL ||
+                          !json_equal(value, json_object_get(cfg[j - first], key));
+            if (!differs)
+                continue;
+            char v[64];
+            value_text(cfg[i - first], key, v, sizeof v);
+            sb_claim *cl = &c->out[i];
+            append(cl->slice, sizeof cl->slice, key, "=", v);
+        }
+    }
+    for (int i = first; i < last; i++)
+        json_decref(cfg[i - first]);
+    free(cfg);
+}
+
+/* Whether a verdict is a test (enters the Holm family): seeds enough, runs at a scale that
+ * tests something, and a task that can show the finding. Otherwise its reason is set. */
+static int guard(sb_claim *cl)
+{
+    char stats[160] = "";
+    if (cl->n >= 2)
+        snprintf(stats, sizeof stats, "; %+.4f [%+.4f, %+.4f] over %d seeds", cl->estimate, cl->lo,
+                 cl->hi, cl->n);
+    else if (cl->n == 1)
+        snprintf(stats, sizeof stats, "; %+.4f from 1 seed", cl->estimate);
+    if (cl->window < SB_CLAIM_WINDOW) { /* attention: NaN (unknown) compares false */
+        snprintf(cl->reason, sizeof cl->reason,
+                 "not tested by this task: its ideal observer needs only the last %.0f "
+                 "elements, which a fixed-size state holds; a task that demands %d or more "
+                 "would test it%s",
+                 cl->window, SB_CLAIM_WINDOW, stats);
+        return 0;
+    }
+    if (isfinite(cl->scale) && cl->scale < SB_CLAIM_SCALE) {
+        snprintf(cl->reason, sizeof cl->reason,
+                 "not tested at this scale: its runs reach %.0f%% of the ideal observer's "
+                 "accuracy (under %.0f%%), too far below it for memory to be what limits "
+                 "them%s",
+                 100 * cl->scale, 100 * SB_CLAIM_SCALE, stats);
+        return 0;
+    }
+    if (cl->n < 2) {
+        snprintf(cl->reason, sizeof cl->reason, "too few seeds: %d, no interval%s", cl->n, stats);
+        return 0;
+    }
+    return 1;
+}
+
+static void p_value(sb_claim *cl)
+{
+    const double e = SB_CLAIM_MARGIN;
+    sb_sample_stats s = {
+        .n = cl->n, .mean = cl->estimate, .sd = cl->sd, .se = cl->sd / sqrt((double)cl->n)};
+    if (cl->equivalence) /* TOST: both one-sided tests must reject */
+        cl->p = fmax(sb_p_above(&s, -e), sb_p_below(&s, e));
+    else
+        cl->p = fmin(1.0, 2.0 * fmin(sb_p_above(&s, 0.0), sb_p_below(&s, 0.0)));
+    cl->detectable = sb_detectable_effect(cl->n, cl->sd, SB_ALPHA);
+    double target = fmax(fabs(cl->estimate), cl->equivalence ? e : SB_CLAIM_DELTA);
+    cl->seeds_needed = sb_units_needed(target, cl->sd, SB_ALPHA);
+}
+
+/* The verdict of a tested claim in a family of m tests, from its Holm-adjusted p. */
+static void decide(sb_claim *cl, int m)
+{
+    sb_sample_stats s = {
+        .n = cl->n, .mean = cl->estimate, .sd = cl->sd, .se = cl->sd / sqrt((double)cl->n)};
+    double blo, bhi; /* the Bonferroni interval */
+    sb_mean_interval(&s, SB_ALPHA / m, &blo, &bhi);
+    char base[200];
+    snprintf(base, sizeof base, "%+.4f [%+.4f, %+.4f] over %d seeds, p %.4f (Holm %.4f of %d)",
+             cl->estimate, cl->lo, cl->hi, cl->n, cl->p, cl->p_holm, m);
+    char power[140];
+    if (cl->seeds_needed > cl->n || cl->seeds_needed < 0)
+        snprintf(power, sizeof power, "detects %.4f at 80%% power; %s%d seeds would detect %.4f",
+                 cl->detectable, cl->seeds_needed < 0 ? "over " : "",
+                 cl->seeds_needed < 0 ? 100000 : cl->seeds_needed,
+                 fmax(fabs(cl->estimate), cl->equivalence ? SB_CLAIM_MARGIN : SB_CLAIM_DELTA));
+    else
+        snprintf(power, sizeof power, "detects %.4f at 80%% power", cl->detectable);
+    const double e = cl->equivalence ? SB_CLAIM_MARGIN : SB_CLAIM_DELTA;
+    if (cl->equivalence) {
+        if (cl->p_holm < SB_ALPHA) {
+            cl->verdict = SB_VERDICT_HOLDS;
+            snprintf(cl->reason, sizeof cl->reason, "%s: within +-%.2f; %s", base, e, power);
+        } else if (blo > e || bhi < -e) {
+            cl->verdict = SB_VERDICT_CONTRADICTED;
+            snprintf(cl->reason, sizeof cl->reason,
+                     "%s: the corrected interval [%+.4f, %+.4f] lies outside +-%.2f; %s", base, blo,
+                     bhi, e, power);
+        } else if (cl->p < SB_ALPHA) {
+            snprintf(cl->reason, sizeof cl->reason,
+                     "%s: within +-%.2f alone, not after the correction for %d verdicts; %s", base,
+                     e, m, power);
+        } else {
+            snprintf(cl->reason, sizeof cl->reason, "%s: %s, the interval reaches past +-%.2f; %s",
+                     base, cl->detectable > e ? "underpowered" : "inconclusive", e, power);
+        }
+        return;
+    }
+    if (cl->p_holm < SB_ALPHA && cl->estimate > 0) {
+        cl->verdict = SB_VERDICT_HOLDS;
+        snprintf(cl->reason, sizeof cl->reason, "%s: above 0; %s", base, power);
+    } else if (bhi < e) {
+        cl->verdict = SB_VERDICT_CONTRADICTED;
+        snprintf(cl->reason, sizeof cl->reason,
+                 "%s: the corrected interval [%+.4f, %+.4f] excludes a benefit of +%.2f or "
+                 "more; %s",
+                 base, blo, bhi, e, power);
+    } else if (cl->p < SB_ALPHA && cl->estimate > 0) {
+        snprintf(cl->reason, sizeof cl->reason,
+                 "%s: above 0 alone, not after the correction for %d verdicts; %s", base, m, power);
+    } else if (cl->detectable > e) {
+        snprintf(cl->reason, sizeof cl->reason, "underpowered: %s; the design %s, above +%.2f",
+                 base, power, e);
+    } else {
+        snprintf(cl->reason, sizeof cl->reason, "inconclusive: %s, holding 0 and +%.2f; %s", base,
+                 e, power);
+    }
+}
+
+/* Every verdict: the guards, then the p-values and Holm over the tested ones. */
+static sb_status decide_all(sb_claim *c, int n, sb_error *err)
+{
+    int *tested = calloc((size_t)(n > 0 ? n : 1), sizeof *tested);
+    double *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p),
+           *adj = calloc((size_t)(n > 0 ? n : 1), sizeof *adj);
+    if (tested == NULL || p == NULL || adj == NULL) {
+        free(tested), free(p), free(adj);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory deciding %d verdicts", n);
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        c[i].verdict = SB_VERDICT_NOT_SHOWN;
+        if (c[i].reason[0] != '\0' || !guard(&c[i]))
+            continue;
+        p_value(&c[i]);
+        tested[m] = i;
+        p[m++] = c[i].p;
+    }
+    sb_holm(p, m, adj);
+    for (int k = 0; k < m; k++) {
+        c[tested[k]].p_holm = adj[k];
+        decide(&c[tested[k]], m);
+    }
+    free(tested), free(p), free(adj);
+    return SB_OK;
+}
+
+sb_status sb_claims_evaluate(const sb_run_row *rows, const sb_claim_task *tasks, size_t n,
+                             sb_claim **out, int *n_out, sb_error *err)
+{
+    *out = NULL;
+    *n_out = 0;
+    ctx c = {0};
+    size_t cap = n > 0 ? n : 1;
+    c.r = calloc(cap, sizeof *c.r);
+    c.used = calloc(cap, 1);
+    c.x = calloc(cap, sizeof *c.x);
     sb_status st = SB_OK;
-    if (r == NULL || x == NULL || len == NULL)
+    if (c.r == NULL || c.used == NULL || c.x == NULL)
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory reading %zu runs", n);
     for (size_t i = 0; i < n && st == SB_OK; i++) {
-        int ok = read_run(&rows[i], &r[used]);
+        int ok = read_run(&rows[i], tasks != NULL ? &tasks[i] : NULL, &c.r[c.n]);
         if (ok < 0)
             st = sb_error_set(err, SB_ERR_NOMEM, "out of memory reading run %zu", i);
-        used += ok > 0;
+        c.n += ok > 0;
     }
-    if (st == SB_OK) {
-        claim_gating(r, used, x, &out[0]);
-        claim_mixing(r, used, x, &out[1]);
-        claim_attention(r, used, x, len, &out[2]);
-        claim_retention(r, used, x, &out[3]);
+    for (int f = 0; f < N_FINDINGS && st == SB_OK; f++) {
+        const finding *fd = &findings[f];
+        int first = c.n_out;
+        for (size_t i = 0; i < c.n && st == SB_OK; i++) {
+            const char *slice = slice_key(&c.r[i], fd->by_training);
+            int seen = !isnan(c.r[i].test_dur);
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = isnan(c.r[j].test_dur) &&
+                       strcmp(slice_key(&c.r[j], fd->by_training), slice) == 0;
+            if (seen)
+                continue;
+            int made = fd->axis >= 0 ? pair_claim(&c, fd, slice) : attention_claim(&c, fd, slice);
+            if (made < 0)
+                st = sb_error_set(err, SB_ERR_NOMEM, "out of memory computing the findings");
+        }
+        if (st == SB_OK && c.n_out == first) {
+            sb_claim *cl = new_claim(&c, fd, NULL);
+            if (cl == NULL)
+                st = sb_error_set(err, SB_ERR_NOMEM, "out of memory computing the findings");
+            else if (fd->axis >= 0)
+                snprintf(cl->reason, sizeof cl->reason,
+                         "no pair of models that differ on the %s axis alone, trained in one "
+                         "slice on the same seed%s",
+                         sb_axis_name(fd->axis),
+                         fd->by_training && !fd->equivalence ? " and tested at a longer gap" : "");
+            else
+                snprintf(cl->reason, sizeof cl->reason,
+                         "no slice with an attention model and a recurrent model on the same "
+                         "seed");
+        }
+        if (st == SB_OK)
+            label_slices(&c, first, c.n_out);
     }
-    for (size_t i = 0; r != NULL && i < used; i++) {
-        free(r[i].key_run);
-        free(r[i].key_training);
+    if (st == SB_OK)
+        st = decide_all(c.out, c.n_out, err);
+    for (size_t i = 0; i < c.n; i++) {
+        free(c.r[i].slice);
+        free(c.r[i].slice_training);
     }
-    sb_free(r);
-    sb_free(x);
-    sb_free(len);
-    return st;
+    free(c.r);
+    free(c.used);
+    free(c.x);
+    free(c.slice_of);
+    if (st != SB_OK) {
+        free(c.out);
+        return st;
+    }
+    *out = c.out;
+    *n_out = c.n_out;
+    return SB_OK;
 }
 
 const char *sb_verdict_name(sb_verdict v)
 {
-    return v == SB_VERDICT_HOLDS           ? "holds"
-           : v == SB_VERDICT_DOES_NOT_HOLD ? "does not hold"
-                                           : "inconclusive";
-}
-
-void sb_claims_write_markdown(FILE *f, const sb_claim c[SB_CLAIMS])
-{
-    fprintf(f,
-            "\n## The paper's findings\n\n"
-            "Each verdict is computed from the database's finished runs (docs/claims.md): the "
-            "statistic's "
-            "mean over its groups with a 95%% interval (Student's t); it holds when the "
-            "interval lies above 0 and does not hold when it lies below +%.2f.\n\n",
-            NO_BENEFIT);
-    fprintf(f, "| finding | statistic | groups | estimate [95%% interval] | verdict |\n"
-               "|---|---|---:|---|---|\n");
-    for (int i = 0; i < SB_CLAIMS; i++) {
-        char est[96] = "-";
-        if (isfinite(c[i].lo))
-            snprintf(est, sizeof est, "%+.4f [%+.4f, %+.4f]", c[i].estimate, c[i].lo, c[i].hi);
-        else if (isfinite(c[i].estimate))
-            snprintf(est, sizeof est, "%+.4f", c[i].estimate);
-        fprintf(f, "| %s: %s | %s | %d | %s | **%s** |\n", c[i].id, c[i].finding, c[i].statistic,
-                c[i].groups, est, sb_verdict_name(c[i].verdict));
-    }
-    fprintf(f, "\n");
-    for (int i = 0; i < SB_CLAIMS; i++)
-        fprintf(f, "- %s, %s: %s.\n", c[i].id, sb_verdict_name(c[i].verdict), c[i].reason);
-    const sb_claim *a = &c[2];
-    if (a->n_lengths > 0) {
-        fprintf(f, "\nAttention's margin over the best recurrent model by sequence length:\n\n"
-                   "| train_seqlen_max | groups | mean margin |\n|---:|---:|---:|\n");
-        for (int i = 0; i < a->n_lengths; i++)
-            fprintf(f, "| %d | %d | %+.4f |\n", a->length[i], a->length_groups[i],
-                    a->length_margin[i]);
-    }
+    return v == SB_VERDICT_HOLDS          ? "holds"
+           : v == SB_VERDICT_CONTRADICTED ? "contradicted"
+                                          : "not shown";
 }

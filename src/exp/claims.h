@@ -1,31 +1,35 @@
 /*
- * claims.h - the paper's three findings tested on whatever runs a results database holds
- * (docs/claims.md). Each finding gets one statistic, computed from finished runs grouped by
- * their stored configuration, a 95% confidence interval over the groups (Student's t), and a
- * verdict:
+ * claims.h - the paper's findings tested on whatever runs a results database holds, under
+ * the rules of docs/claims.md ("What a verdict may claim"):
  *
- *   gating     gating and fast forgetting help recall. Pairs: a model and its ungated twin
- *              (sb_layer_type.ungated_twin: gated_delta_net / delta_net, gla / retnet)
- *              trained on the same configuration and seed. Statistic: mean accuracy of the
- *              gated minus the ungated model.
- *   mixing     in-state channel mixing matters for generalising to longer gaps. Groups: one
- *              training configuration and seed with runs tested at the training gap and at
- *              a longer one (test_dur > train_gap_max), for models whose state mixes
- *              channels and models whose state is diagonal (sb_layer_state_mixing: the transition axis).
- *              Statistic: the diagonal models' mean accuracy drop to the longer gap minus the
- *              mixing models' mean drop.
- *   attention  softmax attention stays ahead where long-context memory matters. Groups: one
- *              configuration and seed with an attention model and at least one recurrent
- *              model. Statistic: the best attention model's accuracy minus the best recurrent
- *              model's, at the longest sequence length (train_seqlen_max) the groups have;
- *              the margin at every length is listed too.
- *   mixing_retention  finding 2 read as what is kept at the longer gap: the same groups;
- *              statistic: the channel-mixing models' mean retention (accuracy at the longer
- *              gap over accuracy at the training gap) minus the diagonal models' mean.
+ *   - Runs are compared only within one experiment (a slice): every stored key equal except
+ *     the model, the seed (the grammar), the learning rate and the warm-up; a finding's
+ *     slices get a verdict each, never a mean across them.
+ *   - Choices read the validation split: a model's lr / warm-up setting in a slice (the
+ *     highest mean validation accuracy over its seeds) and the attention statistic's best
+ *     model of each class. Runs without a validation split leave only the test to choose on;
+ *     the verdict then says "chosen on test".
+ *   - Models are compared in pairs that differ on the finding's axis alone
+ *     (layers/layer.h, sb_axes; docs/models/taxonomy.md), at the same seed.
+ *   - The unit is the seed: the pairs of one seed are averaged first; several test gaps of
+ *     one training are one unit. The interval is Student's t over the seeds.
+ *   - Each verdict states n (seeds), the estimate and its 95% interval, the p-value and its
+ *     Holm adjustment across the verdicts the report prints, the smallest effect the design
+ *     detects at 80% power, the seeds a decisive answer needs at the observed spread, and
+ *     what it did not test.
  *
- * Verdicts: holds when the interval lies above 0; does not hold when it lies below +0.01
- * (the data exclude a benefit of a point or more); inconclusive otherwise, or with fewer
- * than 2 groups (the reason says which).
+ * Verdicts (a benefit of the finding's side of size delta, 0.01 accuracy):
+ *   holds         the Holm-adjusted p of "no benefit" is under 0.05 and the estimate > 0
+ *   contradicted  the Bonferroni interval (level 1 - 0.05 / m) lies below +delta: the data
+ *                 exclude any benefit of delta or more in this slice
+ *   not shown     anything else, with its reason: too few seeds, not tested at this scale
+ *                 (the runs' mean accuracy under 80% of the ideal observer's), not tested by
+ *                 this task (attention: the ideal observer needs only a short window),
+ *                 underpowered (the design detects only effects above delta) or
+ *                 inconclusive
+ * The equivalence statistic (channel mixing unnecessary for selectivity) holds when the
+ * Holm-adjusted TOST p is under 0.05 (the mean within +-0.02), and is contradicted when the
+ * Bonferroni interval lies outside [-0.02, +0.02].
  */
 #ifndef SELECTIVBENCH_CLAIMS_H
 #define SELECTIVBENCH_CLAIMS_H
@@ -36,40 +40,77 @@
 #include "core/status.h"
 #include "exp/results.h"
 
-#define SB_CLAIMS 4
-#define SB_CLAIM_LENGTHS_MAX 8 /* sequence lengths listed for the attention finding */
-
 typedef enum sb_verdict {
-    SB_VERDICT_INCONCLUSIVE = 0,
+    SB_VERDICT_NOT_SHOWN = 0,
     SB_VERDICT_HOLDS,
-    SB_VERDICT_DOES_NOT_HOLD,
+    SB_VERDICT_CONTRADICTED,
 } sb_verdict;
 
+/* How a slice's settings (and the attention statistic's models) were chosen. */
+typedef enum sb_claim_choice {
+    SB_CHOSE_NOTHING = 0, /* one setting per model: nothing to choose */
+    SB_CHOSE_ON_VALID,    /* on the validation split */
+    SB_CHOSE_ON_TEST,     /* on the test split: some runs have no validation split */
+} sb_claim_choice;
+
+/* What the ideal observer of a run's task says (NaN: unknown). */
+typedef struct sb_claim_task {
+    double ceiling;       /* expected accuracy on the run's test split */
+    double needed_window; /* the fewest last elements (window k of 1 2 4 8 16 32) whose observer
+                             comes within 0.01 of the ceiling; INFINITY beyond 32 */
+} sb_claim_task;
+
+/* One verdict: a finding's statistic on one slice. */
 typedef struct sb_claim {
-    const char *id;          /* "gating", "mixing", "attention", "mixing_retention" */
-    const char *finding;     /* the finding, one line */
-    const char *statistic;   /* what `estimate` is */
-    int groups;              /* pairs or groups the statistic averages */
-    double estimate, lo, hi; /* mean and 95% interval (NaN with no group) */
+    const char *id;        /* "gating", "mixing", "mixing_retention", "mixing_selectivity",
+                              "attention" */
+    const char *finding;   /* the paper's finding, one line */
+    const char *statistic; /* what estimate is, per seed */
+    const char *untested;  /* what a verdict on it does not test */
+    int exploratory;       /* chosen after looking at the data: never confirmatory */
+    int equivalence;       /* 1: the equivalence statistic (margin SB_CLAIM_MARGIN) */
+    char slice[256];       /* the keys that set this slice apart from the finding's others */
+    char pairs[256];       /* the model pairs compared ("a/b, c/d"), or the models chosen */
+    sb_claim_choice chosen;
+    int n;                       /* seeds */
+    double estimate, sd, lo, hi; /* mean over seeds, its sd (n - 1), 95% interval */
+    double p, p_holm;            /* of "no benefit" (the TOST p for equivalence); NaN untested */
+    double detectable;           /* smallest effect detected at 80% power at this n and spread */
+    int seeds_needed;            /* for 80% power at max(|estimate|, delta); -1: over 100000 */
+    double scale;                /* mean accuracy of the runs used over their mean ceiling */
+    double window;               /* attention: the largest window its tasks' observers need; NaN */
     sb_verdict verdict;
-    char reason[256]; /* why this verdict, with the numbers */
-    /* attention: the margin (mean over groups) at each sequence length, shortest first */
-    int n_lengths;
-    int length[SB_CLAIM_LENGTHS_MAX];
-    double length_margin[SB_CLAIM_LENGTHS_MAX];
-    int length_groups[SB_CLAIM_LENGTHS_MAX];
+    char reason[768]; /* the verdict in words, with its numbers */
 } sb_claim;
 
-/* The findings (three, the second with two statistics) from rows (any status: only finished runs with a test accuracy and a
- * readable configuration count). SB_ERR_NOMEM on allocation failure. */
-sb_status sb_claims_evaluate(const sb_run_row *rows, size_t n, sb_claim out[SB_CLAIMS],
-                             sb_error *err);
+#define SB_CLAIM_DELTA 0.01  /* the benefit a finding is tested for (accuracy) */
+#define SB_CLAIM_MARGIN 0.02 /* the equivalence margin (accuracy) */
+#define SB_CLAIM_SCALE 0.80  /* under this fraction of the ceiling: not tested at this scale */
+#define SB_CLAIM_WINDOW 16   /* attention needs a task whose observer needs this many elements */
 
-/* The findings as report.md's section "The paper's findings": a table, each verdict's
- * reason, and attention's margin by sequence length. */
-void sb_claims_write_markdown(FILE *f, const sb_claim c[SB_CLAIMS]);
+/* The verdicts from rows (any status: only finished runs with a test accuracy, a readable
+ * configuration and a registered model count) and tasks[i], the ideal observer of rows[i]'s
+ * task (NULL: unknown for every run; the scale and task checks are then skipped and the
+ * verdict says so). *out is a new array of *n_out verdicts, freed with free(): each finding's
+ * slices in the order their runs first appear, a finding without any pair once with its
+ * reason. Errors: SB_ERR_NOMEM. */
+sb_status sb_claims_evaluate(const sb_run_row *rows, const sb_claim_task *tasks, size_t n,
+                             sb_claim **out, int *n_out, sb_error *err);
 
-/* "holds", "does not hold", "inconclusive". */
+/* tasks[0..n) for rows[0..n) from db: the ceiling (the row's, else the task's from the cache
+ * or computed) and the window its observer needs; NaN for runs that are not finished or
+ * whose task cannot be built. Errors: SB_ERR_NOMEM; a task whose ceiling fails is left NaN. */
+sb_status sb_claims_tasks(sb_results *db, const sb_run_row *rows, size_t n, sb_claim_task *tasks,
+                          sb_error *err);
+
+/* The verdicts as report.md's section "The paper's findings": how to read them, a line
+ * per verdict ("- ID [SLICE], VERDICT: ...", the lines docs/claims.md checks). */
+void sb_claims_write_markdown(FILE *f, const sb_claim *c, int n);
+
+/* The verdicts as a JSON array of objects (`report --claims --json`). */
+void sb_claims_write_json(FILE *f, const sb_claim *c, int n);
+
+/* "holds", "contradicted", "not shown". */
 const char *sb_verdict_name(sb_verdict v);
 
 #endif

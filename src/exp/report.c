@@ -56,7 +56,8 @@ typedef struct rec {
     double params_m;          /* parameters, millions */
     double lr;
     int warmup;
-    double acc;
+    double acc;               /* test accuracy: reported, never chosen on */
+    double valid;             /* validation accuracy, which choices read; NaN: none recorded */
     /* yardsticks: the ceiling, chance (the k = 0 observer: always the most frequent state)
      * and window observers k = 1, 4, 8 of the run's task, and the run's effective memory;
      * NaN where unknown */
@@ -173,9 +174,16 @@ static int window_index(int k)
 #define MEMORY_BEYOND 32.0
 
 /* One plotted point: the best setting's statistics. */
+/* Which split chose a point's lr / warm-up setting among several. */
+enum { CHOSE_NOTHING, CHOSE_ON_VALID, CHOSE_ON_TEST };
+static const char *const chose_name[] = {"-", "valid", "test"};
+
 typedef struct point {
-    double x, mean, std, lr;
+    double x, mean, std, lr; /* the test accuracy's mean and std (n - 1) over the seeds */
     int n, warmup;
+    double valid_mean;       /* the validation accuracy's mean; NaN when a seed has none */
+    int chosen;              /* CHOSE_*: how this setting was chosen among the point's */
+    double score;            /* what it was chosen by: valid_mean, or mean */
     double ceiling;            /* mean over the setting's seeds */
     double mem_mean, mem_std;  /* effective memory over the seeds (beyond 32 as 32) */
     int mem_n, mem_beyond;     /* seeds with a memory, of which beyond 32 */
@@ -205,7 +213,7 @@ static void point_yardsticks(const rec *recs, int a, int b, point *pt)
             double d = fmin(recs[q].memory, MEMORY_BEYOND) - pt->mem_mean;
             var += d * d;
         }
-    pt->mem_std = n_m > 0 ? sqrt(var / n_m) : (double)NAN;
+    pt->mem_std = n_m > 1 ? sqrt(var / (n_m - 1)) : n_m == 1 ? 0.0 : (double)NAN;
     if (n_m > 0 && beyond == n_m)
         pt->mem_mean = (double)INFINITY; /* every seed beyond 32 */
 }
@@ -343,6 +351,7 @@ static void rec_from_run(sb_results *db, sb_run_row *row, const sb_run_config *c
     r->lr = c->lr;
     r->warmup = c->warmup_steps;
     r->acc = row->metrics.test_acc;
+    r->valid = row->metrics.valid_acc;
     const sb_grammar_config gc = sb_grammar_config_effective(&c->task.grammar);
     r->vocab = gc.vocab;
     r->amb = gc.amb;
@@ -457,8 +466,11 @@ static void write_report_intro(FILE *md, const char *db_path, const sb_report_su
                     "seeds of one setting make no figure).", db_path, sum->runs_read,
                 sum->runs_used, sum->runs_used - sum->runs_other, sum->runs_other);
     write_left_out(md, sum);
-    fprintf(md, " Each point: the learning-rate / warm-up setting with the best mean test "
-                "accuracy; mean and standard deviation (ddof 0) over its seeds.\n\n"
+    fprintf(md, " Each point: the learning-rate / warm-up setting with the best mean "
+                "validation accuracy over its seeds (column *chosen on*: valid; test where the "
+                "runs were recorded without a validation split, which makes the point's test "
+                "accuracy optimistic; - where one setting was run), and its test accuracy, "
+                "which no choice reads: mean and standard deviation (n - 1) over the seeds.\n\n"
                 "Yardsticks: *ceiling* is the ideal observer's expected accuracy on the task's "
                 "test split (mean over the point's seeds); *eff. memory* is the window size k, "
                 "in elements, at which an observer that sees only the last k elements reaches "
@@ -536,8 +548,12 @@ typedef struct figure_names {
 } figure_names;
 
 static void figure_names_make(const rec *head, const char *out_dir, const char *x_key,
-                              figure_names *fn)
+                              int choice, figure_names *fn)
 {
+    const char *chosen = choice == CHOSE_ON_VALID  ? "best lr / warm-up per point on validation"
+                         : choice == CHOSE_ON_TEST ? "best lr / warm-up per point ON TEST (runs "
+                                                     "without a validation split)"
+                                                   : "one lr / warm-up per point";
     char *base = fn->base;
     snprintf(base, sizeof fn->base, "%s/%s", out_dir, fig_name[head->fig]);
     if (head->fig == FIG_X)
@@ -550,12 +566,13 @@ static void figure_names_make(const rec *head, const char *out_dir, const char *
     if (head->fig == FIG_X)
         snprintf(fn->title, sizeof fn->title, "%s %s", fig_title[head->fig], x_key);
     if (head->panel > 0)
-        snprintf(fn->subtitle, sizeof fn->subtitle, "width %d, protocol %s; mean \xC2\xB1 std over seeds, "
-                 "best lr / warm-up per point", head->panel,
-                 head->protocol == 1 ? "clean" : "reference");
+        snprintf(fn->subtitle, sizeof fn->subtitle,
+                 "width %d, protocol %s; test accuracy, mean \xC2\xB1 std over seeds; %s",
+                 head->panel, head->protocol == 1 ? "clean" : "reference", chosen);
     else
-        snprintf(fn->subtitle, sizeof fn->subtitle, "protocol %s; mean \xC2\xB1 std over seeds, best lr / "
-                 "warm-up per point", head->protocol == 1 ? "clean" : "reference");
+        snprintf(fn->subtitle, sizeof fn->subtitle,
+                 "protocol %s; test accuracy, mean \xC2\xB1 std over seeds; %s",
+                 head->protocol == 1 ? "clean" : "reference", chosen);
     snprintf(fn->mem_base, sizeof fn->mem_base, "%s_memory", base);
     snprintf(fn->mem_title, sizeof fn->mem_title, "%s: effective memory", fn->title);
     snprintf(fn->curves_base, sizeof fn->curves_base, "%s_curves", base);
@@ -573,8 +590,8 @@ static void write_table_head(FILE *md, const rec *head, const figure_names *fn,
                              const char *x_key)
 {
     fprintf(md, "\n## %s (%s)\n\n%s.\n\n| model | %s | mean test acc | std | seeds | lr | "
-                "warm-up | ceiling | eff. memory |\n"
-                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+                "warm-up | chosen on | ceiling | eff. memory |\n"
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n",
             fn->title, strrchr(fn->base, '/') + 1, fn->subtitle,
             head->fig == FIG_2A  ? "TE"
             : head->fig == FIG_4 ? "gap frames"
@@ -591,35 +608,66 @@ static int setting_end(const rec *recs, int b, int s0)
     return s;
 }
 
-/* The statistics of one setting's runs recs[s0..s1) (its seeds): mean and std (ddof 0)
- * of the test accuracy, and the yardsticks. */
+/* The statistics of one setting's runs recs[s0..s1) (its seeds): mean and sample standard
+ * deviation (n - 1; 0 for one seed) of the test accuracy, the mean validation accuracy,
+ * and the yardsticks. */
 static point setting_point(const rec *recs, int s0, int s1)
 {
     point pt = {.n = s1 - s0, .lr = recs[s0].lr, .warmup = recs[s0].warmup};
-    double sum_acc = 0, var = 0;
-    for (int q = s0; q < s1; q++)
+    double sum_acc = 0, sum_valid = 0, var = 0;
+    for (int q = s0; q < s1; q++) {
         sum_acc += recs[q].acc;
+        sum_valid += recs[q].valid; /* NaN when one seed has none */
+    }
     pt.mean = sum_acc / pt.n;
+    pt.valid_mean = sum_valid / pt.n;
     for (int q = s0; q < s1; q++)
         var += (recs[q].acc - pt.mean) * (recs[q].acc - pt.mean);
-    pt.std = sqrt(var / pt.n);
+    pt.std = pt.n > 1 ? sqrt(var / (pt.n - 1)) : 0.0;
     point_yardsticks(recs, s0, s1, &pt);
     return pt;
 }
 
 /* The best (lr, warm-up) setting of runs recs[a..b) (one model at one x, sorted by
- * setting): the highest mean test accuracy over its seeds, the first on a tie. */
+ * setting): the highest mean validation accuracy over its seeds, the first on a tie. The
+ * test accuracy is only reported. Runs recorded without a validation split (before schema
+ * 6, or --valid_size 0) leave only the test to choose on: then the test chooses, and the
+ * point says so (CHOSE_ON_TEST), as report.md's "chosen on" column and the figure's
+ * subtitle do. */
 static point best_setting(const rec *recs, int a, int b)
 {
-    point best = {.mean = -HUGE_VAL};
+    int n_settings = 0, all_valid = 1;
+    for (int s = a; s < b; n_settings++) {
+        int s1 = setting_end(recs, b, s);
+        all_valid &= !isnan(setting_point(recs, s, s1).valid_mean);
+        s = s1;
+    }
+    point best = {.score = -HUGE_VAL};
     for (int s = a; s < b;) {
         int s1 = setting_end(recs, b, s);
         point pt = setting_point(recs, s, s1);
-        if (pt.mean > best.mean)
+        pt.score = all_valid ? pt.valid_mean : pt.mean;
+        if (pt.score > best.score)
             best = pt;
         s = s1;
     }
+    best.chosen = n_settings < 2 ? CHOSE_NOTHING : all_valid ? CHOSE_ON_VALID : CHOSE_ON_TEST;
     return best;
+}
+
+/* How the points of the figure recs[f0..f1) were chosen: CHOSE_ON_TEST when any was,
+ * else CHOSE_ON_VALID when any point had several settings, else CHOSE_NOTHING. */
+static int figure_choice(const rec *recs, int f0, int f1)
+{
+    int worst = CHOSE_NOTHING;
+    for (int k = f0; k < f1;) {
+        int x0 = k;
+        while (k < f1 && strcmp(recs[k].model, recs[x0].model) == 0 && recs[k].xkey == recs[x0].xkey)
+            k++;
+        int c = best_setting(recs, x0, k).chosen;
+        worst = c > worst ? c : worst;
+    }
+    return worst;
 }
 
 /* The plotted x of runs recs[a..b) (one x key): the key, or for fig2a the TE of this amb,
@@ -651,8 +699,8 @@ static void write_point_row(FILE *md, const char *model, const point *p)
         snprintf(mem_s, sizeof mem_s, ">32");
     else if (!isnan(p->mem_mean))
         snprintf(mem_s, sizeof mem_s, "%.3g \xC2\xB1 %.2g", p->mem_mean, p->mem_std);
-    fprintf(md, "| %s | %.4g | %.4f | %.4f | %d | %g | %s | %s | %s |\n", model, p->x, p->mean,
-            p->std, p->n, p->lr, warm, ceil_s, mem_s);
+    fprintf(md, "| %s | %.4g | %.4f | %.4f | %d | %g | %s | %s | %s | %s |\n", model, p->x,
+            p->mean, p->std, p->n, p->lr, warm, chose_name[p->chosen], ceil_s, mem_s);
 }
 
 /* The points of the figure recs[f0..f1) into rc->pts, model after model (at most 64
@@ -842,7 +890,7 @@ static int curve_groups(const rec *recs, int f0, int f1, int64_t *ids, sb_curve_
         int m0 = j;
         while (j < f1 && strcmp(recs[j].model, recs[m0].model) == 0)
             j++;
-        point best = {.mean = -HUGE_VAL};
+        point best = {.score = -HUGE_VAL};
         int best_x0 = m0, best_x1 = m0;
         for (int k = m0; k < j;) {
             int x0 = k;
@@ -853,7 +901,7 @@ static int curve_groups(const rec *recs, int f0, int f1, int64_t *ids, sb_curve_
                 add_curve_group(recs, x0, k, &pt, ids, &n_ids, &groups[n_groups],
                                 labels[n_groups], sizeof labels[n_groups]);
                 n_groups++;
-            } else if (pt.mean > best.mean) {
+            } else if (pt.score > best.score) {
                 best = pt, best_x0 = x0, best_x1 = k;
             }
         }
@@ -912,7 +960,7 @@ static sb_status write_figure(report_ctx *rc, int f0, int f1, sb_error *err)
     if (!figure_buffers_alloc(&fb, (size_t)(f1 - f0)))
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory drawing the figures");
     figure_names fn;
-    figure_names_make(head, rc->out_dir, rc->x_key, &fn);
+    figure_names_make(head, rc->out_dir, rc->x_key, figure_choice(rc->recs, f0, f1), &fn);
     write_table_head(rc->md, head, &fn, rc->x_key);
 
     sb_plot_series series[64], mem_series[64];
@@ -1016,7 +1064,7 @@ static sb_status write_other_runs(report_ctx *rc, int o0, sb_error *err)
     fprintf(rc->md, "\n## Other runs\n\nRuns that make no figure: their task was run at one "
                     "x value only (one grammar, size or test gap), such as a single `train` run "
                     "or the seeds of one setting. A row per setting: mean and standard "
-                    "deviation (ddof 0) over its seeds.\n\n"
+                    "deviation (n - 1) over its seeds.\n\n"
                     "| model | task | params (M) | mean test acc | std | seeds | lr | warm-up | "
                     "ceiling | chance | eff. memory | runs |\n"
                     "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
@@ -1168,8 +1216,14 @@ sb_status sb_report_generate_with(const char *db_path, const char *out_dir,
     sum->runs_read = (int)kept;
     int n = 0;
     rec *recs = report_read_runs(db, rows, kept, opts->x_key, sum, &n);
-    sb_claim claims[SB_CLAIMS];
-    sb_status claims_st = sb_claims_evaluate(rows, kept, claims, err);
+    sb_claim *claims = NULL;
+    int n_claims = 0;
+    sb_claim_task *tasks = calloc(kept > 0 ? kept : 1, sizeof *tasks);
+    sb_status claims_st = tasks != NULL ? sb_claims_tasks(db, rows, kept, tasks, err)
+                                        : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    if (claims_st == SB_OK)
+        claims_st = sb_claims_evaluate(rows, tasks, kept, &claims, &n_claims, err);
+    free(tasks);
     sb_results_run_rows_free(rows, n_rows);
     sum->runs_used = n;
     qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
@@ -1188,12 +1242,13 @@ sb_status sb_report_generate_with(const char *db_path, const char *out_dir,
         write_report_intro(md.f, db_path, sum);
         st = write_figures(db, recs, n, out_dir, opts->x_key, md.f, &j, sum, err);
         if (st == SB_OK && (st = claims_st) == SB_OK)
-            sb_claims_write_markdown(md.f, claims);
+            sb_claims_write_markdown(md.f, claims, n_claims);
         sb_json_object_end(&j);
         fputc('\n', json.f);
     }
     sb_results_close(db);
     free(recs);
+    free(claims);
     st = out_file_close(&md, st, err);
     return out_file_close(&json, st, err);
 }

@@ -163,6 +163,31 @@ static const char results_upgrade_5_sql[] =
     "ALTER TABLE runs ADD COLUMN engine TEXT;\n"
     "ALTER TABLE runs ADD COLUMN fingerprint TEXT;\n";
 
+/* Version 5 -> 6: the validation split (docs/task.md, "Splits"): a run's final validation
+ * accuracy and loss, NULL for the runs before, and evaluation rows of split 'valid'. The
+ * split's CHECK constraint changes, so the evaluations table is rebuilt as the runs table
+ * was for version 3 (with foreign keys off, checked before committing). */
+static const char results_upgrade_6_sql[] =
+    "ALTER TABLE runs ADD COLUMN valid_acc REAL;\n"
+    "ALTER TABLE runs ADD COLUMN valid_loss REAL;\n"
+    "CREATE TABLE evaluations_new (\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,\n"
+    "  step INTEGER NOT NULL CONSTRAINT step_not_negative CHECK (step >= 0),\n"
+    "  samples INTEGER,\n"
+    "  split TEXT NOT NULL CONSTRAINT split_known CHECK (split IN ('train', 'test', 'valid')),\n"
+    "  loss REAL,\n"
+    "  acc REAL,\n"
+    "  lr REAL,\n"
+    "  tokens_per_s REAL,\n"
+    "  wall_s REAL,\n"
+    "  PRIMARY KEY (run_id, step, split)\n"
+    ");\n"
+    "INSERT INTO evaluations_new (run_id, step, samples, split, loss, acc, lr, tokens_per_s, "
+    "wall_s)\n"
+    "  SELECT run_id, step, samples, split, loss, acc, lr, tokens_per_s, wall_s FROM evaluations;\n"
+    "DROP TABLE evaluations;\n"
+    "ALTER TABLE evaluations_new RENAME TO evaluations;\n";
+
 /* Columns of a run, in the order results_read_run reads them; a version-1 file (read-only)
  * has no yardsticks, read as NULL, and a file before version 4 no rank (NULL) and
  * world_size (1). */
@@ -172,18 +197,22 @@ static const char results_upgrade_5_sql[] =
     "code_version, checkpoint, host, started_at, finished_at, attempts"
 #define RESULTS_RUN_COLUMNS                                                                        \
     RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, rank, world_size, threads, engine, "      \
-                           "fingerprint"
+                           "fingerprint, valid_acc, valid_loss"
 
 static const char *results_run_columns(const sb_results *r)
 {
-    if (r->version >= 5)
+    if (r->version >= 6)
         return RESULTS_RUN_COLUMNS;
+    if (r->version >= 5)
+        return RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, rank, world_size, threads, "
+                                      "engine, fingerprint, NULL, NULL";
     if (r->version >= 4)
         return RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, rank, world_size, NULL, NULL, "
-                                      "NULL";
+                                      "NULL, NULL, NULL";
     if (r->version >= 2)
-        return RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, NULL, 1, NULL, NULL, NULL";
-    return RESULTS_RUN_COLUMNS_V1 ", NULL, NULL, NULL, 1, NULL, NULL, NULL";
+        return RESULTS_RUN_COLUMNS_V1 ", ceiling, effective_memory, NULL, 1, NULL, NULL, NULL, "
+                                      "NULL, NULL";
+    return RESULTS_RUN_COLUMNS_V1 ", NULL, NULL, NULL, 1, NULL, NULL, NULL, NULL, NULL";
 }
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -342,6 +371,8 @@ static int results_read_run(sqlite3_stmt *st, sb_run_row *row)
     char **text3[] = {&row->engine, &row->fingerprint};
     for (int k = 0; k < 2 && rc == SQLITE_OK; k++)
         rc = results_col_text(st, 27 + k, text3[k]);
+    row->metrics.valid_acc = results_col_real(st, 29);
+    row->metrics.valid_loss = results_col_real(st, 30);
     if (rc != SQLITE_OK)
         sb_results_run_row_clear(row);
     return rc;
@@ -559,6 +590,8 @@ static sb_status results_create_schema(sb_results *r, sb_error *err)
         rc = sqlite3_exec(r->db, results_upgrade_4_sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(r->db, results_upgrade_5_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(r->db, results_upgrade_6_sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return results_fail(r, rc, err, "cannot create the tables");
     sqlite3_stmt *st = NULL;
@@ -602,6 +635,8 @@ static sb_status results_upgrade(sb_results *r, int64_t version, sb_error *err)
         rc = sqlite3_exec(r->db, results_upgrade_4_sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK && version < 5)
         rc = sqlite3_exec(r->db, results_upgrade_5_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK && version < 6)
+        rc = sqlite3_exec(r->db, results_upgrade_6_sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = results_foreign_keys_hold(r);
     if (rc != SQLITE_OK)
@@ -789,7 +824,7 @@ int sb_run_resumable(const char *status, const char *checkpoint)
 sb_run_metrics sb_results_metrics_unknown(void)
 {
     double nan = (double)NAN;
-    return (sb_run_metrics){nan, nan, nan, nan, nan, nan};
+    return (sb_run_metrics){nan, nan, nan, nan, nan, nan, nan, nan};
 }
 
 /* ---- runs ---------------------------------------------------------------------------- */
@@ -916,7 +951,7 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
                 "UPDATE runs SET config_json = ?2, model = ?3, protocol = ?4, "
                 "status = 'running', reason = NULL, params = ?5, state_size = ?6, "
                 "flops_per_token = ?7, test_acc = NULL, test_loss = NULL, train_acc = NULL, "
-                "train_loss = NULL, wall_s = NULL, tokens_per_s = NULL, code_version = ?8, "
+                "train_loss = NULL, valid_acc = NULL, valid_loss = NULL, wall_s = NULL, tokens_per_s = NULL, code_version = ?8, "
                 "checkpoint = ?9, host = ?10, rank = NULL, world_size = ?11, threads = ?12, "
                 "engine = ?13, fingerprint = ?14, started_at = " RESULTS_NOW ", "
                 "finished_at = NULL, attempts = attempts + 1, ceiling = NULL, "
@@ -964,7 +999,8 @@ sb_status sb_results_check_metrics(const sb_run_metrics *m, int allow_inf_loss, 
         int kind;
     } fields[] = {{"test_acc", m->test_acc, METRIC_ACC},     {"test_loss", m->test_loss, METRIC_LOSS},
                   {"train_acc", m->train_acc, METRIC_ACC},   {"train_loss", m->train_loss, METRIC_LOSS},
-                  {"wall_s", m->wall_s, METRIC_AMOUNT},      {"tokens_per_s", m->tokens_per_s, METRIC_AMOUNT}};
+                  {"wall_s", m->wall_s, METRIC_AMOUNT},      {"tokens_per_s", m->tokens_per_s, METRIC_AMOUNT},
+                  {"valid_acc", m->valid_acc, METRIC_ACC},   {"valid_loss", m->valid_loss, METRIC_LOSS}};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (metric_bad(fields[i].v, fields[i].kind, allow_inf_loss))
             return metric_refuse(what, fields[i].name, fields[i].v, fields[i].kind, err);
@@ -981,9 +1017,9 @@ sb_status sb_results_check_eval(const sb_eval_row *row, int allow_inf_loss, cons
         return sb_error_set(err, SB_ERR_INVALID,
                             "%s: samples %lld: give a count >= 0, or -1 when unknown", what,
                             (long long)row->samples);
-    if (row->split != SB_SPLIT_TRAIN && row->split != SB_SPLIT_TEST)
-        return sb_error_set(err, SB_ERR_INVALID, "%s: unknown split %d (train or test)", what,
-                            (int)row->split);
+    if (row->split != SB_SPLIT_TRAIN && row->split != SB_SPLIT_TEST && row->split != SB_SPLIT_VALID)
+        return sb_error_set(err, SB_ERR_INVALID, "%s: unknown split %d (train, test or valid)",
+                            what, (int)row->split);
     const struct {
         const char *name;
         double v;
@@ -1017,7 +1053,7 @@ sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row 
     rc = results_bind_int(rc, st, 1, run_id);
     rc = results_bind_int(rc, st, 2, row->step);
     rc = results_bind_count(rc, st, 3, row->samples);
-    rc = results_bind_text(rc, st, 4, row->split == SB_SPLIT_TRAIN ? "train" : "test");
+    rc = results_bind_text(rc, st, 4, sb_split_name(row->split));
     rc = results_bind_real(rc, st, 5, row->loss);
     rc = results_bind_real(rc, st, 6, row->acc);
     rc = results_bind_real(rc, st, 7, row->lr);
@@ -1089,7 +1125,8 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
         rc = sqlite3_prepare_v2(db->db,
                                 "UPDATE runs SET status = ?2, reason = ?3, test_acc = ?4, "
                                 "test_loss = ?5, train_acc = ?6, train_loss = ?7, wall_s = ?8, "
-                                "tokens_per_s = ?9, finished_at = " RESULTS_NOW " WHERE id = ?1",
+                                "tokens_per_s = ?9, valid_acc = ?10, valid_loss = ?11, "
+                                "finished_at = " RESULTS_NOW " WHERE id = ?1",
                                 -1, &st, NULL);
         rc = results_bind_int(rc, st, 1, run_id);
         rc = results_bind_text(rc, st, 2, status);
@@ -1100,6 +1137,8 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
         rc = results_bind_real(rc, st, 7, m->train_loss);
         rc = results_bind_real(rc, st, 8, m->wall_s);
         rc = results_bind_real(rc, st, 9, m->tokens_per_s);
+        rc = results_bind_real(rc, st, 10, m->valid_acc);
+        rc = results_bind_real(rc, st, 11, m->valid_loss);
         st_out = results_exec_stmt(db, st, rc, err, "cannot record the end of run %lld",
                                    (long long)run_id);
     }
@@ -1302,8 +1341,9 @@ sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **ro
             rc = SQLITE_NOMEM;
             break;
         }
-        /* split is NOT NULL and CHECKed to 'train' or 'test': NULL text is no memory, or a
-         * damaged file (whose constraints were not enforced) */
+        /* split is NOT NULL and CHECKed to 'train', 'test' or 'valid': NULL text is no
+         * memory, or a damaged file (whose constraints were not enforced), as is an unknown
+         * name */
         const unsigned char *split = sqlite3_column_text(st, 2);
         if (split == NULL) {
             rc = sqlite3_column_type(st, 2) == SQLITE_NULL ? SQLITE_CORRUPT : SQLITE_NOMEM;
@@ -1312,7 +1352,11 @@ sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **ro
         sb_eval_row *e = (sb_eval_row *)list + count++;
         e->step = (int64_t)sqlite3_column_int64(st, 0);
         e->samples = results_col_count(st, 1);
-        e->split = strcmp((const char *)split, "train") == 0 ? SB_SPLIT_TRAIN : SB_SPLIT_TEST;
+        if (sb_split_from_name((const char *)split, &e->split) != 0) {
+            count--;
+            rc = SQLITE_CORRUPT;
+            break;
+        }
         e->loss = results_col_real(st, 3);
         e->acc = results_col_real(st, 4);
         e->lr = results_col_real(st, 5);

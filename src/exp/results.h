@@ -12,8 +12,10 @@
  *   runs(id, hash UNIQUE, config_json, model, protocol, status, reason, params,
  *        state_size, flops_per_token, test_acc, test_loss, train_acc, train_loss, wall_s,
  *        tokens_per_s, code_version, checkpoint, started_at, finished_at, host, attempts,
- *        ceiling, effective_memory, rank, world_size, threads, engine, fingerprint)
- *   evaluations(run_id -> runs.id ON DELETE CASCADE, step, samples, split, loss, acc, lr,
+ *        ceiling, effective_memory, rank, world_size, threads, engine, fingerprint,
+ *        valid_acc, valid_loss)
+ *   evaluations(run_id -> runs.id ON DELETE CASCADE, step, samples, split (train, test,
+ *        valid), loss, acc, lr,
  *        tokens_per_s, wall_s; PRIMARY KEY (run_id, step, split))
  *   ceilings(hash PRIMARY KEY, config_json, ceiling_json, created_at)
  *        the ideal observer of a task (ceiling.h), computed once per task configuration:
@@ -30,7 +32,9 @@
  * 'interrupted' (upgrade 3 rebuilds the runs table with the new CHECK constraint, keeping
  * every run's id and so every evaluation); version 3 had no rank and world_size (upgrade 4
  * adds them: NULL and 1); version 4 had no threads, engine and fingerprint (upgrade 5 adds
- * them, NULL: what they are, tensor/gemm_engine.h).
+ * them, NULL: what they are, tensor/gemm_engine.h); version 5 had no validation split
+ * (upgrade 6 adds valid_acc and valid_loss, NULL, and lets an evaluation's split be
+ * 'valid', rebuilding the evaluations table).
  * Timestamps are UTC ISO-8601 ("2025-01-31T12:00:00.000Z"), written by SQLite's clock.
  * Unknown values are SQL NULL: in the C structs NULL strings, NaN doubles and -1 integers.
  *
@@ -53,7 +57,7 @@
 #include "core/status.h"
 #include "task/task.h"
 
-#define SB_RESULTS_SCHEMA_VERSION 5
+#define SB_RESULTS_SCHEMA_VERSION 6
 #define SB_RESULTS_BUSY_TIMEOUT_MS 30000
 
 /* An open results database (a SQLite connection). */
@@ -86,13 +90,14 @@ typedef struct sb_run_metrics {
     double train_acc, train_loss;
     double wall_s;       /* training wall time in seconds */
     double tokens_per_s; /* training throughput */
+    double valid_acc, valid_loss; /* the validation split's, for choices (schema 6) */
 } sb_run_metrics;
 
 /* One evaluation of a run on one split. */
 typedef struct sb_eval_row {
     int64_t step;        /* optimiser update step, >= 0 */
     int64_t samples;     /* training samples seen; < 0: unknown (NULL) */
-    sb_split split;      /* SB_SPLIT_TRAIN or SB_SPLIT_TEST */
+    sb_split split;      /* SB_SPLIT_TRAIN, SB_SPLIT_TEST or SB_SPLIT_VALID */
     double loss, acc;    /* NaN: unknown */
     double lr;           /* learning rate at this step; NaN: unknown */
     double tokens_per_s; /* NaN: unknown */
@@ -247,7 +252,7 @@ sb_status sb_results_get_run(sb_results *db, const char *hash, sb_run_row *out, 
 sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **rows, size_t *n,
                                sb_error *err);
 
-/* The evaluations of run run_id ordered by step, then split (test before train). *rows is
+/* The evaluations of run run_id ordered by step, then split (test, train, valid). *rows is
  * a new array of *n rows (NULL when *n is 0), freed with free(). An unknown run_id gives
  * no rows. Errors: SB_ERR_IO on a read failure, SB_ERR_NOMEM. */
 sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **rows, size_t *n,

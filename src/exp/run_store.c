@@ -373,6 +373,13 @@ sb_status sb_run_record_event(sb_run_record *rec, const sb_train_event *ev, sb_e
                         .loss = ev->test_loss, .acc = ev->test_acc, .lr = ev->lr,
                         .tokens_per_s = rate, .wall_s = ev->elapsed_s};
     sb_status st = sb_results_add_eval(rec->db, rec->run_id, &test, err);
+    if (st == SB_OK && !isnan(ev->valid_acc)) {
+        sb_eval_row valid = test;
+        valid.split = SB_SPLIT_VALID;
+        valid.loss = ev->valid_loss;
+        valid.acc = ev->valid_acc;
+        st = sb_results_add_eval(rec->db, rec->run_id, &valid, err);
+    }
     if (!isnan(ev->loss)) {
         sb_eval_row train = test;
         train.split = SB_SPLIT_TRAIN;
@@ -395,7 +402,8 @@ sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_e
         return SB_OK;
     sb_run_metrics m = {.test_acc = res->test_acc, .test_loss = res->test_loss,
                         .train_acc = res->train_acc, .train_loss = res->train_loss,
-                        .wall_s = res->wall_s, .tokens_per_s = res->tokens_per_s};
+                        .wall_s = res->wall_s, .tokens_per_s = res->tokens_per_s,
+                        .valid_acc = res->valid_acc, .valid_loss = res->valid_loss};
     const char *status = res->status[0] != '\0' ? res->status : "failed";
     sb_status st = sb_results_run_end(rec->db, rec->run_id, status,
                                       res->reason[0] != '\0' ? res->reason : NULL, &m, err);

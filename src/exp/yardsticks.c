@@ -76,7 +76,7 @@ static char *ceiling_config_json(const sb_task_config *t, const sb_ceiling_optio
     sb_json_string(&j, gap_rng[t->gap_rng == SB_GAP_RNG_REFERENCE]);
     /* the options the ceiling depends on */
     sb_json_key(&j, "split");
-    sb_json_string(&j, opt->split == SB_SPLIT_TRAIN ? "train" : "test");
+    sb_json_string(&j, sb_split_name(opt->split));
     sb_json_key(&j, "samples");
     sb_json_int(&j, opt->samples);
     sb_json_key(&j, "prior_samples");

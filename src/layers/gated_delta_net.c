@@ -232,7 +232,6 @@ const sb_layer_type sb_layer_gated_delta_net = {
     .name = "gated_delta_net",
     .axes = {SB_GATE_SCALAR, SB_FORGET_INPUT, SB_TRANSITION_DELTA, SB_UPDATE_RANK1,
              SB_MEMORY_CONSTANT, "H K V = 2 D^2 / H"},
-    .ungated_twin = "delta_net",
     .summary = "Gated DeltaNet (fla 0.3.2): delta rule with a data-dependent decay per head",
     .taxonomy = {"data-dependent scalar decay per head (exp(-e^A_log softplus)) + beta",
                  "scalar x (identity + rank-1)", "1", "L2 q, k; gated RMSNorm",

@@ -214,7 +214,6 @@ const sb_layer_type sb_layer_gla = {
     .name = "gla",
     .axes = {SB_GATE_VECTOR, SB_FORGET_INPUT, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
              SB_MEMORY_CONSTANT, "H K V = 2 D^2 / H"},
-    .ungated_twin = "retnet",
     .summary = "Gated Linear Attention (fla 0.3.2): per-key-channel data-dependent decay",
     .taxonomy = {"data-dependent per key channel (low-rank, logsigmoid/16)", "diagonal", "1",
                  "gated RMSNorm", "no", "d_k x d_v"},

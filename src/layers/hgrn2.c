@@ -133,7 +133,6 @@ const sb_layer_type sb_layer_hgrn2 = {
     .name = "hgrn2",
     .axes = {SB_GATE_VECTOR, SB_FORGET_INPUT, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
              SB_MEMORY_CONSTANT, "H K V = D^2 / H"},
-    .ungated_twin = NULL,
     .summary = "HGRN2 (fla): per-channel forget gate, tied input gate 1 - f, outer-product state",
     .taxonomy = {"data-dependent per key channel (logsigmoid), input gate tied 1 - forget",
                  "diagonal", "1", "RMSNorm over full width", "no", "d_f/H x d/H"},

@@ -223,7 +223,6 @@ const sb_layer_type sb_layer_kda = {
     .name = "kda",
     .axes = {SB_GATE_VECTOR, SB_FORGET_INPUT, SB_TRANSITION_DELTA, SB_UPDATE_RANK1,
              SB_MEMORY_CONSTANT, "H K V = D^2 / H"},
-    .ungated_twin = NULL,
     .summary = "Kimi Delta Attention (fla bc3b101d): delta rule with a data-dependent decay "
                "per key channel",
     .taxonomy = {"data-dependent decay per key channel (-exp(A_log) softplus, low-rank) + beta",

@@ -195,10 +195,6 @@ typedef struct sb_layer_type {
     /* 1: the model's products stay float32 under --precision bf16 (a layer whose numerics
      * bf16 operands spoil; the model facade suspends bf16 around every forward) */
     int fp32_products;
-    /* ---- what the paper's findings compare (src/exp/claims.c, docs/claims.md) ---- */
-    /* the registered model that is this layer without its data-dependent gate, or NULL
-     * (finding 1: gated_delta_net -> delta_net, gla -> retnet's fixed decay) */
-    const char *ungated_twin;
 } sb_layer_type;
 
 struct sb_model {

@@ -287,7 +287,6 @@ const sb_layer_type sb_layer_gated_delta_net_layered = {
     .name = "gated_delta_net_layered",
     .axes = {SB_GATE_SCALAR, SB_FORGET_INPUT, SB_TRANSITION_DELTA, SB_UPDATE_RANK1,
              SB_MEMORY_CONSTANT, "H K V (6 heads, V = 2K)"},
-    .ungated_twin = "delta_net_layered",
     .summary = "Gated DeltaNet in fla's causal-LM stack (pre-norm blocks + GatedMLP, final "
                "RMSNorm, head; 6 heads of D/n_b, expand_v 2)",
     .taxonomy = {"data-dependent scalar decay per head (exp(-e^A_log softplus)) + beta",

@@ -133,7 +133,6 @@ const sb_layer_type sb_layer_linear_attn = {
     .name = "linear_attn",
     .axes = {SB_GATE_NONE, SB_FORGET_NONE, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
              SB_MEMORY_CONSTANT, "H K V = D^2 / H"},
-    .ungated_twin = NULL,
     .summary = "Linear Attention (fla): Hadamard feature maps, no gate, no decay",
     .taxonomy = {"none", "identity", "1", "Hadamard feature map; RMSNorm per head", "no (all 1)",
                  "d_k x d_v"},

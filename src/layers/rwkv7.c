@@ -482,7 +482,6 @@ const sb_layer_type sb_layer_rwkv7 = {
     .layers_share_tensors = 1, /* v_first */
     .axes = {SB_GATE_VECTOR, SB_FORGET_INPUT, SB_TRANSITION_DIAGONAL_RANK1, SB_UPDATE_RANK1,
              SB_MEMORY_CONSTANT, "H K^2 = D^2 / H"},
-    .ungated_twin = NULL,
     .summary = "RWKV-7 Goose (fla bc3b101d): generalized delta rule, vector decay + in-context "
                "rate, value residual",
     .taxonomy = {"data-dependent decay per channel (LoRA, e^w in (0.545, 1)) + in-context rate a",

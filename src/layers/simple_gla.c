@@ -155,9 +155,6 @@ const sb_layer_type sb_layer_simple_gla = {
     .name = "simple_gla",
     .axes = {SB_GATE_SCALAR, SB_FORGET_INPUT, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
              SB_MEMORY_CONSTANT, "H K V = 2 D^2 / H"},
-    /* RetNet is this layer with its decay fixed per head (the same fla arguments, short
-     * convolutions and gated norm; RetNet adds its rotary positions) */
-    .ungated_twin = "retnet",
     .summary = "Simple GLA (fla): GLA with one data-dependent scalar decay per head",
     .taxonomy = {"data-dependent scalar per head (logsigmoid/16)", "scalar x identity", "1",
                  "gated RMSNorm", "no", "d_k x d_v"},

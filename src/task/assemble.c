@@ -130,11 +130,16 @@ static sb_status gap_source_init(const sb_task *task, sb_split split, int64_t i,
         return SB_OK;
     }
     /* The reference's dataset object owns default_rng(seed) and draws one uniform per
-     * element from gap_start on, for the samples in request order 0, 1, 2, ... */
+     * element from gap_start on, for the samples in request order 0, 1, 2, ... The
+     * reference has no validation split: its samples continue the test's stream after the
+     * last test sample, so that their gaps are not the test's again. */
     int elements = task->n_elements[split];
     uint64_t per_sample = elements > cfg->gap_start ? (uint64_t)(elements - cfg->gap_start) : 0;
+    uint64_t position = (uint64_t)i;
+    if (split == SB_SPLIT_VALID)
+        position += (uint64_t)cfg->test_size;
     sb_pcg64_init(&src->decide, seed);
-    sb_pcg64_advance(&src->decide, per_sample * (uint64_t)i);
+    sb_pcg64_advance(&src->decide, per_sample * position);
     sb_u128 legacy_seed = (sb_u128)seed * seq_idx;
     if (legacy_seed > 0xffffffffu)
         return sb_error_set(err, SB_ERR_INVALID,

@@ -113,7 +113,7 @@ static sb_status gap_length_pmf(const sb_task *task, sb_split split, tables *tb,
     const sb_task_config *c = &task->cfg;
     const int cap = (int)rint(SB_MAX_GAP_SECONDS / SB_TIMESTEP);
     int fixed = -1;
-    if (split == SB_SPLIT_TEST)
+    if (split != SB_SPLIT_TRAIN) /* test and validation: the fixed test gap */
         fixed = (int)rint(sb_task_test_duration(task) / SB_TIMESTEP);
     else if (c->dist_dur == SB_GAP_DIST_UNIFORM && c->train_gap_max <= c->train_gap_min)
         fixed = (int)rint(rint(c->train_gap_min * 10.0) / 10.0 / SB_TIMESTEP);
@@ -595,7 +595,7 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
     if (o.samples < 0 || o.samples > split_size)
         return sb_error_set(err, SB_ERR_INVALID,
                             "--samples %lld: the %s split has %lld samples; use 1..%lld (0: all)",
-                            (long long)o.samples, o.split == SB_SPLIT_TRAIN ? "train" : "test",
+                            (long long)o.samples, sb_split_name(o.split),
                             (long long)split_size, (long long)split_size);
     int64_t n_samples = o.samples > 0 ? o.samples : split_size;
     int64_t train_size = sb_task_split_size(task, SB_SPLIT_TRAIN);

@@ -113,13 +113,15 @@ sb_status sb_task_create(const sb_task_config *cfg, sb_task **out, sb_error *err
      * train_seqlen_max); the test set combines up to test_seqlen_max */
     task->n_elements[SB_SPLIT_TRAIN] = task->cfg.combined_seq_length;
     task->n_elements[SB_SPLIT_TEST] = cfg->test_seqlen_max;
+    task->n_elements[SB_SPLIT_VALID] = cfg->test_seqlen_max;
     st = sb_sampler_init(&task->sampler[SB_SPLIT_TRAIN], task->grammar, cfg->grammar.seed,
                          cfg->train_seqlen_min, cfg->train_seqlen_max,
                          task->n_elements[SB_SPLIT_TRAIN], err);
-    if (st == SB_OK)
-        st = sb_sampler_init(&task->sampler[SB_SPLIT_TEST], task->grammar, cfg->grammar.seed,
-                             cfg->test_seqlen_min, cfg->test_seqlen_max,
-                             task->n_elements[SB_SPLIT_TEST], err);
+    /* validation samples are drawn as the test's: the same lengths */
+    for (int split = SB_SPLIT_TEST; split <= SB_SPLIT_VALID && st == SB_OK; split++)
+        st = sb_sampler_init(&task->sampler[split], task->grammar, cfg->grammar.seed,
+                             cfg->test_seqlen_min, cfg->test_seqlen_max, task->n_elements[split],
+                             err);
     if (st != SB_OK) {
         sb_task_free(task);
         return st;
@@ -132,19 +134,46 @@ void sb_task_free(sb_task *task)
 {
     if (task == NULL)
         return;
-    sb_sampler_free(&task->sampler[0]);
-    sb_sampler_free(&task->sampler[1]);
+    for (int split = 0; split < SB_SPLIT_COUNT; split++)
+        sb_sampler_free(&task->sampler[split]);
     sb_grammar_free(task->grammar);
     sb_free(task);
 }
 
+const char *sb_split_name(sb_split split)
+{
+    switch (split) {
+    case SB_SPLIT_TRAIN: return "train";
+    case SB_SPLIT_TEST: return "test";
+    case SB_SPLIT_VALID: return "valid";
+    }
+    return "?";
+}
+
+int sb_split_from_name(const char *name, sb_split *split)
+{
+    for (int s = 0; s < SB_SPLIT_COUNT; s++)
+        if (strcmp(name, sb_split_name((sb_split)s)) == 0) {
+            *split = (sb_split)s;
+            return 0;
+        }
+    return -1;
+}
+
 int64_t sb_task_split_size(const sb_task *task, sb_split split)
 {
-    return split == SB_SPLIT_TRAIN ? task->cfg.dataset_size : task->cfg.test_size;
+    switch (split) {
+    case SB_SPLIT_TRAIN: return task->cfg.dataset_size;
+    case SB_SPLIT_TEST: return task->cfg.test_size;
+    case SB_SPLIT_VALID: return task->cfg.valid_size < 0 ? task->cfg.test_size : task->cfg.valid_size;
+    }
+    return 0;
 }
 
 uint64_t sb_task_sequence_index(const sb_task *task, sb_split split, int64_t i)
 {
+    if (split == SB_SPLIT_VALID)
+        return (uint64_t)task->cfg.dataset_size + (uint64_t)task->cfg.test_size + (uint64_t)i;
     if (split == SB_SPLIT_TEST && task->cfg.protocol == SB_PROTOCOL_CLEAN)
         return (uint64_t)task->cfg.dataset_size + (uint64_t)i;
     return (uint64_t)i;

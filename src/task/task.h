@@ -30,7 +30,9 @@
 #define SB_TIMESTEP 0.1        /* seconds per frame */
 /* SB_MAX_GAP_SECONDS (10 000 frames per gap at most) is the public header's */
 
-/* sb_split (SB_SPLIT_TRAIN, SB_SPLIT_TEST) is the public header's (via core/status.h). */
+/* sb_split (SB_SPLIT_TRAIN, SB_SPLIT_TEST, SB_SPLIT_VALID) and SB_SPLIT_COUNT are the public
+ * header's (via core/status.h). The validation split is drawn as the test is: its sampler
+ * and element count are the test's. */
 
 
 
@@ -40,8 +42,8 @@ sb_status sb_task_config_check(const sb_task_config *cfg, sb_error *err);
 typedef struct sb_task {
     sb_task_config cfg;
     sb_grammar *grammar;
-    sb_sampler sampler[2];   /* per split */
-    int n_elements[2];       /* elements per sample, per split */
+    sb_sampler sampler[SB_SPLIT_COUNT]; /* per split */
+    int n_elements[SB_SPLIT_COUNT];     /* elements per sample, per split */
     int n_inputs;            /* one-hot width = vocab */
 } sb_task;
 
@@ -50,8 +52,10 @@ sb_status sb_task_create(const sb_task_config *cfg, sb_task **out, sb_error *err
 void sb_task_free(sb_task *task);
 
 /* Number of samples of a split, and the sequence index behind sample i of the split:
- * the reference protocol uses idx i for both splits (its test sequences are the first
- * training sequences), the clean protocol moves the test set to dataset_size + i. */
+ * the reference protocol uses idx i for training and test (its test sequences are the first
+ * training sequences), the clean protocol moves the test set to dataset_size + i. Under
+ * both, validation sample i is sequence dataset_size + test_size + i: past every training
+ * sequence and past the clean protocol's test. */
 int64_t sb_task_split_size(const sb_task *task, sb_split split);
 uint64_t sb_task_sequence_index(const sb_task *task, sb_split split, int64_t i);
 

@@ -29,7 +29,7 @@
 static int split_max_frames(const sb_task *task, sb_split split)
 {
     const sb_task_config *c = &task->cfg;
-    double delay = split == SB_SPLIT_TEST ? sb_task_test_duration(task) : c->train_gap_max;
+    double delay = split != SB_SPLIT_TRAIN ? sb_task_test_duration(task) : c->train_gap_max;
     if (split == SB_SPLIT_TRAIN && c->dist_dur == SB_GAP_DIST_LOGNORMAL)
         delay = exp(c->train_gap_min + 3.0 * c->train_gap_max); /* +3 sigma */
     int gap = (int)ceil(delay / SB_TIMESTEP) + 1;
@@ -242,6 +242,7 @@ typedef struct eval_buffers {
     real *acc;             /* [sub][C] each decoder's summed probabilities */
     decoder_state *ds;     /* [sub] */
     int64_t *index;        /* [sub] */
+    sb_split split;        /* the split evaluated: test or validation */
     real *state_buf;       /* [L][sub][S] streaming only */
     size_t state_bytes;    /* of state_buf */
     real **states;         /* [L] into state_buf */
@@ -326,7 +327,7 @@ static void eval_chunk_input(const sb_task *task, eval_buffers *eb, int stream_i
 {
     const sb_batch *batch = &eb->batch;
     if (stream_input) {
-        sb_batch_frames(batch, task, SB_SPLIT_TEST, t0, rows, 0, eb->chunk_data,
+        sb_batch_frames(batch, task, eb->split, t0, rows, 0, eb->chunk_data,
                         eb->chunk_target);
         return;
     }
@@ -373,13 +374,14 @@ static sb_status eval_streamed(sb_graph *g, const sb_task *task, const sb_model 
     return SB_OK;
 }
 
-/* sb_evaluate_mode with the arena's block size (0: the default). */
-static sb_status evaluate(const sb_task *task, const sb_model *m, int test_bs,
+/* sb_evaluate_mode on a split (test or validation) with the arena's block size (0: the
+ * default). */
+static sb_status evaluate(const sb_task *task, sb_split split, const sb_model *m, int test_bs,
                           double mem_budget_gb, sb_eval_mode mode, size_t arena_block,
                           double *loss_out, double *acc_out, sb_error *err)
 {
-    const int64_t n = sb_task_split_size(task, SB_SPLIT_TEST);
-    const int frames = split_max_frames(task, SB_SPLIT_TEST);
+    const int64_t n = sb_task_split_size(task, split);
+    const int frames = split_max_frames(task, split);
     const int stream = mode != SB_EVAL_WHOLE && sb_model_can_stream(m);
     const int stream_input = stream && mode == SB_EVAL_STREAM;
     const int D = m->cfg.d_model, C = m->cfg.d_output;
@@ -396,6 +398,7 @@ static sb_status evaluate(const sb_task *task, const sb_model *m, int test_bs,
     sb_status st = eval_buffers_init(&eb, task, m, sub, stream, err);
     if (st != SB_OK)
         return st;
+    eb.split = split;
     sb_graph g;
     sb_graph_init(&g, arena_block);
     double test_loss = 0.0, test_acc = 0.0;
@@ -409,8 +412,8 @@ static sb_status evaluate(const sb_task *task, const sb_model *m, int test_bs,
                 eb.index[i] = first + s0 + i;
             /* streamed input: only the samples' plan here, the frames chunk by chunk */
             st = stream_input
-                     ? sb_batch_assemble(&eb.batch, task, SB_SPLIT_TEST, eb.index, cnt, 0, err)
-                     : sb_batch_fill(&eb.batch, task, SB_SPLIT_TEST, eb.index, cnt, 0, err);
+                     ? sb_batch_assemble(&eb.batch, task, split, eb.index, cnt, 0, err)
+                     : sb_batch_fill(&eb.batch, task, split, eb.index, cnt, 0, err);
             if (st != SB_OK)
                 break;
             const int E = eb.batch.E;
@@ -448,13 +451,43 @@ sb_status sb_evaluate_mode(const sb_task *task, const sb_model *m, int test_bs,
                            double mem_budget_gb, sb_eval_mode mode, double *loss_out,
                            double *acc_out, sb_error *err)
 {
-    return evaluate(task, m, test_bs, mem_budget_gb, mode, 0, loss_out, acc_out, err);
+    return evaluate(task, SB_SPLIT_TEST, m, test_bs, mem_budget_gb, mode, 0, loss_out, acc_out,
+                    err);
 }
 
 sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
                       double *loss_out, double *acc_out, sb_error *err)
 {
-    return evaluate(task, m, test_bs, mem_budget_gb, SB_EVAL_STREAM, 0, loss_out, acc_out, err);
+    return evaluate(task, SB_SPLIT_TEST, m, test_bs, mem_budget_gb, SB_EVAL_STREAM, 0, loss_out,
+                    acc_out, err);
+}
+
+sb_status sb_evaluate_split(const sb_task *task, sb_split split, const sb_model *m, int test_bs,
+                            double mem_budget_gb, double *loss_out, double *acc_out, sb_error *err)
+{
+    if (split == SB_SPLIT_VALID && sb_task_split_size(task, split) == 0) {
+        *loss_out = *acc_out = (double)NAN;
+        return SB_OK;
+    }
+    return evaluate(task, split, m, test_bs, mem_budget_gb, SB_EVAL_STREAM, 0, loss_out, acc_out,
+                    err);
+}
+
+/* The evaluation of a run: the test split, then the validation split (NaN without one). */
+typedef struct split_scores {
+    double test_loss, test_acc, valid_loss, valid_acc;
+} split_scores;
+
+static sb_status evaluate_run(const sb_task *task, const sb_model *m, int test_bs, double budget,
+                              size_t arena_block, split_scores *s, sb_error *err)
+{
+    s->valid_loss = s->valid_acc = (double)NAN;
+    sb_status st = evaluate(task, SB_SPLIT_TEST, m, test_bs, budget, SB_EVAL_STREAM, arena_block,
+                            &s->test_loss, &s->test_acc, err);
+    if (st == SB_OK && sb_task_split_size(task, SB_SPLIT_VALID) > 0)
+        st = evaluate(task, SB_SPLIT_VALID, m, test_bs, budget, SB_EVAL_STREAM, arena_block,
+                      &s->valid_loss, &s->valid_acc, err);
+    return st;
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -572,17 +605,20 @@ static sb_status train_setup(train_run *r, sb_error *err)
 static sb_status train_test_pretrained(train_run *r, sb_error *err)
 {
     sb_train_result *res = r->res;
-    double loss, acc;
-    sb_status st = evaluate(r->task, r->m, r->cfg->test_bs, r->budget, SB_EVAL_STREAM,
-                            r->opt->arena_block_bytes, &loss, &acc, err);
+    split_scores s;
+    sb_status st = evaluate_run(r->task, r->m, r->cfg->test_bs, r->budget,
+                                r->opt->arena_block_bytes, &s, err);
     if (st != SB_OK)
         return st;
-    res->test_loss = loss;
-    res->test_acc = acc;
+    res->test_loss = s.test_loss;
+    res->test_acc = s.test_acc;
+    res->valid_loss = s.valid_loss;
+    res->valid_acc = s.valid_acc;
     res->n_evals = 1;
     res->wall_s = sb_time_now() - r->t_start;
     snprintf(res->status, sizeof res->status, "finished");
-    sb_train_event ev = {.kind = SB_EVENT_EVAL, .test_loss = loss, .test_acc = acc,
+    sb_train_event ev = {.kind = SB_EVENT_EVAL, .test_loss = s.test_loss, .test_acc = s.test_acc,
+                         .valid_loss = s.valid_loss, .valid_acc = s.valid_acc,
                          .loss = (double)NAN, .acc = (double)NAN, .params = res->params,
                          .elapsed_s = res->wall_s};
     emit(r->opt, &ev);
@@ -771,11 +807,11 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     sb_status st = train_check_window_loss(r, samples, err);
     if (st != SB_OK)
         return st;
-    double test_loss, test_acc;
-    st = evaluate(r->task, r->m, cfg->test_bs, r->budget, SB_EVAL_STREAM, r->opt->arena_block_bytes,
-                  &test_loss, &test_acc, err);
+    split_scores s;
+    st = evaluate_run(r->task, r->m, cfg->test_bs, r->budget, r->opt->arena_block_bytes, &s, err);
     if (st != SB_OK)
         return st;
+    const double test_loss = s.test_loss, test_acc = s.test_acc;
     if (!isfinite(test_loss)) {
         train_diverged_at(r, samples);
         return sb_error_set(err, SB_ERR_DIVERGED,
@@ -788,6 +824,8 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     res->train_acc = r->sum_acc / r->n_since_eval;
     res->test_loss = test_loss;
     res->test_acc = test_acc;
+    res->valid_loss = s.valid_loss;
+    res->valid_acc = s.valid_acc;
     res->n_evals++;
     if (cfg->task.protocol == SB_PROTOCOL_REFERENCE)
         r->dropout_on = 0; /* train.py's evaluation leaves the model in eval mode */
@@ -795,8 +833,8 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
                          .total_steps = r->total_updates, .samples = samples,
                          .loss = res->train_loss, .acc = res->train_acc,
                          .mean_loss = res->train_loss, .mean_acc = res->train_acc,
-                         .test_loss = test_loss,
-                         .test_acc = test_acc, .lr = r->last_lr,
+                         .test_loss = test_loss, .test_acc = test_acc,
+                         .valid_loss = s.valid_loss, .valid_acc = s.valid_acc, .lr = r->last_lr,
                          .tokens_per_s = r->tokens / r->train_time,
                          .elapsed_s = sb_time_now() - r->t_start, .params = res->params,
                          .grad_acc = r->acc_steps};
@@ -1073,17 +1111,20 @@ static sb_status train_loop(train_run *r, sb_error *err)
  * that evaluation's window are not in the checkpoint and stay unknown. */
 static sb_status train_final_test(train_run *r, sb_error *err)
 {
-    double test_loss, test_acc;
-    sb_status st = evaluate(r->task, r->m, r->cfg->test_bs, r->budget, SB_EVAL_STREAM,
-                            r->opt->arena_block_bytes, &test_loss, &test_acc, err);
+    split_scores s;
+    sb_status st = evaluate_run(r->task, r->m, r->cfg->test_bs, r->budget,
+                                r->opt->arena_block_bytes, &s, err);
     if (st != SB_OK)
         return st;
+    const double test_loss = s.test_loss, test_acc = s.test_acc;
     if (!isfinite(test_loss))
         return sb_error_set(err, SB_ERR_DIVERGED,
                             "the test loss of the checkpoint's weights is %s: the run diverged",
                             isnan(test_loss) ? "NaN" : "infinite");
     r->res->test_loss = test_loss;
     r->res->test_acc = test_acc;
+    r->res->valid_loss = s.valid_loss;
+    r->res->valid_acc = s.valid_acc;
     r->res->n_evals++;
     int64_t samples = r->updates * r->micro * r->acc_steps;
     sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = r->updates,
@@ -1091,6 +1132,7 @@ static sb_status train_final_test(train_run *r, sb_error *err)
                          .samples = samples < r->n_train ? samples : r->n_train,
                          .loss = (double)NAN, .acc = (double)NAN, .mean_loss = (double)NAN,
                          .mean_acc = (double)NAN, .test_loss = test_loss, .test_acc = test_acc,
+                         .valid_loss = s.valid_loss, .valid_acc = s.valid_acc,
                          .lr = (double)NAN, .tokens_per_s = (double)NAN,
                          .elapsed_s = sb_time_now() - r->t_start, .params = r->res->params,
                          .grad_acc = r->acc_steps};
@@ -1127,6 +1169,7 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
 {
     memset(res, 0, sizeof *res);
     res->test_acc = res->test_loss = res->train_acc = res->train_loss = (double)NAN;
+    res->valid_acc = res->valid_loss = (double)NAN;
     sb_status st = sb_run_config_check(cfg, err);
     if (st != SB_OK)
         return run_failed(res, "failed", st, err);

@@ -50,6 +50,7 @@ typedef struct sb_train_event {
                                    evaluation (the running training loss); EVENT_EVAL: as
                                    loss, acc */
     double test_loss, test_acc;
+    double valid_loss, valid_acc; /* EVENT_EVAL: the validation split's; NaN without one */
     double lr;             /* learning rate of the last update */
     double tokens_per_s;   /* training frames per second so far (evaluation excluded) */
     double elapsed_s, eta_s;
@@ -109,6 +110,7 @@ typedef struct sb_train_result {
     char status[16];         /* "finished", "diverged", "failed", "stopped", "interrupted" */
     char reason[SB_ERROR_MSG_MAX];
     double test_acc, test_loss, train_acc, train_loss;
+    double valid_acc, valid_loss; /* the last evaluation's validation split; NaN: none */
     size_t params;
     double tokens_per_s, wall_s, flops_per_token;
     int64_t steps, samples;
@@ -130,6 +132,11 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
  * grow with the frames. */
 sb_status sb_evaluate(const sb_task *task, const sb_model *m, int test_bs, double mem_budget_gb,
                       double *loss, double *acc, sb_error *err);
+
+/* sb_evaluate on another split: SB_SPLIT_TEST as sb_evaluate, SB_SPLIT_VALID the validation
+ * split (loss and accuracy NaN when the task has none: --valid_size 0). */
+sb_status sb_evaluate_split(const sb_task *task, sb_split split, const sb_model *m, int test_bs,
+                            double mem_budget_gb, double *loss, double *acc, sb_error *err);
 
 /* How sb_evaluate_mode runs a model that has a streaming form (models without one, the
  * transformer and fox, always take the whole path):

@@ -105,28 +105,28 @@ grep -q 'resuming at update [1-9]' "$TMP"/sw/logs/*.log ||
   fail "sweep again: the run was not continued from its checkpoint"
 
 # ---- sweep --dry_run: the axes and the cost ------------------------------------------------
-# tiny/task2: feat_size x model x seed vary (2 x 4 x 2 = 16 runs of 2000 samples)
+# tiny/task2: feat_size x model x seed vary (2 x 5 x 2 = 20 runs of 2000 samples)
 expect_ok sweep tiny/task2 --dry_run --threads 1
 grep -v '^selectivbench train ' "$TMP/out" >"$TMP/summary"
-grep -q '^axes: 3 of 12 parameters vary (16 runs selected of a grid of 16)$' "$TMP/summary" &&
+grep -q '^axes: 3 of 12 parameters vary (20 runs selected of a grid of 20)$' "$TMP/summary" &&
   grep -q '^  feat_size  *2 values: 16, 32$' "$TMP/summary" &&
-  grep -q '^  model  *4 values: transformer, mamba, gla, gated_delta_net$' "$TMP/summary" &&
+  grep -q '^  model  *5 values: transformer, mamba, gla, gated_delta_net, delta_net$' "$TMP/summary" &&
   grep -q '^  seed  *2 values: 1, 2$' "$TMP/summary" &&
   grep -q '^fixed: amb=6, amb_depth=6, d_state=16, layers=2, lr=0.003, ' "$TMP/summary" ||
   fail "sweep --dry_run axes: $(cat "$TMP/summary")"
-grep -q '^cost (estimate): 16 runs x 2000 samples = 32k samples, [0-9.]*[kM] frames; [0-9.]*k to [0-9.]*k parameters per run; [0-9.]*[MGT] training FLOPs (3 x forward FLOPs per frame x frames)$' \
+grep -q '^cost (estimate): 20 runs x 2000 samples = 40k samples, [0-9.]*[kM] frames; [0-9.]*k to [0-9.]*k parameters per run; [0-9.]*[MGT] training FLOPs (3 x forward FLOPs per frame x frames)$' \
   "$TMP/summary" || fail "sweep --dry_run cost: $(cat "$TMP/summary")"
 # the time is the plan's (cached calibrations, else FLOP rates): nothing timed, the same line
 # from call to call
-grep -q '^plan: 16 runs, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread (' "$TMP/summary" ||
+grep -q '^plan: 20 runs, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread (' "$TMP/summary" ||
   fail "sweep --dry_run time: $(cat "$TMP/summary")"
 grep '^plan: ' "$TMP/summary" >"$TMP/plan1"
 "$SB" sweep tiny/task2 --dry_run --threads 1 2>/dev/null | grep '^plan: ' >"$TMP/plan2"
 cmp -s "$TMP/plan1" "$TMP/plan2" || fail "two dry runs: $(cat "$TMP/plan1" "$TMP/plan2")"
-[ "$(tail -n 1 "$TMP/out")" = "16 runs" ] || fail "sweep --dry_run: last line $(tail -n 1 "$TMP/out")"
+[ "$(tail -n 1 "$TMP/out")" = "20 runs" ] || fail "sweep --dry_run: last line $(tail -n 1 "$TMP/out")"
 # a filter narrows the axes: model fixed to gla, 4 runs
 expect_ok sweep tiny/task2 --dry_run --threads 1 --filter model=gla
-grep -q '^axes: 2 of 12 parameters vary (4 runs selected of a grid of 16)$' "$TMP/out" &&
+grep -q '^axes: 2 of 12 parameters vary (4 runs selected of a grid of 20)$' "$TMP/out" &&
   grep -q '^fixed: .*model=gla' "$TMP/out" && ! grep -q '^  model ' "$TMP/out" &&
   grep -q '^cost (estimate): 4 runs x 2000 samples = 8k samples, ' "$TMP/out" ||
   fail "sweep --dry_run --filter model=gla: $(grep -v '^selectivbench' "$TMP/out")"

@@ -35,9 +35,11 @@ WHERE r.hash = '$run'")
   [ "$rows" -eq "$stored" ] || fail "results --curves: $rows rows, the database has $stored"
 fi
 printed=$(grep -c "^  step [0-9]*/[0-9]* (" "$TMP/train16")
-# train prints one line per evaluation, with a train and a test row each
-[ "$rows" -eq $((2 * printed)) ] && [ "$rows" -ge 4 ] ||
+# train prints one line per evaluation, with a train, a test and a validation row each
+[ "$rows" -eq $((3 * printed)) ] && [ "$rows" -ge 6 ] ||
   fail "results --curves: $rows rows for $printed evaluations printed by train"
+[ "$(grep -c ',valid,' "$TMP/curve.csv")" -eq "$printed" ] ||
+  fail "results --curves: not one validation row per evaluation: $(cat "$TMP/curve.csv")"
 awk -F, -v run="$run" 'NR > 1 {
     if ($1 != run) { print "row of another run: " $0; bad++ }
     if ($2 + 0 < last) { print "steps out of order: " $0; bad++ }

@@ -81,6 +81,11 @@ train_hashes seeds_same --seed 3 --task_seed 7
 train_hashes width_1296 --feat_size 1296 --model transformer
 train_hashes width_1296_gru --feat_size 1296 --model gru
 train_hashes optim_adam_eq --lr=0.0005 --wd=0 --optimizer=adam --early_stop=True
+# the validation split (issue 36): its size at the default (as many as the test) leaves every
+# hash as it was; another size is another run of the same training
+train_hashes valid_none --valid_size none
+train_hashes valid_500 --valid_size 500
+train_hashes valid_0 --valid_size 0
 
 # (b) the sweep files: first run, and all runs together
 for f in "$SRC"/configs/paper/*.yaml "$SRC"/configs/lite/*.yaml tiny/task1_complexity \
@@ -109,6 +114,9 @@ seeds_same e209979d91e72832 fbaea8ac617cb98c
 width_1296 077a365fa5039f3d 6fd3b0186b4d2a67
 width_1296_gru 4f2e377de7925d34 a652ac0d77bc7eb2
 optim_adam_eq 32b14fb5878484f3 2c688cd31e318d91
+valid_none 00ef1ce5184cf272 a7decaa9aaedc6cc
+valid_500 749502d9443e3ac1 a7decaa9aaedc6cc
+valid_0 b3a948482a4b8ce4 a7decaa9aaedc6cc
 paper/task1_complexity:first 0 1f399e9241d1fd3d c84226ca5bc70867
 paper/task1_complexity:all 61ad7f88bf8451033cb64aa8ab4f3555b59fb686339a118a67a12a9d31c3b33f
 paper/task1_model_size:first 0 ce26dd7c4dfdeb1f fea23bc5d585b0e5
@@ -130,11 +138,11 @@ lite/task3:all 6896d350c1914df57a0612dba96ec2ef97d52e740e2bd113920e8aca8f06fea0
 lite/task4:first 0 b0bd4ca3f5b6d52b 90286d810595d0bc
 lite/task4:all 76e1b77030da53e021d9ccd97ba65e7cbe3cf836090c6d1e5929b9f0a32749cb
 tiny/task1_complexity:first 0 24871fd3bb7d5980 f539378b635754eb
-tiny/task1_complexity:all 53cbeec11e7dded527be23c15d8dbb08c56534c48e7938c55c23e7293cd1e07d
+tiny/task1_complexity:all 1e299d7851cec7ebf6d3838093352ce62f453bd4044308c9afe06dfa43c90b9a
 tiny/task1_model_size:first 0 7e849a287809fdf9 a9ddf65c122eaf6e
 tiny/task1_model_size:all 642a2034a2486a61142c16bee45c983089dd8a256a104fe4d1f7efcb48d7f1b8
 tiny/task2:first 0 e4335bed3175a6ab 0ad7d528e14cd404
-tiny/task2:all e682563a7f0528da839c92414d95726a3ff6f9e4e0225cd64440dd9606cf1695
+tiny/task2:all 6c3acc5fed49fad084cc216c431ac52358bd83d73487a013d75e49e56a8b439a
 tiny/task3:first 0 51d41dfd77360c8f 0883374f8ef54b70
 tiny/task3:all 5cffc5cce59c46509eea19d7e3b1de283936d2c78bad72a4d632814e12acbab0
 tiny/task4:first 0 3a127adad0f7e0da 0ad7d528e14cd404

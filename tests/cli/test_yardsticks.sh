@@ -49,8 +49,21 @@ grep -q "| ceiling | chance | eff. memory | runs |" "$TMP/report/report.md" ||
 grep -q "^## The paper's findings" "$TMP/report/report.md" || fail "report.md: no findings section"
 "$SB" report --db "$db" --claims --out "$TMP/claims_out" >"$TMP/claims" 2>&1 ||
   fail "report --claims: $(cat "$TMP/claims")"
-grep -q "| gating: .* | 0 | - | \*\*inconclusive\*\* |" "$TMP/claims" ||
-  fail "report --claims: one run should leave every finding inconclusive: $(cat "$TMP/claims")"
+grep -q "^- gating, not shown: no pair of models that differ on the forgetting axis alone" \
+  "$TMP/claims" ||
+  fail "report --claims: one run should leave every finding not shown: $(cat "$TMP/claims")"
+[ "$(grep -c '^- .*, not shown' "$TMP/claims")" -eq 5 ] ||
+  fail "report --claims: one line per finding, each not shown: $(cat "$TMP/claims")"
+# --json: the same verdicts for programs, a JSON array
+"$SB" report --db "$db" --claims --json >"$TMP/claims.json" 2>&1 ||
+  fail "report --claims --json: $(cat "$TMP/claims.json")"
+[ "$(head -c 1 "$TMP/claims.json")" = "[" ] &&
+  [ "$(grep -c '"verdict": *"not shown"' "$TMP/claims.json")" -eq 5 ] &&
+  [ "$(grep -c '"seeds": *0,' "$TMP/claims.json")" -eq 5 ] ||
+  fail "report --claims --json: five objects, each not shown, 0 seeds: $(cat "$TMP/claims.json")"
+"$SB" report --db "$db" --json >/dev/null 2>"$TMP/err"
+[ $? -eq 2 ] && grep -q -- "--json goes with --claims" "$TMP/err" ||
+  fail "report --json without --claims: $(cat "$TMP/err")"
 [ ! -e "$TMP/claims_out" ] || fail "report --claims wrote figures"
 # --filter: the findings of a slice, named on the first line; only with --claims, real keys
 "$SB" report --db "$db" --claims --filter seed=1 --filter model=gru >"$TMP/claims" 2>&1 ||

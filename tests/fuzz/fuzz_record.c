@@ -12,10 +12,11 @@
  * Checked: the call succeeds exactly when the documented rules accept the run (a status
  * of finished, failed, diverged or interrupted; counts >= -1; accuracies in [0, 1], losses,
  * wall_s, tokens_per_s, lr finite and >= 0, each or NaN; steps >= 0, samples >= -1, split
- * train or test, each (step, split) once; no finished run there before). On success the
- * database holds exactly one run, read back with what was given (hash, model, status,
- * reason, counts, metrics; a finished run's ceiling in [0, 1]) and its curve: the points
- * given, each (step, split) once, ordered by step with test before train. On an error, the
+ * train, test or valid, each (step, split) once; no finished run there before). On success
+ * the database holds exactly one run, read back with what was given (hash, model, status,
+ * reason, counts, metrics, the validation accuracy and loss of the valid point at the
+ * latest step; a finished run's ceiling in [0, 1]) and its curve: the points given, each
+ * (step, split) once, ordered by step, then test, train, valid. On an error, the
  * message is one non-empty line and the database is as it was: no file or no run, or the
  * earlier run unchanged (its status, metrics, attempts and curve).
  *
@@ -171,7 +172,9 @@ static int acceptable(const sb_external_run *run)
     for (size_t i = 0; i < run->n_curve; i++) {
         const sb_curve_point *p = &run->curve[i];
         if (p->step < 0 || p->samples < -1 ||
-            (p->split != SB_SPLIT_TRAIN && p->split != SB_SPLIT_TEST) || !amount_ok(p->loss) ||
+            (p->split != SB_SPLIT_TRAIN && p->split != SB_SPLIT_TEST &&
+             p->split != SB_SPLIT_VALID) ||
+            !amount_ok(p->loss) ||
             !acc_ok(p->acc) || !amount_ok(p->lr) || !amount_ok(p->tokens_per_s) ||
             !amount_ok(p->wall_s))
             return 0;
@@ -239,22 +242,29 @@ static void read_stored(const char *db_path, stored *out)
     sb_results_close(db);
 }
 
+/* The order of splits within a step: by their stored names, test, train, valid. */
+static int split_rank(sb_split s)
+{
+    return s == SB_SPLIT_TEST ? 0 : s == SB_SPLIT_TRAIN ? 1 : 2;
+}
+
 /* The curve as a reader sees it: each (step, split) once, ordered by step, test first. */
 static void check_curve_order(const stored *s)
 {
     for (size_t i = 0; i < s->n_curve; i++) {
         const sb_curve_point *p = &s->curve[i];
         fuzz_check(p->step >= 0 && p->samples >= -1 &&
-                       (p->split == SB_SPLIT_TRAIN || p->split == SB_SPLIT_TEST) &&
+                       (p->split == SB_SPLIT_TRAIN || p->split == SB_SPLIT_TEST ||
+                        p->split == SB_SPLIT_VALID) &&
                        acc_ok(p->acc) && amount_ok(p->loss) && amount_ok(p->lr) &&
                        amount_ok(p->tokens_per_s) && amount_ok(p->wall_s),
                    "a stored curve point is out of range");
         if (i == 0)
             continue;
         const sb_curve_point *q = &s->curve[i - 1];
-        fuzz_check(q->step < p->step || (q->step == p->step && q->split == SB_SPLIT_TEST &&
-                                         p->split == SB_SPLIT_TRAIN),
-                   "the curve is not ordered by step (test before train) or repeats a point");
+        fuzz_check(q->step < p->step ||
+                       (q->step == p->step && split_rank(q->split) < split_rank(p->split)),
+                   "the curve is not ordered by step (test, train, valid) or repeats a point");
     }
 }
 
@@ -282,6 +292,17 @@ static void check_recorded(const stored *s, const sb_external_run *run, const ch
                    same_number(row->wall_s, run->wall_s) &&
                    same_number(row->tokens_per_s, run->tokens_per_s),
                "a stored metric is not the one given");
+    /* the validation metrics: the valid point at the latest step, else unknown */
+    double valid_acc = (double)NAN, valid_loss = (double)NAN;
+    int64_t valid_step = -1;
+    for (size_t i = 0; i < run->n_curve; i++)
+        if (run->curve[i].split == SB_SPLIT_VALID && run->curve[i].step > valid_step) {
+            valid_step = run->curve[i].step;
+            valid_acc = run->curve[i].acc;
+            valid_loss = run->curve[i].loss;
+        }
+    fuzz_check(same_number(row->valid_acc, valid_acc) && same_number(row->valid_loss, valid_loss),
+               "the stored validation metrics are not the latest valid point's");
     if (strcmp(run->status, "finished") == 0)
         fuzz_check(row->ceiling >= 0.0 && row->ceiling <= 1.0 &&
                        (isnan(row->effective_memory) || row->effective_memory >= 0.0) &&

@@ -45,7 +45,8 @@ static void read_run_internal(sb_results *db, const sb_run_row *row)
     size_t n_evals = 0;
     if (sb_results_list_evals(db, row->id, &evals, &n_evals, &err) == SB_OK) {
         for (size_t i = 0; i < n_evals; i++)
-            fuzz_check(evals[i].split == SB_SPLIT_TRAIN || evals[i].split == SB_SPLIT_TEST,
+            fuzz_check(evals[i].split == SB_SPLIT_TRAIN || evals[i].split == SB_SPLIT_TEST ||
+                           evals[i].split == SB_SPLIT_VALID,
                        "an evaluation has an unknown split");
         free(evals);
     }

@@ -668,9 +668,10 @@ static void test_claims_where(void **state)
                 sb_train_outcome out;
                 memset(&out, 0, sizeof out);
                 snprintf(out.status, sizeof out.status, "finished");
-                out.test_acc = 0.5 + (twin ? 0.0 : margin);
+                out.test_acc = 0.85 + (twin ? 0.0 : margin);
                 out.test_loss = 1.0;
                 out.train_acc = out.train_loss = out.wall_s = out.tokens_per_s = (double)NAN;
+                out.valid_acc = out.valid_loss = (double)NAN;
                 assert_int_equal(sb_results_record(path, cfg, &out, &err), SB_OK);
             }
         }
@@ -678,14 +679,19 @@ static void test_claims_where(void **state)
     struct {
         const char *filter;
         const char *verdict;
-    } cases[] = {{NULL, "| 4 | +0.0000"}, {"dataset_size=100", "**holds**"},
-                 {"dataset_size=200", "**does not hold**"}};
+    } cases[] = {{NULL, "- gating [dataset_size=100], holds: +0.1075"},
+                 {NULL, "- gating [dataset_size=200], contradicted: -0.1075"},
+                 {"dataset_size=100", "- gating, holds: +0.1075"},
+                 {"dataset_size=200", "- gating, contradicted: -0.1075"}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         char *md = NULL;
         const char *filters[1] = {cases[c].filter};
         assert_int_equal(sb_report_claims_where(path, filters, cases[c].filter != NULL, &md, &err),
                          SB_OK);
-        const char *row = strstr(md, "| gating:");
+        const char *row = strstr(md, cases[c].verdict);
+        if (row == NULL)
+            fail_msg("filter %s: expected '%s' in '%s'", cases[c].filter ? cases[c].filter : "-",
+                     cases[c].verdict, md);
         assert_non_null(row);
         const char *end = strchr(row, '\n');
         assert_non_null(end);
