@@ -36,7 +36,7 @@ typedef struct plan_task {
     char key[17];          /* sb_ceiling_hash */
     sb_task *task;
     double build_s;        /* seconds sb_task_create took */
-    int64_t train_samples, test_samples;
+    int64_t train_samples, test_samples; /* test_samples: the test and validation splits */
     double train_frames, test_frames; /* mean frames per sample of each split */
     int train_max_frames;  /* the longest of the first training samples */
 } plan_task;
@@ -233,7 +233,10 @@ static sb_status task_find(plan_build *b, const sb_task_config *tc, int *out, sb
         return st;
     t->build_s = sb_time_now() - t0;
     t->train_samples = sb_task_split_size(t->task, SB_SPLIT_TRAIN);
-    t->test_samples = sb_task_split_size(t->task, SB_SPLIT_TEST);
+    /* every evaluation reads the test and the validation split, drawn alike (the test's
+     * lengths and gap): their frames are counted together */
+    t->test_samples = sb_task_split_size(t->task, SB_SPLIT_TEST) +
+                      sb_task_split_size(t->task, SB_SPLIT_VALID);
     st = mean_frames(t->task, SB_SPLIT_TRAIN, &t->train_frames, &t->train_max_frames, err);
     if (st == SB_OK)
         st = mean_frames(t->task, SB_SPLIT_TEST, &t->test_frames, NULL, err);
