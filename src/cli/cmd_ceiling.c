@@ -14,7 +14,7 @@
 #include "cli/data_show.h"
 #include "cli/run_options.h"
 
-static const char *const split_names[] = {"train", "test", NULL};
+static const char *const split_names[] = {"train", "test", "valid", NULL};
 
 static void print_table(const sb_task *task, const sb_ceiling *c, int split, int threads)
 {
@@ -58,7 +58,7 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
         return sb_cli_fail("ceiling", &err);
     int split = SB_SPLIT_TEST;
     int64_t samples = 0, prior_samples = 0;
-    opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "test|train",
+    opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "test|train|valid",
                             "the samples scored (default test, the ones models are tested on)",
                             0};
     opts[n++] = (sb_option){"samples", SB_OPT_INT64, &samples, 0, 1e12, NULL, "N",
@@ -67,7 +67,7 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
                             "training samples behind the window observers' prior (default "
                             "min(2000, all))",
                             0};
-    int rc = sb_cli_parse("ceiling", "[task flags as for train] [--split test|train] "
+    int rc = sb_cli_parse("ceiling", "[task flags as for train] [--split test|train|valid] "
                                      "[--samples N] [--json]",
                           opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)

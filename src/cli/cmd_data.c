@@ -10,7 +10,7 @@
 #include "cli/data_show.h"
 #include "cli/task_options.h"
 
-static const char *const split_names[] = {"train", "test", NULL};
+static const char *const split_names[] = {"train", "test", "valid", NULL};
 
 /* "batch": the samples as one padded batch, exactly what the trainer (and the Python
  * binding's Task.batch) gets from sb_task_read_batch: its shape [B, T, E, V] and the arrays
@@ -127,7 +127,7 @@ static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
         return sb_cli_fail("data", &err);
     int split = 0, json = 0, batch = 0, show = -1, checksum = 0, threads = 0;
     const char *samples = NULL, *export_dir = NULL;
-    opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "train|test",
+    opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "train|test|valid",
                             "which split --samples, --show and --checksum read (default train)",
                             0};
     opts[n++] = (sb_option){"samples", SB_OPT_STRING, &samples, 0, 0, NULL, "LIST",

@@ -27,7 +27,7 @@ expect_error 2 "unknown flag --bogus" grammar --bogus 1
 expect_error 2 "needs a value" data --seed
 expect_error 2 "unexpected argument" data --seed 1 2
 expect_error 2 "out of range" data --threads -1
-expect_error 2 "not one of" data --split valid
+expect_error 2 "not one of" data --split validation
 expect_error 2 "not one of" data --protocol strict
 expect_error 2 "--train_seqlen_max 1" data --train_seqlen_max 1
 expect_error 2 "--train_seqlen_min" data --train_seqlen_min 300
@@ -57,7 +57,7 @@ expect_error 2 "unknown flag --sed; did you mean --seed?" grammar --sed 1
 expect_error 2 "unknown flag --lrr; did you mean --lr?" train --lrr 1
 expect_error 2 "unknown flag --worker; did you mean --workers?" sweep tiny/task2 --worker 2
 expect_error 2 "unknown flag --zzzzzz; see --help for the list" train --zzzzzz 1
-expect_error 2 "--split: 'tset' is not one of: train, test; did you mean 'test'?\$" data --split tset
+expect_error 2 "--split: 'tset' is not one of: train, test, valid; did you mean 'test'?\$" data --split tset
 expect_error 2 "--optimizer: 'adan' is not one of: adam, adamw; did you mean 'adam'?\$" \
   train --optimizer adan
 # a tie (adamx is one edit from adam and from adamw) suggests nothing
@@ -166,7 +166,7 @@ expect_error 2 "has 40 samples" ceiling $small_task --samples 41
 # shellcheck disable=SC2086
 expect_error 2 "--prior_samples" ceiling $small_task --prior_samples 301
 expect_error 2 "--amb 42" ceiling --vocab 41 --amb 42
-expect_error 2 "not one of" ceiling --split valid
+expect_error 2 "not one of" ceiling --split validation
 # shellcheck disable=SC2086
 expect_error 2 "length table" ceiling --vocab 41 --amb 40 --amb_depth 999 \
   --train_seqlen_max 100000 --test_seqlen_max 100000 --test_size 1 --dataset_size 1

@@ -61,7 +61,7 @@ class TestBatches(unittest.TestCase):
         samples = [0, 3, 1, 17, 42]
         for name, flags in TASKS.items():
             task = sb.Task(**flags)
-            for split in ("train", "test"):
+            for split in ("train", "test", "valid"):
                 with self.subTest(task=name, split=split):
                     out = run_cli("data", *cli_args(flags), "--json", "--batch", "--split",
                                   split, "--samples", ",".join(map(str, samples))).stdout
@@ -169,6 +169,8 @@ class TestErrors(unittest.TestCase):
             task.batch("train", [])
         b = task.batch("train", [1])  # a failed call leaves the pool usable
         self.assertEqual(len(b), 1)
+        self.assertEqual(task.size("valid"), task.valid_size)  # as many as the test's
+        self.assertEqual(task.valid_size, task.test_size)
 
 
 class TestRuns(unittest.TestCase):
