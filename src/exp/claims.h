@@ -97,6 +97,13 @@ typedef struct sb_claim {
 sb_status sb_claims_evaluate(const sb_run_row *rows, const sb_claim_task *tasks, size_t n,
                              sb_claim **out, int *n_out, sb_error *err);
 
+/* Every verdict of c[0..n), whose statistics are set (claims.c): the guards (too few seeds,
+ * not tested at this scale or by this task), then the p-values, the detectable effect and
+ * Holm's correction over the tested ones, and the verdict with its reason
+ * (claims_verdict.c). A claim whose reason is already set (no data) keeps it. Errors:
+ * SB_ERR_NOMEM. */
+sb_status sb_claims_decide(sb_claim *c, int n, sb_error *err);
+
 /* tasks[0..n) for rows[0..n) from db: the ceiling (the row's, else the task's from the cache
  * or computed) and the window its observer needs; NaN for runs that are not finished or
  * whose task cannot be built. Errors: SB_ERR_NOMEM; a task whose ceiling fails is left NaN. */
