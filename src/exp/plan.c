@@ -354,8 +354,10 @@ static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const plan_t
 
 /* The seconds per frame of a shape not measured: its FLOPs at `gflops`; when the cache has
  * a calibration of the same model, width and layers (another micro-batch, frames or
- * d_state), at that calibration's rates instead, scaled by the FLOPs per frame. */
-static void flop_rate(sb_plan_calibration *c, const plan_task *t, const sb_plan_cache *cache,
+ * d_state), at that calibration's rates instead, scaled by the FLOPs per frame. Nothing is
+ * timed here (the setup too comes from the cache or is the fixed process start), so a plan
+ * from the cache prints the same figures on every call. */
+static void flop_rate(sb_plan_calibration *c, const sb_plan_cache *cache,
                       const char *machine, int threads, double gflops)
 {
     /* the key up to its d_state: "MODEL d D layers L " */
@@ -377,13 +379,14 @@ static void flop_rate(sb_plan_calibration *c, const plan_task *t, const sb_plan_
             near->eval_s_per_frame * c->eval_flops_per_frame / near->eval_flops_per_frame;
         c->gflops = near->gflops;
         c->gemm_share = near->gemm_share;
+        c->setup_s = near->setup_s;
     } else {
         c->train_s_per_frame = 3.0 * c->train_flops_per_frame / (gflops * 1e9);
         c->eval_s_per_frame = c->eval_flops_per_frame / (gflops * 1e9);
         c->gflops = gflops;
         c->gemm_share = 0.0;
+        c->setup_s = SB_PLAN_PROCESS_S;
     }
-    c->setup_s = t->build_s;
     c->calibrated_layers = c->layers;
     c->source = SB_PLAN_FLOP_RATE;
 }
@@ -429,7 +432,7 @@ static sb_status calibrate_all(sb_plan *p, plan_build *b, const sb_plan_options 
             c->source = SB_PLAN_CACHED;
             p->cached++;
         } else if (o->cached_only) {
-            flop_rate(c, t, &cache, p->machine, cal_threads, fallback);
+            flop_rate(c, &cache, p->machine, cal_threads, fallback);
             c->calibrated_threads = cal_threads;
             p->estimated++;
         } else {
