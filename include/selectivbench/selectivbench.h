@@ -1340,6 +1340,10 @@ typedef struct sb_task_settings {
     double test_gap_s;         /* the test samples' gap duration */
     int clean_protocol;        /* 1: disjoint test sequences; 0: the reference's (test = the
                                   first training sequences) */
+    int walk_len;              /* interleaved walks: elements per walk (0: one walk, the
+                                  reference task; docs/task.md "Interleaved walks") */
+    int train_walks, test_walks; /* walks interleaved in a training / test sample (1 without
+                                    walk_len); the walk tags are inputs letters+1 .. */
 } sb_task_settings;
 
 /* Fills *settings. */
@@ -1372,6 +1376,8 @@ int sb_draw_frames(const sb_draw *d);
 int sb_draw_state(const sb_draw *d, int k);
 int sb_draw_gap(const sb_draw *d, int k);
 int sb_draw_distractor_count(const sb_draw *d);
+/* The walk of element k (0 <= k < elements): 0 .. walks - 1 with walk_len, else 0. */
+int sb_draw_walk(const sb_draw *d, int k);
 int sb_draw_distractor(const sb_draw *d, int r);
 
 /* A 64-bit hash of a whole split: every sample generated on `threads` threads (0: every
@@ -1390,10 +1396,12 @@ sb_status sb_task_export(const sb_task *task, const char *dir, int threads, sb_e
 
 /* -- the ideal observer: the accuracy a task allows (docs/reading-results.md) -- */
 
-#define SB_CEILING_N_WINDOWS 7
+#define SB_CEILING_N_WINDOWS 14
 
 /* The window sizes k of the window observers, w = 0 .. SB_CEILING_N_WINDOWS - 1: 0 1 2 4 8 16
- * 32 (the observer sees the symbols of the last k elements). */
+ * 32 64 ... 4096 (the observer sees the symbols of the last k elements). A ceiling computes
+ * the first n_windows of them: 0 .. 32 for the reference tasks, up to the first k that
+ * covers a whole sample for interleaved walks (--walk_len). */
 int sb_ceiling_window_size(int w);
 
 typedef struct sb_ceiling_options {
@@ -1419,6 +1427,7 @@ typedef struct sb_ceiling {
      * so bayes_model_acc <= expected_acc. */
     double bayes_model_acc, bayes_model_realized_acc;
     double window_acc[SB_CEILING_N_WINDOWS]; /* indexed like sb_ceiling_window_size */
+    int n_windows;          /* the windows computed (7: k <= 32; 0 reads as 7) */
     /* calibration: the mean posterior of the true state, and its expectation under the
      * observer's own posterior (mean of sum_s p(s)^2); equal up to noise when the filter
      * is exact (a Monte-Carlo check) */
@@ -1434,6 +1443,11 @@ typedef struct sb_ceiling {
  * split, negative counts); SB_ERR_NOMEM; the sampler's errors. */
 sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt, sb_ceiling *out,
                              sb_error *err);
+
+/* The memory demand of the task: the window (in elements, interpolated as effective memory
+ * is) at which the window observers come within 0.01 of expected_acc; INFINITY when even the
+ * largest computed window stays further below. */
+double sb_ceiling_memory_demand(const sb_ceiling *c);
 
 /* *c as one line of JSON (no newline): expected_acc, realized_acc, expected_acc_se,
  * bayes_model_acc, bayes_model_realized_acc, window_acc {"0": .., "1": .., ...},
@@ -1632,9 +1646,11 @@ sb_status sb_report_write(const char *db_path, const char *out_dir, sb_report_ou
 
 /* sb_report_write of the runs matching every filter ("KEY=VALUE", as
  * sb_results_config_matches reads them; n_filters 0: every run), and with x_key (a
- * configuration key such as dataset_size or train_seqlen_max: a scale study) one figure of
+ * configuration key such as dataset_size or train_seqlen_max: a scale study; or
+ * SB_REPORT_X_DEMAND, each run's task's memory demand, sb_ceiling_memory_demand) one figure of
  * every run against that key instead of the paper's figures (NULL: the paper's). Errors:
  * those of sb_report_write; SB_ERR_INVALID for an unknown x_key. */
+#define SB_REPORT_X_DEMAND "memory_demand"
 sb_status sb_report_write_by(const char *db_path, const char *out_dir, const char *x_key,
                              const char *const *filters, int n_filters, sb_report_outcome *out,
                              sb_error *err);

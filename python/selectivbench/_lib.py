@@ -145,8 +145,8 @@ class CeilingOptions(ctypes.Structure):
 class Ceiling(ctypes.Structure):
     _fields_ = [("expected_acc", c_double), ("realized_acc", c_double),
                 ("expected_acc_se", c_double), ("bayes_model_acc", c_double),
-                ("bayes_model_realized_acc", c_double), ("window_acc", c_double * 7),
-                ("p_true_mean", c_double), ("p_sq_mean", c_double), ("n_samples", c_int64),
+                ("bayes_model_realized_acc", c_double), ("window_acc", c_double * 14),
+                ("n_windows", c_int), ("p_true_mean", c_double), ("p_sq_mean", c_double), ("n_samples", c_int64),
                 ("n_elements", c_int64), ("prior_samples", c_int64), ("segmented", c_int),
                 ("seconds", c_double)]
 

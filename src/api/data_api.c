@@ -32,6 +32,9 @@ void sb_task_get_settings(const sb_task *task, sb_task_settings *settings)
     settings->train_noise = c->train_noise;
     settings->test_gap_s = sb_task_test_duration(task);
     settings->clean_protocol = c->protocol == SB_PROTOCOL_CLEAN;
+    settings->walk_len = c->walk_len;
+    settings->train_walks = task->n_walks[SB_SPLIT_TRAIN];
+    settings->test_walks = task->n_walks[SB_SPLIT_TEST];
 }
 
 sb_status sb_task_checksum(const sb_task *task, sb_split split, int threads, uint64_t *hash,
@@ -127,6 +130,12 @@ int sb_draw_gap(const sb_draw *d, int k)
 {
     SB_ASSERT(d != NULL && k >= 0 && k < d->sample.n_elements);
     return d->sample.gap[k];
+}
+
+int sb_draw_walk(const sb_draw *d, int k)
+{
+    SB_ASSERT(d != NULL && k >= 0 && k < d->sample.n_elements);
+    return d->sample.walk[k];
 }
 
 int sb_draw_distractor_count(const sb_draw *d)

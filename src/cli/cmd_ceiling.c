@@ -5,7 +5,10 @@
  * Takes every flag `train` takes, so a train command line becomes a ceiling command line
  * by changing the word; only the task flags matter.
  */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "selectivbench/selectivbench.h"
 
@@ -41,12 +44,109 @@ static void print_table(const sb_task *task, const sb_ceiling *c, int split, int
     printf("\nwindow observers (only the symbols of the last k elements; the prior from %lld "
            "training samples):\n       k   accuracy\n",
            (long long)c->prior_samples);
-    for (int w = 0; w < SB_CEILING_N_WINDOWS; w++)
+    for (int w = 0; w < c->n_windows; w++)
         printf("  %6d   %.4f%s\n", sb_ceiling_window_size(w), c->window_acc[w],
                w == 0 ? "   (the prior alone: the floor)" : "");
+    double demand = sb_ceiling_memory_demand(c);
+    if (isfinite(demand))
+        printf("\nmemory demand: %.1f elements (the window that comes within 0.01 of the "
+               "ceiling)\n",
+               demand);
+    else
+        printf("\nmemory demand: beyond %d elements (no window computed comes within 0.01 of "
+               "the ceiling)\n",
+               sb_ceiling_window_size(c->n_windows - 1));
     printf("\nA model at accuracy a behaves like the observer whose curve reaches a: its "
            "effective\nmemory in elements. Computed in %.2f s on %d thread%s.\n",
            c->seconds, threads, threads == 1 ? "" : "s");
+}
+
+#define MAX_LENGTHS 16
+
+/* "50,100,200" into lengths[]; one error line for anything else. */
+static int parse_lengths(const char *text, int *lengths, int *n)
+{
+    *n = 0;
+    const char *p = text;
+    while (*p != '\0') {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno != 0 || v < 2 || v > 100000 || *n == MAX_LENGTHS ||
+            (*end != ',' && *end != '\0')) {
+            fprintf(stderr,
+                    "selectivbench ceiling: --lengths '%s': give up to %d sample lengths of 2 "
+                    "to 100000 elements separated by commas, e.g. --lengths 25,100,400\n",
+                    text, MAX_LENGTHS);
+            return -1;
+        }
+        lengths[(*n)++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (*n == 0) {
+        fprintf(stderr, "selectivbench ceiling: --lengths is empty; e.g. --lengths 25,100,400\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The ceiling of the task at each length (train and test samples of L elements, strings up
+ * to L): the memory demand as the length grows, one row per length. */
+static sb_status by_length(const sb_config *base, const int *lengths, int n_lengths,
+                           const sb_ceiling_options *o, int json, sb_error *err)
+{
+    sb_config *cfg = NULL;
+    sb_status st = sb_config_copy(base, &cfg, err);
+    if (!json)
+        printf("the ideal observer by sample length (strings up to the length; memory demand: "
+               "the window\nthat comes within 0.01 of the ceiling):\n\n"
+               "  length  walks  ceiling   k=8     k=32    k=128   k=512   demand\n");
+    else
+        printf("[");
+    for (int i = 0; st == SB_OK && i < n_lengths; i++) {
+        char text[16];
+        snprintf(text, sizeof text, "%d", lengths[i]);
+        sb_task *task = NULL;
+        sb_ceiling c;
+        if ((st = sb_config_set_key(cfg, "train_seqlen_max", text, err)) != SB_OK ||
+            (st = sb_config_set_key(cfg, "test_seqlen_max", text, err)) != SB_OK ||
+            (st = sb_config_set_key(cfg, "combined_seq_length", "0", err)) != SB_OK ||
+            (st = sb_config_check_task(cfg, err)) != SB_OK ||
+            (st = sb_task_from_config(cfg, &task, err)) != SB_OK ||
+            (st = sb_ceiling_compute(task, o, &c, err)) != SB_OK) {
+            sb_task_free(task);
+            break;
+        }
+        sb_task_settings ts;
+        sb_task_get_settings(task, &ts);
+        sb_task_free(task);
+        if (json) {
+            char *one = NULL;
+            if ((st = sb_ceiling_to_json(&c, &one, err)) != SB_OK)
+                break;
+            printf("%s{\"length\":%d,\"walks\":%d,\"ceiling\":%s}", i > 0 ? "," : "",
+                   lengths[i], ts.test_walks, one);
+            sb_string_free(one);
+            continue;
+        }
+        printf("  %6d  %5d  %.4f ", lengths[i], ts.test_walks, c.expected_acc);
+        for (int w = 4; w <= 10; w += 2) {
+            if (w < c.n_windows)
+                printf("  %.4f", c.window_acc[w]);
+            else
+                printf("  %6s", "-");
+        }
+        double demand = sb_ceiling_memory_demand(&c);
+        if (isfinite(demand))
+            printf("  %7.1f\n", demand);
+        else
+            printf("  >%d\n", sb_ceiling_window_size(c.n_windows - 1));
+        fflush(stdout);
+    }
+    if (json && st == SB_OK)
+        printf("]\n");
+    sb_config_free(cfg);
+    return st;
 }
 
 static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
@@ -58,6 +158,7 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
         return sb_cli_fail("ceiling", &err);
     int split = SB_SPLIT_TEST;
     int64_t samples = 0, prior_samples = 0;
+    const char *lengths_text = NULL;
     opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "test|train|valid",
                             "the samples scored (default test, the ones models are tested on)",
                             0};
@@ -67,8 +168,13 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
                             "training samples behind the window observers' prior (default "
                             "min(2000, all))",
                             0};
+    opts[n++] = (sb_option){"lengths", SB_OPT_STRING, &lengths_text, 0, 0, NULL, "L1,L2,...",
+                            "the ceiling at each sample length (train and test samples of L "
+                            "elements): the memory demand as the length grows (default: the "
+                            "task's own lengths)",
+                            0};
     int rc = sb_cli_parse("ceiling", "[task flags as for train] [--split test|train|valid] "
-                                     "[--samples N] [--json]",
+                                     "[--samples N] [--lengths L1,L2,...] [--json]",
                           opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
@@ -85,6 +191,15 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
     o.samples = samples;
     o.prior_samples = prior_samples;
     o.threads = threads;
+    if (st == SB_OK && lengths_text != NULL) {
+        int lengths[MAX_LENGTHS], n_lengths = 0;
+        sb_task_free(task);
+        if (parse_lengths(lengths_text, lengths, &n_lengths) != 0)
+            return 2;
+        if (by_length(cfg, lengths, n_lengths, &o, rf->json, &err) != SB_OK)
+            return sb_cli_fail("ceiling", &err);
+        return 0;
+    }
     sb_ceiling c;
     if (st == SB_OK)
         st = sb_ceiling_compute(task, &o, &c, &err);

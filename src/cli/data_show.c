@@ -29,6 +29,10 @@ void sb_data_print_task(const sb_task *task, FILE *f)
             (long long)t.test_size, t.test_elements, c.test_gap_s,
             c.clean_protocol ? "clean (disjoint test sequences)"
                              : "reference (test = first training sequences)");
+    if (c.walk_len > 0)
+        fprintf(f, "  interleaved walks: one per %d elements (train %d, test %d walks a sample); "
+                   "each element shows its letter and its walk's tag, scored on its walk's state\n",
+                c.walk_len, c.train_walks, c.test_walks);
 }
 
 /* Appends a token to the current line, wrapping at SHOW_WIDTH. */
@@ -59,7 +63,8 @@ sb_status sb_data_show(const sb_task *task, sb_split split, const int64_t *idx, 
     sb_task_settings settings;
     sb_task_get_settings(task, &settings);
     fprintf(f, "  (each state is one symbol frame showing its letter; _N: N zero gap frames; "
-               "!XY: distractor symbols X, Y)\n");
+               "!XY: distractor symbols X, Y%s)\n",
+            settings.walk_len > 0 ? "; @j: the element belongs to walk j" : "");
     for (int64_t r = 0; r < n; r++) {
         st = sb_draw_read(d, split, idx[r], err);
         if (st != SB_OK)
@@ -72,7 +77,13 @@ sb_status sb_data_show(const sb_task *task, sb_split split, const int64_t *idx, 
         int col = 0, next_class = 0;
         char tok[64];
         for (int k = 0; k < elements; k++) {
-            show_token(f, sb_grammar_state_name(g, sb_draw_state(d, k)), &col);
+            if (settings.walk_len > 0) {
+                snprintf(tok, sizeof tok, "%s@%d", sb_grammar_state_name(g, sb_draw_state(d, k)),
+                         sb_draw_walk(d, k));
+                show_token(f, tok, &col);
+            } else {
+                show_token(f, sb_grammar_state_name(g, sb_draw_state(d, k)), &col);
+            }
             const int gap = sb_draw_gap(d, k);
             if (gap == 0)
                 continue;

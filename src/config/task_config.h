@@ -43,6 +43,7 @@ typedef struct sb_task_config {
     int valid_size;          /* validation samples; < 0: as many as the test (0: none) */
     sb_protocol protocol;
     sb_gap_rng gap_rng;
+    int walk_len;            /* elements per interleaved walk; 0: one walk (the reference) */
 } sb_task_config;
 
 /* The paper's main configuration with task 1 gaps (0.1 s, no noise), 200 elements. */

@@ -11,10 +11,11 @@
 #include "task/ceiling.h"
 
 /* The window k its observer needs: the fewest last elements (k >= 1) whose observer comes
- * within 0.01 of the ideal observer; INFINITY when even k = 32 does not. */
+ * within 0.01 of the ideal observer; INFINITY when even the largest computed does not. */
 static double needed_window(const sb_ceiling *ce)
 {
-    for (int w = 0; w < SB_CEILING_N_WINDOWS; w++)
+    const int n_windows = ce->n_windows > 0 ? ce->n_windows : 7;
+    for (int w = 0; w < n_windows; w++)
         if (sb_ceiling_window_k[w] >= 1 && ce->window_acc[w] >= ce->expected_acc - 0.01)
             return sb_ceiling_window_k[w];
     return (double)INFINITY;

@@ -413,7 +413,18 @@ static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows,
             continue;
         }
         double x = 0;
-        if (x_key != NULL && !config_number(&c, x_key, &x)) {
+        if (x_key != NULL && strcmp(x_key, SB_REPORT_X_DEMAND) == 0) {
+            /* a derived axis: the window its task's observer needs (the cached ceiling) */
+            sb_ceiling ce;
+            sb_error derr = {0};
+            x = sb_results_task_ceiling(db, &c.task, 0, &ce, NULL, &derr) == SB_OK
+                    ? sb_ceiling_memory_demand(&ce)
+                    : (double)NAN;
+            if (!isfinite(x)) {
+                sum->runs_unusable++;
+                continue;
+            }
+        } else if (x_key != NULL && !config_number(&c, x_key, &x)) {
             sum->runs_unusable++;
             continue;
         }
@@ -449,7 +460,8 @@ static void write_left_out(FILE *md, const sb_report_summary *sum)
     write_count(md, sum->runs_diverged, "diverged", "", &first);
     write_count(md, sum->runs_unfinished, "unfinished", " (failed, stopped or running)", &first);
     write_count(md, sum->runs_unusable, "finished",
-                " without a test accuracy or a readable configuration", &first);
+                " without a test accuracy, a readable configuration or a finite value of the "
+                "--x axis (a memory demand beyond the largest window)", &first);
     fprintf(md, "; `selectivbench results` shows why.");
 }
 
@@ -1191,9 +1203,11 @@ sb_status sb_report_generate_with(const char *db_path, const char *out_dir,
                                   sb_error *err)
 {
     memset(sum, 0, sizeof *sum);
-    if (opts->x_key != NULL && sb_config_find(opts->x_key) == NULL)
-        return sb_error_set(err, SB_ERR_INVALID, "report: '%s' is not a configuration key",
-                            opts->x_key);
+    if (opts->x_key != NULL && sb_config_find(opts->x_key) == NULL &&
+        strcmp(opts->x_key, SB_REPORT_X_DEMAND) != 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "report: '%s' is not a configuration key (nor %s)", opts->x_key,
+                            SB_REPORT_X_DEMAND);
     sb_results *db = NULL;
     sb_run_row *rows = NULL;
     size_t n_rows = 0;

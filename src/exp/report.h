@@ -36,7 +36,8 @@ typedef struct sb_report_summary {
     /* the runs left out of every figure and mean (runs_read - runs_used in all): */
     int runs_diverged;   /* status "diverged" */
     int runs_unfinished; /* "failed", "stopped", still "running" */
-    int runs_unusable;   /* "finished" without a test accuracy or a readable configuration */
+    int runs_unusable;   /* "finished" without a test accuracy, a readable configuration or
+                            a finite x (report --x) */
     int figures;      /* figures written (each as PNG, SVG and PDF), memory figures included */
     int yardsticks_missing; /* runs placed whose yardsticks could not be computed */
     char yardsticks_error[SB_ERROR_MSG_MAX]; /* why, for the first of them */

@@ -20,6 +20,7 @@
 
 #define STREAM_TAG_GAPS 0x53424750u  /* "SBGP" */
 #define STREAM_TAG_NOISE 0x53424e5au /* "SBNZ" */
+#define STREAM_TAG_WALKS 0x5342574bu /* "SBWK" */
 
 sb_status sb_sample_alloc(const sb_task *task, sb_sample *s, sb_error *err)
 {
@@ -31,7 +32,12 @@ sb_status sb_sample_alloc(const sb_task *task, sb_sample *s, sb_error *err)
     s->frame_start = sb_malloc((size_t)e_max * sizeof *s->frame_start);
     s->capacity_gap_classes = task->cfg.grammar_gap ? 4 * e_max : 1;
     s->gap_class = sb_malloc((size_t)s->capacity_gap_classes);
-    if (!s->state || !s->gap || !s->frame_start || !s->gap_class) {
+    s->walk = sb_calloc((size_t)e_max, sizeof *s->walk);
+    if (task->cfg.walk_len > 0)
+        s->walk_state =
+            sb_malloc((size_t)task->walk_stride * (size_t)e_max * sizeof *s->walk_state);
+    if (!s->state || !s->gap || !s->frame_start || !s->gap_class || !s->walk ||
+        (task->cfg.walk_len > 0 && !s->walk_state)) {
         sb_sample_free(s);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory allocating a sample");
     }
@@ -44,6 +50,8 @@ void sb_sample_free(sb_sample *s)
     sb_free(s->gap);
     sb_free(s->frame_start);
     sb_free(s->gap_class);
+    sb_free(s->walk);
+    sb_free(s->walk_state);
     memset(s, 0, sizeof *s);
 }
 
@@ -209,11 +217,55 @@ static sb_status sample_gaps(const sb_task *task, sb_split split, int64_t i, uin
 
 #define SAMPLE_GROUP 64 /* samples whose sequences are walked together */
 
+/* Interleaved walks: each element's walk from the sample's own stream (uniform over the
+ * split's K walks), then walk j's first n_j elements (the prefix of sequence
+ * seq_idx * walk_stride + j, all K walked together) in the order the elements take them. */
+static sb_status sample_walks(const sb_task *task, sb_split split, int64_t i, uint64_t seq_idx,
+                              sb_sample *s, sb_error *err)
+{
+    const int E = task->n_elements[split], K = task->n_walks[split];
+    sb_pcg64 rng;
+    derived_stream(&rng, STREAM_TAG_WALKS, task->cfg.grammar.seed, split, i);
+    int count[SB_MAX_WALKS] = {0}, longest = 1;
+    for (int k = 0; k < E; k++) {
+        int j = K > 1 ? (int)sb_pcg64_bounded(&rng, (uint32_t)(K - 1)) : 0;
+        s->walk[k] = (uint8_t)j;
+        if (++count[j] > longest)
+            longest = count[j];
+    }
+    uint64_t idx[SB_MAX_WALKS];
+    uint16_t *rows[SB_MAX_WALKS];
+    for (int j = 0; j < K; j++) {
+        idx[j] = seq_idx * (uint64_t)task->walk_stride + (uint64_t)j;
+        rows[j] = s->walk_state + (size_t)j * (size_t)E;
+    }
+    sb_status st = sb_sampler_generate_prefix(&task->sampler[split], idx, K, rows, longest, err);
+    if (st != SB_OK)
+        return st;
+    int taken[SB_MAX_WALKS] = {0};
+    for (int k = 0; k < E; k++) {
+        int j = s->walk[k];
+        s->state[k] = rows[j][taken[j]++];
+    }
+    return SB_OK;
+}
+
 sb_status sb_task_sample_many(const sb_task *task, sb_split split, const int64_t *i, int n,
                               sb_sample *samples, sb_error *err)
 {
     uint64_t seq_idx[SAMPLE_GROUP];
     uint16_t *rows[SAMPLE_GROUP];
+    if (task->cfg.walk_len > 0) {
+        for (int r = 0; r < n; r++) {
+            uint64_t seq = sb_task_sequence_index(task, split, i[r]);
+            sb_status st = sample_walks(task, split, i[r], seq, &samples[r], err);
+            if (st == SB_OK)
+                st = sample_gaps(task, split, i[r], seq, &samples[r], err);
+            if (st != SB_OK)
+                return st;
+        }
+        return SB_OK;
+    }
     for (int first = 0; first < n; first += SAMPLE_GROUP) {
         int count = n - first < SAMPLE_GROUP ? n - first : SAMPLE_GROUP;
         for (int r = 0; r < count; r++) {
@@ -291,8 +343,11 @@ void sb_task_sample_frames_range(const sb_task *task, sb_split split, int64_t i,
             break;
         int state = s->state[k];
         int32_t id = g->state_id[state];
-        if (start >= t0)
+        if (start >= t0) {
             data[(size_t)(start - t0) * (size_t)V + g->state_class[state]] = 1.0f;
+            if (task->cfg.walk_len > 0) /* the walk's tag, after the letters */
+                data[(size_t)(start - t0) * (size_t)V + g->n_classes + s->walk[k]] = 1.0f;
+        }
         int from = start > t0 ? start : t0, to = end < t1 - 1 ? end : t1 - 1;
         for (int t = from; t <= to; t++)
             target[t - t0] = id;
@@ -329,5 +384,8 @@ uint64_t sb_sample_hash(const sb_task *task, const sb_sample *s, uint64_t seq_id
     }
     for (int r = 0; r < s->n_gap_classes; r++)
         h = hash_word(h, s->gap_class[r]);
+    if (task->cfg.walk_len > 0)
+        for (int k = 0; k < s->n_elements; k++)
+            h = hash_word(h, s->walk[k]);
     return h;
 }

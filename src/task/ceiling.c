@@ -8,6 +8,9 @@
  *   2. the window observers: one filter per start element j, run for 32 elements without
  *      the length rule; the window of size k that ends at element i = j + k - 1 decides
  *      argmax of that filter's belief at i, scored with the exact posterior of pass 1.
+ * Interleaved walks (--walk_len): the walks are independent and every element names its
+ * walk, so the exact observer is one filter per walk; a window of the last k elements holds
+ * some of the current walk's elements, and its observer filters those (walks_window_pass).
  * Samples are independent, so they are spread over threads; the per-sample sums are added
  * in sample order, so the numbers do not depend on the thread count.
  */
@@ -24,8 +27,10 @@
 #include "task/ceiling_internal.h"
 #include "core/timer.h"
 
-const int sb_ceiling_window_k[SB_CEILING_N_WINDOWS] = {0, 1, 2, 4, 8, 16, 32};
-#define WINDOW_MAX 32
+const int sb_ceiling_window_k[SB_CEILING_N_WINDOWS] = {0,   1,   2,   4,    8,    16,   32,
+                                                       64,  128, 256, 512, 1024, 2048, 4096};
+#define WINDOW_MAX 32         /* the reference tasks' largest window */
+#define REFERENCE_WINDOWS 7   /* k = 0 .. WINDOW_MAX */
 #define DEFAULT_PRIOR_SAMPLES 2000
 #define MAX_LENGTH_TABLE ((size_t)1 << 25) /* doubles in the G table (256 MiB) */
 
@@ -181,6 +186,13 @@ static sb_status tables_init(tables *tb, const sb_task *task, sb_split split, sb
 
     tb->grammar_gap = task->cfg.grammar_gap;
     tb->gap_start = task->cfg.gap_start;
+    /* the reference tasks: windows up to 32 elements (4-8 reach the ceiling at every size
+     * tried); walks: up to the first window that covers a whole sample of the split */
+    tb->walks = task->cfg.walk_len > 0;
+    tb->n_windows = REFERENCE_WINDOWS;
+    while (tb->walks && tb->n_windows < SB_CEILING_N_WINDOWS &&
+           sb_ceiling_window_k[tb->n_windows - 1] < task->n_elements[split])
+        tb->n_windows++;
     sb_status st = gap_length_pmf(task, split, tb, err);
     if (st != SB_OK) {
         tables_free(tb);
@@ -212,6 +224,12 @@ typedef struct belief {
 typedef struct scratch {
     sb_sample sample;
     belief cur, next;
+    belief *walk_b;   /* [walks] the exact filter of each walk (one for the reference tasks) */
+    int n_walks;
+    int *walk_prev;   /* [walks] the walk's previous state; -1 before its first element */
+    int *walk_t;      /* [walks] position of the walk's current element in its string */
+    int *walk_pos;    /* [walks * E] the elements of each walk, in order (window pass) */
+    int *walk_n;      /* [walks] */
     double *dense;    /* [n_states] accumulation row, zero between uses */
     int *stamp;       /* [n_states] */
     int stamp_now;
@@ -230,6 +248,10 @@ static void scratch_free(scratch *sc)
 {
     sb_sample_free(&sc->sample);
     sb_free(sc->cur.state), sb_free(sc->cur.w), sb_free(sc->next.state), sb_free(sc->next.w);
+    for (int j = 0; sc->walk_b != NULL && j < sc->n_walks; j++)
+        sb_free(sc->walk_b[j].state), sb_free(sc->walk_b[j].w);
+    sb_free(sc->walk_b), sb_free(sc->walk_prev), sb_free(sc->walk_t);
+    sb_free(sc->walk_pos), sb_free(sc->walk_n);
     sb_free(sc->dense), sb_free(sc->stamp);
     sb_free(sc->post.offset), sb_free(sc->post.state), sb_free(sc->post.p);
     ceiling_frames_free(sc->frames);
@@ -262,8 +284,22 @@ static sb_status scratch_init(scratch *sc, const tables *tb, const sb_task *task
     sc->post.cap = (size_t)E * (size_t)widest;
     sc->post.state = sb_malloc(sc->post.cap * sizeof(int));
     sc->post.p = sb_malloc(sc->post.cap * sizeof(double));
+    int walks = task->walk_stride;
+    sc->walk_b = sb_calloc((size_t)walks, sizeof *sc->walk_b);
+    sc->n_walks = sc->walk_b != NULL ? walks : 0;
+    int walk_ok = sc->walk_b != NULL;
+    for (int j = 0; j < sc->n_walks; j++) {
+        sc->walk_b[j].state = sb_malloc(n * sizeof(int));
+        sc->walk_b[j].w = sb_malloc(n * sizeof(double));
+        walk_ok = walk_ok && sc->walk_b[j].state && sc->walk_b[j].w;
+    }
+    sc->walk_prev = sb_malloc((size_t)walks * sizeof(int));
+    sc->walk_t = sb_malloc((size_t)walks * sizeof(int));
+    sc->walk_pos = sb_malloc((size_t)walks * (size_t)E * sizeof(int));
+    sc->walk_n = sb_malloc((size_t)walks * sizeof(int));
     if (!sc->cur.state || !sc->cur.w || !sc->next.state || !sc->next.w || !sc->dense ||
-        !sc->stamp || !sc->post.offset || !sc->post.state || !sc->post.p) {
+        !sc->stamp || !sc->post.offset || !sc->post.state || !sc->post.p || !walk_ok ||
+        !sc->walk_prev || !sc->walk_t || !sc->walk_pos || !sc->walk_n) {
         scratch_free(sc);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for the observer");
     }
@@ -386,6 +422,13 @@ static void swap_beliefs(scratch *sc)
     sc->next = tmp;
 }
 
+static void swap_into(belief *b, belief *next)
+{
+    belief tmp = *b;
+    *b = *next;
+    *next = tmp;
+}
+
 double ceiling_posterior_of(const posteriors *post, int k, int s)
 {
     for (int i = post->offset[k]; i < post->offset[k + 1]; i++)
@@ -394,40 +437,46 @@ double ceiling_posterior_of(const posteriors *post, int k, int s)
     return 0.0;
 }
 
-/* Pass 1: the exact filter over sample s, filling the posterior table. */
+/* Pass 1: the exact filter over sample s, filling the posterior table. One filter per walk
+ * (the reference tasks have one walk: element k - 1 of the walk is element k - 1). */
 static sb_status exact_pass(const tables *tb, scratch *sc, sample_sums *out, sb_error *err)
 {
     const sb_grammar *g = tb->g;
     const sb_sample *smp = &sc->sample;
     const int n = g->n_states;
-    int t = 0, dist_pos = 0;
+    int dist_pos = 0;
     size_t used = 0;
+    for (int j = 0; j < sc->n_walks; j++)
+        sc->walk_prev[j] = -1;
     for (int k = 0; k < smp->n_elements; k++) {
-        int truth = smp->state[k], c = g->state_class[truth];
-        if (k == 0 || smp->state[k - 1] == g->end_state) {
-            t = 0;
-            belief_string_start(tb, &sc->cur, c);
+        int truth = smp->state[k], c = g->state_class[truth], j = smp->walk[k];
+        belief *cur = &sc->walk_b[j];
+        if (sc->walk_prev[j] < 0 || sc->walk_prev[j] == g->end_state) {
+            sc->walk_t[j] = 0;
+            belief_string_start(tb, cur, c);
         } else {
-            t++;
-            belief_step(tb, sc, &sc->cur, &sc->next, c);
-            swap_beliefs(sc);
+            sc->walk_t[j]++;
+            belief_step(tb, sc, cur, &sc->next, c);
+            swap_into(cur, &sc->next);
         }
+        sc->walk_prev[j] = truth;
+        const int t = sc->walk_t[j];
         const uint8_t *dist = smp->gap_class + dist_pos;
         if (tb->grammar_gap)
             dist_pos += smp->gap[k];
-        double total = belief_observe(tb, &sc->cur, k, smp->gap[k], dist);
+        double total = belief_observe(tb, cur, k, smp->gap[k], dist);
         if (!(total > 0.0) || t >= tb->len_max)
             return sb_error_set(err, SB_ERR_RUNTIME,
                                 "the exact observer lost the true state at element %d (a bug: "
                                 "please report it with the task flags)",
                                 k);
         /* readout: alpha * G, normalised */
-        if (used + (size_t)sc->cur.n > sc->post.cap)
+        if (used + (size_t)cur->n > sc->post.cap)
             return sb_error_set(err, SB_ERR_RUNTIME, "observer posterior table overflow");
         sc->post.offset[k] = (int)used;
         double z = 0.0;
-        for (int i = 0; i < sc->cur.n; i++)
-            z += sc->cur.w[i] * tb->G[(size_t)t * n + sc->cur.state[i]];
+        for (int i = 0; i < cur->n; i++)
+            z += cur->w[i] * tb->G[(size_t)t * n + cur->state[i]];
         if (!(z > 0.0))
             return sb_error_set(err, SB_ERR_RUNTIME,
                                 "the exact observer gives the true path probability 0 at "
@@ -435,9 +484,9 @@ static sb_status exact_pass(const tables *tb, scratch *sc, sample_sums *out, sb_
                                 k);
         double best = -1.0, p_true = 0.0, p_sq = 0.0;
         int best_s = -1;
-        for (int i = 0; i < sc->cur.n; i++) {
-            int s = sc->cur.state[i];
-            double p = sc->cur.w[i] * tb->G[(size_t)t * n + s] / z;
+        for (int i = 0; i < cur->n; i++) {
+            int s = cur->state[i];
+            double p = cur->w[i] * tb->G[(size_t)t * n + s] / z;
             sc->post.state[used] = s;
             sc->post.p[used++] = p;
             if (p > best || (p == best && g->state_id[s] < g->state_id[best_s])) {
@@ -495,7 +544,7 @@ static void window_pass(const tables *tb, scratch *sc, sample_sums *out)
             int window = step + 1;
             /* which window sizes this belief decides: k = window, and, for the filter
              * that starts at the sample's first element, every larger k as well */
-            for (int w = 1; w < SB_CEILING_N_WINDOWS; w++) {
+            for (int w = 1; w < REFERENCE_WINDOWS; w++) {
                 int kw = sb_ceiling_window_k[w];
                 if (kw == window || (j == 0 && kw > window)) {
                     int choice = belief_argmax(g, &sc->cur);
@@ -505,6 +554,75 @@ static void window_pass(const tables *tb, scratch *sc, sample_sums *out)
         }
         if (tb->grammar_gap)
             dist_pos += smp->gap[j];
+    }
+}
+
+/* One window filter over walk elements P[a], P[a + 1], ... of the sample (P: the elements of
+ * the current walk, in order). It starts at P[a] from the prior or, when `known` (a = 0 only),
+ * from a string start: the observer whose window reaches the sample's first element knows
+ * that it sees its walk from the beginning. Its belief at element e = P[b] decides the
+ * windows k that hold P[a] as their walk's first element: k > e - P[a], and k <= e - P[a - 1]
+ * (k <= e when a = 0: the window does not reach the sample's first element); when known,
+ * every k > e. */
+static void walk_window_filter(const tables *tb, scratch *sc, sample_sums *out, const int *P,
+                               int n, int a, int known)
+{
+    const sb_grammar *g = tb->g;
+    const sb_sample *smp = &sc->sample;
+    const int kmax = sb_ceiling_window_k[tb->n_windows - 1];
+    for (int b = a; b < n; b++) {
+        const int e = P[b], span = e - P[a];
+        if (span >= kmax || (known && e >= kmax))
+            return;
+        const int c = g->state_class[smp->state[e]];
+        if (b == a) {
+            if (known)
+                belief_string_start(tb, &sc->cur, c);
+            else
+                belief_from_prior(tb, &sc->cur, c);
+        } else if (smp->state[P[b - 1]] == g->end_state) {
+            belief_string_start(tb, &sc->cur, c);
+        } else {
+            belief_step(tb, sc, &sc->cur, &sc->next, c);
+            swap_beliefs(sc);
+        }
+        if (!(belief_observe(tb, &sc->cur, e, smp->gap[e], NULL) > 0.0)) {
+            belief_from_prior(tb, &sc->cur, c); /* as window_pass: start afresh */
+            belief_observe(tb, &sc->cur, e, smp->gap[e], NULL);
+        }
+        const int lo = known ? e : span, hi = known ? kmax : a > 0 ? e - P[a - 1] : e;
+        int choice = -1;
+        for (int w = 1; w < tb->n_windows; w++) {
+            int k = sb_ceiling_window_k[w];
+            if (k <= lo || k > hi)
+                continue;
+            if (choice < 0)
+                choice = belief_argmax(g, &sc->cur);
+            out->window[w] += ceiling_posterior_of(&sc->post, e, choice);
+        }
+    }
+}
+
+/* Pass 2 with interleaved walks: the window observers of each walk's elements. */
+static void walks_window_pass(const tables *tb, scratch *sc, sample_sums *out)
+{
+    const sb_sample *smp = &sc->sample;
+    const int E = smp->n_elements;
+    for (int k = 0; k < E; k++)
+        out->window[0] += ceiling_posterior_of(&sc->post, k, tb->prior_argmax);
+    for (int j = 0; j < sc->n_walks; j++)
+        sc->walk_n[j] = 0;
+    for (int k = 0; k < E; k++) {
+        int j = smp->walk[k];
+        sc->walk_pos[(size_t)j * (size_t)E + (size_t)sc->walk_n[j]++] = k;
+    }
+    for (int j = 0; j < sc->n_walks; j++) {
+        const int *P = sc->walk_pos + (size_t)j * (size_t)E;
+        const int n = sc->walk_n[j];
+        if (n > 0)
+            walk_window_filter(tb, sc, out, P, n, 0, 1);
+        for (int a = 0; a < n; a++)
+            walk_window_filter(tb, sc, out, P, n, a, 0);
     }
 }
 
@@ -647,7 +765,9 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
             sb_status s2 = sb_task_sample(task, o.split, i, &sc.sample, &e);
             if (s2 == SB_OK)
                 s2 = exact_pass(&tb, &sc, &sums[i], &e);
-            if (s2 == SB_OK)
+            if (s2 == SB_OK && tb.walks)
+                walks_window_pass(&tb, &sc, &sums[i]);
+            else if (s2 == SB_OK)
                 window_pass(&tb, &sc, &sums[i]);
             if (s2 == SB_OK && tb.grammar_gap)
                 s2 = ceiling_frames_pass(&tb, sc.frames, &sc.sample, &sc.post,
@@ -698,8 +818,9 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
     out->bayes_model_realized_acc = tb.grammar_gap ? model_realized / N : out->realized_acc;
     out->p_true_mean = p_true / N;
     out->p_sq_mean = p_sq / N;
-    for (int w = 0; w < SB_CEILING_N_WINDOWS; w++)
+    for (int w = 0; w < tb.n_windows; w++)
         out->window_acc[w] = window[w] / N;
+    out->n_windows = tb.n_windows;
     out->n_samples = n_samples;
     out->n_elements = elements;
     out->prior_samples = n_prior;
@@ -717,9 +838,10 @@ double sb_ceiling_effective_memory(const sb_ceiling *c, double acc)
     if (isnan(acc))
         return (double)NAN;
     const double *a = c->window_acc;
+    const int n_windows = c->n_windows > 0 ? c->n_windows : REFERENCE_WINDOWS;
     if (acc <= a[0])
         return 0.0;
-    for (int w = 1; w < SB_CEILING_N_WINDOWS; w++) {
+    for (int w = 1; w < n_windows; w++) {
         if (acc > a[w])
             continue;
         double k0 = sb_ceiling_window_k[w - 1], k1 = sb_ceiling_window_k[w];
@@ -730,6 +852,11 @@ double sb_ceiling_effective_memory(const sb_ceiling *c, double acc)
         return exp(log(k0) + frac * (log(k1) - log(k0)));
     }
     return (double)INFINITY;
+}
+
+double sb_ceiling_memory_demand(const sb_ceiling *c)
+{
+    return sb_ceiling_effective_memory(c, c->expected_acc - 0.01);
 }
 
 void sb_ceiling_hash(const sb_task_config *cfg, const sb_ceiling_options *opt, char out[17])
@@ -750,6 +877,8 @@ void sb_ceiling_hash(const sb_task_config *cfg, const sb_ceiling_options *opt, c
              (int)cfg->dist_dur, cfg->test_dur, cfg->grammar_gap, cfg->gap_start, cfg->gap_prob,
              (long long)cfg->dataset_size, (long long)cfg->test_size, (int)cfg->protocol,
              (int)cfg->gap_rng, (int)o.split, (long long)o.samples, (long long)o.prior_samples);
+    if (cfg->walk_len > 0) /* the reference tasks keep their hashes */
+        snprintf(text + strlen(text), sizeof text - strlen(text), "|walk%d", cfg->walk_len);
     uint64_t h = 1469598103934665603ull;
     for (const char *p = text; *p; p++) {
         h ^= (unsigned char)*p;
@@ -773,7 +902,8 @@ void sb_ceiling_write_json(const sb_ceiling *c, sb_json *j)
     sb_json_double(j, c->bayes_model_realized_acc);
     sb_json_key(j, "window_acc");
     sb_json_object_begin(j);
-    for (int w = 0; w < SB_CEILING_N_WINDOWS; w++) {
+    const int n_windows = c->n_windows > 0 ? c->n_windows : REFERENCE_WINDOWS;
+    for (int w = 0; w < n_windows; w++) {
         char key[16];
         snprintf(key, sizeof key, "%d", sb_ceiling_window_k[w]);
         sb_json_key(j, key);
@@ -830,10 +960,19 @@ sb_status sb_ceiling_from_json(const char *text, sb_ceiling *c, sb_error *err)
              json_number(root, "realized_acc", &c->realized_acc) &&
              json_number(root, "expected_acc_se", &c->expected_acc_se);
     json_t *win = json_object_get(root, "window_acc");
-    for (int w = 0; ok && w < SB_CEILING_N_WINDOWS; w++) {
+    for (int w = 0; ok && w < REFERENCE_WINDOWS; w++) {
         char key[16];
         snprintf(key, sizeof key, "%d", sb_ceiling_window_k[w]);
         ok = json_is_object(win) && json_number(win, key, &c->window_acc[w]);
+    }
+    /* the windows past 32 of interleaved walks, in order while present */
+    c->n_windows = REFERENCE_WINDOWS;
+    while (ok && c->n_windows < SB_CEILING_N_WINDOWS) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", sb_ceiling_window_k[c->n_windows]);
+        if (!json_number(win, key, &c->window_acc[c->n_windows]))
+            break;
+        c->n_windows++;
     }
     /* optional: a missing or out-of-range count stays 0 */
     if (ok) {

@@ -50,7 +50,8 @@
 #include "core/status.h"
 #include "task/task.h"
 
-/* the window sizes k, in order: 0 1 2 4 8 16 32 */
+/* the window sizes k, in order: 0 1 2 4 8 16 32 (the reference tasks), then 64 ... 4096
+ * (interleaved walks, up to the first that covers a sample) */
 extern const int sb_ceiling_window_k[SB_CEILING_N_WINDOWS];
 /* Version of the algorithm; part of the cache hash, so cached numbers of an older
  * definition are recomputed. */
@@ -70,7 +71,8 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
 
 /* Effective memory of a model with accuracy acc: the k at which the window curve reaches
  * acc, interpolated linearly in k between 0 and 1 and in log k above; 0 when acc is at or
- * below the prior (k = 0); INFINITY when acc is above the k = 32 observer ("beyond 32");
+ * below the prior (k = 0); INFINITY when acc is above the largest window computed (the
+ * k = 32 observer of the reference tasks: "beyond 32"; n_windows 0 reads as 7);
  * NaN for a NaN acc. Where the curve is not monotone, the first crossing counts. */
 double sb_ceiling_effective_memory(const sb_ceiling *c, double acc);
 

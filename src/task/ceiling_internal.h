@@ -26,6 +26,9 @@ typedef struct tables {
     double gap_prob;
     double *gap_pmf;      /* [gap_pmf_n] P(a drawn gap lasts j frames), j = 0.. */
     int gap_pmf_n;
+    /* interleaved walks (--walk_len) */
+    int walks;            /* 1: elements name their walk; the window pass of walks */
+    int n_windows;        /* window sizes computed: sb_ceiling_window_k[0 .. n_windows - 1] */
 } tables;
 
 /* The exact posterior of every element of one sample (CSR over elements). */

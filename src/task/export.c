@@ -186,6 +186,10 @@ sb_status sb_task_export(const sb_task *task, const char *dir, int threads, sb_e
     sb_status st_threads = sb_threads_check(threads, "sb_task_export", err);
     if (st_threads != SB_OK)
         return st_threads;
+    if (task->cfg.walk_len > 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--export with --walk_len: the reference's dataset files hold one "
+                            "walk per sample and cannot show the walk tags");
     if (threads <= 0)
         threads = omp_get_max_threads();
     sb_status st = export_make_dir(dir, err);

@@ -203,19 +203,19 @@ static inline void walker_start_string(walker *w, const sb_grammar *g, int total
 }
 
 static void walker_start_sample(walker *w, const sb_sampler *sp, uint64_t idx, uint16_t *out,
-                                int list_pos)
+                                int list_pos, int total)
 {
     sampler_rng(sp, idx, &w->rng);
     w->out = out;
     w->pos = 0;
     w->attempts = 0;
     w->list_pos = list_pos;
-    walker_start_string(w, sp->grammar, sp->combined_seq_length);
+    walker_start_string(w, sp->grammar, total);
 }
 
 /* A string ended ('#' appended, complete = 1) or outgrew the limit (complete = 0).
  * Returns 1 when the sample is finished, -1 when it must give up, 0 to go on. */
-static int walker_string_done(walker *w, const sb_sampler *sp, int complete)
+static int walker_string_done(walker *w, const sb_sampler *sp, int complete, int total)
 {
     w->attempts++;
     if (w->attempts > SB_STRING_MAX_ATTEMPTS)
@@ -223,19 +223,24 @@ static int walker_string_done(walker *w, const sb_sampler *sp, int complete)
     if (complete && w->len >= sp->seq_len_min) {
         w->pos += w->len;
         w->attempts = 0;
-        if (w->pos >= sp->combined_seq_length)
+        if (w->pos >= total)
             return 1;
     }
-    walker_start_string(w, sp->grammar, sp->combined_seq_length);
+    walker_start_string(w, sp->grammar, total);
     return 0;
 }
 
 sb_status sb_sampler_generate_many(const sb_sampler *sp, const uint64_t *idx, int n,
                                    uint16_t *const *states, sb_error *err)
 {
+    return sb_sampler_generate_prefix(sp, idx, n, states, sp->combined_seq_length, err);
+}
+
+sb_status sb_sampler_generate_prefix(const sb_sampler *sp, const uint64_t *idx, int n,
+                                     uint16_t *const *states, int total, sb_error *err)
+{
     const sb_grammar *g = sp->grammar;
     const int end = g->end_state;
-    const int total = sp->combined_seq_length;
     const int max_len = sp->seq_len_max;
     const uint32_t *packed = sp->packed;
     const uint16_t *succ = g->succ;
@@ -246,7 +251,7 @@ sb_status sb_sampler_generate_many(const sb_sampler *sp, const uint64_t *idx, in
         lanes[l].list_pos = -1;
         if (next_sample < n) {
             walker_start_sample(&lanes[l], sp, idx[next_sample], states[next_sample],
-                                next_sample);
+                                next_sample, total);
             next_sample++;
             active++;
         }
@@ -275,7 +280,7 @@ sb_status sb_sampler_generate_many(const sb_sampler *sp, const uint64_t *idx, in
             int next = succ[(p >> 8) + j];
             int event;
             if (w->len >= max_len) {
-                event = walker_string_done(w, sp, 0);
+                event = walker_string_done(w, sp, 0, total);
             } else {
                 if (w->pos + w->len < total)
                     w->out[w->pos + w->len] = (uint16_t)next;
@@ -283,7 +288,7 @@ sb_status sb_sampler_generate_many(const sb_sampler *sp, const uint64_t *idx, in
                 w->s = next;
                 if (next != end)
                     continue;
-                event = walker_string_done(w, sp, 1);
+                event = walker_string_done(w, sp, 1, total);
             }
             if (event == 0)
                 continue;
@@ -291,7 +296,8 @@ sb_status sb_sampler_generate_many(const sb_sampler *sp, const uint64_t *idx, in
                 failed = w->list_pos;
             /* the lane takes the next sample of the list, or goes idle */
             if (next_sample < n) {
-                walker_start_sample(w, sp, idx[next_sample], states[next_sample], next_sample);
+                walker_start_sample(w, sp, idx[next_sample], states[next_sample], next_sample,
+                                    total);
                 next_sample++;
             } else {
                 w->list_pos = -1;

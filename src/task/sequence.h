@@ -58,5 +58,10 @@ sb_status sb_sampler_generate(const sb_sampler *sp, uint64_t idx, uint16_t *stat
  * sample of the list). */
 sb_status sb_sampler_generate_many(const sb_sampler *sp, const uint64_t *idx, int n,
                                    uint16_t *const *states, sb_error *err);
+/* The first `total` elements (1 <= total <= combined_seq_length) of the samples idx[0..n-1]:
+ * what sb_sampler_generate_many writes there, drawing no further (the strings are walked in
+ * order and the last one is cut, so a shorter sample is a prefix of the longer one). */
+sb_status sb_sampler_generate_prefix(const sb_sampler *sp, const uint64_t *idx, int n,
+                                     uint16_t *const *states, int total, sb_error *err);
 
 #endif

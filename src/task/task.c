@@ -86,6 +86,26 @@ sb_status sb_task_config_check(const sb_task_config *cfg, sb_error *err)
     if (cfg->test_size < 1)
         return sb_error_set(err, SB_ERR_INVALID, "--test_size %lld must be at least 1",
                             (long long)cfg->test_size);
+    if (cfg->walk_len < 0)
+        return sb_error_set(err, SB_ERR_INVALID, "--walk_len %d is negative (0: one walk)",
+                            cfg->walk_len);
+    if (cfg->walk_len > 0) {
+        if (cfg->grammar_gap)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--walk_len with --grammar_gap True: the ideal observer of "
+                                "interleaved walks with distractor gaps is not built; use zero "
+                                "or noisy gaps");
+        int combined = cfg->combined_seq_length > 0 ? cfg->combined_seq_length
+                                                    : cfg->train_seqlen_max;
+        int longest = combined > cfg->test_seqlen_max ? combined : cfg->test_seqlen_max;
+        if ((longest + cfg->walk_len - 1) / cfg->walk_len > SB_MAX_WALKS)
+            return sb_error_set(err, SB_ERR_INVALID,
+                                "--walk_len %d: samples of %d elements would interleave %d "
+                                "walks, more than %d; use --walk_len %d or more",
+                                cfg->walk_len, longest,
+                                (longest + cfg->walk_len - 1) / cfg->walk_len, SB_MAX_WALKS,
+                                (longest + SB_MAX_WALKS - 1) / SB_MAX_WALKS);
+    }
     if (cfg->protocol != SB_PROTOCOL_REFERENCE && cfg->protocol != SB_PROTOCOL_CLEAN)
         return sb_error_set(err, SB_ERR_INVALID, "unknown protocol %d", (int)cfg->protocol);
     return SB_OK;
@@ -114,6 +134,15 @@ sb_status sb_task_create(const sb_task_config *cfg, sb_task **out, sb_error *err
     task->n_elements[SB_SPLIT_TRAIN] = task->cfg.combined_seq_length;
     task->n_elements[SB_SPLIT_TEST] = cfg->test_seqlen_max;
     task->n_elements[SB_SPLIT_VALID] = cfg->test_seqlen_max;
+    task->walk_stride = 1;
+    for (int split = 0; split < SB_SPLIT_COUNT; split++) {
+        int L = cfg->walk_len;
+        task->n_walks[split] = L > 0 ? (task->n_elements[split] + L - 1) / L : 1;
+        if (task->n_walks[split] > task->walk_stride)
+            task->walk_stride = task->n_walks[split];
+    }
+    if (cfg->walk_len > 0)
+        task->n_inputs += task->walk_stride;
     st = sb_sampler_init(&task->sampler[SB_SPLIT_TRAIN], task->grammar, cfg->grammar.seed,
                          cfg->train_seqlen_min, cfg->train_seqlen_max,
                          task->n_elements[SB_SPLIT_TRAIN], err);

@@ -39,12 +39,22 @@
 /* Checks every field; one error line naming the flag. */
 sb_status sb_task_config_check(const sb_task_config *cfg, sb_error *err);
 
+/* Interleaved walks (--walk_len N, docs/task.md "Interleaved walks"): a sample of E elements
+ * interleaves K = ceil(E / N) walks, each a sample of the reference task of its own (walk j
+ * of the sample on sequence s is the prefix of sequence s * walk_stride + j, so the splits
+ * stay disjoint as their sequences are); each element belongs to a walk drawn uniformly from
+ * the sample's own stream, shows its symbol and its walk's tag (inputs vocab + j) and is
+ * scored on its walk's state. */
+#define SB_MAX_WALKS 64
+
 typedef struct sb_task {
     sb_task_config cfg;
     sb_grammar *grammar;
     sb_sampler sampler[SB_SPLIT_COUNT]; /* per split */
     int n_elements[SB_SPLIT_COUNT];     /* elements per sample, per split */
-    int n_inputs;            /* one-hot width = vocab */
+    int n_walks[SB_SPLIT_COUNT];        /* interleaved walks per sample (1 without walk_len) */
+    int walk_stride;         /* the most walks of any split: tags, and the sequence stride */
+    int n_inputs;            /* one-hot width: vocab, plus walk_stride tags with walk_len */
 } sb_task;
 
 /* Builds the grammar and the samplers. *out is freed with sb_task_free. */
@@ -72,6 +82,8 @@ typedef struct sb_sample {
     uint8_t *gap_class;   /* [n_gap_classes] distractor classes, in frame order */
     int n_gap_classes;
     int capacity_gap_classes;
+    uint8_t *walk;        /* [E] the walk of each element (all 0 without walk_len) */
+    uint16_t *walk_state; /* [walk_stride * E] scratch: the walks before interleaving */
 } sb_sample;
 
 /* Allocates a sample able to hold any sample of the task. */

@@ -1,5 +1,5 @@
 """The Python binding (python/selectivbench) against the command line: batches bit for bit
-equal to `selectivbench data --json --batch` on tasks 1 to 4, the grammar equal to
+equal to `selectivbench data --json --batch` on tasks 1 to 4 and interleaved walks, the grammar equal to
 `selectivbench grammar --json`, errors carrying the C message, results round trips, an
 external run in `results --json` and `report`, training and evaluation through the library.
 
@@ -39,6 +39,10 @@ TASKS = {
     "clean": dict(vocab=9, amb=8, grammar_scale=True, train_seqlen_max=12, test_seqlen_max=12,
                   dataset_size=200, test_size=50, protocol="clean", gap_prob=0.5,
                   train_gap_max=0.4),
+    # interleaved walks (issue 37): 3 walks a training sample, 2 a test sample, with noise
+    "walks": dict(vocab=7, amb=4, amb_depth=3, train_seqlen_max=12, test_seqlen_max=8,
+                  walk_len=4, train_gap_max=0.4, train_noise=0.1, dataset_size=200,
+                  test_size=50),
 }
 
 

@@ -1106,10 +1106,16 @@ static void test_grammar_data_ceiling(void **state)
     assert_int_equal(sb_draw_read(d, SB_SPLIT_TRAIN, 3, &err), SB_OK);
     assert_int_equal(sb_draw_elements(d), tf.train_elements);
     int frames = sb_draw_elements(d);
-    for (int k = 0; k < sb_draw_elements(d); k++)
+    for (int k = 0; k < sb_draw_elements(d); k++) {
         frames += sb_draw_gap(d, k);
+        assert_int_equal(sb_draw_walk(d, k), 0); /* one walk without walk_len */
+    }
     assert_int_equal(frames, sb_draw_frames(d));
     assert_int_equal(sb_draw_read(d, SB_SPLIT_TRAIN, 40, &err), SB_ERR_INVALID);
+    sb_task_settings ts;
+    sb_task_get_settings(task, &ts);
+    assert_int_equal(ts.walk_len, 0);
+    assert_int_equal(ts.train_walks, 1);
     sb_draw_free(d);
     uint64_t h1 = 0, h2 = 0;
     assert_int_equal(sb_task_checksum(task, SB_SPLIT_TRAIN, 1, &h1, NULL, &err), SB_OK);
@@ -1121,7 +1127,10 @@ static void test_grammar_data_ceiling(void **state)
     sb_ceiling c;
     assert_int_equal(sb_ceiling_compute(task, &o, &c, &err), SB_OK);
     assert_true(c.expected_acc > 0.0 && c.expected_acc <= 1.0);
-    assert_int_equal(sb_ceiling_window_size(SB_CEILING_N_WINDOWS - 1), 32);
+    assert_int_equal(sb_ceiling_window_size(SB_CEILING_N_WINDOWS - 1), 4096);
+    assert_int_equal(c.n_windows, 7); /* the reference task: windows up to 32 */
+    assert_int_equal(sb_ceiling_window_size(c.n_windows - 1), 32);
+    assert_true(isfinite(sb_ceiling_memory_demand(&c)));
     char *json = NULL;
     assert_int_equal(sb_ceiling_to_json(&c, &json, &err), SB_OK);
     assert_non_null(strstr(json, "\"expected_acc\":"));

@@ -500,8 +500,9 @@ static void test_effective_memory(void **state)
     (void)state;
     sb_ceiling c;
     memset(&c, 0, sizeof c);
-    const double curve[SB_CEILING_N_WINDOWS] = {0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9};
+    const double curve[7] = {0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9};
     memcpy(c.window_acc, curve, sizeof curve);
+    c.n_windows = 7;
     assert_true(sb_ceiling_effective_memory(&c, 0.05) == 0.0);
     assert_true(sb_ceiling_effective_memory(&c, 0.1) == 0.0);
     assert_true(fabs(sb_ceiling_effective_memory(&c, 0.15) - 0.5) < 1e-12); /* linear in k */
@@ -575,6 +576,246 @@ static void test_bad_options(void **state)
     sb_task_free(task);
 }
 
+/* ---- interleaved walks ------------------------------------------------------------------ */
+
+/* The walks of a sample are independent and the schedule does not depend on them, so the
+ * exact posterior of an element is its own walk's: the brute force of that walk alone (its
+ * elements as a sample of their own, enumerated as above). Fills post[E][n_states]. */
+static void brute_walk_posteriors(const sb_task *task, const sb_sample *s, double *post)
+{
+    const sb_grammar *g = task->grammar;
+    const int E = s->n_elements, n = g->n_states;
+    sb_sample w = {0};
+    w.state = calloc((size_t)E, sizeof *w.state);
+    w.gap = calloc((size_t)E, sizeof *w.gap);
+    w.gap_class = calloc(1, 1);
+    int *P = calloc((size_t)E, sizeof *P), *dist_start = calloc((size_t)E, sizeof *dist_start);
+    for (int j = 0; j < task->n_walks[SB_SPLIT_TEST]; j++) {
+        int m = 0;
+        for (int k = 0; k < E; k++)
+            if (s->walk[k] == j) {
+                P[m] = k;
+                w.state[m] = s->state[k];
+                w.gap[m++] = s->gap[k];
+            }
+        w.n_elements = m;
+        for (int t = 0; t < m; t++) {
+            double *row = post + (size_t)P[t] * (size_t)n;
+            memset(row, 0, (size_t)n * sizeof *row);
+            observed o = {task, &w, dist_start, t, row};
+            concat(&o, 0, 1.0);
+            double z = 0.0;
+            for (int q = 0; q < n; q++)
+                z += row[q];
+            assert_true(z > 0.0);
+            for (int q = 0; q < n; q++)
+                row[q] /= z;
+        }
+    }
+    free(w.state), free(w.gap), free(w.gap_class), free(P), free(dist_start);
+}
+
+/* The window observer of the definition (docs/reading-results.md), dense and without the
+ * filter's code: of the last k elements it sees those of element e's walk; it starts from
+ * the prior restricted to the first one's letter, or from the start states when the window
+ * reaches the sample's first element, steps through the grammar without the length rule
+ * (after '#' from the start states again) and keeps the states that show each letter.
+ * Writes its normalised belief into b[n_states]. */
+static void window_belief(const sb_task *task, const sb_sample *s, const double *prior, int e,
+                          int k, double *b, double *nb)
+{
+    const sb_grammar *g = task->grammar;
+    const int n = g->n_states, j = s->walk[e];
+    const int known = e - k + 1 <= 0;
+    int prev = -1;
+    for (int i = known ? 0 : e - k + 1; i <= e; i++) {
+        if (s->walk[i] != j)
+            continue;
+        const int c = g->state_class[s->state[i]];
+        memset(nb, 0, (size_t)n * sizeof *nb);
+        if (prev < 0 && !known) {
+            for (int q = 0; q < n; q++)
+                nb[q] = g->state_class[q] == c ? prior[q] : 0.0;
+        } else if (prev < 0 || prev == g->end_state) {
+            for (int r = 0; r < SB_START_STATES; r++)
+                if (g->state_class[g->start_states[r]] == c)
+                    nb[g->start_states[r]] += 0.25;
+        } else {
+            for (int q = 0; q < n; q++)
+                for (int x = g->succ_offset[q]; b[q] > 0.0 && x < g->succ_offset[q + 1]; x++)
+                    if (g->state_class[g->succ[x]] == c)
+                        nb[g->succ[x]] += b[q] * g->out_prob[q];
+        }
+        double z = 0.0;
+        for (int q = 0; q < n; q++)
+            z += nb[q];
+        if (!(z > 0.0)) /* what it saw is impossible in its model: it starts afresh */
+            for (int q = 0; q < n; q++)
+                z += nb[q] = g->state_class[q] == c ? prior[q] : 0.0;
+        for (int q = 0; q < n; q++)
+            b[q] = nb[q] / z;
+        prev = s->state[i];
+    }
+}
+
+/* Exact posteriors by brute force, window observers by their definition: expected_acc and
+ * every window's accuracy of a walk task, the windows as [lo, hi] over the observer's
+ * near-ties (an argmax a float rounding could flip). */
+static void check_walks_against_brute_force(const sb_task_config *cfg, int64_t samples)
+{
+    sb_task *task = make_task(cfg);
+    sb_ceiling c = compute(task, samples, 1);
+    const sb_grammar *g = task->grammar;
+    const int n = g->n_states, E = task->n_elements[SB_SPLIT_TEST];
+    list_strings(g, cfg->test_seqlen_min, cfg->test_seqlen_max);
+    /* the observers' prior: the state counts of the first min(2000, all) training samples */
+    double *prior = calloc((size_t)n, sizeof *prior);
+    sb_sample s;
+    sb_error err = {0};
+    assert_int_equal(sb_sample_alloc(task, &s, &err), SB_OK);
+    double total = 0.0;
+    for (int64_t i = 0; i < cfg->dataset_size && i < 2000; i++) {
+        assert_int_equal(sb_task_sample(task, SB_SPLIT_TRAIN, i, &s, &err), SB_OK);
+        for (int k = 0; k < s.n_elements; k++, total += 1.0)
+            prior[s.state[k]] += 1.0;
+    }
+    for (int q = 0; q < n; q++)
+        prior[q] /= total;
+    double *post = calloc((size_t)E * (size_t)n, sizeof *post);
+    double *b = calloc((size_t)n, sizeof *b), *nb = calloc((size_t)n, sizeof *nb);
+    double expected = 0.0, lo[SB_CEILING_N_WINDOWS] = {0}, hi[SB_CEILING_N_WINDOWS] = {0};
+    int64_t elements = 0;
+    for (int64_t i = 0; i < samples; i++) {
+        assert_int_equal(sb_task_sample(task, SB_SPLIT_TEST, i, &s, &err), SB_OK);
+        brute_walk_posteriors(task, &s, post);
+        for (int e = 0; e < E; e++, elements++) {
+            const double *row = post + (size_t)e * (size_t)n;
+            double best = 0.0;
+            for (int q = 0; q < n; q++)
+                best = row[q] > best ? row[q] : best;
+            expected += best;
+            for (int w = 1; w < c.n_windows; w++) {
+                window_belief(task, &s, prior, e, sb_ceiling_window_k[w], b, nb);
+                double top = 0.0, l = 2.0, h = -1.0;
+                for (int q = 0; q < n; q++)
+                    top = b[q] > top ? b[q] : top;
+                for (int q = 0; q < n; q++)
+                    if (b[q] >= top * (1.0 - 1e-9)) {
+                        l = row[q] < l ? row[q] : l;
+                        h = row[q] > h ? row[q] : h;
+                    }
+                lo[w] += l;
+                hi[w] += h;
+            }
+        }
+    }
+    assert_int_equal(c.n_elements, elements);
+    double N = (double)elements;
+    if (fabs(c.expected_acc - expected / N) > 1e-12)
+        fail_msg("walk_len %d: filter %.15f, brute force %.15f", cfg->walk_len, c.expected_acc,
+                 expected / N);
+    for (int w = 1; w < c.n_windows; w++)
+        if (!(c.window_acc[w] >= lo[w] / N - 1e-12 && c.window_acc[w] <= hi[w] / N + 1e-12))
+            fail_msg("walk_len %d, window %d: %.15f, by definition [%.15f, %.15f]", cfg->walk_len,
+                     sb_ceiling_window_k[w], c.window_acc[w], lo[w] / N, hi[w] / N);
+    /* something to check: several walks, a posterior that is not trivial, a window curve
+     * that climbs */
+    assert_true(task->n_walks[SB_SPLIT_TEST] >= 2);
+    assert_true(expected / N < 0.99);
+    printf("  walk_len %d: %d walks, expected %.4f, windows k=1 %.4f k=4 %.4f\n", cfg->walk_len,
+           task->n_walks[SB_SPLIT_TEST], c.expected_acc, c.window_acc[1], c.window_acc[3]);
+    assert_true(c.window_acc[1] < c.expected_acc - 0.02);
+    free(prior), free(post), free(b), free(nb);
+    sb_sample_free(&s);
+    sb_task_free(task);
+}
+
+/* Interleaved walks on tiny grammars: two and three walks, the length rule binding. */
+static void test_walks_brute_force(void **state)
+{
+    (void)state;
+    static const int grid[][7] = {
+        /* V, amb, d, seed, lo, hi, walk_len */
+        {5, 2, 2, 1, 1, 7, 4}, {5, 2, 3, 2, 2, 7, 3}, {6, 3, 2, 4, 3, 7, 4}, {5, 1, 3, 5, 1, 9, 5},
+    };
+    for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
+        sb_task_config cfg = tiny_config(grid[i][0], grid[i][1], grid[i][2],
+                                         (uint64_t)grid[i][3], grid[i][4], grid[i][5], 8);
+        cfg.walk_len = grid[i][6];
+        check_walks_against_brute_force(&cfg, 8);
+    }
+}
+
+/* One walk (walk_len >= the sample): the reference task's samples, so its ideal observer
+ * and window curve, through the walks' window pass. */
+static void test_walks_one_walk_is_reference(void **state)
+{
+    (void)state;
+    sb_task_config cfg = tiny_config(13, 8, 6, 7, 5, 30, 200);
+    sb_task *ref = make_task(&cfg);
+    cfg.walk_len = 30;
+    sb_task *one = make_task(&cfg);
+    assert_int_equal(one->n_walks[SB_SPLIT_TEST], 1);
+    sb_ceiling a = compute(ref, 0, 2), b = compute(one, 0, 2);
+    assert_true(a.expected_acc == b.expected_acc && a.realized_acc == b.realized_acc);
+    assert_int_equal(a.n_windows, 7);
+    assert_int_equal(b.n_windows, 7); /* k = 32 covers the 30 elements */
+    for (int w = 0; w < 7; w++)
+        if (fabs(a.window_acc[w] - b.window_acc[w]) > 1e-12)
+            fail_msg("window %d: reference %.15f, one walk %.15f", w, a.window_acc[w],
+                     b.window_acc[w]);
+    sb_task_free(ref);
+    sb_task_free(one);
+}
+
+/* A medium walk task: the realized accuracy around the expected one, a calibrated posterior
+ * (Monte Carlo: a filter that mixed the walks up fails it), one thread as two. */
+static void test_walks_monte_carlo(void **state)
+{
+    (void)state;
+    sb_task_config cfg = tiny_config(13, 8, 6, 7, 5, 60, 2000);
+    cfg.walk_len = 15;
+    sb_task *task = make_task(&cfg);
+    sb_ceiling c = compute(task, 0, 2), one = compute(task, 0, 1);
+    assert_true(c.expected_acc == one.expected_acc);
+    assert_memory_equal(c.window_acc, one.window_acc, sizeof c.window_acc);
+    double gap = fabs(c.realized_acc - c.expected_acc);
+    double cal = fabs(c.p_true_mean - c.p_sq_mean);
+    if (gap > 4.0 * c.expected_acc_se || cal > 4.0 * c.expected_acc_se + 1e-3)
+        fail_msg("walks: expected %.5f realized %.5f (se %.5f), p_true %.5f p_sq %.5f",
+                 c.expected_acc, c.realized_acc, c.expected_acc_se, c.p_true_mean, c.p_sq_mean);
+    assert_int_equal(c.n_windows, 8); /* up to k = 64, past the 60 elements */
+    for (int w = 0; w < c.n_windows; w++)
+        assert_true(c.window_acc[w] <= c.expected_acc + 1e-12);
+    sb_task_free(task);
+}
+
+/* The memory demand grows with the length at a fixed walk_len (issue 37's acceptance, on a
+ * grammar of the lite grids: 12 ambiguous letters of depth 12): the window that reaches the
+ * ceiling grows at least 8-fold from 25 to 400 elements, and at 400 the observer of the last
+ * 32 elements is 0.2 or more below the ceiling. */
+static void test_walks_demand_grows(void **state)
+{
+    (void)state;
+    double demand[2], below32 = 0.0;
+    const int lengths[2] = {25, 400};
+    for (int i = 0; i < 2; i++) {
+        sb_task_config cfg = tiny_config(13, 12, 12, 1, 1, lengths[i], 100);
+        cfg.walk_len = 25;
+        cfg.dataset_size = 400;
+        sb_task *task = make_task(&cfg);
+        sb_ceiling c = compute(task, 0, 2);
+        demand[i] = sb_ceiling_memory_demand(&c);
+        below32 = c.expected_acc - c.window_acc[6];
+        printf("  length %d: %d walks, ceiling %.4f, k=32 %.4f, demand %.1f\n", lengths[i],
+               task->n_walks[SB_SPLIT_TEST], c.expected_acc, c.window_acc[6], demand[i]);
+        sb_task_free(task);
+    }
+    assert_true(isfinite(demand[1]));
+    assert_true(demand[1] >= 8.0 * demand[0]);
+    assert_true(below32 >= 0.2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -586,6 +827,10 @@ int main(void)
         cmocka_unit_test(test_effective_memory),
         cmocka_unit_test(test_json_and_hash),
         cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_walks_brute_force),
+        cmocka_unit_test(test_walks_one_walk_is_reference),
+        cmocka_unit_test(test_walks_monte_carlo),
+        cmocka_unit_test(test_walks_demand_grows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

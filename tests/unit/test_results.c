@@ -1205,6 +1205,7 @@ static sb_ceiling sample_ceiling(double expected)
     c.expected_acc_se = 0.0125;
     for (int k = 0; k < SB_CEILING_N_WINDOWS; k++)
         c.window_acc[k] = 0.1 + 0.1 * k;
+    c.n_windows = SB_CEILING_N_WINDOWS; /* every window, as interleaved walks of 4096 have */
     c.n_samples = 12;
     c.n_elements = 240;
     c.seconds = 0.5;
@@ -1233,6 +1234,7 @@ static void test_ceiling_cache(void **state)
     assert_same_double(got.expected_acc, 0.875);
     assert_same_double(got.realized_acc, 0.8125);
     assert_same_double(got.expected_acc_se, 0.0125);
+    assert_int_equal(got.n_windows, SB_CEILING_N_WINDOWS);
     for (int k = 0; k < SB_CEILING_N_WINDOWS; k++)
         assert_same_double(got.window_acc[k], 0.1 + 0.1 * k);
     assert_int_equal(got.n_samples, 12);
