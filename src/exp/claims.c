@@ -23,6 +23,7 @@ typedef struct claim_run {
     char setting[64];       /* its learning rate and warm-up: what a slice chooses among */
     char *slice;            /* its configuration without model, seeds, lr and warm-up */
     char *slice_training;   /* the same without test_dur: one training, any test gap */
+    char *family;           /* the slice without its lengths: one task at several lengths */
 } claim_run;
 
 /* The configuration without `drop`, keys sorted: equal for runs that differ only there. */
@@ -85,12 +86,17 @@ static int read_run(const sb_run_row *row, const sb_claim_task *task, claim_run 
              strcmp(b, "null") == 0 ? "5%" : b);
     static const char *const drop[6] = {"model", "seed",         "task_seed",
                                         "lr",    "warmup_steps", "test_dur"};
+    static const char *const drop_lengths[8] = {
+        "model", "seed", "task_seed", "lr", "warmup_steps", "train_seqlen_max",
+        "test_seqlen_max", "combined_seq_length"};
     r->slice = config_without(cfg, drop, 5);
     r->slice_training = config_without(cfg, drop, 6);
+    r->family = config_without(cfg, drop_lengths, 8);
     json_decref(cfg);
-    if (r->slice == NULL || r->slice_training == NULL) {
+    if (r->slice == NULL || r->slice_training == NULL || r->family == NULL) {
         free(r->slice);
         free(r->slice_training);
+        free(r->family);
         return -1;
     }
     return 1;
@@ -106,9 +112,12 @@ typedef double (*pair_value_fn)(ctx *c, const char *slice, const sb_layer_type *
                                 const char *set_hi, const sb_layer_type *lo, const char *set_lo,
                                 const char *unit);
 
+#define AXIS_ATTENTION (-1) /* attention's classes, one slice */
+#define AXIS_GROWTH (-2)    /* attention's classes, the slices of one task at several lengths */
+
 typedef struct finding {
     const char *id, *finding, *statistic, *untested;
-    int axis;        /* the taxonomy axis its pairs differ on alone; -1: attention's classes */
+    int axis; /* the taxonomy axis its pairs differ on alone, or AXIS_ATTENTION, AXIS_GROWTH */
     int by_training; /* its slices span test gaps (one training, several gaps) */
     int exploratory, equivalence;
     pair_value_fn value;
@@ -318,7 +327,15 @@ static const finding findings[] = {
     {"attention", "softmax attention stays ahead where long-context memory matters",
      "accuracy of the best attention model minus the best recurrent model (each chosen on "
      "validation), same slice and seed",
-     "a task whose memory demand grows beyond a fixed-size state (issue 37)", -1, 0, 0, 0, NULL},
+     "a task whose memory demand grows beyond a fixed-size state (interleaved walks)",
+     AXIS_ATTENTION, 0, 0, 0, NULL},
+    {"attention_growth", "attention's lead grows with the memory demand (its memory scales "
+     "with the sequence)",
+     "attention's margin over the best recurrent model (each chosen on validation at each "
+     "length) at the length of largest memory demand minus at the length of smallest, same "
+     "seed (the grammar)",
+     "demands beyond the largest tried, tasks other than the slice's", AXIS_GROWTH, 0, 0, 0,
+     NULL},
 };
 #define N_FINDINGS (int)(sizeof findings / sizeof *findings)
 
@@ -549,6 +566,71 @@ static int attention_claim(ctx *c, const finding *f, const char *slice)
     return 1;
 }
 
+/* Finding 3 as the demand grows, on one family (a task at several lengths): per seed, the
+ * margin at the slice of largest demand minus at the slice of smallest. 0 when the family
+ * has fewer than two demands with both classes; -1 out of memory. */
+static int growth_claim(ctx *c, const finding *f, const char *family)
+{
+    const char *lo = NULL, *hi = NULL;
+    double w_lo = HUGE_VAL, w_hi = -HUGE_VAL;
+    for (size_t i = 0; i < c->n; i++) {
+        const claim_run *r = &c->r[i];
+        if (!isnan(r->test_dur) || strcmp(r->family, family) != 0 || !isfinite(r->window))
+            continue;
+        if (r->window < w_lo)
+            w_lo = r->window, lo = r->slice;
+        if (r->window > w_hi)
+            w_hi = r->window, hi = r->slice;
+    }
+    if (lo == NULL || !(w_hi > w_lo))
+        return 0;
+    const char *sa_lo = NULL, *sr_lo = NULL, *sa_hi = NULL, *sr_hi = NULL;
+    sb_claim_choice h[4];
+    const sb_layer_type *a_lo = best_of_class(c, lo, 1, &sa_lo, &h[0]);
+    const sb_layer_type *r_lo = best_of_class(c, lo, 0, &sr_lo, &h[1]);
+    const sb_layer_type *a_hi = best_of_class(c, hi, 1, &sa_hi, &h[2]);
+    const sb_layer_type *r_hi = best_of_class(c, hi, 0, &sr_hi, &h[3]);
+    if (a_lo == NULL || r_lo == NULL || a_hi == NULL || r_hi == NULL)
+        return 0;
+    memset(c->used, 0, c->n);
+    int k = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const claim_run *r = &c->r[i];
+        if (!isnan(r->test_dur) || strcmp(r->slice, hi) != 0)
+            continue;
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            first = !(isnan(c->r[j].test_dur) && strcmp(c->r[j].unit, r->unit) == 0 &&
+                      strcmp(c->r[j].slice, hi) == 0);
+        if (!first)
+            continue;
+        /* attention's margin at each demand (gating_value: a's accuracy minus rec's) */
+        double v = gating_value(c, hi, a_hi, sa_hi, r_hi, sr_hi, r->unit) -
+                   gating_value(c, lo, a_lo, sa_lo, r_lo, sr_lo, r->unit);
+        if (isfinite(v))
+            c->x[k++] = v;
+    }
+    if (k == 0)
+        return 0;
+    /* the scale guard reads the smallest demand's runs: whether the models learned the
+     * grammar where memory is no obstacle; falling below the ceiling at the larger demand is
+     * what the statistic measures */
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->r[i].slice, hi) == 0)
+            c->used[i] = 0;
+    sb_claim *cl = new_claim(c, f, family);
+    if (cl == NULL)
+        return -1;
+    snprintf(cl->pairs, sizeof cl->pairs, "demand %.0f: %s vs %s; demand %.0f: %s vs %s", w_hi,
+             a_hi->name, r_hi->name, w_lo, a_lo->name, r_lo->name);
+    cl->chosen = SB_CHOSE_NOTHING;
+    for (int q = 0; q < 4; q++)
+        cl->chosen = h[q] > cl->chosen ? h[q] : cl->chosen;
+    claim_stats(c, cl, k);
+    cl->window = w_hi; /* the test needs its largest demand beyond a fixed-size state */
+    return 1;
+}
+
 /* ---- verdicts ------------------------------------------------------------------------- */
 
 /* The label of each verdict: the keys whose values differ between the slices of its
@@ -609,14 +691,19 @@ sb_status sb_claims_evaluate(const sb_run_row *rows, const sb_claim_task *tasks,
         const finding *fd = &findings[f];
         int first = c.n_out;
         for (size_t i = 0; i < c.n && st == SB_OK; i++) {
-            const char *slice = slice_key(&c.r[i], fd->by_training);
+            const char *slice =
+                fd->axis == AXIS_GROWTH ? c.r[i].family : slice_key(&c.r[i], fd->by_training);
             int seen = !isnan(c.r[i].test_dur);
             for (size_t j = 0; j < i && !seen; j++)
                 seen = isnan(c.r[j].test_dur) &&
-                       strcmp(slice_key(&c.r[j], fd->by_training), slice) == 0;
+                       strcmp(fd->axis == AXIS_GROWTH ? c.r[j].family
+                                                      : slice_key(&c.r[j], fd->by_training),
+                              slice) == 0;
             if (seen)
                 continue;
-            int made = fd->axis >= 0 ? pair_claim(&c, fd, slice) : attention_claim(&c, fd, slice);
+            int made = fd->axis >= 0               ? pair_claim(&c, fd, slice)
+                       : fd->axis == AXIS_ATTENTION ? attention_claim(&c, fd, slice)
+                                                    : growth_claim(&c, fd, slice);
             if (made < 0)
                 st = sb_error_set(err, SB_ERR_NOMEM, "out of memory computing the findings");
         }
@@ -630,10 +717,14 @@ sb_status sb_claims_evaluate(const sb_run_row *rows, const sb_claim_task *tasks,
                          "slice on the same seed%s",
                          sb_axis_name(fd->axis),
                          fd->by_training && !fd->equivalence ? " and tested at a longer gap" : "");
-            else
+            else if (fd->axis == AXIS_ATTENTION)
                 snprintf(cl->reason, sizeof cl->reason,
                          "no slice with an attention model and a recurrent model on the same "
                          "seed");
+            else
+                snprintf(cl->reason, sizeof cl->reason,
+                         "no task trained at two lengths of different memory demand with an "
+                         "attention model and a recurrent model on the same seed");
         }
         if (st == SB_OK)
             label_slices(&c, first, c.n_out);
@@ -643,6 +734,7 @@ sb_status sb_claims_evaluate(const sb_run_row *rows, const sb_claim_task *tasks,
     for (size_t i = 0; i < c.n; i++) {
         free(c.r[i].slice);
         free(c.r[i].slice_training);
+        free(c.r[i].family);
     }
     free(c.r);
     free(c.used);

@@ -63,7 +63,7 @@ typedef struct sb_claim_task {
 /* One verdict: a finding's statistic on one slice. */
 typedef struct sb_claim {
     const char *id;        /* "gating", "mixing", "mixing_retention", "mixing_selectivity",
-                              "attention" */
+                              "attention", "attention_growth" */
     const char *finding;   /* the paper's finding, one line */
     const char *statistic; /* what estimate is, per seed */
     const char *untested;  /* what a verdict on it does not test */
@@ -78,7 +78,8 @@ typedef struct sb_claim {
     double detectable;           /* smallest effect detected at 80% power at this n and spread */
     int seeds_needed;            /* for 80% power at max(|estimate|, delta); -1: over 100000 */
     double scale;                /* mean accuracy of the runs used over their mean ceiling */
-    double window;               /* attention: the largest window its tasks' observers need; NaN */
+    double window;               /* attention: the largest window its tasks' observers need
+                                    (attention_growth: at its larger demand); NaN */
     sb_verdict verdict;
     char reason[768]; /* the verdict in words, with its numbers */
 } sb_claim;

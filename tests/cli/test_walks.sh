@@ -10,7 +10,6 @@
 set -u
 SB=$1
 . "$(dirname "$0")/common.sh"
-DOCS="$(dirname "$0")/../../docs"
 
 task="--vocab 7 --amb 6 --amb_depth 6 --train_seqlen_max 24 --test_seqlen_max 24 --walk_len 8"
 
@@ -28,7 +27,7 @@ grep -q '"shape":\[2,48,24,10\]' "$TMP/out" ||
 expect_ok ceiling --vocab 13 --amb 12 --amb_depth 12 --walk_len 25 --dataset_size 1000 \
   --test_size 200 --lengths 25,50,100,200,400,800
 grep -E '^ +[0-9]+ +[0-9]+ +[01]\.[0-9]{4} ' "$TMP/out" >"$TMP/rows"
-grep -E '^ +[0-9]+ +[0-9]+ +[01]\.[0-9]{4} ' "$DOCS/reading-results.md" >"$TMP/doc_rows"
+grep -E '^ +[0-9]+ +[0-9]+ +[01]\.[0-9]{4} ' "$(dirname "$0")/../../docs/reading-results.md" >"$TMP/doc_rows"
 [ "$(wc -l <"$TMP/rows")" -eq 6 ] && cmp -s "$TMP/rows" "$TMP/doc_rows" ||
   fail "ceiling --lengths differs from docs/reading-results.md: $(cat "$TMP/rows") / $(cat "$TMP/doc_rows")"
 expect_ok ceiling $task --dataset_size 40 --test_size 8 --json

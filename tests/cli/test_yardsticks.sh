@@ -52,15 +52,15 @@ grep -q "^## The paper's findings" "$TMP/report/report.md" || fail "report.md: n
 grep -q "^- gating, not shown: no pair of models that differ on the forgetting axis alone" \
   "$TMP/claims" ||
   fail "report --claims: one run should leave every finding not shown: $(cat "$TMP/claims")"
-[ "$(grep -c '^- .*, not shown' "$TMP/claims")" -eq 5 ] ||
+[ "$(grep -c '^- .*, not shown' "$TMP/claims")" -eq 6 ] ||
   fail "report --claims: one line per finding, each not shown: $(cat "$TMP/claims")"
 # --json: the same verdicts for programs, a JSON array
 "$SB" report --db "$db" --claims --json >"$TMP/claims.json" 2>&1 ||
   fail "report --claims --json: $(cat "$TMP/claims.json")"
 [ "$(head -c 1 "$TMP/claims.json")" = "[" ] &&
-  [ "$(grep -c '"verdict": *"not shown"' "$TMP/claims.json")" -eq 5 ] &&
-  [ "$(grep -c '"seeds": *0,' "$TMP/claims.json")" -eq 5 ] ||
-  fail "report --claims --json: five objects, each not shown, 0 seeds: $(cat "$TMP/claims.json")"
+  [ "$(grep -c '"verdict": *"not shown"' "$TMP/claims.json")" -eq 6 ] &&
+  [ "$(grep -c '"seeds": *0,' "$TMP/claims.json")" -eq 6 ] ||
+  fail "report --claims --json: six objects, each not shown, 0 seeds: $(cat "$TMP/claims.json")"
 "$SB" report --db "$db" --json >/dev/null 2>"$TMP/err"
 [ $? -eq 2 ] && grep -q -- "--json goes with --claims" "$TMP/err" ||
   fail "report --json without --claims: $(cat "$TMP/err")"

@@ -4,7 +4,7 @@
  * are not tested at this scale, (d) several test gaps of one training are one unit, (e) a
  * setting chosen on validation differs from the one the test would pick, and the verdict
  * takes validation's. Then: contradicted, Holm across slices, equivalence, attention's task
- * check, pairs that differ on two axes are not pairs, runs that do not count, the registry
+ * check, attention's growth with the memory demand, pairs that differ on two axes are not pairs, runs that do not count, the registry
  * classified; and the statistics against known values. */
 #include <math.h>
 #include <setjmp.h>
@@ -31,7 +31,7 @@ static int n_claims;
 
 /* Defaults of the next runs: the task's ceiling and window, the slice's amb, the lr. */
 static double ceiling = 0.95, window = 32;
-static int amb = 8;
+static int amb = 8, length = 50;
 static double lr = 0.001;
 
 /* A run: model, seed, test gap (< 0: the training gap of 0.1), test and validation accuracy
@@ -45,9 +45,9 @@ static void add(const char *model, int seed, double test_dur, double acc, double
     else
         snprintf(dur, sizeof dur, "%g", test_dur);
     snprintf(json[n_rows], sizeof json[n_rows],
-             "{\"model\":\"%s\",\"seed\":%d,\"task_seed\":%d,\"amb\":%d,\"train_seqlen_max\":50,"
+             "{\"model\":\"%s\",\"seed\":%d,\"task_seed\":%d,\"amb\":%d,\"train_seqlen_max\":%d,"
              "\"train_gap_max\":0.1,\"test_dur\":%s,\"lr\":%g,\"warmup_steps\":null}",
-             model, seed, seed, amb, dur, lr);
+             model, seed, seed, amb, length, dur, lr);
     sb_run_row *r = &rows[n_rows];
     memset(r, 0, sizeof *r);
     r->config_json = json[n_rows];
@@ -66,7 +66,7 @@ static void evaluate(void)
     sb_error err = {0};
     assert_int_equal(sb_claims_evaluate(rows, tasks, n_rows, &claims, &n_claims, &err), SB_OK);
     n_rows = 0;
-    ceiling = 0.95, window = 32, amb = 8, lr = 0.001;
+    ceiling = 0.95, window = 32, amb = 8, length = 50, lr = 0.001;
 }
 
 /* The k-th verdict of finding id (0: its first slice); fails when there is none. */
@@ -290,6 +290,59 @@ static void test_attention_needs_a_demanding_task(void **state)
     assert_int_equal(claim("attention", 0)->verdict, SB_VERDICT_HOLDS);
 }
 
+/* attention_growth: one task at two lengths (interleaved walks: demand 4 at 16 elements, 64 at
+ * 256); per seed, attention's margin at the larger demand minus at the smaller, each side's
+ * best model chosen on validation at each length. */
+static void test_attention_growth(void **state)
+{
+    (void)state;
+    for (int s = 1; s <= 5; s++) {
+        length = 16, window = 4;
+        add("transformer", s, -1, 0.90, 0.90);
+        add("gla", s, -1, 0.88 + 0.002 * s, 0.89);
+        add("mamba2", s, -1, 0.95, 0.85); /* the test would pick it; validation does not */
+        length = 256, window = 64;
+        add("transformer", s, -1, 0.80 + 0.01 * s, 0.80);
+        add("gla", s, -1, 0.70, 0.70);
+        add("mamba2", s, -1, 0.72, 0.60);
+    }
+    evaluate();
+    const sb_claim *c = claim("attention_growth", 0);
+    /* margins: at 256, 0.10 + 0.01 s; at 16, 0.02 - 0.002 s: the difference 0.08 + 0.012 s,
+     * mean over s = 1..5 0.116 */
+    assert_int_equal(c->n, 5);
+    assert_true(fabs(c->estimate - 0.116) < 1e-9);
+    assert_string_equal(c->pairs, "demand 64: transformer vs gla; demand 4: transformer vs gla");
+    assert_int_equal(c->chosen, SB_CHOSE_ON_VALID);
+    assert_int_equal(c->verdict, SB_VERDICT_HOLDS);
+    /* the scale: the shortest length's runs (0.90, 0.89 on average over a ceiling of 0.95) */
+    assert_true(fabs(c->scale - (0.90 + 0.886) / 2 / 0.95) < 1e-9);
+    /* the per-length verdicts: not tested at 16 elements (demand 4), tested at 256 */
+    assert_non_null(strstr(claim("attention", 0)->reason, "not tested by this task"));
+    assert_int_equal(claim("attention", 1)->verdict, SB_VERDICT_HOLDS);
+
+    /* a largest demand a fixed state holds: not tested by this task */
+    for (int s = 1; s <= 5; s++) {
+        length = 16, window = 2;
+        add("transformer", s, -1, 0.90, 0.90);
+        add("gla", s, -1, 0.88, 0.88);
+        length = 32, window = 8;
+        add("transformer", s, -1, 0.90 + 0.01 * s, 0.90);
+        add("gla", s, -1, 0.80, 0.80);
+    }
+    evaluate();
+    c = claim("attention_growth", 0);
+    assert_int_equal(c->verdict, SB_VERDICT_NOT_SHOWN);
+    assert_non_null(strstr(c->reason, "not tested by this task"));
+    /* one length only: no growth to measure */
+    for (int s = 1; s <= 3; s++) {
+        add("transformer", s, -1, 0.90, 0.90);
+        add("gla", s, -1, 0.80, 0.80);
+    }
+    evaluate();
+    assert_non_null(strstr(claim("attention_growth", 0)->reason, "no task trained at two lengths"));
+}
+
 static void test_runs_that_do_not_count(void **state)
 {
     (void)state;
@@ -303,7 +356,7 @@ static void test_runs_that_do_not_count(void **state)
     for (int i = 0; i < n_claims; i++)
         assert_int_equal(claims[i].verdict, SB_VERDICT_NOT_SHOWN);
     evaluate(); /* no rows at all: a line per finding */
-    assert_int_equal(n_claims, 5);
+    assert_int_equal(n_claims, 6);
     assert_true(isnan(claim("attention", 0)->estimate));
 }
 
@@ -370,6 +423,7 @@ int main(void)
         cmocka_unit_test_teardown(test_holm_across_slices, teardown),
         cmocka_unit_test_teardown(test_one_axis_pairs_only, teardown),
         cmocka_unit_test_teardown(test_attention_needs_a_demanding_task, teardown),
+        cmocka_unit_test_teardown(test_attention_growth, teardown),
         cmocka_unit_test_teardown(test_runs_that_do_not_count, teardown),
         cmocka_unit_test_teardown(test_registry_classified, teardown),
         cmocka_unit_test_teardown(test_statistics, teardown),
