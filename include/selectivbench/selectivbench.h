@@ -1394,6 +1394,10 @@ sb_status sb_task_checksum(const sb_task *task, sb_split split, int threads, uin
  * SB_ERR_INVALID for NULL arguments. */
 sb_status sb_task_export(const sb_task *task, const char *dir, int threads, sb_error *err);
 
+/* Creates folder dir and its missing parents, as `mkdir -p` (another process creating one
+ * at the same moment is success). Errors: SB_ERR_IO "cannot create the WHAT 'dir': reason". */
+sb_status sb_make_dirs(const char *dir, const char *what, sb_error *err);
+
 /* -- the ideal observer: the accuracy a task allows (docs/reading-results.md) -- */
 
 #define SB_CEILING_N_WINDOWS 14

@@ -14,6 +14,13 @@ libselectivbench.so) with ctypes and numpy; see docs/python.md.
 and element accuracy.
 """
 
+try:
+    import numpy as _numpy  # noqa: F401  (batches are numpy arrays)
+except ImportError as _missing:
+    raise ImportError(
+        "selectivbench needs numpy: install it (Debian: sudo apt-get install python3-numpy; "
+        "pip: pip install numpy) for the python3 that imports selectivbench") from _missing
+
 from ._lib import SelectivbenchError, lib as _lib_handle
 from ._config import defaults
 from .task import Batch, Task

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "api/api.h"
+#include "core/fs.h"
 #include "core/json_writer.h"
 #include "task/task.h"
 #include "train/checkpoint.h"
@@ -61,11 +62,7 @@ static sb_status check_same_task(const char *ckpt, const sb_run_config *recorded
 
 static sb_status make_dir(const char *dir, sb_error *err)
 {
-    struct stat sbuf;
-    if (mkdir(dir, 0777) != 0 && !(errno == EEXIST && stat(dir, &sbuf) == 0 && S_ISDIR(sbuf.st_mode)))
-        return sb_error_set(err, SB_ERR_IO, "cannot create the output folder '%s': %s", dir,
-                            strerror(errno));
-    return SB_OK;
+    return sb_make_dirs(dir, "output folder", err);
 }
 
 /* probe.json, written under a temporary name and renamed into place. */

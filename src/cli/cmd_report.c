@@ -19,6 +19,9 @@ int sb_cmd_report(int argc, char **argv)
         {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
          " (default results/" SB_RESULTS_DB_NAME ")", 0},
+        {"results", SB_OPT_STRING, &db_path, 0, 0, NULL, "DIR",
+         "the results folder, as train and sweep take it: the same as --db DIR (default "
+         "results)", 0},
         {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
          "where the figures and report.md go (default: report/ beside the database)", 0},
         {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, "N", "threads (default: all cores)", 0},

@@ -38,7 +38,7 @@
 
 /* The flags of `sweep`. */
 typedef struct sweep_flags {
-    int dry_run, hashes, workers, threads, limit, quiet;
+    int dry_run, hashes, list, workers, threads, limit, quiet;
     double checkpoint_every; /* minutes */
     const char *slurm, *slurm_time, *partition; /* --slurm DIR: write an sbatch script */
     int array, cpus_per_task, mpi, ranks;
@@ -56,9 +56,12 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
     const char *filter = NULL;
     sb_option opts[] = {
         {"dry_run", SB_OPT_SWITCH, &o->dry_run, 0, 1, NULL, NULL,
-         "check each selected run as the sweep would and print its train flags (or why it is "
-         "refused), the axes, an estimate of the cost (time measured on one update) and the "
-         "count; run nothing",
+         "check each selected run as the sweep would and print why any is refused, the train "
+         "flags of the first 20 (--list: of every run), the axes, an estimate of the "
+         "cost (time measured on one update) and the count; run nothing",
+         0},
+        {"list", SB_OPT_SWITCH, &o->list, 0, 1, NULL, NULL,
+         "with --dry_run: print the train flags of every selected run (default: the first 20)",
          0},
         {"hashes", SB_OPT_SWITCH, &o->hashes, 0, 1, NULL, NULL,
          "print each selected run's run hash and training hash (or why it is refused) and the "
@@ -196,7 +199,7 @@ static void print_hashes(const sb_sweep *s, int64_t k, const sb_config *checked,
 
 /* One selected run, checked: its train command line (--hashes: its two hashes), or why it
  * is refused. Returns SB_OK, or the error that stops the listing (out of memory). */
-static sb_status print_run(const sb_sweep *s, int64_t k, int hashes, refusals *refused,
+static sb_status print_run(const sb_sweep *s, int64_t k, int hashes, int show, refusals *refused,
                            sb_error *err)
 {
     sb_config *cfg = NULL;
@@ -219,6 +222,8 @@ static sb_status print_run(const sb_sweep *s, int64_t k, int hashes, refusals *r
         sb_config_free(cfg);
         return SB_OK;
     }
+    if (!show)
+        return SB_OK;
     char **args = NULL;
     int n_args = 0;
     sb_status st = sb_sweep_run_args(s, k, &args, &n_args, err);
@@ -308,6 +313,8 @@ static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const s
     sb_cli_plan_print_total(s, sel, o->workers, run_threads(o));
 }
 
+#define DRY_RUN_SHOWN 20 /* command lines --dry_run prints before the summary */
+
 /* --dry_run and --hashes: every selected run checked and printed as it comes (nothing is
  * kept, so memory does not grow with the selection); --dry_run then summarises the axes and
  * estimates the cost; last "N runs" (", M refused", ", E excluded ..."). Exit 1 when a run
@@ -318,9 +325,18 @@ static int sweep_list(const sb_sweep *s, const sb_sweep_selection *sel, const sw
     int64_t n_runs = sb_sweep_selection_size(sel);
     refusals refused = {0};
     sb_error err = {0};
-    for (int64_t i = 0; i < n_runs; i++)
-        if (print_run(s, sb_sweep_selection_run(sel, i), hashes, &refused, &err) != SB_OK)
+    int64_t shown = 0;
+    for (int64_t i = 0; i < n_runs; i++) {
+        int show = o->list || shown < DRY_RUN_SHOWN;
+        int64_t before = refused.count + refused.excluded;
+        if (print_run(s, sb_sweep_selection_run(sel, i), hashes, show, &refused, &err) != SB_OK)
             return sb_cli_fail("sweep", &err);
+        shown += show && refused.count + refused.excluded == before; /* a command line */
+    }
+    int64_t accepted = n_runs - refused.count - refused.excluded;
+    if (!hashes && accepted > shown)
+        printf("... the train flags of %lld more runs (--list prints every one)\n",
+               (long long)(accepted - shown));
     if (!hashes) {
         print_axes(s, sel);
         fflush(stdout); /* the axes while the cost is measured */

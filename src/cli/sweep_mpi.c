@@ -412,10 +412,7 @@ static int run_coordinator(const sb_mpi_sweep *job)
     c.next_status = c.t0 + STATUS_EVERY_S;
     sb_error err = {0};
     snprintf(c.seed_dir, sizeof c.seed_dir, "%s/mpi", job->results);
-    if (mkdir(job->results, 0777) != 0 && errno != EEXIST)
-        sb_error_set(&err, SB_ERR_IO, "cannot make '%s': %s", job->results, strerror(errno));
-    else if (mkdir(c.seed_dir, 0777) != 0 && errno != EEXIST)
-        sb_error_set(&err, SB_ERR_IO, "cannot make '%s': %s", c.seed_dir, strerror(errno));
+    (void)sb_make_dirs(c.seed_dir, "results folder", &err); /* its failure is err's message */
     c.hosts = calloc((size_t)c.world, sizeof *c.hosts);
     c.parked = calloc((size_t)c.n_workers + 1, sizeof *c.parked);
     if (err.msg[0] == '\0' && (c.hosts == NULL || c.parked == NULL))

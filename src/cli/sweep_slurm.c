@@ -208,11 +208,8 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
         return sb_cli_fail("sweep", &err);
     }
     exe[n] = '\0';
-    if (mkdir(job->dir, 0777) != 0 && errno != EEXIST) {
-        sb_error_set(&err, SB_ERR_IO, "--slurm %s: cannot create the folder: %s", job->dir,
-                     strerror(errno));
+    if (sb_make_dirs(job->dir, "--slurm folder", &err) != SB_OK)
         return sb_cli_fail("sweep", &err);
-    }
     if (realpath(job->dir, dir) == NULL) {
         sb_error_set(&err, SB_ERR_IO, "--slurm %s: %s", job->dir, strerror(errno));
         return sb_cli_fail("sweep", &err);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/json_writer.h"
 #include "core/suggest.h"
 
 static const char *const optimizer_names[] = {"adam", "adamw", NULL};
@@ -294,6 +295,14 @@ sb_task_config sb_task_config_default(void)
 
 /* ---- checks and text ----------------------------------------------------------------- */
 
+/* The shortest text that reads back as v (0.003, not 0.0030000000000000001). */
+static int format_real(double v, char *buf, size_t size)
+{
+    char text[40];
+    sb_format_double(text, sizeof text, v);
+    return snprintf(buf, size, "%s", text);
+}
+
 int sb_config_format(const sb_run_config *cfg, const sb_config_key *k, char *buf, size_t size)
 {
     if (k->noop)
@@ -304,7 +313,7 @@ int sb_config_format(const sb_run_config *cfg, const sb_config_key *k, char *buf
     case SB_KEY_INT64: return snprintf(buf, size, "%lld", (long long)*(const int64_t *)base);
     case SB_KEY_U64:
         return snprintf(buf, size, "%llu", (unsigned long long)*(const uint64_t *)base);
-    case SB_KEY_DOUBLE: return snprintf(buf, size, "%.17g", *(const double *)base);
+    case SB_KEY_DOUBLE: return format_real(*(const double *)base, buf, size);
     case SB_KEY_BOOL:
     case SB_KEY_SWITCH: return snprintf(buf, size, "%s", *(const int *)base ? "True" : "False");
     case SB_KEY_CHOICE: return snprintf(buf, size, "%s", k->choices[*(const int *)base]);
@@ -316,7 +325,7 @@ int sb_config_format(const sb_run_config *cfg, const sb_config_key *k, char *buf
     case SB_KEY_OPT_DOUBLE:
         if (*(const double *)base < 0)
             return snprintf(buf, size, "none");
-        return snprintf(buf, size, "%.17g", *(const double *)base);
+        return format_real(*(const double *)base, buf, size);
     }
     return 0;
 }

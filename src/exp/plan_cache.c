@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/cpus.h"
 #include "core/alloc.h"
 #include "core/json_writer.h"
@@ -175,7 +176,7 @@ sb_status sb_plan_cache_put(sb_plan_cache *cache, const char *machine,
     return SB_OK;
 }
 
-/* mkdir -p of the folder that holds path. */
+/* mkdir -p of the folder that holds path (a failure shows when the file is written). */
 static void make_parent(const char *path)
 {
     char dir[4096];
@@ -184,13 +185,8 @@ static void make_parent(const char *path)
     if (slash == NULL || slash == dir)
         return;
     *slash = '\0';
-    for (char *p = dir + 1; *p != '\0'; p++)
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(dir, 0755);
-            *p = '/';
-        }
-    mkdir(dir, 0755);
+    sb_error ignored = {0};
+    (void)sb_make_dirs(dir, "calibration cache folder", &ignored);
 }
 
 static void write_number(FILE *f, const char *name, double v)

@@ -13,6 +13,7 @@
 #include "task/ceiling.h"
 #include "task/grammar.h"
 #include "model/model.h"
+#include "core/fs.h"
 #include "core/json_writer.h"
 #include "core/plot.h"
 #include "exp/report_curves.h"
@@ -303,14 +304,7 @@ static int figure_refs(const rec *recs, int a, int b, int fig, te_cache **cache,
 
 static sb_status make_dir(const char *dir, sb_error *err)
 {
-    struct stat sbuf;
-    if (stat(dir, &sbuf) == 0)
-        return S_ISDIR(sbuf.st_mode) ? SB_OK
-                                     : sb_error_set(err, SB_ERR_IO, "'%s' is not a folder", dir);
-    if (mkdir(dir, 0777) != 0)
-        return sb_error_set(err, SB_ERR_IO, "cannot create the report folder '%s': %s", dir,
-                            strerror(errno));
-    return SB_OK;
+    return sb_make_dirs(dir, "report folder", err);
 }
 
 /* Opens the database (read-only when asked or when we may not write it), lists its runs

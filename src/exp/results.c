@@ -11,6 +11,7 @@
  * never reaches the file.
  */
 #include "exp/results.h"
+#include "core/fs.h"
 
 #include "core/json_writer.h"
 
@@ -434,7 +435,7 @@ static sb_status results_tx_end(sb_results *r, sb_status status, sb_error *err)
 
 /* ---- opening ------------------------------------------------------------------------- */
 
-/* Creates the folder that holds path when it is missing (one level). */
+/* Creates the folder that holds path, with its parents, when it is missing. */
 static sb_status results_make_parent(const char *path, sb_error *err)
 {
     const char *slash = strrchr(path, '/');
@@ -446,23 +447,7 @@ static sb_status results_make_parent(const char *path, sb_error *err)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'", path);
     memcpy(dir, path, len);
     dir[len] = '\0';
-    sb_status status = SB_OK;
-    struct stat sbuf;
-    if (stat(dir, &sbuf) == 0) {
-        if (!S_ISDIR(sbuf.st_mode))
-            status = sb_error_set(err, SB_ERR_IO,
-                                  "cannot create results database '%s': '%s' is not a folder", path,
-                                  dir);
-    } else if (errno != ENOENT) {
-        status =
-            sb_error_set(err, SB_ERR_IO, "cannot create results database '%s': folder '%s': %s",
-                         path, dir, strerror(errno));
-    } else if (mkdir(dir, 0777) != 0 && errno != EEXIST) { /* EEXIST: another worker won */
-        status = sb_error_set(err, SB_ERR_IO,
-                              "cannot create results database '%s': cannot create folder '%s': %s; "
-                              "create its parent folder first",
-                              path, dir, strerror(errno));
-    }
+    sb_status status = sb_make_dirs(dir, "results database's folder", err);
     free(dir);
     return status;
 }

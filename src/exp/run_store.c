@@ -12,6 +12,7 @@
 
 #include "model/model.h"
 #include "train/checkpoint.h"
+#include "core/fs.h"
 #include "tensor/gemm_engine.h"
 #include "train/run_setup.h"
 
@@ -19,17 +20,7 @@
 
 sb_status sb_run_store_make_dir(const char *dir, sb_error *err)
 {
-    struct stat sbuf;
-    if (stat(dir, &sbuf) == 0) {
-        if (!S_ISDIR(sbuf.st_mode))
-            return sb_error_set(err, SB_ERR_IO, "'%s' exists and is not a folder", dir);
-        return SB_OK;
-    }
-    /* another process (a parallel sweep worker) may create it at the same moment */
-    if (mkdir(dir, 0777) != 0 && !(errno == EEXIST && stat(dir, &sbuf) == 0 && S_ISDIR(sbuf.st_mode)))
-        return sb_error_set(err, SB_ERR_IO, "cannot create the results folder '%s': %s", dir,
-                            strerror(errno));
-    return SB_OK;
+    return sb_make_dirs(dir, "results folder", err);
 }
 
 sb_status sb_run_store_db_path(const char *results_dir, char *out, size_t size, sb_error *err)

@@ -313,7 +313,8 @@ const sb_layer_type sb_layer_s4 = {
     .axes = {SB_GATE_VECTOR, SB_FORGET_FIXED, SB_TRANSITION_DIAGONAL, SB_UPDATE_RANK1,
              SB_MEMORY_CONSTANT, "D N (N/2 complex modes per channel)"},
     .summary = "S4D: diagonal complex SSM as a long FFT convolution, GELU, tied dropout, GLU",
-    .taxonomy = {"none (time-invariant: the kernel does not depend on the input)",
+    .taxonomy = {"a fixed decay per channel and mode, no input-dependent gate (the kernel "
+                 "does not depend on the input)",
                  "diagonal, complex (e^{dt A}: N/2 damped rotations per channel)",
                  "1 per channel", "none",
                  "yes: complex e^{dt A} rotate by dt A_imag per step (up to dt pi N/2)",

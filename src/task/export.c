@@ -18,6 +18,7 @@
 #include "core/alloc.h"
 #include "core/json_writer.h"
 #include "task/task.h"
+#include "core/fs.h"
 
 #define EXPORT_CHUNK 1024
 
@@ -165,17 +166,7 @@ static void export_config_yaml(const sb_task *task, FILE *f)
 
 static sb_status export_make_dir(const char *dir, sb_error *err)
 {
-    struct stat sbuf;
-    if (stat(dir, &sbuf) == 0) {
-        if (!S_ISDIR(sbuf.st_mode))
-            return sb_error_set(err, SB_ERR_IO, "export folder '%s' exists and is not a folder",
-                                dir);
-        return SB_OK;
-    }
-    if (mkdir(dir, 0777) != 0)
-        return sb_error_set(err, SB_ERR_IO, "cannot create export folder '%s': %s", dir,
-                            strerror(errno));
-    return SB_OK;
+    return sb_make_dirs(dir, "export folder", err);
 }
 
 sb_status sb_task_export(const sb_task *task, const char *dir, int threads, sb_error *err)

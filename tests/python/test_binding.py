@@ -60,6 +60,18 @@ def run_cli(*args, check=True):
     return p
 
 
+class TestImport(unittest.TestCase):
+    def test_without_numpy_one_clear_line(self):
+        # numpy made unimportable in a child interpreter: the binding names what to install
+        code = "import sys; sys.modules['numpy'] = None; import selectivbench"
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=dict(os.environ))
+        self.assertNotEqual(p.returncode, 0)
+        last = p.stderr.strip().splitlines()[-1]
+        self.assertIn("selectivbench needs numpy: install it", last)
+        self.assertIn("python3-numpy", last)
+
+
 class TestBatches(unittest.TestCase):
     def test_batches_equal_the_command_line_bit_for_bit(self):
         samples = [0, 3, 1, 17, 42]
