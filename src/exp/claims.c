@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "exp/claims_stats.h"
+#include "exp/experiment.h"
 #include "layers/layer.h"
 
 /* ---- the runs ------------------------------------------------------------------------- */
@@ -26,30 +27,10 @@ typedef struct claim_run {
     char *family;           /* the slice without its lengths: one task at several lengths */
 } claim_run;
 
-/* The configuration without `drop`, keys sorted: equal for runs that differ only there. */
-static char *config_without(json_t *cfg, const char *const *drop, int n_drop)
-{
-    json_t *copy = json_deep_copy(cfg);
-    if (copy == NULL)
-        return NULL;
-    for (int i = 0; i < n_drop; i++)
-        json_object_del(copy, drop[i]);
-    char *s = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT);
-    json_decref(copy);
-    return s;
-}
-
 /* A key's value as text ("null" when missing; a real as %g: 0.1, not 0.10000000000000001). */
 static void value_text(json_t *cfg, const char *key, char *buf, size_t size)
 {
-    json_t *v = json_object_get(cfg, key);
-    if (json_is_real(v)) {
-        snprintf(buf, size, "%g", json_real_value(v));
-        return;
-    }
-    char *s = v != NULL ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    snprintf(buf, size, "%s", s != NULL ? s : "null");
-    free(s);
+    sb_experiment_value_text(json_object_get(cfg, key), buf, size);
 }
 
 /* Fills r from a row; 0 when the row does not count (not finished, no accuracy, an unknown
@@ -89,9 +70,9 @@ static int read_run(const sb_run_row *row, const sb_claim_task *task, claim_run 
     static const char *const drop_lengths[8] = {
         "model", "seed", "task_seed", "lr", "warmup_steps", "train_seqlen_max",
         "test_seqlen_max", "combined_seq_length"};
-    r->slice = config_without(cfg, drop, 5);
-    r->slice_training = config_without(cfg, drop, 6);
-    r->family = config_without(cfg, drop_lengths, 8);
+    r->slice = sb_experiment_key(row->config_json, drop, 5, NULL, 0);
+    r->slice_training = sb_experiment_key(row->config_json, drop, 6, NULL, 0);
+    r->family = sb_experiment_key(row->config_json, drop_lengths, 8, NULL, 0);
     json_decref(cfg);
     if (r->slice == NULL || r->slice_training == NULL || r->family == NULL) {
         free(r->slice);

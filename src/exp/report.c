@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "exp/claims.h"
+#include "exp/experiment.h"
 #include "task/ceiling.h"
 #include "task/grammar.h"
 #include "model/model.h"
@@ -51,6 +52,11 @@ typedef struct rec {
     int seed;
     int other;                /* its figure's runs have one x only: listed under "Other runs" */
     int fig, protocol, panel; /* panel: the width for fig2a and fig4, else 0 */
+    /* its experiment within its figure (experiment.h): the runs of one figure set share
+     * every stored key but the model, the seeds, lr / warm-up and the axis drawn */
+    int experiment, n_experiments;
+    char *exp_key;            /* the identity (owned by the report's key list) */
+    char exp_label[160];      /* what sets it apart from its figure's other experiments */
     int model_rank;           /* registry order */
     char model[SB_MODEL_NAME_MAX];
     double xkey;              /* amb (fig2a), params (2b, 3a, 3b), gap frames (4) */
@@ -77,6 +83,8 @@ static int cmp_rec(const void *a, const void *b)
         return x->fig - y->fig;
     if (x->protocol != y->protocol)
         return x->protocol - y->protocol;
+    if (x->experiment != y->experiment)
+        return x->experiment - y->experiment;
     if (x->panel != y->panel)
         return x->panel - y->panel;
     if (x->model_rank != y->model_rank)
@@ -384,6 +392,85 @@ static int config_number(const sb_run_config *c, const char *key, double *x)
     return end != buf && *end == '\0' && isfinite(*x);
 }
 
+/* The keys a figure's x axis varies (dropped from the experiment's identity): the grammar's
+ * size (fig2a: amb, and the vocab and depth grammar_scale derives from it), the width (the
+ * parameter axis of 1b, 2, 3), the test gap (4), or report --x's key (the three lengths
+ * together: a length study sets them together; memory_demand: the lengths and walk_len
+ * its demand follows). Returns how many. */
+static int axis_keys(int fig, const char *x_key, const char *axis[4])
+{
+    static const char *const lengths[3] = {"train_seqlen_max", "test_seqlen_max",
+                                           "combined_seq_length"};
+    switch (fig) {
+    case FIG_2A: axis[0] = "amb", axis[1] = "vocab", axis[2] = "amb_depth"; return 3;
+    case FIG_2B:
+    case FIG_3A:
+    case FIG_3B: axis[0] = "feat_size"; return 1;
+    case FIG_4: axis[0] = "test_dur"; return 1;
+    }
+    int is_length = strcmp(x_key, SB_REPORT_X_DEMAND) == 0;
+    for (int k = 0; k < 3; k++)
+        is_length |= strcmp(x_key, lengths[k]) == 0;
+    if (!is_length) {
+        axis[0] = x_key;
+        return 1;
+    }
+    for (int k = 0; k < 3; k++)
+        axis[k] = lengths[k];
+    axis[3] = strcmp(x_key, SB_REPORT_X_DEMAND) == 0 ? "walk_len" : lengths[0];
+    return 4;
+}
+
+static void recs_free(rec *recs, int n)
+{
+    for (int i = 0; recs != NULL && i < n; i++)
+        free(recs[i].exp_key);
+    free(recs);
+}
+
+/* Numbers the experiments of each figure in the order their runs come, and labels them by
+ * the keys that differ between them. Returns 0, or -1 out of memory. */
+static int assign_experiments(rec *recs, int n)
+{
+    int *first = malloc((size_t)(n > 0 ? n : 1) * sizeof *first); /* first rec of each */
+    if (first == NULL)
+        return -1;
+    int status = 0;
+    for (int fig = 0; fig < N_FIGS && status == 0; fig++) {
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (recs[i].fig != fig)
+                continue;
+            int e = 0;
+            while (e < m && strcmp(recs[first[e]].exp_key, recs[i].exp_key) != 0)
+                e++;
+            if (e == m)
+                first[m++] = i;
+            recs[i].experiment = e;
+        }
+        const char **keys = malloc((size_t)(m > 0 ? m : 1) * sizeof *keys);
+        char **labels = malloc((size_t)(m > 0 ? m : 1) * sizeof *labels);
+        if (keys == NULL || labels == NULL) {
+            free(keys), free(labels);
+            status = -1;
+            break;
+        }
+        for (int e = 0; e < m; e++)
+            keys[e] = recs[first[e]].exp_key, labels[e] = recs[first[e]].exp_label;
+        status = sb_experiment_labels(keys, m, labels, sizeof recs[0].exp_label);
+        for (int i = 0; i < n && status == 0; i++)
+            if (recs[i].fig == fig) {
+                recs[i].n_experiments = m;
+                if (first[recs[i].experiment] != i)
+                    memcpy(recs[i].exp_label, recs[first[recs[i].experiment]].exp_label,
+                           sizeof recs[i].exp_label);
+            }
+        free(keys), free(labels);
+    }
+    free(first);
+    return status;
+}
+
 static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows,
                              const char *x_key, sb_report_summary *sum, int *n)
 {
@@ -429,6 +516,20 @@ static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows,
             r->panel = 0;
             r->xkey = x;
         }
+        const char *axis[4];
+        int n_axis = axis_keys(r->fig, x_key, axis);
+        r->exp_key = sb_experiment_key(row->config_json, sb_experiment_varied,
+                                       SB_EXPERIMENT_VARIED, axis, n_axis);
+        if (r->exp_key == NULL) { /* out of memory: no figure */
+            recs_free(recs, *n);
+            *n = 0;
+            return NULL;
+        }
+    }
+    if (recs != NULL && assign_experiments(recs, *n) != 0) {
+        recs_free(recs, *n);
+        *n = 0;
+        return NULL;
     }
     return recs;
 }
@@ -511,7 +612,7 @@ static int figure_end(const rec *recs, int n, int f0)
 {
     int i = f0;
     while (i < n && recs[i].fig == recs[f0].fig && recs[i].protocol == recs[f0].protocol &&
-           recs[i].panel == recs[f0].panel)
+           recs[i].experiment == recs[f0].experiment && recs[i].panel == recs[f0].panel)
         i++;
     return i;
 }
@@ -568,6 +669,9 @@ static void figure_names_make(const rec *head, const char *out_dir, const char *
         snprintf(base + strlen(base), sizeof fn->base - strlen(base), "_d%d", head->panel);
     if (head->protocol == 1)
         snprintf(base + strlen(base), sizeof fn->base - strlen(base), "_clean");
+    if (head->n_experiments > 1)
+        snprintf(base + strlen(base), sizeof fn->base - strlen(base), "_e%d",
+                 head->experiment + 1);
     snprintf(fn->title, sizeof fn->title, "%s", fig_title[head->fig]);
     if (head->fig == FIG_X)
         snprintf(fn->title, sizeof fn->title, "%s %s", fig_title[head->fig], x_key);
@@ -579,6 +683,9 @@ static void figure_names_make(const rec *head, const char *out_dir, const char *
         snprintf(fn->subtitle, sizeof fn->subtitle,
                  "protocol %s; test accuracy, mean \xC2\xB1 std over seeds; %s",
                  head->protocol == 1 ? "clean" : "reference", chosen);
+    if (head->n_experiments > 1) /* which experiment: the keys that set it apart */
+        snprintf(fn->subtitle + strlen(fn->subtitle), sizeof fn->subtitle - strlen(fn->subtitle),
+                 "; %s", head->exp_label);
     snprintf(fn->mem_base, sizeof fn->mem_base, "%s_memory", base);
     snprintf(fn->mem_title, sizeof fn->mem_title, "%s: effective memory", fn->title);
     snprintf(fn->curves_base, sizeof fn->curves_base, "%s_curves", base);
@@ -1037,13 +1144,15 @@ static void other_task(const rec *r, char *buf, size_t size)
         snprintf(buf, size, "%s", task[r->fig]);
     if (r->protocol == 1)
         snprintf(buf + strlen(buf), size - strlen(buf), " (clean)");
+    if (r->n_experiments > 1)
+        snprintf(buf + strlen(buf), size - strlen(buf), "; %s", r->exp_label);
 }
 
 /* One setting's row under "Other runs": like a figure's row, with the task, the chance
  * level and the run ids. */
 static void write_other_row(FILE *md, const rec *recs, int s0, int s1, const point *p)
 {
-    char task[96], warm[16] = "5%", ceil_s[32] = "-", chance_s[32] = "-", mem_s[32] = "-";
+    char task[256], warm[16] = "5%", ceil_s[32] = "-", chance_s[32] = "-", mem_s[32] = "-";
     other_task(&recs[s0], task, sizeof task);
     if (p->warmup >= 0)
         snprintf(warm, sizeof warm, "%d", p->warmup);
@@ -1255,7 +1364,7 @@ sb_status sb_report_generate_with(const char *db_path, const char *out_dir,
         fputc('\n', json.f);
     }
     sb_results_close(db);
-    free(recs);
+    recs_free(recs, n);
     free(claims);
     st = out_file_close(&md, st, err);
     return out_file_close(&json, st, err);

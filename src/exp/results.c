@@ -447,9 +447,13 @@ static sb_status results_make_parent(const char *path, sb_error *err)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory opening results database '%s'", path);
     memcpy(dir, path, len);
     dir[len] = '\0';
-    sb_status status = sb_make_dirs(dir, "results database's folder", err);
+    sb_error why = {0};
+    sb_status status = sb_make_dirs(dir, "folder", &why);
     free(dir);
-    return status;
+    if (status != SB_OK)
+        return sb_error_set(err, status, "cannot create results database '%s': %s", path,
+                            why.msg);
+    return SB_OK;
 }
 
 /* Reads the schema version without writing: 0 for an empty database (no tables yet),

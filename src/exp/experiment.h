@@ -1,0 +1,33 @@
+/*
+ * experiment.h - which runs belong to one experiment (issue 38): runs may share a figure
+ * point, a table row or a verdict only when their stored configurations are equal but for
+ * the keys a comparison varies (the model, the seed, the settings chosen among, the axis
+ * drawn). The identity is the configuration without those keys; a set of experiments is
+ * told apart by the keys whose values differ between them.
+ */
+#ifndef SELECTIVBENCH_EXPERIMENT_H
+#define SELECTIVBENCH_EXPERIMENT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* The keys every comparison varies: the model, the seeds, the lr and warm-up chosen among. */
+extern const char *const sb_experiment_varied[];
+#define SB_EXPERIMENT_VARIED 5
+
+/* config_json without the keys drop[0..n_drop) and without the key in `also` (may be NULL),
+ * keys sorted, compact: equal for runs of one experiment. NULL for unreadable JSON or out
+ * of memory; freed with free(). */
+char *sb_experiment_key(const char *config_json, const char *const *drop, int n_drop,
+                        const char *const *also, int n_also);
+
+/* For experiments keys[0..n) (texts of sb_experiment_key), writes into labels[i] (size
+ * bytes each) "key=value, ..." of the keys whose values differ between them (empty when
+ * n < 2). Reals as %g. Returns 0, or -1 out of memory. */
+int sb_experiment_labels(const char *const *keys, int n, char *const *labels, size_t size);
+
+/* A JSON value as text: "null" when missing, a real as %g (0.1, not 0.10000000000000001),
+ * anything else as compact JSON. */
+void sb_experiment_value_text(const json_t *v, char *buf, size_t size);
+
+#endif
