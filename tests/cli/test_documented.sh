@@ -33,12 +33,12 @@ line=$(grep -o 'report --results [^ ]*' "$TMP/slurm/task2/sweep.sbatch" | head -
 [ -n "$line" ] || fail "sweep.sbatch: no 'report --results' line"
 
 # ---- the dry run: 20 command lines, then the summary; --list: every one ----------------------
-"$SB" sweep configs/lite/task2.yaml --dry_run >"$TMP/dry" 2>&1 || fail "dry run: $(tail -n 2 "$TMP/dry")"
+"$SB" sweep "$(dirname "$0")/../../configs/lite/task2.yaml" --dry_run >"$TMP/dry" 2>&1 || fail "dry run: $(tail -n 2 "$TMP/dry")"
 [ "$(grep -c '^[^ ]* train --' "$TMP/dry")" -eq 20 ] || fail "dry run: not 20 command lines"
 grep -q '^\.\.\. the train flags of [0-9]* more runs (--list prints every one)$' "$TMP/dry" ||
   fail "dry run: no '... more runs' line"
 n=$(tail -n 1 "$TMP/dry" | sed 's/ runs.*//')
-"$SB" sweep configs/lite/task2.yaml --dry_run --list >"$TMP/dry_all" 2>&1
+"$SB" sweep "$(dirname "$0")/../../configs/lite/task2.yaml" --dry_run --list >"$TMP/dry_all" 2>&1
 [ "$(grep -c '^[^ ]* train --' "$TMP/dry_all")" -eq "$n" ] || fail "dry run --list: not $n command lines"
 
 # ---- results --run: flags as they read back -------------------------------------------------

@@ -44,11 +44,11 @@ n=$("$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --filter model=mamba -
   tail -n 1)
 [ "$n" = "32 runs" ] || fail "task4 mamba shard 1/4: $n (expected 32)"
 # the shards of a filtered selection are disjoint and cover it, in grid order
-"$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --filter model=mamba |
+"$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --list --filter model=mamba |
   grep "^$SB train " >"$TMP/whole"
 : >"$TMP/shards"
 for i in 0 1 2; do
-  "$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --filter model=mamba --shard $i/3 |
+  "$SB" sweep "$SRC/configs/paper/task4.yaml" --dry_run --list --filter model=mamba --shard $i/3 |
     grep "^$SB train " | awk -v i=$i '{print NR * 3 - 3 + i, $0}' >>"$TMP/shards"
 done
 sort -n "$TMP/shards" | cut -d' ' -f2- >"$TMP/merged"
@@ -56,7 +56,7 @@ sort -n "$TMP/shards" | cut -d' ' -f2- >"$TMP/merged"
   fail "task4 mamba: shards 0..2 of 3 do not interleave back into the 128 filtered runs"
 # the learning check's `model: values: [all]` is the registry, in its order, two seeds each
 registry=$("$SB" models | awk 'NR > 2 && NF == 0 {exit} NR > 2 {print $1}')
-expanded=$("$SB" sweep "$SRC/configs/checks/learning.yaml" --dry_run | sed -n 's/.*--model=\([a-z0-9_]*\) --precision=fp32 --seed=1$/\1/p')
+expanded=$("$SB" sweep "$SRC/configs/checks/learning.yaml" --dry_run --list | sed -n 's/.*--model=\([a-z0-9_]*\) --precision=fp32 --seed=1$/\1/p')
 [ -n "$registry" ] && [ "$registry" = "$expanded" ] ||
   fail "learning.yaml's models [all] expand to '$expanded', the registry has '$registry'"
 
