@@ -1394,6 +1394,18 @@ sb_status sb_task_checksum(const sb_task *task, sb_split split, int threads, uin
  * SB_ERR_INVALID for NULL arguments. */
 sb_status sb_task_export(const sb_task *task, const char *dir, int threads, sb_error *err);
 
+/* Which runs belong to one experiment (docs/ARCHITECTURE.md, "report"): config_json (a
+ * stored configuration) without the keys drop[0..n_drop) and also[0..n_also) (also may be
+ * NULL), keys sorted, compact: equal for runs of one experiment. NULL for unreadable JSON or
+ * out of memory; freed with free(). */
+char *sb_experiment_key(const char *config_json, const char *const *drop, int n_drop,
+                        const char *const *also, int n_also);
+
+/* For experiments keys[0..n) (sb_experiment_key texts), writes into labels[i] (size bytes
+ * each) "key=value, ..." of the keys whose values differ between them (empty when n < 2).
+ * Returns 0, or -1 out of memory. */
+int sb_experiment_labels(const char *const *keys, int n, char *const *labels, size_t size);
+
 /* Creates folder dir and its missing parents, as `mkdir -p` (another process creating one
  * at the same moment is success). Errors: SB_ERR_IO "cannot create the WHAT 'dir': reason". */
 sb_status sb_make_dirs(const char *dir, const char *what, sb_error *err);

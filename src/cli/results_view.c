@@ -695,6 +695,8 @@ static sb_status print_json_runs(const results_rows *t, const size_t *idx, size_
 
 /* ---- groups ------------------------------------------------------------------------------- */
 
+#define MAX_SAME 64 /* groups of equal column values labelled apart */
+
 /* Mean, sample standard deviation (n - 1) and count of the known values of a column. */
 typedef struct stat {
     double mean, std;
@@ -703,6 +705,8 @@ typedef struct stat {
 
 typedef struct group {
     size_t first;   /* its first run (the group columns' values are that run's) */
+    char *exp_key;  /* its runs' configuration but the seeds: one experiment per group */
+    char apart[160]; /* what sets it apart from groups of the same column values; "" none */
     size_t *runs;   /* its runs, in the order shown */
     size_t n_runs;
     size_t finished; /* n: the runs its statistics summarise */
@@ -752,6 +756,7 @@ static void groups_free(group *groups, size_t n)
     for (size_t g = 0; groups != NULL && g < n; g++) {
         free(groups[g].runs);
         free(groups[g].stats);
+        free(groups[g].exp_key);
     }
     free(groups);
 }
@@ -767,14 +772,28 @@ static sb_status make_groups(view *v, const size_t *idx, size_t n, const column 
     size_t n_groups = 0;
     sb_status st = groups != NULL && keys != NULL ? SB_OK
                                                   : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    /* a group's runs differ in their seeds alone (issue 38): runs of equal column values
+     * whose configurations differ elsewhere are groups of their own, labelled below */
+    static const char *const seeds[2] = {"seed", "task_seed"};
     for (size_t k = 0; st == SB_OK && k < n; k++) {
         char key[1024];
         group_key(v, idx[k], by, n_by, key, sizeof key);
+        const char *json = v->t->config_json[idx[k]];
+        char *exp = sb_experiment_key(json != NULL ? json : "{}", seeds, 2, NULL, 0);
+        if (exp == NULL)
+            exp = strdup(""); /* unreadable: its column values alone */
+        if (exp == NULL) {
+            st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+            break;
+        }
         size_t g = 0;
-        while (g < n_groups && strcmp(keys[g], key) != 0)
+        while (g < n_groups && (strcmp(keys[g], key) != 0 || strcmp(groups[g].exp_key, exp) != 0))
             g++;
+        if (g < n_groups)
+            free(exp);
         if (g == n_groups) {
             snprintf(keys[n_groups], sizeof keys[n_groups], "%s", key);
+            groups[n_groups].exp_key = exp;
             groups[n_groups].first = idx[k];
             groups[n_groups].runs = malloc(n * sizeof(size_t));
             groups[n_groups].stats = calloc((size_t)(n_stats > 0 ? n_stats : 1), sizeof(stat));
@@ -790,6 +809,24 @@ static sb_status make_groups(view *v, const size_t *idx, size_t n, const column 
     for (size_t g = 0; st == SB_OK && g < n_groups; g++)
         for (int s = 0; s < n_stats; s++)
             groups[g].stats[s] = column_stat(v, &groups[g], stats[s]);
+    /* groups of equal column values: labelled by the keys that differ between them */
+    for (size_t g = 0; st == SB_OK && g < n_groups; g++) {
+        if (groups[g].apart[0] != '\0')
+            continue;
+        const char *same[MAX_SAME];
+        char *labels[MAX_SAME];
+        size_t members[MAX_SAME];
+        int m = 0;
+        for (size_t h = g; h < n_groups && m < MAX_SAME; h++)
+            if (strcmp(keys[h], keys[g]) == 0) {
+                same[m] = groups[h].exp_key, labels[m] = groups[h].apart, members[m++] = h;
+            }
+        if (m > 1 && sb_experiment_labels(same, m, labels, sizeof groups[g].apart) != 0)
+            st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+        for (int q = 0; q < m; q++) /* a group whose configuration is unreadable */
+            if (groups[members[q]].apart[0] == '\0' && m > 1)
+                snprintf(groups[members[q]].apart, sizeof groups[g].apart, "unreadable");
+    }
     free(keys);
     if (st != SB_OK) {
         groups_free(groups, n_groups);
@@ -867,6 +904,15 @@ static sb_status sort_groups(view *v, group *groups, size_t n_groups, const colu
     return st;
 }
 
+/* Whether any group carries an "apart" label (then the outputs have that column). */
+static int any_apart(const group *groups, size_t n_groups)
+{
+    for (size_t g = 0; g < n_groups; g++)
+        if (groups[g].apart[0] != '\0')
+            return 1;
+    return 0;
+}
+
 static void print_groups_table(view *v, const group *groups, size_t n_groups, const column *by,
                                int n_by, const column *stats, int n_stats, size_t n_runs)
 {
@@ -885,7 +931,8 @@ static void print_groups_table(view *v, const group *groups, size_t n_groups, co
     printf("%3s", "n");
     for (int s = 0; s < n_stats; s++)
         printf("  %12s  %8s", column_title(stats[s]), "sd");
-    printf("\n");
+    const int apart = any_apart(groups, n_groups);
+    printf(apart ? "  apart\n" : "\n");
     size_t finished = 0;
     for (size_t g = 0; g < n_groups; g++) {
         for (int c = 0; c < n_by; c++) {
@@ -903,6 +950,8 @@ static void print_groups_table(view *v, const group *groups, size_t n_groups, co
                 snprintf(sd, sizeof sd, "%.4f", st->std);
             printf("  %12s  %8s", mean, sd);
         }
+        if (apart)
+            printf("  %s", groups[g].apart);
         printf("\n");
     }
     printf("%zu groups of %zu finished runs (mean and sample standard deviation, n - 1)",
@@ -923,7 +972,8 @@ static void print_groups_csv(view *v, const group *groups, size_t n_groups, cons
     printf("n");
     for (int s = 0; s < n_stats; s++)
         printf(",%s_mean,%s_std", column_csv(stats[s]), column_csv(stats[s]));
-    printf("\n");
+    const int apart = any_apart(groups, n_groups);
+    printf(apart ? ",apart\n" : "\n");
     for (size_t g = 0; g < n_groups; g++) {
         for (int c = 0; c < n_by; c++) {
             cell(v, groups[g].first, by[c], buf, sizeof buf);
@@ -936,6 +986,10 @@ static void print_groups_csv(view *v, const group *groups, size_t n_groups, cons
             printf(",%s", buf);
             number_text(groups[g].stats[s].std, buf, sizeof buf);
             printf(",%s", buf);
+        }
+        if (apart) {
+            printf(",");
+            csv_field(groups[g].apart);
         }
         printf("\n");
     }
@@ -975,6 +1029,10 @@ static sb_status print_groups_json(view *v, const group *groups, size_t n_groups
             sb_jw_key(j, "n");
             sb_jw_int(j, (int64_t)st->n);
             sb_jw_object_end(j);
+        }
+        if (groups[g].apart[0] != '\0') { /* what sets it apart from equal-looking groups */
+            sb_jw_key(j, "apart");
+            sb_jw_string(j, groups[g].apart);
         }
         sb_jw_key(j, "runs");
         sb_jw_array_begin(j);

@@ -117,6 +117,18 @@ browser "http://127.0.0.1:$PORT/#$view" "$TMP/shot.log" --hide-scrollbars \
 [ "$(wc -c <"$TMP/dashboard.png")" -gt 20000 ] || fail "the screenshot is nearly empty"
 [ -n "${SB_DASHBOARD_PNG:-}" ] && cp "$TMP/dashboard.png" "$SB_DASHBOARD_PNG"
 
+# (c2) groups never pool experiments: a gru run on another training-set size is a group of
+# its own, both labelled with what sets them apart (issue 38)
+# shellcheck disable=SC2086
+"$SB" train --model gru --seed 1 ${TINY/--dataset_size 256/--dataset_size 128} \
+  --results "$TMP/res" --quiet >"$TMP/other.out" 2>&1 || fail "the dataset-size run: $(cat "$TMP/other.out")"
+browser "http://127.0.0.1:$PORT/#group=model" "$TMP/dom.html" --dump-dom
+[ "$(grep -o '<tr data-group="\[&quot;gru&quot;\]"' "$TMP/dom.html" | wc -l)" -eq 2 ] ||
+  fail "dashboard groups: not two gru groups: $(grep -o '<tr data-group[^>]*>' "$TMP/dom.html")"
+grep -q '<tr data-group="\[&quot;gru&quot;\]" data-n="2"[^>]*>.*<td class="text">dataset_size=256</td>' "$TMP/dom.html" &&
+  grep -q '<tr data-group="\[&quot;gru&quot;\]" data-n="1"[^>]*>.*<td class="text">dataset_size=128</td>' "$TMP/dom.html" ||
+  fail "dashboard groups: the apart labels: $(grep -o '<tr data-group.\{0,400\}' "$TMP/dom.html")"
+
 # (d) a run in progress: the status strip shows it running, polled by the page
 long="--model gru --vocab 5 --amb 4 --grammar_scale True --train_seqlen_max 10 \
 --test_seqlen_max 10 --dataset_size 5000000 --epoch_size 1000 --test_size 16 --batch_size 16 \

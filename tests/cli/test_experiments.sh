@@ -2,8 +2,9 @@
 # test_experiments.sh - figures never mix experiments (issue 38, item 1): one database holds
 # gru runs of two tasks (vocab 7 and 9), two dataset sizes and two widths, two seeds each;
 # `report` draws one figure set per experiment (fig2b_e1 ... titled by the keys that set it
-# apart), each point of two seeds, never four; `report --x feat_size` keeps them apart the
-# same way; a database of one experiment keeps the plain figure names.
+# apart), each point of two seeds, never four; `report --x feat_size` and `results --group`
+# keep them apart the same way (the dashboard's groups: test_browser); a database of one
+# experiment keeps the plain figure names.
 #
 # usage: test_experiments.sh PATH/TO/selectivbench
 set -u
@@ -75,6 +76,17 @@ grep -q 'one lr / warm-up per point; dataset_size=64, vocab=7\.$' "$md" &&
 expect_ok report --db "$TMP/r" --x feat_size --out "$TMP/repx"
 [ "$(ls "$TMP"/repx/scale_feat_size_e[123].png 2>/dev/null | wc -l)" -eq 3 ] ||
   fail "report --x feat_size: not 3 figures: $(ls "$TMP/repx")"
+
+# ---- results --group: six groups of two seeds, each labelled apart ---------------------------
+expect_ok results --db "$TMP/r" --group model,feat_size
+[ "$(grep -c '^gru  *[0-9]*  *2  ' "$TMP/out")" -eq 6 ] &&
+  grep -q '^6 groups of 12 finished runs' "$TMP/out" ||
+  fail "results --group: want 6 groups of 2 runs: $(cat "$TMP/out")"
+head -n 1 "$TMP/out" | grep -q ' apart$' &&
+  [ "$(grep -c 'dataset_size=96, vocab=7$' "$TMP/out")" -eq 2 ] ||
+  fail "results --group: the apart column: $(cat "$TMP/out")"
+expect_ok results --db "$TMP/r" --group model,feat_size --json
+[ "$(grep -o '"apart":"[^"]*"' "$TMP/out" | wc -l)" -eq 6 ] || fail "results --group --json: apart"
 
 # ---- one experiment: the plain names ---------------------------------------------------------
 expect_ok report --db "$TMP/r" --filter dataset_size=96 --out "$TMP/rep1"

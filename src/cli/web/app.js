@@ -151,15 +151,41 @@ function stats(xs) {
   return { n, mean, std };
 }
 
+// A run's experiment within a group: its configuration but the seeds, keys sorted. A group's
+// runs differ in their seeds alone (as `results --group`, issue 38).
+function experimentOf(run) {
+  const cfg = {};
+  for (const k of Object.keys(run.config).sort())
+    if (k !== "seed" && k !== "task_seed") cfg[k] = run.config[k];
+  return cfg;
+}
+
+// "key=value, ..." of the keys whose values differ between the configurations cfgs.
+function apartLabels(cfgs) {
+  const keys = [...new Set(cfgs.flatMap(c => Object.keys(c)))];
+  const differ = keys.filter(k => cfgs.some(c => JSON.stringify(c[k]) !== JSON.stringify(cfgs[0][k])));
+  return cfgs.map(c => differ.map(k => `${k}=${c[k] === undefined ? "null" : fmt(c[k])}`).join(", "));
+}
+
 function groups(runs) {
   const byKey = new Map();
   for (const r of runs) {
     const values = state.groupKeys.map(k => valueOf(r, k));
-    const id = JSON.stringify(values);
-    if (!byKey.has(id)) byKey.set(id, { values, runs: [] });
+    const exp = experimentOf(r);
+    const id = JSON.stringify([values, exp]);
+    if (!byKey.has(id)) byKey.set(id, { values, exp, runs: [], apart: "" });
     byKey.get(id).runs.push(r);
   }
   const list = [...byKey.values()];
+  // groups of equal values: labelled by what sets them apart
+  const byValues = new Map();
+  for (const g of list) {
+    const v = JSON.stringify(g.values);
+    if (!byValues.has(v)) byValues.set(v, []);
+    byValues.get(v).push(g);
+  }
+  for (const same of byValues.values())
+    if (same.length > 1) apartLabels(same.map(g => g.exp)).forEach((l, i) => { same[i].apart = l; });
   list.sort((a, b) => {
     for (let i = 0; i < a.values.length; i++) {
       const c = compareValues(a.values[i], b.values[i]);
@@ -241,6 +267,8 @@ function drawGroups(runs) {
   const head = el("tr");
   for (const k of state.groupKeys) head.append(el("th", { class: "text" }, k));
   for (const h of ["n", "test acc mean", "std", "test loss mean", "runs"]) head.append(el("th", {}, h));
+  const apart = list.some(g => g.apart !== "");
+  if (apart) head.append(el("th", { class: "text" }, "apart"));
   thead.append(head);
   for (const g of list) {
     // as `results --group`: the statistics of the group's finished runs
@@ -252,6 +280,7 @@ function drawGroups(runs) {
     tr.append(el("td", {}, String(acc.n)), el("td", {}, fmt(acc.mean, 4)),
               el("td", {}, fmt(acc.std, 4)), el("td", {}, fmt(loss.mean, 4)),
               el("td", {}, String(g.runs.length)));
+    if (apart) tr.append(el("td", { class: "text" }, g.apart));
     tbody.append(tr);
   }
 }
