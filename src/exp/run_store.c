@@ -260,6 +260,9 @@ static sb_status record_open(sb_run_record *rec, const char *db_path, const sb_r
         if ((st = sb_results_delete_run(rec->db, hash, &deleted, err)) != SB_OK)
             goto fail;
     }
+    /* a resumed run's wall time counts its earlier attempts (each recorded its own part) */
+    if (found && resume && isfinite(stored->metrics.wall_s) && stored->metrics.wall_s > 0)
+        rec->wall_before = stored->metrics.wall_s;
     if (found)
         sb_results_run_row_clear(stored);
     return SB_OK;
@@ -393,7 +396,8 @@ sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_e
         return SB_OK;
     sb_run_metrics m = {.test_acc = res->test_acc, .test_loss = res->test_loss,
                         .train_acc = res->train_acc, .train_loss = res->train_loss,
-                        .wall_s = res->wall_s, .tokens_per_s = res->tokens_per_s,
+                        .wall_s = res->wall_s + rec->wall_before,
+                        .tokens_per_s = res->tokens_per_s,
                         .valid_acc = res->valid_acc, .valid_loss = res->valid_loss};
     const char *status = res->status[0] != '\0' ? res->status : "failed";
     sb_status st = sb_results_run_end(rec->db, rec->run_id, status,

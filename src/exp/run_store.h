@@ -92,6 +92,7 @@ typedef struct sb_run_record {
     sb_task_config task; /* the run's task, for its yardsticks at the end */
     int threads;         /* threads for the yardsticks' computation (0: all cores) */
     double ceiling, effective_memory; /* recorded at the end of a finished run; NaN: none */
+    double wall_before;  /* resumed: the wall time its earlier attempts recorded (s) */
 } sb_run_record;
 
 /* Opens db_path, takes the run's lock (sb_run_store_lock_path) and records the start of the

@@ -56,6 +56,7 @@ field "$TMP/int/selectivbench.db" reason | grep -q "^interrupted at update [0-9]
   fail "interrupted run's reason: $(field "$TMP/int/selectivbench.db" reason)"
 ls "$TMP"/int/checkpoints/*.safetensors >/dev/null 2>&1 || fail "no checkpoint after SIGINT"
 stopped_at=$(sed -n 's/.*interrupted at update \([0-9]*\) .*/\1/p' "$TMP/int.err")
+wall1=$(field "$TMP/int/selectivbench.db" wall_s)
 # the command it printed, pasted as printed (it starts with the program as it was run)
 resume=$(sed -n 's/.*; resume with: //p' "$TMP/int.err")
 sh -c "$resume" >"$TMP/int2.out" 2>&1 || fail "the printed resume command failed: $(cat "$TMP/int2.out")"
@@ -64,6 +65,11 @@ grep -q "resuming at update $stopped_at\$" "$TMP/int2.out" ||
 status_is "$TMP/int/selectivbench.db" finished || fail "resumed run not finished"
 [ "$(field "$TMP/int/selectivbench.db" attempts)" = 2 ] ||
   fail "resumed run: attempts $(field "$TMP/int/selectivbench.db" attempts), want 2"
+# its wall time counts both attempts: the first's plus the second's (its summary line)
+wall2=$(field "$TMP/int/selectivbench.db" wall_s)
+part2=$(sed -n 's/^run [0-9a-f]* finished: .*, \([0-9.]*\) s$/\1/p' "$TMP/int2.out")
+awk -v a="$wall1" -v b="$wall2" -v p="$part2" 'BEGIN { exit !(a > 0 && p > 0 && b > a + 0.9 * p) }' ||
+  fail "resumed run's wall_s $wall2 is not the first attempt's $wall1 plus the second's $part2"
 
 # ---- train: SIGTERM exits 75 ------------------------------------------------------------
 # shellcheck disable=SC2086
