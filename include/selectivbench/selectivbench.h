@@ -1395,11 +1395,16 @@ sb_status sb_task_checksum(const sb_task *task, sb_split split, int threads, uin
 sb_status sb_task_export(const sb_task *task, const char *dir, int threads, sb_error *err);
 
 /* Which runs belong to one experiment (docs/ARCHITECTURE.md, "report"): config_json (a
- * stored configuration) without the keys drop[0..n_drop) and also[0..n_also) (also may be
+ * stored configuration, grammar_scale resolved) without the keys drop[0..n_drop) and also[0..n_also) (also may be
  * NULL), keys sorted, compact: equal for runs of one experiment. NULL for unreadable JSON or
  * out of memory; freed with free(). */
 char *sb_experiment_key(const char *config_json, const char *const *drop, int n_drop,
                         const char *const *also, int n_also);
+
+/* config_json as its task was trained (grammar_scale resolved: vocab = amb + 1, amb_depth =
+ * amb), keys in their stored order; NULL for unreadable JSON or out of memory; freed with
+ * free(). What `results` and the dashboard show and group by. */
+char *sb_experiment_effective_config(const char *config_json);
 
 /* For experiments keys[0..n) (sb_experiment_key texts), writes into labels[i] (size bytes
  * each) "key=value, ..." of the keys whose values differ between them (empty when n < 2).

@@ -355,7 +355,13 @@ static sb_status results_select(sb_results *db, const results_args *a, results_r
         st = sb_results_config_json(db, r->run_hash, &t->config_json[i], err);
         if (st != SB_OK)
             return st;
-        t->configs[i] = json_loads(t->config_json[i] != NULL ? t->config_json[i] : "{}", 0, NULL);
+        /* shown, sorted and grouped as trained (grammar_scale resolved); --json prints the
+         * stored text */
+        char *effective = sb_experiment_effective_config(t->config_json[i]);
+        t->configs[i] = json_loads(effective != NULL ? effective
+                                   : t->config_json[i] != NULL ? t->config_json[i] : "{}",
+                                   0, NULL);
+        free(effective);
         if (!json_is_object(t->configs[i])) { /* damaged: listed and marked, never dropped */
             json_decref(t->configs[i]);
             sb_string_free(t->config_json[i]);

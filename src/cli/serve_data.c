@@ -241,6 +241,11 @@ static sb_status run_configs_read(sb_results *db, const sb_result_row *rows, siz
         if (st != SB_OK)
             return st;
         c->n = i + 1;
+        char *effective = sb_experiment_effective_config(c->texts[i]);
+        if (effective != NULL) { /* the dashboard shows the task as trained */
+            sb_string_free(c->texts[i]);
+            c->texts[i] = effective; /* both free() */
+        }
         if (c->texts[i] != NULL)
             c->parsed[i] = json_loads(c->texts[i], 0, NULL);
     }

@@ -9,6 +9,29 @@
 const char *const sb_experiment_varied[SB_EXPERIMENT_VARIED] = {"model", "seed", "task_seed",
                                                                 "lr", "warmup_steps"};
 
+void sb_experiment_resolve(json_t *cfg)
+{
+    json_t *amb = json_object_get(cfg, "amb");
+    if (!json_is_true(json_object_get(cfg, "grammar_scale")) || !json_is_integer(amb))
+        return;
+    json_int_t a = json_integer_value(amb);
+    json_object_set_new(cfg, "vocab", json_integer(a + 1));
+    json_object_set_new(cfg, "amb_depth", json_integer(a));
+}
+
+char *sb_experiment_effective_config(const char *config_json)
+{
+    json_t *cfg = config_json != NULL ? json_loads(config_json, 0, NULL) : NULL;
+    if (cfg == NULL || !json_is_object(cfg)) {
+        json_decref(cfg);
+        return NULL;
+    }
+    sb_experiment_resolve(cfg);
+    char *s = json_dumps(cfg, JSON_PRESERVE_ORDER | JSON_COMPACT);
+    json_decref(cfg);
+    return s;
+}
+
 char *sb_experiment_key(const char *config_json, const char *const *drop, int n_drop,
                         const char *const *also, int n_also)
 {
@@ -17,6 +40,7 @@ char *sb_experiment_key(const char *config_json, const char *const *drop, int n_
         json_decref(cfg);
         return NULL;
     }
+    sb_experiment_resolve(cfg); /* the grammar as trained, not as spelled */
     for (int i = 0; i < n_drop; i++)
         json_object_del(cfg, drop[i]);
     for (int i = 0; i < n_also; i++)

@@ -15,7 +15,16 @@
 extern const char *const sb_experiment_varied[];
 #define SB_EXPERIMENT_VARIED 5
 
-/* config_json without the keys drop[0..n_drop) and without the key in `also` (may be NULL),
+/* The task as trained: with grammar_scale true, vocab := amb + 1 and amb_depth := amb in cfg
+ * (a configuration object), as the grammar generator applies them. */
+void sb_experiment_resolve(json_t *cfg);
+
+/* config_json with sb_experiment_resolve applied, keys in their stored order, compact; NULL
+ * for unreadable JSON or out of memory; freed with free(). What `results` and the dashboard
+ * show. */
+char *sb_experiment_effective_config(const char *config_json);
+
+/* config_json (resolved as above) without the keys drop[0..n_drop) and without the key in `also` (may be NULL),
  * keys sorted, compact: equal for runs of one experiment. NULL for unreadable JSON or out
  * of memory; freed with free(). */
 char *sb_experiment_key(const char *config_json, const char *const *drop, int n_drop,

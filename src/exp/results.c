@@ -12,6 +12,7 @@
  */
 #include "exp/results.h"
 #include "core/fs.h"
+#include "exp/experiment.h"
 
 #include "core/json_writer.h"
 
@@ -1859,6 +1860,8 @@ int sb_results_config_matches(const char *config_json, const char *filter)
     char key[128];
     snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
     json_t *config = json_loads(config_json, 0, NULL);
+    if (json_is_object(config))
+        sb_experiment_resolve(config); /* vocab=5 matches the grammar as trained */
     json_t *v = config != NULL ? json_object_get(config, key) : NULL;
     int match = 0;
     /* VALUE may list several, comma-separated: any of them matches (seed=1,2,3) */

@@ -4,7 +4,8 @@
 # `report` draws one figure set per experiment (fig2b_e1 ... titled by the keys that set it
 # apart), each point of two seeds, never four; `report --x feat_size` and `results --group`
 # keep them apart the same way (the dashboard's groups: test_browser); a database of one
-# experiment keeps the plain figure names.
+# experiment keeps the plain figure names; a grammar_scale run shows, filters and groups by
+# the grammar it trained (vocab 5, amb_depth 4 at amb 4), not its raw flags.
 #
 # usage: test_experiments.sh PATH/TO/selectivbench
 set -u
@@ -92,6 +93,17 @@ expect_ok results --db "$TMP/r" --group model,feat_size --json
 expect_ok report --db "$TMP/r" --filter dataset_size=96 --out "$TMP/rep1"
 [ -s "$TMP/rep1/fig2b.png" ] && [ ! -e "$TMP/rep1/fig2b_e1.png" ] ||
   fail "report of one experiment: $(ls "$TMP/rep1")"
+
+# ---- the task as trained: grammar_scale resolved in the table, filters and groups -------------
+"$SB" train --model gru --amb 4 --grammar_scale True --train_seqlen_max 12 --test_seqlen_max 12 \
+  --dataset_size 32 --test_size 8 --batch_size 16 --feat_size 16 --layers 1 --results "$TMP/gs" \
+  --quiet >"$TMP/out" 2>&1 || fail "grammar_scale run: $(cat "$TMP/out")"
+expect_ok results --db "$TMP/gs" --columns model,vocab,amb,amb_depth --csv
+grep -q '^gru,5,4,4$' "$TMP/out" || fail "results: not the grammar as trained: $(cat "$TMP/out")"
+expect_ok results --db "$TMP/gs" --filter vocab=5 --csv
+[ "$(grep -c '^[0-9a-f]' "$TMP/out")" -eq 1 ] || fail "results --filter vocab=5: $(cat "$TMP/out")"
+expect_ok results --db "$TMP/gs" --filter vocab=41 --csv
+[ "$(grep -c '^[0-9a-f]' "$TMP/out")" -eq 0 ] || fail "results --filter vocab=41 matched the raw flag"
 
 echo "test_experiments: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]
