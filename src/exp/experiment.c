@@ -15,6 +15,8 @@ void sb_experiment_resolve(json_t *cfg)
     if (!json_is_true(json_object_get(cfg, "grammar_scale")) || !json_is_integer(amb))
         return;
     json_int_t a = json_integer_value(amb);
+    if (a < 0 || a > 1000000) /* not a configuration this program wrote: left as stored */
+        return;
     json_object_set_new(cfg, "vocab", json_integer(a + 1));
     json_object_set_new(cfg, "amb_depth", json_integer(a));
 }

@@ -394,9 +394,9 @@ static int config_number(const sb_run_config *c, const char *key, double *x)
 
 /* The keys a figure's x axis varies (dropped from the experiment's identity): the grammar's
  * size (fig2a: amb, and the vocab and depth grammar_scale derives from it), the width (the
- * parameter axis of 1b, 2, 3), the test gap (4), or report --x's key (the three lengths
- * together: a length study sets them together; memory_demand: the lengths and walk_len
- * its demand follows). Returns how many. */
+ * parameter axis of 1b, 2, 3), the test gap (4), or report --x's key (the grammar's three
+ * sizes together; the three lengths together: a length study sets them together;
+ * memory_demand: the lengths and walk_len its demand follows). Returns how many. */
 static int axis_keys(int fig, const char *x_key, const char *axis[4])
 {
     static const char *const lengths[3] = {"train_seqlen_max", "test_seqlen_max",
@@ -408,9 +408,17 @@ static int axis_keys(int fig, const char *x_key, const char *axis[4])
     case FIG_3B: axis[0] = "feat_size"; return 1;
     case FIG_4: axis[0] = "test_dur"; return 1;
     }
-    int is_length = strcmp(x_key, SB_REPORT_X_DEMAND) == 0;
-    for (int k = 0; k < 3; k++)
+    static const char *const grammar[3] = {"amb", "vocab", "amb_depth"};
+    int is_length = strcmp(x_key, SB_REPORT_X_DEMAND) == 0, is_grammar = 0;
+    for (int k = 0; k < 3; k++) {
         is_length |= strcmp(x_key, lengths[k]) == 0;
+        is_grammar |= strcmp(x_key, grammar[k]) == 0;
+    }
+    if (is_grammar) { /* the grammar's size: grammar_scale moves the three together */
+        for (int k = 0; k < 3; k++)
+            axis[k] = grammar[k];
+        return 3;
+    }
     if (!is_length) {
         axis[0] = x_key;
         return 1;

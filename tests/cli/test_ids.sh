@@ -75,7 +75,9 @@ grep '^#[0-9]* \[' "$TMP/sweep.out" | sed 's/^#[0-9]* \[[0-9a-f]*\] \([^:]*\):.*
 grep -qx "gla amb=4 seed=1" "$TMP/labels" || fail "sweep: no 'gla amb=4 seed=1': $(cat "$TMP/labels")"
 # results on it: the keys the sweep varies are columns, with the grammar's TE
 expect_ok results "$TMP/sw"
-head -n 1 "$TMP/out" | grep -q "seed  *amb  *TE" || fail "results: no varied columns: $(head -n 1 "$TMP/out")"
+# (the grammar as trained: grammar_scale moves vocab and amb_depth with amb)
+head -n 1 "$TMP/out" | grep -q "seed  *vocab  *amb  *amb_depth  *TE" ||
+  fail "results: no varied columns: $(head -n 1 "$TMP/out")"
 
 echo "test_ids: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]
