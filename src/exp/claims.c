@@ -65,14 +65,13 @@ static int read_run(const sb_run_row *row, const sb_claim_task *task, claim_run 
     value_text(cfg, "warmup_steps", b, sizeof b);
     snprintf(r->setting, sizeof r->setting, "lr %s, warm-up %s", a,
              strcmp(b, "null") == 0 ? "5%" : b);
-    static const char *const drop[6] = {"model", "seed",         "task_seed",
-                                        "lr",    "warmup_steps", "test_dur"};
-    static const char *const drop_lengths[8] = {
-        "model", "seed", "task_seed", "lr", "warmup_steps", "train_seqlen_max",
-        "test_seqlen_max", "combined_seq_length"};
-    r->slice = sb_experiment_key(row->config_json, drop, 5, NULL, 0);
-    r->slice_training = sb_experiment_key(row->config_json, drop, 6, NULL, 0);
-    r->family = sb_experiment_key(row->config_json, drop_lengths, 8, NULL, 0);
+    static const char *const test_dur[1] = {"test_dur"};
+    r->slice = sb_experiment_key(row->config_json, sb_experiment_varied, SB_EXPERIMENT_VARIED,
+                                 NULL, 0);
+    r->slice_training = sb_experiment_key(row->config_json, sb_experiment_varied,
+                                          SB_EXPERIMENT_VARIED, test_dur, 1);
+    r->family = sb_experiment_key(row->config_json, sb_experiment_varied, SB_EXPERIMENT_VARIED,
+                                  sb_experiment_lengths, SB_EXPERIMENT_LENGTHS);
     json_decref(cfg);
     if (r->slice == NULL || r->slice_training == NULL || r->family == NULL) {
         free(r->slice);
@@ -508,6 +507,17 @@ static const sb_layer_type *best_of_class(const ctx *c, const char *slice, int a
     return best;
 }
 
+/* Whether run i is the first of its unit (seed) among the slice's runs at their training
+ * gap: one value per seed. */
+static int first_of_unit(const ctx *c, size_t i, const char *slice)
+{
+    for (size_t j = 0; j < i; j++)
+        if (isnan(c->r[j].test_dur) && strcmp(c->r[j].unit, c->r[i].unit) == 0 &&
+            strcmp(c->r[j].slice, slice) == 0)
+            return 0;
+    return 1;
+}
+
 /* Finding 3 on one slice: 0 when it lacks either class; -1 out of memory. */
 static int attention_claim(ctx *c, const finding *f, const char *slice)
 {
@@ -525,11 +535,7 @@ static int attention_claim(ctx *c, const finding *f, const char *slice)
         if (!isnan(r->test_dur) || strcmp(r->slice, slice) != 0)
             continue;
         window = fmax(window, isnan(r->window) ? -1 : r->window);
-        int first = 1;
-        for (size_t j = 0; j < i && first; j++)
-            first = !(isnan(c->r[j].test_dur) && strcmp(c->r[j].unit, r->unit) == 0 &&
-                      strcmp(c->r[j].slice, slice) == 0);
-        if (!first)
+        if (!first_of_unit(c, i, slice))
             continue;
         double v = gating_value(c, slice, a, set_a, rec, set_r, r->unit);
         if (isfinite(v))
@@ -579,11 +585,7 @@ static int growth_claim(ctx *c, const finding *f, const char *family)
         const claim_run *r = &c->r[i];
         if (!isnan(r->test_dur) || strcmp(r->slice, hi) != 0)
             continue;
-        int first = 1;
-        for (size_t j = 0; j < i && first; j++)
-            first = !(isnan(c->r[j].test_dur) && strcmp(c->r[j].unit, r->unit) == 0 &&
-                      strcmp(c->r[j].slice, hi) == 0);
-        if (!first)
+        if (!first_of_unit(c, i, hi))
             continue;
         /* attention's margin at each demand (gating_value: a's accuracy minus rec's) */
         double v = gating_value(c, hi, a_hi, sa_hi, r_hi, sr_hi, r->unit) -

@@ -8,6 +8,8 @@
 
 const char *const sb_experiment_varied[SB_EXPERIMENT_VARIED] = {"model", "seed", "task_seed",
                                                                 "lr", "warmup_steps"};
+const char *const sb_experiment_lengths[SB_EXPERIMENT_LENGTHS] = {
+    "train_seqlen_max", "test_seqlen_max", "combined_seq_length"};
 
 void sb_experiment_resolve(json_t *cfg)
 {

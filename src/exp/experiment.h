@@ -15,6 +15,11 @@
 extern const char *const sb_experiment_varied[];
 #define SB_EXPERIMENT_VARIED 5
 
+/* The three lengths a length study sets together: train_seqlen_max, test_seqlen_max,
+ * combined_seq_length. */
+extern const char *const sb_experiment_lengths[];
+#define SB_EXPERIMENT_LENGTHS 3
+
 /* The task as trained: with grammar_scale true, vocab := amb + 1 and amb_depth := amb in cfg
  * (a configuration object), as the grammar generator applies them. */
 void sb_experiment_resolve(json_t *cfg);

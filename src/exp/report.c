@@ -399,8 +399,7 @@ static int config_number(const sb_run_config *c, const char *key, double *x)
  * memory_demand: the lengths and walk_len its demand follows). Returns how many. */
 static int axis_keys(int fig, const char *x_key, const char *axis[4])
 {
-    static const char *const lengths[3] = {"train_seqlen_max", "test_seqlen_max",
-                                           "combined_seq_length"};
+    const char *const *lengths = sb_experiment_lengths;
     switch (fig) {
     case FIG_2A: axis[0] = "amb", axis[1] = "vocab", axis[2] = "amb_depth"; return 3;
     case FIG_2B:
