@@ -90,7 +90,7 @@ echo "| configuration | default (auto) tokens/s | openblas | onednn | default / 
 echo "|---|---:|---:|---:|---:|" | tee -a "$out"
 if [ "$mode" = lite ]; then
   for f in $FILES; do
-    "$SB" sweep "$here/configs/lite/$f.yaml" --dry_run 2>/dev/null | grep -- '--seed=1 ' |
+    "$SB" sweep "$here/configs/lite/$f.yaml" --dry_run --list 2>/dev/null | grep -- '--seed=1 ' |
       sed -e 's/^[^ ]* train //' -e 's/--dataset_size [0-9]*/--dataset_size '"$SAMPLES"'/' \
         -e 's/--test_size [0-9]*/--test_size 50/' -e 's/--save_model True/--save_model False/' \
         >"$tmp/cmds"

@@ -402,7 +402,9 @@ sb_status sb_config_param_count(const sb_config *cfg, uint64_t *params, sb_error
 
 /* Where a training run is, as sb_train_config reports it. */
 typedef struct sb_progress {
-    int is_evaluation;     /* 0: after an update; 1: after an evaluation of the test set */
+    int is_evaluation;     /* 0: after an update; 1: after an evaluation of the test set
+                              (a learning-curve point, --curve_points, has no validation
+                              scores) */
     int64_t step;          /* updates done */
     int64_t total_steps;   /* updates of the whole run */
     int64_t samples;       /* training samples consumed */
@@ -415,8 +417,8 @@ typedef struct sb_progress {
     uint64_t params;       /* trainable parameters of the model */
     int grad_acc;          /* micro-batches per update (gradient accumulation) */
     double mean_loss, mean_acc; /* after an update: the means over the updates since the
-                                   previous evaluation (the running training loss and
-                                   accuracy); after an evaluation: loss and acc */
+                                   previous evaluation or curve point (the running training
+                                   loss and accuracy); after an evaluation: loss and acc */
     double valid_loss, valid_acc; /* after an evaluation: the validation split's (NaN without
                                      one, --valid_size 0); NaN otherwise */
 } sb_progress;
@@ -956,8 +958,9 @@ typedef struct sb_plan_run {
     int64_t after;       /* the plan's run (index into runs) whose checkpoint it evaluates
                             (a --test_pretrained run of the same selection), -1: none */
     int64_t train_frames; /* frames it trains on (its samples x their mean frames) */
-    int64_t eval_frames;  /* frames its evaluations process (each evaluation: the test split) */
-    int evaluations;
+    int64_t eval_frames;  /* frames its evaluations process (each: the test and validation
+                             splits; a learning-curve point: the test split) */
+    int evaluations;      /* --epoch_size's, the last update's and the curve's points */
     double flops;        /* 3 x forward FLOPs per training frame + forward FLOPs per test frame */
     double peak_bytes;   /* a training step's activations (the model's estimate for its
                             longest micro-batch) + parameters, gradients and Adam's moments */
@@ -1032,6 +1035,20 @@ typedef struct sb_plan {
  * when the cache cannot be written, SB_ERR_NOMEM. */
 sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
                        const sb_plan_options *opts, sb_plan **out, sb_error *err);
+
+/* The seconds a sweep of plan p has left (its ETA). Per plan run: done_share[i], 0 before
+ * it starts, the share of its updates done while it runs, 1 once it ended; spent_s[i], the
+ * seconds this sweep has spent training it (0 for a run it did not train: already finished,
+ * refused, failed). The planned seconds not yet done (seconds x (1 - share)) times the pace
+ * so far (the runs' spent seconds over the planned seconds of their shares done; 1 before
+ * any), over p's ranks. Runs that keep the pace of the first ones make it fall steadily. */
+double sb_plan_time_left(const sb_plan *p, const double *done_share, const double *spent_s);
+
+/* The plan of one run (what `train` prints before a run planned over ten minutes): as
+ * sb_plan_make for a selection of that run alone (its index 0). Errors: cfg's check
+ * (sb_config_check's), those of sb_plan_make. */
+sb_status sb_plan_config(const sb_config *cfg, const sb_plan_options *opts, sb_plan **out,
+                         sb_error *err);
 
 void sb_plan_free(sb_plan *p);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "exp/plan.h"
 #include "exp/sweep.h"
 #include "exp/sweep_exec.h"
 
@@ -253,4 +254,13 @@ void sb_sweep_worker_close(sb_sweep_worker *w)
         return;
     fclose(w->pipe);
     free(w);
+}
+
+sb_status sb_plan_config(const sb_config *cfg, const sb_plan_options *opts, sb_plan **out,
+                         sb_error *err)
+{
+    SB_API_REQUIRE(out, err);
+    *out = NULL;
+    SB_API_REQUIRE(cfg, err);
+    return sb_plan_run_config(&cfg->run, opts, out, err);
 }

@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/sweep_file.h"
 #include "cli/task_options.h"
 
 /* Which instruction sets ran: the build's (SB_NATIVE: -march=native or the portable
@@ -283,6 +284,30 @@ static int skip_run(const sb_bench_config *c, int n_runs)
     return n_runs > 1 && strcmp(c->gemm, "openblas") == 0 && strcmp(c->precision, "bf16") == 0;
 }
 
+/* What bench will measure, before it starts (stderr: --json stays one document). */
+static void bench_announce(int n_configs, int steps, int threads, int peaks, const char *what)
+{
+    fprintf(stderr,
+            "bench: %s%d training configuration%s (%s), a warm-up step then %d timed step%s "
+            "each (median), on %d thread%s%s\n",
+            peaks ? "the FP32 and BF16 peaks (--no_peak skips them), then " : "", n_configs,
+            n_configs == 1 ? "" : "s", what, steps, steps == 1 ? "" : "s", threads,
+            threads == 1 ? "" : "s",
+            n_configs > 1 ? "; the time it takes follows the first configuration" : "");
+}
+
+/* After the first configuration of a group of n: how long the group will take at its pace. */
+static void bench_pace(double first_s, int n, const char *group)
+{
+    if (n <= 1)
+        return;
+    char left[32];
+    sb_cli_format_time(first_s * (double)(n - 1), left, sizeof left);
+    fprintf(stderr, "bench: the first of %d configurations %s took %.1f s: about %s more for "
+                    "them\n",
+            n, group, first_s, left);
+}
+
 /* Splits "openblas,auto" into at most max names (pointing into buf). */
 static int split_list(char *buf, const char **names, int max)
 {
@@ -391,6 +416,15 @@ static int bench_models(int argc, char **argv)
         bench_print_columns();
     }
     int status = 0;
+    int n_standard = sb_models_count() * n_runs, known = 0;
+    for (int i = 0; model != NULL && i < sb_models_count(); i++)
+        known |= strcmp(sb_models_name(i), model) == 0;
+    if (model != NULL && known) /* an unknown model gets its one error line below */
+        bench_announce(n_runs, steps, threads, !no_peak, model);
+    else if (model == NULL)
+        bench_announce(2 * n_standard, steps, threads, !no_peak,
+                       "every model at B16 T256 d64 L2 and at B16 T400 d128 L4; --model M "
+                       "times one");
     if (model != NULL) {
         for (int e = 0; e < n_runs; e++) {
             sb_bench_config c = {model,   B,       T,     D,     L,           I,
@@ -410,7 +444,8 @@ static int bench_models(int argc, char **argv)
         }
     } else {
         for (int k = 0; k < 2; k++)
-            for (int t = 0; t < sb_models_count() * n_runs; t++) {
+            for (int t = 0; t < n_standard; t++) {
+                double t0 = sb_clock_seconds();
                 sb_bench_config c = standard_configs[k];
                 c.model = sb_models_name(t / n_runs);
                 c.gemm = engines[t % n_runs % n_engines];
@@ -428,6 +463,9 @@ static int bench_models(int argc, char **argv)
                     bench_json_row(j, &c, &r, peak_for(&peaks, &c), threads);
                 else
                     bench_print_row(&c, &r, peak_for(&peaks, &c));
+                if (t == 0)
+                    bench_pace(sb_clock_seconds() - t0, n_standard,
+                               k == 0 ? "at B16 T256 d64 L2" : "at B16 T400 d128 L4");
             }
     }
     if (json) {

@@ -76,7 +76,7 @@ static int demo_sweep(const char *preset, char *const *models, int n_models, int
     selected.runs = runs;
     selected.n_runs = n_runs;
     sb_cli_sweep_tally tally;
-    sb_status status = sb_cli_sweep_run(s, preset, &selected, 0, &tally, err);
+    sb_status status = sb_cli_sweep_run(s, preset, &selected, NULL, 0, &tally, err);
     free(runs);
     sb_sweep_free(s);
     if (status != SB_OK)

@@ -310,7 +310,7 @@ static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const s
            (long long)c.runs, per_run, samples, tokens, pmin,
            c.params_min != c.params_max ? " to " : "", c.params_min != c.params_max ? pmax : "",
            flops);
-    sb_cli_plan_print_total(s, sel, o->workers, run_threads(o));
+    sb_plan_free(sb_cli_plan_print_total(s, sel, o->workers, run_threads(o)));
 }
 
 #define DRY_RUN_SHOWN 20 /* command lines --dry_run prints before the summary */
@@ -381,9 +381,10 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
                            "current update, with a checkpoint (a second signal quits at "
                            "once)\n");
     /* the plan's total (core-hours, wall time on these workers) from cached calibrations */
-    sb_cli_plan_print_total(s, sel, o->workers, run_threads(o));
+    sb_plan *plan = sb_cli_plan_print_total(s, sel, o->workers, run_threads(o));
     sb_cli_sweep_tally tally;
-    sb_status st = sb_cli_sweep_run(s, o->file, &run, o->quiet, &tally, &err);
+    sb_status st = sb_cli_sweep_run(s, o->file, &run, plan, o->quiet, &tally, &err);
+    sb_plan_free(plan);
     free(runs);
     int sig = sb_cli_stop_signal();
     if (st == SB_ERR_RUNTIME && sig != 0) {
@@ -465,7 +466,8 @@ int sb_cmd_sweep(int argc, char **argv)
                                 .checkpoint_every_s = 60.0 * o.checkpoint_every,
                                 .quiet = o.quiet};
             if (sb_mpi_rank() == 0 && !o.quiet) /* the plan on the worker ranks */
-                sb_cli_plan_print_total(s, sel, sb_mpi_size() - 1, o.threads > 0 ? o.threads : 1);
+                sb_plan_free(sb_cli_plan_print_total(s, sel, sb_mpi_size() - 1,
+                                                     o.threads > 0 ? o.threads : 1));
             rc = sb_cli_sweep_mpi(&job);
         }
     } else

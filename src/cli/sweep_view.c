@@ -42,6 +42,10 @@ typedef struct view {
     char first_refused[SB_ERROR_MSG_MAX];
     int64_t first_failed_run; /* -1 until a run fails or diverges */
     char first_failed[SB_ERROR_MSG_MAX];
+    /* the ETA from the plan (NULL: none): per plan run the share done (0 to 1) and the
+     * seconds spent training it (sb_plan_time_left) */
+    const sb_plan *plan;
+    double *plan_share, *plan_spent;
 } view;
 
 static void format_eta(double s, char *buf, size_t size)
@@ -76,15 +80,42 @@ static void run_line(const slot_line *l, char *out, size_t size)
              (long long)p->step, (long long)p->total_steps, p->loss, p->acc, test, speed, eta);
 }
 
-static void sweep_line(const sb_sweep_update *t, char *out, size_t size)
+/* Run `run`'s index in the plan (its runs are in grid order), -1 when not there. */
+static int64_t plan_index(const view *v, int64_t run)
+{
+    int64_t lo = 0, n = v->plan_share != NULL ? v->plan->n_runs : 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (v->plan->runs[mid].run < run)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v->plan->runs[lo].run == run ? lo : -1;
+}
+
+/* Run `run`'s share done and seconds spent, for the ETA (sb_plan_time_left). */
+static void plan_mark(view *v, int64_t run, double share, double spent_s)
+{
+    int64_t i = plan_index(v, run);
+    if (i >= 0) {
+        v->plan_share[i] = share;
+        v->plan_spent[i] = spent_s;
+    }
+}
+
+static void sweep_line(const view *v, const sb_sweep_update *t, char *out, size_t size)
 {
     int64_t settled = t->done + t->failed + t->skipped + t->refused + t->excluded +
                       t->interrupted;
     double elapsed_s = t->sweep_elapsed_s;
     int ran = t->done + t->failed;
     char eta[32], elapsed[32];
-    format_eta(ran > 0 ? elapsed_s / ran * (double)(t->n_runs - settled) : -1.0, eta,
-               sizeof eta);
+    format_eta(v->plan_share != NULL
+                   ? sb_plan_time_left(v->plan, v->plan_share, v->plan_spent)
+               : ran > 0         ? elapsed_s / ran * (double)(t->n_runs - settled)
+                                 : -1.0,
+               eta, sizeof eta);
     format_eta(elapsed_s, elapsed, sizeof elapsed);
     char more[64] = "";
     if (t->excluded > 0)
@@ -201,7 +232,7 @@ static void view_ended(view *v, const sb_sweep_update *ev)
                  : ev->reason != NULL ? ev->reason : ev->outcome);
     }
     if (!v->tty && !v->quiet) {
-        sweep_line(ev, msg, sizeof msg);
+        sweep_line(v, ev, msg, sizeof msg);
         printf("%s\n", msg);
         fflush(stdout);
         v->last_sweep_plain = sb_clock_seconds();
@@ -222,7 +253,7 @@ static void view_plain(view *v, const sb_sweep_update *ev)
         l->last_plain = now;
     }
     if (now - v->last_sweep_plain >= PLAIN_PROGRESS_EVERY_S) {
-        sweep_line(ev, line, sizeof line);
+        sweep_line(v, ev, line, sizeof line);
         printf("%s\n", line);
         v->last_sweep_plain = now;
     }
@@ -338,20 +369,28 @@ static void view_event(const sb_sweep_update *ev, void *user)
         l->run = ev->run;
         l->last_plain = sb_clock_seconds();
         describe(v, ev->run, ev->config, l->desc, sizeof l->desc);
+        plan_mark(v, ev->run, 0.0, 0.0);
         break;
     case SB_SWEEP_UPDATE_PROGRESS:
         if (l == NULL)
             break;
         l->have = 1;
         l->progress = *ev;
+        if (ev->total_steps > 0)
+            plan_mark(v, ev->run, (double)ev->step / (double)ev->total_steps, ev->run_elapsed_s);
         break;
-    case SB_SWEEP_UPDATE_ENDED:
+    case SB_SWEEP_UPDATE_ENDED: {
+        /* only a run trained to its end sets the pace */
+        plan_mark(v, ev->run, 1.0, strcmp(ev->outcome, "done") == 0 ? ev->run_elapsed_s : 0.0);
+        /* the ENDED line first: it prints the sweep line with this run counted */
         if (l == NULL)
             view_unstarted(v, ev);
         else
             view_ended(v, ev);
         break;
+    }
     case SB_SWEEP_UPDATE_WAITING:
+        plan_mark(v, ev->run, 0.0, 0.0);
         view_waiting(v, ev);
         break;
     case SB_SWEEP_UPDATE_TICK: {
@@ -359,7 +398,7 @@ static void view_event(const sb_sweep_update *ev, void *user)
             break;
         if (v->tty) {
             char line[1024];
-            sweep_line(ev, line, sizeof line);
+            sweep_line(v, ev, line, sizeof line);
             view_draw(v, line);
         } else {
             view_plain(v, ev);
@@ -370,11 +409,22 @@ static void view_event(const sb_sweep_update *ev, void *user)
 }
 
 sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_run_options *opts,
-                           int quiet, sb_cli_sweep_tally *tally, sb_error *err)
+                           const sb_plan *plan, int quiet, sb_cli_sweep_tally *tally,
+                           sb_error *err)
 {
     view v = {.sweep = s, .tty = isatty(STDOUT_FILENO), .quiet = quiet, .columns = 80,
               .n_slots = opts->workers, .first_refused_run = -1,
-              .first_failed_run = -1};
+              .first_failed_run = -1, .plan = plan};
+    /* every run's share 0 (calloc'd zeros); without memory, the ETA without the plan */
+    if (plan != NULL && plan->n_runs > 0) {
+        v.plan_share = calloc((size_t)plan->n_runs, sizeof *v.plan_share);
+        v.plan_spent = calloc((size_t)plan->n_runs, sizeof *v.plan_spent);
+        if (v.plan_share == NULL || v.plan_spent == NULL) {
+            free(v.plan_share);
+            free(v.plan_spent);
+            v.plan_share = v.plan_spent = NULL;
+        }
+    }
     find_varied(&v, opts);
     struct winsize ws;
     if (v.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
@@ -382,6 +432,8 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
     v.slots = calloc((size_t)(opts->workers > 0 ? opts->workers : 1), sizeof *v.slots);
     if (v.slots == NULL) {
         free(v.varied);
+        free(v.plan_share);
+        free(v.plan_spent);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
     }
     sb_sweep_run_options o = *opts;
@@ -392,6 +444,8 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
         view_clear(&v);
     free(v.slots);
     free(v.varied);
+    free(v.plan_share);
+    free(v.plan_spent);
     *tally = v.tally;
     tally->first_refused_run = v.first_refused_run;
     snprintf(tally->first_refused, sizeof tally->first_refused, "%s", v.first_refused);

@@ -19,9 +19,13 @@ typedef struct sb_cli_sweep_tally {
 
 /* Runs the runs of s that opts selects with sb_sweep_run (opts->on_update and user are
  * replaced by the view), printing the progress (none with quiet) and the summary line
- * "sweep LABEL: N runs selected of M: ...". Returns what sb_sweep_run returns; *tally the
- * final counts. */
+ * "sweep LABEL: N runs selected of M: ...". plan (may be NULL): the selection's plan, whose
+ * runs' seconds give the sweep's ETA (the seconds left of the runs not yet ended, those
+ * running counted from their progress, scaled by how the finished runs compared with their
+ * plan, over the workers); without one the ETA is the mean time of the runs so far.
+ * Returns what sb_sweep_run returns; *tally the final counts. */
 sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_run_options *opts,
-                           int quiet, sb_cli_sweep_tally *tally, sb_error *err);
+                           const sb_plan *plan, int quiet, sb_cli_sweep_tally *tally,
+                           sb_error *err);
 
 #endif

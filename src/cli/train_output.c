@@ -1,6 +1,8 @@
 /* train_output.c - progress and summaries of training runs (see train_output.h). */
 #include "cli/train_output.h"
 
+#include "cli/plan_view.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +78,8 @@ void sb_train_output_start(const sb_progress *p, void *user)
         fprintf(o->f, "; resuming at update %lld", (long long)p->step);
     fprintf(o->f, "\n");
     fflush(o->f);
+    if (p->step == 0)
+        sb_cli_plan_print_run(o->f, o->cfg, o->threads);
     o->last_log = sb_clock_seconds();
 }
 

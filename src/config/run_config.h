@@ -60,6 +60,9 @@ typedef struct sb_run_config {
     int warmup_steps;             /* < 0: 5% of the updates (train.py's default) */
     uint64_t seed;                /* model seed (= task seed with same_seed) */
     int64_t epoch_size;           /* training samples between evaluations (5000) */
+    /* at least this many points on the learning curve: extra evaluations of the test split
+     * between epoch_size's (not in the JSON: they change neither weights nor metrics) */
+    int curve_points;
     int test_pretrained;          /* evaluation-only run of a trained configuration */
     int early_stop;               /* stop when the update loss stops improving */
     int patience;                 /* updates without improvement; < 0: 10% of the updates */

@@ -37,6 +37,7 @@ typedef struct plan_task {
     sb_task *task;
     double build_s;        /* seconds sb_task_create took */
     int64_t train_samples, test_samples; /* test_samples: the test and validation splits */
+    int64_t test_split_samples;          /* the test split alone (a curve point reads it) */
     double train_frames, test_frames; /* mean frames per sample of each split */
     int train_max_frames;  /* the longest of the first training samples */
 } plan_task;
@@ -235,6 +236,7 @@ static sb_status task_find(plan_build *b, const sb_task_config *tc, int *out, sb
     t->train_samples = sb_task_split_size(t->task, SB_SPLIT_TRAIN);
     /* every evaluation reads the test and the validation split, drawn alike (the test's
      * lengths and gap): their frames are counted together */
+    t->test_split_samples = sb_task_split_size(t->task, SB_SPLIT_TEST);
     t->test_samples = sb_task_split_size(t->task, SB_SPLIT_TEST) +
                       sb_task_split_size(t->task, SB_SPLIT_VALID);
     st = mean_frames(t->task, SB_SPLIT_TRAIN, &t->train_frames, &t->train_max_frames, err);
@@ -319,12 +321,13 @@ static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const plan_t
     sb_status st = sb_model_param_count(&mc, &params, err);
     if (st != SB_OK)
         return st;
-    int64_t updates = 0;
+    int64_t updates = 0, curve_points = 0;
     if (cfg->test_pretrained) {
         r->evaluations = 1;
     } else {
         /* the trainer's loop (trainer.c train_plan): every micro-batch of one pass, an
-         * evaluation every epoch_size samples' updates and at the last update */
+         * evaluation every epoch_size samples' updates and at the last update, and the
+         * learning curve's points between them (the test split only) */
         int64_t n_micro = (t->train_samples + sh->micro - 1) / sh->micro;
         updates = n_micro / sh->acc;
         int64_t every = cfg->epoch_size / ((int64_t)sh->micro * sh->acc);
@@ -333,10 +336,14 @@ static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const plan_t
         r->evaluations = (int)(updates / every + (updates % every != 0 ? 1 : 0));
         if (r->evaluations < 1)
             r->evaluations = 1;
+        curve_points = sb_train_curve_extra(updates, every, cfg->curve_points);
+        r->evaluations += (int)curve_points;
         r->train_frames = (int64_t)llround((double)t->train_samples * t->train_frames);
     }
-    r->eval_frames =
-        (int64_t)llround((double)r->evaluations * (double)t->test_samples * t->test_frames);
+    const double full = (double)(r->evaluations - curve_points);
+    r->eval_frames = (int64_t)llround(
+        (full * (double)t->test_samples + (double)curve_points * (double)t->test_split_samples) *
+        t->test_frames);
     double fwd_train = frame_flops(&mc, t->train_frames);
     double fwd_test = frame_flops(&mc, t->test_frames);
     *train_fpf = fwd_train;
@@ -543,12 +550,10 @@ done:
     return st;
 }
 
-sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
-                       const sb_plan_options *opts, sb_plan **out, sb_error *err)
+/* A new plan for opts (checked), its machine and calibration threads filled. */
+static sb_status plan_new(const sb_plan_options *opts, sb_plan **out, int *cal_threads,
+                          sb_error *err)
 {
-    if (out == NULL || s == NULL || sel == NULL || opts == NULL)
-        return sb_error_set(err, SB_ERR_INVALID, "sb_plan_make: NULL argument");
-    *out = NULL;
     if (opts->ranks < 1)
         return sb_error_set(err, SB_ERR_INVALID, "--ranks %d: give at least 1 rank",
                             opts->ranks);
@@ -562,14 +567,85 @@ sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
     p->threads = opts->threads;
     sb_plan_machine(p->machine, sizeof p->machine);
     int cores = sb_cpu_count();
-    int cal_threads = opts->threads < cores ? opts->threads : cores;
-    if (opts->calibration_threads > 0 && opts->calibration_threads < cal_threads)
-        cal_threads = opts->calibration_threads;
-    if (cal_threads < 1)
-        cal_threads = 1;
+    int t = opts->threads < cores ? opts->threads : cores;
+    if (opts->calibration_threads > 0 && opts->calibration_threads < t)
+        t = opts->calibration_threads;
+    *cal_threads = t < 1 ? 1 : t;
+    *out = p;
+    return SB_OK;
+}
 
+/* Adds run k of configuration cfg (checked) to the plan: its task and shape found or
+ * added, its frames, evaluations, FLOPs and memory. */
+static sb_status plan_add_run(sb_plan *p, plan_build *b, const sb_run_config *cfg, int64_t k,
+                              int threads, sb_error *err)
+{
+    int task = 0, cal = 0;
+    sb_status st;
+    if ((st = task_find(b, &cfg->task, &task, err)) != SB_OK ||
+        (st = shape_find(p, b, cfg, task, threads, &cal, err)) != SB_OK ||
+        (st = runs_grow(p, b, err)) != SB_OK)
+        return st;
+    sb_plan_run *r = &p->runs[p->n_runs];
+    memset(r, 0, sizeof *r);
+    r->run = k;
+    sb_run_config_hash(cfg, 0, r->hash);
+    sb_run_config_hash(cfg, 1, b->train_hash[p->n_runs]);
+    snprintf(r->model, sizeof r->model, "%s", cfg->model);
+    r->calibration = cal;
+    if ((st = run_fill(r, cfg, &b->tasks[task], &b->shapes[cal], &b->fpf[p->n_runs][0],
+                       &b->fpf[p->n_runs][1], err)) != SB_OK)
+        return st;
+    p->n_runs++;
+    return SB_OK;
+}
+
+/* The calibrations, each run's seconds and the schedule; then frees what b built. On an
+ * error (st_in's or its own) the plan is freed. */
+static sb_status plan_finish(sb_plan *p, plan_build *b, const sb_plan_options *opts,
+                             int cal_threads, sb_status st, sb_plan **out, sb_error *err)
+{
+    if (st == SB_OK)
+        st = calibrate_all(p, b, opts, cal_threads, err);
+    if (st == SB_OK) {
+        for (int64_t i = 0; i < p->n_runs; i++) {
+            sb_plan_run *r = &p->runs[i];
+            const sb_plan_calibration *c = &p->calibrations[r->calibration];
+            double f = thread_factor(c, opts->threads);
+            double tr = c->train_flops_per_frame > 0 ? b->fpf[i][0] / c->train_flops_per_frame : 1;
+            double ev = c->eval_flops_per_frame > 0 ? b->fpf[i][1] / c->eval_flops_per_frame : 1;
+            r->seconds = c->setup_s + f * ((double)r->train_frames * c->train_s_per_frame * tr +
+                                           (double)r->eval_frames * c->eval_s_per_frame * ev);
+        }
+        link_dependencies(p, b, NULL);
+        st = plan_schedule_runs(p, err);
+    }
+    for (int i = 0; i < b->n_tasks; i++)
+        sb_task_free(b->tasks[i].task);
+    free(b->tasks);
+    free(b->shapes);
+    free(b->train_hash);
+    free(b->fpf);
+    if (st != SB_OK) {
+        sb_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return SB_OK;
+}
+
+sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
+                       const sb_plan_options *opts, sb_plan **out, sb_error *err)
+{
+    if (out == NULL || s == NULL || sel == NULL || opts == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "sb_plan_make: NULL argument");
+    *out = NULL;
+    sb_plan *p = NULL;
+    int cal_threads = 1;
+    sb_status st = plan_new(opts, &p, &cal_threads, err);
+    if (st != SB_OK)
+        return st;
     plan_build b = {0};
-    sb_status st = SB_OK;
     int64_t n_sel = sb_sweep_selection_size(sel);
     for (int64_t i = 0; st == SB_OK && i < n_sel; i++) {
         int64_t k = sb_sweep_selection_run(sel, i);
@@ -584,50 +660,44 @@ sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
                          (long long)k, refused.msg);
             continue; /* a refused or excluded run costs nothing, as in the dry run */
         }
-        int task = 0, cal = 0;
-        if ((st = task_find(&b, &cfg.task, &task, err)) != SB_OK ||
-            (st = shape_find(p, &b, &cfg, task, opts->threads, &cal, err)) != SB_OK ||
-            (st = runs_grow(p, &b, err)) != SB_OK)
-            break;
-        sb_plan_run *r = &p->runs[p->n_runs];
-        memset(r, 0, sizeof *r);
-        r->run = k;
-        sb_run_config_hash(&cfg, 0, r->hash);
-        sb_run_config_hash(&cfg, 1, b.train_hash[p->n_runs]);
-        snprintf(r->model, sizeof r->model, "%s", cfg.model);
-        r->calibration = cal;
-        if ((st = run_fill(r, &cfg, &b.tasks[task], &b.shapes[cal], &b.fpf[p->n_runs][0],
-                           &b.fpf[p->n_runs][1], err)) != SB_OK)
-            break;
-        p->n_runs++;
+        st = plan_add_run(p, &b, &cfg, k, opts->threads, err);
     }
-    if (st == SB_OK)
-        st = calibrate_all(p, &b, opts, cal_threads, err);
-    if (st == SB_OK) {
-        for (int64_t i = 0; i < p->n_runs; i++) {
-            sb_plan_run *r = &p->runs[i];
-            const sb_plan_calibration *c = &p->calibrations[r->calibration];
-            double f = thread_factor(c, opts->threads);
-            double tr = c->train_flops_per_frame > 0 ? b.fpf[i][0] / c->train_flops_per_frame : 1;
-            double ev = c->eval_flops_per_frame > 0 ? b.fpf[i][1] / c->eval_flops_per_frame : 1;
-            r->seconds = c->setup_s + f * ((double)r->train_frames * c->train_s_per_frame * tr +
-                                           (double)r->eval_frames * c->eval_s_per_frame * ev);
-        }
-        link_dependencies(p, &b, NULL);
-        st = plan_schedule_runs(p, err);
-    }
-    for (int i = 0; i < b.n_tasks; i++)
-        sb_task_free(b.tasks[i].task);
-    free(b.tasks);
-    free(b.shapes);
-    free(b.train_hash);
-    free(b.fpf);
-    if (st != SB_OK) {
-        sb_plan_free(p);
+    return plan_finish(p, &b, opts, cal_threads, st, out, err);
+}
+
+sb_status sb_plan_run_config(const sb_run_config *cfg, const sb_plan_options *opts,
+                             sb_plan **out, sb_error *err)
+{
+    if (out == NULL || cfg == NULL || opts == NULL)
+        return sb_error_set(err, SB_ERR_INVALID, "sb_plan_run_config: NULL argument");
+    *out = NULL;
+    sb_status st = sb_run_config_check(cfg, err);
+    if (st != SB_OK)
         return st;
+    sb_plan *p = NULL;
+    int cal_threads = 1;
+    if ((st = plan_new(opts, &p, &cal_threads, err)) != SB_OK)
+        return st;
+    plan_build b = {0};
+    st = plan_add_run(p, &b, cfg, 0, opts->threads, err);
+    return plan_finish(p, &b, opts, cal_threads, st, out, err);
+}
+
+double sb_plan_time_left(const sb_plan *p, const double *done_share, const double *spent_s)
+{
+    if (p == NULL || done_share == NULL || spent_s == NULL)
+        return (double)NAN;
+    double left = 0, spent = 0, planned_done = 0;
+    for (int64_t i = 0; i < p->n_runs; i++) {
+        double share = done_share[i] < 0 ? 0 : done_share[i] > 1 ? 1 : done_share[i];
+        left += p->runs[i].seconds * (1.0 - share);
+        if (spent_s[i] > 0 && share > 0) {
+            spent += spent_s[i];
+            planned_done += p->runs[i].seconds * share;
+        }
     }
-    *out = p;
-    return SB_OK;
+    double pace = planned_done > 0 ? spent / planned_done : 1.0;
+    return pace * left / (p->ranks > 0 ? p->ranks : 1);
 }
 
 void sb_plan_free(sb_plan *p)

@@ -10,6 +10,11 @@
 #include "core/status.h"
 #include "task/task.h"
 
+/* The plan of one run (`train`, before it starts): as sb_plan_make for a selection of one
+ * run, index 0, checked by sb_run_config_check. Errors: that check's, sb_plan_make's. */
+sb_status sb_plan_run_config(const sb_run_config *cfg, const sb_plan_options *opts,
+                             sb_plan **out, sb_error *err);
+
 /* ---- a calibration measured (plan_calibrate.c) ------------------------------------------ */
 
 /* Measures c (its key, model, sizes and FLOPs per frame already filled) on run cfg's configuration: the

@@ -997,6 +997,10 @@ static void add_curve_group(const rec *recs, int x0, int x1, const point *best, 
  * best setting; with more than MAX_CURVES of them, per model only the x where it does best
  * (the first MAX_CURVES models). ids has room for f1 - f0. Returns the number of groups. */
 #define MAX_CURVES 12
+/* report.md's line where a learning-curve figure would be and no run has a curve */
+#define NO_CURVES_LINE                                                                            \
+    "\nNo learning-curve figure: no run here has 3 or more evaluations (recorded with "         \
+    "`--curve_points 0`, or before it existed).\n"
 static int curve_groups(const rec *recs, int f0, int f1, int64_t *ids, sb_curve_group *groups,
                         char labels[][96])
 {
@@ -1034,9 +1038,10 @@ static int curve_groups(const rec *recs, int f0, int f1, int64_t *ids, sb_curve_
     return n_groups;
 }
 
-/* The learning-curve companion of the figure of runs recs[f0..f1), written to base. */
+/* The learning-curve companion of the figure of runs recs[f0..f1), written to base;
+ * *drawn: 0 when no run had enough points for a curve (no figure written). */
 static sb_status write_curves(report_ctx *rc, int f0, int f1, const char *base,
-                              const char *title, const char *subtitle, sb_error *err)
+                              const char *title, const char *subtitle, int *drawn, sb_error *err)
 {
     int64_t *ids = calloc((size_t)(f1 - f0), sizeof *ids);
     if (ids == NULL)
@@ -1048,9 +1053,9 @@ static sb_status write_curves(report_ctx *rc, int f0, int f1, const char *base,
     int n_refs = curve_refs(rc->recs, f0, f1, 0, refs);
     sb_plot_axis x, y;
     sb_status st = sb_report_curve_figure(rc->db, title, subtitle, groups, n_groups, refs,
-                                          n_refs, base, &x, &y, err);
+                                          n_refs, base, &x, &y, drawn, err);
     free(ids);
-    if (st != SB_OK)
+    if (st != SB_OK || !*drawn)
         return st;
     json_figure(rc->json, base, "curves", title, &x, &y, n_refs, refs);
     rc->sum->figures++;
@@ -1109,13 +1114,18 @@ static sb_status write_figure(report_ctx *rc, int f0, int f1, sb_error *err)
     if (st == SB_OK)
         st = write_plot(rc, &mem_plot, fn.mem_base, "memory", err);
     figure_buffers_free(&fb);
+    int curves_drawn = 0;
     if (st == SB_OK)
-        st = write_curves(rc, f0, f1, fn.curves_base, fn.curves_title, fn.curves_subtitle, err);
+        st = write_curves(rc, f0, f1, fn.curves_base, fn.curves_title, fn.curves_subtitle,
+                          &curves_drawn, err);
     if (st != SB_OK)
         return st;
-    fprintf(rc->md, "\n![%s](%s.png)\n\n![%s](%s.png)\n\n![%s](%s.png)\n", fn.title,
-            strrchr(fn.base, '/') + 1, fn.mem_title, strrchr(fn.mem_base, '/') + 1,
-            fn.curves_title, strrchr(fn.curves_base, '/') + 1);
+    fprintf(rc->md, "\n![%s](%s.png)\n\n![%s](%s.png)\n", fn.title, strrchr(fn.base, '/') + 1,
+            fn.mem_title, strrchr(fn.mem_base, '/') + 1);
+    if (curves_drawn)
+        fprintf(rc->md, "\n![%s](%s.png)\n", fn.curves_title, strrchr(fn.curves_base, '/') + 1);
+    else
+        fputs(NO_CURVES_LINE, rc->md);
     return SB_OK;
 }
 
@@ -1217,12 +1227,17 @@ static sb_status write_other_runs(report_ctx *rc, int o0, sb_error *err)
     sb_plot_ref refs[2];
     int n_refs = curve_refs(recs, o0, rc->n, 1, refs);
     sb_plot_axis x, y;
+    int drawn = 0;
     sb_status st = sb_report_curve_figure(rc->db, title, "test accuracy; mean and min-max over "
                                           "the seeds of each setting", groups, n_groups, refs,
-                                          n_refs, base, &x, &y, err);
+                                          n_refs, base, &x, &y, &drawn, err);
     free(ids);
     if (st != SB_OK)
         return st;
+    if (!drawn) {
+        fputs(NO_CURVES_LINE, rc->md);
+        return SB_OK;
+    }
     json_figure(rc->json, base, "curves", title, &x, &y, n_refs, refs);
     rc->sum->figures++;
     fprintf(rc->md, "\n![%s](other_curves.png)\n", title);

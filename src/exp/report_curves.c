@@ -99,8 +99,9 @@ static sb_status group_line(sb_results *db, const sb_curve_group *g, curve_line 
 sb_status sb_report_curve_figure(sb_results *db, const char *title, const char *subtitle,
                                  const sb_curve_group *groups, int n_groups,
                                  const sb_plot_ref *refs, int n_refs, const char *path_base,
-                                 sb_plot_axis *x, sb_plot_axis *y, sb_error *err)
+                                 sb_plot_axis *x, sb_plot_axis *y, int *n_drawn, sb_error *err)
 {
+    *n_drawn = 0;
     curve_line *lines = calloc((size_t)(n_groups > 0 ? n_groups : 1), sizeof *lines);
     sb_plot_series *series = calloc((size_t)(n_groups > 0 ? n_groups : 1), sizeof *series);
     if (lines == NULL || series == NULL) {
@@ -108,21 +109,25 @@ sb_status sb_report_curve_figure(sb_results *db, const char *title, const char *
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory drawing learning curves");
     }
     sb_status st = SB_OK;
-    int most_points = 0;
+    int most_points = 0, n_series = 0;
     for (int g = 0; g < n_groups && st == SB_OK; g++) {
         st = group_line(db, &groups[g], &lines[g], err);
+        /* a line of one or two points is not a curve (runs recorded with --curve_points 0) */
+        if (st != SB_OK || lines[g].n < SB_CURVE_MIN_POINTS)
+            continue;
         /* a single run has no spread to shade */
         int band = groups[g].n_runs > 1;
-        series[g] = (sb_plot_series){.label = groups[g].label, .n = lines[g].n, .x = lines[g].x,
-                                     .y = lines[g].mean, .lo = band ? lines[g].lo : NULL,
-                                     .hi = band ? lines[g].hi : NULL};
+        series[n_series++] = (sb_plot_series){
+            .label = groups[g].label, .n = lines[g].n, .x = lines[g].x, .y = lines[g].mean,
+            .lo = band ? lines[g].lo : NULL, .hi = band ? lines[g].hi : NULL};
         most_points = lines[g].n > most_points ? lines[g].n : most_points;
     }
-    if (st == SB_OK) {
+    if (st == SB_OK && n_series > 0) {
+        *n_drawn = n_series;
         sb_plot plot = {.title = title, .subtitle = subtitle,
                         .xlabel = "training samples seen",
                         .ylabel = "test accuracy (fraction of elements)", .ymin = (double)NAN,
-                        .ymax = (double)NAN, .n_series = n_groups, .series = series,
+                        .ymax = (double)NAN, .n_series = n_series, .series = series,
                         .n_refs = n_refs, .refs = refs, .yfraction = 1,
                         .no_markers = most_points > 20, .xfrom0 = 1};
         sb_plot_axis xa, ya;

@@ -561,6 +561,10 @@ typedef struct train_run {
     double train_time, tokens; /* seconds and frames of training steps (evaluation excluded) */
     double sum_loss, sum_acc;  /* over the updates since the last evaluation */
     int n_since_eval;
+    /* over the updates since the curve's last point (either kind of evaluation): each
+     * point's training row */
+    double pt_loss, pt_acc;
+    int n_since_point;
     double last_lr;
     double first_loss; /* the loss of this process's first update (NaN before): the anchor of
                         * the divergence rule */
@@ -755,8 +759,12 @@ static sb_status train_update(train_run *r, const step_args *sa, int64_t sample,
     if (isnan(r->first_loss))
         r->first_loss = sa->loss;
     r->sum_loss += sa->loss;
-    r->sum_acc += sa->counted > 0 ? (double)sa->correct / (double)sa->counted : 0.0;
+    double acc = sa->counted > 0 ? (double)sa->correct / (double)sa->counted : 0.0;
+    r->sum_acc += acc;
     r->n_since_eval++;
+    r->pt_loss += sa->loss;
+    r->pt_acc += acc;
+    r->n_since_point++;
     return SB_OK;
 }
 
@@ -766,8 +774,8 @@ static void train_report_progress(const train_run *r, const step_args *sa, int64
     sb_train_event ev = {.kind = SB_EVENT_PROGRESS, .step = r->updates,
                          .total_steps = r->total_updates, .samples = samples, .loss = sa->loss,
                          .acc = sa->counted > 0 ? (double)sa->correct / (double)sa->counted : 0,
-                         .mean_loss = r->sum_loss / (double)r->n_since_eval,
-                         .mean_acc = r->sum_acc / (double)r->n_since_eval,
+                         .mean_loss = r->pt_loss / (double)r->n_since_point,
+                         .mean_acc = r->pt_acc / (double)r->n_since_point,
                          .lr = r->last_lr, .tokens_per_s = r->tokens / r->train_time,
                          .elapsed_s = sb_time_now() - r->t_start, .params = r->res->params,
                          .grad_acc = r->acc_steps};
@@ -829,10 +837,12 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     res->n_evals++;
     if (cfg->task.protocol == SB_PROTOCOL_REFERENCE)
         r->dropout_on = 0; /* train.py's evaluation leaves the model in eval mode */
+    /* the curve's training row: the updates since its last point, which is the last
+     * evaluation unless curve points came between */
+    const double pt_loss = r->pt_loss / r->n_since_point, pt_acc = r->pt_acc / r->n_since_point;
     sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = r->updates,
                          .total_steps = r->total_updates, .samples = samples,
-                         .loss = res->train_loss, .acc = res->train_acc,
-                         .mean_loss = res->train_loss, .mean_acc = res->train_acc,
+                         .loss = pt_loss, .acc = pt_acc, .mean_loss = pt_loss, .mean_acc = pt_acc,
                          .test_loss = test_loss, .test_acc = test_acc,
                          .valid_loss = s.valid_loss, .valid_acc = s.valid_acc, .lr = r->last_lr,
                          .tokens_per_s = r->tokens / r->train_time,
@@ -841,6 +851,8 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     emit(r->opt, &ev);
     r->sum_loss = r->sum_acc = 0.0;
     r->n_since_eval = 0;
+    r->pt_loss = r->pt_acc = 0.0;
+    r->n_since_point = 0;
     if (r->opt->ckpt_path != NULL &&
         (st = train_save(r, samples, err)) != SB_OK)
         return st;
@@ -855,6 +867,53 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
         snprintf(res->status, sizeof res->status, "stopped");
         r->stopped = 1;
     }
+    return SB_OK;
+}
+
+/* ---- the learning curve's extra points (trainer.h) ------------------------------------------ */
+
+int sb_train_curve_point(int64_t u, int64_t total, int64_t eval_every, int points)
+{
+    if (points < 2 || u < 1 || u >= total || (eval_every > 0 && u % eval_every == 0))
+        return 0;
+    /* ceil(k total / P) = u for some k  <=>  k = floor(u P / total) > (u - 1) P / total */
+    const int64_t k = u * points / total;
+    return k >= 1 && k <= points - 1 && k * total > (u - 1) * points;
+}
+
+int64_t sb_train_curve_extra(int64_t total, int64_t eval_every, int points)
+{
+    int64_t n = 0, last = 0;
+    for (int k = 1; k < points; k++) {
+        const int64_t u = (k * total + points - 1) / points;
+        if (u != last && sb_train_curve_point(u, total, eval_every, points))
+            n++;
+        last = u;
+    }
+    return n;
+}
+
+/* A point of the learning curve between the --epoch_size evaluations: the test split only,
+ * the training averages since the last point; nothing else of the run changes. */
+static sb_status train_curve_point(train_run *r, int64_t samples, sb_error *err)
+{
+    double test_loss, test_acc;
+    sb_status st = evaluate(r->task, SB_SPLIT_TEST, r->m, r->cfg->test_bs, r->budget,
+                            SB_EVAL_STREAM, r->opt->arena_block_bytes, &test_loss, &test_acc, err);
+    if (st != SB_OK)
+        return st;
+    const double pt_loss = r->pt_loss / r->n_since_point, pt_acc = r->pt_acc / r->n_since_point;
+    sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = r->updates,
+                         .total_steps = r->total_updates, .samples = samples, .loss = pt_loss,
+                         .acc = pt_acc, .mean_loss = pt_loss, .mean_acc = pt_acc,
+                         .test_loss = test_loss, .test_acc = test_acc,
+                         .valid_loss = (double)NAN, .valid_acc = (double)NAN, .lr = r->last_lr,
+                         .tokens_per_s = r->tokens / r->train_time,
+                         .elapsed_s = sb_time_now() - r->t_start, .params = r->res->params,
+                         .grad_acc = r->acc_steps};
+    emit(r->opt, &ev);
+    r->pt_loss = r->pt_acc = 0.0;
+    r->n_since_point = 0;
     return SB_OK;
 }
 
@@ -989,6 +1048,8 @@ static sb_status train_step(train_run *r, int64_t k, sb_error *err)
     int last_update = r->updates == r->total_updates || r->stop_early;
     if (r->updates % r->eval_every == 0 || last_update)
         return train_evaluate_and_save(r, first + count, last_update, err);
+    if (sb_train_curve_point(r->updates, r->total_updates, r->eval_every, r->cfg->curve_points))
+        return train_curve_point(r, first + count, err);
     return SB_OK;
 }
 

@@ -47,8 +47,8 @@ typedef struct sb_train_event {
     int64_t samples;       /* training samples consumed */
     double loss, acc;      /* EVENT_PROGRESS: last micro-batch; EVENT_EVAL: train averages */
     double mean_loss, mean_acc; /* EVENT_PROGRESS: means over the updates since the last
-                                   evaluation (the running training loss); EVENT_EVAL: as
-                                   loss, acc */
+                                   evaluation or learning-curve point (the running training
+                                   loss); EVENT_EVAL: as loss, acc */
     double test_loss, test_acc;
     double valid_loss, valid_acc; /* EVENT_EVAL: the validation split's; NaN without one */
     double lr;             /* learning rate of the last update */
@@ -165,6 +165,15 @@ sb_status sb_evaluate_mode(const sb_task *task, const sb_model *m, int test_bs,
  * ln(n_classes) (a uniform guess's loss, about where every model starts). */
 #define SB_DIVERGENCE_FACTOR 10.0
 double sb_train_loss_limit(double first_loss, int n_classes);
+
+/* The learning curve's extra evaluations (--curve_points P; docs/training.md, "Learning
+ * curves"): update u (1..total) gets one when it is ceil(k total / P) for some k in 1..P-1
+ * and is not evaluated anyway (a multiple of eval_every, the --epoch_size cadence, or the
+ * last update). They read the test split only and change nothing else: no checkpoint, no
+ * schedule step, no dropout switch, no early-stopping or divergence window. */
+int sb_train_curve_point(int64_t u, int64_t total, int64_t eval_every, int points);
+/* How many updates of a run of `total` get one (plan.c counts their cost). */
+int64_t sb_train_curve_extra(int64_t total, int64_t eval_every, int points);
 
 /* Gradient accumulation the run will use (train.py's rules, the memory budget for -1). */
 int sb_train_grad_acc(const sb_run_config *cfg, const sb_task *task, double mem_budget_gb);

@@ -118,7 +118,7 @@ grep -q '^cost (estimate): 20 runs x 2000 samples = 40k samples, [0-9.]*[kM] fra
   "$TMP/summary" || fail "sweep --dry_run cost: $(cat "$TMP/summary")"
 # the time is the plan's (cached calibrations, else FLOP rates): nothing timed, the same line
 # from call to call
-grep -q '^plan: 20 runs, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread (' "$TMP/summary" ||
+grep -q '^plan: 20 runs, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread, [0-9.e+-]* GiB at most per run (' "$TMP/summary" ||
   fail "sweep --dry_run time: $(cat "$TMP/summary")"
 grep '^plan: ' "$TMP/summary" >"$TMP/plan1"
 "$SB" sweep tiny/task2 --dry_run --threads 1 2>/dev/null | grep '^plan: ' >"$TMP/plan2"

@@ -62,9 +62,10 @@ for id in "$RUN_GRU1" "$RUN_TF1"; do
   line=$(grep -o "<polyline data-run=\"$id\" data-points=\"[0-9]*\"[^>]*points=\"[^\"]*\"" \
     "$TMP/dom.html")
   [ -n "$line" ] || { fail "no curve (polyline) for the ticked run $id"; continue; }
-  [[ "$line" == *"data-points=\"4\""* ]] || fail "run $id: curve without 4 points: $line"
+  # 10 evaluations: 4 on the --epoch_size cadence, 6 learning-curve points (serve_common.sh)
+  [[ "$line" == *"data-points=\"10\""* ]] || fail "run $id: curve without 10 points: $line"
   coords=$(echo "$line" | sed 's/.* points="\([^"]*\)"/\1/' | wc -w)
-  [ "$coords" -eq 4 ] || fail "run $id: the polyline has $coords points, expected 4: $line"
+  [ "$coords" -eq 10 ] || fail "run $id: the polyline has $coords points, expected 10: $line"
 done
 grep -q "<polyline data-run=\"$RUN_GRU2\"" "$TMP/dom.html" && fail "a curve for a run not ticked"
 grep -q '<svg class="chart" id="curve-chart"[^>]*data-series="2"' "$TMP/dom.html" ||
@@ -88,12 +89,12 @@ if [ "${#cells[@]}" -ge 4 ]; then
 fi
 row_cells 'data-group="\[&quot;transformer&quot;\]" data-n="1"' | sed -n 2p | grep -qx 1 ||
   fail "no group row for transformer with n = 1"
-# the groups' curves: per group the mean over its runs at each of the 4 evaluations; the
+# the groups' curves: per group the mean over its runs at each of the 10 evaluations; the
 # last is the mean of the runs' test accuracies
 gru_curve=$(grep -o '<polyline data-group="\[&quot;gru&quot;\]" data-last-mean="[0-9.]*" data-points="[0-9]*"' "$TMP/dom.html")
 tf_curve=$(grep -o '<polyline data-group="\[&quot;transformer&quot;\]" data-last-mean="[0-9.]*" data-points="[0-9]*"' "$TMP/dom.html")
-[[ "$gru_curve" == *'data-points="4"' ]] || fail "gru group curve: '$gru_curve'"
-[[ "$tf_curve" == *'data-points="4"' ]] || fail "transformer group curve: '$tf_curve'"
+[[ "$gru_curve" == *'data-points="10"' ]] || fail "gru group curve: '$gru_curve'"
+[[ "$tf_curve" == *'data-points="10"' ]] || fail "transformer group curve: '$tf_curve'"
 last_mean=$(echo "$gru_curve" | sed 's/.*data-last-mean="\([0-9.]*\)".*/\1/')
 close_to "$last_mean" "$mean" || fail "gru group curve ends at $last_mean, by hand $mean"
 last_mean=$(echo "$tf_curve" | sed 's/.*data-last-mean="\([0-9.]*\)".*/\1/')

@@ -260,6 +260,11 @@ for sub in results train; do
 done
 grep -q "^   $SB results --db $TMP/demo/selectivbench.db   # " "$TMP/out" ||
   fail "demo: no hint for the results of its database: $next"
+# curves by default (issue 38): every demo run has 10 or more points, and the figures draw them
+expect_ok results --curves --db "$TMP/demo/selectivbench.db" --csv
+fewest=$(awk -F, 'NR > 1 && $4 == "test" {n[$1]++} END {m = -1; for (r in n) if (m < 0 || n[r] < m) m = n[r]; print m}' "$TMP/out")
+[ "$fewest" -ge 10 ] || fail "demo: a run with $fewest points on its learning curve"
+ls "$TMP/demo/report/"*_curves.png >/dev/null 2>&1 || fail "demo: no learning-curve figure"
 expect_error 2 "unknown model 'nosuch'" demo --models transformer,nosuch --out "$TMP/demo2"
 
 # results --csv: a header with the configuration keys and the metrics, one row per run

@@ -4,6 +4,11 @@
 # order, the values `train` printed; a unique prefix of the run id is enough; an unknown,
 # malformed or ambiguous id is one error line and exit 2; without RUN every run's curve,
 # each line naming its run; `report` draws the learning curves and links them.
+# Curves by default (issue 38, item 2): a run whose --epoch_size cadence evaluates once gets
+# 10 points spread over its training (--curve_points), each with train and test loss and
+# accuracy and the learning rate; the weights, the final metrics and the run id are those of
+# --curve_points 0; a report whose runs have fewer than 3 points draws no curve figure and
+# says why.
 #
 # usage: test_curves.sh PATH/TO/selectivbench
 set -u
@@ -12,7 +17,7 @@ SB=$1
 
 tiny="--model gru --vocab 7 --amb 6 --amb_depth 6 --train_seqlen_max 20 --test_seqlen_max 20 \
 --dataset_size 96 --test_size 12 --batch_size 16 --test_bs 6 --layers 1 --epoch_size 32 \
---results $TMP/r"
+--curve_points 0 --results $TMP/r"
 db="$TMP/r/selectivbench.db"
 # shellcheck disable=SC2086
 expect_ok train $tiny --feat_size 16
@@ -104,6 +109,57 @@ expect_ok report --db "$db" --out "$TMP/report"
   fail "report: no learning-curve figure: $(ls "$TMP/report")"
 grep -q "(fig2b_curves.png)" "$TMP/report/report.md" || fail "report.md does not link the curves"
 grep -q '"name": "fig2b_curves"' "$TMP/report/report.json" || fail "report.json: no curve figure"
+
+# ---- curves by default: 10 points where --epoch_size gives one ----------------------------
+# 320 samples, 20 updates of 16: the default --epoch_size (5000) evaluates at the last update
+# only; the curve's points come at updates ceil(k 20 / 10) = 2, 4, ..., 18 and the last
+plain="--model gru --vocab 7 --amb 6 --amb_depth 6 --train_seqlen_max 20 --test_seqlen_max 20 \
+--dataset_size 320 --test_size 12 --batch_size 16 --test_bs 6 --layers 1 --feat_size 16"
+# shellcheck disable=SC2086
+expect_ok train $plain --results "$TMP/c10" --ckpt "$TMP/c10/w.safetensors"
+cp "$TMP/out" "$TMP/train_c10"
+# shellcheck disable=SC2086
+expect_ok train $plain --curve_points 0 --results "$TMP/c0" --ckpt "$TMP/c0/w.safetensors"
+cp "$TMP/out" "$TMP/train_c0"
+id10=$(sed -n 's/^run \([0-9a-f]\{16\}\):.*/\1/p' "$TMP/train_c10")
+id0=$(sed -n 's/^run \([0-9a-f]\{16\}\):.*/\1/p' "$TMP/train_c0")
+[ -n "$id10" ] && [ "$id10" = "$id0" ] || fail "--curve_points changes the run id: '$id10' vs '$id0'"
+cmp -s "$TMP/c10/w.safetensors" "$TMP/c0/w.safetensors" &&
+  cmp -s "$TMP/c10/w.optim.safetensors" "$TMP/c0/w.optim.safetensors" ||
+  fail "the curve's extra evaluations change the weights or the optimiser state"
+for k in test_acc test_loss train_acc train_loss valid_acc; do
+  a=$(field "$TMP/c10/selectivbench.db" $k)
+  b=$(field "$TMP/c0/selectivbench.db" $k)
+  [ -n "$a" ] && [ "$a" = "$b" ] || fail "$k with the curve's points: '$a', without: '$b'"
+done
+expect_ok results --curves "$id10" --db "$TMP/c10/selectivbench.db" --csv
+cp "$TMP/out" "$TMP/c10.csv"
+steps=$(awk -F, '$4 == "test" {printf "%s ", $2}' "$TMP/c10.csv")
+[ "$steps" = "2 4 6 8 10 12 14 16 18 20 " ] || fail "the curve's test points at updates '$steps'"
+[ "$(awk -F, '$4 == "train"' "$TMP/c10.csv" | wc -l)" -eq 10 ] ||
+  fail "not a training row per point: $(cat "$TMP/c10.csv")"
+# the validation split is read at the last update only (the curve's points read the test)
+[ "$(awk -F, '$4 == "valid" {print $2}' "$TMP/c10.csv")" = 20 ] ||
+  fail "validation rows: $(awk -F, '$4 == "valid"' "$TMP/c10.csv")"
+awk -F, 'NR > 1 && ($5 == "" || $6 == "" || $7 == "" || $7 + 0 < 0) { print; bad++ }
+  END { exit bad > 0 }' "$TMP/c10.csv" >"$TMP/check" ||
+  fail "curve points without a loss, an accuracy or a learning rate: $(cat "$TMP/check")"
+[ "$(grep -c "^  step [0-9]*/20 (" "$TMP/train_c10")" -eq 10 ] ||
+  fail "train printed no line per curve point: $(cat "$TMP/train_c10")"
+expect_ok results --curves "$id0" --db "$TMP/c0/selectivbench.db" --csv
+[ "$(awk -F, '$4 == "test"' "$TMP/out" | wc -l)" -eq 1 ] ||
+  fail "--curve_points 0: want the one evaluation: $(cat "$TMP/out")"
+
+# ---- a report of one-point runs draws no curve figure, and says so --------------------------
+# shellcheck disable=SC2086
+expect_ok train $plain --curve_points 0 --feat_size 24 --results "$TMP/c0"
+expect_ok report --db "$TMP/c0/selectivbench.db" --out "$TMP/report0"
+[ -s "$TMP/report0/fig2b.png" ] || fail "report of one-point runs: no accuracy figure: $(ls "$TMP/report0")"
+[ ! -e "$TMP/report0/fig2b_curves.png" ] || fail "report drew curves of one point per run"
+grep -q "No learning-curve figure: no run here has 3 or more evaluations" "$TMP/report0/report.md" ||
+  fail "report.md does not say why the curves are missing"
+grep -q '"name": "fig2b_curves"' "$TMP/report0/report.json" &&
+  fail "report.json lists a curve figure that was not drawn"
 
 echo "curve checks: $checks commands, $failures failures"
 [ "$failures" -eq 0 ]

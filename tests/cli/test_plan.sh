@@ -3,7 +3,8 @@
 # as the dry run, core-hours > 0, a wall time on 2 ranks no longer than on 1, one per_run
 # entry a run; the second call takes every calibration from the cache (SB_CACHE_DIR) and
 # says so; a damaged cache is measured again and rewritten; bad inputs give one error line;
-# `sweep` prints the plan's total before it starts.
+# `sweep` prints the plan's total before it starts; `train` prints the plan of a run planned
+# over ten minutes before its first update (issue 38), and none for a short run.
 #
 # usage: test_plan.sh PATH/TO/selectivbench
 set -u
@@ -114,14 +115,14 @@ expect_error 2 "--shard" plan "$TMP/grid.yaml" --shard 2/2
 # sweep prints the plan's total before it starts (from the cache: nothing measured)
 "$SB" sweep "$TMP/grid.yaml" --limit 1 --threads 1 --quiet --results "$TMP/sw" >"$TMP/out" 2>&1 ||
   fail "sweep --limit 1: $(tail -n 3 "$TMP/out")"
-grep -q '^plan: 1 run, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread (calibrated on this machine' \
+grep -q '^plan: 1 run, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread, [0-9.e+-]* GiB at most per run (calibrated on this machine' \
   "$TMP/out" || fail "sweep: no plan line: $(head -n 3 "$TMP/out")"
 
 # the dry run's time is the plan's, from the cache: three calls print the same line (issue 34)
 for i in 1 2 3; do
   "$SB" sweep "$TMP/grid.yaml" --dry_run --threads 1 2>&1 | grep '^plan: ' >"$TMP/dry$i"
 done
-grep -q '^plan: 8 runs, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread (' \
+grep -q '^plan: 8 runs, [0-9.e+-]* core-hours, about .* on 1 worker of 1 thread, [0-9.e+-]* GiB at most per run (' \
   "$TMP/dry1" || fail "sweep --dry_run: no plan line: $(cat "$TMP/dry1")"
 cmp -s "$TMP/dry1" "$TMP/dry2" && cmp -s "$TMP/dry1" "$TMP/dry3" ||
   fail "three dry runs differ: $(cat "$TMP/dry1" "$TMP/dry2" "$TMP/dry3")"
@@ -130,6 +131,25 @@ expect_ok plan "$TMP/grid.yaml" --ranks 1
 cores=$(nproc)
 grep -q "^total: .* core-hours; wall time on 1 rank of $cores thread" "$TMP/out" ||
   fail "plan's default threads, want $cores: $(grep '^total' "$TMP/out")"
+
+# train: the paper-size defaults announce their plan, then stop at the first update on SIGTERM
+checks=$((checks + 1))
+"$SB" train --threads 1 --results "$TMP/paper" >"$TMP/paper.out" 2>&1 &
+pid=$!
+i=0
+while [ $i -lt 600 ] && ! grep -q '^  plan: ' "$TMP/paper.out" && kill -0 $pid 2>/dev/null; do
+  sleep 0.1
+  i=$((i + 1))
+done
+kill -TERM $pid 2>/dev/null # (SIGINT: ignored by a background job of sh)
+wait $pid
+grep -q '^  plan: about [0-9:.]* [a-z ]*on 1 thread and [0-9.e+-]* GiB at most (.*); smaller: --dataset_size' \
+  "$TMP/paper.out" || fail "train at the paper's size: no plan line: $(head -n 4 "$TMP/paper.out")"
+# a short run says nothing of a plan
+expect_ok train --model gru --vocab 5 --amb 4 --grammar_scale True --train_seqlen_max 10 \
+  --test_seqlen_max 10 --dataset_size 64 --test_size 8 --feat_size 8 --layers 1 --threads 1 \
+  --results "$TMP/short"
+grep -q 'plan:' "$TMP/out" && fail "a short run printed a plan: $(grep 'plan:' "$TMP/out")"
 
 echo "test_plan: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]

@@ -58,13 +58,14 @@ expect_body '"varied":["seed"]' "/api/runs"
 expect_body "\"checkpoint\":\"$TMP/res/checkpoints/" "/api/runs"
 expect_body "\"test_acc\":$ACC_GRU2," "/api/runs"
 
-# (c) /api/curve: a 6-digit prefix resolves; 4 evaluations of 64 samples (256 / 64), each
-# on test and train; the last test point is the run's test accuracy
+# (c) /api/curve: a 6-digit prefix resolves; 10 evaluations, each on test and train: 4 every
+# 64 samples (256 / 64: updates 4, 8, 12, 16) and 6 learning-curve points between them
+# (updates 2, 5, 7, 10, 13, 15); the last test point is the run's test accuracy
 http GET "/api/curve?run=${RUN_GRU1:0:6}"
 expect_code 200 "/api/curve"
 expect_body "\"id\":\"$RUN_GRU1\"" "/api/curve"
-[ "$(grep -o '"split":"test"' "$TMP/body" | wc -l)" -eq 4 ] || fail "/api/curve: not 4 test points"
-[ "$(grep -o '"split":"train"' "$TMP/body" | wc -l)" -eq 4 ] || fail "/api/curve: not 4 train points"
+[ "$(grep -o '"split":"test"' "$TMP/body" | wc -l)" -eq 10 ] || fail "/api/curve: not 10 test points"
+[ "$(grep -o '"split":"train"' "$TMP/body" | wc -l)" -eq 10 ] || fail "/api/curve: not 10 train points"
 last_test=$(grep -o '"samples":[0-9]*,"split":"test","loss":[^,]*,"acc":[^,]*' "$TMP/body" | tail -n 1)
 [ "$last_test" != "${last_test%\"acc\":$ACC_GRU1}" ] && [[ "$last_test" == '"samples":256,'* ]] ||
   fail "/api/curve: last test point '$last_test', expected 256 samples and acc $ACC_GRU1"

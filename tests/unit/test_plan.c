@@ -2,7 +2,8 @@
  * test_plan.c - the arithmetic of `selectivbench plan` (src/exp/plan.c): list scheduling
  * of known run times on 1, 2 and 3 ranks (largest first and in grid order), dependent runs
  * after the runs they evaluate, bad schedules refused; and the calibration cache file
- * (src/exp/plan_cache.c): a round trip, a damaged file read as damaged, a missing file.
+ * (src/exp/plan_cache.c): a round trip, a damaged file read as damaged, a missing file;
+ * the plan of one run (train's) and the learning curve's evaluations in it.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -16,7 +17,9 @@
 
 #include <cmocka.h>
 
+#include "config/config.h"
 #include "exp/plan.h"
+#include "train/trainer.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) < 1e-9)
 
@@ -194,6 +197,79 @@ static void test_cache_file(void **state)
     rmdir(dir);
 }
 
+/* A tiny run planned at --curve_points 10 and 0: one run, the same training frames; the
+ * curve's points add evaluations of the test split alone (the others read the test and the
+ * validation split, here of equal size), exactly as many as the trainer makes. */
+static void test_one_run_and_curve_points(void **state)
+{
+    (void)state;
+    const char *keys[][2] = {{"model", "gru"},         {"vocab", "7"},       {"amb", "6"},
+                             {"amb_depth", "6"},       {"train_seqlen_max", "20"},
+                             {"test_seqlen_max", "20"}, {"dataset_size", "320"},
+                             {"test_size", "12"},       {"batch_size", "16"}, {"feat_size", "16"},
+                             {"layers", "1"}};
+    sb_run_config cfg = sb_run_config_default();
+    sb_error err = {0};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        assert_int_equal(sb_config_set(&cfg, keys[i][0], keys[i][1], &err), SB_OK);
+    sb_plan_options o = {.ranks = 1, .threads = 1, .cached_only = 1};
+    sb_plan *p10 = NULL, *p0 = NULL;
+    assert_int_equal(sb_plan_run_config(&cfg, &o, &p10, &err), SB_OK);
+    cfg.curve_points = 0;
+    assert_int_equal(sb_plan_run_config(&cfg, &o, &p0, &err), SB_OK);
+    assert_int_equal(p10->n_runs, 1);
+    assert_int_equal(p0->n_runs, 1);
+    assert_int_equal(p10->runs[0].train_frames, p0->runs[0].train_frames);
+    /* 20 updates, --epoch_size 5000: the last update's evaluation, and 9 curve points */
+    assert_int_equal(sb_train_curve_extra(20, 5000 / 16, 10), 9);
+    assert_int_equal(p0->runs[0].evaluations, 1);
+    assert_int_equal(p10->runs[0].evaluations, 10);
+    /* (1 x (test + valid) + 9 x test) / (1 x (test + valid)) with valid = test: 11 / 2 */
+    double ratio = (double)p10->runs[0].eval_frames / (double)p0->runs[0].eval_frames;
+    assert_true(fabs(ratio - 5.5) < 0.01);
+    assert_true(p10->runs[0].seconds > p0->runs[0].seconds);
+    sb_plan_free(p10);
+    sb_plan_free(p0);
+    /* a configuration the run would refuse is refused here too */
+    cfg.batch_size = 0;
+    assert_int_not_equal(sb_plan_run_config(&cfg, &o, &p0, &err), SB_OK);
+    assert_null(p0);
+}
+
+/* A sweep's ETA by its plan: the planned seconds not yet done, at the pace of the runs
+ * trained so far, over the ranks; along a grid of growing runs that each take 1.2x their
+ * plan it never rises once the first run has reported progress (the mean time of the runs
+ * so far, the ETA it replaced, climbed at every larger run). */
+static void test_time_left(void **state)
+{
+    (void)state;
+    sb_plan_run runs[4] = {{.seconds = 10}, {.seconds = 20}, {.seconds = 30}, {.seconds = 40}};
+    sb_plan p = {.n_runs = 3, .runs = runs, .ranks = 2};
+    double share[4] = {1, 0.5, 0, 0}, none[4] = {0}, spent[4] = {12, 12, 0, 0};
+    NEAR(sb_plan_time_left(&p, share, none), (0 + 10 + 30) / 2.0); /* the plan's pace */
+    /* 24 s spent for 10 + 10 planned: pace 1.2 */
+    NEAR(sb_plan_time_left(&p, share, spent), 1.2 * 40 / 2.0);
+    share[1] = 7; /* shares outside [0, 1] are clamped */
+    NEAR(sb_plan_time_left(&p, share, spent), (24.0 / 30.0) * 30 / 2.0);
+    assert_true(isnan(sb_plan_time_left(NULL, share, spent)));
+    assert_true(isnan(sb_plan_time_left(&p, NULL, spent)));
+    assert_true(isnan(sb_plan_time_left(&p, share, NULL)));
+    /* one rank, runs of 10, 20, 30, 40 s planned, each at 1.2x: the ETA at each tenth */
+    p.n_runs = 4;
+    p.ranks = 1;
+    double s4[4] = {0}, t4[4] = {0}, last = HUGE_VAL;
+    for (int r = 0; r < 4; r++)
+        for (int k = 0; k <= 10; k++) {
+            s4[r] = k / 10.0;
+            t4[r] = 1.2 * runs[r].seconds * s4[r];
+            double eta = sb_plan_time_left(&p, s4, t4);
+            if ((r > 0 || k > 1) && eta > last + 1e-9)
+                fail_msg("run %d at %d/10: the ETA rose from %g to %g", r, k, last, eta);
+            last = eta;
+        }
+    NEAR(last, 0.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +277,8 @@ int main(void)
         cmocka_unit_test(test_two_and_three_ranks),
         cmocka_unit_test(test_dependencies),
         cmocka_unit_test(test_cache_file),
+        cmocka_unit_test(test_one_run_and_curve_points),
+        cmocka_unit_test(test_time_left),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

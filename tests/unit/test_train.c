@@ -2,7 +2,8 @@
  * test_train.c - parameter counts, the optimiser against torch, schedules, and the
  * training loop: identical results on 1 and 2 threads, resume equals an uninterrupted run,
  * divergence (NaN loss, NaN gradient, an exploding loss), checkpoints and their failure
- * modes (non-finite values refused on save and load, damaged metadata).
+ * modes (non-finite values refused on save and load, damaged metadata), the learning
+ * curve's points.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -715,6 +716,39 @@ static void test_eval_streamed_equals_whole(void **state)
     check_eval_paths(&c);
 }
 
+/* The learning curve's points (--curve_points) against their definition: update u gets one
+ * when u = ceil(k total / P) for a k in 1..P-1, unless the --epoch_size cadence or the last
+ * update evaluates it anyway; sb_train_curve_extra counts them. */
+static void test_curve_points(void **state)
+{
+    (void)state;
+    for (int64_t total = 1; total <= 64; total++)
+        for (int64_t every = 1; every <= 70; every += (every < 8 ? 1 : 7))
+            for (int points = 0; points <= 24; points++) {
+                char want[80] = {0};
+                for (int k = 1; k < points; k++) {
+                    int64_t u = (k * total + points - 1) / points;
+                    if (u >= 1 && u < total && u % every != 0)
+                        want[u] = 1;
+                }
+                int64_t n = 0;
+                for (int64_t u = 0; u <= total + 1; u++) {
+                    int got = sb_train_curve_point(u, total, every, points);
+                    if (got != (u <= total ? want[u] : 0))
+                        fail_msg("u %lld of %lld, every %lld, P %d: got %d", (long long)u,
+                                 (long long)total, (long long)every, points, got);
+                    n += got;
+                }
+                assert_int_equal(sb_train_curve_extra(total, every, points), n);
+            }
+    /* 20 updates, P 10, cadence beyond the run: updates 2, 4, ..., 18 (the 20th evaluates) */
+    assert_int_equal(sb_train_curve_extra(20, 312, 10), 9);
+    assert_int_equal(sb_train_curve_point(4, 20, 312, 10), 1);
+    assert_int_equal(sb_train_curve_point(5, 20, 312, 10), 0);
+    /* a cadence of 2 already evaluates every even update: nothing to add */
+    assert_int_equal(sb_train_curve_extra(20, 2, 10), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -735,6 +769,7 @@ int main(void)
         cmocka_unit_test(test_grad_acc_rules),
         cmocka_unit_test(test_nan_weight_forward),
         cmocka_unit_test(test_eval_streamed_equals_whole),
+        cmocka_unit_test(test_curve_points),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
