@@ -5,7 +5,8 @@
 # apart), each point of two seeds, never four; `report --x feat_size` and `results --group`
 # keep them apart the same way (the dashboard's groups: test_browser); a database of one
 # experiment keeps the plain figure names; a grammar_scale run shows, filters and groups by
-# the grammar it trained (vocab 5, amb_depth 4 at amb 4), not its raw flags.
+# the grammar it trained (vocab 5, amb_depth 4 at amb 4), not its raw flags; `report --claims`
+# tests a finding per experiment (two tasks: two slices of two seeds, never one of four).
 #
 # usage: test_experiments.sh PATH/TO/selectivbench
 set -u
@@ -104,6 +105,25 @@ expect_ok results --db "$TMP/gs" --filter vocab=5 --csv
 [ "$(grep -c '^[0-9a-f]' "$TMP/out")" -eq 1 ] || fail "results --filter vocab=5: $(cat "$TMP/out")"
 expect_ok results --db "$TMP/gs" --filter vocab=41 --csv
 [ "$(grep -c '^[0-9a-f]' "$TMP/out")" -eq 0 ] || fail "results --filter vocab=41 matched the raw flag"
+
+# ---- report --claims: the gating finding per experiment, its seeds never pooled -------------
+# delta_net against gated_delta_net (they differ on the forgetting axis alone), seeds 1 and 2,
+# on two tasks: two slices of two seeds each, labelled by what sets them apart
+for v in 7 9; do
+  grid "$v" 64 | sed -e 's/values: \[gru\]/values: [delta_net, gated_delta_net]/' \
+    -e 's/values: \[16, 24\]/values: [16]/' >"$TMP/c_$v.yaml"
+  "$SB" sweep "$TMP/c_$v.yaml" --results "$TMP/c" --threads 1 --quiet >"$TMP/out" 2>&1 ||
+    fail "sweep delta_net/gated_delta_net vocab $v: $(tail -n 2 "$TMP/out")"
+done
+"$SB" report --db "$TMP/c" --claims --json >"$TMP/claims.json" 2>"$TMP/err" ||
+  fail "report --claims --json: $(cat "$TMP/err")"
+tr -d '\n' <"$TMP/claims.json" | sed 's/}, *{/}\n{/g' | grep '"id": *"gating"' >"$TMP/gating"
+[ "$(wc -l <"$TMP/gating")" -eq 2 ] || fail "report --claims: want 2 gating slices: $(cat "$TMP/gating")"
+for v in 7 9; do
+  grep "\"slice\": *\"[^\"]*vocab=$v" "$TMP/gating" | grep -q '"seeds": *2,' ||
+    fail "report --claims: no gating slice of vocab $v with 2 seeds: $(cat "$TMP/gating")"
+done
+grep -q '"seeds": *4,' "$TMP/claims.json" && fail "report --claims pooled the two tasks' seeds"
 
 echo "test_experiments: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]
