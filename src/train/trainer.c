@@ -804,6 +804,24 @@ static sb_status train_save(train_run *r, int64_t samples, sb_error *err)
     return sb_checkpoint_save(r->opt->ckpt_path, r->m, r->cfg, &r->optim, samples, err);
 }
 
+/* A point of the learning curve (an evaluation of either kind): its scores, the training
+ * averages since the previous point; then those averages start again. */
+static void emit_point(train_run *r, int64_t samples, const split_scores *sc)
+{
+    const double loss = r->pt_loss / r->n_since_point, acc = r->pt_acc / r->n_since_point;
+    sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = r->updates,
+                         .total_steps = r->total_updates, .samples = samples, .loss = loss,
+                         .acc = acc, .mean_loss = loss, .mean_acc = acc,
+                         .test_loss = sc->test_loss, .test_acc = sc->test_acc,
+                         .valid_loss = sc->valid_loss, .valid_acc = sc->valid_acc,
+                         .lr = r->last_lr, .tokens_per_s = r->tokens / r->train_time,
+                         .elapsed_s = sb_time_now() - r->t_start, .params = r->res->params,
+                         .grad_acc = r->acc_steps};
+    emit(r->opt, &ev);
+    r->pt_loss = r->pt_acc = 0.0;
+    r->n_since_point = 0;
+}
+
 /* An evaluation after an update: the test split, the training averages since the last
  * one, the event, the checkpoint; then --stop_after, unless this was the last update.
  * samples: consumed so far. */
@@ -837,22 +855,9 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     res->n_evals++;
     if (cfg->task.protocol == SB_PROTOCOL_REFERENCE)
         r->dropout_on = 0; /* train.py's evaluation leaves the model in eval mode */
-    /* the curve's training row: the updates since its last point, which is the last
-     * evaluation unless curve points came between */
-    const double pt_loss = r->pt_loss / r->n_since_point, pt_acc = r->pt_acc / r->n_since_point;
-    sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = r->updates,
-                         .total_steps = r->total_updates, .samples = samples,
-                         .loss = pt_loss, .acc = pt_acc, .mean_loss = pt_loss, .mean_acc = pt_acc,
-                         .test_loss = test_loss, .test_acc = test_acc,
-                         .valid_loss = s.valid_loss, .valid_acc = s.valid_acc, .lr = r->last_lr,
-                         .tokens_per_s = r->tokens / r->train_time,
-                         .elapsed_s = sb_time_now() - r->t_start, .params = res->params,
-                         .grad_acc = r->acc_steps};
-    emit(r->opt, &ev);
+    emit_point(r, samples, &s);
     r->sum_loss = r->sum_acc = 0.0;
     r->n_since_eval = 0;
-    r->pt_loss = r->pt_acc = 0.0;
-    r->n_since_point = 0;
     if (r->opt->ckpt_path != NULL &&
         (st = train_save(r, samples, err)) != SB_OK)
         return st;
@@ -902,18 +907,9 @@ static sb_status train_curve_point(train_run *r, int64_t samples, sb_error *err)
                             SB_EVAL_STREAM, r->opt->arena_block_bytes, &test_loss, &test_acc, err);
     if (st != SB_OK)
         return st;
-    const double pt_loss = r->pt_loss / r->n_since_point, pt_acc = r->pt_acc / r->n_since_point;
-    sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = r->updates,
-                         .total_steps = r->total_updates, .samples = samples, .loss = pt_loss,
-                         .acc = pt_acc, .mean_loss = pt_loss, .mean_acc = pt_acc,
-                         .test_loss = test_loss, .test_acc = test_acc,
-                         .valid_loss = (double)NAN, .valid_acc = (double)NAN, .lr = r->last_lr,
-                         .tokens_per_s = r->tokens / r->train_time,
-                         .elapsed_s = sb_time_now() - r->t_start, .params = r->res->params,
-                         .grad_acc = r->acc_steps};
-    emit(r->opt, &ev);
-    r->pt_loss = r->pt_acc = 0.0;
-    r->n_since_point = 0;
+    split_scores sc = {.test_loss = test_loss, .test_acc = test_acc, .valid_loss = (double)NAN,
+                       .valid_acc = (double)NAN};
+    emit_point(r, samples, &sc);
     return SB_OK;
 }
 
