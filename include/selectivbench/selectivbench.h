@@ -193,6 +193,12 @@ sb_status sb_config_to_json(const sb_config *cfg, int training_only, char **json
  * key or a bad value (the message names it); *out is NULL then. */
 sb_status sb_config_from_json(const char *json, sb_config **out, sb_error *err);
 
+/* The command-line flags that give cfg from the defaults: "--key value" for every key whose
+ * value differs from its default, in the key table's order, shell-quoted where needed, so
+ * that `selectivbench train FLAGS` has cfg's run hash (the command that reproduces a stored
+ * run). *flags is freed with sb_string_free ("" for the defaults). Errors: SB_ERR_NOMEM. */
+sb_status sb_config_flags(const sb_config *cfg, char **flags, sb_error *err);
+
 /* The run hash (16 hex digits and a NUL in hash[17]): it covers every key in the JSON and
  * keys a run in the results database. */
 void sb_config_run_hash(const sb_config *cfg, char hash[17]);
@@ -703,6 +709,14 @@ typedef struct sb_curve_point {
  * SB_ERR_NOMEM. */
 sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point **points,
                            size_t *n, sb_error *err);
+
+/* The live points of the run with this run hash, by step: what it wrote every --live_every
+ * seconds while it trained (split SB_SPLIT_TRAIN: the means of the training loss and
+ * accuracy since the previous curve point, the learning rate, tokens/s so far), for
+ * dashboards. Not evaluations: no figure or verdict reads them. A database before schema 7
+ * has none. Freed with sb_results_curve_free; errors as sb_results_curve. */
+sb_status sb_results_live(sb_results *db, const char *run_hash, sb_curve_point **points,
+                          size_t *n, sb_error *err);
 void sb_results_curve_free(sb_curve_point *points);
 
 /* SQLite's integrity check of the database: *ok is 1 when it passes. Errors: SB_ERR_IO

@@ -118,6 +118,17 @@ sb_status sb_config_from_json(const char *json, sb_config **out, sb_error *err)
     return sb_api_config_new(&run, out, err);
 }
 
+sb_status sb_config_flags(const sb_config *cfg, char **flags, sb_error *err)
+{
+    SB_API_REQUIRE(flags, err);
+    *flags = NULL;
+    SB_API_REQUIRE(cfg, err);
+    *flags = sb_run_config_flags(&cfg->run);
+    if (*flags == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory for a configuration's flags");
+    return SB_OK;
+}
+
 void sb_config_run_hash(const sb_config *cfg, char hash[17])
 {
     SB_ASSERT(cfg != NULL && hash != NULL);

@@ -622,8 +622,11 @@ sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[1
     return st;
 }
 
-sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point **points,
-                           size_t *n, sb_error *err)
+/* The rows `list` reads for the run with this hash, as curve points. */
+static sb_status curve_points(sb_results *db, const char *run_hash,
+                              sb_status (*list)(sb_results *, int64_t, sb_eval_row **, size_t *,
+                                                sb_error *),
+                              sb_curve_point **points, size_t *n, sb_error *err)
 {
     SB_API_REQUIRE(points, err);
     SB_API_REQUIRE(n, err);
@@ -637,7 +640,7 @@ sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point 
         return st;
     sb_eval_row *evals = NULL;
     size_t n_evals = 0;
-    st = sb_results_list_evals(db, stored.id, &evals, &n_evals, err);
+    st = list(db, stored.id, &evals, &n_evals, err);
     sb_results_run_row_clear(&stored);
     if (st != SB_OK || n_evals == 0)
         return st;
@@ -660,6 +663,18 @@ sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point 
     *points = out;
     *n = n_evals;
     return SB_OK;
+}
+
+sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point **points,
+                           size_t *n, sb_error *err)
+{
+    return curve_points(db, run_hash, sb_results_list_evals, points, n, err);
+}
+
+sb_status sb_results_live(sb_results *db, const char *run_hash, sb_curve_point **points,
+                          size_t *n, sb_error *err)
+{
+    return curve_points(db, run_hash, sb_results_list_live, points, n, err);
 }
 
 void sb_results_curve_free(sb_curve_point *points)

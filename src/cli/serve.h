@@ -1,8 +1,9 @@
 /* serve.h - `selectivbench serve`: a dashboard over a results database in the browser
  * (docs/dashboard.md). cmd_serve.c parses the flags and runs the server until a signal;
  * serve_http.c answers the requests (libmicrohttpd, 127.0.0.1 only); serve_data.c writes the
- * JSON of /api/runs, /api/curve and /api/status; serve_figures.c renders the report's
- * figures into a private temporary folder and serves them.
+ * JSON of /api/runs, /api/curve and /api/status; serve_run.c the run page's (/api/run) and
+ * its probe figures; serve_figures.c renders the report's figures into a private temporary
+ * folder and serves them.
  *
  * The database is only read: every request opens it read-only and closes it again, so the
  * rows a running sweep adds appear at the next request and the server holds no lock. */
@@ -11,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "selectivbench/selectivbench.h"
 
@@ -44,6 +46,30 @@ typedef struct sb_serve {
 
 /* ---- serve_data.c ---- */
 
+/* A JSON document written into memory with the public writer: begin (0 when out of
+ * memory), write into j, finish hands it to a reply as its body (status 200, or a 500). */
+typedef struct sb_serve_json {
+    FILE *f;
+    char *data;
+    size_t len;
+    sb_jw *j;
+} sb_serve_json;
+int sb_serve_json_begin(sb_serve_json *b);
+void sb_serve_json_finish(sb_serve_json *b, sb_serve_reply *r);
+
+/* Opens the database read-only and reads its runs (*rows malloc'd); on failure nothing is
+ * left open. */
+sb_status sb_serve_open_and_read(const char *db_path, sb_results **db, sb_result_row **rows,
+                                 size_t *n, sb_error *err);
+
+/* Whether id can be a run id: 4 to 16 lowercase hex digits (sb_results_resolve_run's rule). */
+int sb_serve_id_well_formed(const char *id);
+
+/* Resolves id to a run of db (rows: its n runs): 200 with *run filled, else the reply's
+ * error status (400 for an ambiguous id, 404 for one no run has) with err set. */
+unsigned sb_serve_resolve(sb_results *db, const sb_result_row *rows, size_t n, const char *id,
+                          sb_result_row *run, sb_error *err);
+
 /* A reply with a JSON body {"error": message} and this status. */
 void sb_serve_reply_error(sb_serve_reply *r, unsigned status, const char *message);
 
@@ -52,7 +78,8 @@ void sb_serve_reply_error(sb_serve_reply *r, unsigned status, const char *messag
 void sb_serve_runs(const char *db_path, sb_serve_reply *r);
 
 /* GET /api/curve?run=ID: the learning curve of the run with this id (a unique prefix of at
- * least 4 hex digits): 400 for a malformed or ambiguous id, 404 for one no run has. */
+ * least 4 hex digits), its evaluations ("points") and its live points ("live"): 400 for a
+ * malformed or ambiguous id, 404 for one no run has. */
 void sb_serve_curve(const char *db_path, const char *id, sb_serve_reply *r);
 
 /* GET /api/status: the runs per status, the latest evaluation of every running run, and a
@@ -63,6 +90,19 @@ void sb_serve_status(const char *db_path, sb_serve_reply *r);
  * accuracies): the figures are rendered again when it changes. Errors: those of opening and
  * reading the database. */
 sb_status sb_serve_runs_key(const char *db_path, uint64_t *key, sb_error *err);
+
+/* ---- serve_run.c ---- */
+
+/* GET /api/run?run=ID: the run page's data: the run as stored, its configuration as stored
+ * and as trained, the command that trains it again (and whether it gives the run's hash),
+ * its checkpoint and log (path, whether they exist, size), its probe figures. Errors as
+ * /api/curve. */
+void sb_serve_run(const char *db_path, const char *id, sb_serve_reply *r);
+
+/* GET /api/probe?run=ID&figure=NAME: one SVG figure `probe` wrote beside the run's checkpoint
+ * (NAME one that /api/run lists); 404 otherwise. */
+void sb_serve_probe_figure(const char *db_path, const char *id, const char *figure,
+                           sb_serve_reply *r);
 
 /* ---- serve_figures.c ---- */
 

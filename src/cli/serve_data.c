@@ -12,15 +12,7 @@
 
 /* ---- replies ---- */
 
-/* A JSON document written into memory with the public writer. */
-typedef struct json_buf {
-    FILE *f;
-    char *data;
-    size_t len;
-    sb_jw *j;
-} json_buf;
-
-static int json_begin(json_buf *b)
+int sb_serve_json_begin(sb_serve_json *b)
 {
     memset(b, 0, sizeof *b);
     b->f = open_memstream(&b->data, &b->len);
@@ -35,8 +27,7 @@ static int json_begin(json_buf *b)
     return 1;
 }
 
-/* Ends the document and hands it to r as its body (status 200), or a 500 when memory ran out. */
-static void json_finish(json_buf *b, sb_serve_reply *r)
+void sb_serve_json_finish(sb_serve_json *b, sb_serve_reply *r)
 {
     sb_jw_close(b->j);
     int bad = ferror(b->f);
@@ -57,8 +48,8 @@ static void json_finish(json_buf *b, sb_serve_reply *r)
 
 void sb_serve_reply_error(sb_serve_reply *r, unsigned status, const char *message)
 {
-    json_buf b;
-    if (!json_begin(&b)) {
+    sb_serve_json b;
+    if (!sb_serve_json_begin(&b)) {
         r->status = 500;
         r->type = "text/plain; charset=utf-8";
         r->body = NULL;
@@ -69,7 +60,7 @@ void sb_serve_reply_error(sb_serve_reply *r, unsigned status, const char *messag
     sb_jw_key(b.j, "error");
     sb_jw_string(b.j, message);
     sb_jw_object_end(b.j);
-    json_finish(&b, r);
+    sb_serve_json_finish(&b, r);
     if (r->status == 200)
         r->status = status;
 }
@@ -91,9 +82,8 @@ static sb_status read_rows(sb_results *db, sb_result_row **rows, size_t *n, sb_e
     return sb_results_read(db, NULL, 0, *rows, count, n, err);
 }
 
-/* Opens the database read-only and reads its runs; on failure nothing is left open. */
-static sb_status open_and_read(const char *db_path, sb_results **db, sb_result_row **rows,
-                               size_t *n, sb_error *err)
+sb_status sb_serve_open_and_read(const char *db_path, sb_results **db, sb_result_row **rows,
+                                 size_t *n, sb_error *err)
 {
     *rows = NULL;
     *n = 0;
@@ -292,18 +282,18 @@ void sb_serve_runs(const char *db_path, sb_serve_reply *r)
     sb_result_row *rows = NULL;
     size_t n = 0;
     run_configs configs = {0};
-    sb_status st = open_and_read(db_path, &db, &rows, &n, &err);
+    sb_status st = sb_serve_open_and_read(db_path, &db, &rows, &n, &err);
     if (st == SB_OK)
         st = run_configs_read(db, rows, n, &configs, &err);
     sb_results_close(db);
-    json_buf b;
+    sb_serve_json b;
     if (st != SB_OK)
         sb_serve_reply_error(r, 500, err.msg);
-    else if (!json_begin(&b))
+    else if (!sb_serve_json_begin(&b))
         sb_serve_reply_error(r, 500, "out of memory");
     else {
         write_runs(b.j, db_path, rows, n, &configs);
-        json_finish(&b, r);
+        sb_serve_json_finish(&b, r);
     }
     run_configs_free(&configs);
     free(rows);
@@ -311,8 +301,7 @@ void sb_serve_runs(const char *db_path, sb_serve_reply *r)
 
 /* ---- /api/curve ---- */
 
-/* Whether id can be a run id: 4 to 16 lowercase hex digits (sb_results_resolve_run's rule). */
-static int id_well_formed(const char *id)
+int sb_serve_id_well_formed(const char *id)
 {
     size_t len = strlen(id);
     return len >= 4 && len <= 16 && strspn(id, "0123456789abcdef") == len;
@@ -327,7 +316,17 @@ static size_t count_prefix(const sb_result_row *rows, size_t n, const char *pref
     return matches;
 }
 
-static void write_curve(sb_jw *j, const sb_result_row *run, const sb_curve_point *points, size_t n)
+static void write_points(sb_jw *j, const char *key, const sb_curve_point *points, size_t n)
+{
+    sb_jw_key(j, key);
+    sb_jw_array_begin(j);
+    for (size_t i = 0; i < n; i++)
+        sb_cli_json_curve_point(j, &points[i]);
+    sb_jw_array_end(j);
+}
+
+static void write_curve(sb_jw *j, const sb_result_row *run, const sb_curve_point *points, size_t n,
+                        const sb_curve_point *live, size_t n_live)
 {
     sb_jw_object_begin(j);
     sb_jw_key(j, "id");
@@ -336,18 +335,14 @@ static void write_curve(sb_jw *j, const sb_result_row *run, const sb_curve_point
     sb_jw_string(j, run->model);
     sb_jw_key(j, "status");
     sb_jw_string(j, run->status);
-    sb_jw_key(j, "points");
-    sb_jw_array_begin(j);
-    for (size_t i = 0; i < n; i++)
-        sb_cli_json_curve_point(j, &points[i]);
-    sb_jw_array_end(j);
+    write_points(j, "points", points, n);
+    /* the training means a running run writes between its evaluations (--live_every) */
+    write_points(j, "live", live, n_live);
     sb_jw_object_end(j);
 }
 
-/* Resolves id to a run of db: 200 with *run filled, else the reply's error status (400 for
- * an ambiguous id, 404 for one no run has). */
-static unsigned resolve(sb_results *db, const sb_result_row *rows, size_t n, const char *id,
-                        sb_result_row *run, sb_error *err)
+unsigned sb_serve_resolve(sb_results *db, const sb_result_row *rows, size_t n, const char *id,
+                          sb_result_row *run, sb_error *err)
 {
     char hash[17];
     if (sb_results_resolve_run(db, id, hash, err) != SB_OK)
@@ -370,7 +365,7 @@ static unsigned resolve(sb_results *db, const sb_result_row *rows, size_t n, con
 
 void sb_serve_curve(const char *db_path, const char *id, sb_serve_reply *r)
 {
-    if (id == NULL || !id_well_formed(id)) {
+    if (id == NULL || !sb_serve_id_well_formed(id)) {
         sb_serve_reply_error(r, 400,
                              "give the run as ?run=ID: its id or a prefix of at least 4 "
                              "lowercase hex digits");
@@ -379,24 +374,26 @@ void sb_serve_curve(const char *db_path, const char *id, sb_serve_reply *r)
     sb_error err = {0};
     sb_results *db = NULL;
     sb_result_row *rows = NULL, run;
-    size_t n = 0, n_points = 0;
-    sb_curve_point *points = NULL;
-    unsigned status = open_and_read(db_path, &db, &rows, &n, &err) == SB_OK ? 200 : 500;
+    size_t n = 0, n_points = 0, n_live = 0;
+    sb_curve_point *points = NULL, *live = NULL;
+    unsigned status = sb_serve_open_and_read(db_path, &db, &rows, &n, &err) == SB_OK ? 200 : 500;
     if (status == 200)
-        status = resolve(db, rows, n, id, &run, &err);
-    if (status == 200 && sb_results_curve(db, run.run_hash, &points, &n_points, &err) != SB_OK)
+        status = sb_serve_resolve(db, rows, n, id, &run, &err);
+    if (status == 200 && (sb_results_curve(db, run.run_hash, &points, &n_points, &err) != SB_OK ||
+                          sb_results_live(db, run.run_hash, &live, &n_live, &err) != SB_OK))
         status = 500;
     sb_results_close(db);
-    json_buf b;
+    sb_serve_json b;
     if (status != 200)
         sb_serve_reply_error(r, status, err.msg);
-    else if (!json_begin(&b))
+    else if (!sb_serve_json_begin(&b))
         sb_serve_reply_error(r, 500, "out of memory");
     else {
-        write_curve(b.j, &run, points, n_points);
-        json_finish(&b, r);
+        write_curve(b.j, &run, points, n_points, live, n_live);
+        sb_serve_json_finish(&b, r);
     }
     sb_results_curve_free(points);
+    sb_results_curve_free(live);
     free(rows);
 }
 
@@ -430,7 +427,7 @@ sb_status sb_serve_runs_key(const char *db_path, uint64_t *key, sb_error *err)
     sb_results *db = NULL;
     sb_result_row *rows = NULL;
     size_t n = 0;
-    sb_status st = open_and_read(db_path, &db, &rows, &n, err);
+    sb_status st = sb_serve_open_and_read(db_path, &db, &rows, &n, err);
     sb_results_close(db);
     if (st == SB_OK)
         *key = rows_key(rows, n);
@@ -438,16 +435,21 @@ sb_status sb_serve_runs_key(const char *db_path, uint64_t *key, sb_error *err)
     return st;
 }
 
-/* A running run's latest evaluation: its step, samples, test accuracy, and its point count
- * (the page fetches the curve again when it grows). */
+/* A running run's latest point: its step, samples, test accuracy (of its latest evaluation),
+ * and its point count, evaluations and live points (the page fetches the curve again when
+ * it grows). */
 static void write_running(sb_jw *j, sb_results *db, const sb_result_row *run)
 {
-    sb_curve_point *points = NULL;
-    size_t n = 0;
+    sb_curve_point *points = NULL, *live = NULL;
+    size_t n = 0, n_live = 0;
     sb_error err = {0};
     if (sb_results_curve(db, run->run_hash, &points, &n, &err) != SB_OK)
         n = 0;
+    if (sb_results_live(db, run->run_hash, &live, &n_live, &err) != SB_OK)
+        n_live = 0;
     const sb_curve_point *last = n > 0 ? &points[n - 1] : NULL, *last_test = NULL;
+    if (n_live > 0 && (last == NULL || live[n_live - 1].step > last->step))
+        last = &live[n_live - 1];
     for (size_t i = 0; i < n; i++)
         if (points[i].split == SB_SPLIT_TEST)
             last_test = &points[i];
@@ -457,7 +459,7 @@ static void write_running(sb_jw *j, sb_results *db, const sb_result_row *run)
     sb_jw_key(j, "model");
     sb_jw_string(j, run->model);
     sb_jw_key(j, "points");
-    sb_jw_uint(j, n);
+    sb_jw_uint(j, n + n_live);
     sb_jw_key(j, "step");
     if (last != NULL)
         sb_jw_int(j, last->step);
@@ -472,6 +474,7 @@ static void write_running(sb_jw *j, sb_results *db, const sb_result_row *run)
     write_number_or_null(j, "wall_s", last != NULL ? last->wall_s : (double)NAN);
     sb_jw_object_end(j);
     sb_results_curve_free(points);
+    sb_results_curve_free(live);
 }
 
 static void write_status(sb_jw *j, sb_results *db, const sb_result_row *rows, size_t n)
@@ -508,14 +511,14 @@ void sb_serve_status(const char *db_path, sb_serve_reply *r)
     sb_results *db = NULL;
     sb_result_row *rows = NULL;
     size_t n = 0;
-    json_buf b;
-    if (open_and_read(db_path, &db, &rows, &n, &err) != SB_OK)
+    sb_serve_json b;
+    if (sb_serve_open_and_read(db_path, &db, &rows, &n, &err) != SB_OK)
         sb_serve_reply_error(r, 500, err.msg);
-    else if (!json_begin(&b))
+    else if (!sb_serve_json_begin(&b))
         sb_serve_reply_error(r, 500, "out of memory");
     else {
         write_status(b.j, db, rows, n);
-        json_finish(&b, r);
+        sb_serve_json_finish(&b, r);
     }
     sb_results_close(db);
     free(rows);

@@ -229,6 +229,13 @@ static void route(sb_serve *s, struct MHD_Connection *connection, const char *ur
     } else if (strcmp(url, "/api/curve") == 0) {
         sb_serve_curve(s->db_path,
                        MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "run"), r);
+    } else if (strcmp(url, "/api/run") == 0) {
+        sb_serve_run(s->db_path,
+                     MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "run"), r);
+    } else if (strcmp(url, "/api/probe") == 0) {
+        sb_serve_probe_figure(
+            s->db_path, MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "run"),
+            MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "figure"), r);
     } else if (figure_name(url, name, sizeof name)) {
         sb_serve_figure(s, name, r);
     } else {

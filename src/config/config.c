@@ -1,6 +1,7 @@
 /* config.c - the key table and what is generated from it (see config.h, keys.def). */
 #include "config/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -462,6 +463,62 @@ void sb_run_config_hash(const sb_run_config *cfg, int training_only, char out[17
         h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
     free(text);
     snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+/* Whether text can stand in a shell command unquoted. */
+static int shell_plain(const char *text)
+{
+    if (*text == '\0')
+        return 0;
+    for (const char *p = text; *p != '\0'; p++)
+        if (!isalnum((unsigned char)*p) && strchr("_.,:/+-=@%", *p) == NULL)
+            return 0;
+    return 1;
+}
+
+/* Appends text to f, in single quotes unless it is plain. */
+static void put_shell_word(FILE *f, const char *text)
+{
+    if (shell_plain(text)) {
+        fputs(text, f);
+        return;
+    }
+    fputc('\'', f);
+    for (const char *p = text; *p != '\0'; p++)
+        fputs(*p == '\'' ? "'\\''" : (char[2]){*p, '\0'}, f);
+    fputc('\'', f);
+}
+
+char *sb_run_config_flags(const sb_run_config *cfg)
+{
+    const sb_run_config def = sb_run_config_default();
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f == NULL)
+        return NULL;
+    int first = 1;
+    for (int i = 0; i < N_KEYS; i++) {
+        const sb_config_key *k = &keys[i];
+        char value[512], base[512];
+        /* with same_seed (the default) the task seed follows --seed: no flag of its own;
+         * the model is always named (the one flag every reader looks for) */
+        if (k->noop || (cfg->same_seed && strcmp(k->name, "task_seed") == 0) || sb_config_format(cfg, k, value, sizeof value) >= (int)sizeof value ||
+            sb_config_format(&def, k, base, sizeof base) >= (int)sizeof base ||
+            (strcmp(value, base) == 0 && strcmp(k->name, "model") != 0))
+            continue;
+        fprintf(f, "%s--%s", first ? "" : " ", k->name);
+        first = 0;
+        if (k->kind == SB_KEY_SWITCH && strcmp(value, "True") == 0) /* a bare flag */
+            continue;
+        fputc(' ', f);
+        put_shell_word(f, value);
+    }
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
 }
 
 /* An integer of the JSON text for an int field: one that does not fit would wrap around

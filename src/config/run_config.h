@@ -63,6 +63,9 @@ typedef struct sb_run_config {
     /* at least this many points on the learning curve: extra evaluations of the test split
      * between epoch_size's (not in the JSON: they change neither weights nor metrics) */
     int curve_points;
+    /* seconds between the live training points written to the results database (0: none;
+     * not in the JSON: what is recorded, not what is computed) */
+    double live_every;
     int test_pretrained;          /* evaluation-only run of a trained configuration */
     int early_stop;               /* stop when the update loss stops improving */
     int patience;                 /* updates without improvement; < 0: 10% of the updates */
@@ -91,6 +94,12 @@ char *sb_run_config_json_string(const sb_run_config *cfg, int training_only);
 /* Reads a configuration written by sb_run_config_write_json (every key optional,
  * defaults otherwise; unknown keys are errors). */
 sb_status sb_run_config_from_json(const char *text, sb_run_config *cfg, sb_error *err);
+
+/* The flags that set cfg from the defaults, as `train` reads them: "--key value" for every
+ * key whose value differs from its default, in the table's order, values shell-quoted where
+ * needed (a switch bare). `train` with them has cfg's run hash. malloc'd; NULL when out of
+ * memory. */
+char *sb_run_config_flags(const sb_run_config *cfg);
 
 /* 64-bit FNV-1a of the canonical JSON, as 16 hex digits in out[17]. */
 void sb_run_config_hash(const sb_run_config *cfg, int training_only, char out[17]);

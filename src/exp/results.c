@@ -190,6 +190,22 @@ static const char results_upgrade_6_sql[] =
     "DROP TABLE evaluations;\n"
     "ALTER TABLE evaluations_new RENAME TO evaluations;\n";
 
+/* Version 6 -> 7: live points, the training means a running run writes every --live_every
+ * seconds for the dashboard (docs/dashboard.md), in a table of their own: they are not
+ * evaluations, and no figure or verdict reads them. */
+static const char results_upgrade_7_sql[] =
+    "CREATE TABLE live (\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,\n"
+    "  step INTEGER NOT NULL CONSTRAINT live_step_not_negative CHECK (step >= 0),\n"
+    "  samples INTEGER,\n"
+    "  loss REAL,\n"
+    "  acc REAL,\n"
+    "  lr REAL,\n"
+    "  tokens_per_s REAL,\n"
+    "  wall_s REAL,\n"
+    "  PRIMARY KEY (run_id, step)\n"
+    ");\n";
+
 /* Columns of a run, in the order results_read_run reads them; a version-1 file (read-only)
  * has no yardsticks, read as NULL, and a file before version 4 no rank (NULL) and
  * world_size (1). */
@@ -569,19 +585,29 @@ static sb_status results_set_wal(sb_results *r, sb_error *err)
     return SB_OK;
 }
 
+/* The upgrade of version v - 1 to v at [v]: a new file gets version 1 and every upgrade,
+ * so new and upgraded files have the same tables. */
+static const char *const results_upgrades[SB_RESULTS_SCHEMA_VERSION + 1] = {
+    [2] = results_upgrade_2_sql, [3] = results_upgrade_3_sql, [4] = results_upgrade_4_sql,
+    [5] = results_upgrade_5_sql, [6] = results_upgrade_6_sql, [7] = results_upgrade_7_sql,
+};
+
+/* Runs the upgrades after version `version` (inside the caller's transaction): SQLite's code. */
+static int results_run_upgrades(sb_results *r, int64_t version)
+{
+    int rc = SQLITE_OK;
+    for (int64_t v = version + 1; rc == SQLITE_OK && v <= SB_RESULTS_SCHEMA_VERSION; v++) {
+        SB_ASSERT(results_upgrades[v] != NULL); /* a new version needs its upgrade here */
+        rc = sqlite3_exec(r->db, results_upgrades[v], NULL, NULL, NULL);
+    }
+    return rc;
+}
+
 static sb_status results_create_schema(sb_results *r, sb_error *err)
 {
     int rc = sqlite3_exec(r->db, results_schema_sql, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(r->db, results_upgrade_2_sql, NULL, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(r->db, results_upgrade_3_sql, NULL, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(r->db, results_upgrade_4_sql, NULL, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(r->db, results_upgrade_5_sql, NULL, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(r->db, results_upgrade_6_sql, NULL, NULL, NULL);
+        rc = results_run_upgrades(r, 1);
     if (rc != SQLITE_OK)
         return results_fail(r, rc, err, "cannot create the tables");
     sqlite3_stmt *st = NULL;
@@ -616,17 +642,7 @@ static sb_status results_upgrade(sb_results *r, int64_t version, sb_error *err)
 {
     if (version >= SB_RESULTS_SCHEMA_VERSION)
         return SB_OK;
-    int rc = SQLITE_OK;
-    if (version < 2)
-        rc = sqlite3_exec(r->db, results_upgrade_2_sql, NULL, NULL, NULL);
-    if (rc == SQLITE_OK && version < 3)
-        rc = sqlite3_exec(r->db, results_upgrade_3_sql, NULL, NULL, NULL);
-    if (rc == SQLITE_OK && version < 4)
-        rc = sqlite3_exec(r->db, results_upgrade_4_sql, NULL, NULL, NULL);
-    if (rc == SQLITE_OK && version < 5)
-        rc = sqlite3_exec(r->db, results_upgrade_5_sql, NULL, NULL, NULL);
-    if (rc == SQLITE_OK && version < 6)
-        rc = sqlite3_exec(r->db, results_upgrade_6_sql, NULL, NULL, NULL);
+    int rc = results_run_upgrades(r, version);
     if (rc == SQLITE_OK)
         rc = results_foreign_keys_hold(r);
     if (rc != SQLITE_OK)
@@ -934,6 +950,13 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
             rc = results_bind_int(rc, st, 1, id);
             status = results_exec_stmt(db, st, rc, err,
                                        "cannot delete the evaluations of run %s", run->hash);
+            if (status == SB_OK) {
+                rc = sqlite3_prepare_v2(db->db, "DELETE FROM live WHERE run_id = ?1", -1, &st,
+                                        NULL);
+                rc = results_bind_int(rc, st, 1, id);
+                status = results_exec_stmt(db, st, rc, err,
+                                           "cannot delete the live points of run %s", run->hash);
+            }
         }
         if (status == SB_OK) {
             int rc = sqlite3_prepare_v2(
@@ -1054,18 +1077,53 @@ sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row 
                              (long long)row->step, (long long)run_id);
 }
 
+sb_status sb_results_add_live(sb_results *db, int64_t run_id, const sb_eval_row *row,
+                              sb_error *err)
+{
+    SB_ASSERT(db != NULL && row != NULL && row->split == SB_SPLIT_TRAIN);
+    char what[SB_ERROR_MSG_MAX / 2];
+    snprintf(what, sizeof what, "results database '%.200s': live point of run %lld", db->path,
+             (long long)run_id);
+    sb_status checked = sb_results_check_eval(row, 1, what, err);
+    if (checked != SB_OK)
+        return checked;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->db,
+                                "INSERT OR REPLACE INTO live (run_id, step, samples, loss, acc, "
+                                "lr, tokens_per_s, wall_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                -1, &st, NULL);
+    rc = results_bind_int(rc, st, 1, run_id);
+    rc = results_bind_int(rc, st, 2, row->step);
+    rc = results_bind_count(rc, st, 3, row->samples);
+    rc = results_bind_real(rc, st, 4, row->loss);
+    rc = results_bind_real(rc, st, 5, row->acc);
+    rc = results_bind_real(rc, st, 6, row->lr);
+    rc = results_bind_real(rc, st, 7, row->tokens_per_s);
+    rc = results_bind_real(rc, st, 8, row->wall_s);
+    return results_exec_stmt(db, st, rc, err,
+                             "cannot record the live point at step %lld of run %lld",
+                             (long long)row->step, (long long)run_id);
+}
+
 sb_status sb_results_delete_evals_after(sb_results *db, int64_t run_id, int64_t step,
                                         sb_error *err)
 {
     SB_ASSERT(db != NULL);
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->db, "DELETE FROM evaluations WHERE run_id = ?1 AND step > ?2",
-                                -1, &st, NULL);
-    rc = results_bind_int(rc, st, 1, run_id);
-    rc = results_bind_int(rc, st, 2, step);
-    return results_exec_stmt(db, st, rc, err,
-                             "cannot delete the evaluations of run %lld after step %lld",
-                             (long long)run_id, (long long)step);
+    static const char *const tables[] = {"evaluations", "live"};
+    sb_status status = SB_OK;
+    for (int t = 0; t < 2 && status == SB_OK; t++) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE run_id = ?1 AND step > ?2", tables[t]);
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
+        rc = results_bind_int(rc, st, 1, run_id);
+        rc = results_bind_int(rc, st, 2, step);
+        status = results_exec_stmt(db, st, rc, err,
+                                   "cannot delete the %s of run %lld after step %lld",
+                                   t == 0 ? "evaluations" : "live points", (long long)run_id,
+                                   (long long)step);
+    }
+    return status;
 }
 
 sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status, const char *reason,
@@ -1305,17 +1363,16 @@ sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **r
     return SB_OK;
 }
 
-sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **rows, size_t *n,
-                                sb_error *err)
+/* The rows of run run_id that sql selects (step, samples, split, loss, acc, lr, tokens_per_s,
+ * wall_s; ?1 the run): what, "evaluations" or "live points", names them in errors. */
+static sb_status results_list_points(sb_results *db, const char *sql, const char *what,
+                                     int64_t run_id, sb_eval_row **rows, size_t *n, sb_error *err)
 {
     SB_ASSERT(db != NULL && rows != NULL && n != NULL);
     *rows = NULL;
     *n = 0;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->db,
-                                "SELECT step, samples, split, loss, acc, lr, tokens_per_s, "
-                                "wall_s FROM evaluations WHERE run_id = ?1 ORDER BY step, split",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
     rc = results_bind_int(rc, st, 1, run_id);
     void *list = NULL;
     size_t count = 0, cap = 0;
@@ -1357,17 +1414,17 @@ sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **ro
     sb_status status = SB_OK;
     if (rc == SQLITE_NOMEM)
         status = sb_error_set(err, SB_ERR_NOMEM,
-                              "out of memory listing the evaluations of run %lld in results "
+                              "out of memory listing the %s of run %lld in results "
                               "database '%s'",
-                              (long long)run_id, db->path);
+                              what, (long long)run_id, db->path);
     else if (rc == SQLITE_CORRUPT)
         status = sb_error_set(err, SB_ERR_IO,
                               "results database '%s' is damaged: an evaluation of run %lld has "
                               "no split; restore it from a copy or start a new one",
                               db->path, (long long)run_id);
     else if (rc != SQLITE_OK)
-        status =
-            results_fail(db, rc, err, "cannot list the evaluations of run %lld", (long long)run_id);
+        status = results_fail(db, rc, err, "cannot list the %s of run %lld", what,
+                              (long long)run_id);
     (void)sqlite3_finalize(st);
     if (status != SB_OK) {
         free(list);
@@ -1376,6 +1433,28 @@ sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **ro
     *rows = list;
     *n = count;
     return SB_OK;
+}
+
+sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **rows, size_t *n,
+                                sb_error *err)
+{
+    return results_list_points(db,
+                               "SELECT step, samples, split, loss, acc, lr, tokens_per_s, wall_s "
+                               "FROM evaluations WHERE run_id = ?1 ORDER BY step, split",
+                               "evaluations", run_id, rows, n, err);
+}
+
+sb_status sb_results_list_live(sb_results *db, int64_t run_id, sb_eval_row **rows, size_t *n,
+                               sb_error *err)
+{
+    *rows = NULL;
+    *n = 0;
+    if (db->version < 7) /* a file read-only at an older schema: none */
+        return SB_OK;
+    return results_list_points(db,
+                               "SELECT step, samples, 'train', loss, acc, lr, tokens_per_s, "
+                               "wall_s FROM live WHERE run_id = ?1 ORDER BY step",
+                               "live points", run_id, rows, n, err);
 }
 
 /* ---- the yardsticks -------------------------------------------------------------------- */
@@ -1608,7 +1687,7 @@ static sb_status merge_run_columns(sb_results *r, char **out, sb_error *err)
     return SB_OK;
 }
 
-/* Copies run `hash` of the attached source `src` with its evaluations (our row of that
+/* Copies run `hash` of the attached source `src` with its evaluations and live points (our row of that
  * hash deleted first when replace: its evaluations go with it, ON DELETE CASCADE). */
 static sb_status merge_copy_run(sb_results *r, const char *cols, const merge_action *a,
                                 sb_error *err)
@@ -1640,7 +1719,18 @@ static sb_status merge_copy_run(sb_results *r, const char *cols, const merge_act
                             -1, &st, NULL);
     rc = results_bind_int(rc, st, 1, id);
     rc = results_bind_text(rc, st, 2, a->hash);
-    return results_exec_stmt(r, st, rc, err, "cannot copy the evaluations of run %s", a->hash);
+    if ((status = results_exec_stmt(r, st, rc, err, "cannot copy the evaluations of run %s",
+                                    a->hash)) != SB_OK)
+        return status;
+    rc = sqlite3_prepare_v2(r->db,
+                            "INSERT INTO main.live (run_id, step, samples, loss, acc, lr, "
+                            "tokens_per_s, wall_s) SELECT ?1, l.step, l.samples, l.loss, l.acc, "
+                            "l.lr, l.tokens_per_s, l.wall_s FROM src.live l JOIN src.runs s ON "
+                            "s.id = l.run_id WHERE s.hash = ?2",
+                            -1, &st, NULL);
+    rc = results_bind_int(rc, st, 1, id);
+    rc = results_bind_text(rc, st, 2, a->hash);
+    return results_exec_stmt(r, st, rc, err, "cannot copy the live points of run %s", a->hash);
 }
 
 /* Reads the source's runs (only run only_hash when it is not NULL) against ours and decides,

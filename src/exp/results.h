@@ -57,7 +57,7 @@
 #include "core/status.h"
 #include "task/task.h"
 
-#define SB_RESULTS_SCHEMA_VERSION 6
+#define SB_RESULTS_SCHEMA_VERSION 7
 #define SB_RESULTS_BUSY_TIMEOUT_MS 30000
 
 /* An open results database (a SQLite connection). */
@@ -192,8 +192,17 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
 sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row *row,
                               sb_error *err);
 
-/* Deletes the evaluations of run run_id after update step `step` (a resumed run drops what
- * its previous attempt recorded past its checkpoint). Errors: SB_ERR_IO on a write failure. */
+/* Records one live point of run run_id (split SB_SPLIT_TRAIN: the running means of the
+ * training loss and accuracy since the last curve point, the learning rate, the throughput
+ * so far), replacing one at the same step. Live points are a table of their own (schema 7),
+ * written every --live_every seconds while the run trains for the dashboard; evaluations,
+ * figures and verdicts never read them. Errors as sb_results_add_eval. */
+sb_status sb_results_add_live(sb_results *db, int64_t run_id, const sb_eval_row *row,
+                              sb_error *err);
+
+/* Deletes the evaluations and live points of run run_id after update step `step` (a resumed
+ * run drops what its previous attempt recorded past its checkpoint). Errors: SB_ERR_IO on a
+ * write failure. */
 sb_status sb_results_delete_evals_after(sb_results *db, int64_t run_id, int64_t step,
                                         sb_error *err);
 
@@ -257,6 +266,11 @@ sb_status sb_results_list_runs(sb_results *db, const char *model, sb_run_row **r
  * no rows. Errors: SB_ERR_IO on a read failure, SB_ERR_NOMEM. */
 sb_status sb_results_list_evals(sb_results *db, int64_t run_id, sb_eval_row **rows, size_t *n,
                                 sb_error *err);
+
+/* The live points of run run_id (sb_results_add_live) ordered by step, as
+ * sb_results_list_evals; none in a file read at a schema before 7. */
+sb_status sb_results_list_live(sb_results *db, int64_t run_id, sb_eval_row **rows, size_t *n,
+                               sb_error *err);
 
 /* ---- the yardsticks: the ideal observer of a run's task (ceiling.h) ---------------------- */
 

@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "train/checkpoint.h"
 #include "core/fs.h"
+#include "core/timer.h"
 #include "tensor/gemm_engine.h"
 #include "train/run_setup.h"
 
@@ -238,6 +239,8 @@ static sb_status record_open(sb_run_record *rec, const char *db_path, const sb_r
     rec->resumed = resume;
     rec->task = cfg->task;
     rec->ceiling = rec->effective_memory = (double)NAN;
+    rec->live_every = cfg->live_every;
+    rec->last_point_s = sb_time_now();
     *finished = 0;
     *locked_by = 0;
     sb_status st = sb_results_open(db_path, &rec->db, err);
@@ -354,12 +357,30 @@ sb_status sb_run_record_begin_external(sb_run_record *rec, const char *db_path,
     return record_start(rec, cfg, &info, err);
 }
 
+/* A live point of an update's progress event: written when live_every seconds have passed
+ * since the last point. The clock decides only what is recorded, never what is computed. */
+static sb_status record_live(sb_run_record *rec, const sb_train_event *ev, sb_error *err)
+{
+    double now = sb_time_now();
+    if (rec->live_every <= 0 || now - rec->last_point_s < rec->live_every)
+        return SB_OK;
+    rec->last_point_s = now;
+    sb_eval_row live = {.step = ev->step, .samples = ev->samples, .split = SB_SPLIT_TRAIN,
+                        .loss = ev->mean_loss, .acc = ev->mean_acc, .lr = ev->lr,
+                        .tokens_per_s = isfinite(ev->tokens_per_s) ? ev->tokens_per_s : (double)NAN,
+                        .wall_s = ev->elapsed_s};
+    return sb_results_add_live(rec->db, rec->run_id, &live, err);
+}
+
 sb_status sb_run_record_event(sb_run_record *rec, const sb_train_event *ev, sb_error *err)
 {
     if (rec->db != NULL && ev->kind == SB_EVENT_START && rec->resumed)
         return sb_results_delete_evals_after(rec->db, rec->run_id, ev->step, err);
+    if (rec->db != NULL && ev->kind == SB_EVENT_PROGRESS)
+        return record_live(rec, ev, err);
     if (rec->db == NULL || ev->kind != SB_EVENT_EVAL)
         return SB_OK;
+    rec->last_point_s = sb_time_now();
     /* a rate over no measured time (an evaluation before the first timed update) is
      * unknown, not infinite */
     double rate = isfinite(ev->tokens_per_s) ? ev->tokens_per_s : (double)NAN;

@@ -93,6 +93,8 @@ typedef struct sb_run_record {
     int threads;         /* threads for the yardsticks' computation (0: all cores) */
     double ceiling, effective_memory; /* recorded at the end of a finished run; NaN: none */
     double wall_before;  /* resumed: the wall time its earlier attempts recorded (s) */
+    double live_every;   /* seconds between live points (--live_every; 0: none) */
+    double last_point_s; /* sb_time_now() at the last evaluation or live point written */
 } sb_run_record;
 
 /* Opens db_path, takes the run's lock (sb_run_store_lock_path) and records the start of the

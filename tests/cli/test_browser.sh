@@ -10,7 +10,7 @@
 #
 # usage: test_browser.sh PATH/TO/selectivbench
 set -u
-SB=$1
+SB=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
   echo "skipped: chromium not installed (scripts/install-deps.sh test installs it)"
@@ -130,10 +130,11 @@ grep -q '<tr data-group="\[&quot;gru&quot;\]" data-n="2"[^>]*>.*<td class="text"
   grep -q '<tr data-group="\[&quot;gru&quot;\]" data-n="1"[^>]*>.*<td class="text">dataset_size=128</td>' "$TMP/dom.html" ||
   fail "dashboard groups: the apart labels: $(grep -o '<tr data-group.\{0,400\}' "$TMP/dom.html")"
 
-# (d) a run in progress: the status strip shows it running, polled by the page
+# (d) a run in progress: the status strip shows it running, polled by the page; it writes
+# a live point every second (--live_every 1)
 long="--model gru --vocab 5 --amb 4 --grammar_scale True --train_seqlen_max 10 \
---test_seqlen_max 10 --dataset_size 5000000 --epoch_size 1000 --test_size 16 --batch_size 16 \
---feat_size 16 --layers 1 --threads 1"
+--test_seqlen_max 10 --dataset_size 5000000 --epoch_size 1000000 --test_size 16 --batch_size 16 \
+--feat_size 16 --layers 1 --threads 1 --live_every 1"
 # shellcheck disable=SC2086
 live=$("$SB" train $long --print_hashes | cut -d' ' -f1)
 # shellcheck disable=SC2086
@@ -151,11 +152,53 @@ grep -q "<span class=\"run\" data-run=\"$live\">${live:0:8} gru: " "$TMP/dom.htm
   fail "the running run is not in the status strip"
 grep -q "<tr data-run=\"$live\" data-status=\"running\"" "$TMP/dom.html" ||
   fail "the running run is not in the table"
+
+# (e) clicked through like a user (tests/cli/browser_clicks.py, real mouse events over the
+# DevTools protocol): a metric, two runs ticked, hover, zoom, log axis, smoothing, the column
+# chooser, CSV export, a figure full size, a run page (its command gives its id back), the
+# scatter, and a live point of the running run appearing; a screenshot of each view
+mkdir -p "$TMP/shots"
+checks=$((checks + 1))
+if ! command -v python3 >/dev/null; then
+  fail "python3 is needed to drive the browser (scripts/install-deps.sh test installs it)"
+else
+  HOME="$TMP/home" python3 "$(dirname "$0")/browser_clicks.py" --sb "$SB" --port "$PORT" \
+    --runs "$RUN_GRU1,$RUN_GRU2,$RUN_TF1" --live "$live" --shots "$TMP/shots" >"$TMP/clicks.out" 2>&1 ||
+    fail "the click-through: $(tail -n 5 "$TMP/clicks.out")"
+  grep '^check: ' "$TMP/clicks.out"
+fi
 kill -TERM "$trainer"
 wait "$trainer"
 
 stop_server
 [ "$SERVER_RC" -eq 0 ] || fail "serve exited $SERVER_RC: $(cat "$TMP/serve.err")"
+
+# (f) the dashboard on a committed database (docs/claims/claims.db, read at its own schema):
+# every run in the table, grouped by model; the scatter of test accuracy against the gap
+# (a copy: the committed file is never opened for writing; the page names it as given)
+mkdir -p "$TMP/docs/claims" "$TMP/count"
+cp "$(dirname "$0")/../../docs/claims/claims.db" "$TMP/docs/claims/claims.db"
+cp "$TMP/docs/claims/claims.db" "$TMP/count/claims.db"
+cd "$TMP" || exit 1
+claims_db=docs/claims/claims.db
+start_server "$claims_db" || exit 1
+n_claims=$("$SB" results --db "$TMP/count/claims.db" --json | grep -o '"hash":' | wc -l)
+browser "http://127.0.0.1:$PORT/#group=model" "$TMP/dom.html" --dump-dom
+[ "$(grep -o '<tr data-run="' "$TMP/dom.html" | wc -l)" -eq "$n_claims" ] ||
+  fail "claims.db: not $n_claims rows in the table"
+browser "http://127.0.0.1:$PORT/#group=model" "$TMP/shot.log" --hide-scrollbars \
+  --window-size=1400,1300 --screenshot="$TMP/shots/dashboard_claims.png"
+browser "http://127.0.0.1:$PORT/#view=scatter&sx=train_gap_max" "$TMP/dom.html" --dump-dom
+grep -q '<svg class="chart" id="scatter-chart"[^>]*data-points="'"$n_claims"'"' "$TMP/dom.html" ||
+  fail "claims.db scatter: $(grep -o '<svg class="chart" id="scatter-chart"[^>]*>' "$TMP/dom.html")"
+browser "http://127.0.0.1:$PORT/#view=scatter&sx=train_gap_max" "$TMP/shot.log" --hide-scrollbars \
+  --window-size=1400,700 --screenshot="$TMP/shots/dashboard_claims_scatter.png"
+stop_server
+[ "$SERVER_RC" -eq 0 ] || fail "serve of claims.db exited $SERVER_RC: $(cat "$TMP/serve.err")"
+for f in "$TMP"/shots/*.png; do
+  [ "$(wc -c <"$f")" -gt 20000 ] || fail "screenshot $(basename "$f") is nearly empty"
+done
+[ -n "${SB_DASHBOARD_SHOTS:-}" ] && cp "$TMP"/shots/*.png "$SB_DASHBOARD_SHOTS"/
 
 echo "test_browser: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]

@@ -70,6 +70,39 @@ last_test=$(grep -o '"samples":[0-9]*,"split":"test","loss":[^,]*,"acc":[^,]*' "
 [ "$last_test" != "${last_test%\"acc\":$ACC_GRU1}" ] && [[ "$last_test" == '"samples":256,'* ]] ||
   fail "/api/curve: last test point '$last_test', expected 256 samples and acc $ACC_GRU1"
 
+expect_body '"live":[]' "/api/curve (a run of under a second writes no live point)"
+
+# (c2) /api/run: the run page's data; its command trains the same run hash; the probe
+# figures `probe` writes beside the checkpoint are listed and served
+http GET "/api/run?run=${RUN_TF1:0:6}"
+expect_code 200 "/api/run"
+expect_body "\"id\":\"$RUN_TF1\"" "/api/run"
+expect_body '"command_has_run_hash":true' "/api/run"
+grep -q '"checkpoint":{"path":"[^"]*","exists":true,"bytes":[0-9]' "$TMP/body" ||
+  fail "/api/run: the checkpoint: $(grep -o '"checkpoint":{[^}]*}' "$TMP/body")"
+command=$(grep -o '"command":"[^"]*"' "$TMP/body" | cut -d'"' -f4)
+[[ "$command" == "selectivbench train --model transformer "* ]] || fail "/api/run command: $command"
+# shellcheck disable=SC2086
+[ "$("$SB" ${command#selectivbench } --print_hashes | cut -d' ' -f1)" = "$RUN_TF1" ] ||
+  fail "/api/run: '$command' does not give run $RUN_TF1"
+expect_body '"probe_figures":[]' "/api/run before probe"
+"$SB" probe "$RUN_TF1" --results "$TMP/res" --section gates --probe_samples 16 >"$TMP/probe.out" 2>&1 ||
+  fail "probe: $(tail -n 3 "$TMP/probe.out")"
+http GET "/api/run?run=$RUN_TF1"
+expect_body '"probe_figures":["gates"' "/api/run after probe"
+http GET "/api/probe?run=$RUN_TF1&figure=gates"
+expect_code 200 "/api/probe gates"
+expect_body '<svg' "/api/probe gates"
+http GET "/api/probe?run=$RUN_TF1&figure=nope"
+expect_code 404 "/api/probe of a figure probe did not write"
+http GET "/api/probe?run=$RUN_TF1&figure=..%2Fx"
+expect_code 400 "/api/probe of a path"
+http GET "/api/run?run=xyz"
+expect_code 400 "/api/run of a malformed id"
+absent=0000
+http GET "/api/run?run=$absent"
+expect_code 404 "/api/run of an id no run has"
+
 # (d) /api/status: three finished, none running
 http GET /api/status
 expect_code 200 "/api/status"

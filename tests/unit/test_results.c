@@ -297,7 +297,7 @@ static void test_schema_version(void **state)
     fixture *fx = *state;
     sb_results_close(open_ok(fx->path));
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "6");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "7");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'application'", "selectivbench");
     /* a new file's runs table takes 'interrupted' and has its index */
     assert_raw_text(raw,
@@ -307,8 +307,8 @@ static void test_schema_version(void **state)
     assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_model'", "1");
     assert_raw_text(raw,
                     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
-                    "('meta', 'runs', 'evaluations', 'ceilings')",
-                    "4");
+                    "('meta', 'runs', 'evaluations', 'ceilings', 'live')",
+                    "5");
     assert_raw_text(raw,
                     "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
                     "('ceiling', 'effective_memory')",
@@ -932,7 +932,7 @@ static void test_newer_schema_refused(void **state)
     assert_null(db);
     assert_non_null(strstr(err.msg, fx->path));
     assert_non_null(strstr(err.msg, "schema_version 99"));
-    assert_non_null(strstr(err.msg, "schema_version 6 "));
+    assert_non_null(strstr(err.msg, "schema_version 7 "));
 
     unsigned char *after = read_file(fx->path, &n_after);
     assert_int_equal(n_after, n_before);
@@ -1532,6 +1532,12 @@ static void test_migrate_v1(void **state)
     int64_t id = -1;
     sb_run_info run = run_info("h-ro", "gru");
     assert_int_equal(sb_results_run_begin(db, &run, &id, &err), SB_ERR_IO);
+    /* a file before schema 7, read as it is, has no live points (and no table for them) */
+    sb_eval_row *live = NULL;
+    size_t n_live = 7;
+    assert_int_equal(sb_results_list_live(db, rows[0].id, &live, &n_live, &err), SB_OK);
+    assert_int_equal(n_live, 0);
+    assert_null(live);
     sb_results_run_rows_free(rows, n);
     sb_results_close(db);
     unsigned char *after = read_file(fx->path, &n_after);
@@ -1544,7 +1550,7 @@ static void test_migrate_v1(void **state)
     db = open_ok(fx->path);
     sb_results_close(db);
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "6");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "7");
     assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'created_at'",
                     "2025-01-31T12:00:00.000Z");
     assert_raw_text(raw,
@@ -1557,6 +1563,7 @@ static void test_migrate_v1(void **state)
                     "('threads', 'engine', 'fingerprint')",
                     "3");
     assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'ceilings'", "1");
+    assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'live'", "1");
     assert_raw_text(raw,
                     "SELECT model || ' ' || status || ' ' || params || ' ' || test_acc || ' ' || "
                     "finished_at FROM runs",
@@ -1646,7 +1653,7 @@ static void test_migrate_v2(void **state)
     db = open_ok(fx->path);
     sb_results_close(db);
     sqlite3 *raw = raw_open(fx->path);
-    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "6");
+    assert_raw_text(raw, "SELECT value FROM meta WHERE key = 'schema_version'", "7");
     assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_new'", "0");
     assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_model'", "1");
     assert_raw_text(raw,
@@ -1728,7 +1735,7 @@ static void test_migrate_refused(void **state)
     assert_int_equal(sb_results_open(fx->path, &db, &err), SB_ERR_IO);
     assert_null(db);
     assert_non_null(strstr(err.msg, fx->path));
-    assert_non_null(strstr(err.msg, "cannot upgrade the schema from version 1 to 6"));
+    assert_non_null(strstr(err.msg, "cannot upgrade the schema from version 1 to 7"));
     unsigned char *after = read_file(fx->path, &n_after);
     assert_int_equal(n_after, n_before);
     assert_memory_equal(after, before, n_before);
@@ -1946,6 +1953,82 @@ static void test_merge(void **state)
     sb_results_close(db);
 }
 
+static void live_ok(sb_results *db, int64_t id, int64_t step, double loss)
+{
+    sb_eval_row e = {.step = step, .samples = step * 64, .split = SB_SPLIT_TRAIN, .loss = loss,
+                     .acc = 0.5, .lr = 1e-3, .tokens_per_s = 5000.0, .wall_s = 0.25 * (double)step};
+    sb_error err = {0};
+    if (sb_results_add_live(db, id, &e, &err) != SB_OK)
+        fail_msg("add_live: %s", err.msg);
+}
+
+static size_t live_of(sb_results *db, const char *hash, sb_eval_row **rows)
+{
+    sb_run_row row = get_ok(db, hash);
+    size_t n = 0;
+    sb_error err = {0};
+    if (sb_results_list_live(db, row.id, rows, &n, &err) != SB_OK)
+        fail_msg("list_live: %s", err.msg);
+    sb_results_run_row_clear(&row);
+    return n;
+}
+
+/* Live points (schema 7): written and read back apart from the evaluations, checked like
+ * them, dropped past a resume's step and by a restart, copied by a merge. */
+static void test_live_points(void **state)
+{
+    fixture *fx = *state;
+    sb_results *db = open_ok(fx->path);
+    sb_run_info run = run_info("h-live", "gru");
+    int64_t id = begin_ok(db, &run);
+    eval_ok(db, id, 10, SB_SPLIT_TEST, 1.5, 0.25);
+    live_ok(db, id, 30, 0.75);
+    live_ok(db, id, 20, 1.25);
+    live_ok(db, id, 30, 0.5); /* the same step again replaces it */
+    sb_eval_row *rows = NULL;
+    assert_int_equal(live_of(db, "h-live", &rows), 2);
+    assert_int_equal(rows[0].step, 20);
+    assert_int_equal(rows[1].step, 30);
+    assert_int_equal(rows[0].split, SB_SPLIT_TRAIN);
+    assert_int_equal(rows[1].samples, 30 * 64);
+    assert_same_double(rows[1].loss, 0.5);
+    assert_same_double(rows[1].wall_s, 7.5);
+    free(rows);
+    assert_int_equal(evals_of(db, "h-live"), 1); /* not evaluations */
+    /* checked as evaluations are */
+    sb_error err = {0};
+    sb_eval_row bad = {.step = 40, .samples = 1, .split = SB_SPLIT_TRAIN, .loss = 0.5, .acc = 7.0,
+                       .lr = 1e-3, .tokens_per_s = 1.0, .wall_s = 1.0};
+    assert_int_equal(sb_results_add_live(db, id, &bad, &err), SB_ERR_INVALID);
+    /* a resume from step 20 drops what came after */
+    assert_int_equal(sb_results_delete_evals_after(db, id, 20, &err), SB_OK);
+    assert_int_equal(live_of(db, "h-live", &rows), 1);
+    free(rows);
+    /* a merge copies them with the run */
+    live_ok(db, id, 25, 0.625);
+    end_ok(db, id, "finished", NULL, &final_metrics);
+    sb_results_close(db);
+    char other[700];
+    snprintf(other, sizeof other, "%s/merged.db", fx->dir);
+    sb_results *dst = open_ok(other);
+    sb_results_merge_tally t;
+    assert_int_equal(sb_results_merge(dst, fx->path, &t, NULL, NULL, &err), SB_OK);
+    assert_int_equal(t.added, 1);
+    assert_int_equal(live_of(dst, "h-live", &rows), 2);
+    assert_int_equal(rows[1].step, 25);
+    free(rows);
+    sb_results_close(dst);
+    /* a restart (an unfinished run begun again, not resumed) forgets them */
+    db = open_ok(fx->path);
+    sb_run_info second = run_info("h-again", "gru");
+    int64_t id2 = begin_ok(db, &second);
+    live_ok(db, id2, 5, 1.0);
+    assert_int_equal(begin_ok(db, &second), id2);
+    assert_int_equal(live_of(db, "h-again", &rows), 0);
+    assert_null(rows);
+    sb_results_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1975,6 +2058,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_merge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_points, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
