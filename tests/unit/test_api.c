@@ -156,6 +156,85 @@ static void test_config_keys(void **state)
     sb_config_free(cfg);
 }
 
+/* A configuration read back from sb_config_flags's text as `train` reads its flags:
+ * "--key value", or a bare switch. */
+static sb_config *from_flags(const char *flags)
+{
+    sb_error err = {0};
+    sb_config *cfg = NULL;
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    char *text = strdup(flags), *save = NULL;
+    assert_non_null(text);
+    char *word = strtok_r(text, " ", &save);
+    while (word != NULL) {
+        assert_true(strncmp(word, "--", 2) == 0);
+        const char *key = word + 2;
+        char *value = strtok_r(NULL, " ", &save);
+        if (value == NULL || strncmp(value, "--", 2) == 0) { /* a switch */
+            if (sb_config_set_key(cfg, key, "True", &err) != SB_OK)
+                fail_msg("%s: %s", key, err.msg);
+            word = value;
+            continue;
+        }
+        if (value[0] == '\'') { /* quoted: no quote inside in these cases */
+            value++;
+            value[strlen(value) - 1] = '\0';
+        }
+        if (sb_config_set_key(cfg, key, value, &err) != SB_OK)
+            fail_msg("--%s %s: %s", key, value, err.msg);
+        word = strtok_r(NULL, " ", &save);
+    }
+    free(text);
+    return cfg;
+}
+
+/* sb_config_flags: the model and the keys off their defaults, read back to the same run hash */
+static void test_config_flags(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    sb_config *cfg = NULL;
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    char *flags = NULL;
+    assert_int_equal(sb_config_flags(cfg, &flags, &err), SB_OK);
+    assert_string_equal(flags, "--model transformer");
+    sb_string_free(flags);
+    static const char *const settings[][2] = {
+        {"model", "gla"},          {"feat_size", "32"},      {"seed", "7"},
+        {"early_stop", "True"},    {"warmup_steps", "12"},   {"optimizer", "adamw"},
+        {"lr", "0.003"},           {"grammar_scale", "True"}, {"test_dur", "2.5"},
+        {"dist_dur", "lognormal"}, {"same_seed", "False"},   {"task_seed", "11"},
+    };
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
+        if (sb_config_set_key(cfg, settings[i][0], settings[i][1], &err) != SB_OK)
+            fail_msg("%s: %s", settings[i][0], err.msg);
+    assert_int_equal(sb_config_flags(cfg, &flags, &err), SB_OK);
+    assert_non_null(strstr(flags, "--model gla "));
+    assert_non_null(strstr(flags, " --early_stop ")); /* bare */
+    assert_non_null(strstr(flags, " --same_seed False"));
+    assert_non_null(strstr(flags, " --task_seed 11"));
+    assert_null(strstr(flags, "--dropout")); /* at its default */
+    sb_config *back = from_flags(flags);
+    char h1[17], h2[17];
+    sb_config_run_hash(cfg, h1);
+    sb_config_run_hash(back, h2);
+    assert_string_equal(h1, h2);
+    sb_string_free(flags);
+    sb_config_free(back);
+    /* with same_seed, the task seed follows the seed: no flag of its own */
+    assert_int_equal(sb_config_set_key(cfg, "same_seed", "True", &err), SB_OK);
+    assert_int_equal(sb_config_flags(cfg, &flags, &err), SB_OK);
+    assert_null(strstr(flags, "--task_seed"));
+    back = from_flags(flags);
+    sb_config_run_hash(cfg, h1);
+    sb_config_run_hash(back, h2);
+    assert_string_equal(h1, h2);
+    sb_string_free(flags);
+    sb_config_free(back);
+    assert_int_equal(sb_config_flags(NULL, &flags, &err), SB_ERR_INVALID);
+    sb_config_free(cfg);
+}
+
 /* did you mean: the one name within two edits, else a unique prefix, else nothing */
 static void test_closest_name(void **state)
 {
@@ -1168,7 +1247,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),     cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_keys), cmocka_unit_test(test_models),
-        cmocka_unit_test(test_closest_name),
+        cmocka_unit_test(test_closest_name), cmocka_unit_test(test_config_flags),
         cmocka_unit_test(test_task_batch),  cmocka_unit_test(test_missing_files),
         cmocka_unit_test(test_results),     cmocka_unit_test(test_results_external),
         cmocka_unit_test(test_claims_where),
