@@ -121,17 +121,24 @@ browser "http://127.0.0.1:$PORT/#$view" "$TMP/shot.log" --hide-scrollbars \
 [ "$(head -c 8 "$TMP/shots/dashboard_groups.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
   fail "the screenshot is not a PNG"
 
-# (c2) groups never pool experiments: a gru run on another training-set size is a group of
-# its own, both labelled with what sets them apart (issue 38)
-# shellcheck disable=SC2086
-"$SB" train --model gru --seed 1 ${TINY/--dataset_size 256/--dataset_size 128} \
-  --results "$TMP/res" --quiet >"$TMP/other.out" 2>&1 || fail "the dataset-size run: $(cat "$TMP/other.out")"
+# (c2) groups never pool experiments: gru runs on another training-set size, another width
+# and another task are groups of their own, each labelled with what sets it apart (issue 38)
+for change in "dataset_size 256:dataset_size 128" "feat_size 16:feat_size 8" "amb 4:amb 3"; do
+  # shellcheck disable=SC2086
+  "$SB" train --model gru --seed 1 ${TINY/--${change%:*}/--${change#*:}} --results "$TMP/res" \
+    --quiet >"$TMP/other.out" 2>&1 || fail "the run with --${change#*:}: $(cat "$TMP/other.out")"
+done
 browser "http://127.0.0.1:$PORT/#group=model" "$TMP/dom.html" --dump-dom
-[ "$(grep -o '<tr data-group="\[&quot;gru&quot;\]"' "$TMP/dom.html" | wc -l)" -eq 2 ] ||
-  fail "dashboard groups: not two gru groups: $(grep -o '<tr data-group[^>]*>' "$TMP/dom.html")"
-grep -q '<tr data-group="\[&quot;gru&quot;\]" data-n="2"[^>]*>.*<td class="text">dataset_size=256</td>' "$TMP/dom.html" &&
-  grep -q '<tr data-group="\[&quot;gru&quot;\]" data-n="1"[^>]*>.*<td class="text">dataset_size=128</td>' "$TMP/dom.html" ||
-  fail "dashboard groups: the apart labels: $(grep -o '<tr data-group.\{0,400\}' "$TMP/dom.html")"
+groups_seen=$(sed 's|</tr>|</tr>\n|g' "$TMP/dom.html" | grep -o '<tr data-group="\[&quot;gru&quot;\]".*</tr>')
+[ "$(echo "$groups_seen" | grep -c .)" -eq 4 ] || fail "dashboard groups: not four gru groups: $groups_seen"
+apart() { # apart N TEXT: the gru group of n = N has TEXT in its apart label
+  echo "$groups_seen" | grep "data-n=\"$1\"" | grep -o '<td class="text">[^<]*</td></tr>' | grep -q "$2"
+}
+apart 2 "dataset_size=256" && apart 2 "feat_size=16" && apart 2 "amb=4" &&
+  [ "$(echo "$groups_seen" | grep -c 'dataset_size=128')" -eq 1 ] &&
+  [ "$(echo "$groups_seen" | grep -c 'feat_size=8')" -eq 1 ] &&
+  [ "$(echo "$groups_seen" | grep -c 'amb=3')" -eq 1 ] ||
+  fail "dashboard groups: the apart labels: $groups_seen"
 
 # (d) a run in progress: the status strip shows it running, polled by the page; it writes
 # a live point every second (--live_every 1)
