@@ -62,6 +62,11 @@ void sb_serve_json_finish(sb_serve_json *b, sb_serve_reply *r);
 sb_status sb_serve_open_and_read(const char *db_path, sb_results **db, sb_result_row **rows,
                                  size_t *n, sb_error *err);
 
+/* The fields of a run that /api/runs and /api/run both write (id, status, model, protocol,
+ * reason, params, the metrics of each split, wall_s, tokens_per_s, ceiling,
+ * effective_memory, finished_at, attempts, checkpoint), into an open object. */
+void sb_serve_write_run_fields(sb_jw *j, const sb_result_row *r);
+
 /* Whether id can be a run id: 4 to 16 lowercase hex digits (sb_results_resolve_run's rule). */
 int sb_serve_id_well_formed(const char *id);
 

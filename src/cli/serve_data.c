@@ -150,11 +150,8 @@ static void write_number_or_null(sb_jw *j, const char *key, double v)
     sb_jw_double(j, v); /* not finite: null */
 }
 
-/* One run as an object: its id, status, metrics and configuration (config_json: as stored). */
-static void write_run(sb_jw *j, const sb_result_row *r, const char *config_json,
-                      const json_t *parsed)
+void sb_serve_write_run_fields(sb_jw *j, const sb_result_row *r)
 {
-    sb_jw_object_begin(j);
     sb_jw_key(j, "id");
     sb_jw_string(j, r->run_hash);
     sb_jw_key(j, "status");
@@ -172,6 +169,8 @@ static void write_run(sb_jw *j, const sb_result_row *r, const char *config_json,
         sb_jw_null(j);
     write_number_or_null(j, "test_acc", r->test_acc);
     write_number_or_null(j, "test_loss", r->test_loss);
+    write_number_or_null(j, "valid_acc", r->valid_acc);
+    write_number_or_null(j, "valid_loss", r->valid_loss);
     write_number_or_null(j, "train_acc", r->train_acc);
     write_number_or_null(j, "train_loss", r->train_loss);
     write_number_or_null(j, "wall_s", r->wall_s);
@@ -188,6 +187,14 @@ static void write_run(sb_jw *j, const sb_result_row *r, const char *config_json,
     sb_jw_int(j, r->attempts);
     sb_jw_key(j, "checkpoint");
     sb_jw_string(j, r->checkpoint);
+}
+
+/* One run as an object: its id, status, metrics and configuration (config_json: as stored). */
+static void write_run(sb_jw *j, const sb_result_row *r, const char *config_json,
+                      const json_t *parsed)
+{
+    sb_jw_object_begin(j);
+    sb_serve_write_run_fields(j, r);
     /* a configuration that is not a JSON object is not copied into the reply (it would make
      * the whole answer invalid): the run is listed with an empty one and its damage named */
     sb_jw_key(j, "config");

@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,39 +154,10 @@ static void write_configs(sb_jw *j, sb_results *db, const sb_result_row *run)
 static void write_run_page(sb_jw *j, sb_results *db, const char *db_path, const sb_result_row *run)
 {
     sb_jw_object_begin(j);
-    sb_jw_key(j, "id");
-    sb_jw_string(j, run->run_hash);
-    sb_jw_key(j, "model");
-    sb_jw_string(j, run->model);
-    sb_jw_key(j, "status");
-    sb_jw_string(j, run->status);
-    sb_jw_key(j, "reason");
-    sb_jw_string(j, run->reason);
-    sb_jw_key(j, "protocol");
-    sb_jw_string(j, run->protocol);
-    sb_jw_key(j, "params");
-    sb_jw_int(j, run->params);
+    sb_serve_write_run_fields(j, run);
     sb_jw_key(j, "state_size");
     sb_jw_int(j, run->state_size);
     write_number(j, "flops_per_token", run->flops_per_token);
-    write_number(j, "test_acc", run->test_acc);
-    write_number(j, "test_loss", run->test_loss);
-    write_number(j, "valid_acc", run->valid_acc);
-    write_number(j, "valid_loss", run->valid_loss);
-    write_number(j, "train_acc", run->train_acc);
-    write_number(j, "train_loss", run->train_loss);
-    write_number(j, "wall_s", run->wall_s);
-    write_number(j, "tokens_per_s", run->tokens_per_s);
-    write_number(j, "ceiling", run->ceiling);
-    sb_jw_key(j, "effective_memory");
-    if (isinf(run->effective_memory))
-        sb_jw_string(j, ">32");
-    else
-        sb_jw_double(j, run->effective_memory);
-    sb_jw_key(j, "finished_at");
-    sb_jw_string(j, run->finished_at);
-    sb_jw_key(j, "attempts");
-    sb_jw_int(j, run->attempts);
     sb_jw_key(j, "host");
     sb_jw_string(j, run->host);
     sb_jw_key(j, "threads");
@@ -200,7 +170,7 @@ static void write_run_page(sb_jw *j, sb_results *db, const char *db_path, const 
     sb_jw_string(j, run->fingerprint);
     write_configs(j, db, run);
     write_command(j, db, run);
-    write_file_facts(j, "checkpoint", run->checkpoint);
+    write_file_facts(j, "checkpoint_file", run->checkpoint);
     /* a sweep's log of the run, beside the database */
     char results_dir[4096], log[4400] = "";
     snprintf(results_dir, sizeof results_dir, "%s", db_path);
@@ -212,7 +182,7 @@ static void write_run_page(sb_jw *j, sb_results *db, const char *db_path, const 
     sb_error err = {0};
     if (sb_results_log_path(results_dir, run->run_hash, log, sizeof log, 0, &err) != SB_OK)
         log[0] = '\0';
-    write_file_facts(j, "log", log);
+    write_file_facts(j, "log_file", log);
     char dir[4200];
     char names[PROBE_FIGURES_MAX][64];
     int n = probe_dir(run, dir, sizeof dir) ? list_probe_figures(dir, names) : 0;
@@ -256,22 +226,17 @@ static unsigned open_run(const char *db_path, const char *id, sb_results **db, s
 void sb_serve_run(const char *db_path, const char *id, sb_serve_reply *r)
 {
     sb_results *db = NULL;
-    sb_result_row *run = malloc(sizeof *run);
-    if (run == NULL) {
-        sb_serve_reply_error(r, 500, "out of memory");
+    sb_result_row run;
+    if (open_run(db_path, id, &db, &run, r) != 200)
         return;
+    sb_serve_json b;
+    if (!sb_serve_json_begin(&b)) {
+        sb_serve_reply_error(r, 500, "out of memory");
+    } else {
+        write_run_page(b.j, db, db_path, &run);
+        sb_serve_json_finish(&b, r);
     }
-    if (open_run(db_path, id, &db, run, r) == 200) {
-        sb_serve_json b;
-        if (!sb_serve_json_begin(&b)) {
-            sb_serve_reply_error(r, 500, "out of memory");
-        } else {
-            write_run_page(b.j, db, db_path, run);
-            sb_serve_json_finish(&b, r);
-        }
-        sb_results_close(db);
-    }
-    free(run);
+    sb_results_close(db);
 }
 
 void sb_serve_probe_figure(const char *db_path, const char *id, const char *figure,
@@ -282,31 +247,26 @@ void sb_serve_probe_figure(const char *db_path, const char *id, const char *figu
         return;
     }
     sb_results *db = NULL;
-    sb_result_row *run = malloc(sizeof *run);
-    if (run == NULL) {
-        sb_serve_reply_error(r, 500, "out of memory");
+    sb_result_row run;
+    if (open_run(db_path, id, &db, &run, r) != 200)
+        return;
+    sb_results_close(db);
+    /* only a name the folder's listing holds is opened (no path is built from the request) */
+    char dir[4200], names[PROBE_FIGURES_MAX][64], path[4400];
+    int n = probe_dir(&run, dir, sizeof dir) ? list_probe_figures(dir, names) : 0;
+    int fd = -1;
+    for (int i = 0; i < n && fd < 0; i++)
+        if (strcmp(names[i], figure) == 0) {
+            int len = snprintf(path, sizeof path, "%s/%.63s.svg", dir, names[i]);
+            if (len > 0 && (size_t)len < sizeof path)
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        }
+    if (fd < 0) {
+        sb_serve_reply_error(r, 404, "no such probe figure of this run (run `selectivbench "
+                                     "probe RUN` to make them)");
         return;
     }
-    if (open_run(db_path, id, &db, run, r) == 200) {
-        sb_results_close(db);
-        char dir[4200], names[PROBE_FIGURES_MAX][64], path[4400];
-        int n = probe_dir(run, dir, sizeof dir) ? list_probe_figures(dir, names) : 0;
-        int listed = 0;
-        for (int i = 0; i < n; i++)
-            listed |= strcmp(names[i], figure) == 0;
-        int fd = -1;
-        if (listed) {
-            snprintf(path, sizeof path, "%s/%s.svg", dir, figure);
-            fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        }
-        if (fd < 0) {
-            sb_serve_reply_error(r, 404, "no such probe figure of this run (run `selectivbench "
-                                         "probe RUN` to make them)");
-        } else {
-            r->status = 200;
-            r->type = "image/svg+xml";
-            r->fd = fd;
-        }
-    }
-    free(run);
+    r->status = 200;
+    r->type = "image/svg+xml";
+    r->fd = fd;
 }

@@ -1711,26 +1711,27 @@ static sb_status merge_copy_run(sb_results *r, const char *cols, const merge_act
     if ((status = results_exec_stmt(r, st, rc, err, "cannot copy run %s", a->hash)) != SB_OK)
         return status;
     const int64_t id = (int64_t)sqlite3_last_insert_rowid(r->db);
-    rc = sqlite3_prepare_v2(r->db,
-                            "INSERT INTO main.evaluations (run_id, step, samples, split, loss, acc, "
-                            "lr, tokens_per_s, wall_s) SELECT ?1, e.step, e.samples, e.split, "
-                            "e.loss, e.acc, e.lr, e.tokens_per_s, e.wall_s FROM src.evaluations e "
-                            "JOIN src.runs s ON s.id = e.run_id WHERE s.hash = ?2",
-                            -1, &st, NULL);
-    rc = results_bind_int(rc, st, 1, id);
-    rc = results_bind_text(rc, st, 2, a->hash);
-    if ((status = results_exec_stmt(r, st, rc, err, "cannot copy the evaluations of run %s",
-                                    a->hash)) != SB_OK)
-        return status;
-    rc = sqlite3_prepare_v2(r->db,
-                            "INSERT INTO main.live (run_id, step, samples, loss, acc, lr, "
-                            "tokens_per_s, wall_s) SELECT ?1, l.step, l.samples, l.loss, l.acc, "
-                            "l.lr, l.tokens_per_s, l.wall_s FROM src.live l JOIN src.runs s ON "
-                            "s.id = l.run_id WHERE s.hash = ?2",
-                            -1, &st, NULL);
-    rc = results_bind_int(rc, st, 1, id);
-    rc = results_bind_text(rc, st, 2, a->hash);
-    return results_exec_stmt(r, st, rc, err, "cannot copy the live points of run %s", a->hash);
+    /* the run's rows in the tables that point at it */
+    static const struct {
+        const char *table, *what, *columns;
+    } children[] = {
+        {"evaluations", "evaluations", "step, samples, split, loss, acc, lr, tokens_per_s, wall_s"},
+        {"live", "live points", "step, samples, loss, acc, lr, tokens_per_s, wall_s"},
+    };
+    for (size_t c = 0; c < sizeof children / sizeof children[0]; c++) {
+        n = snprintf(sql, sizeof sql,
+                     "INSERT INTO main.%s (run_id, %s) SELECT ?1, %s FROM src.%s WHERE run_id = "
+                     "(SELECT id FROM src.runs WHERE hash = ?2)",
+                     children[c].table, children[c].columns, children[c].columns, children[c].table);
+        SB_ASSERT(n > 0 && (size_t)n < sizeof sql);
+        rc = sqlite3_prepare_v2(r->db, sql, -1, &st, NULL);
+        rc = results_bind_int(rc, st, 1, id);
+        rc = results_bind_text(rc, st, 2, a->hash);
+        if ((status = results_exec_stmt(r, st, rc, err, "cannot copy the %s of run %s",
+                                        children[c].what, a->hash)) != SB_OK)
+            return status;
+    }
+    return SB_OK;
 }
 
 /* Reads the source's runs (only run only_hash when it is not NULL) against ours and decides,

@@ -57,6 +57,8 @@ done
 expect_body '"varied":["seed"]' "/api/runs"
 expect_body "\"checkpoint\":\"$TMP/res/checkpoints/" "/api/runs"
 expect_body "\"test_acc\":$ACC_GRU2," "/api/runs"
+# the validation split's metrics too (the table's "valid acc" column)
+[ "$(grep -o '"valid_acc":[0-9]' "$TMP/body" | wc -l)" -eq 3 ] || fail "/api/runs: not 3 validation accuracies"
 
 # (c) /api/curve: a 6-digit prefix resolves; 10 evaluations, each on test and train: 4 every
 # 64 samples (256 / 64: updates 4, 8, 12, 16) and 6 learning-curve points between them
@@ -78,8 +80,8 @@ http GET "/api/run?run=${RUN_TF1:0:6}"
 expect_code 200 "/api/run"
 expect_body "\"id\":\"$RUN_TF1\"" "/api/run"
 expect_body '"command_has_run_hash":true' "/api/run"
-grep -q '"checkpoint":{"path":"[^"]*","exists":true,"bytes":[0-9]' "$TMP/body" ||
-  fail "/api/run: the checkpoint: $(grep -o '"checkpoint":{[^}]*}' "$TMP/body")"
+grep -q '"checkpoint_file":{"path":"[^"]*","exists":true,"bytes":[0-9]' "$TMP/body" ||
+  fail "/api/run: the checkpoint: $(grep -o '"checkpoint_file":{[^}]*}' "$TMP/body")"
 command=$(grep -o '"command":"[^"]*"' "$TMP/body" | cut -d'"' -f4)
 [[ "$command" == "selectivbench train --model transformer "* ]] || fail "/api/run command: $command"
 # shellcheck disable=SC2086

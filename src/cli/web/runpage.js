@@ -84,8 +84,8 @@ function drawRunPage(run, curve) {
   factRow(facts, "host", run.host);
   factRow(facts, "finished", run.finished_at);
   factRow(facts, "attempts", String(run.attempts));
-  factRow(facts, "checkpoint", fileFacts(run.checkpoint), { id: "run-checkpoint" });
-  factRow(facts, "log", fileFacts(run.log));
+  factRow(facts, "checkpoint", fileFacts(run.checkpoint_file), { id: "run-checkpoint" });
+  factRow(facts, "log", fileFacts(run.log_file));
   page.append(facts);
 
   const charts = el("div", { class: "run-charts", id: "run-charts" });
