@@ -1048,61 +1048,50 @@ sb_status sb_results_check_eval(const sb_eval_row *row, int allow_inf_loss, cons
     return SB_OK;
 }
 
-sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row *row, sb_error *err)
+/* An evaluation (live 0) or a live point (live 1) of run run_id, replacing one at its step
+ * (and split). */
+static sb_status results_add_point(sb_results *db, int64_t run_id, const sb_eval_row *row,
+                                   int live, sb_error *err)
 {
-    SB_ASSERT(db != NULL && row != NULL);
+    SB_ASSERT(db != NULL && row != NULL && (!live || row->split == SB_SPLIT_TRAIN));
+    const char *what_point = live ? "live point" : "evaluation";
     char what[SB_ERROR_MSG_MAX / 2];
-    snprintf(what, sizeof what, "results database '%.200s': evaluation of run %lld", db->path,
-             (long long)run_id);
+    snprintf(what, sizeof what, "results database '%.200s': %s of run %lld", db->path,
+             what_point, (long long)run_id);
     sb_status checked = sb_results_check_eval(row, 1, what, err);
     if (checked != SB_OK)
         return checked;
+    /* the same parameters in both; a live point has no split (?4 is left out) */
+    const char *sql = live ? "INSERT OR REPLACE INTO live (run_id, step, samples, loss, acc, lr, "
+                             "tokens_per_s, wall_s) VALUES (?1, ?2, ?3, ?5, ?6, ?7, ?8, ?9)"
+                           : "INSERT OR REPLACE INTO evaluations (run_id, step, samples, split, "
+                             "loss, acc, lr, tokens_per_s, wall_s) "
+                             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->db,
-                                "INSERT OR REPLACE INTO evaluations (run_id, step, samples, "
-                                "split, loss, acc, lr, tokens_per_s, wall_s) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
     rc = results_bind_int(rc, st, 1, run_id);
     rc = results_bind_int(rc, st, 2, row->step);
     rc = results_bind_count(rc, st, 3, row->samples);
-    rc = results_bind_text(rc, st, 4, sb_split_name(row->split));
+    if (!live)
+        rc = results_bind_text(rc, st, 4, sb_split_name(row->split));
     rc = results_bind_real(rc, st, 5, row->loss);
     rc = results_bind_real(rc, st, 6, row->acc);
     rc = results_bind_real(rc, st, 7, row->lr);
     rc = results_bind_real(rc, st, 8, row->tokens_per_s);
     rc = results_bind_real(rc, st, 9, row->wall_s);
-    return results_exec_stmt(db, st, rc, err,
-                             "cannot record the evaluation at step %lld of run %lld",
-                             (long long)row->step, (long long)run_id);
+    return results_exec_stmt(db, st, rc, err, "cannot record the %s at step %lld of run %lld",
+                             what_point, (long long)row->step, (long long)run_id);
+}
+
+sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row *row, sb_error *err)
+{
+    return results_add_point(db, run_id, row, 0, err);
 }
 
 sb_status sb_results_add_live(sb_results *db, int64_t run_id, const sb_eval_row *row,
                               sb_error *err)
 {
-    SB_ASSERT(db != NULL && row != NULL && row->split == SB_SPLIT_TRAIN);
-    char what[SB_ERROR_MSG_MAX / 2];
-    snprintf(what, sizeof what, "results database '%.200s': live point of run %lld", db->path,
-             (long long)run_id);
-    sb_status checked = sb_results_check_eval(row, 1, what, err);
-    if (checked != SB_OK)
-        return checked;
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->db,
-                                "INSERT OR REPLACE INTO live (run_id, step, samples, loss, acc, "
-                                "lr, tokens_per_s, wall_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                                -1, &st, NULL);
-    rc = results_bind_int(rc, st, 1, run_id);
-    rc = results_bind_int(rc, st, 2, row->step);
-    rc = results_bind_count(rc, st, 3, row->samples);
-    rc = results_bind_real(rc, st, 4, row->loss);
-    rc = results_bind_real(rc, st, 5, row->acc);
-    rc = results_bind_real(rc, st, 6, row->lr);
-    rc = results_bind_real(rc, st, 7, row->tokens_per_s);
-    rc = results_bind_real(rc, st, 8, row->wall_s);
-    return results_exec_stmt(db, st, rc, err,
-                             "cannot record the live point at step %lld of run %lld",
-                             (long long)row->step, (long long)run_id);
+    return results_add_point(db, run_id, row, 1, err);
 }
 
 sb_status sb_results_delete_evals_after(sb_results *db, int64_t run_id, int64_t step,
