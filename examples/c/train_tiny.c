@@ -2,9 +2,9 @@
  * a few seconds of training with progress, the final accuracy read back from the result and
  * from the results database. Build: cc train_tiny.c $(pkg-config --cflags --libs selectivbench)
  * Run: ./a.out [RESULTS_DIR] (default ./train_tiny_results). */
+#include <selectivbench/selectivbench.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <selectivbench/selectivbench.h>
 
 static int fail(const char *what, const sb_error *err)
 {
@@ -24,10 +24,17 @@ static void progress(const sb_progress *p, void *user)
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "train_tiny_results";
-    const char *keys[][2] = {{"model", "gru"}, {"feat_size", "16"}, {"layers", "1"},
-                             {"amb", "4"}, {"grammar_scale", "True"}, {"train_seqlen_max", "20"},
-                             {"test_seqlen_max", "20"}, {"dataset_size", "512"},
-                             {"test_size", "64"}, {"batch_size", "16"}, {"lr", "0.003"}};
+    const char *keys[][2] = {{"model", "gru"},
+                             {"feat_size", "16"},
+                             {"layers", "1"},
+                             {"amb", "4"},
+                             {"grammar_scale", "True"},
+                             {"train_seqlen_max", "20"},
+                             {"test_seqlen_max", "20"},
+                             {"dataset_size", "512"},
+                             {"test_size", "64"},
+                             {"batch_size", "16"},
+                             {"lr", "0.003"}};
     sb_error err = {0};
     sb_config *cfg = NULL;
     if (sb_config_create(&cfg, &err) != SB_OK)

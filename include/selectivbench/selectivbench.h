@@ -258,17 +258,17 @@ void sb_task_free(sb_task *task);
 
 /* What a task is. */
 typedef struct sb_task_facts {
-    int letters;             /* letters of the alphabet (vocab - 1) */
-    int inputs;              /* V: one-hot width of a frame (the letters and the end '#') */
-    int states;              /* grammar states, the end state included: the classes a model
-                                predicts (targets are state ids 0 .. states - 1) */
-    int transitions;         /* edges of the grammar */
-    int ambiguous_letters;   /* letters shared by several states (amb) */
+    int letters;                     /* letters of the alphabet (vocab - 1) */
+    int inputs;                      /* V: one-hot width of a frame (the letters and the end '#') */
+    int states;                      /* grammar states, the end state included: the classes a model
+                                        predicts (targets are state ids 0 .. states - 1) */
+    int transitions;                 /* edges of the grammar */
+    int ambiguous_letters;           /* letters shared by several states (amb) */
     int states_per_ambiguous_letter; /* amb_depth */
     double topological_entropy;      /* TE in nats: ln of the Perron root */
     int64_t train_size, test_size;   /* samples in each split */
     int train_elements, test_elements; /* elements (grammar symbols) per sample */
-    int64_t valid_size;              /* validation samples (drawn as the test's) */
+    int64_t valid_size;                /* validation samples (drawn as the test's) */
 } sb_task_facts;
 
 /* Fills *facts. */
@@ -285,8 +285,8 @@ typedef struct sb_batch_shape {
 /* The shape of the batch of samples index[0 .. count-1] of split (it assembles them: the
  * cost of one sb_task_read_batch). Errors: SB_ERR_INVALID for count < 1 or an index outside
  * [0, split size), SB_ERR_NOMEM. */
-sb_status sb_task_batch_shape(const sb_task *task, sb_split split, const int64_t *index,
-                              int count, sb_batch_shape *shape, sb_error *err);
+sb_status sb_task_batch_shape(const sb_task *task, sb_split split, const int64_t *index, int count,
+                              sb_batch_shape *shape, sb_error *err);
 
 /* Writes the batch of samples index[0 .. count-1] of split into caller arrays laid out with
  * the strides of *shape (from sb_task_batch_shape, or any larger frames/elements: the rest
@@ -315,19 +315,19 @@ sb_status sb_task_read_batch(const sb_task *task, sb_split split, const int64_t 
 typedef struct sb_task_batch sb_task_batch;
 
 typedef struct sb_batch_arrays {
-    const float *inputs;          /* [B][T][V] */
-    const int32_t *targets;       /* [B][T] */
-    const uint8_t *valid;         /* [B][T] */
-    const int32_t *window_start;  /* [B][E] */
-    const int32_t *window_len;    /* [B][E] */
-    const int32_t *frames;        /* [B] */
+    const float *inputs;         /* [B][T][V] */
+    const int32_t *targets;      /* [B][T] */
+    const uint8_t *valid;        /* [B][T] */
+    const int32_t *window_start; /* [B][E] */
+    const int32_t *window_len;   /* [B][E] */
+    const int32_t *frames;       /* [B] */
 } sb_batch_arrays;
 
 /* Assembles the batch of samples index[0 .. count-1] of split on `threads` threads (0: every
  * core; the batch does not depend on it). *out is freed with sb_task_batch_free. Errors:
  * those of sb_task_batch_shape, and SB_ERR_INVALID for threads outside 0..SB_THREADS_MAX. */
-sb_status sb_task_batch_make(const sb_task *task, sb_split split, const int64_t *index,
-                             int count, int threads, sb_task_batch **out, sb_error *err);
+sb_status sb_task_batch_make(const sb_task *task, sb_split split, const int64_t *index, int count,
+                             int threads, sb_task_batch **out, sb_error *err);
 
 /* Assembles another batch into b, reusing its storage (it grows when needed): the arrays a
  * loop over a split reads come from memory already mapped, as the trainer's do. b must have
@@ -355,16 +355,16 @@ const char *sb_models_name(int i);
  * a field the model does not describe is NULL. */
 typedef struct sb_model_desc {
     const char *name;
-    const char *summary;              /* one line */
+    const char *summary; /* one line */
     const char *gating;
-    const char *transition;           /* state transition structure */
-    const char *update_rank;          /* rank of what is written per token */
+    const char *transition;  /* state transition structure */
+    const char *update_rank; /* rank of what is written per token */
     const char *normalisation;
     const char *negative_eigenvalues;
-    const char *state;                /* state per head (or per layer) */
-    int is_stack;                     /* 1: an LM stack (the *_layered models), 0: a RecNet */
-    int can_stream;                   /* 1: evaluates chunk by chunk from a carried state */
-    int has_probe_gates;              /* 1: `probe` reports its input-dependent gates */
+    const char *state;   /* state per head (or per layer) */
+    int is_stack;        /* 1: an LM stack (the *_layered models), 0: a RecNet */
+    int can_stream;      /* 1: evaluates chunk by chunk from a carried state */
+    int has_probe_gates; /* 1: `probe` reports its input-dependent gates */
     /* The design axes (docs/models/taxonomy.md), each one of a fixed set of names:
      *   gate granularity: "none", "scalar per head", "vector per channel"
      *   forgetting:       "none", "fixed", "input-dependent"
@@ -374,8 +374,8 @@ typedef struct sb_model_desc {
      *   update per token: "appends k, v", "elementwise", "rank-1", "rank-n", "full"
      *   memory growth:    "constant", "log T", "linear in T"
      * Two models whose names agree on an axis agree on it. */
-    const char *axes[5];              /* in the order above; sb_models_axis_name names them */
-    const char *state_formula;        /* the floats one layer carries, as a formula */
+    const char *axes[5];       /* in the order above; sb_models_axis_name names them */
+    const char *state_formula; /* the floats one layer carries, as a formula */
 } sb_model_desc;
 
 /* The name of axis a of sb_model_desc.axes ("gate granularity", ...), or NULL outside [0, 5). */
@@ -408,23 +408,23 @@ sb_status sb_config_param_count(const sb_config *cfg, uint64_t *params, sb_error
 
 /* Where a training run is, as sb_train_config reports it. */
 typedef struct sb_progress {
-    int is_evaluation;     /* 0: after an update; 1: after an evaluation of the test set
-                              (a learning-curve point, --curve_points, has no validation
-                              scores) */
-    int64_t step;          /* updates done */
-    int64_t total_steps;   /* updates of the whole run */
-    int64_t samples;       /* training samples consumed */
-    double loss, acc;      /* after an update: the last micro-batch's; after an evaluation:
-                              the training averages since the previous one */
+    int is_evaluation;          /* 0: after an update; 1: after an evaluation of the test set
+                                   (a learning-curve point, --curve_points, has no validation
+                                   scores) */
+    int64_t step;               /* updates done */
+    int64_t total_steps;        /* updates of the whole run */
+    int64_t samples;            /* training samples consumed */
+    double loss, acc;           /* after an update: the last micro-batch's; after an evaluation:
+                                   the training averages since the previous one */
     double test_loss, test_acc; /* after an evaluation; NaN otherwise */
-    double lr;             /* learning rate of the last update */
-    double tokens_per_s;   /* training frames per second so far (evaluation excluded) */
+    double lr;                  /* learning rate of the last update */
+    double tokens_per_s;        /* training frames per second so far (evaluation excluded) */
     double elapsed_s, eta_s;
-    uint64_t params;       /* trainable parameters of the model */
-    int grad_acc;          /* micro-batches per update (gradient accumulation) */
-    double mean_loss, mean_acc; /* after an update: the means over the updates since the
-                                   previous evaluation or curve point (the running training
-                                   loss and accuracy); after an evaluation: loss and acc */
+    uint64_t params;              /* trainable parameters of the model */
+    int grad_acc;                 /* micro-batches per update (gradient accumulation) */
+    double mean_loss, mean_acc;   /* after an update: the means over the updates since the
+                                     previous evaluation or curve point (the running training
+                                     loss and accuracy); after an evaluation: loss and acc */
     double valid_loss, valid_acc; /* after an evaluation: the validation split's (NaN without
                                      one, --valid_size 0); NaN otherwise */
 } sb_progress;
@@ -440,22 +440,22 @@ typedef struct sb_train_settings {
      * nothing written. */
     const char *results_dir;
     int save_checkpoint;
-    int force;           /* with results_dir: train a run the database has finished again
-                            (else its stored result is returned, with cached = 1) */
-    int threads;         /* 0: every core; results do not depend on it */
-    double mem_budget_gb; /* activation memory for a step and for evaluation; 0: 4 GB */
+    int force;               /* with results_dir: train a run the database has finished again
+                                (else its stored result is returned, with cached = 1) */
+    int threads;             /* 0: every core; results do not depend on it */
+    double mem_budget_gb;    /* activation memory for a step and for evaluation; 0: 4 GB */
     sb_progress_fn progress; /* may be NULL */
     void *user;              /* passed to progress, on_start and on_db_warning */
     /* with results_dir: the checkpoint instead of RESULTS/checkpoints/TRAINING_HASH
      * .safetensors, the database instead of RESULTS/selectivbench.db (NULL: those) */
     const char *checkpoint_path;
     const char *db_path;
-    int resume;              /* continue from the checkpoint and its optimiser state */
-    int64_t inject_nan_at;   /* testing aid: micro-batch K's loss is NaN (0: off) */
+    int resume;                   /* continue from the checkpoint and its optimiser state */
+    int64_t inject_nan_at;        /* testing aid: micro-batch K's loss is NaN (0: off) */
     void (*on_begin)(void *user); /* called once when the run will train (not for a cached
                                      run), before its task and model are built; may be NULL */
-    sb_progress_fn on_start; /* called once before the first update (step 0, params,
-                                grad_acc, total_steps); may be NULL */
+    sb_progress_fn on_start;      /* called once before the first update (step 0, params,
+                                     grad_acc, total_steps); may be NULL */
     /* A database write failed (at_end 0: during the run, reported once; 1: recording its
      * end) and the run went on: with this callback the call's status is training's alone;
      * without it (NULL) the failure is the call's error. */
@@ -499,14 +499,14 @@ typedef struct sb_train_settings {
 
 /* What a training run gave. Unknown numbers are NaN. */
 typedef struct sb_train_outcome {
-    char status[16];                /* "finished", "diverged", "failed" or "interrupted"
-                                       (settings->should_stop); "" when nothing trained
-                                       because the results could not be set up, or the run
-                                       is locked (locked_by) */
-    char reason[SB_ERROR_MSG_MAX];  /* why it failed, diverged or was interrupted, else "" */
-    double test_acc, test_loss;     /* the final evaluation */
-    double train_acc, train_loss;   /* training averages before it */
-    double valid_acc, valid_loss;   /* the final evaluation's validation split (NaN: none) */
+    char status[16];               /* "finished", "diverged", "failed" or "interrupted"
+                                      (settings->should_stop); "" when nothing trained
+                                      because the results could not be set up, or the run
+                                      is locked (locked_by) */
+    char reason[SB_ERROR_MSG_MAX]; /* why it failed, diverged or was interrupted, else "" */
+    double test_acc, test_loss;    /* the final evaluation */
+    double train_acc, train_loss;  /* training averages before it */
+    double valid_acc, valid_loss;  /* the final evaluation's validation split (NaN: none) */
     uint64_t params;
     int64_t steps, samples;
     double tokens_per_s, wall_s;
@@ -514,16 +514,16 @@ typedef struct sb_train_outcome {
     double effective_memory; /* elements; INFINITY beyond 32 (recorded runs only) */
     int cached;              /* 1: the database had this run finished; nothing was trained */
     char run_hash[17], training_hash[17];
-    char database[4096];     /* the results database, or "" in memory */
-    char checkpoint[4096];   /* the checkpoint written (or read with resume or test_pretrained),
-                                or "" */
-    int grad_acc;            /* micro-batches per update */
-    char finished_at[32];    /* cached: when the stored run finished (UTC ISO-8601), else "" */
+    char database[4096];   /* the results database, or "" in memory */
+    char checkpoint[4096]; /* the checkpoint written (or read with resume or test_pretrained),
+                              or "" */
+    int grad_acc;          /* micro-batches per update */
+    char finished_at[32];  /* cached: when the stored run finished (UTC ISO-8601), else "" */
     /* with results_dir: another process is training this run (it holds the run's lock,
      * RESULTS/locks/RUN_HASH.lock beside the database): its pid, or -1 when it cannot be
      * named; nothing was trained and the call failed with SB_ERR_RUNTIME. 0 otherwise. */
     long locked_by;
-    double gather_s;         /* seconds spent in settings->all_gather (data-parallel), else 0 */
+    double gather_s; /* seconds spent in settings->all_gather (data-parallel), else 0 */
     /* What the run's bits depend on besides its configuration (docs/training.md,
      * "Reproducibility"): the engine table of its products ("auto-1", "openblas", "onednn";
      * a resume keeps its checkpoint's when the configuration's gemm is the default), the
@@ -553,10 +553,10 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
 
 typedef struct sb_eval_outcome {
     double test_acc, test_loss;
-    int64_t test_size;  /* test samples evaluated */
-    double test_gap_s;  /* the gap duration of the test (and validation) samples, seconds */
+    int64_t test_size; /* test samples evaluated */
+    double test_gap_s; /* the gap duration of the test (and validation) samples, seconds */
     double valid_acc, valid_loss; /* the validation split's, at the same gap (NaN: none) */
-    int64_t valid_size; /* validation samples evaluated */
+    int64_t valid_size;           /* validation samples evaluated */
 } sb_eval_outcome;
 
 /* Evaluates the checkpoint at `checkpoint` on the test split of cfg, or of the configuration
@@ -606,27 +606,27 @@ void sb_results_close(sb_results *db);
 typedef struct sb_result_row {
     char run_hash[17];
     char model[32];
-    char status[16];         /* "running", "finished", "failed", "diverged" or "interrupted"
-                                (stopped by a signal; its checkpoint resumes it) */
-    char protocol[16];       /* "reference" or "clean" */
+    char status[16];   /* "running", "finished", "failed", "diverged" or "interrupted"
+                          (stopped by a signal; its checkpoint resumes it) */
+    char protocol[16]; /* "reference" or "clean" */
     int64_t params;
     double test_acc, test_loss, train_acc, train_loss;
     double wall_s, tokens_per_s;
     double ceiling, effective_memory; /* the yardsticks, as stored */
-    char finished_at[32];    /* UTC ISO-8601 */
-    char reason[SB_ERROR_MSG_MAX]; /* why it failed, diverged or was interrupted, else "" */
-    double flops_per_token;  /* the model's forward FLOPs per token */
-    int64_t state_size;      /* floats the model carries from one frame to the next */
-    int64_t attempts;        /* times the run was started (a resume or a retry adds one) */
-    char checkpoint[4096];   /* its weights (safetensors), or "" when it saved none; the file
-                                is named by the training hash, which runs that differ only in
-                                test settings share (task 4 evaluates task 2's weights) */
-    char host[256];          /* the machine that trained it (its last attempt), or "" */
-    int64_t rank;            /* the MPI rank that trained it in an MPI sweep, -1 otherwise */
-    int64_t world_size;      /* ranks its training was spread over (data-parallel; 1: one) */
-    int64_t threads;         /* threads per process; -1: not recorded (before schema 5) */
-    char engine[16];         /* its engine table, "" when not recorded */
-    char fingerprint[9];     /* its fingerprint digest (sb_train_outcome), "" when not recorded */
+    char finished_at[32];             /* UTC ISO-8601 */
+    char reason[SB_ERROR_MSG_MAX];    /* why it failed, diverged or was interrupted, else "" */
+    double flops_per_token;           /* the model's forward FLOPs per token */
+    int64_t state_size;               /* floats the model carries from one frame to the next */
+    int64_t attempts;                 /* times the run was started (a resume or a retry adds one) */
+    char checkpoint[4096]; /* its weights (safetensors), or "" when it saved none; the file
+                              is named by the training hash, which runs that differ only in
+                              test settings share (task 4 evaluates task 2's weights) */
+    char host[256];        /* the machine that trained it (its last attempt), or "" */
+    int64_t rank;          /* the MPI rank that trained it in an MPI sweep, -1 otherwise */
+    int64_t world_size;    /* ranks its training was spread over (data-parallel; 1: one) */
+    int64_t threads;       /* threads per process; -1: not recorded (before schema 5) */
+    char engine[16];       /* its engine table, "" when not recorded */
+    char fingerprint[9];   /* its fingerprint digest (sb_train_outcome), "" when not recorded */
     double valid_acc, valid_loss; /* the validation split's (NaN: none, or before schema 6) */
 } sb_result_row;
 
@@ -660,8 +660,8 @@ int sb_result_row_resumable(const sb_result_row *row);
 /* Writes RESULTS/logs/HASH.log, where a sweep keeps the output of the run with this run hash,
  * into out[size]; with create, makes RESULTS and RESULTS/logs when missing. Errors:
  * SB_ERR_INVALID when the path does not fit; SB_ERR_IO when a folder cannot be made. */
-sb_status sb_results_log_path(const char *results_dir, const char *run_hash, char *out,
-                              size_t size, int create, sb_error *err);
+sb_status sb_results_log_path(const char *results_dir, const char *run_hash, char *out, size_t size,
+                              int create, sb_error *err);
 
 /* A new configuration: the one stored for the run with this run hash. Errors: SB_ERR_INVALID
  * when no such run exists or its stored configuration does not read back; SB_ERR_IO. */
@@ -672,8 +672,7 @@ sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config 
  * names): *json is a copy of the stored text, freed with sb_string_free, or NULL when the
  * run has none stored. Errors: SB_ERR_INVALID when no such run exists; SB_ERR_IO,
  * SB_ERR_NOMEM. */
-sb_status sb_results_config_json(sb_results *db, const char *run_hash, char **json,
-                                 sb_error *err);
+sb_status sb_results_config_json(sb_results *db, const char *run_hash, char **json, sb_error *err);
 
 /* Backfills the yardsticks of row (from sb_results_read or sb_results_find): for a
  * finished run whose ceiling or effective memory is missing (recorded before they
@@ -682,21 +681,20 @@ sb_status sb_results_config_json(sb_results *db, const char *run_hash, char **js
  * (may be NULL) receives the standard error of the task's ceiling (computed once per task
  * and cached; NaN on failure). Errors: SB_ERR_INVALID when no such run exists or its
  * configuration does not read back or builds no task; SB_ERR_IO, SB_ERR_NOMEM. */
-sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads,
-                              double *ceiling_se, sb_error *err);
+sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads, double *ceiling_se,
+                              sb_error *err);
 
 /* A run's id is its run hash (16 hex digits); commands take any unique prefix of it.
  * Resolves id (a full hash or a prefix of at least 4 hex digits) to the stored run's hash.
  * Errors: SB_ERR_INVALID when id is not hex, too short, matches no run or matches several
  * (the message names two of them); SB_ERR_IO, SB_ERR_NOMEM. */
-sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[17],
-                                 sb_error *err);
+sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[17], sb_error *err);
 
 /* One point of a run's learning curve: an evaluation on one split. NaN: unknown. */
 typedef struct sb_curve_point {
-    int64_t step;        /* optimiser update */
-    int64_t samples;     /* training samples seen; < 0: unknown */
-    sb_split split;      /* SB_SPLIT_TRAIN, SB_SPLIT_TEST or SB_SPLIT_VALID */
+    int64_t step;    /* optimiser update */
+    int64_t samples; /* training samples seen; < 0: unknown */
+    sb_split split;  /* SB_SPLIT_TRAIN, SB_SPLIT_TEST or SB_SPLIT_VALID */
     double loss, acc;
     double lr;           /* learning rate at this step */
     double tokens_per_s; /* training throughput so far */
@@ -707,16 +705,16 @@ typedef struct sb_curve_point {
  * split (test, train, valid). *points is a new array of *n points (NULL when *n is 0), freed
  * with sb_results_curve_free. Errors: SB_ERR_INVALID when no such run exists; SB_ERR_IO,
  * SB_ERR_NOMEM. */
-sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point **points,
-                           size_t *n, sb_error *err);
+sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point **points, size_t *n,
+                           sb_error *err);
 
 /* The live points of the run with this run hash, by step: what it wrote every --live_every
  * seconds while it trained (split SB_SPLIT_TRAIN: the means of the training loss and
  * accuracy since the previous curve point, the learning rate, tokens/s so far), for
  * dashboards. Not evaluations: no figure or verdict reads them. A database before schema 7
  * has none. Freed with sb_results_curve_free; errors as sb_results_curve. */
-sb_status sb_results_live(sb_results *db, const char *run_hash, sb_curve_point **points,
-                          size_t *n, sb_error *err);
+sb_status sb_results_live(sb_results *db, const char *run_hash, sb_curve_point **points, size_t *n,
+                          sb_error *err);
 void sb_results_curve_free(sb_curve_point *points);
 
 /* SQLite's integrity check of the database: *ok is 1 when it passes. Errors: SB_ERR_IO
@@ -737,10 +735,10 @@ typedef struct sb_results_merge_tally {
     int64_t kept;      /* further along here */
     int64_t conflicts; /* ended in both, differently: ours kept */
 } sb_results_merge_tally;
-typedef void (*sb_results_conflict_fn)(const char *run_hash, const char *model,
-                                       const char *status, double test_acc,
-                                       const char *source_path, const char *source_status,
-                                       double source_test_acc, void *user);
+typedef void (*sb_results_conflict_fn)(const char *run_hash, const char *model, const char *status,
+                                       double test_acc, const char *source_path,
+                                       const char *source_status, double source_test_acc,
+                                       void *user);
 /* Merges the results database at src_path into db (opened with sb_results_open), in one
  * transaction: on an error nothing changes and *tally is zero. on_conflict may be NULL.
  * Errors: SB_ERR_INVALID when src_path is db's own file or has an older schema (the
@@ -758,12 +756,12 @@ sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merg
  * sb_results_set_placement records where it ran: host (NULL keeps the stored one), the MPI
  * rank, and the attempts in all. Errors: SB_ERR_INVALID (dst_path exists; no such run for
  * set_placement), those of sb_results_open and sb_results_merge. */
-sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path,
-                                 int *found, sb_error *err);
-sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash,
-                              int *found, sb_error *err);
-sb_status sb_results_set_placement(sb_results *db, const char *hash, const char *host,
-                                   int64_t rank, int64_t attempts, sb_error *err);
+sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path, int *found,
+                                 sb_error *err);
+sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash, int *found,
+                              sb_error *err);
+sb_status sb_results_set_placement(sb_results *db, const char *hash, const char *host, int64_t rank,
+                                   int64_t attempts, sb_error *err);
 
 /* Records in the database at db_path a run of cfg trained elsewhere (e.g. by
  * sb_train_config in memory), with outcome's status, reason and metrics, and its
@@ -778,10 +776,10 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
  * through the Python binding (python/selectivbench). Unknown numbers are NaN (params and
  * state_size: -1). */
 typedef struct sb_external_run {
-    const char *status;      /* "finished", "failed", "diverged" or "interrupted" */
-    const char *reason;      /* why it failed, diverged or was interrupted, or NULL */
-    int64_t params;          /* trainable parameters, as the caller counts them */
-    int64_t state_size;      /* floats the model carries from one frame to the next */
+    const char *status; /* "finished", "failed", "diverged" or "interrupted" */
+    const char *reason; /* why it failed, diverged or was interrupted, or NULL */
+    int64_t params;     /* trainable parameters, as the caller counts them */
+    int64_t state_size; /* floats the model carries from one frame to the next */
     double test_acc, test_loss, train_acc, train_loss;
     double wall_s, tokens_per_s;
     const sb_curve_point *curve; /* its evaluations (the learning curve), in any order */
@@ -801,8 +799,7 @@ typedef struct sb_external_run {
  * run the database already has finished; SB_ERR_RUNTIME when another process is training
  * the run; SB_ERR_IO, SB_ERR_NOMEM. */
 sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
-                                     const sb_external_run *run, char run_hash[17],
-                                     sb_error *err);
+                                     const sb_external_run *run, char run_hash[17], sb_error *err);
 
 /* ---- sweeps: W&B grid files (configs/paper/NAME.yaml) --------------------------------------- */
 
@@ -902,14 +899,14 @@ const char *sb_sweep_selection_value(const sb_sweep_selection *sel, int p, int j
 
 /* What the runs of a selection cost, estimated without training (sb_sweep_estimate_cost). */
 typedef struct sb_sweep_cost {
-    int64_t runs;         /* the runs costed: those the sweep would train (not refused or
-                             excluded) */
-    int64_t samples;      /* training samples of those runs together (one pass each) */
+    int64_t runs;    /* the runs costed: those the sweep would train (not refused or
+                        excluded) */
+    int64_t samples; /* training samples of those runs together (one pass each) */
     int64_t samples_min, samples_max; /* of one run: the fewest, the most */
-    double tokens;        /* frames they train on together: each run's samples x the mean
-                             frames (symbols and gaps) of its task's first training samples */
-    double train_flops;   /* 3 x each model's forward FLOPs per frame x its frames, summed
-                             (forward and backward; padding and evaluations not counted) */
+    double tokens;      /* frames they train on together: each run's samples x the mean
+                           frames (symbols and gaps) of its task's first training samples */
+    double train_flops; /* 3 x each model's forward FLOPs per frame x its frames, summed
+                           (forward and backward; padding and evaluations not counted) */
     uint64_t params_min, params_max; /* trainable parameters of the smallest, largest model */
     /* the first costed run (-1: none) and its training step, to time it with
      * sb_bench_train_step: model, B, T (its task's mean frames), D, L, inputs, classes, N */
@@ -944,52 +941,51 @@ typedef enum sb_plan_source {
  * sample) takes the measured seconds per frame times the ratio of its forward FLOPs per
  * frame to the measured run's. */
 typedef struct sb_plan_calibration {
-    char key[256];             /* the shape as text (the cache's key, with the machine's) */
+    char key[256]; /* the shape as text (the cache's key, with the machine's) */
     char model[32];
     int width, layers, d_state, micro_batch, threads;
-    double train_s_per_frame;  /* a training frame: batch generation, forward, backward,
-                                  clipping and Adam, padding included */
-    double eval_s_per_frame;   /* a test frame (its batches generated and evaluated) */
-    double setup_s;            /* building the task and the model once per run */
-    double gemm_share;         /* the share of the training FLOPs done by matrix products */
-    double gflops;             /* achieved in training: 3 x forward FLOPs / time */
+    double train_s_per_frame; /* a training frame: batch generation, forward, backward,
+                                 clipping and Adam, padding included */
+    double eval_s_per_frame;  /* a test frame (its batches generated and evaluated) */
+    double setup_s;           /* building the task and the model once per run */
+    double gemm_share;        /* the share of the training FLOPs done by matrix products */
+    double gflops;            /* achieved in training: 3 x forward FLOPs / time */
     double train_flops_per_frame, eval_flops_per_frame; /* the measured run's forward FLOPs
                                   per training and per test frame (for the ratio) */
-    double measured_s;         /* how long the measurement took (0 when cached) */
-    int calibrated_layers;     /* layers measured (fewer than `layers` for a model too large
-                                  to measure whole; its time is scaled by layers) */
-    int calibrated_threads;    /* threads measured (fewer than `threads` when this machine
-                                  has fewer cores; see sb_plan_options) */
+    double measured_s;      /* how long the measurement took (0 when cached) */
+    int calibrated_layers;  /* layers measured (fewer than `layers` for a model too large
+                               to measure whole; its time is scaled by layers) */
+    int calibrated_threads; /* threads measured (fewer than `threads` when this machine
+                               has fewer cores; see sb_plan_options) */
     sb_plan_source source;
 } sb_plan_calibration;
 
 /* One run of the plan. */
 typedef struct sb_plan_run {
-    int64_t run;         /* its index in the grid */
-    char hash[17];       /* its run hash */
+    int64_t run;   /* its index in the grid */
+    char hash[17]; /* its run hash */
     char model[32];
-    int calibration;     /* index into sb_plan's calibrations */
-    int64_t after;       /* the plan's run (index into runs) whose checkpoint it evaluates
-                            (a --test_pretrained run of the same selection), -1: none */
+    int calibration;      /* index into sb_plan's calibrations */
+    int64_t after;        /* the plan's run (index into runs) whose checkpoint it evaluates
+                             (a --test_pretrained run of the same selection), -1: none */
     int64_t train_frames; /* frames it trains on (its samples x their mean frames) */
     int64_t eval_frames;  /* frames its evaluations process (each: the test and validation
                              splits; a learning-curve point: the test split) */
     int evaluations;      /* --epoch_size's, the last update's and the curve's points */
-    double flops;        /* 3 x forward FLOPs per training frame + forward FLOPs per test frame */
-    double peak_bytes;   /* a training step's activations (the model's estimate for its
-                            longest micro-batch) + parameters, gradients and Adam's moments */
-    double seconds;      /* setup + frames x the calibration's seconds per frame */
-    double start_s;      /* when the schedule starts it, and on which rank */
+    double flops;         /* 3 x forward FLOPs per training frame + forward FLOPs per test frame */
+    double peak_bytes;    /* a training step's activations (the model's estimate for its
+                             longest micro-batch) + parameters, gradients and Adam's moments */
+    double seconds;       /* setup + frames x the calibration's seconds per frame */
+    double start_s;       /* when the schedule starts it, and on which rank */
     int rank;
 } sb_plan_run;
 
 /* Called once per calibration, after it is measured or found (index 0 .. total-1). */
-typedef void (*sb_plan_progress_fn)(const sb_plan_calibration *c, int index, int total,
-                                    void *user);
+typedef void (*sb_plan_progress_fn)(const sb_plan_calibration *c, int index, int total, void *user);
 
 typedef struct sb_plan_options {
-    int ranks;       /* runs at a time (>= 1) */
-    int threads;     /* threads per run (>= 1) */
+    int ranks;   /* runs at a time (>= 1) */
+    int threads; /* threads per run (>= 1) */
     /* the calibration cache (a JSON file, created with its folder when missing; NULL: none).
      * A file that cannot be read as a cache is measured again and rewritten
      * (sb_plan.cache_damaged says so). */
@@ -1023,18 +1019,18 @@ typedef struct sb_plan_options {
 
 typedef struct sb_plan {
     int64_t n_runs;
-    sb_plan_run *runs;   /* in grid order */
+    sb_plan_run *runs; /* in grid order */
     int n_calibrations;
     sb_plan_calibration *calibrations;
     int ranks, threads;
-    double core_hours;   /* each run's seconds x its threads, summed */
-    double wall_hours;   /* on `ranks` ranks, largest run first, each to the earliest free
-                            rank (dependent runs after their sources): an MPI sweep */
+    double core_hours;            /* each run's seconds x its threads, summed */
+    double wall_hours;            /* on `ranks` ranks, largest run first, each to the earliest free
+                                     rank (dependent runs after their sources): an MPI sweep */
     double wall_hours_grid_order; /* the same in grid order (`sweep --workers ranks`) */
     int measured, cached, estimated; /* calibrations by source */
-    int cache_damaged;   /* the cache file was there but unreadable (it was rewritten) */
-    int cache_written;   /* the cache file was written */
-    char machine[256];   /* the CPU model, the library version */
+    int cache_damaged; /* the cache file was there but unreadable (it was rewritten) */
+    int cache_written; /* the cache file was written */
+    char machine[256]; /* the CPU model, the library version */
     /* runs of the selection the sweep would refuse (left out of the plan), and why the
      * first of them is refused ("" when none) */
     int64_t n_refused;
@@ -1118,24 +1114,24 @@ typedef enum sb_sweep_update_kind {
 
 typedef struct sb_sweep_update {
     sb_sweep_update_kind kind;
-    int64_t run;            /* the run's index in the grid (not for TICK) */
-    const char *hash;       /* its run hash ("" when its configuration could not be built) */
+    int64_t run;               /* the run's index in the grid (not for TICK) */
+    const char *hash;          /* its run hash ("" when its configuration could not be built) */
     int64_t step, total_steps; /* PROGRESS: the worker's last record */
     double loss, acc, tokens_per_s, eta_s;
-    const char *outcome;    /* ENDED: "done", "failed", "diverged", "skipped", "refused",
-                               "excluded" (a run the reference does not run either: see
-                               SB_ERR_EXCLUDED) or "interrupted" (stopped by a signal with a
-                               checkpoint: the next sb_sweep_run continues it) */
-    const char *reason;     /* ENDED: why it failed, was refused or excluded; NULL otherwise */
-    double test_acc;        /* ENDED: the run's final test accuracy; NaN when unknown */
-    int slot;               /* the run's worker, 0..workers-1; -1 when no worker ran it */
+    const char *outcome;     /* ENDED: "done", "failed", "diverged", "skipped", "refused",
+                                "excluded" (a run the reference does not run either: see
+                                SB_ERR_EXCLUDED) or "interrupted" (stopped by a signal with a
+                                checkpoint: the next sb_sweep_run continues it) */
+    const char *reason;      /* ENDED: why it failed, was refused or excluded; NULL otherwise */
+    double test_acc;         /* ENDED: the run's final test accuracy; NaN when unknown */
+    int slot;                /* the run's worker, 0..workers-1; -1 when no worker ran it */
     const sb_config *config; /* the run's configuration; NULL when it was not built (TICK) */
-    double run_elapsed_s;   /* seconds since its worker started (0 without one) */
-    double last_test_acc;   /* PROGRESS: the last evaluation's test accuracy; NaN before one */
-    int started;            /* ENDED: a worker process ran it */
-    int recorded;           /* ENDED: the database has a row of it */
-    int exit_code;          /* ENDED: the worker's exit code; -1 when it did not exit */
-    int term_signal;        /* ENDED: the signal that killed the worker; 0 when none */
+    double run_elapsed_s;    /* seconds since its worker started (0 without one) */
+    double last_test_acc;    /* PROGRESS: the last evaluation's test accuracy; NaN before one */
+    int started;             /* ENDED: a worker process ran it */
+    int recorded;            /* ENDED: the database has a row of it */
+    int exit_code;           /* ENDED: the worker's exit code; -1 when it did not exit */
+    int term_signal;         /* ENDED: the signal that killed the worker; 0 when none */
     /* the sweep so far, in every update */
     int done, failed, skipped, refused, running;
     int64_t n_runs;
@@ -1148,9 +1144,9 @@ typedef struct sb_sweep_update {
 typedef void (*sb_sweep_update_fn)(const sb_sweep_update *u, void *user);
 
 typedef struct sb_sweep_run_options {
-    int workers;            /* runs at a time; 0: 1 */
-    int threads;            /* threads per run; 0: the cores divided among the workers */
-    const char *results;    /* results folder (database, checkpoints, logs); NULL: "results" */
+    int workers;         /* runs at a time; 0: 1 */
+    int threads;         /* threads per run; 0: the cores divided among the workers */
+    const char *results; /* results folder (database, checkpoints, logs); NULL: "results" */
     /* The selectivbench command each worker runs as `WORKER train ...` (every run is a
      * process of its own, so a crash loses one run). Required: the path of the installed
      * `selectivbench` (for example from `pkg-config --variable=bindir selectivbench`). */
@@ -1163,24 +1159,24 @@ typedef struct sb_sweep_run_options {
      * records its run as "interrupted" (exit 130 or 75), and sb_sweep_run waits for them and
      * returns SB_ERR_RUNTIME. The command line returns the signal it caught. */
     int (*cancel)(void *user);
-    const char *db;               /* the results database; NULL: RESULTS/selectivbench.db */
-    const int64_t *runs;          /* the runs to run (indices into the grid), in order; NULL:
-                                     every run of the grid (at most SB_SWEEP_MAX_RUNS) */
-    int64_t n_runs;               /* how many runs[] holds (at most SB_SWEEP_MAX_RUNS) */
-    double checkpoint_every_s;    /* passed to every run (sb_train_settings); 0: off */
+    const char *db;            /* the results database; NULL: RESULTS/selectivbench.db */
+    const int64_t *runs;       /* the runs to run (indices into the grid), in order; NULL:
+                                  every run of the grid (at most SB_SWEEP_MAX_RUNS) */
+    int64_t n_runs;            /* how many runs[] holds (at most SB_SWEEP_MAX_RUNS) */
+    double checkpoint_every_s; /* passed to every run (sb_train_settings); 0: off */
 } sb_sweep_run_options;
 
 /* Runs every run of the sweep's grid (or of opts->runs) that its results database does not
  * hold as finished (an interrupted sweep resumes; an interrupted run continues from its
  * checkpoint), each in a worker process, recording every run in the database (opts->db,
  * default RESULTS/selectivbench.db). A run another process is training is put aside and
- * taken when it is free (SB_SWEEP_UPDATE_WAITING). Updates go to opts->on_update from the calling thread. The
- * counts at the end are in the last update (and in *done_out etc. when not NULL).
- * A run is refused (outcome "refused", not started) when sb_sweep_check_run refuses it.
- * Returns SB_OK when every run was settled, whatever the runs' outcomes; SB_ERR_INVALID for
- * bad options (no worker_exe, a run outside the grid, more than SB_SWEEP_MAX_RUNS runs:
- * select them with sb_sweep_select), SB_ERR_IO when the results folder or database cannot
- * be set up, SB_ERR_NOMEM, SB_ERR_RUNTIME when cancelled. Nothing is printed. */
+ * taken when it is free (SB_SWEEP_UPDATE_WAITING). Updates go to opts->on_update from the calling
+ * thread. The counts at the end are in the last update (and in *done_out etc. when not NULL). A run
+ * is refused (outcome "refused", not started) when sb_sweep_check_run refuses it. Returns SB_OK
+ * when every run was settled, whatever the runs' outcomes; SB_ERR_INVALID for bad options (no
+ * worker_exe, a run outside the grid, more than SB_SWEEP_MAX_RUNS runs: select them with
+ * sb_sweep_select), SB_ERR_IO when the results folder or database cannot be set up, SB_ERR_NOMEM,
+ * SB_ERR_RUNTIME when cancelled. Nothing is printed. */
 sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int *done_out,
                        int *failed_out, sb_error *err);
 
@@ -1294,17 +1290,17 @@ typedef struct sb_grammar sb_grammar;
 
 /* What a grammar is, with the configuration it was built from (grammar_scale applied). */
 typedef struct sb_grammar_facts {
-    int vocab, amb, amb_depth;  /* letters + 1, ambiguous letters, states per ambiguous letter */
-    uint64_t seed;              /* the task seed the grammar was drawn from */
-    int grammar_scale;          /* 1: vocab and amb_depth were derived from amb */
-    int letters;                /* vocab - 1 */
-    int states;                 /* the end state included */
-    int outputs;                /* classifier outputs (d_output = states) */
+    int vocab, amb, amb_depth; /* letters + 1, ambiguous letters, states per ambiguous letter */
+    uint64_t seed;             /* the task seed the grammar was drawn from */
+    int grammar_scale;         /* 1: vocab and amb_depth were derived from amb */
+    int letters;               /* vocab - 1 */
+    int states;                /* the end state included */
+    int outputs;               /* classifier outputs (d_output = states) */
     int transitions;
     int start_states[SB_GRAMMAR_START_STATES]; /* state indices, the reference's order */
-    double topological_entropy; /* TE in nats */
-    int python_seed;            /* the draw that seeds the reference's CPython generator */
-    int attempts;               /* grammars drawn, the accepted one included */
+    double topological_entropy;                /* TE in nats */
+    int python_seed; /* the draw that seeds the reference's CPython generator */
+    int attempts;    /* grammars drawn, the accepted one included */
 } sb_grammar_facts;
 
 /* Generates the grammar of cfg's grammar keys (vocab, amb, amb_depth, transition density,
@@ -1360,19 +1356,19 @@ const sb_grammar *sb_task_grammar(const sb_task *task);
 
 /* How a task's gaps and test are set (its task keys, as the task uses them). */
 typedef struct sb_task_settings {
-    int distractor_gaps;       /* 1: gaps show symbols the grammar forbids (grammar_gap);
-                                  0: zero frames */
-    int lognormal_gaps;        /* training gap durations: 0 uniform(min, max) s, 1 lognormal
-                                  with min and max as its parameters (dist_dur) */
+    int distractor_gaps; /* 1: gaps show symbols the grammar forbids (grammar_gap);
+                            0: zero frames */
+    int lognormal_gaps;  /* training gap durations: 0 uniform(min, max) s, 1 lognormal
+                            with min and max as its parameters (dist_dur) */
     double train_gap_min, train_gap_max;
-    int gap_start;             /* elements before this one never get a gap */
-    double gap_prob;           /* probability that an element gets a gap */
-    double train_noise;        /* amplitude of the additive noise U[0, noise) */
-    double test_gap_s;         /* the test samples' gap duration */
-    int clean_protocol;        /* 1: disjoint test sequences; 0: the reference's (test = the
-                                  first training sequences) */
-    int walk_len;              /* interleaved walks: elements per walk (0: one walk, the
-                                  reference task; docs/task.md "Interleaved walks") */
+    int gap_start;               /* elements before this one never get a gap */
+    double gap_prob;             /* probability that an element gets a gap */
+    double train_noise;          /* amplitude of the additive noise U[0, noise) */
+    double test_gap_s;           /* the test samples' gap duration */
+    int clean_protocol;          /* 1: disjoint test sequences; 0: the reference's (test = the
+                                    first training sequences) */
+    int walk_len;                /* interleaved walks: elements per walk (0: one walk, the
+                                    reference task; docs/task.md "Interleaved walks") */
     int train_walks, test_walks; /* walks interleaved in a training / test sample (1 without
                                     walk_len); the walk tags are inputs letters+1 .. */
 } sb_task_settings;
@@ -1426,9 +1422,9 @@ sb_status sb_task_checksum(const sb_task *task, sb_split split, int threads, uin
 sb_status sb_task_export(const sb_task *task, const char *dir, int threads, sb_error *err);
 
 /* Which runs belong to one experiment (docs/ARCHITECTURE.md, "report"): config_json (a
- * stored configuration, grammar_scale resolved) without the keys drop[0..n_drop) and also[0..n_also) (also may be
- * NULL), keys sorted, compact: equal for runs of one experiment. NULL for unreadable JSON or
- * out of memory; freed with free(). */
+ * stored configuration, grammar_scale resolved) without the keys drop[0..n_drop) and
+ * also[0..n_also) (also may be NULL), keys sorted, compact: equal for runs of one experiment. NULL
+ * for unreadable JSON or out of memory; freed with free(). */
 char *sb_experiment_key(const char *config_json, const char *const *drop, int n_drop,
                         const char *const *also, int n_also);
 
@@ -1479,15 +1475,15 @@ typedef struct sb_ceiling {
      * so bayes_model_acc <= expected_acc. */
     double bayes_model_acc, bayes_model_realized_acc;
     double window_acc[SB_CEILING_N_WINDOWS]; /* indexed like sb_ceiling_window_size */
-    int n_windows;          /* the windows computed (7: k <= 32; 0 reads as 7) */
+    int n_windows;                           /* the windows computed (7: k <= 32; 0 reads as 7) */
     /* calibration: the mean posterior of the true state, and its expectation under the
      * observer's own posterior (mean of sum_s p(s)^2); equal up to noise when the filter
      * is exact (a Monte-Carlo check) */
     double p_true_mean, p_sq_mean;
     int64_t n_samples, n_elements;
     int64_t prior_samples; /* training samples behind the window observers' prior */
-    int segmented;  /* 1 when the observer is told which frames are distractors (task 3) */
-    double seconds; /* wall time of the computation */
+    int segmented;         /* 1 when the observer is told which frames are distractors (task 3) */
+    double seconds;        /* wall time of the computation */
 } sb_ceiling;
 
 /* Computes the ideal observer and the window curve of task on opt's samples (opt NULL: the
@@ -1516,13 +1512,13 @@ sb_status sb_ceiling_to_json(const sb_ceiling *c, char **json, sb_error *err);
  * a level is the widest vector extension among them ("avx512", "avx2", "avx", "sse4.2",
  * "sse2"). Strings are static. */
 typedef struct sb_bench_isa {
-    int native;                 /* built with -march=native */
+    int native; /* built with -march=native */
     const char *built_level;
     char built[160];
-    const char *cpu_level;      /* "unknown" off x86 */
+    const char *cpu_level; /* "unknown" off x86 */
     char cpu[160];
-    const char *blas_core;      /* OpenBLAS's kernel set, e.g. "Haswell" */
-    const char *blas_coretype;  /* $OPENBLAS_CORETYPE, NULL when unset */
+    const char *blas_core;     /* OpenBLAS's kernel set, e.g. "Haswell" */
+    const char *blas_coretype; /* $OPENBLAS_CORETYPE, NULL when unset */
 } sb_bench_isa;
 
 /* Fills *isa. */
@@ -1550,26 +1546,26 @@ sb_status sb_bench_data_stage(const sb_task *task, int s, int threads, double *s
 /* The size of a training-step benchmark (`selectivbench bench`). */
 typedef struct sb_bench_config {
     const char *model;
-    int batch;     /* B */
-    int frames;    /* T */
-    int width;     /* D (--feat_size) */
-    int layers;    /* L */
-    int inputs;    /* one-hot width */
-    int classes;   /* decoder outputs */
+    int batch;   /* B */
+    int frames;  /* T */
+    int width;   /* D (--feat_size) */
+    int layers;  /* L */
+    int inputs;  /* one-hot width */
+    int classes; /* decoder outputs */
     int d_state;
-    int steps;     /* timed steps (median reported) */
-    int threads;   /* 0: all cores */
-    const char *gemm; /* GEMM engine: "openblas", "onednn" or "auto" (NULL: auto) */
+    int steps;             /* timed steps (median reported) */
+    int threads;           /* 0: all cores */
+    const char *gemm;      /* GEMM engine: "openblas", "onednn" or "auto" (NULL: auto) */
     const char *precision; /* the large products' operands: "fp32" or "bf16" (NULL: fp32) */
 } sb_bench_config;
 
 typedef struct sb_bench_result {
     size_t params;
-    double step_ms;       /* median of the timed steps */
-    double tokens_per_s;  /* B * T / step time */
-    double gflops;        /* achieved: 3 x forward FLOPs per step / step time */
-    double memory_mib;    /* what a step holds: activations (arena peak) + parameter,
-                             gradient and Adam buffers + the batch */
+    double step_ms;      /* median of the timed steps */
+    double tokens_per_s; /* B * T / step time */
+    double gflops;       /* achieved: 3 x forward FLOPs per step / step time */
+    double memory_mib;   /* what a step holds: activations (arena peak) + parameter,
+                            gradient and Adam buffers + the batch */
     double first_loss, last_loss;
     double gemm_onednn_share; /* fraction of the GEMM FLOPs oneDNN computed (the rest: OpenBLAS) */
     double gemm_bf16_share;   /* fraction of the GEMM FLOPs with bf16 operands */
@@ -1609,8 +1605,8 @@ sb_status sb_bench_gemm_rate(const char *gemm, const char *precision, int M, int
  * three runs after a warm-up. The engine stays set for later products of the process.
  * Errors: SB_ERR_INVALID for sizes below 1, an unknown engine or "onednn" in a build
  * without oneDNN (the message says so); SB_ERR_NOMEM. */
-sb_status sb_bench_sgemm_rate(const char *gemm, int M, int N, int K, int threads,
-                              double *gflops, sb_error *err);
+sb_status sb_bench_sgemm_rate(const char *gemm, int M, int N, int K, int threads, double *gflops,
+                              sb_error *err);
 
 /* oneDNN's version ("2.6.3") when this build can use it, NULL otherwise. */
 const char *sb_bench_onednn_version(void);
@@ -1636,19 +1632,19 @@ typedef enum sb_probe_frame {
 } sb_probe_frame;
 
 typedef struct sb_probe_settings {
-    int sections;             /* SB_PROBE_* bits */
-    int gates_required;       /* 1: a model without gates is an error, else reported absent */
-    int64_t train_samples;    /* training samples the readouts are fitted on */
-    int64_t test_samples;     /* test samples scored (0: the whole test split) */
+    int sections;          /* SB_PROBE_* bits */
+    int gates_required;    /* 1: a model without gates is an error, else reported absent */
+    int64_t train_samples; /* training samples the readouts are fitted on */
+    int64_t test_samples;  /* test samples scored (0: the whole test split) */
     sb_probe_readout readout;
-    double ridge;             /* shrinkage: ridge, relative to the mean diagonal of X^T X;
-                                 LDA, relative to the features' mean variance */
+    double ridge; /* shrinkage: ridge, relative to the mean diagonal of X^T X;
+                     LDA, relative to the features' mean variance */
     sb_probe_frame frame;
-    double retention_dur;     /* the long test gap of the retention section, seconds */
-    int retention_samples;    /* long-gap test samples averaged */
-    int retention_element;    /* the gap after the first element at this index or later that
-                                 has one (the last element with a gap if none) */
-    int batch;                /* samples per forward */
+    double retention_dur;  /* the long test gap of the retention section, seconds */
+    int retention_samples; /* long-gap test samples averaged */
+    int retention_element; /* the gap after the first element at this index or later that
+                              has one (the last element with a gap if none) */
+    int batch;             /* samples per forward */
 } sb_probe_settings;
 
 /* The defaults: every section, 256 training samples, the whole test split, LDA with
@@ -1675,12 +1671,12 @@ sb_status sb_probe_checkpoint(const char *checkpoint, const sb_config *cfg,
 /* ---- reports ----------------------------------------------------------------------------- */
 
 typedef struct sb_report_outcome {
-    int runs_read;           /* runs in the database */
-    int runs_used;           /* finished runs used: in a figure or under "Other runs" */
-    int figures;             /* figures written, each as PNG, SVG and PDF */
-    int yardsticks_missing;  /* runs drawn without their yardsticks */
+    int runs_read;          /* runs in the database */
+    int runs_used;          /* finished runs used: in a figure or under "Other runs" */
+    int figures;            /* figures written, each as PNG, SVG and PDF */
+    int yardsticks_missing; /* runs drawn without their yardsticks */
     char yardsticks_error[SB_ERROR_MSG_MAX]; /* why, for the first of them */
-    char table_path[4096];   /* report.md */
+    char table_path[4096];                   /* report.md */
     /* runs left out of every figure and mean (runs_read - runs_used): diverged, unfinished
      * (failed, stopped, running), or finished without a test accuracy; of them, diverged */
     int runs_left_out;
@@ -1710,8 +1706,8 @@ sb_status sb_report_write_by(const char *db_path, const char *out_dir, const cha
 /* The same, but the database is only read, even when it is writable: yardsticks missing
  * from it are computed for the figures and not stored. For viewers that must never write a
  * database a sweep may be filling (`selectivbench serve`). Errors: those of sb_report_write. */
-sb_status sb_report_write_readonly(const char *db_path, const char *out_dir,
-                                   sb_report_outcome *out, sb_error *err);
+sb_status sb_report_write_readonly(const char *db_path, const char *out_dir, sb_report_outcome *out,
+                                   sb_error *err);
 
 /* The paper's three findings (gating, in-state channel mixing, attention; docs/claims.md)
  * tested on the runs of the results database at db_path, as the markdown section report.md
@@ -1730,8 +1726,8 @@ sb_status sb_report_claims(const char *db_path, char **markdown, sb_error *err);
  * verdict, reason, not_tested, ...; `report --claims --json`). */
 sb_status sb_report_claims_as(const char *db_path, const char *const *filters, int n_filters,
                               int as_json, char **markdown, sb_error *err);
-sb_status sb_report_claims_where(const char *db_path, const char *const *filters,
-                                 int n_filters, char **markdown, sb_error *err);
+sb_status sb_report_claims_where(const char *db_path, const char *const *filters, int n_filters,
+                                 char **markdown, sb_error *err);
 
 /* 1 when the configuration JSON text (sb_results_config_json) has KEY = VALUE for filter
  * "KEY=VALUE": strings exactly, numbers as numbers (96000 = 96000.0), booleans as

@@ -21,10 +21,10 @@ sb_status sb_api_config_new(const sb_run_config *run, sb_config **out, sb_error 
 
 /* Returns SB_ERR_INVALID from the calling function when a required pointer is NULL: a
  * public function answers a bad call with a status rather than a crash. */
-#define SB_API_REQUIRE(ptr, err)                                                            \
-    do {                                                                                    \
-        if ((ptr) == NULL)                                                                  \
-            return sb_error_set((err), SB_ERR_INVALID, "%s: %s is NULL", __func__, #ptr);  \
+#define SB_API_REQUIRE(ptr, err)                                                                   \
+    do {                                                                                           \
+        if ((ptr) == NULL)                                                                         \
+            return sb_error_set((err), SB_ERR_INVALID, "%s: %s is NULL", __func__, #ptr);          \
     } while (0)
 
 #endif

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cpus.h"
 #include "api/api.h"
 #include "config/config.h"
+#include "core/cpus.h"
 #include "core/suggest.h"
 #include "task/grammar.h"
 #include "train/run_setup.h"

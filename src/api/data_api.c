@@ -43,7 +43,8 @@ sb_status sb_task_checksum(const sb_task *task, sb_split split, int threads, uin
     SB_API_REQUIRE(task, err);
     SB_API_REQUIRE(hash, err);
     if (split != SB_SPLIT_TRAIN && split != SB_SPLIT_TEST && split != SB_SPLIT_VALID)
-        return sb_error_set(err, SB_ERR_INVALID, "unknown split %d (SB_SPLIT_TRAIN, SB_SPLIT_TEST or SB_SPLIT_VALID)",
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "unknown split %d (SB_SPLIT_TRAIN, SB_SPLIT_TEST or SB_SPLIT_VALID)",
                             (int)split);
     sb_status st = sb_threads_check(threads, "sb_task_checksum", err);
     if (st != SB_OK)
@@ -91,13 +92,14 @@ sb_status sb_draw_read(sb_draw *d, sb_split split, int64_t index, sb_error *err)
 {
     SB_API_REQUIRE(d, err);
     if (split != SB_SPLIT_TRAIN && split != SB_SPLIT_TEST && split != SB_SPLIT_VALID)
-        return sb_error_set(err, SB_ERR_INVALID, "unknown split %d (SB_SPLIT_TRAIN, SB_SPLIT_TEST or SB_SPLIT_VALID)",
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "unknown split %d (SB_SPLIT_TRAIN, SB_SPLIT_TEST or SB_SPLIT_VALID)",
                             (int)split);
     int64_t size = sb_task_split_size(d->task, split);
     if (index < 0 || index >= size)
-        return sb_error_set(err, SB_ERR_INVALID, "sample index %lld is outside the %s split's [0, %lld)",
-                            (long long)index, sb_split_name(split),
-                            (long long)size);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sample index %lld is outside the %s split's [0, %lld)",
+                            (long long)index, sb_split_name(split), (long long)size);
     d->sequence_index = sb_task_sequence_index(d->task, split, index);
     return sb_task_sample(d->task, split, index, &d->sample, err);
 }

@@ -26,17 +26,50 @@ void sb_jw_close(sb_jw *j)
     free(j);
 }
 
-void sb_jw_object_begin(sb_jw *j) { sb_json_object_begin(&j->json); }
-void sb_jw_object_end(sb_jw *j) { sb_json_object_end(&j->json); }
-void sb_jw_array_begin(sb_jw *j) { sb_json_array_begin(&j->json); }
-void sb_jw_array_end(sb_jw *j) { sb_json_array_end(&j->json); }
-void sb_jw_key(sb_jw *j, const char *key) { sb_json_key(&j->json, key); }
-void sb_jw_int(sb_jw *j, int64_t v) { sb_json_int(&j->json, v); }
-void sb_jw_uint(sb_jw *j, uint64_t v) { sb_json_uint(&j->json, v); }
-void sb_jw_double(sb_jw *j, double v) { sb_json_double(&j->json, v); }
-void sb_jw_bool(sb_jw *j, int v) { sb_json_bool(&j->json, v); }
-void sb_jw_null(sb_jw *j) { sb_json_null(&j->json); }
-void sb_jw_raw(sb_jw *j, const char *json_text) { sb_json_raw(&j->json, json_text); }
+void sb_jw_object_begin(sb_jw *j)
+{
+    sb_json_object_begin(&j->json);
+}
+void sb_jw_object_end(sb_jw *j)
+{
+    sb_json_object_end(&j->json);
+}
+void sb_jw_array_begin(sb_jw *j)
+{
+    sb_json_array_begin(&j->json);
+}
+void sb_jw_array_end(sb_jw *j)
+{
+    sb_json_array_end(&j->json);
+}
+void sb_jw_key(sb_jw *j, const char *key)
+{
+    sb_json_key(&j->json, key);
+}
+void sb_jw_int(sb_jw *j, int64_t v)
+{
+    sb_json_int(&j->json, v);
+}
+void sb_jw_uint(sb_jw *j, uint64_t v)
+{
+    sb_json_uint(&j->json, v);
+}
+void sb_jw_double(sb_jw *j, double v)
+{
+    sb_json_double(&j->json, v);
+}
+void sb_jw_bool(sb_jw *j, int v)
+{
+    sb_json_bool(&j->json, v);
+}
+void sb_jw_null(sb_jw *j)
+{
+    sb_json_null(&j->json);
+}
+void sb_jw_raw(sb_jw *j, const char *json_text)
+{
+    sb_json_raw(&j->json, json_text);
+}
 
 void sb_jw_string(sb_jw *j, const char *s)
 {

@@ -77,10 +77,14 @@ sb_status sb_models_size(const char *model, const sb_model_shape *shape, uint64_
                             shape->inputs, shape->classes, shape->width, shape->layers,
                             shape->d_state);
     /* the dropout and rotary base of train.py's defaults: they do not change the sizes */
-    sb_model_config mc = {.d_input = shape->inputs, .d_output = shape->classes,
-                          .d_model = shape->width, .n_layers = shape->layers,
-                          .d_state = shape->d_state, .n_head = sb_num_heads(shape->width),
-                          .dropout = 0.2, .rope_base = 1000};
+    sb_model_config mc = {.d_input = shape->inputs,
+                          .d_output = shape->classes,
+                          .d_model = shape->width,
+                          .n_layers = shape->layers,
+                          .d_state = shape->d_state,
+                          .n_head = sb_num_heads(shape->width),
+                          .dropout = 0.2,
+                          .rope_base = 1000};
     snprintf(mc.model, sizeof mc.model, "%s", type->name);
     if (params != NULL) {
         size_t count = 0;

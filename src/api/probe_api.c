@@ -54,9 +54,9 @@ static sb_status check_same_task(const char *ckpt, const sb_run_config *recorded
                             "(vocab %d, amb %d, depth %d, task seed %llu), but the task flags "
                             "give %d inputs, %d states (vocab %d, amb %d, depth %d, task seed "
                             "%llu); drop the task flags that change the grammar",
-                            ckpt, rv, rc, r.vocab, r.amb, r.amb_depth,
-                            (unsigned long long)r.seed, task->n_inputs, task->grammar->d_output,
-                            f.vocab, f.amb, f.amb_depth, (unsigned long long)f.seed);
+                            ckpt, rv, rc, r.vocab, r.amb, r.amb_depth, (unsigned long long)r.seed,
+                            task->n_inputs, task->grammar->d_output, f.vocab, f.amb, f.amb_depth,
+                            (unsigned long long)f.seed);
     return SB_OK;
 }
 
@@ -89,16 +89,17 @@ static sb_status write_json_file(const sb_probe_result *res, const char *ckpt, c
 }
 
 /* The report `selectivbench probe` prints. */
-static void write_summary(FILE *out, const sb_probe_result *res, const char *ckpt,
-                          const char *dir)
+static void write_summary(FILE *out, const sb_probe_result *res, const char *ckpt, const char *dir)
 {
-    fprintf(out, "%s: %s, %d layers of width %d, %d classes; model test acc %.4f on %lld test "
-                 "samples\n",
+    fprintf(out,
+            "%s: %s, %d layers of width %d, %d classes; model test acc %.4f on %lld test "
+            "samples\n",
             ckpt, res->model, res->L, res->D, res->C, res->model_test_acc,
             (long long)res->test_samples);
     if (res->sections & SB_PROBE_READOUT) {
-        fprintf(out, "\nlinear readout (%s, shrinkage %g, %s frames, fitted on %lld training "
-                     "samples): test accuracy of the state id j elements back\n",
+        fprintf(out,
+                "\nlinear readout (%s, shrinkage %g, %s frames, fitted on %lld training "
+                "samples): test accuracy of the state id j elements back\n",
                 res->readout == SB_PROBE_LDA ? "LDA" : "ridge", res->ridge,
                 res->frame == SB_PROBE_FRAME_LAST ? "last window" : "symbol",
                 (long long)res->train_samples);
@@ -124,8 +125,9 @@ static void write_summary(FILE *out, const sb_probe_result *res, const char *ckp
         }
     }
     if (res->gates != NULL) {
-        fprintf(out, "\ngates (gap selectivity = mean on gap frames - mean on symbol frames; "
-                     "%lld symbol, %lld gap frames)\n",
+        fprintf(out,
+                "\ngates (gap selectivity = mean on gap frames - mean on symbol frames; "
+                "%lld symbol, %lld gap frames)\n",
                 (long long)res->gate_symbol_frames, (long long)res->gate_gap_frames);
         for (int l = 0; l < res->L; l++)
             for (int q = 0; q < res->gates[l].n_kinds; q++) {
@@ -136,8 +138,9 @@ static void write_summary(FILE *out, const sb_probe_result *res, const char *ckp
                     ms += k->mean_symbol[h] / G;
                     mg += k->mean_gap[h] / G;
                 }
-                fprintf(out, "  layer %d %-34s symbol %.4f  gap %.4f  selectivity %+.4f (%d "
-                             "groups)\n",
+                fprintf(out,
+                        "  layer %d %-34s symbol %.4f  gap %.4f  selectivity %+.4f (%d "
+                        "groups)\n",
                         l + 1, k->name, ms, mg, k->layer_selectivity, G);
             }
     } else {
@@ -145,8 +148,9 @@ static void write_summary(FILE *out, const sb_probe_result *res, const char *ckp
     }
     if (res->output_norm != NULL) {
         const int n = res->gap_frames + 1;
-        fprintf(out, "\nretention along a gap of %d frames (%d samples): norm at the end / at "
-                     "the symbol frame\n",
+        fprintf(out,
+                "\nretention along a gap of %d frames (%d samples): norm at the end / at "
+                "the symbol frame\n",
                 res->gap_frames, res->retention_samples);
         for (int l = 0; l < res->L; l++) {
             const double *on = res->output_norm + (size_t)l * n;

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "core/alloc.h"
 #include "config/config.h"
+#include "core/alloc.h"
 #include "exp/claims.h"
 #include "exp/report.h"
 #include "exp/results.h"
@@ -28,8 +28,8 @@ sb_status sb_results_path(const char *results_dir, char *out, size_t size, sb_er
 /* Every status of a stored run, in the order of a run's life: the one list the command
  * line's --status filters take. A new status is one line here (and its meaning in
  * exp/results.c). */
-static const char *const run_statuses[] = {"running", "finished", "failed", "diverged",
-                                            "interrupted", NULL};
+static const char *const run_statuses[] = {"running",  "finished",    "failed",
+                                           "diverged", "interrupted", NULL};
 
 const char *const *sb_results_statuses(void)
 {
@@ -40,7 +40,8 @@ const char *const *sb_results_statuses(void)
 static void row_copy(sb_result_row *dst, const sb_run_row *src)
 {
     memset(dst, 0, sizeof *dst);
-#define COPY_STRING(field, from) snprintf(dst->field, sizeof dst->field, "%s", (from) != NULL ? (from) : "")
+#define COPY_STRING(field, from)                                                                   \
+    snprintf(dst->field, sizeof dst->field, "%s", (from) != NULL ? (from) : "")
     COPY_STRING(run_hash, src->hash);
     COPY_STRING(model, src->model);
     COPY_STRING(status, src->status);
@@ -73,8 +74,7 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
 
 /* The stored row of the run with this hash (cleared with sb_results_run_row_clear);
  * SB_ERR_INVALID when there is none. */
-static sb_status stored_run(sb_results *db, const char *run_hash, sb_run_row *stored,
-                            sb_error *err)
+static sb_status stored_run(sb_results *db, const char *run_hash, sb_run_row *stored, sb_error *err)
 {
     int found = 0;
     sb_status st = sb_results_get_run(db, run_hash, stored, &found, err);
@@ -142,8 +142,8 @@ int sb_result_row_resumable(const sb_result_row *row)
     return row != NULL && sb_run_resumable(row->status, row->checkpoint);
 }
 
-sb_status sb_results_log_path(const char *results_dir, const char *run_hash, char *out,
-                              size_t size, int create, sb_error *err)
+sb_status sb_results_log_path(const char *results_dir, const char *run_hash, char *out, size_t size,
+                              int create, sb_error *err)
 {
     SB_API_REQUIRE(results_dir, err);
     SB_API_REQUIRE(run_hash, err);
@@ -173,8 +173,7 @@ sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config 
     return sb_api_config_new(&run, out, err);
 }
 
-sb_status sb_results_config_json(sb_results *db, const char *run_hash, char **json,
-                                 sb_error *err)
+sb_status sb_results_config_json(sb_results *db, const char *run_hash, char **json, sb_error *err)
 {
     SB_API_REQUIRE(json, err);
     *json = NULL;
@@ -191,8 +190,8 @@ sb_status sb_results_config_json(sb_results *db, const char *run_hash, char **js
     return SB_OK;
 }
 
-sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads,
-                              double *ceiling_se, sb_error *err)
+sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads, double *ceiling_se,
+                              sb_error *err)
 {
     if (ceiling_se != NULL)
         *ceiling_se = (double)NAN;
@@ -304,9 +303,12 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
         return st;
     if (finished)
         return refuse_finished(&rec, &stored, db_path, cfg, err);
-    sb_external_run m = {.test_acc = outcome->test_acc, .test_loss = outcome->test_loss,
-                         .train_acc = outcome->train_acc, .train_loss = outcome->train_loss,
-                         .wall_s = outcome->wall_s, .tokens_per_s = outcome->tokens_per_s};
+    sb_external_run m = {.test_acc = outcome->test_acc,
+                         .test_loss = outcome->test_loss,
+                         .train_acc = outcome->train_acc,
+                         .train_loss = outcome->train_loss,
+                         .wall_s = outcome->wall_s,
+                         .tokens_per_s = outcome->tokens_per_s};
     return record_end(&rec, outcome->status, outcome->reason, &m, outcome->valid_acc,
                       outcome->valid_loss, err);
 }
@@ -317,11 +319,11 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
 static sb_status check_external_model(const char *model, sb_error *err)
 {
     size_t n = strlen(model);
-    if (n == 0 || n >= sizeof ((sb_result_row *)0)->model)
+    if (n == 0 || n >= sizeof((sb_result_row *)0)->model)
         return sb_error_set(err, SB_ERR_INVALID,
                             "an external run's model name must have 1 to %zu characters, not "
                             "%zu",
-                            sizeof ((sb_result_row *)0)->model - 1, n);
+                            sizeof((sb_result_row *)0)->model - 1, n);
     for (size_t i = 0; i < n; i++) {
         char c = model[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -340,9 +342,14 @@ static sb_status check_external_model(const char *model, sb_error *err)
 
 static sb_eval_row curve_row(const sb_curve_point *p)
 {
-    return (sb_eval_row){.step = p->step, .samples = p->samples, .split = p->split,
-                         .loss = p->loss, .acc = p->acc, .lr = p->lr,
-                         .tokens_per_s = p->tokens_per_s, .wall_s = p->wall_s};
+    return (sb_eval_row){.step = p->step,
+                         .samples = p->samples,
+                         .split = p->split,
+                         .loss = p->loss,
+                         .acc = p->acc,
+                         .lr = p->lr,
+                         .tokens_per_s = p->tokens_per_s,
+                         .wall_s = p->wall_s};
 }
 
 static int point_order(const void *a, const void *b)
@@ -363,10 +370,14 @@ static sb_status check_external_metrics(const sb_external_run *run, sb_error *er
         return sb_error_set(err, SB_ERR_INVALID,
                             "params %lld, state_size %lld: give counts >= 0, or -1 when unknown",
                             (long long)run->params, (long long)run->state_size);
-    sb_run_metrics m = {.test_acc = run->test_acc, .test_loss = run->test_loss,
-                        .train_acc = run->train_acc, .train_loss = run->train_loss,
-                        .wall_s = run->wall_s, .tokens_per_s = run->tokens_per_s,
-                        .valid_acc = (double)NAN, .valid_loss = (double)NAN};
+    sb_run_metrics m = {.test_acc = run->test_acc,
+                        .test_loss = run->test_loss,
+                        .train_acc = run->train_acc,
+                        .train_loss = run->train_loss,
+                        .wall_s = run->wall_s,
+                        .tokens_per_s = run->tokens_per_s,
+                        .valid_acc = (double)NAN,
+                        .valid_loss = (double)NAN};
     sb_status st = sb_results_check_metrics(&m, 0, "the run's metrics", err);
     if (st != SB_OK)
         return st;
@@ -384,8 +395,7 @@ static sb_status check_external_metrics(const sb_external_run *run, sb_error *er
         return SB_OK;
     sb_curve_point *sorted = sb_calloc(run->n_curve, sizeof *sorted);
     if (sorted == NULL)
-        return sb_error_set(err, SB_ERR_NOMEM, "no memory to check %zu curve points",
-                            run->n_curve);
+        return sb_error_set(err, SB_ERR_NOMEM, "no memory to check %zu curve points", run->n_curve);
     memcpy(sorted, run->curve, run->n_curve * sizeof *sorted);
     qsort(sorted, run->n_curve, sizeof *sorted, point_order);
     for (size_t i = 1; i < run->n_curve && st == SB_OK; i++)
@@ -393,15 +403,13 @@ static sb_status check_external_metrics(const sb_external_run *run, sb_error *er
             st = sb_error_set(err, SB_ERR_INVALID,
                               "the curve gives step %lld of the %s split twice: give each "
                               "evaluation once",
-                              (long long)sorted[i].step,
-                              sb_split_name(sorted[i].split));
+                              (long long)sorted[i].step, sb_split_name(sorted[i].split));
     sb_free(sorted);
     return st;
 }
 
 sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
-                                     const sb_external_run *run, char run_hash[17],
-                                     sb_error *err)
+                                     const sb_external_run *run, char run_hash[17], sb_error *err)
 {
     SB_API_REQUIRE(db_path, err);
     SB_API_REQUIRE(cfg, err);
@@ -461,8 +469,8 @@ static sb_status report_write(const char *db_path, int read_only, const char *ou
     fclose(probe);
     sb_report_summary sum;
     memset(&sum, 0, sizeof sum);
-    sb_report_options opts = {.read_only = read_only, .x_key = x_key, .filters = filters,
-                              .n_filters = n_filters};
+    sb_report_options opts = {
+        .read_only = read_only, .x_key = x_key, .filters = filters, .n_filters = n_filters};
     sb_status st = sb_report_generate_with(db_path, out_dir, &opts, &sum, err);
     if (st == SB_OK && out != NULL) {
         out->runs_read = sum.runs_read;
@@ -489,13 +497,15 @@ sb_status sb_report_write_by(const char *db_path, const char *out_dir, const cha
                              sb_error *err)
 {
     if (n_filters < 0 || (n_filters > 0 && filters == NULL))
-        return sb_error_set(err, SB_ERR_INVALID, "sb_report_write_by: %d filters without the "
-                            "array", n_filters);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sb_report_write_by: %d filters without the "
+                            "array",
+                            n_filters);
     return report_write(db_path, 0, out_dir, x_key, filters, n_filters, out, err);
 }
 
-sb_status sb_report_write_readonly(const char *db_path, const char *out_dir,
-                                   sb_report_outcome *out, sb_error *err)
+sb_status sb_report_write_readonly(const char *db_path, const char *out_dir, sb_report_outcome *out,
+                                   sb_error *err)
 {
     return report_write(db_path, 1, out_dir, NULL, NULL, 0, out, err);
 }
@@ -505,8 +515,8 @@ sb_status sb_report_claims(const char *db_path, char **markdown, sb_error *err)
     return sb_report_claims_where(db_path, NULL, 0, markdown, err);
 }
 
-sb_status sb_report_claims_where(const char *db_path, const char *const *filters,
-                                 int n_filters, char **markdown, sb_error *err)
+sb_status sb_report_claims_where(const char *db_path, const char *const *filters, int n_filters,
+                                 char **markdown, sb_error *err)
 {
     return sb_report_claims_as(db_path, filters, n_filters, 0, markdown, err);
 }
@@ -518,8 +528,10 @@ sb_status sb_report_claims_as(const char *db_path, const char *const *filters, i
     SB_API_REQUIRE(markdown, err);
     *markdown = NULL;
     if (n_filters < 0 || (n_filters > 0 && filters == NULL))
-        return sb_error_set(err, SB_ERR_INVALID, "sb_report_claims_where: %d filters without "
-                            "the array", n_filters);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sb_report_claims_where: %d filters without "
+                            "the array",
+                            n_filters);
     sb_results *db = NULL;
     sb_status st = sb_results_open_readonly(db_path, &db, err);
     if (st != SB_OK)
@@ -579,8 +591,7 @@ sb_status sb_report_claims_as(const char *db_path, const char *const *filters, i
 /* Fewer hex digits than this would match many runs of a sweep by chance. */
 #define RUN_ID_MIN_PREFIX 4
 
-sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[17],
-                                 sb_error *err)
+sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[17], sb_error *err)
 {
     SB_API_REQUIRE(db, err);
     SB_API_REQUIRE(id, err);
@@ -665,14 +676,14 @@ static sb_status curve_points(sb_results *db, const char *run_hash,
     return SB_OK;
 }
 
-sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point **points,
-                           size_t *n, sb_error *err)
+sb_status sb_results_curve(sb_results *db, const char *run_hash, sb_curve_point **points, size_t *n,
+                           sb_error *err)
 {
     return curve_points(db, run_hash, sb_results_list_evals, points, n, err);
 }
 
-sb_status sb_results_live(sb_results *db, const char *run_hash, sb_curve_point **points,
-                          size_t *n, sb_error *err)
+sb_status sb_results_live(sb_results *db, const char *run_hash, sb_curve_point **points, size_t *n,
+                          sb_error *err)
 {
     return curve_points(db, run_hash, sb_results_list_live, points, n, err);
 }

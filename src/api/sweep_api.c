@@ -156,8 +156,9 @@ static sb_status list_grid(const sb_sweep *s, int64_t **out, sb_error *err)
     int64_t n_runs = sb_sweep_count(s);
     int64_t *all = malloc((size_t)(n_runs > 0 ? n_runs : 1) * sizeof *all);
     if (all == NULL)
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing the %lld runs of sweep "
-                                               "file '%s'",
+        return sb_error_set(err, SB_ERR_NOMEM,
+                            "out of memory listing the %lld runs of sweep "
+                            "file '%s'",
                             (long long)n_runs, s->path);
     for (int64_t k = 0; k < n_runs; k++)
         all[k] = k;

@@ -46,7 +46,8 @@ static sb_status check_batch_request(const sb_task *task, sb_split split, const 
         return st_threads;
     SB_API_REQUIRE(index, err);
     if (split != SB_SPLIT_TRAIN && split != SB_SPLIT_TEST && split != SB_SPLIT_VALID)
-        return sb_error_set(err, SB_ERR_INVALID, "unknown split %d (SB_SPLIT_TRAIN, SB_SPLIT_TEST or SB_SPLIT_VALID)",
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "unknown split %d (SB_SPLIT_TRAIN, SB_SPLIT_TEST or SB_SPLIT_VALID)",
                             (int)split);
     if (count < 1)
         return sb_error_set(err, SB_ERR_INVALID, "a batch needs at least one sample (count %d)",
@@ -57,8 +58,7 @@ static sb_status check_batch_request(const sb_task *task, sb_split split, const 
             return sb_error_set(err, SB_ERR_INVALID,
                                 "sample index %lld (batch row %d) is outside the %s split's "
                                 "[0, %lld)",
-                                (long long)index[b], b, sb_split_name(split),
-                                (long long)size);
+                                (long long)index[b], b, sb_split_name(split), (long long)size);
     return SB_OK;
 }
 
@@ -76,16 +76,16 @@ static sb_status fill_batch(const sb_task *task, sb_split split, const int64_t *
     return st;
 }
 
-sb_status sb_task_batch_shape(const sb_task *task, sb_split split, const int64_t *index,
-                              int count, sb_batch_shape *shape, sb_error *err)
+sb_status sb_task_batch_shape(const sb_task *task, sb_split split, const int64_t *index, int count,
+                              sb_batch_shape *shape, sb_error *err)
 {
     SB_API_REQUIRE(shape, err);
     memset(shape, 0, sizeof *shape);
     sb_batch batch;
     sb_status st = fill_batch(task, split, index, count, 0, &batch, err);
     if (st == SB_OK)
-        *shape = (sb_batch_shape){.batch = batch.B, .frames = batch.T, .elements = batch.E,
-                                  .inputs = batch.V};
+        *shape = (sb_batch_shape){
+            .batch = batch.B, .frames = batch.T, .elements = batch.E, .inputs = batch.V};
     sb_batch_free(&batch);
     return st;
 }
@@ -144,8 +144,8 @@ struct sb_task_batch {
     const sb_task *task; /* the task it was made for: its storage fits that task's frames */
 };
 
-sb_status sb_task_batch_make(const sb_task *task, sb_split split, const int64_t *index,
-                             int count, int threads, sb_task_batch **out, sb_error *err)
+sb_status sb_task_batch_make(const sb_task *task, sb_split split, const int64_t *index, int count,
+                             int threads, sb_task_batch **out, sb_error *err)
 {
     SB_API_REQUIRE(out, err);
     *out = NULL;
@@ -186,11 +186,15 @@ sb_status sb_task_batch_refill(sb_task_batch *b, const sb_task *task, sb_split s
 void sb_task_batch_view(const sb_task_batch *b, sb_batch_shape *shape, sb_batch_arrays *arrays)
 {
     if (shape != NULL)
-        *shape = (sb_batch_shape){.batch = b->batch.B, .frames = b->batch.T,
-                                  .elements = b->batch.E, .inputs = b->batch.V};
+        *shape = (sb_batch_shape){.batch = b->batch.B,
+                                  .frames = b->batch.T,
+                                  .elements = b->batch.E,
+                                  .inputs = b->batch.V};
     if (arrays != NULL)
-        *arrays = (sb_batch_arrays){.inputs = b->batch.data, .targets = b->batch.target,
-                                    .valid = b->batch.valid, .window_start = b->batch.elem_start,
+        *arrays = (sb_batch_arrays){.inputs = b->batch.data,
+                                    .targets = b->batch.target,
+                                    .valid = b->batch.valid,
+                                    .window_start = b->batch.elem_start,
                                     .window_len = b->batch.elem_len,
                                     .frames = b->batch.n_frames};
 }

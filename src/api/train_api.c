@@ -20,8 +20,8 @@
 /* The trainer's events as the public progress record, and the run's database rows. */
 typedef struct train_sinks {
     const sb_train_settings *settings;
-    sb_run_record rec;  /* rec.db NULL: in memory */
-    sb_error db_err;    /* the first failed database write (the run goes on) */
+    sb_run_record rec; /* rec.db NULL: in memory */
+    sb_error db_err;   /* the first failed database write (the run goes on) */
 } train_sinks;
 
 static void train_event(const sb_train_event *ev, void *user)
@@ -135,8 +135,8 @@ static sb_status resume_engine(const sb_train_settings *settings, sb_run_config 
     sb_status st = SB_OK;
     if (settings->checkpoint_path != NULL)
         snprintf(path, sizeof path, "%s", settings->checkpoint_path);
-    else if ((st = sb_run_store_ckpt_path(settings->results_dir, run, path, sizeof path, 0,
-                                          err)) != SB_OK)
+    else if ((st = sb_run_store_ckpt_path(settings->results_dir, run, path, sizeof path, 0, err)) !=
+             SB_OK)
         return st;
     if (access(path, R_OK) != 0)
         return SB_OK;
@@ -154,8 +154,8 @@ static sb_status resume_engine(const sb_train_settings *settings, sb_run_config 
 /* Opens the run's record in its database (the lock, its row): *verdict TRAIN, CACHED (out
  * filled from the finished row), LOCKED or FAILED (the status returned). */
 static sb_status results_begin(const sb_train_settings *settings, const sb_run_config *run,
-                               int world, train_sinks *sinks, sb_train_outcome *out,
-                               int *verdict, sb_error *err)
+                               int world, train_sinks *sinks, sb_train_outcome *out, int *verdict,
+                               sb_error *err)
 {
     int finished = 0;
     sb_run_row stored;
@@ -163,8 +163,7 @@ static sb_status results_begin(const sb_train_settings *settings, const sb_run_c
     sb_status st = sb_run_record_begin(&sinks->rec, out->database, run,
                                        out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
                                        settings->force, settings->resume, world, out->threads,
-                                       &finished,
-                                       &out->locked_by, &stored, err);
+                                       &finished, &out->locked_by, &stored, err);
     if (st != SB_OK) {
         *verdict = out->locked_by != 0 ? VERDICT_LOCKED : VERDICT_FAILED;
         return st;
@@ -342,8 +341,8 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
     out->valid_acc = out->valid_loss = (double)NAN;
     SB_API_REQUIRE(checkpoint, err);
     sb_run_config run;
-    sb_status st = sb_threads_check(settings != NULL ? settings->threads : 0,
-                                    "sb_evaluate_checkpoint", err);
+    sb_status st =
+        sb_threads_check(settings != NULL ? settings->threads : 0, "sb_evaluate_checkpoint", err);
     if (st != SB_OK)
         return st;
     if (cfg != NULL)

@@ -50,8 +50,9 @@ int sb_cli_checkpoint_first(const char *cmd, int argc, char **argv, const char *
         *ckpt = NULL; /* the caller prints its flags (sb_cli_checkpoint_help) */
         return -1;
     }
-    fprintf(stderr, "selectivbench %s: error: name the checkpoint first, a run id or a file: "
-                    "%s %s RUN|CKPT [flags]\n",
+    fprintf(stderr,
+            "selectivbench %s: error: name the checkpoint first, a run id or a file: "
+            "%s %s RUN|CKPT [flags]\n",
             cmd, sb_cli_program(), cmd);
     return 2;
 }
@@ -134,7 +135,8 @@ static sb_status find_run(const char *id, const char *db_path, char *ckpt, size_
         row.checkpoint[0] == '\0')
         st = sb_error_set(err, SB_ERR_INVALID,
                           "run %s has no checkpoint (trained with --save_model False); train it "
-                          "again with --force to get one", run_id);
+                          "again with --force to get one",
+                          run_id);
     if (st == SB_OK)
         locate_checkpoint(row.checkpoint, db_path, ckpt, size);
     if (st == SB_OK)
@@ -143,8 +145,8 @@ static sb_status find_run(const char *id, const char *db_path, char *ckpt, size_
     return st;
 }
 
-int sb_cli_run_or_checkpoint(const char *cmd, const char *arg, int argc, char **argv,
-                             char *ckpt, size_t size, char run_id[17], sb_config **run_config)
+int sb_cli_run_or_checkpoint(const char *cmd, const char *arg, int argc, char **argv, char *ckpt,
+                             size_t size, char run_id[17], sb_config **run_config)
 {
     run_id[0] = '\0';
     *run_config = NULL;

@@ -30,13 +30,13 @@ int sb_cli_checkpoint_help(const char *cmd, const char *usage, sb_option *opts, 
  * `results`) or a checkpoint file as arg. An existing file is the checkpoint itself:
  * ckpt = arg, run_id "" and *run_config NULL. Otherwise lowercase hex digits are a run id,
  * looked up (at least 4 digits, a unique prefix) in the results database that --db PATH or
- * --results DIR in argv name (default results/selectivbench.db): ckpt receives the run's checkpoint (the stored
- * path, or DB_FOLDER/checkpoints/NAME when the stored path is relative to another
+ * --results DIR in argv name (default results/selectivbench.db): ckpt receives the run's checkpoint
+ * (the stored path, or DB_FOLDER/checkpoints/NAME when the stored path is relative to another
  * folder), run_id its run hash and *run_config its stored configuration (free it with
  * sb_config_free). Any other argument is passed on as a path (loading it says it is
  * missing). Returns -1 to go on, else prints one error line and returns its exit code. */
-int sb_cli_run_or_checkpoint(const char *cmd, const char *arg, int argc, char **argv,
-                             char *ckpt, size_t size, char run_id[17], sb_config **run_config);
+int sb_cli_run_or_checkpoint(const char *cmd, const char *arg, int argc, char **argv, char *ckpt,
+                             size_t size, char run_id[17], sb_config **run_config);
 
 /* The --threads flag: applies it (0 = all cores) and returns the thread count. */
 int sb_cli_threads(int requested);

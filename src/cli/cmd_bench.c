@@ -74,10 +74,15 @@ static int bench_data_with_flags(sb_task_flags *tf, int argc, char **argv)
     if (sb_task_options_add(tf, opts, &n_opts, 0, &err) != SB_OK)
         return sb_cli_fail("bench", &err);
     int threads = 0;
-    opts[n_opts++] = (sb_option){
-        "threads", SB_OPT_INT, &threads, 0,
-        SB_THREADS_MAX, NULL, NULL,    "threads for the parallel runs (default: all cores)",
-        0};
+    opts[n_opts++] = (sb_option){"threads",
+                                 SB_OPT_INT,
+                                 &threads,
+                                 0,
+                                 SB_THREADS_MAX,
+                                 NULL,
+                                 NULL,
+                                 "threads for the parallel runs (default: all cores)",
+                                 0};
     /* argv[1] is "bench", argv[2] is "data": shift by one */
     int rc = sb_cli_parse("bench data", "[task flags] (defaults: task 2, 20000 samples)", opts,
                           n_opts, argc - 1, argv + 1, NULL, 0, NULL);
@@ -303,8 +308,9 @@ static void bench_pace(double first_s, int n, const char *group)
         return;
     char left[32];
     sb_cli_format_time(first_s * (double)(n - 1), left, sizeof left);
-    fprintf(stderr, "bench: the first of %d configurations %s took %.1f s: about %s more for "
-                    "them\n",
+    fprintf(stderr,
+            "bench: the first of %d configurations %s took %.1f s: about %s more for "
+            "them\n",
             n, group, first_s, left);
 }
 
@@ -334,19 +340,21 @@ static int bench_models(int argc, char **argv)
         {"classes", SB_OPT_INT, &C, 1, 1e6, NULL, "C", "classes (default 65)", 0},
         {"d_state", SB_OPT_INT, &N, 1, 65536, NULL, "N", "SSM state size (default 128)", 0},
         {"steps", SB_OPT_INT, &steps, 1, 10000, NULL, NULL, "timed steps, median (default 5)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL, "threads (default: all cores)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL,
+         "threads (default: all cores)", 0},
         {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL, "print JSON instead of a table", 0},
         {"gemm", SB_OPT_STRING, &gemm, 0, 0, NULL, "E[,E]",
          "GEMM engines, each model runs under each: openblas, onednn, auto (default auto)", 0},
         {"precision", SB_OPT_STRING, &precision, 0, 0, NULL, "P[,P]",
-         "operands of the large products, each model runs in each: fp32, bf16 (default fp32)",
-         0},
+         "operands of the large products, each model runs in each: fp32, bf16 (default fp32)", 0},
         {"gemm_rates", SB_OPT_SWITCH, &gemm_rates, 0, 1, NULL, NULL,
          "first print each engine's GEMM GFLOP/s at 2048^3 and at the configuration's decoder, "
-         "projection and weight-gradient shapes (table only)", 0},
+         "projection and weight-gradient shapes (table only)",
+         0},
         {"no_peak", SB_OPT_SWITCH, &no_peak, 0, 1, NULL, NULL,
          "skip measuring the FP32 and BF16 peaks (% peak reads -): a clean window for a "
-         "profiler", 0},
+         "profiler",
+         0},
     };
     int n_opts = (int)(sizeof opts / sizeof *opts);
     int rc = sb_cli_parse("bench",
@@ -391,8 +399,7 @@ static int bench_models(int argc, char **argv)
         peaks = (bench_peaks){sb_bench_sgemm_peak(threads), sb_bench_bf16_peak(threads)};
     for (int p = 0; p < n_precisions && err.msg[0] == '\0'; p++)
         if (strcmp(precisions[p], "bf16") == 0 && !sb_bench_bf16_available())
-            sb_error_set(&err, SB_ERR_INVALID,
-                         "--precision bf16: %s; use --precision fp32",
+            sb_error_set(&err, SB_ERR_INVALID, "--precision bf16: %s; use --precision fp32",
                          sb_bench_onednn_version() == NULL
                              ? "this build has no oneDNN (install libdnnl-dev and rebuild)"
                              : "oneDNN has no bf16 products on this CPU (it needs AVX-512)");
@@ -427,8 +434,17 @@ static int bench_models(int argc, char **argv)
                        "times one");
     if (model != NULL) {
         for (int e = 0; e < n_runs; e++) {
-            sb_bench_config c = {model,   B,       T,     D,     L,           I,
-                                 C,       N,       steps, threads, engines[e % n_engines],
+            sb_bench_config c = {model,
+                                 B,
+                                 T,
+                                 D,
+                                 L,
+                                 I,
+                                 C,
+                                 N,
+                                 steps,
+                                 threads,
+                                 engines[e % n_engines],
                                  precisions[e / n_engines]};
             sb_bench_result r;
             if (skip_run(&c, n_runs))

@@ -124,8 +124,8 @@ static sb_status by_length(const sb_config *base, const int *lengths, int n_leng
             char *one = NULL;
             if ((st = sb_ceiling_to_json(&c, &one, err)) != SB_OK)
                 break;
-            printf("%s{\"length\":%d,\"walks\":%d,\"ceiling\":%s}", i > 0 ? "," : "",
-                   lengths[i], ts.test_walks, one);
+            printf("%s{\"length\":%d,\"walks\":%d,\"ceiling\":%s}", i > 0 ? "," : "", lengths[i],
+                   ts.test_walks, one);
             sb_string_free(one);
             continue;
         }
@@ -159,22 +159,43 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
     int split = SB_SPLIT_TEST;
     int64_t samples = 0, prior_samples = 0;
     const char *lengths_text = NULL;
-    opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "test|train|valid",
+    opts[n++] = (sb_option){"split",
+                            SB_OPT_CHOICE,
+                            &split,
+                            0,
+                            0,
+                            split_names,
+                            "test|train|valid",
                             "the samples scored (default test, the ones models are tested on)",
                             0};
-    opts[n++] = (sb_option){"samples", SB_OPT_INT64, &samples, 0, 1e12, NULL, "N",
-                            "score the first N samples of the split (default: all)", 0};
-    opts[n++] = (sb_option){"prior_samples", SB_OPT_INT64, &prior_samples, 0, 1e12, NULL, "N",
+    opts[n++] = (sb_option){
+        "samples", SB_OPT_INT64, &samples, 0,
+        1e12,      NULL,         "N",      "score the first N samples of the split (default: all)",
+        0};
+    opts[n++] = (sb_option){"prior_samples",
+                            SB_OPT_INT64,
+                            &prior_samples,
+                            0,
+                            1e12,
+                            NULL,
+                            "N",
                             "training samples behind the window observers' prior (default "
                             "min(2000, all))",
                             0};
-    opts[n++] = (sb_option){"lengths", SB_OPT_STRING, &lengths_text, 0, 0, NULL, "L1,L2,...",
+    opts[n++] = (sb_option){"lengths",
+                            SB_OPT_STRING,
+                            &lengths_text,
+                            0,
+                            0,
+                            NULL,
+                            "L1,L2,...",
                             "the ceiling at each sample length (train and test samples of L "
                             "elements): the memory demand as the length grows (default: the "
                             "task's own lengths)",
                             0};
-    int rc = sb_cli_parse("ceiling", "[task flags as for train] [--split test|train|valid] "
-                                     "[--samples N] [--lengths L1,L2,...] [--json]",
+    int rc = sb_cli_parse("ceiling",
+                          "[task flags as for train] [--split test|train|valid] "
+                          "[--samples N] [--lengths L1,L2,...] [--json]",
                           opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;

@@ -15,12 +15,14 @@ static const char *const split_names[] = {"train", "test", "valid", NULL};
 /* "batch": the samples as one padded batch, exactly what the trainer (and the Python
  * binding's Task.batch) gets from sb_task_read_batch: its shape [B, T, E, V] and the arrays
  * flattened in row-major order (inputs as float32 values printed so they read back exactly). */
-static sb_status data_print_batch(sb_jw *j, const sb_task *task, sb_split split,
-                                  const int64_t *idx, int64_t n, sb_error *err)
+static sb_status data_print_batch(sb_jw *j, const sb_task *task, sb_split split, const int64_t *idx,
+                                  int64_t n, sb_error *err)
 {
     if (n > 1 << 20)
-        return sb_error_set(err, SB_ERR_INVALID, "--batch: %lld samples is too many for one "
-                            "batch; give at most 1048576", (long long)n);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--batch: %lld samples is too many for one "
+                            "batch; give at most 1048576",
+                            (long long)n);
     sb_batch_shape shape;
     sb_status st = sb_task_batch_shape(task, split, idx, (int)n, &shape, err);
     if (st != SB_OK)
@@ -72,8 +74,8 @@ static sb_status data_print_batch(sb_jw *j, const sb_task *task, sb_split split,
 
 /* {"samples": [{"idx", "class_seq", "state_seq"}, ...]} as in the reference files, and with
  * batch the samples as one batch (data_print_batch). */
-static sb_status data_print_json(const sb_task *task, sb_split split, const int64_t *idx,
-                                 int64_t n, int batch, sb_error *err)
+static sb_status data_print_json(const sb_task *task, sb_split split, const int64_t *idx, int64_t n,
+                                 int batch, sb_error *err)
 {
     sb_draw *d = NULL;
     sb_status st = sb_draw_create(task, &d, err);
@@ -127,40 +129,86 @@ static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
         return sb_cli_fail("data", &err);
     int split = 0, json = 0, batch = 0, show = -1, checksum = 0, threads = 0;
     const char *samples = NULL, *export_dir = NULL;
-    opts[n++] = (sb_option){"split", SB_OPT_CHOICE, &split, 0, 0, split_names, "train|test|valid",
+    opts[n++] = (sb_option){"split",
+                            SB_OPT_CHOICE,
+                            &split,
+                            0,
+                            0,
+                            split_names,
+                            "train|test|valid",
                             "which split --samples, --show and --checksum read (default train)",
                             0};
-    opts[n++] = (sb_option){"samples", SB_OPT_STRING, &samples, 0, 0, NULL, "LIST",
+    opts[n++] = (sb_option){"samples",
+                            SB_OPT_STRING,
+                            &samples,
+                            0,
+                            0,
+                            NULL,
+                            "LIST",
                             "sample indices, e.g. 0-4,57,999 (for --json and --show; default: "
                             "the first --show)",
                             0};
-    opts[n++] = (sb_option){"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL,
-                            "print the --samples as JSON: idx, class_seq, state_seq", 0};
-    opts[n++] = (sb_option){"batch", SB_OPT_SWITCH, &batch, 0, 1, NULL, NULL,
+    opts[n++] = (sb_option){
+        "json", SB_OPT_SWITCH, &json, 0,
+        1,      NULL,          NULL,  "print the --samples as JSON: idx, class_seq, state_seq",
+        0};
+    opts[n++] = (sb_option){"batch",
+                            SB_OPT_SWITCH,
+                            &batch,
+                            0,
+                            1,
+                            NULL,
+                            NULL,
                             "with --json, also the --samples as one padded batch as training "
                             "sees it: shape [B, T, E, V], inputs, targets, valid, "
                             "window_start, window_len (flattened)",
                             0};
-    opts[n++] = (sb_option){"show", SB_OPT_INT, &show, 0, 1e6, NULL, "K",
+    opts[n++] = (sb_option){"show",
+                            SB_OPT_INT,
+                            &show,
+                            0,
+                            1e6,
+                            NULL,
+                            "K",
                             "pretty-print K samples (or the --samples) with their gaps "
-                            "(default 2 when no other output is asked for)", 0};
-    opts[n++] = (sb_option){"checksum", SB_OPT_SWITCH, &checksum, 0, 1, NULL, NULL,
-                            "generate the whole split; print a 64-bit hash and the time", 0};
-    opts[n++] = (sb_option){"export", SB_OPT_STRING, &export_dir, 0, 0, NULL, "DIR",
+                            "(default 2 when no other output is asked for)",
+                            0};
+    opts[n++] =
+        (sb_option){"checksum", SB_OPT_SWITCH,
+                    &checksum,  0,
+                    1,          NULL,
+                    NULL,       "generate the whole split; print a 64-bit hash and the time",
+                    0};
+    opts[n++] = (sb_option){"export",
+                            SB_OPT_STRING,
+                            &export_dir,
+                            0,
+                            0,
+                            NULL,
+                            "DIR",
                             "write the reference's dataset files train, test, transitions "
                             "(default: none)",
                             0};
-    opts[n++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL,
-                            "threads (default: all cores)", 0};
-    int rc = sb_cli_parse("data", "[task flags] [--json --samples LIST | --show K | --checksum | "
-                                  "--export DIR]",
+    opts[n++] = (sb_option){"threads",
+                            SB_OPT_INT,
+                            &threads,
+                            0,
+                            SB_THREADS_MAX,
+                            NULL,
+                            NULL,
+                            "threads (default: all cores)",
+                            0};
+    int rc = sb_cli_parse("data",
+                          "[task flags] [--json --samples LIST | --show K | --checksum | "
+                          "--export DIR]",
                           opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
     threads = sb_cli_threads(threads);
 
     if (batch && !json) {
-        sb_error_set(&err, SB_ERR_INVALID, "--batch is a part of --json: give --json --samples "
+        sb_error_set(&err, SB_ERR_INVALID,
+                     "--batch is a part of --json: give --json --samples "
                      "LIST --batch");
         return sb_cli_fail("data", &err);
     }

@@ -56,8 +56,7 @@ static int demo_sweep(const char *preset, char *const *models, int n_models, int
     int64_t *runs = malloc((size_t)(total > 0 ? total : 1) * sizeof *runs), n_runs = 0;
     if (runs == NULL) {
         sb_sweep_free(s);
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %lld runs",
-                            (long long)total);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %lld runs", (long long)total);
     }
     for (int64_t k = 0; k < total; k++) {
         int take = 0;
@@ -82,9 +81,8 @@ static int demo_sweep(const char *preset, char *const *models, int n_models, int
     if (status != SB_OK)
         return status;
     if (tally.failed > 0)
-        return sb_error_set(err, SB_ERR_RUNTIME,
-                            "%d run%s of %s failed: see the logs in %s/logs", tally.failed,
-                            tally.failed == 1 ? "" : "s", preset, o->results);
+        return sb_error_set(err, SB_ERR_RUNTIME, "%d run%s of %s failed: see the logs in %s/logs",
+                            tally.failed, tally.failed == 1 ? "" : "s", preset, o->results);
     return SB_OK;
 }
 
@@ -115,7 +113,8 @@ static void print_tables(const char *path)
 
 int sb_cmd_demo(int argc, char **argv)
 {
-    const char *out = "selectivbench-demo", *model_list = "transformer,mamba,gla,gated_delta_net,delta_net";
+    const char *out = "selectivbench-demo",
+               *model_list = "transformer,mamba,gla,gated_delta_net,delta_net";
     int workers = 2, seeds = 2, quick = 0, threads = 0;
     sb_option opts[] = {
         {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
@@ -125,7 +124,8 @@ int sb_cmd_demo(int argc, char **argv)
         {"seeds", SB_OPT_INT, &seeds, 1, 2, NULL, "N", "seeds per setting (default 2)", 0},
         {"workers", SB_OPT_INT, &workers, 1, 64, NULL, "N", "runs at a time (default 2)", 0},
         {"quick", SB_OPT_SWITCH, &quick, 0, 1, NULL, NULL, "task 1 only (for tests)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL, "threads (default: all cores)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL,
+         "threads (default: all cores)", 0},
     };
     int rc = sb_cli_parse("demo", "[--out DIR] [--models LIST] [--seeds N] [--workers N]", opts,
                           (int)(sizeof opts / sizeof *opts), argc, argv, NULL, 0, NULL);
@@ -144,11 +144,15 @@ int sb_cmd_demo(int argc, char **argv)
         if (!model_known(models[m])) {
             const char *hint = sb_cli_closest_model(models[m]);
             if (hint != NULL)
-                sb_error_set(&err, SB_ERR_INVALID, "--models: unknown model '%s'; did you mean "
-                             "'%s'? (%s models lists them)", models[m], hint, sb_cli_program());
+                sb_error_set(&err, SB_ERR_INVALID,
+                             "--models: unknown model '%s'; did you mean "
+                             "'%s'? (%s models lists them)",
+                             models[m], hint, sb_cli_program());
             else
-                sb_error_set(&err, SB_ERR_INVALID, "--models: unknown model '%s' (%s models lists "
-                                                   "them)", models[m], sb_cli_program());
+                sb_error_set(&err, SB_ERR_INVALID,
+                             "--models: unknown model '%s' (%s models lists "
+                             "them)",
+                             models[m], sb_cli_program());
             return sb_cli_fail("demo", &err);
         }
     double t_start = sb_clock_seconds();
@@ -157,8 +161,8 @@ int sb_cmd_demo(int argc, char **argv)
     printf("1. The paper's task. Hidden states emit letters; 40 letters are ambiguous (40 states\n"
            "   each), so a model must track the state, not just the letter.\n");
     /* task 2: noisy gaps of 1 to 10 frames */
-    const char *task2[][2] = {{"train_gap_max", "1.0"}, {"train_noise", "0.2"},
-                              {"dataset_size", "20000"}};
+    const char *task2[][2] = {
+        {"train_gap_max", "1.0"}, {"train_noise", "0.2"}, {"dataset_size", "20000"}};
     const double dataset_size = 20000;
     sb_config *tc = NULL;
     sb_status st = sb_config_create(&tc, &err);
@@ -174,9 +178,10 @@ int sb_cmd_demo(int argc, char **argv)
     double t_grammar = sb_clock_seconds() - t0;
     sb_grammar_facts g;
     sb_grammar_get_facts(sb_task_grammar(task), &g);
-    printf("   %d states (= classifier outputs), %d transitions, topological entropy %.4f,\n"
-           "   built with its TE in %.1f ms (the reference needs about 10 s plus 200 s for the TE)\n",
-           g.states, g.transitions, g.topological_entropy, t_grammar * 1e3);
+    printf(
+        "   %d states (= classifier outputs), %d transitions, topological entropy %.4f,\n"
+        "   built with its TE in %.1f ms (the reference needs about 10 s plus 200 s for the TE)\n",
+        g.states, g.transitions, g.topological_entropy, t_grammar * 1e3);
     uint64_t hash = 0;
     t0 = sb_clock_seconds();
     if (sb_task_checksum(task, SB_SPLIT_TRAIN, threads, &hash, NULL, &err) != SB_OK) {
@@ -187,7 +192,8 @@ int sb_cmd_demo(int argc, char **argv)
     printf("   training samples: %.0f per second here (the paper's 200 000-sample set in %.1f s;\n"
            "   the reference needs 3 to 5 s per sample)\n\n",
            rate, 200000.0 / rate);
-    printf("2. Two training samples of task 2 (after each symbol a gap of 1 to 10 noisy frames):\n");
+    printf(
+        "2. Two training samples of task 2 (after each symbol a gap of 1 to 10 noisy frames):\n");
     int64_t idx[2] = {0, 1};
     if (sb_data_show(task, SB_SPLIT_TRAIN, idx, 2, stdout, &err) != SB_OK) {
         sb_task_free(task);
@@ -202,9 +208,11 @@ int sb_cmd_demo(int argc, char **argv)
     char db[4096];
     if (sb_results_path(out, db, sizeof db, &err) != SB_OK)
         return sb_cli_fail("demo", &err);
-    sb_sweep_run_options o = {.workers = workers, .results = out, .db = db,
-                            .threads = threads / workers > 0 ? threads / workers : 1,
-                            .worker_exe = "/proc/self/exe"}; /* this very program */
+    sb_sweep_run_options o = {.workers = workers,
+                              .results = out,
+                              .db = db,
+                              .threads = threads / workers > 0 ? threads / workers : 1,
+                              .worker_exe = "/proc/self/exe"}; /* this very program */
     const char *presets[2] = {"tiny/task1_complexity", "tiny/task2"};
     for (int p = 0; p < (quick ? 1 : 2); p++)
         if (demo_sweep(presets[p], models, n_models, seeds, &o, &err) != SB_OK)

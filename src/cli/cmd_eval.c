@@ -32,22 +32,35 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
     if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
     const char *dump = NULL, *db_path = NULL;
-    opts[n++] = (sb_option){"dump", SB_OPT_STRING, &dump, 0, 0, NULL, "FILE",
+    opts[n++] = (sb_option){"dump",
+                            SB_OPT_STRING,
+                            &dump,
+                            0,
+                            0,
+                            NULL,
+                            "FILE",
                             "write the first test batch (inputs, logits, mask) as safetensors "
                             "(default: none)",
                             0};
     /* --db and --results are read from argv before the flags are parsed, to find a RUN id's
      * checkpoint (sb_cli_run_or_checkpoint); the table lists them for parsing and --help */
-    opts[n++] = (sb_option){"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
+    opts[n++] = (sb_option){"db",
+                            SB_OPT_STRING,
+                            &db_path,
+                            0,
+                            0,
+                            NULL,
+                            "PATH",
                             "results database (or folder) a RUN id is looked up in (default "
-                            "DIR/" SB_RESULTS_DB_NAME " of --results)", 0};
+                            "DIR/" SB_RESULTS_DB_NAME " of --results)",
+                            0};
     if (arg == NULL)
         return sb_cli_checkpoint_help("eval", usage, opts, n, argc, argv);
     /* a run id names a run of the results database: its checkpoint and configuration */
     char ckpt[4096], run_id[17];
     sb_config *recorded = NULL;
-    int rc = sb_cli_run_or_checkpoint("eval", arg, argc, argv, ckpt, sizeof ckpt, run_id,
-                                      &recorded);
+    int rc =
+        sb_cli_run_or_checkpoint("eval", arg, argc, argv, ckpt, sizeof ckpt, run_id, &recorded);
     if (rc >= 0)
         return rc;
     /* the recorded configuration, then the flags set its keys by name */
@@ -67,8 +80,8 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
     if (rf->print_hashes)
         return sb_cli_print_config_hashes(rf->config);
 
-    sb_eval_settings settings = {.threads = threads, .mem_budget_gb = rf->mem_budget,
-                                 .dump_path = dump};
+    sb_eval_settings settings = {
+        .threads = threads, .mem_budget_gb = rf->mem_budget, .dump_path = dump};
     sb_eval_outcome res;
     if (sb_evaluate_checkpoint_with(ckpt, rf->config, &settings, &res, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
@@ -107,8 +120,8 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
             printf("run %s, ", run_id);
         printf("%s: test acc %.4f, test loss %.4f (%lld test samples, gaps of %g s, %d "
                "thread%s)\n",
-               ckpt, res.test_acc, res.test_loss, (long long)res.test_size, res.test_gap_s,
-               threads, threads == 1 ? "" : "s");
+               ckpt, res.test_acc, res.test_loss, (long long)res.test_size, res.test_gap_s, threads,
+               threads == 1 ? "" : "s");
         if (res.valid_size > 0)
             printf("validation acc %.4f, loss %.4f (%lld samples at the same gaps)\n",
                    res.valid_acc, res.valid_loss, (long long)res.valid_size);

@@ -29,8 +29,7 @@ static void grammar_print_summary(const sb_grammar *g, double seconds, int list)
     (void)sb_grammar_entropy(g, &te, &err); /* again, to time the TE alone */
     double te_seconds = sb_clock_seconds() - t0;
     printf("  generated    in %.1f ms, of which TE %.1f ms (python seed %d, %d attempt%s)\n",
-           seconds * 1e3, te_seconds * 1e3, f.python_seed, f.attempts,
-           f.attempts == 1 ? "" : "s");
+           seconds * 1e3, te_seconds * 1e3, f.python_seed, f.attempts, f.attempts == 1 ? "" : "s");
     if (!list)
         return;
     printf("transitions (state -> successors, each with probability 1/k):\n");
@@ -69,14 +68,29 @@ static int grammar_with_flags(sb_task_flags *tf, int argc, char **argv)
         return sb_cli_fail("grammar", &err);
     int json = 0, list = 0, threads = 0;
     const char *dot = NULL;
-    opts[n++] = (sb_option){"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL,
-                            "print the grammar as JSON (the reference vector schema)", 0};
-    opts[n++] = (sb_option){"dot", SB_OPT_STRING, &dot, 0, 0, NULL, "FILE",
-                            "write a Graphviz digraph to FILE ('-' for stdout; default: none)", 0};
-    opts[n++] = (sb_option){"list", SB_OPT_SWITCH, &list, 0, 1, NULL, NULL,
-                            "list every state's successors (default for <= 40 states)", 0};
-    opts[n++] = (sb_option){"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL,
-                            "threads (default: all cores)", 0};
+    opts[n++] = (sb_option){
+        "json", SB_OPT_SWITCH, &json, 0,
+        1,      NULL,          NULL,  "print the grammar as JSON (the reference vector schema)",
+        0};
+    opts[n++] =
+        (sb_option){"dot",  SB_OPT_STRING,
+                    &dot,   0,
+                    0,      NULL,
+                    "FILE", "write a Graphviz digraph to FILE ('-' for stdout; default: none)",
+                    0};
+    opts[n++] = (sb_option){
+        "list", SB_OPT_SWITCH, &list, 0,
+        1,      NULL,          NULL,  "list every state's successors (default for <= 40 states)",
+        0};
+    opts[n++] = (sb_option){"threads",
+                            SB_OPT_INT,
+                            &threads,
+                            0,
+                            SB_THREADS_MAX,
+                            NULL,
+                            NULL,
+                            "threads (default: all cores)",
+                            0};
     int rc = sb_cli_parse("grammar", "[flags]", opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;

@@ -134,7 +134,8 @@ static void print_markdown(int D, int N, int I, int C, int L)
            "columns are explained in `docs/spec/taxonomy.md`. Each "
            "model has a page in this folder.\n\n",
            D, N, L, I, C);
-    printf("| model | parameters | state/layer | what distinguishes it |\n| --- | ---: | ---: | --- |\n");
+    printf("| model | parameters | state/layer | what distinguishes it |\n| --- | ---: | ---: | "
+           "--- |\n");
     for (int t = 0; t < n_models; t++) {
         sb_model_desc desc;
         sb_models_describe(t, &desc, NULL);
@@ -188,9 +189,12 @@ int sb_cmd_models(int argc, char **argv)
          "print docs/models/README.md (sizes and taxonomy tables)", 0},
         {"taxonomy", SB_OPT_SWITCH, &taxonomy, 0, 1, NULL, NULL,
          "print docs/models/taxonomy.md (the design axes, the pairs that isolate each)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, "N", "threads (default: all cores)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, "N",
+         "threads (default: all cores)", 0},
     };
-    int rc = sb_cli_parse("models", "[--feat_size D --d_state N --inp I --classes C --layers L] [--json | --markdown | --taxonomy]",
+    int rc = sb_cli_parse("models",
+                          "[--feat_size D --d_state N --inp I --classes C --layers L] [--json | "
+                          "--markdown | --taxonomy]",
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
@@ -217,8 +221,8 @@ int sb_cmd_models(int argc, char **argv)
         sb_jw_key(j, "models");
         sb_jw_array_begin(j);
     } else {
-        printf("Model sizes at feat_size %d, d_state %d, %d layers, %d inputs, %d classes:\n", D,
-               N, L, I, C);
+        printf("Model sizes at feat_size %d, d_state %d, %d layers, %d inputs, %d classes:\n", D, N,
+               L, I, C);
         printf("  %-22s %14s %14s  %s\n", "model", "parameters", "state/layer", "summary");
     }
     for (int t = 0; t < n_models; t++) {
@@ -242,9 +246,9 @@ int sb_cmd_models(int argc, char **argv)
             sb_jw_double(j, state);
             sb_jw_key(j, "summary");
             sb_jw_string(j, or_dash(type.summary));
-            const char *keys[6] = {"gating", "transition", "update_rank", "normalisation",
-                                   "negative_eigenvalues", "state"};
-            const char *vals[6] = {type.gating, type.transition, type.update_rank,
+            const char *keys[6] = {"gating",        "transition",           "update_rank",
+                                   "normalisation", "negative_eigenvalues", "state"};
+            const char *vals[6] = {type.gating,        type.transition,           type.update_rank,
                                    type.normalisation, type.negative_eigenvalues, type.state};
             for (int k = 0; k < 6; k++) {
                 sb_jw_key(j, keys[k]);

@@ -123,11 +123,10 @@ static void format_bytes(double b, char *buf, size_t size)
 /* The text output: one row per (model, width), then the totals. */
 static void print_table(const sb_plan *p, const char *file)
 {
-    printf("plan of %s: %lld runs, %d rank%s of %d thread%s, on %s\n", file,
-           (long long)p->n_runs, p->ranks, p->ranks == 1 ? "" : "s", p->threads,
-           p->threads == 1 ? "" : "s", p->machine);
-    printf("%-22s %5s %5s %10s %10s %10s %10s %10s %10s\n", "model", "width", "runs",
-           "train fr.", "test fr.", "FLOPs", "peak mem", "per run", "core-h");
+    printf("plan of %s: %lld runs, %d rank%s of %d thread%s, on %s\n", file, (long long)p->n_runs,
+           p->ranks, p->ranks == 1 ? "" : "s", p->threads, p->threads == 1 ? "" : "s", p->machine);
+    printf("%-22s %5s %5s %10s %10s %10s %10s %10s %10s\n", "model", "width", "runs", "train fr.",
+           "test fr.", "FLOPs", "peak mem", "per run", "core-h");
     /* groups in order of first appearance */
     char *done = calloc((size_t)(p->n_runs > 0 ? p->n_runs : 1), 1);
     for (int64_t i = 0; done != NULL && i < p->n_runs; i++) {
@@ -157,8 +156,8 @@ static void print_table(const sb_plan *p, const char *file)
         sb_cli_format_count(flops / n, fl, sizeof fl);
         format_bytes(peak, pk, sizeof pk);
         sb_cli_format_time(sec / n, per, sizeof per);
-        printf("%-22s %5d %5lld %10s %10s %10s %10s %10s %10.3g\n", a->model, width,
-               (long long)n, tr, te, fl, pk, per, sec * p->threads / 3600.0);
+        printf("%-22s %5d %5lld %10s %10s %10s %10s %10s %10.3g\n", a->model, width, (long long)n,
+               tr, te, fl, pk, per, sec * p->threads / 3600.0);
     }
     free(done);
     char wall[32], grid[32];
@@ -170,8 +169,8 @@ static void print_table(const sb_plan *p, const char *file)
            p->threads == 1 ? "" : "s", wall, grid, p->ranks);
     printf("early stopping: not foreseen; every run is planned to its last update (the "
            "most it can cost)\n");
-    printf("calibrations: %d (%d measured, %d cached, %d at a FLOP rate)%s\n",
-           p->n_calibrations, p->measured, p->cached, p->estimated,
+    printf("calibrations: %d (%d measured, %d cached, %d at a FLOP rate)%s\n", p->n_calibrations,
+           p->measured, p->cached, p->estimated,
            p->calibrations != NULL && p->n_calibrations > 0 &&
                    p->threads > p->calibrations[0].calibrated_threads
                ? "; threads beyond this machine's cores: the matrix products' share is "
@@ -195,9 +194,11 @@ int sb_cmd_plan(int argc, char **argv)
         return sb_cli_fail("plan", &err);
     char cache[4096];
     sb_cli_plan_cache_path(cache, sizeof cache);
-    sb_plan_options po = {.ranks = o.ranks, .threads = o.threads,
+    sb_plan_options po = {.ranks = o.ranks,
+                          .threads = o.threads,
                           .cache_path = cache[0] != '\0' ? cache : NULL,
-                          .recalibrate = o.recalibrate, .cached_only = o.cached_only,
+                          .recalibrate = o.recalibrate,
+                          .cached_only = o.cached_only,
                           .seconds_per_calibration = o.calibration_s,
                           .calibration_threads = o.calibration_threads,
                           .on_calibration = on_calibration};
@@ -207,13 +208,16 @@ int sb_cmd_plan(int argc, char **argv)
         st = sb_error_set(&err, SB_ERR_INVALID, "all %lld runs are refused; the first, %.400s",
                           (long long)p->n_refused, p->first_refused);
     else if (st == SB_OK && p->n_refused > 0)
-        fprintf(stderr, "plan: %lld run%s left out, refused as the sweep would refuse them; "
-                        "the first, %.400s\n",
+        fprintf(stderr,
+                "plan: %lld run%s left out, refused as the sweep would refuse them; "
+                "the first, %.400s\n",
                 (long long)p->n_refused, p->n_refused == 1 ? "" : "s", p->first_refused);
     if (st == SB_OK) {
         if (p->cache_damaged)
-            fprintf(stderr, "plan: the calibration cache %s was damaged or of an older version: "
-                            "measured again and rewritten\n", cache);
+            fprintf(stderr,
+                    "plan: the calibration cache %s was damaged or of an older version: "
+                    "measured again and rewritten\n",
+                    cache);
         fprintf(stderr, "plan: %d calibration%s: %d measured, %d from the cache%s%s\n",
                 p->n_calibrations, p->n_calibrations == 1 ? "" : "s", p->measured, p->cached,
                 po.cache_path != NULL ? " " : "", po.cache_path != NULL ? cache : "");

@@ -41,55 +41,126 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
     sb_probe_settings_default(&po);
     int section = 0, frame = 0;
     const char *out_dir = NULL;
-    opts[n++] = (sb_option){"section", SB_OPT_CHOICE, &section, 0, 0, section_names,
+    opts[n++] = (sb_option){"section",
+                            SB_OPT_CHOICE,
+                            &section,
+                            0,
+                            0,
+                            section_names,
                             "all|readout|gates|retention",
                             "what to probe (default all; gates asked alone is an error for a "
-                            "model without input-dependent gates)", 0};
-    opts[n++] = (sb_option){"probe_samples", SB_OPT_INT64, &po.train_samples, 1, 1e9, NULL, "N",
-                            "training samples the readouts are fitted on (default 256)", 0};
-    opts[n++] = (sb_option){"samples", SB_OPT_INT64, &po.test_samples, 0, 1e12, NULL, "N",
-                            "test samples scored (default 0: the whole test split)", 0};
+                            "model without input-dependent gates)",
+                            0};
+    opts[n++] = (sb_option){"probe_samples",
+                            SB_OPT_INT64,
+                            &po.train_samples,
+                            1,
+                            1e9,
+                            NULL,
+                            "N",
+                            "training samples the readouts are fitted on (default 256)",
+                            0};
+    opts[n++] = (sb_option){"samples",
+                            SB_OPT_INT64,
+                            &po.test_samples,
+                            0,
+                            1e12,
+                            NULL,
+                            "N",
+                            "test samples scored (default 0: the whole test split)",
+                            0};
     int readout = (int)po.readout;
-    opts[n++] = (sb_option){"readout", SB_OPT_CHOICE, &readout, 0, 0, readout_names, "lda|ridge",
+    opts[n++] = (sb_option){"readout",
+                            SB_OPT_CHOICE,
+                            &readout,
+                            0,
+                            0,
+                            readout_names,
+                            "lda|ridge",
                             "the linear readout: LDA (class means, pooled covariance) or ridge "
                             "regression onto one-hot targets (default lda)",
                             0};
-    opts[n++] = (sb_option){"ridge", SB_OPT_DOUBLE, &po.ridge, 0, 1e6, NULL, "LAMBDA",
+    opts[n++] = (sb_option){"ridge",
+                            SB_OPT_DOUBLE,
+                            &po.ridge,
+                            0,
+                            1e6,
+                            NULL,
+                            "LAMBDA",
                             "shrinkage, relative to the mean diagonal of X^T X (ridge) or the "
                             "features' mean variance (LDA) (default 1e-3)",
                             0};
-    opts[n++] = (sb_option){"probe_frame", SB_OPT_CHOICE, &frame, 0, 0, frame_names,
+    opts[n++] = (sb_option){"probe_frame",
+                            SB_OPT_CHOICE,
+                            &frame,
+                            0,
+                            0,
+                            frame_names,
                             "symbol|last",
                             "an element's feature row: its symbol frame or its window's last "
-                            "frame (default symbol)", 0};
-    opts[n++] = (sb_option){"retention_dur", SB_OPT_DOUBLE, &po.retention_dur, 0.1,
-                            SB_MAX_GAP_SECONDS, NULL, "SECONDS",
+                            "frame (default symbol)",
+                            0};
+    opts[n++] = (sb_option){"retention_dur",
+                            SB_OPT_DOUBLE,
+                            &po.retention_dur,
+                            0.1,
+                            SB_MAX_GAP_SECONDS,
+                            NULL,
+                            "SECONDS",
                             "the long test gap of the retention section (default 10: 100 frames)",
                             0};
-    opts[n++] = (sb_option){"retention_samples", SB_OPT_INT, &po.retention_samples, 1, 1000000,
-                            NULL, "N", "long-gap test samples averaged (default 4)", 0};
-    opts[n++] = (sb_option){"retention_element", SB_OPT_INT, &po.retention_element, 0,
-                            1000000, NULL, "E",
+    opts[n++] = (sb_option){"retention_samples",
+                            SB_OPT_INT,
+                            &po.retention_samples,
+                            1,
+                            1000000,
+                            NULL,
+                            "N",
+                            "long-gap test samples averaged (default 4)",
+                            0};
+    opts[n++] = (sb_option){"retention_element",
+                            SB_OPT_INT,
+                            &po.retention_element,
+                            0,
+                            1000000,
+                            NULL,
+                            "E",
                             "the long gap after the first element at index E or later that has "
-                            "one (default 4; the last one with a gap if none)", 0};
-    opts[n++] = (sb_option){"probe_bs", SB_OPT_INT, &po.batch, 1, 100000, NULL, "N",
-                            "samples per forward (default 16)", 0};
-    opts[n++] = (sb_option){"out", SB_OPT_STRING, &out_dir, 0, 0, NULL, "DIR",
+                            "one (default 4; the last one with a gap if none)",
+                            0};
+    opts[n++] = (sb_option){"probe_bs", SB_OPT_INT, &po.batch, 1,
+                            100000,     NULL,       "N",       "samples per forward (default 16)",
+                            0};
+    opts[n++] = (sb_option){"out",
+                            SB_OPT_STRING,
+                            &out_dir,
+                            0,
+                            0,
+                            NULL,
+                            "DIR",
                             "folder of the figures and probe.json (default: CKPT without "
-                            ".safetensors, plus _probe)", 0};
+                            ".safetensors, plus _probe)",
+                            0};
     const char *db_path = NULL;
     /* --db and --results are read from argv before the flags are parsed, to find a RUN id's
      * checkpoint (sb_cli_run_or_checkpoint); the table lists them for parsing and --help */
-    opts[n++] = (sb_option){"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
+    opts[n++] = (sb_option){"db",
+                            SB_OPT_STRING,
+                            &db_path,
+                            0,
+                            0,
+                            NULL,
+                            "PATH",
                             "results database (or folder) a RUN id is looked up in (default "
-                            "DIR/" SB_RESULTS_DB_NAME " of --results)", 0};
+                            "DIR/" SB_RESULTS_DB_NAME " of --results)",
+                            0};
     if (arg == NULL)
         return sb_cli_checkpoint_help("probe", usage, opts, n, argc, argv);
     /* a run id names a run of the results database: its checkpoint and configuration */
     char ckpt[4096], run_id[17];
     sb_config *recorded = NULL;
-    int rc = sb_cli_run_or_checkpoint("probe", arg, argc, argv, ckpt, sizeof ckpt, run_id,
-                                      &recorded);
+    int rc =
+        sb_cli_run_or_checkpoint("probe", arg, argc, argv, ckpt, sizeof ckpt, run_id, &recorded);
     if (rc >= 0)
         return rc;
     /* the recorded configuration, then the flags set its keys by name */

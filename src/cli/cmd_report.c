@@ -18,37 +18,45 @@ int sb_cmd_report(int argc, char **argv)
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
-         " (default results/" SB_RESULTS_DB_NAME ")", 0},
+         " (default results/" SB_RESULTS_DB_NAME ")",
+         0},
         {"results", SB_OPT_STRING, &db_path, 0, 0, NULL, "DIR",
          "the results folder, as train and sweep take it: the same as --db DIR (default "
-         "results)", 0},
+         "results)",
+         0},
         {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
          "where the figures and report.md go (default: report/ beside the database)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, "N", "threads (default: all cores)", 0},
+        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, "N",
+         "threads (default: all cores)", 0},
         {"claims", SB_OPT_SWITCH, &claims, 0, 1, NULL, NULL,
          "print only the paper's findings with their statistics and verdicts (docs/claims.md; "
-         "read only, no figures)", 0},
+         "read only, no figures)",
+         0},
         {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL,
          "with --claims: the verdicts as a JSON array, one object per finding and slice", 0},
         {"exploratory", SB_OPT_SWITCH, &exploratory, 0, 1, NULL, NULL,
          "with --claims and --filter: say that the slice was chosen after looking at the data "
-         "(its verdicts can suggest, never confirm)", 0},
+         "(its verdicts can suggest, never confirm)",
+         0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
          "only the runs whose configuration has KEY = VALUE (or any of KEY=A,B,C), for the "
          "figures and the findings (repeatable, as results --filter; e.g. one preset's slice "
-         "of a larger study, seed=4,5,6; default: every run)", 0},
+         "of a larger study, seed=4,5,6; default: every run)",
+         0},
         {"x", SB_OPT_STRING, &x_key, 0, 0, NULL, "KEY",
          "one figure of every run against configuration key KEY (a scale study: dataset_size, "
          "train_seqlen_max, feat_size, ...), or memory_demand (the window its task's ideal "
          "observer needs; interleaved walks), instead of the paper's figures (default: the "
-         "paper's figures)", 0},
+         "paper's figures)",
+         0},
     };
     const char *filters[MAX_FILTERS];
     int n_filters = sb_cli_repeated(argc, argv, "--filter", filters, MAX_FILTERS);
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("report", "[DB|DIR] [--out DIR] [--x KEY] [--filter K=V] [--claims [--json]]", opts, (int)(sizeof opts / sizeof *opts),
-                          argc, argv, pos, 1, &n_pos);
+    int rc =
+        sb_cli_parse("report", "[DB|DIR] [--out DIR] [--x KEY] [--filter K=V] [--claims [--json]]",
+                     opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
     sb_cli_threads(threads);
@@ -62,17 +70,20 @@ int sb_cmd_report(int argc, char **argv)
                      MAX_FILTERS);
     else if (x_key != NULL && sb_config_key_find(x_key) < 0 &&
              strcmp(x_key, SB_REPORT_X_DEMAND) != 0)
-        sb_error_set(&err, SB_ERR_INVALID, "--x '%s' is not a configuration key (%s train "
-                     "--help lists them) nor %s", x_key, sb_cli_program(), SB_REPORT_X_DEMAND);
+        sb_error_set(&err, SB_ERR_INVALID,
+                     "--x '%s' is not a configuration key (%s train "
+                     "--help lists them) nor %s",
+                     x_key, sb_cli_program(), SB_REPORT_X_DEMAND);
     for (int f = 0; f < n_filters && n_filters <= MAX_FILTERS && err.msg[0] == '\0'; f++) {
         const char *eq = strchr(filters[f], '=');
         char key[128] = "";
         if (eq != NULL && eq - filters[f] < (long)sizeof key)
             snprintf(key, sizeof key, "%.*s", (int)(eq - filters[f]), filters[f]);
         if (eq == NULL || sb_config_key_find(key) < 0)
-            sb_error_set(&err, SB_ERR_INVALID, "--filter '%s': write KEY=VALUE with KEY a "
-                         "configuration key (%s train --help lists them)", filters[f],
-                         sb_cli_program());
+            sb_error_set(&err, SB_ERR_INVALID,
+                         "--filter '%s': write KEY=VALUE with KEY a "
+                         "configuration key (%s train --help lists them)",
+                         filters[f], sb_cli_program());
     }
     if (err.msg[0] == '\0' && (json || exploratory) && !claims)
         sb_error_set(&err, SB_ERR_INVALID, "--%s goes with --claims: add --claims",

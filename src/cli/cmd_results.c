@@ -29,8 +29,8 @@ typedef struct results_args {
     int json, csv, check, threads;
     const char *filters[MAX_FILTERS]; /* KEY=VALUE, each --filter in order */
     int n_filters;
-    const char *run;                  /* --run ID: this run alone, in detail */
-    results_view_options view;        /* --columns, --sort, --group */
+    const char *run;           /* --run ID: this run alone, in detail */
+    results_view_options view; /* --columns, --sort, --group */
 } results_args;
 
 /* The registry's model names, NULL-terminated (malloc'd; the names are the registry's). */
@@ -63,10 +63,12 @@ static sb_status unknown_filter_key(const char *filter, const char *key, sb_erro
     if (hint != NULL)
         return sb_error_set(err, SB_ERR_INVALID,
                             "--filter '%s': '%s' is not a configuration key; did you mean '%s'? "
-                            "(%s train --help lists them)", filter, key, hint, sb_cli_program());
+                            "(%s train --help lists them)",
+                            filter, key, hint, sb_cli_program());
     return sb_error_set(err, SB_ERR_INVALID,
                         "--filter '%s': '%s' is not a configuration key (%s train --help lists "
-                        "them)", filter, key, sb_cli_program());
+                        "them)",
+                        filter, key, sb_cli_program());
 }
 
 /* The --filter error for a model the registry does not have, with the closest model. */
@@ -76,10 +78,11 @@ static sb_status unknown_filter_model(const char *filter, const char *model, sb_
     if (hint != NULL)
         return sb_error_set(err, SB_ERR_INVALID,
                             "--filter '%s': unknown model '%s'; did you mean '%s'? (%s models "
-                            "lists them)", filter, model, hint, sb_cli_program());
+                            "lists them)",
+                            filter, model, hint, sb_cli_program());
     return sb_error_set(err, SB_ERR_INVALID,
-                        "--filter '%s': unknown model '%s' (%s models lists them)", filter,
-                        model, sb_cli_program());
+                        "--filter '%s': unknown model '%s' (%s models lists them)", filter, model,
+                        sb_cli_program());
 }
 
 /* A --filter KEY=VALUE must name a key of the configuration and a value that key takes (a
@@ -121,7 +124,6 @@ static sb_status check_filters(const results_args *a, sb_error *err)
     return st;
 }
 
-
 /* Parses the flags into a; returns -1 to go on, else the exit code. */
 static int results_parse(int argc, char **argv, results_args *a)
 {
@@ -145,43 +147,52 @@ static int results_parse(int argc, char **argv, results_args *a)
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &a->db_path, 0, 0, NULL, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
-         " (default results/" SB_RESULTS_DB_NAME ")", 0},
+         " (default results/" SB_RESULTS_DB_NAME ")",
+         0},
         {"model", SB_OPT_STRING, &a->model, 0, 0, NULL, "NAME",
          "only runs of this model (the models command lists them, or an external model the "
-         "database has; default: all)", 0},
+         "database has; default: all)",
+         0},
         {"status", SB_OPT_CHOICE, &status_index, 0, 0, statuses, "S", status_help, 0},
         {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
          "only runs whose configuration has KEY = VALUE, or any of KEY=A,B,C (repeatable: "
-         "every one; default: none)", 0},
+         "every one; default: none)",
+         0},
         {"json", SB_OPT_SWITCH, &a->json, 0, 1, NULL, NULL, "print {\"runs\": [...]}", 0},
         {"csv", SB_OPT_SWITCH, &a->csv, 0, 1, NULL, NULL, "print CSV with every configuration key",
          0},
         {"run", SB_OPT_STRING, &a->run, 0, 0, NULL, "ID",
          "this run alone, in detail: its checkpoint, log, metrics and configuration (ID: a "
-         "unique prefix of the run column; default: every run)", 0},
+         "unique prefix of the run column; default: every run)",
+         0},
         {"columns", SB_OPT_STRING, &a->view.columns, 0, 0, NULL, "A,B,..",
          "the table's and CSV's columns: a run's fields (run, status, test_acc, checkpoint, "
          "te, ...) or configuration keys (default: run, model, the keys whose values differ "
-         "between the runs shown, then the results)", 0},
+         "between the runs shown, then the results)",
+         0},
         {"sort", SB_OPT_STRING, &a->view.sort, 0, 0, NULL, "[-]KEY",
          "order by a column (-KEY: descending; unknown values last; default: as recorded)", 0},
         {"group", SB_OPT_STRING, &a->view.group, 0, 0, NULL, "A,B,..",
          "one line per distinct value of these columns (e.g. model,feat_size): n finished "
          "runs and the mean and sample standard deviation (n - 1) of test_acc, test_loss and "
-         "ceiling, or of the numeric --columns (default: no grouping)", 0},
+         "ceiling, or of the numeric --columns (default: no grouping)",
+         0},
         {"check", SB_OPT_SWITCH, &a->check, 0, 1, NULL, NULL,
          "run SQLite's integrity check on the database and print ok or corrupt", 0},
-        {"threads", SB_OPT_INT, &a->threads, 0, SB_THREADS_MAX, NULL, "N", "threads (default: all cores)", 0},
+        {"threads", SB_OPT_INT, &a->threads, 0, SB_THREADS_MAX, NULL, "N",
+         "threads (default: all cores)", 0},
         /* listed for --help: a command line with --curves goes to results_curves.c */
         {"curves", SB_OPT_SWITCH, &curves_dummy, 0, 1, NULL, NULL,
          "the learning curves: results --curves [RUN] [--json|--csv] (every evaluation of a "
-         "run, or of every run; results --curves --help)", 0},
+         "run, or of every run; results --curves --help)",
+         0},
     };
     int n_filters = sb_cli_repeated(argc, argv, "--filter", a->filters, MAX_FILTERS);
     a->n_filters = n_filters < MAX_FILTERS ? n_filters : MAX_FILTERS;
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("results", "[DB|DIR] [--model M] [--status S] [--filter K=V] [--run ID] "
+    int rc = sb_cli_parse("results",
+                          "[DB|DIR] [--model M] [--status S] [--filter K=V] [--run ID] "
                           "[--columns A,B] [--sort [-]KEY] [--group A,B] [--json|--csv]",
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
     /* the chosen names are the library's own strings: they outlive the list */
@@ -218,15 +229,17 @@ static int results_open(const char *db_path, sb_results **db)
     sb_error err = {0};
     FILE *probe = fopen(db_path, "rb");
     if (probe == NULL) {
-        sb_error_set(&err, SB_ERR_IO, "no results database at '%s' (train or sweep first, or "
-                                      "give --db PATH)", db_path);
+        sb_error_set(&err, SB_ERR_IO,
+                     "no results database at '%s' (train or sweep first, or "
+                     "give --db PATH)",
+                     db_path);
         return sb_cli_fail("results", &err);
     }
     fclose(probe);
     /* a database we may not write is shown as it is, its missing yardsticks computed but
      * not stored */
     sb_status open_st = access(db_path, W_OK) == 0 ? sb_results_open(db_path, db, &err)
-                                                    : sb_results_open_readonly(db_path, db, &err);
+                                                   : sb_results_open_readonly(db_path, db, &err);
     if (open_st != SB_OK)
         return sb_cli_fail("results", &err);
     return -1;
@@ -239,8 +252,9 @@ static int results_open(const char *db_path, sb_results **db)
 static sb_status check_models(sb_results *db, const results_args *a, sb_error *err)
 {
     for (int f = -1; f < a->n_filters; f++) {
-        const char *listed = f < 0 ? a->model : strncmp(a->filters[f], "model=", 6) == 0
-                                                    ? a->filters[f] + 6 : NULL;
+        const char *listed = f < 0                                      ? a->model
+                             : strncmp(a->filters[f], "model=", 6) == 0 ? a->filters[f] + 6
+                                                                        : NULL;
         if (listed == NULL)
             continue;
         /* --filter model=A,B: the first name of the list that is not known */
@@ -293,8 +307,8 @@ static sb_status check_models(sb_results *db, const results_args *a, sb_error *e
         }
         const char *hint = sb_closest_name(name, names, n_names);
         return sb_error_set(err, SB_ERR_INVALID, "--model: '%s' is not one of: %s%s%s%s", name,
-                            list, hint != NULL ? "; did you mean '" : "",
-                            hint != NULL ? hint : "", hint != NULL ? "'?" : "");
+                            list, hint != NULL ? "; did you mean '" : "", hint != NULL ? hint : "",
+                            hint != NULL ? "'?" : "");
     }
     return SB_OK;
 }
@@ -358,8 +372,9 @@ static sb_status results_select(sb_results *db, const results_args *a, results_r
         /* shown, sorted and grouped as trained (grammar_scale resolved); --json prints the
          * stored text */
         char *effective = sb_experiment_effective_config(t->config_json[i]);
-        t->configs[i] = json_loads(effective != NULL ? effective
-                                   : t->config_json[i] != NULL ? t->config_json[i] : "{}",
+        t->configs[i] = json_loads(effective != NULL           ? effective
+                                   : t->config_json[i] != NULL ? t->config_json[i]
+                                                               : "{}",
                                    0, NULL);
         free(effective);
         if (!json_is_object(t->configs[i])) { /* damaged: listed and marked, never dropped */
@@ -373,8 +388,8 @@ static sb_status results_select(sb_results *db, const results_args *a, results_r
         }
         t->keep[i] = a->status == NULL || strcmp(r->status, a->status) == 0;
         for (int f = 0; t->keep[i] && f < a->n_filters; f++)
-            t->keep[i] = !t->damaged[i] && sb_results_config_matches(t->config_json[i],
-                                                                      a->filters[f]);
+            t->keep[i] =
+                !t->damaged[i] && sb_results_config_matches(t->config_json[i], a->filters[f]);
         if (run_hash[0] != '\0')
             t->keep[i] = strcmp(r->run_hash, run_hash) == 0;
         t->kept += t->keep[i] != 0;

@@ -24,14 +24,14 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/mpi_comm.h"
 #include "cli/plan_view.h"
 #include "cli/presets.h"
 #include "cli/signals.h"
 #include "cli/sweep_file.h"
+#include "cli/sweep_mpi.h"
 #include "cli/sweep_slurm.h"
 #include "cli/sweep_view.h"
-#include "cli/mpi_comm.h"
-#include "cli/sweep_mpi.h"
 #include "selectivbench/selectivbench.h"
 
 #define SWEEP_MAX_FILTERS 16
@@ -39,7 +39,7 @@
 /* The flags of `sweep`. */
 typedef struct sweep_flags {
     int dry_run, hashes, list, workers, threads, limit, quiet;
-    double checkpoint_every; /* minutes */
+    double checkpoint_every;                    /* minutes */
     const char *slurm, *slurm_time, *partition; /* --slurm DIR: write an sbatch script */
     int array, cpus_per_task, mpi, ranks;
     int ranks_per_run; /* under mpirun: ranks per team (data-parallel runs) */
@@ -61,8 +61,7 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
          "cost (time measured on one update) and the count; run nothing",
          0},
         {"list", SB_OPT_SWITCH, &o->list, 0, 1, NULL, NULL,
-         "with --dry_run: print the train flags of every selected run (default: the first 20)",
-         0},
+         "with --dry_run: print the train flags of every selected run (default: the first 20)", 0},
         {"hashes", SB_OPT_SWITCH, &o->hashes, 0, 1, NULL, NULL,
          "print each selected run's run hash and training hash (or why it is refused) and the "
          "count; run nothing",
@@ -80,7 +79,8 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
          "only runs with this parameter value (repeat the flag for several; default: none)", 0},
         {"shard", SB_OPT_STRING, &o->shard, 0, 0, NULL, "I/N",
          "only the filtered runs at positions I, I+N, I+2N, ... (one shard per machine; "
-         "default 0/1: all)", 0},
+         "default 0/1: all)",
+         0},
         {"quiet", SB_OPT_SWITCH, &o->quiet, 0, 1, NULL, NULL, "no progress line", 0},
         {"checkpoint_every", SB_OPT_DOUBLE, &o->checkpoint_every, 0, 1e6, NULL, "MINUTES",
          "every run also writes its checkpoint every MINUTES (train --checkpoint_every; "
@@ -100,13 +100,15 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
          "with --slurm: the partition (default: the cluster's)", 0},
         {"mpi", SB_OPT_SWITCH, &o->mpi, 0, 1, NULL, NULL,
          "with --slurm: one MPI job (mpirun; rank 0 coordinates, the others train) instead of "
-         "a job array (default: an array)", 0},
+         "a job array (default: an array)",
+         0},
         {"ranks", SB_OPT_INT, &o->ranks, 2, 1000000, NULL, "N",
          "with --slurm --mpi: MPI ranks, the coordinator included (default min(runs, 16) + 1)", 0},
         {"ranks_per_run", SB_OPT_INT, &o->ranks_per_run, 1, 1000000, NULL, "K",
          "under mpirun (or with --slurm --mpi): worker ranks in teams of K; a run whose "
          "grad_shards is a multiple of K trains data-parallel over a team, the others on one "
-         "rank (default 1: every rank alone; docs/cluster.md)", 0},
+         "rank (default 1: every rank alone; docs/cluster.md)",
+         0},
         {"cpus_per_task", SB_OPT_INT, &o->cpus_per_task, 1, 4096, NULL, "C",
          "with --slurm: cores per task (default 4; threads per run = C / workers)", 0},
     };
@@ -116,15 +118,16 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *f = strcmp(a, "--filter") == 0 && i + 1 < argc ? argv[i + 1]
-                        : strncmp(a, "--filter=", 9) == 0         ? a + 9
+                        : strncmp(a, "--filter=", 9) == 0          ? a + 9
                                                                    : NULL;
         if (f != NULL && n_filters++ < SWEEP_MAX_FILTERS)
             o->filters[o->n_filters++] = f;
     }
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("sweep", "FILE.yaml [--dry_run] [--workers N] [--filter K=V] "
-                                   "[--shard I/N] [--limit K] [--db PATH]",
+    int rc = sb_cli_parse("sweep",
+                          "FILE.yaml [--dry_run] [--workers N] [--filter K=V] "
+                          "[--shard I/N] [--limit K] [--db PATH]",
                           opts, n_opts, argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
@@ -267,7 +270,6 @@ static void print_axes(const sb_sweep *s, const sb_sweep_selection *sel)
         printf("\n");
 }
 
-
 /* Threads per run as the sweep gives them: --threads, else cores / workers (at least 1). */
 static int run_threads(const sweep_flags *o)
 {
@@ -371,11 +373,15 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
         runs[i] = sb_sweep_selection_run(sel, i);
     /* a worker is this very program: /proc/self/exe is its image even if the file was
      * rebuilt or moved since it started */
-    sb_sweep_run_options run = {.workers = o->workers, .threads = o->threads,
+    sb_sweep_run_options run = {.workers = o->workers,
+                                .threads = o->threads,
                                 .checkpoint_every_s = 60.0 * o->checkpoint_every,
-                                .results = o->results, .db = o->db != NULL ? o->db : db,
-                                .worker_exe = "/proc/self/exe", .runs = runs,
-                                .n_runs = n_runs, .cancel = sb_cli_stop_requested};
+                                .results = o->results,
+                                .db = o->db != NULL ? o->db : db,
+                                .worker_exe = "/proc/self/exe",
+                                .runs = runs,
+                                .n_runs = n_runs,
+                                .cancel = sb_cli_stop_requested};
     /* SIGINT or SIGTERM: the workers checkpoint and stop, the sweep waits for them */
     sb_cli_signals_install("selectivbench sweep: stopping: the running runs stop after their "
                            "current update, with a checkpoint (a second signal quits at "
@@ -388,8 +394,9 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
     free(runs);
     int sig = sb_cli_stop_signal();
     if (st == SB_ERR_RUNTIME && sig != 0) {
-        fprintf(stderr, "selectivbench sweep: sweep interrupted: %d run%s interrupted; run the "
-                        "same command to resume\n",
+        fprintf(stderr,
+                "selectivbench sweep: sweep interrupted: %d run%s interrupted; run the "
+                "same command to resume\n",
                 tally.interrupted, tally.interrupted == 1 ? "" : "s");
         return sb_cli_signal_exit_code(sig);
     }
@@ -402,13 +409,15 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
     }
     if (tally.failed > 0) { /* one line on stderr, whatever --quiet hid */
         if (tally.first_failed_run >= 0)
-            fprintf(stderr, "selectivbench sweep: error: %d of %lld runs failed; the first, run "
-                            "%lld: %.300s\n",
+            fprintf(stderr,
+                    "selectivbench sweep: error: %d of %lld runs failed; the first, run "
+                    "%lld: %.300s\n",
                     tally.failed, (long long)n_runs, (long long)tally.first_failed_run,
                     tally.first_failed);
         else
-            fprintf(stderr, "selectivbench sweep: error: %d of %lld runs failed (results "
-                            "lists them with why)\n",
+            fprintf(stderr,
+                    "selectivbench sweep: error: %d of %lld runs failed (results "
+                    "lists them with why)\n",
                     tally.failed, (long long)n_runs);
     }
     return tally.failed > 0 || tally.interrupted > 0 ? 1 : 0;
@@ -427,20 +436,26 @@ int sb_cmd_sweep(int argc, char **argv)
         SB_OK)
         return sb_cli_fail("sweep", &err);
     if (o.slurm != NULL) {
-        sb_slurm_job job = {.dir = o.slurm, .file = o.file,
-                            .runs = sb_sweep_selection_size(sel), .array = o.array,
+        sb_slurm_job job = {.dir = o.slurm,
+                            .file = o.file,
+                            .runs = sb_sweep_selection_size(sel),
+                            .array = o.array,
                             .time = o.slurm_time != NULL ? o.slurm_time : "24:00:00",
                             .partition = o.partition,
                             .cpus_per_task = o.cpus_per_task > 0 ? o.cpus_per_task : 4,
-                            .workers = o.workers, .threads = o.threads,
-                            .checkpoint_every = o.checkpoint_every, .filters = o.filters,
-                            .n_filters = o.n_filters, .mpi = o.mpi, .ranks = o.ranks,
+                            .workers = o.workers,
+                            .threads = o.threads,
+                            .checkpoint_every = o.checkpoint_every,
+                            .filters = o.filters,
+                            .n_filters = o.n_filters,
+                            .mpi = o.mpi,
+                            .ranks = o.ranks,
                             .ranks_per_run = o.ranks_per_run};
         rc = sb_cli_sweep_slurm(&job);
     } else if (o.hashes || o.dry_run) {
         rc = sb_mpi_rank() == 0 ? sweep_list(s, sel, &o) : 0;
-    } else if (o.ranks_per_run > 1 && (sb_mpi_size() <= 1 ||
-                                       (sb_mpi_size() - 1) % o.ranks_per_run != 0)) {
+    } else if (o.ranks_per_run > 1 &&
+               (sb_mpi_size() <= 1 || (sb_mpi_size() - 1) % o.ranks_per_run != 0)) {
         /* every rank comes here alike; rank 0 says why */
         if (sb_mpi_size() <= 1)
             fprintf(stderr,
@@ -460,8 +475,12 @@ int sb_cmd_sweep(int argc, char **argv)
         if (o.db == NULL && sb_results_path(o.results, db, sizeof db, &err) != SB_OK)
             rc = sb_cli_fail("sweep", &err);
         else {
-            sb_mpi_sweep job = {.sweep = s, .sel = sel, .label = o.file, .results = o.results,
-                                .db = o.db != NULL ? o.db : db, .threads = o.threads,
+            sb_mpi_sweep job = {.sweep = s,
+                                .sel = sel,
+                                .label = o.file,
+                                .results = o.results,
+                                .db = o.db != NULL ? o.db : db,
+                                .threads = o.threads,
                                 .ranks_per_run = o.ranks_per_run,
                                 .checkpoint_every_s = 60.0 * o.checkpoint_every,
                                 .quiet = o.quiet};

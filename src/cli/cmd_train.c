@@ -71,8 +71,8 @@ static void print_interrupted(const sb_train_outcome *res, int argc, char **argv
 {
     int has_resume = 0;
     for (int i = 2; i < argc; i++)
-        has_resume |= strcmp(argv[i], "--resume") == 0 ||
-                      strcmp(argv[i], "--continued_training") == 0;
+        has_resume |=
+            strcmp(argv[i], "--resume") == 0 || strcmp(argv[i], "--continued_training") == 0;
     fprintf(stderr, "selectivbench train: run %s interrupted at update %lld", res->run_hash,
             (long long)res->steps);
     if (res->checkpoint[0] == '\0') {
@@ -157,18 +157,41 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
     double progress_every = SB_TRAIN_LOG_EVERY_S;
     double checkpoint_every = 0; /* minutes */
     const char *db_path = NULL;
-    opts[n++] = (sb_option){"force", SB_OPT_SWITCH, &force, 0, 1, NULL, NULL,
-                            "train again even if the results database has this run finished", 0};
-    opts[n++] = (sb_option){"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
-                            "results database (default DIR/" SB_RESULTS_DB_NAME ")", 0};
-    opts[n++] = (sb_option){"inject_nan_at", SB_OPT_INT64, &inject_nan_at, 0, 1e15, NULL, "K",
-                            "testing aid: treat micro-batch K's loss as NaN (default 0: off)", 0};
-    opts[n++] = (sb_option){"progress_every", SB_OPT_DOUBLE, &progress_every, 0, 86400, NULL,
+    opts[n++] =
+        (sb_option){"force", SB_OPT_SWITCH,
+                    &force,  0,
+                    1,       NULL,
+                    NULL,    "train again even if the results database has this run finished",
+                    0};
+    opts[n++] = (sb_option){
+        "db", SB_OPT_STRING, &db_path, 0,
+        0,    NULL,          "PATH",   "results database (default DIR/" SB_RESULTS_DB_NAME ")",
+        0};
+    opts[n++] = (sb_option){"inject_nan_at",
+                            SB_OPT_INT64,
+                            &inject_nan_at,
+                            0,
+                            1e15,
+                            NULL,
+                            "K",
+                            "testing aid: treat micro-batch K's loss as NaN (default 0: off)",
+                            0};
+    opts[n++] = (sb_option){"progress_every",
+                            SB_OPT_DOUBLE,
+                            &progress_every,
+                            0,
+                            86400,
+                            NULL,
                             "S",
                             "seconds between progress lines when the output is not a terminal "
                             "(a log file); 0: after every update (default 10)",
                             0};
-    opts[n++] = (sb_option){"checkpoint_every", SB_OPT_DOUBLE, &checkpoint_every, 0, 1e6, NULL,
+    opts[n++] = (sb_option){"checkpoint_every",
+                            SB_OPT_DOUBLE,
+                            &checkpoint_every,
+                            0,
+                            1e6,
+                            NULL,
                             "MINUTES",
                             "also write the checkpoint every MINUTES (at the next update), so a "
                             "process killed without warning loses at most that much (default 0: "
@@ -194,8 +217,7 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
         return only_createset(cfg);
 
     sb_train_output out;
-    sb_train_output_init(&out, cfg, rf->quiet || quiet_rank(), rf->json && !quiet_rank(),
-                         threads);
+    sb_train_output_init(&out, cfg, rf->quiet || quiet_rank(), rf->json && !quiet_rank(), threads);
     out.log_every = progress_every;
     /* from here on, SIGINT and SIGTERM stop the run at its next update (signals.h) */
     sb_cli_signals_install(quiet_rank() ? ""

@@ -13,8 +13,9 @@ void sb_data_print_task(const sb_task *task, FILE *f)
     sb_task_get_facts(task, &t);
     sb_task_settings c;
     sb_task_get_settings(task, &c);
-    fprintf(f, "task: vocab %d, amb %d, amb_depth %d, seed %llu -> %d states, %d transitions, "
-               "TE %.4f\n",
+    fprintf(f,
+            "task: vocab %d, amb %d, amb_depth %d, seed %llu -> %d states, %d transitions, "
+            "TE %.4f\n",
             g.vocab, g.amb, g.amb_depth, (unsigned long long)g.seed, g.states, g.transitions,
             g.topological_entropy);
     const char *content = c.distractor_gaps ? "non-grammatical symbols" : "zero frames";
@@ -30,8 +31,9 @@ void sb_data_print_task(const sb_task *task, FILE *f)
             c.clean_protocol ? "clean (disjoint test sequences)"
                              : "reference (test = first training sequences)");
     if (c.walk_len > 0)
-        fprintf(f, "  interleaved walks: one per %d elements (train %d, test %d walks a sample); "
-                   "each element shows its letter and its walk's tag, scored on its walk's state\n",
+        fprintf(f,
+                "  interleaved walks: one per %d elements (train %d, test %d walks a sample); "
+                "each element shows its letter and its walk's tag, scored on its walk's state\n",
                 c.walk_len, c.train_walks, c.test_walks);
 }
 
@@ -52,8 +54,8 @@ static void show_token(FILE *f, const char *tok, int *col)
     *col += 1 + len;
 }
 
-sb_status sb_data_show(const sb_task *task, sb_split split, const int64_t *idx, int64_t n,
-                       FILE *f, sb_error *err)
+sb_status sb_data_show(const sb_task *task, sb_split split, const int64_t *idx, int64_t n, FILE *f,
+                       sb_error *err)
 {
     sb_draw *d = NULL;
     sb_status st = sb_draw_create(task, &d, err);
@@ -62,8 +64,9 @@ sb_status sb_data_show(const sb_task *task, sb_split split, const int64_t *idx, 
     const sb_grammar *g = sb_task_grammar(task);
     sb_task_settings settings;
     sb_task_get_settings(task, &settings);
-    fprintf(f, "  (each state is one symbol frame showing its letter; _N: N zero gap frames; "
-               "!XY: distractor symbols X, Y%s)\n",
+    fprintf(f,
+            "  (each state is one symbol frame showing its letter; _N: N zero gap frames; "
+            "!XY: distractor symbols X, Y%s)\n",
             settings.walk_len > 0 ? "; @j: the element belongs to walk j" : "");
     for (int64_t r = 0; r < n; r++) {
         st = sb_draw_read(d, split, idx[r], err);
@@ -72,8 +75,7 @@ sb_status sb_data_show(const sb_task *task, sb_split split, const int64_t *idx, 
         const int elements = sb_draw_elements(d), frames = sb_draw_frames(d);
         fprintf(f, "sample %lld (%s, sequence %llu): %d elements, %d frames, %d of them gap\n",
                 (long long)idx[r], sb_split_name(split),
-                (unsigned long long)sb_draw_sequence_index(d), elements, frames,
-                frames - elements);
+                (unsigned long long)sb_draw_sequence_index(d), elements, frames, frames - elements);
         int col = 0, next_class = 0;
         char tok[64];
         for (int k = 0; k < elements; k++) {

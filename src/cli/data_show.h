@@ -12,7 +12,7 @@ void sb_data_print_task(const sb_task *task, FILE *f);
 
 /* Pretty-prints the samples idx[0..n-1] of a split: states in order, each followed by
  * its gap ("_5" = five zero frames, "!QR" = distractor symbols Q and R). */
-sb_status sb_data_show(const sb_task *task, sb_split split, const int64_t *idx, int64_t n,
-                       FILE *f, sb_error *err);
+sb_status sb_data_show(const sb_task *task, sb_split split, const int64_t *idx, int64_t n, FILE *f,
+                       sb_error *err);
 
 #endif

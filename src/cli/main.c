@@ -66,13 +66,15 @@ static void ensure_passive_wait(char **argv)
 /* The error for a command that does not exist: the closest command when one is near. */
 static int unknown_command(const char *cmd)
 {
-    static const char *const commands[] = {"grammar", "data",  "demo",   "bench",   "train",
-                                           "ceiling", "eval",  "probe",  "models",  "sweep",
-                                           "plan",    "results", "report", "serve", "help",  "version"};
+    static const char *const commands[] = {
+        "grammar", "data",  "demo", "bench",   "train",  "ceiling", "eval", "probe",
+        "models",  "sweep", "plan", "results", "report", "serve",   "help", "version"};
     const char *hint = sb_closest_name(cmd, commands, (int)(sizeof commands / sizeof *commands));
     if (hint != NULL)
-        fprintf(stderr, "selectivbench: error: unknown command '%s'; did you mean '%s'? (run "
-                "'%s --help' for the list)\n", cmd, hint, sb_cli_program());
+        fprintf(stderr,
+                "selectivbench: error: unknown command '%s'; did you mean '%s'? (run "
+                "'%s --help' for the list)\n",
+                cmd, hint, sb_cli_program());
     else
         fprintf(stderr, "selectivbench: error: unknown command '%s'; run '%s --help'\n", cmd,
                 sb_cli_program());

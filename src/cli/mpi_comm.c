@@ -38,7 +38,8 @@ int sb_mpi_start(char *msg, size_t n)
         return 0;
 #ifdef SB_HAVE_MPI
     if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
-        snprintf(msg, n, "MPI_Init failed: this program was started by mpirun but cannot "
+        snprintf(msg, n,
+                 "MPI_Init failed: this program was started by mpirun but cannot "
                  "join its world");
         return -1;
     }
@@ -50,15 +51,22 @@ int sb_mpi_start(char *msg, size_t n)
     setenv("SB_NO_MPI", "1", 1);
     return 0;
 #else
-    snprintf(msg, n, "this selectivbench was built without MPI but runs under mpirun: "
+    snprintf(msg, n,
+             "this selectivbench was built without MPI but runs under mpirun: "
              "install libopenmpi-dev and build again (docs/cluster.md), or run it without "
              "mpirun");
     return -1;
 #endif
 }
 
-int sb_mpi_rank(void) { return world_rank; }
-int sb_mpi_size(void) { return world_size; }
+int sb_mpi_rank(void)
+{
+    return world_rank;
+}
+int sb_mpi_size(void)
+{
+    return world_size;
+}
 
 void sb_mpi_stop(void)
 {

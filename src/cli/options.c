@@ -59,9 +59,8 @@ sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
     case SB_OPT_KEY: {
         /* a mistyped --model is refused where it is read, with the name it was meant to be;
          * a name close to none is left to the configuration check (which lists them all) */
-        const char *model_hint = strcmp(o->name, "model") == 0 && value != NULL
-                                     ? sb_cli_closest_model(value)
-                                     : NULL;
+        const char *model_hint =
+            strcmp(o->name, "model") == 0 && value != NULL ? sb_cli_closest_model(value) : NULL;
         if (model_hint != NULL)
             return sb_error_set(err, SB_ERR_INVALID,
                                 "unknown --model '%s'; did you mean '%s'? (%s models lists them)",
@@ -89,8 +88,8 @@ sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
     case SB_OPT_DOUBLE: {
         double v;
         if (!sb_config_parse_double(value, &v))
-            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not a finite number",
-                                o->name, value);
+            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not a finite number", o->name,
+                                value);
         if (v < o->min || v > o->max)
             return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%g, %g]", o->name,
                                 value, o->min, o->max);
@@ -105,9 +104,7 @@ sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
         *(int *)o->dest = v;
         break;
     }
-    case SB_OPT_STRING:
-        *(const char **)o->dest = value;
-        break;
+    case SB_OPT_STRING: *(const char **)o->dest = value; break;
     case SB_OPT_CHOICE: {
         for (int c = 0; o->choices[c] != NULL; c++) {
             if (strcmp(o->choices[c], value) == 0) {
@@ -128,8 +125,8 @@ sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
         const char *hint = sb_closest_name(value, o->choices, n_choices);
         if (hint != NULL)
             return sb_error_set(err, SB_ERR_INVALID,
-                                "--%s: '%s' is not one of: %s; did you mean '%s'?", o->name,
-                                value, list, hint);
+                                "--%s: '%s' is not one of: %s; did you mean '%s'?", o->name, value,
+                                list, hint);
         return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not one of: %s", o->name, value,
                             list);
     }
@@ -274,8 +271,15 @@ void sb_options_add_keys(sb_config *cfg, int group, sb_option *opts, int *n)
         if (sb_config_key_group(i) > group)
             continue;
         const char *meta = key_metavar(i, choice_meta[i % 128], sizeof choice_meta[0]);
-        opts[(*n)++] = (sb_option){sb_config_key_name(i), SB_OPT_KEY, cfg, 0, 0, NULL, meta,
-                                   key_help(i, help[i % 128], sizeof help[0]), 0};
+        opts[(*n)++] = (sb_option){sb_config_key_name(i),
+                                   SB_OPT_KEY,
+                                   cfg,
+                                   0,
+                                   0,
+                                   NULL,
+                                   meta,
+                                   key_help(i, help[i % 128], sizeof help[0]),
+                                   0};
     }
 }
 

@@ -25,14 +25,14 @@ typedef enum sb_opt_type {
 } sb_opt_type;
 
 typedef struct sb_option {
-    const char *name;     /* without the leading "--" */
+    const char *name; /* without the leading "--" */
     sb_opt_type type;
     void *dest;
-    double min, max;      /* numeric range (inclusive) */
+    double min, max;            /* numeric range (inclusive) */
     const char *const *choices; /* SB_OPT_CHOICE: NULL-terminated names */
-    const char *metavar;  /* shown in --help */
+    const char *metavar;        /* shown in --help */
     const char *help;
-    int seen;             /* set by the parser when the flag was given */
+    int seen; /* set by the parser when the flag was given */
 } sb_option;
 
 /* Parses argv[first..argc-1]. Arguments that are not flags are collected in

@@ -23,7 +23,6 @@ void sb_cli_plan_cache_path(char *buf, size_t size)
         buf[0] = '\0';
 }
 
-
 sb_plan *sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *sel, int workers,
                                  int threads)
 {
@@ -34,8 +33,10 @@ sb_plan *sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *se
     }
     char cache[4096];
     sb_cli_plan_cache_path(cache, sizeof cache);
-    sb_plan_options o = {.ranks = workers > 0 ? workers : 1, .threads = threads > 0 ? threads : 1,
-                         .cache_path = cache[0] != '\0' ? cache : NULL, .cached_only = 1};
+    sb_plan_options o = {.ranks = workers > 0 ? workers : 1,
+                         .threads = threads > 0 ? threads : 1,
+                         .cache_path = cache[0] != '\0' ? cache : NULL,
+                         .cached_only = 1};
     sb_plan *p = NULL;
     sb_error err = {0};
     if (sb_plan_make(s, sel, &o, &p, &err) != SB_OK) {
@@ -50,8 +51,8 @@ sb_plan *sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *se
     printf("plan: %lld run%s, %.3g core-hours, about %s on %d worker%s of %d thread%s, %.2g GiB "
            "at most per run (%s)\n",
            (long long)p->n_runs, p->n_runs == 1 ? "" : "s", p->core_hours, wall, o.ranks,
-           o.ranks == 1 ? "" : "s",
-           o.threads, o.threads == 1 ? "" : "s", peak / (1024.0 * 1024.0 * 1024.0),
+           o.ranks == 1 ? "" : "s", o.threads, o.threads == 1 ? "" : "s",
+           peak / (1024.0 * 1024.0 * 1024.0),
            p->estimated == 0 ? "calibrated on this machine, selectivbench plan FILE for the details"
            : p->cached == 0  ? "FLOP-rate estimate, nothing calibrated yet: selectivbench plan "
                                "FILE measures it"
@@ -65,8 +66,10 @@ void sb_cli_plan_print_run(FILE *f, const sb_config *cfg, int threads)
 {
     char cache[4096];
     sb_cli_plan_cache_path(cache, sizeof cache);
-    sb_plan_options o = {.ranks = 1, .threads = threads > 0 ? threads : 1,
-                         .cache_path = cache[0] != '\0' ? cache : NULL, .cached_only = 1};
+    sb_plan_options o = {.ranks = 1,
+                         .threads = threads > 0 ? threads : 1,
+                         .cache_path = cache[0] != '\0' ? cache : NULL,
+                         .cached_only = 1};
     sb_plan *p = NULL;
     sb_error err = {0};
     if (sb_plan_config(cfg, &o, &p, &err) != SB_OK)
@@ -80,8 +83,9 @@ void sb_cli_plan_print_run(FILE *f, const sb_config *cfg, int threads)
                 "each); Ctrl-C stops with a checkpoint that --resume continues\n",
                 time, o.threads, o.threads == 1 ? "" : "s",
                 p->runs[0].peak_bytes / (1024.0 * 1024.0 * 1024.0),
-                p->estimated == 0 ? "calibrated on this machine"
-                                  : "a FLOP-rate estimate: no run of this shape is calibrated here yet");
+                p->estimated == 0
+                    ? "calibrated on this machine"
+                    : "a FLOP-rate estimate: no run of this shape is calibrated here yet");
         fflush(f);
     }
     sb_plan_free(p);

@@ -14,7 +14,6 @@
  * ~/.cache/selectivbench/plan-calibration.json; "" when none of them is set. */
 void sb_cli_plan_cache_path(char *buf, size_t size);
 
-
 /* `sweep`'s line before it starts: the plan's core-hours, its wall time on `workers`
  * workers of `threads` threads in the sweep's order and the largest run's peak memory, from
  * the cached calibrations (nothing is measured: what the cache lacks is costed at a FLOP

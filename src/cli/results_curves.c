@@ -42,10 +42,12 @@ static int curves_parse(int argc, char **argv, curves_args *a)
     sb_option opts[] = {
         {"db", SB_OPT_STRING, &a->db_path, 0, 0, NULL, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
-         " (default results/" SB_RESULTS_DB_NAME ")", 0},
+         " (default results/" SB_RESULTS_DB_NAME ")",
+         0},
         {"curves", SB_OPT_SWITCH, &a->curves, 0, 1, NULL, NULL,
          "print the learning curves: every evaluation of RUN (an id or a unique prefix of it), "
-         "or of every run", 0},
+         "or of every run",
+         0},
         {"json", SB_OPT_SWITCH, &a->json, 0, 1, NULL, NULL, "print {\"curves\": [...]}", 0},
         {"csv", SB_OPT_SWITCH, &a->csv, 0, 1, NULL, NULL, "print CSV, one line per evaluation", 0},
     };
@@ -62,7 +64,8 @@ static int curves_parse(int argc, char **argv, curves_args *a)
         if ((is_db && db_given) || (!is_db && a->run != NULL)) {
             sb_error_set(&err, SB_ERR_INVALID,
                          "results --curves takes one run and one database; '%s' is one too "
-                         "many", pos[i]);
+                         "many",
+                         pos[i]);
             return sb_cli_fail("results", &err);
         }
         if (is_db)
@@ -88,8 +91,8 @@ static void format_number(char *buf, size_t size, double v)
 }
 
 /* One run's points in the chosen format (the JSON array's object). */
-static void print_curve(const char *run, const sb_curve_point *pts, size_t n,
-                        const curves_args *a, sb_jw *j)
+static void print_curve(const char *run, const sb_curve_point *pts, size_t n, const curves_args *a,
+                        sb_jw *j)
 {
     if (a->json) {
         sb_jw_object_begin(j);
@@ -224,8 +227,10 @@ int sb_cmd_results_curves(int argc, char **argv)
         a.db_path = "results/" SB_RESULTS_DB_NAME;
     sb_error err = {0};
     if (!path_exists(a.db_path)) {
-        sb_error_set(&err, SB_ERR_IO, "no results database at '%s' (train or sweep first, or "
-                                      "give --db PATH)", a.db_path);
+        sb_error_set(&err, SB_ERR_IO,
+                     "no results database at '%s' (train or sweep first, or "
+                     "give --db PATH)",
+                     a.db_path);
         return sb_cli_fail("results", &err);
     }
     sb_results *db = NULL;

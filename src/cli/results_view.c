@@ -16,10 +16,29 @@
 
 /* A run's own fields (and the task's TE), in the order `--help` and errors list them. */
 typedef enum field {
-    F_RUN, F_STATUS, F_MODEL, F_PROTOCOL, F_PARAMS, F_TEST_ACC, F_TEST_LOSS, F_VALID_ACC,
-    F_VALID_LOSS, F_TRAIN_ACC,
-    F_TRAIN_LOSS, F_WALL_S, F_TOKENS_PER_S, F_CEILING, F_CEILING_SE, F_EFFECTIVE_MEMORY,
-    F_FLOPS_PER_TOKEN, F_STATE_SIZE, F_ATTEMPTS, F_FINISHED_AT, F_CHECKPOINT, F_TE, N_FIELDS
+    F_RUN,
+    F_STATUS,
+    F_MODEL,
+    F_PROTOCOL,
+    F_PARAMS,
+    F_TEST_ACC,
+    F_TEST_LOSS,
+    F_VALID_ACC,
+    F_VALID_LOSS,
+    F_TRAIN_ACC,
+    F_TRAIN_LOSS,
+    F_WALL_S,
+    F_TOKENS_PER_S,
+    F_CEILING,
+    F_CEILING_SE,
+    F_EFFECTIVE_MEMORY,
+    F_FLOPS_PER_TOKEN,
+    F_STATE_SIZE,
+    F_ATTEMPTS,
+    F_FINISHED_AT,
+    F_CHECKPOINT,
+    F_TE,
+    N_FIELDS
 } field;
 
 static const struct {
@@ -171,7 +190,7 @@ typedef struct te_entry {
 /* What the view keeps while it prints. */
 typedef struct view {
     const results_rows *t;
-    sb_config **cfg;    /* [t->n] the stored configurations, built when first needed */
+    sb_config **cfg; /* [t->n] the stored configurations, built when first needed */
     te_entry *te;
     int n_te;
 } view;
@@ -386,8 +405,7 @@ static void sort_indices(sort_item *items, size_t n, int descending, size_t *out
 }
 
 /* Sorts the runs idx[n] by column c. Errors: SB_ERR_NOMEM. */
-static sb_status sort_runs(view *v, size_t *idx, size_t n, column c, int descending,
-                           sb_error *err)
+static sb_status sort_runs(view *v, size_t *idx, size_t n, column c, int descending, sb_error *err)
 {
     sort_item *items = malloc((n > 0 ? n : 1) * sizeof *items);
     if (items == NULL)
@@ -433,8 +451,8 @@ static int keys_equal(view *v, const size_t *idx, size_t n, int a, int b)
 /* The keys that make a grammar: when one varies, the table shows each run's TE. */
 static int grammar_key(const char *name)
 {
-    static const char *const keys[] = {"vocab", "amb", "amb_depth", "grammar_scale",
-                                       "transition_density", NULL};
+    static const char *const keys[] = {
+        "vocab", "amb", "amb_depth", "grammar_scale", "transition_density", NULL};
     for (int i = 0; keys[i] != NULL; i++)
         if (strcmp(name, keys[i]) == 0)
             return 1;
@@ -461,8 +479,8 @@ static int default_columns(view *v, const size_t *idx, size_t n, column *out, in
     }
     if (grammar_varies)
         out[k++] = (column){F_TE, -1};
-    static const field results[] = {F_STATUS,  F_VALID_ACC, F_TEST_ACC,         F_TEST_LOSS,
-                                    F_CEILING, F_EFFECTIVE_MEMORY, F_PARAMS, F_WALL_S};
+    static const field results[] = {F_STATUS,  F_VALID_ACC,        F_TEST_ACC, F_TEST_LOSS,
+                                    F_CEILING, F_EFFECTIVE_MEMORY, F_PARAMS,   F_WALL_S};
     for (size_t f = 0; f < sizeof results / sizeof *results; f++)
         out[k++] = (column){results[f], -1};
     return k;
@@ -472,8 +490,7 @@ static int default_columns(view *v, const size_t *idx, size_t n, column *out, in
 
 #define MAX_COLUMNS 300 /* the fields and every key */
 
-static void print_table_runs(view *v, const size_t *idx, size_t n, const column *cols,
-                             int n_cols)
+static void print_table_runs(view *v, const size_t *idx, size_t n, const column *cols, int n_cols)
 {
     int width[MAX_COLUMNS];
     char buf[4096];
@@ -492,8 +509,7 @@ static void print_table_runs(view *v, const size_t *idx, size_t n, const column 
     for (size_t k = 0; k < n; k++) {
         for (int c = 0; c < n_cols; c++) {
             cell_table(v, idx[k], cols[c], buf, sizeof buf);
-            printf("%s%*s", c > 0 ? "  " : "", column_numeric(cols[c]) ? width[c] : -width[c],
-                   buf);
+            printf("%s%*s", c > 0 ? "  " : "", column_numeric(cols[c]) ? width[c] : -width[c], buf);
         }
         printf("\n");
         const sb_result_row *r = &v->t->rows[idx[k]];
@@ -529,10 +545,23 @@ static void csv_field(const char *text)
 static int csv_default_columns(const results_rows *t, const size_t *idx, size_t n, column *out,
                                int max)
 {
-    static const field csv_fields[] = {
-        F_RUN,     F_STATUS,     F_MODEL,   F_PROTOCOL,         F_PARAMS,     F_TEST_ACC,
-        F_TEST_LOSS, F_TRAIN_ACC, F_TRAIN_LOSS, F_WALL_S,       F_TOKENS_PER_S, F_CEILING,
-        F_EFFECTIVE_MEMORY, F_CEILING_SE, F_CHECKPOINT, F_VALID_ACC, F_VALID_LOSS};
+    static const field csv_fields[] = {F_RUN,
+                                       F_STATUS,
+                                       F_MODEL,
+                                       F_PROTOCOL,
+                                       F_PARAMS,
+                                       F_TEST_ACC,
+                                       F_TEST_LOSS,
+                                       F_TRAIN_ACC,
+                                       F_TRAIN_LOSS,
+                                       F_WALL_S,
+                                       F_TOKENS_PER_S,
+                                       F_CEILING,
+                                       F_EFFECTIVE_MEMORY,
+                                       F_CEILING_SE,
+                                       F_CHECKPOINT,
+                                       F_VALID_ACC,
+                                       F_VALID_LOSS};
     int k = 0;
     for (size_t f = 0; f < sizeof csv_fields / sizeof *csv_fields; f++)
         out[k++] = (column){csv_fields[f], -1};
@@ -540,7 +569,7 @@ static int csv_default_columns(const results_rows *t, const size_t *idx, size_t 
     const char *key;
     json_t *value;
     if (first != NULL)
-        json_object_foreach(first, key, value) {
+        json_object_foreach (first, key, value) {
             int i = sb_config_key_find(key);
             if (i < 0 || strcmp(key, "model") == 0 || strcmp(key, "protocol") == 0 || k == max)
                 continue;
@@ -595,8 +624,8 @@ static void json_text_or_null(sb_jw *j, const char *key, const char *s)
         sb_jw_null(j);
 }
 
-static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_json,
-                           int damaged, double ceiling_se)
+static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_json, int damaged,
+                           double ceiling_se)
 {
     sb_jw_object_begin(j);
     sb_jw_key(j, "hash"); /* the run id */
@@ -625,7 +654,7 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
         sb_jw_int(j, r->params);
     else
         sb_jw_null(j);
-    const char *mk[8] = {"test_acc", "test_loss", "train_acc",    "train_loss",
+    const char *mk[8] = {"test_acc", "test_loss",    "train_acc", "train_loss",
                          "wall_s",   "tokens_per_s", "valid_acc", "valid_loss"};
     double mv[8] = {r->test_acc, r->test_loss,    r->train_acc, r->train_loss,
                     r->wall_s,   r->tokens_per_s, r->valid_acc, r->valid_loss};
@@ -674,8 +703,7 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
     sb_jw_object_end(j);
 }
 
-static sb_status print_json_runs(const results_rows *t, const size_t *idx, size_t n,
-                                 sb_error *err)
+static sb_status print_json_runs(const results_rows *t, const size_t *idx, size_t n, sb_error *err)
 {
     sb_jw *j = sb_jw_open(stdout, 0);
     if (j == NULL)
@@ -704,13 +732,13 @@ typedef struct stat {
 } stat;
 
 typedef struct group {
-    size_t first;   /* its first run (the group columns' values are that run's) */
-    char *exp_key;  /* its runs' configuration but the seeds: one experiment per group */
+    size_t first;    /* its first run (the group columns' values are that run's) */
+    char *exp_key;   /* its runs' configuration but the seeds: one experiment per group */
     char apart[160]; /* what sets it apart from groups of the same column values; "" none */
-    size_t *runs;   /* its runs, in the order shown */
+    size_t *runs;    /* its runs, in the order shown */
     size_t n_runs;
     size_t finished; /* n: the runs its statistics summarise */
-    stat *stats;    /* [n_stats] */
+    stat *stats;     /* [n_stats] */
 } group;
 
 static stat column_stat(view *v, const group *g, column c)
@@ -768,10 +796,10 @@ static sb_status make_groups(view *v, const size_t *idx, size_t n, const column 
                              sb_error *err)
 {
     group *groups = calloc(n > 0 ? n : 1, sizeof *groups);
-    char (*keys)[1024] = malloc((n > 0 ? n : 1) * sizeof *keys);
+    char(*keys)[1024] = malloc((n > 0 ? n : 1) * sizeof *keys);
     size_t n_groups = 0;
-    sb_status st = groups != NULL && keys != NULL ? SB_OK
-                                                  : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    sb_status st =
+        groups != NULL && keys != NULL ? SB_OK : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
     /* a group's runs differ in their seeds alone (issue 38): runs of equal column values
      * whose configurations differ elsewhere are groups of their own, labelled below */
     static const char *const seeds[2] = {"seed", "task_seed"};
@@ -840,9 +868,8 @@ static sb_status make_groups(view *v, const size_t *idx, size_t n, const column 
 /* The order of the groups: by --sort (a group column, n, or a summarised column's mean),
  * else by the group columns' values, first to last. Errors: SB_ERR_INVALID for a --sort
  * column that is neither, SB_ERR_NOMEM. */
-static sb_status sort_groups(view *v, group *groups, size_t n_groups, const column *by,
-                             int n_by, const column *stats, int n_stats, const char *sort,
-                             sb_error *err)
+static sb_status sort_groups(view *v, group *groups, size_t n_groups, const column *by, int n_by,
+                             const column *stats, int n_stats, const char *sort, sb_error *err)
 {
     sort_item *items = malloc((n_groups > 0 ? n_groups : 1) * sizeof *items);
     size_t *order = malloc((n_groups > 0 ? n_groups : 1) * sizeof *order);
@@ -875,7 +902,8 @@ static sb_status sort_groups(view *v, group *groups, size_t n_groups, const colu
             if (!by_n && by_index < 0 && stat_index < 0) {
                 st = sb_error_set(err, SB_ERR_INVALID,
                                   "--sort '%s' with --group: sort by a group column, by n or "
-                                  "by a summarised column (--columns)", name);
+                                  "by a summarised column (--columns)",
+                                  name);
                 break;
             }
         }
@@ -890,8 +918,8 @@ static sb_status sort_groups(view *v, group *groups, size_t n_groups, const colu
                 items[k].number = g->stats[stat_index].mean;
                 number_text(items[k].number, items[k].text, sizeof items[k].text);
             } else {
-                items[k].number = cell(v, g->first, by[by_index], items[k].text,
-                                       sizeof items[k].text);
+                items[k].number =
+                    cell(v, g->first, by[by_index], items[k].text, sizeof items[k].text);
             }
         }
         sort_indices(items, n_groups, descending, order);
@@ -954,8 +982,8 @@ static void print_groups_table(view *v, const group *groups, size_t n_groups, co
             printf("  %s", groups[g].apart);
         printf("\n");
     }
-    printf("%zu groups of %zu finished runs (mean and sample standard deviation, n - 1)",
-           n_groups, finished);
+    printf("%zu groups of %zu finished runs (mean and sample standard deviation, n - 1)", n_groups,
+           finished);
     if (finished < n_runs)
         printf("; %zu runs that did not finish left out", n_runs - finished);
     printf("\n");
@@ -995,9 +1023,8 @@ static void print_groups_csv(view *v, const group *groups, size_t n_groups, cons
     }
 }
 
-static sb_status print_groups_json(view *v, const group *groups, size_t n_groups,
-                                   const column *by, int n_by, const column *stats, int n_stats,
-                                   sb_error *err)
+static sb_status print_groups_json(view *v, const group *groups, size_t n_groups, const column *by,
+                                   int n_by, const column *stats, int n_stats, sb_error *err)
 {
     sb_jw *j = sb_jw_open(stdout, 0);
     if (j == NULL)
@@ -1080,8 +1107,8 @@ static sb_status group_stats(const results_view_options *o, const column *by, in
     return st;
 }
 
-static sb_status print_grouped(view *v, const size_t *idx, size_t n,
-                               const results_view_options *o, sb_error *err)
+static sb_status print_grouped(view *v, const size_t *idx, size_t n, const results_view_options *o,
+                               sb_error *err)
 {
     column by[MAX_LIST], stats[MAX_LIST];
     int n_by = 0, n_stats = 0;
@@ -1146,15 +1173,14 @@ static sb_status print_runs(view *v, size_t *idx, size_t n, const results_view_o
     return SB_OK;
 }
 
-sb_status results_view_print(const results_rows *t, const results_view_options *o,
-                             sb_error *err)
+sb_status results_view_print(const results_rows *t, const results_view_options *o, sb_error *err)
 {
     view v = {.t = t};
     size_t n = 0;
     size_t *idx = kept_runs(t, &n);
     v.cfg = calloc(t->n > 0 ? t->n : 1, sizeof *v.cfg);
-    sb_status st = idx != NULL && v.cfg != NULL ? SB_OK
-                                                 : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    sb_status st =
+        idx != NULL && v.cfg != NULL ? SB_OK : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
     if (st == SB_OK && o->group != NULL)
         st = print_grouped(&v, idx, n, o, err);
     else if (st == SB_OK)
@@ -1224,8 +1250,8 @@ void results_view_print_run(const results_rows *t, size_t i, const char *db_path
         snprintf(mem, sizeof mem, "beyond 32");
     else if (!isnan(r->effective_memory))
         snprintf(mem, sizeof mem, "%.2f", r->effective_memory);
-    printf("%-12sceiling %.4f (standard error %.4f), effective memory %s elements\n",
-           "yardsticks", r->ceiling, t->ceiling_se[i], mem);
+    printf("%-12sceiling %.4f (standard error %.4f), effective memory %s elements\n", "yardsticks",
+           r->ceiling, t->ceiling_se[i], mem);
     printf("%-12s%.1f s, %.0f tokens/s\n", "time", r->wall_s, r->tokens_per_s);
     print_changed_keys(&v, i);
     view_free(&v);

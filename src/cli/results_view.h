@@ -47,8 +47,7 @@ sb_status results_view_check(const results_view_options *o, sb_error *err);
 /* Prints the runs of t that are kept: grouped with --group, else one per run; as a table,
  * CSV or JSON. Errors: SB_ERR_INVALID (a --group/--sort combination that cannot be shown),
  * SB_ERR_NOMEM. */
-sb_status results_view_print(const results_rows *t, const results_view_options *o,
-                             sb_error *err);
+sb_status results_view_print(const results_rows *t, const results_view_options *o, sb_error *err);
 
 /* Prints run i of t in detail (the table form of --run): its id, status, checkpoint, log
  * (when db_path's folder has one), metrics, yardsticks and the configuration keys that

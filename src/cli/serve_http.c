@@ -24,9 +24,9 @@
 #include "cli/serve.h"
 #include "cli/web_assets.h"
 
-#define QUERY_MAX 4096                /* bytes of a query string */
-#define PATH_MAX_LEN 1024             /* bytes of a path */
-#define MAX_ARGUMENTS 16              /* query parameters */
+#define QUERY_MAX 4096    /* bytes of a query string */
+#define PATH_MAX_LEN 1024 /* bytes of a path */
+#define MAX_ARGUMENTS 16  /* query parameters */
 /* Connections at once: enough that clients which stall or close mid-request never fill the
  * table (64 did: 100 connections dropped mid-request made the next request wait for their
  * timeout), within the process's file limit. More wait in the kernel's queue. */

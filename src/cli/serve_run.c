@@ -138,7 +138,8 @@ static void write_configs(sb_jw *j, sb_results *db, const sb_result_row *run)
     json_t *parsed = text != NULL ? json_loads(text, 0, NULL) : NULL;
     sb_jw_key(j, "config");
     sb_jw_raw(j, json_is_object(parsed) ? text : "{}");
-    char *effective = text != NULL && json_is_object(parsed) ? sb_experiment_effective_config(text) : NULL;
+    char *effective =
+        text != NULL && json_is_object(parsed) ? sb_experiment_effective_config(text) : NULL;
     json_t *eff_parsed = effective != NULL ? json_loads(effective, 0, NULL) : NULL;
     sb_jw_key(j, "effective_config"); /* grammar_scale resolved: the task as trained */
     if (json_is_object(eff_parsed))
@@ -262,8 +263,9 @@ void sb_serve_probe_figure(const char *db_path, const char *id, const char *figu
                 fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         }
     if (fd < 0) {
-        sb_serve_reply_error(r, 404, "no such probe figure of this run (run `selectivbench "
-                                     "probe RUN` to make them)");
+        sb_serve_reply_error(r, 404,
+                             "no such probe figure of this run (run `selectivbench "
+                             "probe RUN` to make them)");
         return;
     }
     r->status = 200;

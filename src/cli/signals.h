@@ -16,8 +16,8 @@
 #define SELECTIVBENCH_CLI_SIGNALS_H
 
 /* Exit codes after a stop: 130 after SIGINT (128 + 2, what shells report for Ctrl-C), 75
- * after SIGTERM or SIGUSR1 (EX_TEMPFAIL: batch schedulers requeue a job that exits with it). `train`
- * also exits 75 when another process is training the same run (try again later). */
+ * after SIGTERM or SIGUSR1 (EX_TEMPFAIL: batch schedulers requeue a job that exits with it).
+ * `train` also exits 75 when another process is training the same run (try again later). */
 #define SB_CLI_EXIT_SIGINT 130
 #define SB_CLI_EXIT_TEMPFAIL 75
 

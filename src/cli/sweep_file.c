@@ -39,8 +39,7 @@ static sb_status unknown_preset(const char *name, sb_error *err)
     if (hint == NULL)
         return SB_ERR_IO;
     return sb_error_set(err, SB_ERR_INVALID,
-                        "no sweep file or preset '%s'; did you mean the preset '%s'?", name,
-                        hint);
+                        "no sweep file or preset '%s'; did you mean the preset '%s'?", name, hint);
 }
 
 /* The sweep file, or a built-in preset such as tiny/task2, with its parameters checked. */
@@ -101,8 +100,8 @@ void sb_cli_format_time(double s, char *buf, size_t size)
 }
 
 sb_status sb_cli_sweep_select(const char *file, const char *const *filters, int n_filters,
-                              const char *shard, int limit, sb_sweep **s,
-                              sb_sweep_selection **sel, sb_error *err)
+                              const char *shard, int limit, sb_sweep **s, sb_sweep_selection **sel,
+                              sb_error *err)
 {
     *s = NULL;
     *sel = NULL;

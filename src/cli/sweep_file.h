@@ -16,8 +16,8 @@ sb_status sb_cli_sweep_open(const char *name, sb_sweep **out, sb_error *err);
  * (NULL: none) read, the filters and limit applied. On failure *s and *sel are NULL and err
  * says why. */
 sb_status sb_cli_sweep_select(const char *file, const char *const *filters, int n_filters,
-                              const char *shard, int limit, sb_sweep **s,
-                              sb_sweep_selection **sel, sb_error *err);
+                              const char *shard, int limit, sb_sweep **s, sb_sweep_selection **sel,
+                              sb_error *err);
 
 /* Reads --shard I/N; returns 0 when it is not two integers with 0 <= I < N. */
 int sb_cli_parse_shard(const char *text, int64_t *index, int64_t *count);

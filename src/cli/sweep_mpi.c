@@ -62,7 +62,7 @@ typedef struct mpi_run {
     char hash[17];
     char train_hash[17]; /* its weights' file name: runs evaluating them share it */
     char model[32];
-    int pretrained;      /* --test_pretrained: evaluates the weights of train_hash */
+    int pretrained; /* --test_pretrained: evaluates the weights of train_hash */
     run_state state;
     int rank;
     double started;
@@ -74,16 +74,16 @@ typedef struct coordinator {
     sb_results *db;
     mpi_run *runs;
     int64_t n_runs;
-    int n_workers;     /* ranks that ask for runs: every rank but 0, or each team's leader */
-    int world;         /* the world's size: ranks 1..world-1 work */
-    int team_size;     /* ranks per team (--ranks_per_run; 1: each rank alone) */
+    int n_workers; /* ranks that ask for runs: every rank but 0, or each team's leader */
+    int world;     /* the world's size: ranks 1..world-1 work */
+    int team_size; /* ranks per team (--ranks_per_run; 1: each rank alone) */
     char (*hosts)[HOST_MAX];
-    int *parked;       /* ranks waiting for a run that depends on a running one */
+    int *parked; /* ranks waiting for a run that depends on a running one */
     int n_parked;
-    int stopped;       /* workers told STOP */
+    int stopped; /* workers told STOP */
     int running;
     int done, failed, skipped, refused, excluded, interrupted;
-    int sig;           /* the stop signal, once caught */
+    int sig; /* the stop signal, once caught */
     char seed_dir[4096];
     double t0, next_status;
 } coordinator;
@@ -140,8 +140,7 @@ static sb_status list_runs(coordinator *c, sb_error *err)
     c->runs = calloc((size_t)(n_sel > 0 ? n_sel : 1), sizeof *c->runs);
     if (flops == NULL || c->runs == NULL) {
         free(flops);
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %lld runs",
-                            (long long)n_sel);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %lld runs", (long long)n_sel);
     }
     sb_status st = sb_sweep_run_flops(job->sweep, job->sel, flops, err);
     for (int64_t i = 0; st == SB_OK && i < n_sel; i++) {
@@ -185,8 +184,8 @@ static int hand_out(coordinator *c, int64_t i, int rank, sb_error *err)
     int found = 0;
     char *bytes = NULL;
     size_t len = 0;
-    sb_status st = r->hash[0] != '\0' ? sb_results_extract_run(c->db, r->hash, seed, &found, err)
-                                      : SB_OK;
+    sb_status st =
+        r->hash[0] != '\0' ? sb_results_extract_run(c->db, r->hash, seed, &found, err) : SB_OK;
     if (st == SB_OK && r->hash[0] != '\0')
         st = sb_seed_read(seed, &bytes, &len, err);
     sb_seed_remove(seed);
@@ -196,8 +195,7 @@ static int hand_out(coordinator *c, int64_t i, int rank, sb_error *err)
     int rc = sb_mpi_send_two(rank, TAG_RUN, &head, sizeof head, bytes, len);
     free(bytes);
     if (rc != 0) {
-        sb_error_set(err, SB_ERR_RUNTIME, "cannot send run %lld to rank %d", (long long)r->k,
-                     rank);
+        sb_error_set(err, SB_ERR_RUNTIME, "cannot send run %lld to rank %d", (long long)r->k, rank);
         return -1;
     }
     r->state = RUN_RUNNING;
@@ -206,8 +204,8 @@ static int hand_out(coordinator *c, int64_t i, int rank, sb_error *err)
     r->last.step = -1;
     c->running++;
     if (!c->job->quiet)
-        printf("#%lld %s %s: started on rank %d (%s)%s\n", (long long)r->k, r->model, r->hash,
-               rank, c->hosts[rank], found ? ", continuing its record" : "");
+        printf("#%lld %s %s: started on rank %d (%s)%s\n", (long long)r->k, r->model, r->hash, rank,
+               c->hosts[rank], found ? ", continuing its record" : "");
     return 0;
 }
 
@@ -293,8 +291,8 @@ static void take_done(coordinator *c, int rank, const char *msg, int len)
     sb_seed_remove(path);
     const char *outcome = head.outcome[0] != '\0' ? head.outcome : "failed";
     if (st != SB_OK) {
-        fprintf(stderr, "selectivbench sweep: error: run %lld from rank %d: %s\n",
-                (long long)r->k, rank, err.msg);
+        fprintf(stderr, "selectivbench sweep: error: run %lld from rank %d: %s\n", (long long)r->k,
+                rank, err.msg);
         outcome = "failed";
     }
     count_outcome(c, outcome);
@@ -328,12 +326,12 @@ static void print_status(coordinator *c)
     char workers[64];
     printf("sweep %s: %d/%lld settled (%d done, %d failed, %d skipped), %d running on "
            "%s, %.0f s",
-           c->job->label, settled, (long long)c->n_runs, c->done, c->failed, c->skipped,
-           c->running, workers_text(c, workers, sizeof workers), sb_clock_seconds() - c->t0);
+           c->job->label, settled, (long long)c->n_runs, c->done, c->failed, c->skipped, c->running,
+           workers_text(c, workers, sizeof workers), sb_clock_seconds() - c->t0);
     for (int64_t i = 0; i < c->n_runs; i++)
         if (c->runs[i].state == RUN_RUNNING && c->runs[i].last.step >= 0)
-            printf("; #%lld %lld/%lld", (long long)c->runs[i].k,
-                   (long long)c->runs[i].last.step, (long long)c->runs[i].last.total_steps);
+            printf("; #%lld %lld/%lld", (long long)c->runs[i].k, (long long)c->runs[i].last.step,
+                   (long long)c->runs[i].last.total_steps);
     printf("\n");
     fflush(stdout);
 }
@@ -407,8 +405,11 @@ static int coordinate(coordinator *c)
 static int run_coordinator(const sb_mpi_sweep *job)
 {
     const int team_size = job->ranks_per_run > 1 ? job->ranks_per_run : 1;
-    coordinator c = {.job = job, .world = sb_mpi_size(), .team_size = team_size,
-                     .n_workers = (sb_mpi_size() - 1) / team_size, .t0 = sb_clock_seconds()};
+    coordinator c = {.job = job,
+                     .world = sb_mpi_size(),
+                     .team_size = team_size,
+                     .n_workers = (sb_mpi_size() - 1) / team_size,
+                     .t0 = sb_clock_seconds()};
     c.next_status = c.t0 + STATUS_EVERY_S;
     sb_error err = {0};
     snprintf(c.seed_dir, sizeof c.seed_dir, "%s/mpi", job->results);
@@ -442,16 +443,17 @@ static int run_coordinator(const sb_mpi_sweep *job)
     int settled = c.done + c.failed + c.refused + c.excluded + c.interrupted;
     printf("sweep %s: %lld runs selected: %d done, %d failed, %d skipped, %d refused, "
            "%d excluded, %d interrupted; %d of %lld settled on %s in %.0f s\n",
-           job->label, (long long)sb_sweep_selection_size(job->sel), c.done, c.failed,
-           c.skipped, c.refused, c.excluded, c.interrupted, settled, (long long)c.n_runs,
-           workers, sb_clock_seconds() - c.t0);
+           job->label, (long long)sb_sweep_selection_size(job->sel), c.done, c.failed, c.skipped,
+           c.refused, c.excluded, c.interrupted, settled, (long long)c.n_runs, workers,
+           sb_clock_seconds() - c.t0);
     sb_results_close(c.db);
     free(c.runs);
     free(c.hosts);
     free(c.parked);
     if (c.sig != 0) {
-        fprintf(stderr, "selectivbench sweep: sweep interrupted: %d run%s interrupted; run the "
-                        "same command to resume\n",
+        fprintf(stderr,
+                "selectivbench sweep: sweep interrupted: %d run%s interrupted; run the "
+                "same command to resume\n",
                 c.interrupted, c.interrupted == 1 ? "" : "s");
         return sb_cli_signal_exit_code(c.sig);
     }
@@ -471,8 +473,8 @@ int sb_cli_sweep_mpi(const sb_mpi_sweep *job)
         return sb_mpi_rank() == 0 ? run_coordinator(job) : sb_sweep_mpi_work(job, MPI_COMM_NULL);
     const int rank = sb_mpi_rank();
     MPI_Comm team_comm = MPI_COMM_NULL;
-    if (MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? MPI_UNDEFINED : (rank - 1) / team_size,
-                       rank, &team_comm) != MPI_SUCCESS)
+    if (MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? MPI_UNDEFINED : (rank - 1) / team_size, rank,
+                       &team_comm) != MPI_SUCCESS)
         return 1;
     if (rank == 0)
         return run_coordinator(job);

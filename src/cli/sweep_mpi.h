@@ -8,13 +8,13 @@
 typedef struct sb_mpi_sweep {
     const sb_sweep *sweep;
     const sb_sweep_selection *sel;
-    const char *label;        /* the sweep file as given, for the lines printed */
-    const char *results;      /* the shared results folder (checkpoints, logs, locks) */
-    const char *db;           /* its database (rank 0 alone writes it) */
-    int threads;              /* per worker rank; 0: the node's cores over its ranks */
-    int ranks_per_run;        /* ranks per team (ranks 1..N-1 in teams of this many; N - 1
-                                 a multiple of it): runs whose grad_shards are a multiple of
-                                 it train data-parallel over a team; 0 or 1: no teams */
+    const char *label;   /* the sweep file as given, for the lines printed */
+    const char *results; /* the shared results folder (checkpoints, logs, locks) */
+    const char *db;      /* its database (rank 0 alone writes it) */
+    int threads;         /* per worker rank; 0: the node's cores over its ranks */
+    int ranks_per_run;   /* ranks per team (ranks 1..N-1 in teams of this many; N - 1
+                            a multiple of it): runs whose grad_shards are a multiple of
+                            it train data-parallel over a team; 0 or 1: no teams */
     double checkpoint_every_s;
     int quiet;
 } sb_mpi_sweep;

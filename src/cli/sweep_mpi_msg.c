@@ -86,7 +86,9 @@ int sb_mpi_receive(const MPI_Status *st, char **buf, int *len)
         return -1;
     *len = n;
     return MPI_Recv(*buf, n, MPI_BYTE, st->MPI_SOURCE, st->MPI_TAG, MPI_COMM_WORLD,
-                    MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+                    MPI_STATUS_IGNORE) == MPI_SUCCESS
+               ? 0
+               : -1;
 }
 
 void sb_this_host(char host[HOST_MAX])

@@ -34,8 +34,11 @@ static void send_progress(worker_state *w, int64_t step, int64_t total_steps, do
     if (sb_clock_seconds() < w->next_progress)
         return;
     w->next_progress = sb_clock_seconds() + 5.0;
-    progress_msg p = {.run = w->run, .step = step, .total_steps = total_steps,
-                      .test_acc = test_acc, .tokens_per_s = tokens_per_s};
+    progress_msg p = {.run = w->run,
+                      .step = step,
+                      .total_steps = total_steps,
+                      .test_acc = test_acc,
+                      .tokens_per_s = tokens_per_s};
     MPI_Send(&p, (int)sizeof p, MPI_BYTE, 0, TAG_PROGRESS, MPI_COMM_WORLD);
 }
 
@@ -123,10 +126,15 @@ static void work_one(const sb_mpi_sweep *job, const char *msg, int len, const ch
     sb_error err = {0};
     sb_status st = write_seed(msg, len, &head, db, &err);
     if (st == SB_OK) {
-        sb_sweep_run_options opts = {.workers = 1, .threads = worker_threads(job->threads),
-                                     .results = job->results, .db = db,
-                                     .worker_exe = "/proc/self/exe", .runs = &head.run,
-                                     .n_runs = 1, .on_update = worker_update, .user = &w,
+        sb_sweep_run_options opts = {.workers = 1,
+                                     .threads = worker_threads(job->threads),
+                                     .results = job->results,
+                                     .db = db,
+                                     .worker_exe = "/proc/self/exe",
+                                     .runs = &head.run,
+                                     .n_runs = 1,
+                                     .on_update = worker_update,
+                                     .user = &w,
                                      .cancel = sb_cli_stop_requested,
                                      .checkpoint_every_s = job->checkpoint_every_s};
         int done = 0, failed = 0;
@@ -255,8 +263,9 @@ static FILE *team_log_open(const sb_mpi_sweep *job, const team *t, const team_ms
     if (f == NULL)
         return NULL;
     sb_this_host(host);
-    fprintf(f, "selectivbench sweep: run %lld [%s] trained in-process by a team of %d ranks "
-               "(data-parallel), its leader on %s%s\n",
+    fprintf(f,
+            "selectivbench sweep: run %lld [%s] trained in-process by a team of %d ranks "
+            "(data-parallel), its leader on %s%s\n",
             (long long)m->run, hash, t->size, host,
             m->resume ? ", continued from its checkpoint" : "");
     fflush(f);
@@ -312,15 +321,14 @@ static sb_status team_train(const sb_mpi_sweep *job, team *t, const team_msg *m,
     }
     if (w != NULL) {
         const char *status = res.status;
-        const char *outcome = res.cached                              ? "skipped"
-                              : strcmp(status, "finished") == 0       ? "done"
-                              : strcmp(status, "diverged") == 0       ? "diverged"
-                              : strcmp(status, "interrupted") == 0    ? "interrupted"
-                                                                      : "failed";
+        const char *outcome = res.cached                           ? "skipped"
+                              : strcmp(status, "finished") == 0    ? "done"
+                              : strcmp(status, "diverged") == 0    ? "diverged"
+                              : strcmp(status, "interrupted") == 0 ? "interrupted"
+                                                                   : "failed";
         snprintf(w->done.outcome, sizeof w->done.outcome, "%s", outcome);
         snprintf(w->done.reason, sizeof w->done.reason, "%s",
-                 res.locked_by != 0 ? "another process trains it (its lock is held)"
-                                    : res.reason);
+                 res.locked_by != 0 ? "another process trains it (its lock is held)" : res.reason);
         w->done.test_acc = res.test_acc;
         if (w->log != NULL) {
             fprintf(w->log, "%s: test acc %.4f%s%s\n", outcome, res.test_acc,
@@ -379,11 +387,11 @@ static int run_leader(const sb_mpi_sweep *job, team *t)
         sb_error err = {0};
         sb_status s = write_seed(msg, len, &head, db, &err);
         free(msg);
-        team_msg m = {.run = head.run, .what = TEAM_RUN,
+        team_msg m = {.run = head.run,
+                      .what = TEAM_RUN,
                       .resume = s == SB_OK && seed_resumable(job->sweep, head.run, db)};
         if (s == SB_OK && team_share(t, &m) != 0)
-            s = sb_error_set(&err, SB_ERR_RUNTIME, "rank %d cannot reach its team",
-                             sb_mpi_rank());
+            s = sb_error_set(&err, SB_ERR_RUNTIME, "rank %d cannot reach its team", sb_mpi_rank());
         if (s == SB_OK)
             s = team_train(job, t, &m, db, &w, &err);
         send_done(&w, db, s, &err);

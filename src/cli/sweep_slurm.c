@@ -172,8 +172,10 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
         return fail_flag("--time", job->time,
                          "give HH:MM:SS (or MM:SS, minutes, D-HH, D-HH:MM, D-HH:MM:SS)");
     const long long warning = warning_seconds(limit);
-    if (job->partition != NULL && (job->partition[0] == '\0' || strpbrk(job->partition, " \t\n'\"\\$`") != NULL))
-        return fail_flag("--partition", job->partition, "give a partition name (no spaces or quotes)");
+    if (job->partition != NULL &&
+        (job->partition[0] == '\0' || strpbrk(job->partition, " \t\n'\"\\$`") != NULL))
+        return fail_flag("--partition", job->partition,
+                         "give a partition name (no spaces or quotes)");
     if (job->runs < 1) {
         sb_error_set(&err, SB_ERR_INVALID, "the selection has no runs: nothing to submit");
         return sb_cli_fail("sweep", &err);
@@ -237,30 +239,33 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
 
     fprintf(f, "#!/bin/bash\n");
     if (job->mpi) {
-        fprintf(f, "# %s as one MPI job, written by `selectivbench sweep --slurm --mpi` (%s).\n"
-                   "# %lld runs on %d ranks: rank 0 hands them out, largest first, and is the "
-                   "one writer of\n# %s/results/selectivbench.db; ranks 1..%d train one run at "
-                   "a time, %d threads each.\n# Submit: sbatch %s (docs/cluster.md)\n",
+        fprintf(f,
+                "# %s as one MPI job, written by `selectivbench sweep --slurm --mpi` (%s).\n"
+                "# %lld runs on %d ranks: rank 0 hands them out, largest first, and is the "
+                "one writer of\n# %s/results/selectivbench.db; ranks 1..%d train one run at "
+                "a time, %d threads each.\n# Submit: sbatch %s (docs/cluster.md)\n",
                 file, today, (long long)job->runs, ranks, dir, ranks - 1, threads, script);
         fprintf(f, "#SBATCH --job-name=sb-%.40s\n", base);
         write_mpi_body(f, job, exe, file, dir, script, ranks, job->threads, warning);
         goto written;
     }
-    fprintf(f, "# %s as a Slurm job array, written by `selectivbench sweep --slurm` (%s).\n",
-            file, today);
-    fprintf(f, "# %lld runs in %lld shards: array task i trains the runs at positions i, i+%lld, "
-               "...\n# into its own results folder %s/shard-i (never two machines on one "
-               "database).\n",
+    fprintf(f, "# %s as a Slurm job array, written by `selectivbench sweep --slurm` (%s).\n", file,
+            today);
+    fprintf(f,
+            "# %lld runs in %lld shards: array task i trains the runs at positions i, i+%lld, "
+            "...\n# into its own results folder %s/shard-i (never two machines on one "
+            "database).\n",
             (long long)job->runs, (long long)array, (long long)array, dir);
     fprintf(f, "# Submit:           sbatch %s\n", script);
     fprintf(f, "# When it is done:  %s results merge %s/shard-* --db %s/all/selectivbench.db\n",
             exe, dir, dir);
     fprintf(f, "#                   %s report --results %s/all\n", exe, dir);
-    fprintf(f, "# Time limits: Slurm sends SIGUSR1 to this script %lld s before --time; it "
-               "asks the\n# sweep to stop, every run writes its checkpoint, the sweep exits 75 "
-               "and the task\n# requeues itself: the next start resumes the runs where they "
-               "stopped.\n# --checkpoint_every bounds what a lost node costs. A task that ends "
-               "for good\n# (exit 0, or 1 with failed runs) is not requeued.\n",
+    fprintf(f,
+            "# Time limits: Slurm sends SIGUSR1 to this script %lld s before --time; it "
+            "asks the\n# sweep to stop, every run writes its checkpoint, the sweep exits 75 "
+            "and the task\n# requeues itself: the next start resumes the runs where they "
+            "stopped.\n# --checkpoint_every bounds what a lost node costs. A task that ends "
+            "for good\n# (exit 0, or 1 with failed runs) is not requeued.\n",
             warning);
     fprintf(f, "#SBATCH --job-name=sb-%.40s\n", base);
     fprintf(f, "#SBATCH --array=0-%lld\n", (long long)array - 1);
@@ -320,9 +325,10 @@ written:;
     chmod(script, 0755);
     if (job->mpi) {
         printf("wrote %s: %lld runs on %d MPI ranks of %d cpus (rank 0 coordinating, %d "
-               "threads per run when Slurm gives the cores asked), --time %s\nsubmit it with:\n  sbatch %s\nthe results: %s/results\n",
-               script, (long long)job->runs, ranks, job->cpus_per_task, threads, job->time,
-               script, dir);
+               "threads per run when Slurm gives the cores asked), --time %s\nsubmit it with:\n  "
+               "sbatch %s\nthe results: %s/results\n",
+               script, (long long)job->runs, ranks, job->cpus_per_task, threads, job->time, script,
+               dir);
         return 0;
     }
     printf("wrote %s: %lld runs in %lld array tasks of %d cpus (%d workers x %d threads when "

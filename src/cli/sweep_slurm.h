@@ -6,20 +6,20 @@
 #include <stdint.h>
 
 typedef struct sb_slurm_job {
-    const char *dir;        /* where the script, the logs and the shards' folders go */
-    const char *file;       /* the sweep file (or built-in preset) as given */
-    int64_t runs;           /* runs after the filters */
-    int array;              /* array tasks (shards); 0: min(runs, 16) */
-    const char *time;       /* --time HH:MM:SS (or D-HH:MM:SS) */
-    const char *partition;  /* or NULL */
+    const char *dir;       /* where the script, the logs and the shards' folders go */
+    const char *file;      /* the sweep file (or built-in preset) as given */
+    int64_t runs;          /* runs after the filters */
+    int array;             /* array tasks (shards); 0: min(runs, 16) */
+    const char *time;      /* --time HH:MM:SS (or D-HH:MM:SS) */
+    const char *partition; /* or NULL */
     int cpus_per_task;
-    int workers, threads;   /* per task; threads 0: cpus_per_task / workers */
+    int workers, threads;    /* per task; threads 0: cpus_per_task / workers */
     double checkpoint_every; /* minutes */
     const char *const *filters;
     int n_filters;
-    int mpi;                /* one MPI job (`mpirun selectivbench sweep`) instead of an array */
-    int ranks;              /* with mpi: MPI ranks, the coordinator included; 0: min(runs, 16) + 1 */
-    int ranks_per_run;      /* with mpi: teams of this many worker ranks (sweep_mpi.h); 0, 1: none */
+    int mpi;           /* one MPI job (`mpirun selectivbench sweep`) instead of an array */
+    int ranks;         /* with mpi: MPI ranks, the coordinator included; 0: min(runs, 16) + 1 */
+    int ranks_per_run; /* with mpi: teams of this many worker ranks (sweep_mpi.h); 0, 1: none */
 } sb_slurm_job;
 
 /* Writes DIR/sweep.sbatch (with mpi: one MPI job whose rank 0 coordinates, see

@@ -20,10 +20,10 @@
 typedef struct slot_line {
     int busy;
     int64_t run;
-    char desc[DESC_SIZE];    /* model and the values the sweep varies (describe) */
-    int have;                /* a progress record arrived */
+    char desc[DESC_SIZE];     /* model and the values the sweep varies (describe) */
+    int have;                 /* a progress record arrived */
     sb_sweep_update progress; /* the last one (its strings are not kept) */
-    double last_plain;       /* when its last plain line was printed */
+    double last_plain;        /* when its last plain line was printed */
 } slot_line;
 
 typedef struct view {
@@ -33,11 +33,11 @@ typedef struct view {
     unsigned char *varied;
     int n_args;
     int tty, quiet, columns;
-    int lines_drawn;         /* lines of the live block on screen */
+    int lines_drawn; /* lines of the live block on screen */
     double last_draw, last_sweep_plain;
     slot_line *slots;
     int n_slots;
-    sb_cli_sweep_tally tally; /* the counts of the last update */
+    sb_cli_sweep_tally tally;  /* the counts of the last update */
     int64_t first_refused_run; /* -1 until a run is refused */
     char first_refused[SB_ERROR_MSG_MAX];
     int64_t first_failed_run; /* -1 until a run fails or diverges */
@@ -106,15 +106,13 @@ static void plan_mark(view *v, int64_t run, double share, double spent_s)
 
 static void sweep_line(const view *v, const sb_sweep_update *t, char *out, size_t size)
 {
-    int64_t settled = t->done + t->failed + t->skipped + t->refused + t->excluded +
-                      t->interrupted;
+    int64_t settled = t->done + t->failed + t->skipped + t->refused + t->excluded + t->interrupted;
     double elapsed_s = t->sweep_elapsed_s;
     int ran = t->done + t->failed;
     char eta[32], elapsed[32];
-    format_eta(v->plan_share != NULL
-                   ? sb_plan_time_left(v->plan, v->plan_share, v->plan_spent)
-               : ran > 0         ? elapsed_s / ran * (double)(t->n_runs - settled)
-                                 : -1.0,
+    format_eta(v->plan_share != NULL ? sb_plan_time_left(v->plan, v->plan_share, v->plan_spent)
+               : ran > 0             ? elapsed_s / ran * (double)(t->n_runs - settled)
+                                     : -1.0,
                eta, sizeof eta);
     format_eta(elapsed_s, elapsed, sizeof elapsed);
     char more[64] = "";
@@ -126,8 +124,8 @@ static void sweep_line(const view *v, const sb_sweep_update *t, char *out, size_
     snprintf(out, size,
              "sweep: %lld/%lld runs (%d done, %d failed, %d skipped, %d refused%s), %d running, "
              "%s, ETA %s",
-             (long long)settled, (long long)t->n_runs, t->done, t->failed, t->skipped,
-             t->refused, more, t->running, elapsed, eta);
+             (long long)settled, (long long)t->n_runs, t->done, t->failed, t->skipped, t->refused,
+             more, t->running, elapsed, eta);
 }
 
 /* Erases the live block (the lines drawn below the last plain output). */
@@ -175,8 +173,8 @@ static void view_draw(view *v, const char *sweep)
 }
 
 /* A run that ended without a worker: a refused or excluded run gets a line like an ended
- * run's (the first refused one is kept for the sweep's last line); a worker that could not start goes to
- * stderr; skipped runs are quiet. */
+ * run's (the first refused one is kept for the sweep's last line); a worker that could not start
+ * goes to stderr; skipped runs are quiet. */
 static void view_unstarted(view *v, const sb_sweep_update *ev)
 {
     if (strcmp(ev->outcome, "refused") == 0) {
@@ -213,11 +211,11 @@ static void view_ended(view *v, const sb_sweep_update *ev)
         snprintf(msg, sizeof msg, "#%lld [%s] %s: finished, test acc %.4f (%.0f s)",
                  (long long)ev->run, ev->hash, l->desc, ev->test_acc, ev->run_elapsed_s);
     } else {
-        const char *status = !ev->recorded                              ? "not recorded (see its log)"
-                             : strcmp(ev->outcome, "diverged") == 0    ? "diverged"
+        const char *status = !ev->recorded                          ? "not recorded (see its log)"
+                             : strcmp(ev->outcome, "diverged") == 0 ? "diverged"
                              : strcmp(ev->outcome, "interrupted") == 0 ? "interrupted"
-                             : strcmp(ev->outcome, "skipped") == 0     ? "finished by another process"
-                                                                       : "failed";
+                             : strcmp(ev->outcome, "skipped") == 0 ? "finished by another process"
+                                                                   : "failed";
         snprintf(msg, sizeof msg, "#%lld [%s] %s: %s%s%s (%.0f s)", (long long)ev->run, ev->hash,
                  l->desc, status, ev->recorded && ev->reason != NULL ? ": " : "",
                  ev->recorded && ev->reason != NULL ? ev->reason : "", ev->run_elapsed_s);
@@ -225,11 +223,12 @@ static void view_ended(view *v, const sb_sweep_update *ev)
     view_message(v, msg);
     l->busy = 0;
     if (v->first_failed_run < 0 && (strcmp(ev->outcome, "failed") == 0 ||
-                                     strcmp(ev->outcome, "diverged") == 0 || !ev->recorded)) {
+                                    strcmp(ev->outcome, "diverged") == 0 || !ev->recorded)) {
         v->first_failed_run = ev->run;
         snprintf(v->first_failed, sizeof v->first_failed, "%s",
-                 !ev->recorded ? "not recorded (see its log)"
-                 : ev->reason != NULL ? ev->reason : ev->outcome);
+                 !ev->recorded        ? "not recorded (see its log)"
+                 : ev->reason != NULL ? ev->reason
+                                      : ev->outcome);
     }
     if (!v->tty && !v->quiet) {
         sweep_line(v, ev, msg, sizeof msg);
@@ -409,12 +408,16 @@ static void view_event(const sb_sweep_update *ev, void *user)
 }
 
 sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_run_options *opts,
-                           const sb_plan *plan, int quiet, sb_cli_sweep_tally *tally,
-                           sb_error *err)
+                           const sb_plan *plan, int quiet, sb_cli_sweep_tally *tally, sb_error *err)
 {
-    view v = {.sweep = s, .tty = isatty(STDOUT_FILENO), .quiet = quiet, .columns = 80,
-              .n_slots = opts->workers, .first_refused_run = -1,
-              .first_failed_run = -1, .plan = plan};
+    view v = {.sweep = s,
+              .tty = isatty(STDOUT_FILENO),
+              .quiet = quiet,
+              .columns = 80,
+              .n_slots = opts->workers,
+              .first_refused_run = -1,
+              .first_failed_run = -1,
+              .plan = plan};
     /* every run's share 0 (calloc'd zeros); without memory, the ETA without the plan */
     if (plan != NULL && plan->n_runs > 0) {
         v.plan_share = calloc((size_t)plan->n_runs, sizeof *v.plan_share);
@@ -456,8 +459,10 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
     int64_t n_runs = opts->runs != NULL ? opts->n_runs : sb_sweep_count(s);
     char interrupted[160] = "";
     if (tally->excluded > 0)
-        snprintf(interrupted, sizeof interrupted, ", %d excluded (the reference does not run "
-                 "them either)", tally->excluded);
+        snprintf(interrupted, sizeof interrupted,
+                 ", %d excluded (the reference does not run "
+                 "them either)",
+                 tally->excluded);
     if (tally->interrupted > 0)
         snprintf(interrupted + strlen(interrupted), sizeof interrupted - strlen(interrupted),
                  ", %d interrupted (run the sweep again to resume them)", tally->interrupted);

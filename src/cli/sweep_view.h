@@ -11,10 +11,10 @@
 /* The counts of a sweep's runs, as its last update gave them, and its first refused run. */
 typedef struct sb_cli_sweep_tally {
     int done, failed, skipped, refused, excluded, interrupted;
-    int64_t first_refused_run;                /* -1 when none was refused */
-    char first_refused[SB_ERROR_MSG_MAX];     /* why it was refused */
-    int64_t first_failed_run;                 /* -1 when none failed or diverged */
-    char first_failed[SB_ERROR_MSG_MAX];      /* why it failed (its log, when not recorded) */
+    int64_t first_refused_run;            /* -1 when none was refused */
+    char first_refused[SB_ERROR_MSG_MAX]; /* why it was refused */
+    int64_t first_failed_run;             /* -1 when none failed or diverged */
+    char first_failed[SB_ERROR_MSG_MAX];  /* why it failed (its log, when not recorded) */
 } sb_cli_sweep_tally;
 
 /* Runs the runs of s that opts selects with sb_sweep_run (opts->on_update and user are

@@ -43,8 +43,9 @@ void sb_train_output_begin(void *user)
     sb_config_parse_double(key_text(o->cfg, "lr", lr, sizeof lr), &lr_value);
     int vocab, amb, depth;
     sb_config_grammar_sizes(o->cfg, &vocab, &amb, &depth);
-    fprintf(o->f, "run %s: %s, feat_size %s, layers %s, lr %g, seed %s; task vocab %d amb "
-                  "%d depth %d, %s samples (protocol %s)\n",
+    fprintf(o->f,
+            "run %s: %s, feat_size %s, layers %s, lr %g, seed %s; task vocab %d amb "
+            "%d depth %d, %s samples (protocol %s)\n",
             hash, key_text(o->cfg, "model", model, sizeof model),
             key_text(o->cfg, "feat_size", width, sizeof width),
             key_text(o->cfg, "layers", layers, sizeof layers), lr_value,
@@ -240,13 +241,15 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
     /* an interrupted run gets its one line from the caller: how to resume it */
     if (o->quiet || strcmp(res->status, "interrupted") == 0)
         return;
-    fprintf(o->f, "run %s %s: test acc %.4f, test loss %.4f, train acc %.4f, %.0f tokens/s, "
-                  "%.1f s\n",
-            res->run_hash, res->status, res->test_acc, res->test_loss, res->train_acc, res->tokens_per_s,
-            res->wall_s);
+    fprintf(o->f,
+            "run %s %s: test acc %.4f, test loss %.4f, train acc %.4f, %.0f tokens/s, "
+            "%.1f s\n",
+            res->run_hash, res->status, res->test_acc, res->test_loss, res->train_acc,
+            res->tokens_per_s, res->wall_s);
     if (!isnan(res->valid_acc))
-        fprintf(o->f, "  validation acc %.4f, loss %.4f (the split choices read; test is only "
-                      "reported)\n",
+        fprintf(o->f,
+                "  validation acc %.4f, loss %.4f (the split choices read; test is only "
+                "reported)\n",
                 res->valid_acc, res->valid_loss);
     char pretrained[16] = "";
     sb_config_get_key(o->cfg, "test_pretrained", pretrained, sizeof pretrained, NULL);
@@ -255,14 +258,16 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
     if (ckpt != NULL && strcmp(res->status, "finished") == 0 && !test_pretrained)
         fprintf(o->f, "checkpoint: %s\n", ckpt);
     if (res->fingerprint[0] != '\0' && !res->cached)
-        fprintf(o->f, "arithmetic: engine table %s, %d thread%s, fingerprint %s (the same command "
-                      "with this fingerprint gives the same bits; docs/training.md)\n",
+        fprintf(o->f,
+                "arithmetic: engine table %s, %d thread%s, fingerprint %s (the same command "
+                "with this fingerprint gives the same bits; docs/training.md)\n",
                 res->engine, res->threads, res->threads == 1 ? "" : "s", res->fingerprint);
     if (res->checkpoint_fingerprint[0] != '\0' &&
         strcmp(res->checkpoint_fingerprint, res->fingerprint) != 0)
-        fprintf(o->f, "note: resumed from a checkpoint written under fingerprint %s, this process "
-                      "computes under %s (another thread count, machine or library): the result "
-                      "is not bit-identical to an uninterrupted run\n",
+        fprintf(o->f,
+                "note: resumed from a checkpoint written under fingerprint %s, this process "
+                "computes under %s (another thread count, machine or library): the result "
+                "is not bit-identical to an uninterrupted run\n",
                 res->checkpoint_fingerprint, res->fingerprint);
     if (!isnan(res->ceiling)) {
         char mem[32];
@@ -270,8 +275,9 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
             snprintf(mem, sizeof mem, "beyond 32 elements");
         else
             snprintf(mem, sizeof mem, "%.1f elements", res->effective_memory);
-        fprintf(o->f, "yardsticks: ceiling %.4f (the ideal observer), effective memory %s "
-                      "(docs/reading-results.md)\n",
+        fprintf(o->f,
+                "yardsticks: ceiling %.4f (the ideal observer), effective memory %s "
+                "(docs/reading-results.md)\n",
                 res->ceiling, mem);
     }
 }

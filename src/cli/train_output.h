@@ -14,7 +14,7 @@
 #define SB_TRAIN_LOG_EVERY_S 10.0
 
 typedef struct sb_train_output {
-    FILE *f;          /* progress goes here (stderr with --json) */
+    FILE *f; /* progress goes here (stderr with --json) */
     const sb_config *cfg;
     int quiet, json, tty, threads;
     double last_live; /* time of the last live-line refresh */

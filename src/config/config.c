@@ -29,11 +29,21 @@ static const char *const precision_names[] = {"fp32", "bf16", NULL}; /* sb_preci
 
 #define FIELD_SIZE(field) sizeof(((sb_run_config *)0)->field)
 static const sb_config_key keys[] = {
-#define SB_KEY(name, kind, field, def, min, max, choices, hash, group, help)                  \
-    {#name, SB_KEY_##kind, 0, offsetof(sb_run_config, field), FIELD_SIZE(field), def, min, max, \
-     choices, SB_KEY_HASH_##hash, SB_KEY_GROUP_##group, help},
-#define SB_NOOP(name, kind, min, max, group, help)                                            \
-    {#name, SB_KEY_##kind, 1, 0, 0, "", min, max, NULL, SB_KEY_HASH_NONE, SB_KEY_GROUP_##group, \
+#define SB_KEY(name, kind, field, def, min, max, choices, hash, group, help)                       \
+    {#name,                                                                                        \
+     SB_KEY_##kind,                                                                                \
+     0,                                                                                            \
+     offsetof(sb_run_config, field),                                                               \
+     FIELD_SIZE(field),                                                                            \
+     def,                                                                                          \
+     min,                                                                                          \
+     max,                                                                                          \
+     choices,                                                                                      \
+     SB_KEY_HASH_##hash,                                                                           \
+     SB_KEY_GROUP_##group,                                                                         \
+     help},
+#define SB_NOOP(name, kind, min, max, group, help)                                                 \
+    {#name, SB_KEY_##kind, 1, 0, 0, "", min, max, NULL, SB_KEY_HASH_NONE, SB_KEY_GROUP_##group,    \
      help},
 #include "config/keys.def"
 #undef SB_KEY
@@ -153,11 +163,11 @@ static sb_status store(sb_run_config *cfg, const sb_config_key *k, const char *v
             return SB_OK;
         }
         if (!sb_config_parse_double(value, &v))
-            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not a finite number",
-                                k->name, value);
+            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not a finite number", k->name,
+                                value);
         if (check_range && (v < k->min || v > k->max))
-            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%g, %g]",
-                                k->name, value, k->min, k->max);
+            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%g, %g]", k->name,
+                                value, k->min, k->max);
         if (base != NULL)
             *(double *)base = v;
         return SB_OK;
@@ -198,8 +208,8 @@ static sb_status store(sb_run_config *cfg, const sb_config_key *k, const char *v
         const char *hint = sb_suggest_result(&near);
         if (hint != NULL)
             return sb_error_set(err, SB_ERR_INVALID,
-                                "--%s: '%s' is not one of: %s; did you mean '%s'?", k->name,
-                                value, list, hint);
+                                "--%s: '%s' is not one of: %s; did you mean '%s'?", k->name, value,
+                                list, hint);
         return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not one of: %s", k->name, value,
                             list);
     }
@@ -429,7 +439,8 @@ void sb_run_config_write_json(const sb_run_config *cfg, sb_json *j, int training
     sb_json_object_begin(j);
     for (int i = 0; i < N_KEYS; i++) {
         sb_key_hash h = keys[i].hash;
-        if ((h == SB_KEY_HASH_TRAINING_SET || h == SB_KEY_HASH_RUN_SET) && is_default(cfg, &keys[i]))
+        if ((h == SB_KEY_HASH_TRAINING_SET || h == SB_KEY_HASH_RUN_SET) &&
+            is_default(cfg, &keys[i]))
             continue;
         if (h == SB_KEY_HASH_TRAINING || h == SB_KEY_HASH_TRAINING_SET ||
             ((h == SB_KEY_HASH_RUN || h == SB_KEY_HASH_RUN_SET) && !training_only))
@@ -503,7 +514,8 @@ char *sb_run_config_flags(const sb_run_config *cfg)
         char value[512], base[512];
         /* with same_seed (the default) the task seed follows --seed: no flag of its own;
          * the model is always named (the one flag every reader looks for) */
-        if (k->noop || (cfg->same_seed && strcmp(k->name, "task_seed") == 0) || sb_config_format(cfg, k, value, sizeof value) >= (int)sizeof value ||
+        if (k->noop || (cfg->same_seed && strcmp(k->name, "task_seed") == 0) ||
+            sb_config_format(cfg, k, value, sizeof value) >= (int)sizeof value ||
             sb_config_format(&def, k, base, sizeof base) >= (int)sizeof base ||
             (strcmp(value, base) == 0 && strcmp(k->name, "model") != 0))
             continue;
@@ -612,7 +624,7 @@ sb_status sb_run_config_from_json(const char *text, sb_run_config *cfg, sb_error
     const char *name;
     json_t *v;
     sb_status st = SB_OK;
-    json_object_foreach(root, name, v) {
+    json_object_foreach (root, name, v) {
         const sb_config_key *k = sb_config_find(name);
         if (k == NULL || k->hash == SB_KEY_HASH_NONE) {
             st = sb_error_set(err, SB_ERR_INVALID, "unknown configuration key '%s'", name);

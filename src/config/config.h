@@ -33,9 +33,9 @@ typedef enum sb_key_kind {
 } sb_key_kind;
 
 typedef enum sb_key_hash {
-    SB_KEY_HASH_NONE,     /* not in the JSON */
-    SB_KEY_HASH_RUN,      /* in the run hash only (test settings, mode) */
-    SB_KEY_HASH_TRAINING, /* in both hashes */
+    SB_KEY_HASH_NONE,         /* not in the JSON */
+    SB_KEY_HASH_RUN,          /* in the run hash only (test settings, mode) */
+    SB_KEY_HASH_TRAINING,     /* in both hashes */
     SB_KEY_HASH_TRAINING_SET, /* in both hashes when not the default (a key added later:
                                * runs that leave it at its default keep their hashes) */
     SB_KEY_HASH_RUN_SET,      /* in the run hash only, when not the default (as TRAINING_SET) */
@@ -50,13 +50,13 @@ typedef enum sb_key_group {
 } sb_key_group;
 
 typedef struct sb_config_key {
-    const char *name;             /* train.py's flag name and the JSON key */
+    const char *name; /* train.py's flag name and the JSON key */
     sb_key_kind kind;
-    int noop;                     /* accepted and ignored: no field */
-    size_t offset, size;          /* the field in sb_run_config */
-    const char *def;              /* default, as text ("none": not set) */
-    double min, max;              /* accepted range of a value (numeric kinds) */
-    const char *const *choices;   /* SB_KEY_CHOICE: NULL-terminated names */
+    int noop;                   /* accepted and ignored: no field */
+    size_t offset, size;        /* the field in sb_run_config */
+    const char *def;            /* default, as text ("none": not set) */
+    double min, max;            /* accepted range of a value (numeric kinds) */
+    const char *const *choices; /* SB_KEY_CHOICE: NULL-terminated names */
     sb_key_hash hash;
     sb_key_group group;
     const char *help;
@@ -71,9 +71,9 @@ const sb_config_key *sb_config_find(const char *name);
 
 /* Sets key `name` of cfg from text as a flag value is read: integers in decimal only,
  * finite numbers, True/False (yes/no, 1/0, any case) for BOOL and SWITCH, a choice's
- * name, "none" (any case) for an OPT_ key's unset value. Then applies the key's derived logic. Errors (SB_ERR_INVALID,
- * cfg unchanged in that key) name the flag: unknown key, malformed value, out of range
- * (with the range), a bad choice (with the choices). */
+ * name, "none" (any case) for an OPT_ key's unset value. Then applies the key's derived logic.
+ * Errors (SB_ERR_INVALID, cfg unchanged in that key) name the flag: unknown key, malformed value,
+ * out of range (with the range), a bad choice (with the choices). */
 sb_status sb_config_set(sb_run_config *cfg, const char *name, const char *value, sb_error *err);
 
 /* Checks every field against its key's range (one error line naming the flag and the

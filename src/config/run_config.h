@@ -42,9 +42,9 @@ typedef enum sb_precision_kind {
 } sb_precision_kind;
 
 typedef struct sb_run_config {
-    sb_task_config task;          /* task.grammar.seed is the task seed */
+    sb_task_config task; /* task.grammar.seed is the task seed */
     char model[SB_MODEL_NAME_MAX];
-    int feat_size;                /* as requested (--feat_size) */
+    int feat_size; /* as requested (--feat_size) */
     int layers;
     int d_state;
     double dropout;
@@ -52,30 +52,30 @@ typedef struct sb_run_config {
     int att_dropout;
     int batch_size;
     int test_bs;
-    int grad_acc;                 /* 0: none, -1: from the memory budget, k: k micro-batches */
+    int grad_acc; /* 0: none, -1: from the memory budget, k: k micro-batches */
     double lr;
     double wd;
     sb_optimizer_kind optimizer;
     sb_schedule_kind scheduler;
-    int warmup_steps;             /* < 0: 5% of the updates (train.py's default) */
-    uint64_t seed;                /* model seed (= task seed with same_seed) */
-    int64_t epoch_size;           /* training samples between evaluations (5000) */
+    int warmup_steps;   /* < 0: 5% of the updates (train.py's default) */
+    uint64_t seed;      /* model seed (= task seed with same_seed) */
+    int64_t epoch_size; /* training samples between evaluations (5000) */
     /* at least this many points on the learning curve: extra evaluations of the test split
      * between epoch_size's (not in the JSON: they change neither weights nor metrics) */
     int curve_points;
     /* seconds between the live training points written to the results database (0: none;
      * not in the JSON: what is recorded, not what is computed) */
     double live_every;
-    int test_pretrained;          /* evaluation-only run of a trained configuration */
-    int early_stop;               /* stop when the update loss stops improving */
-    int patience;                 /* updates without improvement; < 0: 10% of the updates */
+    int test_pretrained; /* evaluation-only run of a trained configuration */
+    int early_stop;      /* stop when the update loss stops improving */
+    int patience;        /* updates without improvement; < 0: 10% of the updates */
     /* inputs of the seed logic (not in the JSON; see config.h): with same_seed the task
      * seed is the model seed, otherwise requested_task_seed (--task_seed, default 42) */
     int same_seed;
     uint64_t requested_task_seed;
     /* how the products are computed (not in the JSON: the same weights up to rounding) */
     sb_gemm_kind gemm;
-    int deterministic; /* 1 and 2 threads give identical weights (OpenBLAS under auto) */
+    int deterministic;           /* 1 and 2 threads give identical weights (OpenBLAS under auto) */
     sb_precision_kind precision; /* in the JSON (and hashes) only when bf16 */
     /* gradient shards per micro-batch (--grad_shards; data-parallel training, trainer.h):
      * in the JSON (and hashes) only when not 1, so earlier runs keep their hashes */

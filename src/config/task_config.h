@@ -33,17 +33,17 @@ typedef struct sb_task_config {
     int combined_seq_length; /* training sample length in elements; 0: train_seqlen_max */
     double train_gap_min, train_gap_max; /* seconds (uniform) or mean/sigma (lognormal) */
     sb_gap_dist dist_dur;
-    double test_dur;         /* fixed test gap in seconds; < 0: use train_gap_max */
-    double train_noise;      /* amplitude of U[0, noise) added to every frame (train+test) */
-    int grammar_gap;         /* gaps show non-grammatical symbols instead of zero frames */
-    int gap_start;           /* elements before this index never get a gap */
-    double gap_prob;         /* probability that an element gets a gap */
-    int64_t dataset_size;    /* training samples */
-    int64_t test_size;       /* test samples */
-    int valid_size;          /* validation samples; < 0: as many as the test (0: none) */
+    double test_dur;      /* fixed test gap in seconds; < 0: use train_gap_max */
+    double train_noise;   /* amplitude of U[0, noise) added to every frame (train+test) */
+    int grammar_gap;      /* gaps show non-grammatical symbols instead of zero frames */
+    int gap_start;        /* elements before this index never get a gap */
+    double gap_prob;      /* probability that an element gets a gap */
+    int64_t dataset_size; /* training samples */
+    int64_t test_size;    /* test samples */
+    int valid_size;       /* validation samples; < 0: as many as the test (0: none) */
     sb_protocol protocol;
     sb_gap_rng gap_rng;
-    int walk_len;            /* elements per interleaved walk; 0: one walk (the reference) */
+    int walk_len; /* elements per interleaved walk; 0: one walk (the reference) */
 } sb_task_config;
 
 /* The paper's main configuration with task 1 gaps (0.1 s, no noise), 200 elements. */

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static atomic_long calls;          /* allocation calls so far */
-static atomic_long live_blocks;    /* allocated and not yet freed */
-static atomic_long fail_at = -1;   /* the call index that fails; -1: the hook is off */
-static atomic_int fail_always;     /* 1: every call from fail_at on fails */
-static atomic_long failures;       /* calls the hook failed since it was armed */
+static atomic_long calls;        /* allocation calls so far */
+static atomic_long live_blocks;  /* allocated and not yet freed */
+static atomic_long fail_at = -1; /* the call index that fails; -1: the hook is off */
+static atomic_int fail_always;   /* 1: every call from fail_at on fails */
+static atomic_long failures;     /* calls the hook failed since it was armed */
 
 /* Counts one allocation call; 1 if the hook says it must fail. */
 static int next_call_fails(void)

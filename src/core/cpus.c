@@ -134,8 +134,8 @@ sb_status sb_threads_check(int threads, const char *where, sb_error *err)
 {
     if (threads >= 0 && threads <= SB_THREADS_MAX)
         return SB_OK;
-    return sb_error_set(err, SB_ERR_INVALID, "%s: threads %d: give 0 (every core) to %d",
-                        where, threads, SB_THREADS_MAX);
+    return sb_error_set(err, SB_ERR_INVALID, "%s: threads %d: give 0 (every core) to %d", where,
+                        threads, SB_THREADS_MAX);
 }
 
 void sb_cpu_count_describe(char *buf, unsigned long size)

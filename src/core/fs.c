@@ -11,11 +11,13 @@ static sb_status make_one(const char *path, const char *dir, const char *what, s
 {
     struct stat sbuf;
     if (stat(path, &sbuf) == 0)
-        return S_ISDIR(sbuf.st_mode)
-                   ? SB_OK
-                   : sb_error_set(err, SB_ERR_IO, "cannot create the %s '%s': '%s' exists and is "
-                                  "not a folder", what, dir, path);
-    if (mkdir(path, 0777) != 0 && !(errno == EEXIST && stat(path, &sbuf) == 0 && S_ISDIR(sbuf.st_mode)))
+        return S_ISDIR(sbuf.st_mode) ? SB_OK
+                                     : sb_error_set(err, SB_ERR_IO,
+                                                    "cannot create the %s '%s': '%s' exists and is "
+                                                    "not a folder",
+                                                    what, dir, path);
+    if (mkdir(path, 0777) != 0 &&
+        !(errno == EEXIST && stat(path, &sbuf) == 0 && S_ISDIR(sbuf.st_mode)))
         return sb_error_set(err, SB_ERR_IO, "cannot create the %s '%s': %s", what, dir,
                             strerror(errno));
     return SB_OK;

@@ -83,10 +83,22 @@ static void json_close(sb_json *j, char c)
         fputc('\n', j->f);
 }
 
-void sb_json_object_begin(sb_json *j) { json_open(j, '{'); }
-void sb_json_object_end(sb_json *j) { json_close(j, '}'); }
-void sb_json_array_begin(sb_json *j) { json_open(j, '['); }
-void sb_json_array_end(sb_json *j) { json_close(j, ']'); }
+void sb_json_object_begin(sb_json *j)
+{
+    json_open(j, '{');
+}
+void sb_json_object_end(sb_json *j)
+{
+    json_close(j, '}');
+}
+void sb_json_array_begin(sb_json *j)
+{
+    json_open(j, '[');
+}
+void sb_json_array_end(sb_json *j)
+{
+    json_close(j, ']');
+}
 
 static void json_write_string(FILE *f, const char *s)
 {

@@ -24,7 +24,7 @@ static const double palette[][3] = {
 #define N_COLOURS (sizeof palette / sizeof *palette)
 
 typedef struct frame {
-    double x0, y0, x1, y1;   /* plotting area in device units */
+    double x0, y0, x1, y1;         /* plotting area in device units */
     double xmin, xmax, ymin, ymax; /* y in axis units (see axis_y) */
     int logx, logy1p;
     double ybeyond;
@@ -125,8 +125,8 @@ static void log_range(double *lo, double *hi)
 
 /* The data's extent in axis units (series with their error bars and bands, reference
  * lines); +-HUGE_VAL when there is nothing to draw. */
-static void data_extent(const sb_plot *p, const frame *f, double *xmin, double *xmax,
-                        double *ymin, double *ymax)
+static void data_extent(const sb_plot *p, const frame *f, double *xmin, double *xmax, double *ymin,
+                        double *ymax)
 {
     *xmin = *ymin = HUGE_VAL, *xmax = *ymax = -HUGE_VAL;
     for (int s = 0; s < p->n_series; s++) {
@@ -586,8 +586,8 @@ static void draw_legend(cairo_t *cr, const sb_plot *p, const frame *f, int n_ref
             cairo_fill(cr);
         }
         cairo_set_source_rgb(cr, 0, 0, 0);
-        text_at(cr, f->x1 + 56, ly, p->series[s].label != NULL ? p->series[s].label : "", 13,
-                0.0, 0.5, 0);
+        text_at(cr, f->x1 + 56, ly, p->series[s].label != NULL ? p->series[s].label : "", 13, 0.0,
+                0.5, 0);
         ly += 24;
     }
     if (n_refs > 0)
@@ -599,8 +599,8 @@ static void draw_legend(cairo_t *cr, const sb_plot *p, const frame *f, int n_ref
         cairo_stroke(cr);
         ref_style_reset(cr);
         cairo_set_source_rgb(cr, 0, 0, 0);
-        text_at(cr, f->x1 + 56, ly, p->refs[r].label != NULL ? p->refs[r].label : "", 12, 0.0,
-                0.5, 0);
+        text_at(cr, f->x1 + 56, ly, p->refs[r].label != NULL ? p->refs[r].label : "", 12, 0.0, 0.5,
+                0);
         ly += 22;
     }
 }

@@ -22,7 +22,7 @@ typedef struct sb_plot_series {
     const char *label;
     int n;
     const double *x, *y;
-    const double *err; /* half-heights of the error bars, or NULL */
+    const double *err;     /* half-heights of the error bars, or NULL */
     const double *lo, *hi; /* a shaded band from lo[i] to hi[i] (spread over seeds), or NULL */
 } sb_plot_series;
 
@@ -42,18 +42,18 @@ typedef struct sb_plot {
     const char *subtitle; /* a second line under the title (may be NULL) */
     const char *xlabel, *ylabel;
     int logx;
-    int xinteger;         /* x is a count (layers): ticks at whole numbers only */
-    double ymin, ymax;    /* NAN for automatic */
+    int xinteger;      /* x is a count (layers): ticks at whole numbers only */
+    double ymin, ymax; /* NAN for automatic */
     int n_series;
     const sb_plot_series *series;
     int n_refs;
     const sb_plot_ref *refs;
-    int logy1p;      /* y axis scaled as log2(1 + y), ticks at 0, 1, 2, 4, 8, ... (y >= 0) */
-    double ybeyond;  /* > 0: values above it (infinity included) are drawn at 2 * ybeyond, */
+    int logy1p;     /* y axis scaled as log2(1 + y), ticks at 0, 1, 2, 4, 8, ... (y >= 0) */
+    double ybeyond; /* > 0: values above it (infinity included) are drawn at 2 * ybeyond, */
     const char *ybeyond_label; /* on a line always shown, its tick reading ybeyond_label */
-    int yfraction;   /* y is a fraction (an accuracy): the axis stays within [0, 1] */
-    int no_markers;  /* lines only (learning curves: many points) */
-    int xfrom0;      /* a linear x axis starts at 0 (training samples) */
+    int yfraction;             /* y is a fraction (an accuracy): the axis stays within [0, 1] */
+    int no_markers;            /* lines only (learning curves: many points) */
+    int xfrom0;                /* a linear x axis starts at 0 (training samples) */
 } sb_plot;
 
 #define SB_PLOT_MAX_TICKS 32
@@ -61,10 +61,10 @@ typedef struct sb_plot {
 
 /* One axis as drawn. */
 typedef struct sb_plot_axis {
-    char label[320];    /* the axis label; a log axis ends in " (log)" */
-    int log;            /* 1: logarithmic */
-    double min, max;    /* the range shown, in data units */
-    int n_ticks;        /* labelled ticks, in increasing order */
+    char label[320];                 /* the axis label; a log axis ends in " (log)" */
+    int log;                         /* 1: logarithmic */
+    double min, max;                 /* the range shown, in data units */
+    int n_ticks;                     /* labelled ticks, in increasing order */
     double ticks[SB_PLOT_MAX_TICKS]; /* data units (the ybeyond line: 2 * ybeyond) */
     char tick_labels[SB_PLOT_MAX_TICKS][SB_PLOT_TICK_LABEL];
 } sb_plot_axis;

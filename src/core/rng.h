@@ -33,8 +33,8 @@ void sb_seedseq_generate_u64(uint64_t entropy, uint32_t out[8]);
 typedef struct sb_pcg64 {
     sb_u128 state;
     sb_u128 inc;
-    int has32;       /* a buffered upper half of the last 64-bit word is pending */
-    uint32_t buf32;  /* that upper half */
+    int has32;      /* a buffered upper half of the last 64-bit word is pending */
+    uint32_t buf32; /* that upper half */
 } sb_pcg64;
 
 /* Seeds from 8 SeedSequence words (as numpy's PCG64(SeedSequence) does). */

@@ -488,9 +488,12 @@ static sb_status st_build(const char *path, const char *header, size_t header_le
     json_t *root = json_loadb(header, header_len, JSON_REJECT_DUPLICATES, &jerr);
     /* jansson reports a syntax error with a message; it returns NULL without one (or with
      * the out-of-memory code) when an allocation failed */
-    if (root == NULL && (jerr.text[0] == '\0' || json_error_code(&jerr) == json_error_out_of_memory))
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory reading the header of checkpoint "
-                            "'%s'", path);
+    if (root == NULL &&
+        (jerr.text[0] == '\0' || json_error_code(&jerr) == json_error_out_of_memory))
+        return sb_error_set(err, SB_ERR_NOMEM,
+                            "out of memory reading the header of checkpoint "
+                            "'%s'",
+                            path);
     if (root == NULL)
         return st_corrupt(err, path,
                           "the header is not valid JSON: %s (at byte %d of the "
@@ -506,7 +509,7 @@ static sb_status st_build(const char *path, const char *header, size_t header_le
     const char *key;
     json_t *value;
     const json_t *meta_obj = NULL;
-    json_object_foreach(root, key, value) {
+    json_object_foreach (root, key, value) {
         if (strcmp(key, "__metadata__") != 0) {
             n++;
             n_chars += strlen(key) + 1;
@@ -521,7 +524,7 @@ static sb_status st_build(const char *path, const char *header, size_t header_le
         meta_obj = value;
         const char *mkey;
         json_t *mvalue;
-        json_object_foreach((json_t *)meta_obj, mkey, mvalue) {
+        json_object_foreach ((json_t *)meta_obj, mkey, mvalue) {
             if (!json_is_string(mvalue)) {
                 sb_status st = st_corrupt(err, path,
                                           "__metadata__ value of '%s' is not a "
@@ -553,7 +556,7 @@ static sb_status st_build(const char *path, const char *header, size_t header_le
 
     /* parse the tensors, then put them in data order and check the tiling */
     size_t i = 0;
-    json_object_foreach(root, key, value) {
+    json_object_foreach (root, key, value) {
         if (strcmp(key, "__metadata__") == 0)
             continue;
         e[i].index = i;
@@ -596,7 +599,7 @@ static sb_status st_build(const char *path, const char *header, size_t header_le
         const char *mkey;
         json_t *mvalue;
         size_t m = 0;
-        json_object_foreach((json_t *)meta_obj, mkey, mvalue) {
+        json_object_foreach ((json_t *)meta_obj, mkey, mvalue) {
             size_t klen = strlen(mkey) + 1, vlen = json_string_length(mvalue) + 1;
             s->meta[m].key = memcpy(p, mkey, klen);
             s->meta[m].value = memcpy(p + klen, json_string_value(mvalue), vlen);

@@ -68,7 +68,7 @@ _Noreturn void sb_assert_fail(const char *file, int line, const char *cond)
 {
     if (assert_hook != NULL)
         assert_hook(file, line, cond);
-    fprintf(stderr, "selectivbench: internal error: %s:%d: assertion '%s' failed\n", file, /* floors: allowed */
-            line, cond);
+    fprintf(stderr, /* floors: allowed */
+            "selectivbench: internal error: %s:%d: assertion '%s' failed\n", file, line, cond);
     abort(); /* floors: allowed */
 }

@@ -31,10 +31,10 @@ int sb_status_exit_code(sb_status status);
 
 /* Always-on assertion for programmer errors (never for bad user input): calls the assert
  * hook (if one is set), then writes the failed condition to stderr and aborts. */
-#define SB_ASSERT(cond)                                                                     \
-    do {                                                                                    \
-        if (!(cond))                                                                        \
-            sb_assert_fail(__FILE__, __LINE__, #cond);                                      \
+#define SB_ASSERT(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            sb_assert_fail(__FILE__, __LINE__, #cond);                                             \
     } while (0)
 
 _Noreturn void sb_assert_fail(const char *file, int line, const char *cond);

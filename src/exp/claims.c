@@ -66,8 +66,8 @@ static int read_run(const sb_run_row *row, const sb_claim_task *task, claim_run 
     snprintf(r->setting, sizeof r->setting, "lr %s, warm-up %s", a,
              strcmp(b, "null") == 0 ? "5%" : b);
     static const char *const test_dur[1] = {"test_dur"};
-    r->slice = sb_experiment_key(row->config_json, sb_experiment_varied, SB_EXPERIMENT_VARIED,
-                                 NULL, 0);
+    r->slice =
+        sb_experiment_key(row->config_json, sb_experiment_varied, SB_EXPERIMENT_VARIED, NULL, 0);
     r->slice_training = sb_experiment_key(row->config_json, sb_experiment_varied,
                                           SB_EXPERIMENT_VARIED, test_dur, 1);
     r->family = sb_experiment_key(row->config_json, sb_experiment_varied, SB_EXPERIMENT_VARIED,
@@ -309,13 +309,13 @@ static const finding findings[] = {
      "validation), same slice and seed",
      "a task whose memory demand grows beyond a fixed-size state (interleaved walks)",
      AXIS_ATTENTION, 0, 0, 0, NULL},
-    {"attention_growth", "attention's lead grows with the memory demand (its memory scales "
+    {"attention_growth",
+     "attention's lead grows with the memory demand (its memory scales "
      "with the sequence)",
      "attention's margin over the best recurrent model (each chosen on validation at each "
      "length) at the length of largest memory demand minus at the length of smallest, same "
      "seed (the grammar)",
-     "demands beyond the largest tried, tasks other than the slice's", AXIS_GROWTH, 0, 0, 0,
-     NULL},
+     "demands beyond the largest tried, tasks other than the slice's", AXIS_GROWTH, 0, 0, 0, NULL},
 };
 #define N_FINDINGS (int)(sizeof findings / sizeof *findings)
 
@@ -684,7 +684,7 @@ sb_status sb_claims_evaluate(const sb_run_row *rows, const sb_claim_task *tasks,
                               slice) == 0;
             if (seen)
                 continue;
-            int made = fd->axis >= 0               ? pair_claim(&c, fd, slice)
+            int made = fd->axis >= 0                ? pair_claim(&c, fd, slice)
                        : fd->axis == AXIS_ATTENTION ? attention_claim(&c, fd, slice)
                                                     : growth_claim(&c, fd, slice);
             if (made < 0)

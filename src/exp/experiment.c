@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const sb_experiment_varied[SB_EXPERIMENT_VARIED] = {"model", "seed", "task_seed",
-                                                                "lr", "warmup_steps"};
+const char *const sb_experiment_varied[SB_EXPERIMENT_VARIED] = {"model", "seed", "task_seed", "lr",
+                                                                "warmup_steps"};
 const char *const sb_experiment_lengths[SB_EXPERIMENT_LENGTHS] = {
     "train_seqlen_max", "test_seqlen_max", "combined_seq_length"};
 

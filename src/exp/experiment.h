@@ -29,9 +29,9 @@ void sb_experiment_resolve(json_t *cfg);
  * show. */
 char *sb_experiment_effective_config(const char *config_json);
 
-/* config_json (resolved as above) without the keys drop[0..n_drop) and without the key in `also` (may be NULL),
- * keys sorted, compact: equal for runs of one experiment. NULL for unreadable JSON or out
- * of memory; freed with free(). */
+/* config_json (resolved as above) without the keys drop[0..n_drop) and without the key in `also`
+ * (may be NULL), keys sorted, compact: equal for runs of one experiment. NULL for unreadable JSON
+ * or out of memory; freed with free(). */
 char *sb_experiment_key(const char *config_json, const char *const *drop, int n_drop,
                         const char *const *also, int n_also);
 

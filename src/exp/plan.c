@@ -33,13 +33,13 @@
 
 /* One distinct task of the selection, built once. */
 typedef struct plan_task {
-    char key[17];          /* sb_ceiling_hash */
+    char key[17]; /* sb_ceiling_hash */
     sb_task *task;
-    double build_s;        /* seconds sb_task_create took */
+    double build_s;                      /* seconds sb_task_create took */
     int64_t train_samples, test_samples; /* test_samples: the test and validation splits */
     int64_t test_split_samples;          /* the test split alone (a curve point reads it) */
-    double train_frames, test_frames; /* mean frames per sample of each split */
-    int train_max_frames;  /* the longest of the first training samples */
+    double train_frames, test_frames;    /* mean frames per sample of each split */
+    int train_max_frames;                /* the longest of the first training samples */
 } plan_task;
 
 /* What a calibration needs to be measured: one run of its shape. */
@@ -237,8 +237,8 @@ static sb_status task_find(plan_build *b, const sb_task_config *tc, int *out, sb
     /* every evaluation reads the test and the validation split, drawn alike (the test's
      * lengths and gap): their frames are counted together */
     t->test_split_samples = sb_task_split_size(t->task, SB_SPLIT_TEST);
-    t->test_samples = sb_task_split_size(t->task, SB_SPLIT_TEST) +
-                      sb_task_split_size(t->task, SB_SPLIT_VALID);
+    t->test_samples =
+        sb_task_split_size(t->task, SB_SPLIT_TEST) + sb_task_split_size(t->task, SB_SPLIT_VALID);
     st = mean_frames(t->task, SB_SPLIT_TRAIN, &t->train_frames, &t->train_max_frames, err);
     if (st == SB_OK)
         st = mean_frames(t->task, SB_SPLIT_TEST, &t->test_frames, NULL, err);
@@ -313,8 +313,7 @@ static sb_status shape_find(sb_plan *p, plan_build *b, const sb_run_config *cfg,
 
 /* Run cfg's frames, evaluations, FLOPs and memory (its seconds come later). */
 static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const plan_task *t,
-                          const plan_shape *sh, double *train_fpf, double *eval_fpf,
-                          sb_error *err)
+                          const plan_shape *sh, double *train_fpf, double *eval_fpf, sb_error *err)
 {
     sb_model_config mc = sb_run_config_model(cfg, t->task->n_inputs, t->task->grammar->d_output);
     size_t params = 0;
@@ -351,8 +350,8 @@ static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const plan_t
     r->flops = 3.0 * fwd_train * (double)r->train_frames + fwd_test * (double)r->eval_frames;
     /* activations of the longest micro-batch (the model's own estimate, as --grad_acc -1
      * uses it) and the parameters, their gradients and Adam's two moments */
-    double act = cfg->test_pretrained ? 0.0
-                                      : sb_train_step_bytes(&mc, sh->micro, t->train_max_frames);
+    double act =
+        cfg->test_pretrained ? 0.0 : sb_train_step_bytes(&mc, sh->micro, t->train_max_frames);
     r->peak_bytes = act + (cfg->test_pretrained ? 1.0 : 4.0) * (double)params * sizeof(real);
     return SB_OK;
 }
@@ -364,8 +363,8 @@ static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const plan_t
  * d_state), at that calibration's rates instead, scaled by the FLOPs per frame. Nothing is
  * timed here (the setup too comes from the cache or is the fixed process start), so a plan
  * from the cache prints the same figures on every call. */
-static void flop_rate(sb_plan_calibration *c, const sb_plan_cache *cache,
-                      const char *machine, int threads, double gflops)
+static void flop_rate(sb_plan_calibration *c, const sb_plan_cache *cache, const char *machine,
+                      int threads, double gflops)
 {
     /* the key up to its d_state: "MODEL d D layers L " */
     char prefix[128];
@@ -399,8 +398,8 @@ static void flop_rate(sb_plan_calibration *c, const sb_plan_cache *cache,
 }
 
 /* Every calibration: from the cache, measured, or at the FLOP rate. */
-static sb_status calibrate_all(sb_plan *p, plan_build *b, const sb_plan_options *o,
-                               int cal_threads, sb_error *err)
+static sb_status calibrate_all(sb_plan *p, plan_build *b, const sb_plan_options *o, int cal_threads,
+                               sb_error *err)
 {
     sb_plan_cache cache = {0};
     sb_status st = SB_OK;
@@ -555,8 +554,7 @@ static sb_status plan_new(const sb_plan_options *opts, sb_plan **out, int *cal_t
                           sb_error *err)
 {
     if (opts->ranks < 1)
-        return sb_error_set(err, SB_ERR_INVALID, "--ranks %d: give at least 1 rank",
-                            opts->ranks);
+        return sb_error_set(err, SB_ERR_INVALID, "--ranks %d: give at least 1 rank", opts->ranks);
     if (opts->threads < 1 || opts->threads > SB_THREADS_MAX)
         return sb_error_set(err, SB_ERR_INVALID, "--threads %d: give 1 to %d threads",
                             opts->threads, SB_THREADS_MAX);
@@ -665,8 +663,8 @@ sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
     return plan_finish(p, &b, opts, cal_threads, st, out, err);
 }
 
-sb_status sb_plan_run_config(const sb_run_config *cfg, const sb_plan_options *opts,
-                             sb_plan **out, sb_error *err)
+sb_status sb_plan_run_config(const sb_run_config *cfg, const sb_plan_options *opts, sb_plan **out,
+                             sb_error *err)
 {
     if (out == NULL || cfg == NULL || opts == NULL)
         return sb_error_set(err, SB_ERR_INVALID, "sb_plan_run_config: NULL argument");

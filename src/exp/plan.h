@@ -12,13 +12,13 @@
 
 /* The plan of one run (`train`, before it starts): as sb_plan_make for a selection of one
  * run, index 0, checked by sb_run_config_check. Errors: that check's, sb_plan_make's. */
-sb_status sb_plan_run_config(const sb_run_config *cfg, const sb_plan_options *opts,
-                             sb_plan **out, sb_error *err);
+sb_status sb_plan_run_config(const sb_run_config *cfg, const sb_plan_options *opts, sb_plan **out,
+                             sb_error *err);
 
 /* ---- a calibration measured (plan_calibrate.c) ------------------------------------------ */
 
-/* Measures c (its key, model, sizes and FLOPs per frame already filled) on run cfg's configuration: the
- * model is built (seed 1) and trained for about target_s seconds on real micro-batches of
+/* Measures c (its key, model, sizes and FLOPs per frame already filled) on run cfg's configuration:
+ * the model is built (seed 1) and trained for about target_s seconds on real micro-batches of
  * `micro` samples of task's training split (generated as the trainer generates them, an
  * optimiser step every acc of them), the first not timed, then evaluated on a test split
  * of a few batches of the same task. A model too large to measure whole in that time is
@@ -27,8 +27,8 @@ sb_status sb_plan_run_config(const sb_run_config *cfg, const sb_plan_options *op
  * added to setup_s. Runs on `threads` threads with cfg's GEMM engine and precision.
  * Errors: building the model or a batch, a training step's, SB_ERR_NOMEM. */
 sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int micro, int acc,
-                            int threads, double target_s, double task_s,
-                            sb_plan_calibration *c, sb_error *err);
+                            int threads, double target_s, double task_s, sb_plan_calibration *c,
+                            sb_error *err);
 
 /* ---- the cache file (plan_cache.c) -------------------------------------------------------- *
  * A JSON file written only by us, one calibration a line:
@@ -53,16 +53,15 @@ typedef struct sb_plan_cache {
  * not such a cache, or a cache of another version, sets *damaged and reads as empty; one
  * with a damaged line sets *damaged and keeps the lines that read.
  * Errors: SB_ERR_IO when the file exists but cannot be read, SB_ERR_NOMEM. */
-sb_status sb_plan_cache_load(const char *path, sb_plan_cache *cache, int *damaged,
-                             sb_error *err);
+sb_status sb_plan_cache_load(const char *path, sb_plan_cache *cache, int *damaged, sb_error *err);
 
 /* The cached calibration of (machine, threads, key), or NULL. */
 const sb_plan_calibration *sb_plan_cache_find(const sb_plan_cache *cache, const char *machine,
                                               int threads, const char *key);
 
 /* Adds c (or replaces the entry of the same machine, threads and key). */
-sb_status sb_plan_cache_put(sb_plan_cache *cache, const char *machine,
-                            const sb_plan_calibration *c, sb_error *err);
+sb_status sb_plan_cache_put(sb_plan_cache *cache, const char *machine, const sb_plan_calibration *c,
+                            sb_error *err);
 
 /* Writes the cache to path atomically (a temporary file renamed), creating its folder.
  * Errors: SB_ERR_IO naming the path. */

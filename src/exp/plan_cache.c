@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/fs.h"
-#include "core/cpus.h"
 #include "core/alloc.h"
+#include "core/cpus.h"
+#include "core/fs.h"
 #include "core/json_writer.h"
 #include "exp/plan.h"
 
@@ -67,16 +67,14 @@ static int parse_entry(const char *line, sb_plan_cache_entry *e)
         !field_string(line, "key", c->key, sizeof c->key) ||
         !field_number(line, "threads", &threads) ||
         !field_number(line, "train_s_per_frame", &train) ||
-        !field_number(line, "eval_s_per_frame", &eval) ||
-        !field_number(line, "setup_s", &setup) || !field_number(line, "gemm_share", &gemm) ||
-        !field_number(line, "gflops", &gflops) ||
+        !field_number(line, "eval_s_per_frame", &eval) || !field_number(line, "setup_s", &setup) ||
+        !field_number(line, "gemm_share", &gemm) || !field_number(line, "gflops", &gflops) ||
         !field_number(line, "calibrated_layers", &layers) ||
         !field_number(line, "train_flops_per_frame", &train_fpf) ||
         !field_number(line, "eval_flops_per_frame", &eval_fpf))
         return 0;
-    if (threads < 1 || threads > 1e6 || !(train > 0) || !(eval >= 0) || !(setup >= 0) ||
-        gemm < 0 || gemm > 1 || gflops < 0 || layers < 1 || layers > 1e6 || !(train_fpf > 0) ||
-        !(eval_fpf > 0))
+    if (threads < 1 || threads > 1e6 || !(train > 0) || !(eval >= 0) || !(setup >= 0) || gemm < 0 ||
+        gemm > 1 || gflops < 0 || layers < 1 || layers > 1e6 || !(train_fpf > 0) || !(eval_fpf > 0))
         return 0;
     c->calibrated_threads = (int)threads;
     c->train_s_per_frame = train;
@@ -91,8 +89,7 @@ static int parse_entry(const char *line, sb_plan_cache_entry *e)
     return 1;
 }
 
-sb_status sb_plan_cache_load(const char *path, sb_plan_cache *cache, int *damaged,
-                             sb_error *err)
+sb_status sb_plan_cache_load(const char *path, sb_plan_cache *cache, int *damaged, sb_error *err)
 {
     memset(cache, 0, sizeof *cache);
     *damaged = 0;
@@ -150,13 +147,13 @@ const sb_plan_calibration *sb_plan_cache_find(const sb_plan_cache *cache, const 
     return NULL;
 }
 
-sb_status sb_plan_cache_put(sb_plan_cache *cache, const char *machine,
-                            const sb_plan_calibration *c, sb_error *err)
+sb_status sb_plan_cache_put(sb_plan_cache *cache, const char *machine, const sb_plan_calibration *c,
+                            sb_error *err)
 {
     for (int i = 0; i < cache->n; i++) {
         sb_plan_cache_entry *e = &cache->entries[i];
-        if (e->c.calibrated_threads == c->calibrated_threads &&
-            strcmp(e->machine, machine) == 0 && strcmp(e->c.key, c->key) == 0) {
+        if (e->c.calibrated_threads == c->calibrated_threads && strcmp(e->machine, machine) == 0 &&
+            strcmp(e->c.key, c->key) == 0) {
             e->c = *c;
             return SB_OK;
         }

@@ -65,10 +65,9 @@ static sb_status split_frames(const sb_task *task, sb_split split, int64_t n, do
  * when it is the size of the whole budget: its first-call costs (the arena's first touch
  * of its pages, oneDNN's primitives, OpenBLAS's buffers) made it 5-10 times slower per frame
  * than the next ones at width 64 and 200-element samples, and a run pays them once. */
-static sb_status measure_training(const sb_run_config *cfg, const sb_task *task, sb_model *m,
-                                  int B, int acc, int threads, double target_s,
-                                  double *s_per_frame, double *gemm_share, double *gflops,
-                                  sb_error *err)
+static sb_status measure_training(const sb_run_config *cfg, const sb_task *task, sb_model *m, int B,
+                                  int acc, int threads, double target_s, double *s_per_frame,
+                                  double *gemm_share, double *gflops, sb_error *err)
 {
     sb_batch batch;
     memset(&batch, 0, sizeof batch);
@@ -143,8 +142,7 @@ static sb_status measure_evaluation(const sb_run_config *cfg, const sb_model *m,
     if (st != SB_OK)
         return st;
     double frames = 0.0, loss = 0.0, acc = 0.0;
-    st = split_frames(small, SB_SPLIT_TEST, sb_task_split_size(small, SB_SPLIT_TEST), &frames,
-                      err);
+    st = split_frames(small, SB_SPLIT_TEST, sb_task_split_size(small, SB_SPLIT_TEST), &frames, err);
     if (st == SB_OK)
         st = sb_evaluate(small, m, cfg->test_bs, 4.0, &loss, &acc, err);
     double t0 = work_now(threads);
@@ -158,8 +156,8 @@ static sb_status measure_evaluation(const sb_run_config *cfg, const sb_model *m,
 }
 
 sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int micro, int acc,
-                            int threads, double target_s, double task_s,
-                            sb_plan_calibration *c, sb_error *err)
+                            int threads, double target_s, double task_s, sb_plan_calibration *c,
+                            sb_error *err)
 {
     double t_begin = sb_time_now();
     omp_set_num_threads(threads);
@@ -204,8 +202,8 @@ sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int m
     }
     double ceiling_s = work_now(threads) - t1;
     double train_spf = 0.0, eval_spf = 0.0, gemm = 0.0, gflops = 0.0;
-    st = measure_training(cfg, task, m, B, acc, threads, target_s * 0.75, &train_spf,
-                          &gemm, &gflops, err);
+    st = measure_training(cfg, task, m, B, acc, threads, target_s * 0.75, &train_spf, &gemm,
+                          &gflops, err);
     if (st == SB_OK) {
         /* a test sample's forward costs about a third of a training sample's step */
         double eval_sample = per_layer_sample / 3.0;

@@ -9,18 +9,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "exp/claims.h"
-#include "exp/experiment.h"
-#include "task/ceiling.h"
-#include "task/grammar.h"
-#include "model/model.h"
+#include "config/config.h"
+#include "config/run_config.h"
 #include "core/fs.h"
 #include "core/json_writer.h"
 #include "core/plot.h"
+#include "exp/claims.h"
+#include "exp/experiment.h"
 #include "exp/report_curves.h"
 #include "exp/results.h"
-#include "config/config.h"
-#include "config/run_config.h"
+#include "model/model.h"
+#include "task/ceiling.h"
+#include "task/grammar.h"
 #include "train/run_setup.h"
 
 /* FIG_X: every run against one configuration key (report's x_key: a scale study's
@@ -47,24 +47,24 @@ static const char *fig_xlabel[N_FIGS] = {
 
 /* One finished run, reduced to what the figures need. */
 typedef struct rec {
-    int64_t run_id;           /* the database's id (its evaluations) */
-    char hash[17];            /* the run hash, the run's id for people */
+    int64_t run_id; /* the database's id (its evaluations) */
+    char hash[17];  /* the run hash, the run's id for people */
     int seed;
     int other;                /* its figure's runs have one x only: listed under "Other runs" */
     int fig, protocol, panel; /* panel: the width for fig2a and fig4, else 0 */
     /* its experiment within its figure (experiment.h): the runs of one figure set share
      * every stored key but the model, the seeds, lr / warm-up and the axis drawn */
     int experiment, n_experiments;
-    char *exp_key;            /* the identity (owned by the report's key list) */
-    char exp_label[160];      /* what sets it apart from its figure's other experiments */
-    int model_rank;           /* registry order */
+    char *exp_key;       /* the identity (owned by the report's key list) */
+    char exp_label[160]; /* what sets it apart from its figure's other experiments */
+    int model_rank;      /* registry order */
     char model[SB_MODEL_NAME_MAX];
-    double xkey;              /* amb (fig2a), params (2b, 3a, 3b), gap frames (4) */
-    double params_m;          /* parameters, millions */
+    double xkey;     /* amb (fig2a), params (2b, 3a, 3b), gap frames (4) */
+    double params_m; /* parameters, millions */
     double lr;
     int warmup;
-    double acc;               /* test accuracy: reported, never chosen on */
-    double valid;             /* validation accuracy, which choices read; NaN: none recorded */
+    double acc;   /* test accuracy: reported, never chosen on */
+    double valid; /* validation accuracy, which choices read; NaN: none recorded */
     /* yardsticks: the ceiling, chance (the k = 0 observer: always the most frequent state)
      * and window observers k = 1, 4, 8 of the run's task, and the run's effective memory;
      * NaN where unknown */
@@ -145,7 +145,8 @@ static double grammar_te(te_cache **cache, int *n_cache, const rec *r)
 {
     for (int i = 0; i < *n_cache; i++) {
         te_cache *c = &(*cache)[i];
-        if (c->vocab == r->vocab && c->amb == r->amb && c->depth == r->depth && c->seed == r->task_seed)
+        if (c->vocab == r->vocab && c->amb == r->amb && c->depth == r->depth &&
+            c->seed == r->task_seed)
             return c->te;
     }
     sb_grammar_config gc = sb_grammar_config_default();
@@ -190,12 +191,12 @@ static const char *const chose_name[] = {"-", "valid", "test"};
 typedef struct point {
     double x, mean, std, lr; /* the test accuracy's mean and std (n - 1) over the seeds */
     int n, warmup;
-    double valid_mean;       /* the validation accuracy's mean; NaN when a seed has none */
-    int chosen;              /* CHOSE_*: how this setting was chosen among the point's */
-    double score;            /* what it was chosen by: valid_mean, or mean */
-    double ceiling;            /* mean over the setting's seeds */
-    double mem_mean, mem_std;  /* effective memory over the seeds (beyond 32 as 32) */
-    int mem_n, mem_beyond;     /* seeds with a memory, of which beyond 32 */
+    double valid_mean;        /* the validation accuracy's mean; NaN when a seed has none */
+    int chosen;               /* CHOSE_*: how this setting was chosen among the point's */
+    double score;             /* what it was chosen by: valid_mean, or mean */
+    double ceiling;           /* mean over the setting's seeds */
+    double mem_mean, mem_std; /* effective memory over the seeds (beyond 32 as 32) */
+    int mem_n, mem_beyond;    /* seeds with a memory, of which beyond 32 */
 } point;
 
 /* The yardsticks' statistics of runs recs[a..b): ceiling mean, memory mean and std. */
@@ -283,7 +284,7 @@ static int figure_refs(const rec *recs, int a, int b, int fig, te_cache **cache,
     }
     qsort(rx, (size_t)n_x, sizeof *rx, cmp_ref_x);
     for (int k = 0; k < n_x; k++)
-        rx[k].x = fig != FIG_2A ? rx[k].xkey
+        rx[k].x = fig != FIG_2A    ? rx[k].xkey
                   : rx[k].te_n > 0 ? rx[k].te_sum / rx[k].te_n
                                    : (double)NAN;
     int n_refs = 0;
@@ -301,8 +302,8 @@ static int figure_refs(const rec *recs, int a, int b, int fig, te_cache **cache,
         }
         if (n == 0)
             continue;
-        sb_plot_ref ref = {.label = ref_label[r], .style = ref_style_of[r], .n = n, .x = x,
-                           .y_at = y};
+        sb_plot_ref ref = {
+            .label = ref_label[r], .style = ref_style_of[r], .n = n, .x = x, .y_at = y};
         if (hi - lo <= 1e-9)
             ref.n = 0, ref.y = y[0];
         refs[n_refs++] = ref;
@@ -478,8 +479,8 @@ static int assign_experiments(rec *recs, int n)
     return status;
 }
 
-static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows,
-                             const char *x_key, sb_report_summary *sum, int *n)
+static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows, const char *x_key,
+                             sb_report_summary *sum, int *n)
 {
     rec *recs = calloc(n_rows > 0 ? n_rows : 1, sizeof *recs);
     *n = 0;
@@ -525,8 +526,8 @@ static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows,
         }
         const char *axis[4];
         int n_axis = axis_keys(r->fig, x_key, axis);
-        r->exp_key = sb_experiment_key(row->config_json, sb_experiment_varied,
-                                       SB_EXPERIMENT_VARIED, axis, n_axis);
+        r->exp_key = sb_experiment_key(row->config_json, sb_experiment_varied, SB_EXPERIMENT_VARIED,
+                                       axis, n_axis);
         if (r->exp_key == NULL) { /* out of memory: no figure */
             recs_free(recs, *n);
             *n = 0;
@@ -546,8 +547,7 @@ static void write_count(FILE *md, int count, const char *kind, const char *after
 {
     if (count == 0)
         return;
-    fprintf(md, "%s%d %s run%s%s", *first ? "" : ", ", count, kind, count == 1 ? "" : "s",
-            after);
+    fprintf(md, "%s%d %s run%s%s", *first ? "" : ", ", count, kind, count == 1 ? "" : "s", after);
     *first = 0;
 }
 
@@ -563,7 +563,8 @@ static void write_left_out(FILE *md, const sb_report_summary *sum)
     write_count(md, sum->runs_unfinished, "unfinished", " (failed, stopped or running)", &first);
     write_count(md, sum->runs_unusable, "finished",
                 " without a test accuracy, a readable configuration or a finite value of the "
-                "--x axis (a memory demand beyond the largest window)", &first);
+                "--x axis (a memory demand beyond the largest window)",
+                &first);
     fprintf(md, "; `selectivbench results` shows why.");
 }
 
@@ -571,14 +572,18 @@ static void write_left_out(FILE *md, const sb_report_summary *sum)
 static void write_report_intro(FILE *md, const char *db_path, const sb_report_summary *sum)
 {
     if (sum->runs_other == 0)
-        fprintf(md, "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished and placed in a "
-                    "figure.", db_path, sum->runs_read, sum->runs_used);
+        fprintf(md,
+                "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished and placed in a "
+                "figure.",
+                db_path, sum->runs_read, sum->runs_used);
     else
-        fprintf(md, "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished: %d placed in "
-                    "a figure, %d under \"Other runs\" (a figure needs runs at two or more of "
-                    "its x values: grammars, sizes or test gaps; a single `train` run or the "
-                    "seeds of one setting make no figure).", db_path, sum->runs_read,
-                sum->runs_used, sum->runs_used - sum->runs_other, sum->runs_other);
+        fprintf(md,
+                "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished: %d placed in "
+                "a figure, %d under \"Other runs\" (a figure needs runs at two or more of "
+                "its x values: grammars, sizes or test gaps; a single `train` run or the "
+                "seeds of one setting make no figure).",
+                db_path, sum->runs_read, sum->runs_used, sum->runs_used - sum->runs_other,
+                sum->runs_other);
     write_left_out(md, sum);
     fprintf(md, " Each point: the learning-rate / warm-up setting with the best mean "
                 "validation accuracy over its seeds (column *chosen on*: valid; test where the "
@@ -607,10 +612,10 @@ typedef struct report_ctx {
     FILE *md;
     te_cache *cache; /* fig2a: the TE of each grammar met */
     int n_cache;
-    point *pts;      /* [n] the points of the current figure */
+    point *pts; /* [n] the points of the current figure */
     sb_report_summary *sum;
-    sb_results *db;  /* the runs' evaluations, for the learning curves */
-    sb_json *json;   /* report.json, inside its "figures" array */
+    sb_results *db;    /* the runs' evaluations, for the learning curves */
+    sb_json *json;     /* report.json, inside its "figures" array */
     const char *x_key; /* FIG_X's key, or NULL */
 } report_ctx;
 
@@ -626,10 +631,10 @@ static int figure_end(const rec *recs, int n, int f0)
 
 /* The scratch arrays of one figure of n runs. */
 typedef struct figure_buffers {
-    double *xs, *ys, *es;    /* [n] points: x, mean accuracy, its std */
-    double *ms, *mes;        /* [n] effective memory: mean, std */
-    double *rxs, *rys;       /* [N_REFS n] the reference lines' points */
-    ref_x *rx;               /* [n] the reference lines' per-x sums */
+    double *xs, *ys, *es; /* [n] points: x, mean accuracy, its std */
+    double *ms, *mes;     /* [n] effective memory: mean, std */
+    double *rxs, *rys;    /* [N_REFS n] the reference lines' points */
+    ref_x *rx;            /* [n] the reference lines' per-x sums */
 } figure_buffers;
 
 static void figure_buffers_free(figure_buffers *fb)
@@ -646,8 +651,8 @@ static int figure_buffers_alloc(figure_buffers *fb, size_t n)
     fb->mes = calloc(n, sizeof *fb->mes), fb->rxs = calloc(N_REFS * n, sizeof *fb->rxs),
     fb->rys = calloc(N_REFS * n, sizeof *fb->rys);
     fb->rx = calloc(n, sizeof *fb->rx);
-    if (fb->xs == NULL || fb->ys == NULL || fb->es == NULL || fb->ms == NULL ||
-        fb->mes == NULL || fb->rxs == NULL || fb->rys == NULL || fb->rx == NULL) {
+    if (fb->xs == NULL || fb->ys == NULL || fb->es == NULL || fb->ms == NULL || fb->mes == NULL ||
+        fb->rxs == NULL || fb->rys == NULL || fb->rx == NULL) {
         figure_buffers_free(fb);
         return 0;
     }
@@ -661,8 +666,8 @@ typedef struct figure_names {
     char curves_base[4200], curves_title[300], curves_subtitle[300]; /* learning curves */
 } figure_names;
 
-static void figure_names_make(const rec *head, const char *out_dir, const char *x_key,
-                              int choice, figure_names *fn)
+static void figure_names_make(const rec *head, const char *out_dir, const char *x_key, int choice,
+                              figure_names *fn)
 {
     const char *chosen = choice == CHOSE_ON_VALID  ? "best lr / warm-up per point on validation"
                          : choice == CHOSE_ON_TEST ? "best lr / warm-up per point ON TEST (runs "
@@ -677,8 +682,7 @@ static void figure_names_make(const rec *head, const char *out_dir, const char *
     if (head->protocol == 1)
         snprintf(base + strlen(base), sizeof fn->base - strlen(base), "_clean");
     if (head->n_experiments > 1)
-        snprintf(base + strlen(base), sizeof fn->base - strlen(base), "_e%d",
-                 head->experiment + 1);
+        snprintf(base + strlen(base), sizeof fn->base - strlen(base), "_e%d", head->experiment + 1);
     snprintf(fn->title, sizeof fn->title, "%s", fig_title[head->fig]);
     if (head->fig == FIG_X)
         snprintf(fn->title, sizeof fn->title, "%s %s", fig_title[head->fig], x_key);
@@ -706,12 +710,12 @@ static void figure_names_make(const rec *head, const char *out_dir, const char *
 }
 
 /* The figure's section of report.md: its heading and the head of its table. */
-static void write_table_head(FILE *md, const rec *head, const figure_names *fn,
-                             const char *x_key)
+static void write_table_head(FILE *md, const rec *head, const figure_names *fn, const char *x_key)
 {
-    fprintf(md, "\n## %s (%s)\n\n%s.\n\n| model | %s | mean test acc | std | seeds | lr | "
-                "warm-up | chosen on | ceiling | eff. memory |\n"
-                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n",
+    fprintf(md,
+            "\n## %s (%s)\n\n%s.\n\n| model | %s | mean test acc | std | seeds | lr | "
+            "warm-up | chosen on | ceiling | eff. memory |\n"
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n",
             fn->title, strrchr(fn->base, '/') + 1, fn->subtitle,
             head->fig == FIG_2A  ? "TE"
             : head->fig == FIG_4 ? "gap frames"
@@ -782,7 +786,8 @@ static int figure_choice(const rec *recs, int f0, int f1)
     int worst = CHOSE_NOTHING;
     for (int k = f0; k < f1;) {
         int x0 = k;
-        while (k < f1 && strcmp(recs[k].model, recs[x0].model) == 0 && recs[k].xkey == recs[x0].xkey)
+        while (k < f1 && strcmp(recs[k].model, recs[x0].model) == 0 &&
+               recs[k].xkey == recs[x0].xkey)
             k++;
         int c = best_setting(recs, x0, k).chosen;
         worst = c > worst ? c : worst;
@@ -819,8 +824,8 @@ static void write_point_row(FILE *md, const char *model, const point *p)
         snprintf(mem_s, sizeof mem_s, ">32");
     else if (!isnan(p->mem_mean))
         snprintf(mem_s, sizeof mem_s, "%.3g \xC2\xB1 %.2g", p->mem_mean, p->mem_std);
-    fprintf(md, "| %s | %.4g | %.4f | %.4f | %d | %g | %s | %s | %s | %s |\n", model, p->x,
-            p->mean, p->std, p->n, p->lr, warm, chose_name[p->chosen], ceil_s, mem_s);
+    fprintf(md, "| %s | %.4g | %.4f | %.4f | %d | %g | %s | %s | %s | %s |\n", model, p->x, p->mean,
+            p->std, p->n, p->lr, warm, chose_name[p->chosen], ceil_s, mem_s);
 }
 
 /* The points of the figure recs[f0..f1) into rc->pts, model after model (at most 64
@@ -859,8 +864,8 @@ static int figure_points(report_ctx *rc, int f0, int f1, sb_plot_series *series,
 
 /* The series' arrays: slices of fb's, in point order; mem_series: the same points'
  * effective memory (beyond 32: no error bar). */
-static void figure_series(const point *pts, int n_pts, figure_buffers *fb,
-                          sb_plot_series *series, sb_plot_series *mem_series, int n_series)
+static void figure_series(const point *pts, int n_pts, figure_buffers *fb, sb_plot_series *series,
+                          sb_plot_series *mem_series, int n_series)
 {
     for (int q = 0; q < n_pts; q++) {
         fb->xs[q] = pts[q].x;
@@ -964,8 +969,8 @@ static int curve_refs(const rec *recs, int a, int b, int same_only, sb_plot_ref 
             sum += v[r], n++;
         }
         if (n > 0 && (!same_only || hi - lo <= 1e-9))
-            refs[n_refs++] = (sb_plot_ref){.label = ref_label[r], .y = sum / n,
-                                           .style = ref_style_of[r]};
+            refs[n_refs++] =
+                (sb_plot_ref){.label = ref_label[r], .y = sum / n, .style = ref_style_of[r]};
     }
     return n_refs;
 }
@@ -985,8 +990,10 @@ static void add_curve_group(const rec *recs, int x0, int x1, const point *best, 
     const rec *r = &recs[x0];
     if (r->fig == FIG_2A || r->fig == FIG_4 || r->fig == FIG_X)
         snprintf(label, label_size, "%s, %s %g, %d seed%s", r->model,
-                 r->fig == FIG_2A ? "amb" : r->fig == FIG_4 ? "gap" : "x", r->xkey, g->n_runs,
-                 g->n_runs == 1 ? "" : "s");
+                 r->fig == FIG_2A  ? "amb"
+                 : r->fig == FIG_4 ? "gap"
+                                   : "x",
+                 r->xkey, g->n_runs, g->n_runs == 1 ? "" : "s");
     else
         snprintf(label, label_size, "%s, %.3gM, %d seed%s", r->model, r->params_m, g->n_runs,
                  g->n_runs == 1 ? "" : "s");
@@ -998,8 +1005,8 @@ static void add_curve_group(const rec *recs, int x0, int x1, const point *best, 
  * (the first MAX_CURVES models). ids has room for f1 - f0. Returns the number of groups. */
 #define MAX_CURVES 12
 /* report.md's line where a learning-curve figure would be and no run has a curve */
-#define NO_CURVES_LINE                                                                            \
-    "\nNo learning-curve figure: no run here has 3 or more evaluations (recorded with "         \
+#define NO_CURVES_LINE                                                                             \
+    "\nNo learning-curve figure: no run here has 3 or more evaluations (recorded with "            \
     "`--curve_points 0`, or before it existed).\n"
 static int curve_groups(const rec *recs, int f0, int f1, int64_t *ids, sb_curve_group *groups,
                         char labels[][96])
@@ -1022,8 +1029,8 @@ static int curve_groups(const rec *recs, int f0, int f1, int64_t *ids, sb_curve_
                 k++;
             point pt = best_setting(recs, x0, k);
             if (!per_model && n_groups < MAX_CURVES) {
-                add_curve_group(recs, x0, k, &pt, ids, &n_ids, &groups[n_groups],
-                                labels[n_groups], sizeof labels[n_groups]);
+                add_curve_group(recs, x0, k, &pt, ids, &n_ids, &groups[n_groups], labels[n_groups],
+                                sizeof labels[n_groups]);
                 n_groups++;
             } else if (pt.score > best.score) {
                 best = pt, best_x0 = x0, best_x1 = k;
@@ -1040,8 +1047,8 @@ static int curve_groups(const rec *recs, int f0, int f1, int64_t *ids, sb_curve_
 
 /* The learning-curve companion of the figure of runs recs[f0..f1), written to base;
  * *drawn: 0 when no run had enough points for a curve (no figure written). */
-static sb_status write_curves(report_ctx *rc, int f0, int f1, const char *base,
-                              const char *title, const char *subtitle, int *drawn, sb_error *err)
+static sb_status write_curves(report_ctx *rc, int f0, int f1, const char *base, const char *title,
+                              const char *subtitle, int *drawn, sb_error *err)
 {
     int64_t *ids = calloc((size_t)(f1 - f0), sizeof *ids);
     if (ids == NULL)
@@ -1052,8 +1059,8 @@ static sb_status write_curves(report_ctx *rc, int f0, int f1, const char *base,
     sb_plot_ref refs[2];
     int n_refs = curve_refs(rc->recs, f0, f1, 0, refs);
     sb_plot_axis x, y;
-    sb_status st = sb_report_curve_figure(rc->db, title, subtitle, groups, n_groups, refs,
-                                          n_refs, base, &x, &y, drawn, err);
+    sb_status st = sb_report_curve_figure(rc->db, title, subtitle, groups, n_groups, refs, n_refs,
+                                          base, &x, &y, drawn, err);
     free(ids);
     if (st != SB_OK || !*drawn)
         return st;
@@ -1100,15 +1107,29 @@ static sb_status write_figure(report_ctx *rc, int f0, int f1, sb_error *err)
     int logx = head->fig == FIG_2B || head->fig == FIG_3A || head->fig == FIG_3B ||
                (head->fig == FIG_X && x_spans_decade(rc->recs, f0, f1));
     const char *xlabel = head->fig == FIG_X ? rc->x_key : fig_xlabel[head->fig];
-    sb_plot plot = {.title = fn.title, .subtitle = fn.subtitle, .xlabel = xlabel,
-                    .ylabel = "test accuracy (fraction of elements)", .logx = logx,
-                    .ymin = (double)NAN, .ymax = (double)NAN, .n_series = n_series,
-                    .series = series, .n_refs = n_refs, .refs = refs, .yfraction = 1};
-    sb_plot mem_plot = {.title = fn.mem_title, .subtitle = fn.subtitle,
+    sb_plot plot = {.title = fn.title,
+                    .subtitle = fn.subtitle,
+                    .xlabel = xlabel,
+                    .ylabel = "test accuracy (fraction of elements)",
+                    .logx = logx,
+                    .ymin = (double)NAN,
+                    .ymax = (double)NAN,
+                    .n_series = n_series,
+                    .series = series,
+                    .n_refs = n_refs,
+                    .refs = refs,
+                    .yfraction = 1};
+    sb_plot mem_plot = {.title = fn.mem_title,
+                        .subtitle = fn.subtitle,
                         .xlabel = xlabel,
                         .ylabel = "effective memory (elements, log2(1 + m) axis)",
-                        .logx = logx, .ymin = 0, .ymax = (double)NAN, .n_series = n_series,
-                        .series = mem_series, .logy1p = 1, .ybeyond = MEMORY_BEYOND,
+                        .logx = logx,
+                        .ymin = 0,
+                        .ymax = (double)NAN,
+                        .n_series = n_series,
+                        .series = mem_series,
+                        .logy1p = 1,
+                        .ybeyond = MEMORY_BEYOND,
                         .ybeyond_label = ">32"};
     sb_status st = write_plot(rc, &plot, fn.base, "accuracy", err);
     if (st == SB_OK)
@@ -1228,9 +1249,11 @@ static sb_status write_other_runs(report_ctx *rc, int o0, sb_error *err)
     int n_refs = curve_refs(recs, o0, rc->n, 1, refs);
     sb_plot_axis x, y;
     int drawn = 0;
-    sb_status st = sb_report_curve_figure(rc->db, title, "test accuracy; mean and min-max over "
-                                          "the seeds of each setting", groups, n_groups, refs,
-                                          n_refs, base, &x, &y, &drawn, err);
+    sb_status st =
+        sb_report_curve_figure(rc->db, title,
+                               "test accuracy; mean and min-max over "
+                               "the seeds of each setting",
+                               groups, n_groups, refs, n_refs, base, &x, &y, &drawn, err);
     free(ids);
     if (st != SB_OK)
         return st;
@@ -1265,11 +1288,17 @@ static void json_other_runs(sb_json *j, const rec *recs, int o0, int n)
 /* Every figure of the sorted recs, in order, until one fails, then the other runs; json:
  * report.json, its object open. */
 static sb_status write_figures(sb_results *db, const rec *recs, int n, const char *out_dir,
-                               const char *x_key, FILE *md, sb_json *json,
-                               sb_report_summary *sum, sb_error *err)
+                               const char *x_key, FILE *md, sb_json *json, sb_report_summary *sum,
+                               sb_error *err)
 {
-    report_ctx rc = {.recs = recs, .n = n, .out_dir = out_dir, .md = md, .sum = sum, .db = db,
-                     .json = json, .x_key = x_key};
+    report_ctx rc = {.recs = recs,
+                     .n = n,
+                     .out_dir = out_dir,
+                     .md = md,
+                     .sum = sum,
+                     .db = db,
+                     .json = json,
+                     .x_key = x_key};
     rc.pts = calloc((size_t)(n > 0 ? n : 1), sizeof *rc.pts);
     if (rc.pts == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory drawing the figures");
@@ -1330,9 +1359,8 @@ sb_status sb_report_generate_with(const char *db_path, const char *out_dir,
     memset(sum, 0, sizeof *sum);
     if (opts->x_key != NULL && sb_config_find(opts->x_key) == NULL &&
         strcmp(opts->x_key, SB_REPORT_X_DEMAND) != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "report: '%s' is not a configuration key (nor %s)", opts->x_key,
-                            SB_REPORT_X_DEMAND);
+        return sb_error_set(err, SB_ERR_INVALID, "report: '%s' is not a configuration key (nor %s)",
+                            opts->x_key, SB_REPORT_X_DEMAND);
     sb_results *db = NULL;
     sb_run_row *rows = NULL;
     size_t n_rows = 0;

@@ -117,19 +117,29 @@ sb_status sb_report_curve_figure(sb_results *db, const char *title, const char *
             continue;
         /* a single run has no spread to shade */
         int band = groups[g].n_runs > 1;
-        series[n_series++] = (sb_plot_series){
-            .label = groups[g].label, .n = lines[g].n, .x = lines[g].x, .y = lines[g].mean,
-            .lo = band ? lines[g].lo : NULL, .hi = band ? lines[g].hi : NULL};
+        series[n_series++] = (sb_plot_series){.label = groups[g].label,
+                                              .n = lines[g].n,
+                                              .x = lines[g].x,
+                                              .y = lines[g].mean,
+                                              .lo = band ? lines[g].lo : NULL,
+                                              .hi = band ? lines[g].hi : NULL};
         most_points = lines[g].n > most_points ? lines[g].n : most_points;
     }
     if (st == SB_OK && n_series > 0) {
         *n_drawn = n_series;
-        sb_plot plot = {.title = title, .subtitle = subtitle,
+        sb_plot plot = {.title = title,
+                        .subtitle = subtitle,
                         .xlabel = "training samples seen",
-                        .ylabel = "test accuracy (fraction of elements)", .ymin = (double)NAN,
-                        .ymax = (double)NAN, .n_series = n_series, .series = series,
-                        .n_refs = n_refs, .refs = refs, .yfraction = 1,
-                        .no_markers = most_points > 20, .xfrom0 = 1};
+                        .ylabel = "test accuracy (fraction of elements)",
+                        .ymin = (double)NAN,
+                        .ymax = (double)NAN,
+                        .n_series = n_series,
+                        .series = series,
+                        .n_refs = n_refs,
+                        .refs = refs,
+                        .yfraction = 1,
+                        .no_markers = most_points > 20,
+                        .xfrom0 = 1};
         sb_plot_axis xa, ya;
         sb_plot_axes(&plot, &xa, &ya);
         if (x != NULL)

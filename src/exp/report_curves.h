@@ -33,7 +33,6 @@ typedef struct sb_curve_group {
 sb_status sb_report_curve_figure(sb_results *db, const char *title, const char *subtitle,
                                  const sb_curve_group *groups, int n_groups,
                                  const sb_plot_ref *refs, int n_refs, const char *path_base,
-                                 sb_plot_axis *x, sb_plot_axis *y, int *n_drawn,
-                                 sb_error *err);
+                                 sb_plot_axis *x, sb_plot_axis *y, int *n_drawn, sb_error *err);
 
 #endif

@@ -17,8 +17,8 @@
 #include "core/json_writer.h"
 
 #include <errno.h>
-#include <math.h>
 #include <jansson.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,9 +35,9 @@ typedef struct results_memo {
 
 struct sb_results {
     sqlite3 *db;
-    char *path;       /* as given to sb_results_open, for messages */
-    int readonly;     /* opened with sb_results_open_readonly */
-    int64_t version;  /* the file's schema version (< current only when read-only) */
+    char *path;      /* as given to sb_results_open, for messages */
+    int readonly;    /* opened with sb_results_open_readonly */
+    int64_t version; /* the file's schema version (< current only when read-only) */
     results_memo *memo;
     int n_memo;
 };
@@ -160,10 +160,9 @@ static const char results_upgrade_4_sql[] =
 
 /* Version 4 -> 5: what a run's bits depend on besides its configuration: the thread count,
  * the engine table and the fingerprint (tensor/gemm_engine.h), NULL for the runs before. */
-static const char results_upgrade_5_sql[] =
-    "ALTER TABLE runs ADD COLUMN threads INTEGER;\n"
-    "ALTER TABLE runs ADD COLUMN engine TEXT;\n"
-    "ALTER TABLE runs ADD COLUMN fingerprint TEXT;\n";
+static const char results_upgrade_5_sql[] = "ALTER TABLE runs ADD COLUMN threads INTEGER;\n"
+                                            "ALTER TABLE runs ADD COLUMN engine TEXT;\n"
+                                            "ALTER TABLE runs ADD COLUMN fingerprint TEXT;\n";
 
 /* Version 5 -> 6: the validation split (docs/task.md, "Splits"): a run's final validation
  * accuracy and loss, NULL for the runs before, and evaluation rows of split 'valid'. The
@@ -468,8 +467,7 @@ static sb_status results_make_parent(const char *path, sb_error *err)
     sb_status status = sb_make_dirs(dir, "folder", &why);
     free(dir);
     if (status != SB_OK)
-        return sb_error_set(err, status, "cannot create results database '%s': %s", path,
-                            why.msg);
+        return sb_error_set(err, status, "cannot create results database '%s': %s", path, why.msg);
     return SB_OK;
 }
 
@@ -838,9 +836,9 @@ sb_run_metrics sb_results_metrics_unknown(void)
 /* Whether status is one a run can end with. */
 static int results_status_final(const char *status)
 {
-    return status != NULL && (strcmp(status, "finished") == 0 || strcmp(status, "failed") == 0 ||
-                              strcmp(status, "diverged") == 0 ||
-                              strcmp(status, "interrupted") == 0);
+    return status != NULL &&
+           (strcmp(status, "finished") == 0 || strcmp(status, "failed") == 0 ||
+            strcmp(status, "diverged") == 0 || strcmp(status, "interrupted") == 0);
 }
 
 static sb_status results_check_run(const sb_results *r, const sb_run_info *run, sb_error *err)
@@ -934,8 +932,8 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
             "INSERT INTO runs (hash, config_json, model, protocol, status, params, state_size, "
             "flops_per_token, code_version, checkpoint, host, world_size, threads, engine, "
             "fingerprint, started_at, attempts) "
-            "VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-            RESULTS_NOW ", 1)",
+            "VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+            "?14, " RESULTS_NOW ", 1)",
             -1, &st, NULL);
         rc = results_bind_run(rc, st, run);
         status = results_exec_stmt(db, st, rc, err, "cannot insert run %s", run->hash);
@@ -948,11 +946,11 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
             int rc = sqlite3_prepare_v2(db->db, "DELETE FROM evaluations WHERE run_id = ?1", -1,
                                         &st, NULL);
             rc = results_bind_int(rc, st, 1, id);
-            status = results_exec_stmt(db, st, rc, err,
-                                       "cannot delete the evaluations of run %s", run->hash);
+            status = results_exec_stmt(db, st, rc, err, "cannot delete the evaluations of run %s",
+                                       run->hash);
             if (status == SB_OK) {
-                rc = sqlite3_prepare_v2(db->db, "DELETE FROM live WHERE run_id = ?1", -1, &st,
-                                        NULL);
+                rc =
+                    sqlite3_prepare_v2(db->db, "DELETE FROM live WHERE run_id = ?1", -1, &st, NULL);
                 rc = results_bind_int(rc, st, 1, id);
                 status = results_exec_stmt(db, st, rc, err,
                                            "cannot delete the live points of run %s", run->hash);
@@ -964,7 +962,8 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
                 "UPDATE runs SET config_json = ?2, model = ?3, protocol = ?4, "
                 "status = 'running', reason = NULL, params = ?5, state_size = ?6, "
                 "flops_per_token = ?7, test_acc = NULL, test_loss = NULL, train_acc = NULL, "
-                "train_loss = NULL, valid_acc = NULL, valid_loss = NULL, wall_s = NULL, tokens_per_s = NULL, code_version = ?8, "
+                "train_loss = NULL, valid_acc = NULL, valid_loss = NULL, wall_s = NULL, "
+                "tokens_per_s = NULL, code_version = ?8, "
                 "checkpoint = ?9, host = ?10, rank = NULL, world_size = ?11, threads = ?12, "
                 "engine = ?13, fingerprint = ?14, started_at = " RESULTS_NOW ", "
                 "finished_at = NULL, attempts = attempts + 1, ceiling = NULL, "
@@ -996,8 +995,8 @@ static int metric_bad(double v, int kind, int allow_inf_loss)
 static sb_status metric_refuse(const char *what, const char *name, double v, int kind,
                                sb_error *err)
 {
-    return sb_error_set(err, SB_ERR_INVALID, "%s: %s %g: give %s, or NaN when unknown", what,
-                        name, v,
+    return sb_error_set(err, SB_ERR_INVALID, "%s: %s %g: give %s, or NaN when unknown", what, name,
+                        v,
                         kind == METRIC_ACC    ? "an accuracy in [0, 1]"
                         : kind == METRIC_LOSS ? "a finite loss >= 0"
                                               : "a finite value >= 0");
@@ -1010,10 +1009,11 @@ sb_status sb_results_check_metrics(const sb_run_metrics *m, int allow_inf_loss, 
         const char *name;
         double v;
         int kind;
-    } fields[] = {{"test_acc", m->test_acc, METRIC_ACC},     {"test_loss", m->test_loss, METRIC_LOSS},
-                  {"train_acc", m->train_acc, METRIC_ACC},   {"train_loss", m->train_loss, METRIC_LOSS},
-                  {"wall_s", m->wall_s, METRIC_AMOUNT},      {"tokens_per_s", m->tokens_per_s, METRIC_AMOUNT},
-                  {"valid_acc", m->valid_acc, METRIC_ACC},   {"valid_loss", m->valid_loss, METRIC_LOSS}};
+    } fields[] = {
+        {"test_acc", m->test_acc, METRIC_ACC},   {"test_loss", m->test_loss, METRIC_LOSS},
+        {"train_acc", m->train_acc, METRIC_ACC}, {"train_loss", m->train_loss, METRIC_LOSS},
+        {"wall_s", m->wall_s, METRIC_AMOUNT},    {"tokens_per_s", m->tokens_per_s, METRIC_AMOUNT},
+        {"valid_acc", m->valid_acc, METRIC_ACC}, {"valid_loss", m->valid_loss, METRIC_LOSS}};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (metric_bad(fields[i].v, fields[i].kind, allow_inf_loss))
             return metric_refuse(what, fields[i].name, fields[i].v, fields[i].kind, err);
@@ -1050,14 +1050,14 @@ sb_status sb_results_check_eval(const sb_eval_row *row, int allow_inf_loss, cons
 
 /* An evaluation (live 0) or a live point (live 1) of run run_id, replacing one at its step
  * (and split). */
-static sb_status results_add_point(sb_results *db, int64_t run_id, const sb_eval_row *row,
-                                   int live, sb_error *err)
+static sb_status results_add_point(sb_results *db, int64_t run_id, const sb_eval_row *row, int live,
+                                   sb_error *err)
 {
     SB_ASSERT(db != NULL && row != NULL && (!live || row->split == SB_SPLIT_TRAIN));
     const char *what_point = live ? "live point" : "evaluation";
     char what[SB_ERROR_MSG_MAX / 2];
-    snprintf(what, sizeof what, "results database '%.200s': %s of run %lld", db->path,
-             what_point, (long long)run_id);
+    snprintf(what, sizeof what, "results database '%.200s': %s of run %lld", db->path, what_point,
+             (long long)run_id);
     sb_status checked = sb_results_check_eval(row, 1, what, err);
     if (checked != SB_OK)
         return checked;
@@ -1088,14 +1088,12 @@ sb_status sb_results_add_eval(sb_results *db, int64_t run_id, const sb_eval_row 
     return results_add_point(db, run_id, row, 0, err);
 }
 
-sb_status sb_results_add_live(sb_results *db, int64_t run_id, const sb_eval_row *row,
-                              sb_error *err)
+sb_status sb_results_add_live(sb_results *db, int64_t run_id, const sb_eval_row *row, sb_error *err)
 {
     return results_add_point(db, run_id, row, 1, err);
 }
 
-sb_status sb_results_delete_evals_after(sb_results *db, int64_t run_id, int64_t step,
-                                        sb_error *err)
+sb_status sb_results_delete_evals_after(sb_results *db, int64_t run_id, int64_t step, sb_error *err)
 {
     SB_ASSERT(db != NULL);
     static const char *const tables[] = {"evaluations", "live"};
@@ -1107,10 +1105,9 @@ sb_status sb_results_delete_evals_after(sb_results *db, int64_t run_id, int64_t 
         int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
         rc = results_bind_int(rc, st, 1, run_id);
         rc = results_bind_int(rc, st, 2, step);
-        status = results_exec_stmt(db, st, rc, err,
-                                   "cannot delete the %s of run %lld after step %lld",
-                                   t == 0 ? "evaluations" : "live points", (long long)run_id,
-                                   (long long)step);
+        status = results_exec_stmt(
+            db, st, rc, err, "cannot delete the %s of run %lld after step %lld",
+            t == 0 ? "evaluations" : "live points", (long long)run_id, (long long)step);
     }
     return status;
 }
@@ -1125,8 +1122,7 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
                             "'finished', 'failed', 'diverged' or 'interrupted'",
                             db->path, (long long)run_id, status != NULL ? status : "(null)");
     char what[SB_ERROR_MSG_MAX / 2];
-    snprintf(what, sizeof what, "results database '%.200s': run %lld", db->path,
-             (long long)run_id);
+    snprintf(what, sizeof what, "results database '%.200s': run %lld", db->path, (long long)run_id);
     sb_status st_out = sb_results_check_metrics(m, strcmp(status, "diverged") == 0, what, err);
     if (st_out != SB_OK)
         return st_out;
@@ -1182,8 +1178,8 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
     return results_tx_end(db, st_out, err);
 }
 
-sb_status sb_results_set_placement(sb_results *db, const char *hash, const char *host,
-                                   int64_t rank, int64_t attempts, sb_error *err)
+sb_status sb_results_set_placement(sb_results *db, const char *hash, const char *host, int64_t rank,
+                                   int64_t attempts, sb_error *err)
 {
     SB_ASSERT(db != NULL && hash != NULL);
     sqlite3_stmt *st = NULL;
@@ -1197,13 +1193,13 @@ sb_status sb_results_set_placement(sb_results *db, const char *hash, const char 
     rc = results_bind_int(rc, st, 4, attempts > 0 ? attempts : 1);
     sb_status status = results_exec_stmt(db, st, rc, err, "cannot record where run %s ran", hash);
     if (status == SB_OK && sqlite3_changes(db->db) == 0)
-        status = sb_error_set(err, SB_ERR_INVALID, "results database '%s' has no run %s",
-                              db->path, hash);
+        status = sb_error_set(err, SB_ERR_INVALID, "results database '%s' has no run %s", db->path,
+                              hash);
     return status;
 }
 
 sb_status sb_results_mark_interrupted(sb_results *db, int64_t run_id, int64_t attempts,
-                                     const char *reason, int *changed, sb_error *err)
+                                      const char *reason, int *changed, sb_error *err)
 {
     SB_ASSERT(db != NULL && changed != NULL);
     *changed = 0;
@@ -1217,8 +1213,8 @@ sb_status sb_results_mark_interrupted(sb_results *db, int64_t run_id, int64_t at
     rc = results_bind_int(rc, st, 1, run_id);
     rc = results_bind_int(rc, st, 2, attempts);
     rc = results_bind_text(rc, st, 3, reason);
-    sb_status status = results_exec_stmt(db, st, rc, err, "cannot mark run %lld interrupted",
-                                         (long long)run_id);
+    sb_status status =
+        results_exec_stmt(db, st, rc, err, "cannot mark run %lld interrupted", (long long)run_id);
     if (status == SB_OK)
         *changed = sqlite3_changes(db->db) > 0;
     return status;
@@ -1412,8 +1408,8 @@ static sb_status results_list_points(sb_results *db, const char *sql, const char
                               "no split; restore it from a copy or start a new one",
                               db->path, (long long)run_id);
     else if (rc != SQLITE_OK)
-        status = results_fail(db, rc, err, "cannot list the %s of run %lld", what,
-                              (long long)run_id);
+        status =
+            results_fail(db, rc, err, "cannot list the %s of run %lld", what, (long long)run_id);
     (void)sqlite3_finalize(st);
     if (status != SB_OK) {
         free(list);
@@ -1560,15 +1556,13 @@ sb_status sb_results_set_yardsticks(sb_results *db, int64_t run_id, double ceili
                             "yardsticks of run %lld",
                             db->path, (long long)run_id);
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db->db,
-                                "UPDATE runs SET ceiling = ?2, effective_memory = ?3 WHERE id = ?1",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(
+        db->db, "UPDATE runs SET ceiling = ?2, effective_memory = ?3 WHERE id = ?1", -1, &st, NULL);
     rc = results_bind_int(rc, st, 1, run_id);
     rc = results_bind_real(rc, st, 2, ceiling);
     rc = results_bind_real(rc, st, 3, effective_memory);
-    sb_status status = results_exec_stmt(db, st, rc, err,
-                                         "cannot record the yardsticks of run %lld",
-                                         (long long)run_id);
+    sb_status status = results_exec_stmt(
+        db, st, rc, err, "cannot record the yardsticks of run %lld", (long long)run_id);
     if (status == SB_OK && sqlite3_changes(db->db) == 0)
         status = sb_error_set(err, SB_ERR_INVALID,
                               "results database '%s' has no run with id %lld to give yardsticks",
@@ -1580,9 +1574,9 @@ void sb_results_run_row_clear(sb_run_row *row)
 {
     if (row == NULL)
         return;
-    char *text[] = {row->hash,   row->config_json, row->model,        row->protocol,
-                    row->status, row->reason,      row->code_version, row->checkpoint,
-                    row->host,   row->started_at,  row->finished_at,  row->engine,
+    char *text[] = {row->hash,       row->config_json, row->model,        row->protocol,
+                    row->status,     row->reason,      row->code_version, row->checkpoint,
+                    row->host,       row->started_at,  row->finished_at,  row->engine,
                     row->fingerprint};
     for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
         free(text[k]);
@@ -1619,7 +1613,8 @@ static int merge_rank(const char *status)
 /* Two optional numbers that are the same (both NULL, or the same double). */
 static int merge_same_real(sqlite3_stmt *st, int a, int b)
 {
-    int na = sqlite3_column_type(st, a) == SQLITE_NULL, nb = sqlite3_column_type(st, b) == SQLITE_NULL;
+    int na = sqlite3_column_type(st, a) == SQLITE_NULL,
+        nb = sqlite3_column_type(st, b) == SQLITE_NULL;
     if (na || nb)
         return na && nb;
     return sqlite3_column_double(st, a) == sqlite3_column_double(st, b);
@@ -1638,8 +1633,9 @@ static sb_status merge_run_columns(sb_results *r, char **out, sb_error *err)
 {
     *out = NULL;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(r->db, "SELECT name FROM pragma_table_info('runs', 'main') "
-                                       "WHERE name <> 'id' ORDER BY cid",
+    int rc = sqlite3_prepare_v2(r->db,
+                                "SELECT name FROM pragma_table_info('runs', 'main') "
+                                "WHERE name <> 'id' ORDER BY cid",
                                 -1, &st, NULL);
     size_t len = 0, cap = 512;
     char *cols = malloc(cap);
@@ -1676,8 +1672,8 @@ static sb_status merge_run_columns(sb_results *r, char **out, sb_error *err)
     return SB_OK;
 }
 
-/* Copies run `hash` of the attached source `src` with its evaluations and live points (our row of that
- * hash deleted first when replace: its evaluations go with it, ON DELETE CASCADE). */
+/* Copies run `hash` of the attached source `src` with its evaluations and live points (our row of
+ * that hash deleted first when replace: its evaluations go with it, ON DELETE CASCADE). */
 static sb_status merge_copy_run(sb_results *r, const char *cols, const merge_action *a,
                                 sb_error *err)
 {
@@ -1691,8 +1687,9 @@ static sb_status merge_copy_run(sb_results *r, const char *cols, const merge_act
             return status;
     }
     char sql[2048];
-    int n = snprintf(sql, sizeof sql, "INSERT INTO main.runs (%s) SELECT %s FROM src.runs WHERE hash = ?1",
-                     cols, cols);
+    int n =
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO main.runs (%s) SELECT %s FROM src.runs WHERE hash = ?1", cols, cols);
     if (n < 0 || (size_t)n >= sizeof sql)
         return sb_error_set(err, SB_ERR_RUNTIME, "merge: the runs table has too many columns");
     rc = sqlite3_prepare_v2(r->db, sql, -1, &st, NULL);
@@ -1711,7 +1708,8 @@ static sb_status merge_copy_run(sb_results *r, const char *cols, const merge_act
         n = snprintf(sql, sizeof sql,
                      "INSERT INTO main.%s (run_id, %s) SELECT ?1, %s FROM src.%s WHERE run_id = "
                      "(SELECT id FROM src.runs WHERE hash = ?2)",
-                     children[c].table, children[c].columns, children[c].columns, children[c].table);
+                     children[c].table, children[c].columns, children[c].columns,
+                     children[c].table);
         SB_ASSERT(n > 0 && (size_t)n < sizeof sql);
         rc = sqlite3_prepare_v2(r->db, sql, -1, &st, NULL);
         rc = results_bind_int(rc, st, 1, id);
@@ -1767,13 +1765,12 @@ static sb_status merge_plan(sb_results *r, const char *src_path, const char *onl
             t->conflicts++;
             if (on_conflict != NULL) {
                 double nan = (double)NAN;
-                on_conflict(hash, model, ours,
-                            sqlite3_column_type(st, 6) == SQLITE_NULL ? nan
-                                                                       : sqlite3_column_double(st, 6),
-                            src_path, theirs,
-                            sqlite3_column_type(st, 3) == SQLITE_NULL ? nan
-                                                                       : sqlite3_column_double(st, 3),
-                            user);
+                on_conflict(
+                    hash, model, ours,
+                    sqlite3_column_type(st, 6) == SQLITE_NULL ? nan : sqlite3_column_double(st, 6),
+                    src_path, theirs,
+                    sqlite3_column_type(st, 3) == SQLITE_NULL ? nan : sqlite3_column_double(st, 3),
+                    user);
             }
         } else if (merge_rank(theirs) == merge_rank(ours)) {
             t->same++;
@@ -1809,14 +1806,15 @@ static sb_status merge_plan(sb_results *r, const char *src_path, const char *onl
 /* sb_results_merge, of one run only when only_hash is not NULL, the source winning with take. */
 static sb_status results_merge_from(sb_results *db, const char *src_path, const char *only_hash,
                                     int take, sb_results_merge_tally *tally,
-                                    sb_results_conflict_fn on_conflict, void *user,
-                                    sb_error *err)
+                                    sb_results_conflict_fn on_conflict, void *user, sb_error *err)
 {
     SB_ASSERT(db != NULL && src_path != NULL && tally != NULL);
     memset(tally, 0, sizeof *tally);
     if (db->readonly)
-        return sb_error_set(err, SB_ERR_IO, "results database '%s' is open read-only; cannot "
-                                            "merge into it", db->path);
+        return sb_error_set(err, SB_ERR_IO,
+                            "results database '%s' is open read-only; cannot "
+                            "merge into it",
+                            db->path);
     /* the source: a results database of our schema, not the destination itself */
     struct stat a, b;
     if (stat(src_path, &b) == 0 && stat(db->path, &a) == 0 && a.st_dev == b.st_dev &&
@@ -1863,7 +1861,8 @@ static sb_status results_merge_from(sb_results *db, const char *src_path, const 
             status = results_exec_stmt(db, st, rc, err, "cannot copy the cached ceilings");
         }
         if (status == SB_OK && results_foreign_keys_hold(db) != SQLITE_OK)
-            status = sb_error_set(err, SB_ERR_IO, "merge: an evaluation does not point at a run; nothing was merged");
+            status = sb_error_set(
+                err, SB_ERR_IO, "merge: an evaluation does not point at a run; nothing was merged");
         status = results_tx_end(db, status, err);
     }
     free(actions);
@@ -1880,8 +1879,8 @@ sb_status sb_results_merge(sb_results *db, const char *src_path, sb_results_merg
     return results_merge_from(db, src_path, NULL, 0, tally, on_conflict, user, err);
 }
 
-sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash,
-                              int *found, sb_error *err)
+sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash, int *found,
+                              sb_error *err)
 {
     SB_ASSERT(hash != NULL && found != NULL);
     sb_results_merge_tally t;
@@ -1890,8 +1889,8 @@ sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *
     return status;
 }
 
-sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path,
-                                 int *found, sb_error *err)
+sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path, int *found,
+                                 sb_error *err)
 {
     SB_ASSERT(db != NULL && hash != NULL && dst_path != NULL && found != NULL);
     *found = 0;

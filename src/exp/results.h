@@ -53,8 +53,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "task/ceiling.h"
 #include "core/status.h"
+#include "task/ceiling.h"
 #include "task/task.h"
 
 #define SB_RESULTS_SCHEMA_VERSION 7
@@ -88,8 +88,8 @@ typedef struct sb_run_info {
 typedef struct sb_run_metrics {
     double test_acc, test_loss;
     double train_acc, train_loss;
-    double wall_s;       /* training wall time in seconds */
-    double tokens_per_s; /* training throughput */
+    double wall_s;                /* training wall time in seconds */
+    double tokens_per_s;          /* training throughput */
     double valid_acc, valid_loss; /* the validation split's, for choices (schema 6) */
 } sb_run_metrics;
 
@@ -219,28 +219,28 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
  * changes (*changed = 1): one that ended or began again meanwhile is left as it is.
  * Errors: SB_ERR_IO on a write failure (a read-only connection included). */
 sb_status sb_results_mark_interrupted(sb_results *db, int64_t run_id, int64_t attempts,
-                                     const char *reason, int *changed, sb_error *err);
+                                      const char *reason, int *changed, sb_error *err);
 
 /* Records where run `hash` ran in an MPI sweep: its host, the rank that trained it and how
  * many times it has been started in all (the coordinator, the one writer of the sweep's
  * database, counts them across the copies of the run's row it merges in). Errors:
  * SB_ERR_INVALID when no run has that hash; SB_ERR_IO on a write failure. */
-sb_status sb_results_set_placement(sb_results *db, const char *hash, const char *host,
-                                   int64_t rank, int64_t attempts, sb_error *err);
+sb_status sb_results_set_placement(sb_results *db, const char *hash, const char *host, int64_t rank,
+                                   int64_t attempts, sb_error *err);
 
 /* Copies run `hash` (row, evaluations) of the results database at src_path into db,
  * replacing db's row of that hash whatever the two statuses (a coordinator taking back the
  * attempt it handed out; sb_results_merge decides by how far along each is), with the
  * cached ceilings. *found: the source had the run. Errors: those of sb_results_merge. */
-sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash,
-                              int *found, sb_error *err);
+sb_status sb_results_take_run(sb_results *db, const char *src_path, const char *hash, int *found,
+                              sb_error *err);
 
 /* Writes a new results database at dst_path holding only run `hash` of db (its row and
  * evaluations) and db's cached ceilings: what a worker on another machine needs to continue
  * the run. *found: db had the run (dst_path is created either way). Errors: SB_ERR_INVALID
  * when dst_path exists; those of sb_results_open and sb_results_merge. */
-sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path,
-                                 int *found, sb_error *err);
+sb_status sb_results_extract_run(sb_results *db, const char *hash, const char *dst_path, int *found,
+                                 sb_error *err);
 
 /* Deletes the run with this hash and its evaluations (to train a finished run again);
  * *deleted is 1 if it existed. Errors: SB_ERR_IO on a write failure. */

@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/model.h"
-#include "train/checkpoint.h"
 #include "core/fs.h"
 #include "core/timer.h"
+#include "model/model.h"
 #include "tensor/gemm_engine.h"
+#include "train/checkpoint.h"
 #include "train/run_setup.h"
 
 /* ---- the folder layout ------------------------------------------------------------------ */
@@ -79,8 +79,8 @@ sb_status sb_run_store_log_dir(const char *results_dir, char *out, size_t size, 
     return st;
 }
 
-sb_status sb_run_store_log_path(const char *results_dir, const char *hash, char *out,
-                                size_t size, sb_error *err)
+sb_status sb_run_store_log_path(const char *results_dir, const char *hash, char *out, size_t size,
+                                sb_error *err)
 {
     int len = snprintf(out, size, "%s/logs/%s.log", results_dir, hash);
     if (len < 0 || (size_t)len >= size)
@@ -94,12 +94,11 @@ sb_status sb_run_store_lock_path(const char *db_path, const char *hash, char *ou
     const char *slash = strrchr(db_path, '/');
     int folder_len = slash != NULL ? (int)(slash - db_path) : 0;
     char dir[4096];
-    int len = slash == NULL ? snprintf(dir, sizeof dir, "locks")
+    int len = slash == NULL     ? snprintf(dir, sizeof dir, "locks")
               : folder_len == 0 ? snprintf(dir, sizeof dir, "/locks")
                                 : snprintf(dir, sizeof dir, "%.*s/locks", folder_len, db_path);
     if (len < 0 || (size_t)len >= sizeof dir)
-        return sb_error_set(err, SB_ERR_INVALID, "results database path '%s' is too long",
-                            db_path);
+        return sb_error_set(err, SB_ERR_INVALID, "results database path '%s' is too long", db_path);
     if (create) {
         sb_status st = sb_run_store_make_dir(dir, err);
         if (st != SB_OK)
@@ -107,8 +106,7 @@ sb_status sb_run_store_lock_path(const char *db_path, const char *hash, char *ou
     }
     len = snprintf(out, size, "%s/%s.lock", dir, hash);
     if (len < 0 || (size_t)len >= size)
-        return sb_error_set(err, SB_ERR_INVALID, "results database path '%s' is too long",
-                            db_path);
+        return sb_error_set(err, SB_ERR_INVALID, "results database path '%s' is too long", db_path);
     return SB_OK;
 }
 
@@ -297,9 +295,8 @@ static sb_status record_start(sb_run_record *rec, const sb_run_config *cfg, sb_r
 }
 
 sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
-                              const char *ckpt, int force, int resume, int world_size,
-                              int threads, int *finished, long *locked_by, sb_run_row *stored,
-                              sb_error *err)
+                              const char *ckpt, int force, int resume, int world_size, int threads,
+                              int *finished, long *locked_by, sb_run_row *stored, sb_error *err)
 {
     sb_status st = record_open(rec, db_path, cfg, force, resume, finished, locked_by, stored, err);
     if (st != SB_OK || *finished)
@@ -321,7 +318,8 @@ sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_
         .model = cfg->model,
         .protocol = cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference",
         .params = (int64_t)params,
-        .state_size = type->state_size != NULL ? (int64_t)(mc.n_layers * type->state_size(&mc)) : -1,
+        .state_size =
+            type->state_size != NULL ? (int64_t)(mc.n_layers * type->state_size(&mc)) : -1,
         .flops_per_token = sb_model_config_flops_per_token(&mc, frames),
         .code_version = SB_VERSION,
         .checkpoint = ckpt,
@@ -338,10 +336,9 @@ fail:
 }
 
 sb_status sb_run_record_begin_external(sb_run_record *rec, const char *db_path,
-                                       const sb_run_config *cfg, int64_t params,
-                                       int64_t state_size, const char *code_version,
-                                       int *finished, long *locked_by, sb_run_row *stored,
-                                       sb_error *err)
+                                       const sb_run_config *cfg, int64_t params, int64_t state_size,
+                                       const char *code_version, int *finished, long *locked_by,
+                                       sb_run_row *stored, sb_error *err)
 {
     sb_status st = record_open(rec, db_path, cfg, 0, 0, finished, locked_by, stored, err);
     if (st != SB_OK || *finished)
@@ -365,8 +362,12 @@ static sb_status record_live(sb_run_record *rec, const sb_train_event *ev, sb_er
     if (rec->live_every <= 0 || now - rec->last_point_s < rec->live_every)
         return SB_OK;
     rec->last_point_s = now;
-    sb_eval_row live = {.step = ev->step, .samples = ev->samples, .split = SB_SPLIT_TRAIN,
-                        .loss = ev->mean_loss, .acc = ev->mean_acc, .lr = ev->lr,
+    sb_eval_row live = {.step = ev->step,
+                        .samples = ev->samples,
+                        .split = SB_SPLIT_TRAIN,
+                        .loss = ev->mean_loss,
+                        .acc = ev->mean_acc,
+                        .lr = ev->lr,
                         .tokens_per_s = isfinite(ev->tokens_per_s) ? ev->tokens_per_s : (double)NAN,
                         .wall_s = ev->elapsed_s};
     return sb_results_add_live(rec->db, rec->run_id, &live, err);
@@ -384,9 +385,14 @@ sb_status sb_run_record_event(sb_run_record *rec, const sb_train_event *ev, sb_e
     /* a rate over no measured time (an evaluation before the first timed update) is
      * unknown, not infinite */
     double rate = isfinite(ev->tokens_per_s) ? ev->tokens_per_s : (double)NAN;
-    sb_eval_row test = {.step = ev->step, .samples = ev->samples, .split = SB_SPLIT_TEST,
-                        .loss = ev->test_loss, .acc = ev->test_acc, .lr = ev->lr,
-                        .tokens_per_s = rate, .wall_s = ev->elapsed_s};
+    sb_eval_row test = {.step = ev->step,
+                        .samples = ev->samples,
+                        .split = SB_SPLIT_TEST,
+                        .loss = ev->test_loss,
+                        .acc = ev->test_acc,
+                        .lr = ev->lr,
+                        .tokens_per_s = rate,
+                        .wall_s = ev->elapsed_s};
     sb_status st = sb_results_add_eval(rec->db, rec->run_id, &test, err);
     if (st == SB_OK && !isnan(ev->valid_acc)) {
         sb_eval_row valid = test;
@@ -415,18 +421,20 @@ sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_e
 {
     if (rec->db == NULL)
         return SB_OK;
-    sb_run_metrics m = {.test_acc = res->test_acc, .test_loss = res->test_loss,
-                        .train_acc = res->train_acc, .train_loss = res->train_loss,
+    sb_run_metrics m = {.test_acc = res->test_acc,
+                        .test_loss = res->test_loss,
+                        .train_acc = res->train_acc,
+                        .train_loss = res->train_loss,
                         .wall_s = res->wall_s + rec->wall_before,
                         .tokens_per_s = res->tokens_per_s,
-                        .valid_acc = res->valid_acc, .valid_loss = res->valid_loss};
+                        .valid_acc = res->valid_acc,
+                        .valid_loss = res->valid_loss};
     const char *status = res->status[0] != '\0' ? res->status : "failed";
     sb_status st = sb_results_run_end(rec->db, rec->run_id, status,
                                       res->reason[0] != '\0' ? res->reason : NULL, &m, err);
     if (st == SB_OK && strcmp(status, "finished") == 0)
         st = sb_results_record_yardsticks(rec->db, rec->run_id, &rec->task, res->test_acc,
-                                          rec->threads, &rec->ceiling, &rec->effective_memory,
-                                          err);
+                                          rec->threads, &rec->ceiling, &rec->effective_memory, err);
     sb_run_record_close(rec);
     return st;
 }

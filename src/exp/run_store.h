@@ -17,10 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "exp/results.h"
-#include "exp/run_lock.h"
 #include "config/run_config.h"
 #include "core/status.h"
+#include "exp/results.h"
+#include "exp/run_lock.h"
 #include "train/trainer.h"
 
 /* The results database's file name inside a results folder. */
@@ -55,8 +55,8 @@ sb_status sb_run_store_log_dir(const char *results_dir, char *out, size_t size, 
 
 /* Writes RESULTS/logs/HASH.log, the log of the run with run hash hash, into out[size].
  * SB_ERR_INVALID when it does not fit. */
-sb_status sb_run_store_log_path(const char *results_dir, const char *hash, char *out,
-                                size_t size, sb_error *err);
+sb_status sb_run_store_log_path(const char *results_dir, const char *hash, char *out, size_t size,
+                                sb_error *err);
 
 /* Writes the lock file of the run with run hash hash in the results database db_path,
  * <folder of db_path>/locks/HASH.lock, into out[size]; with create, makes the locks folder if
@@ -68,8 +68,8 @@ sb_status sb_run_store_lock_path(const char *db_path, const char *hash, char *ou
 
 /* The reason a run left 'running' by a process that died (kill -9, a crash, a power cut) is
  * reported and recorded with. */
-#define SB_RUN_STORE_DEAD_REASON                                                              \
-    "its process ended without finishing (killed?); train it again (--resume continues from " \
+#define SB_RUN_STORE_DEAD_REASON                                                                   \
+    "its process ended without finishing (killed?); train it again (--resume continues from "      \
     "its last checkpoint)"
 
 /* The dead-run rule, for rows just read from db: a row 'running' whose lock (beside the
@@ -86,14 +86,14 @@ sb_status sb_run_store_settle_dead(sb_results *db, sb_run_row *rows, size_t n, s
 
 typedef struct sb_run_record {
     sb_results *db;
-    sb_run_lock lock;    /* held from begin to end: no other process trains the run */
-    int resumed;         /* the run continues from its checkpoint */
+    sb_run_lock lock; /* held from begin to end: no other process trains the run */
+    int resumed;      /* the run continues from its checkpoint */
     int64_t run_id;
-    sb_task_config task; /* the run's task, for its yardsticks at the end */
-    int threads;         /* threads for the yardsticks' computation (0: all cores) */
+    sb_task_config task;              /* the run's task, for its yardsticks at the end */
+    int threads;                      /* threads for the yardsticks' computation (0: all cores) */
     double ceiling, effective_memory; /* recorded at the end of a finished run; NaN: none */
-    double wall_before;  /* resumed: the wall time its earlier attempts recorded (s) */
-    double live_every;   /* seconds between live points (--live_every; 0: none) */
+    double wall_before;               /* resumed: the wall time its earlier attempts recorded (s) */
+    double live_every;                /* seconds between live points (--live_every; 0: none) */
     double last_point_s; /* sb_time_now() at the last evaluation or live point written */
 } sb_run_record;
 
@@ -103,26 +103,24 @@ typedef struct sb_run_record {
  * checkpoint, whose evaluations are kept (those past the point it resumes from are dropped
  * at its start event). world_size: the processes its training is spread over
  * (data-parallel; 1: one), threads: the threads of each (0: unknown), both recorded in its
- * row with the engine table and the fingerprint (sb_gemm_fingerprint). When the run already finished: with force,
- * its rows are deleted and it starts again; otherwise *finished = 1, *stored holds its row (clear with
- * sb_results_run_row_clear) and nothing is begun (close rec with sb_run_record_close).
- * When another process holds the run's lock: *locked_by is its pid (-1 when it cannot be
- * named; 0 otherwise) and SB_ERR_RUNTIME says "run HASH is already being trained by pid N".
- * On failure the database is closed and the lock released. */
+ * row with the engine table and the fingerprint (sb_gemm_fingerprint). When the run already
+ * finished: with force, its rows are deleted and it starts again; otherwise *finished = 1, *stored
+ * holds its row (clear with sb_results_run_row_clear) and nothing is begun (close rec with
+ * sb_run_record_close). When another process holds the run's lock: *locked_by is its pid (-1 when
+ * it cannot be named; 0 otherwise) and SB_ERR_RUNTIME says "run HASH is already being trained by
+ * pid N". On failure the database is closed and the lock released. */
 sb_status sb_run_record_begin(sb_run_record *rec, const char *db_path, const sb_run_config *cfg,
-                              const char *ckpt, int force, int resume, int world_size,
-                              int threads, int *finished, long *locked_by, sb_run_row *stored,
-                              sb_error *err);
+                              const char *ckpt, int force, int resume, int world_size, int threads,
+                              int *finished, long *locked_by, sb_run_row *stored, sb_error *err);
 
 /* The same for a run trained outside this library (a PyTorch model through the Python
  * binding): its model is cfg->model, a name of the caller's, not a layer type; params and
  * state_size as the caller counts them (< 0: unknown), FLOPs per token unknown,
  * code_version the caller's (NULL: none). A finished run is never replaced (*finished). */
 sb_status sb_run_record_begin_external(sb_run_record *rec, const char *db_path,
-                                       const sb_run_config *cfg, int64_t params,
-                                       int64_t state_size, const char *code_version,
-                                       int *finished, long *locked_by, sb_run_row *stored,
-                                       sb_error *err);
+                                       const sb_run_config *cfg, int64_t params, int64_t state_size,
+                                       const char *code_version, int *finished, long *locked_by,
+                                       sb_run_row *stored, sb_error *err);
 
 /* Records an evaluation event (its test row, and its train row when it has a training
  * loss); for a resumed run, its start event drops the evaluations recorded past the update

@@ -65,7 +65,8 @@ static yaml_node_t *map_get(loader *ld, yaml_node_t *map, const char *key)
 {
     if (map == NULL || map->type != YAML_MAPPING_NODE)
         return NULL;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
         const char *k = scalar(yaml_document_get_node(&ld->doc, p->key));
         if (k != NULL && strcmp(k, key) == 0)
             return yaml_document_get_node(&ld->doc, p->value);
@@ -101,7 +102,8 @@ static const char *mapping_duplicate(loader *ld, const yaml_node_t *map, size_t 
         return NULL;
     }
     size_t m = 0;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
         yaml_node_t *key = yaml_document_get_node(&ld->doc, p->key);
         if (scalar(key) != NULL)
             keys[m++] = (map_key){scalar(key), (size_t)key->start_mark.line + 1};
@@ -110,7 +112,8 @@ static const char *mapping_duplicate(loader *ld, const yaml_node_t *map, size_t 
     qsort(keys, m, sizeof *keys, cmp_map_key);
     const char *dup = NULL;
     for (size_t i = 1; i < m; i++)
-        if (strcmp(keys[i - 1].text, keys[i].text) == 0 && (dup == NULL || keys[i].line < *line_out)) {
+        if (strcmp(keys[i - 1].text, keys[i].text) == 0 &&
+            (dup == NULL || keys[i].line < *line_out)) {
             dup = keys[i].text;
             *line_out = keys[i].line;
             *first_out = keys[i - 1].line;
@@ -159,10 +162,11 @@ static sb_status load_param(loader *ld, sb_sweep_param *p, yaml_node_t *def)
 {
     if (def == NULL || def->type != YAML_MAPPING_NODE)
         return bad(ld, def, "a parameter needs {values: [...]} or {value: x}");
-    for (yaml_node_pair_t *q = def->data.mapping.pairs.start; q < def->data.mapping.pairs.top; q++) {
+    for (yaml_node_pair_t *q = def->data.mapping.pairs.start; q < def->data.mapping.pairs.top;
+         q++) {
         const char *k = scalar(yaml_document_get_node(&ld->doc, q->key));
-        if (k == NULL || (strcmp(k, "values") != 0 && strcmp(k, "value") != 0 &&
-                          strcmp(k, "distribution") != 0))
+        if (k == NULL ||
+            (strcmp(k, "values") != 0 && strcmp(k, "value") != 0 && strcmp(k, "distribution") != 0))
             return bad(ld, yaml_document_get_node(&ld->doc, q->key),
                        "unknown key in a parameter (expected values or value)");
         if (strcmp(k, "distribution") == 0)
@@ -181,7 +185,8 @@ static sb_status load_param(loader *ld, sb_sweep_param *p, yaml_node_t *def)
         if (p->values == NULL)
             return sb_error_set(ld->err, SB_ERR_NOMEM, "out of memory");
         for (int i = 0; i < n; i++) {
-            yaml_node_t *item = yaml_document_get_node(&ld->doc, values->data.sequence.items.start[i]);
+            yaml_node_t *item =
+                yaml_document_get_node(&ld->doc, values->data.sequence.items.start[i]);
             const char *text = scalar(item);
             if (text == NULL)
                 return bad(ld, item, "a value must be a scalar (a number, a word or True/False)");
@@ -260,9 +265,7 @@ static sb_status check_yaml_shape(const char *path, const char *text, size_t len
                                   path, line, SB_SWEEP_DEPTH_MAX);
             break;
         case YAML_MAPPING_END_EVENT:
-        case YAML_SEQUENCE_END_EVENT:
-            depth--;
-            break;
+        case YAML_SEQUENCE_END_EVENT: depth--; break;
         case YAML_DOCUMENT_START_EVENT:
             if (++documents > 1)
                 st = sb_error_set(err, SB_ERR_INVALID,
@@ -270,11 +273,8 @@ static sb_status check_yaml_shape(const char *path, const char *text, size_t len
                                   "give one grid per file",
                                   path, line);
             break;
-        case YAML_STREAM_END_EVENT:
-            done = 1;
-            break;
-        default:
-            break;
+        case YAML_STREAM_END_EVENT: done = 1; break;
+        default: break;
         }
         yaml_event_delete(&event);
     }
@@ -285,8 +285,7 @@ static sb_status check_yaml_shape(const char *path, const char *text, size_t len
 /* The metric W&B's grid names: one of the results' metrics, to maximise or minimise. The
  * grid runs every point whatever it is, but a name the results never hold would be read by
  * W&B as a metric that is never logged. */
-static sb_status check_metric(loader *ld, yaml_node_t *metric, const char *name,
-                              const char *goal)
+static sb_status check_metric(loader *ld, yaml_node_t *metric, const char *name, const char *goal)
 {
     static const char *names[] = {"test_acc", "test_loss", "train_acc", "train_loss", NULL};
     if (metric != NULL && metric->type != YAML_MAPPING_NODE)
@@ -312,7 +311,8 @@ sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err)
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (f == NULL)
-        return sb_error_set(err, SB_ERR_IO, "cannot read sweep file '%s': %s", path, strerror(errno));
+        return sb_error_set(err, SB_ERR_IO, "cannot read sweep file '%s': %s", path,
+                            strerror(errno));
     /* read at most SB_SWEEP_FILE_MAX + 1 bytes: a device or a stream (/dev/zero, a pipe)
      * is refused once it passes the limit instead of read without end */
     size_t cap = 4096, len = 0;
@@ -389,9 +389,10 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
         st = bad(&ld, root, "the file must be a mapping (program, method, parameters, command)");
         goto done;
     }
-    static const char *known[] = {"project", "program", "method", "metric", "parameters",
-                                  "command", "name", "description", "entity", NULL};
-    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+    static const char *known[] = {"project", "program", "method",      "metric", "parameters",
+                                  "command", "name",    "description", "entity", NULL};
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+         p++) {
         yaml_node_t *key = yaml_document_get_node(&ld.doc, p->key);
         const char *k = scalar(key);
         int ok = 0;
@@ -399,8 +400,10 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
             ok |= strcmp(k, known[i]) == 0;
         if (!ok) {
             char msg[160];
-            snprintf(msg, sizeof msg, "unknown key '%s' (expected program, method, metric, "
-                                      "parameters, command)", k != NULL ? k : "?");
+            snprintf(msg, sizeof msg,
+                     "unknown key '%s' (expected program, method, metric, "
+                     "parameters, command)",
+                     k != NULL ? k : "?");
             st = bad(&ld, key, msg);
             goto done;
         }
@@ -438,12 +441,14 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
         yaml_node_pair_t *p = &params->data.mapping.pairs.start[i];
         const char *name = scalar(yaml_document_get_node(&ld.doc, p->key));
         if (name == NULL) {
-            st = bad(&ld, yaml_document_get_node(&ld.doc, p->key), "a parameter name must be a word");
+            st = bad(&ld, yaml_document_get_node(&ld.doc, p->key),
+                     "a parameter name must be a word");
             goto done;
         }
         s->params[i].name = dup_str(name);
         s->n_params++;
-        if ((st = load_param(&ld, &s->params[i], yaml_document_get_node(&ld.doc, p->value))) != SB_OK)
+        if ((st = load_param(&ld, &s->params[i], yaml_document_get_node(&ld.doc, p->value))) !=
+            SB_OK)
             goto done;
         if ((st = expand_all_models(&s->params[i], err)) != SB_OK)
             goto done;
@@ -466,7 +471,8 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
         int m = (int)(command->data.sequence.items.top - command->data.sequence.items.start);
         s->command = calloc((size_t)(m > 0 ? m : 1), sizeof *s->command);
         for (int i = 0; s->command != NULL && i < m; i++) {
-            yaml_node_t *item = yaml_document_get_node(&ld.doc, command->data.sequence.items.start[i]);
+            yaml_node_t *item =
+                yaml_document_get_node(&ld.doc, command->data.sequence.items.start[i]);
             const char *word = scalar(item);
             if (word == NULL) {
                 st = bad(&ld, item, "a command item must be a scalar");
@@ -587,11 +593,11 @@ nomem:
 
 struct sb_sweep_selection {
     const sb_sweep *sweep;
-    int *n_kept;      /* [n_params] values of parameter p the filters keep */
-    int **kept;       /* [n_params] their indices in the parameter's values, in order */
-    int64_t *stride;  /* [n_params] grid runs between two consecutive values of p */
+    int *n_kept;     /* [n_params] values of parameter p the filters keep */
+    int **kept;      /* [n_params] their indices in the parameter's values, in order */
+    int64_t *stride; /* [n_params] grid runs between two consecutive values of p */
     int64_t shard_index, shard_count;
-    int64_t size;     /* runs selected */
+    int64_t size; /* runs selected */
 };
 
 void sb_sweep_selection_free(sb_sweep_selection *sel)
@@ -651,7 +657,8 @@ static int filter_param(const sb_sweep *s, const char *filter, const char **valu
     const char *eq = strchr(filter, '=');
     for (int p = 0; eq != NULL && p < s->n_params; p++) {
         const char *name = s->params[p].name;
-        if (strlen(name) == (size_t)(eq - filter) && strncmp(name, filter, (size_t)(eq - filter)) == 0) {
+        if (strlen(name) == (size_t)(eq - filter) &&
+            strncmp(name, filter, (size_t)(eq - filter)) == 0) {
             *value = eq + 1;
             return p;
         }
@@ -706,11 +713,10 @@ static sb_status apply_filters(sb_sweep_selection *sel, const sb_sweep_select_op
                 return sb_error_set(err, SB_ERR_INVALID,
                                     "--filter '%.80s': %s takes %s in sweep file '%s'; did "
                                     "you mean %s=%s?",
-                                    o->filters[f], param->name, values, s->path, param->name,
-                                    hint);
+                                    o->filters[f], param->name, values, s->path, param->name, hint);
             return sb_error_set(err, SB_ERR_INVALID,
-                                "--filter '%.80s': %s takes %s in sweep file '%s'",
-                                o->filters[f], param->name, values, s->path);
+                                "--filter '%.80s': %s takes %s in sweep file '%s'", o->filters[f],
+                                param->name, values, s->path);
         }
         /* keep, of the values kept so far, those equal to this filter's */
         int n = 0;
@@ -741,7 +747,7 @@ static sb_status selection_alloc(sb_sweep_selection *sel, sb_error *err)
     sel->kept[0] = block;
     int64_t stride = 1;
     for (int p = s->n_params - 1; p >= 0; p--) {
-        sel->stride[p] = stride; /* the last parameter varies fastest */
+        sel->stride[p] = stride;         /* the last parameter varies fastest */
         stride *= s->params[p].n_values; /* at most the grid's size: no overflow */
     }
     for (int p = 0; p < s->n_params; p++) {
@@ -772,8 +778,9 @@ sb_status sb_sweep_select(const sb_sweep *s, const sb_sweep_select_options *opts
                             out == NULL ? "out" : "sweep");
     *out = NULL;
     if (sb_sweep_count(s) < 0)
-        return sb_error_set(err, SB_ERR_INVALID, "sweep file '%s': its grid has more than %lld runs",
-                            s->path, (long long)INT64_MAX);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sweep file '%s': its grid has more than %lld runs", s->path,
+                            (long long)INT64_MAX);
     sb_sweep_select_options all = {0};
     const sb_sweep_select_options *o = opts != NULL ? opts : &all;
     int64_t shards = o->shard_count > 0 ? o->shard_count : 1;
@@ -799,8 +806,8 @@ sb_status sb_sweep_select(const sb_sweep *s, const sb_sweep_select_options *opts
     }
     /* shard I/N keeps sub-grid runs I, I + N, ...; the limit the first of them */
     int64_t filtered = sub_grid_size(sel);
-    int64_t sharded = filtered > sel->shard_index ? (filtered - 1 - sel->shard_index) / shards + 1
-                                                  : 0;
+    int64_t sharded =
+        filtered > sel->shard_index ? (filtered - 1 - sel->shard_index) / shards + 1 : 0;
     sel->size = o->limit > 0 && o->limit < sharded ? o->limit : sharded;
     if (sel->size > SB_SWEEP_MAX_RUNS) {
         st = sb_error_set(err, SB_ERR_INVALID,

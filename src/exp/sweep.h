@@ -24,13 +24,13 @@ typedef struct sb_sweep_param {
 
 typedef struct sb_sweep {
     char *path;
-    char *program;      /* "train.py" in the paper's files (informative) */
-    char *method;       /* "grid" */
+    char *program; /* "train.py" in the paper's files (informative) */
+    char *method;  /* "grid" */
     char *metric_name, *metric_goal;
     int n_params;
     sb_sweep_param *params; /* sorted by name */
     int n_command;
-    char **command;     /* the command items as written */
+    char **command; /* the command items as written */
 } sb_sweep;
 
 /* Reads a sweep file. Errors (SB_ERR_INVALID, or SB_ERR_IO when unreadable) name the file

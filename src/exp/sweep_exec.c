@@ -6,8 +6,8 @@
  * database, tell the caller. Nothing here writes to the terminal; a worker's output goes
  * to its log file.
  */
-#include "core/cpus.h"
 #include "exp/sweep_exec.h"
+#include "core/cpus.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +27,7 @@
 #include "exp/run_store.h"
 #include "train/run_setup.h"
 
-#define POLL_MS 500 /* the longest wait for progress before the next tick */
+#define POLL_MS 500      /* the longest wait for progress before the next tick */
 #define LOCK_RETRY_S 1.0 /* how often the locks of the runs put aside are looked at */
 
 /* ---- train's worker switches ---------------------------------------------------------- */
@@ -35,18 +35,12 @@
 /* Must match the switches of src/cli/run_options.c, and --progress_every of
  * src/cli/cmd_train.c (test_sweep_exec checks the names against `train --help`). */
 static const sb_worker_switch worker_switches[] = {
-    {"save_model", SB_WORKER_BOOL, 0, 1},
-    {"continued_training", SB_WORKER_SWITCH, 0, 1},
-    {"resume", SB_WORKER_SWITCH, 0, 1},
-    {"only_createset", SB_WORKER_SWITCH, 0, 1},
-    {"threads", SB_WORKER_INT, 0, 1024},
-    {"results", SB_WORKER_STRING, 0, 0},
-    {"ckpt", SB_WORKER_STRING, 0, 0},
-    {"mem_budget", SB_WORKER_DOUBLE, 0.01, 1e6},
-    {"json", SB_WORKER_SWITCH, 0, 1},
-    {"quiet", SB_WORKER_SWITCH, 0, 1},
-    {"print_hashes", SB_WORKER_SWITCH, 0, 1},
-    {"progress_every", SB_WORKER_DOUBLE, 0, 86400},
+    {"save_model", SB_WORKER_BOOL, 0, 1},     {"continued_training", SB_WORKER_SWITCH, 0, 1},
+    {"resume", SB_WORKER_SWITCH, 0, 1},       {"only_createset", SB_WORKER_SWITCH, 0, 1},
+    {"threads", SB_WORKER_INT, 0, 1024},      {"results", SB_WORKER_STRING, 0, 0},
+    {"ckpt", SB_WORKER_STRING, 0, 0},         {"mem_budget", SB_WORKER_DOUBLE, 0.01, 1e6},
+    {"json", SB_WORKER_SWITCH, 0, 1},         {"quiet", SB_WORKER_SWITCH, 0, 1},
+    {"print_hashes", SB_WORKER_SWITCH, 0, 1}, {"progress_every", SB_WORKER_DOUBLE, 0, 86400},
 };
 
 int sb_sweep_worker_switch_count(void)
@@ -97,14 +91,13 @@ static sb_status check_worker_value(const sb_worker_switch *ws, const char *valu
         break;
     case SB_WORKER_DOUBLE:
         if (!sb_config_parse_double(value, &number))
-            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not a finite number",
-                                ws->name, value);
+            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not a finite number", ws->name,
+                                value);
         if (number < ws->min || number > ws->max)
-            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%g, %g]",
-                                ws->name, value, ws->min, ws->max);
+            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%g, %g]", ws->name,
+                                value, ws->min, ws->max);
         break;
-    case SB_WORKER_STRING:
-        break;
+    case SB_WORKER_STRING: break;
     }
     return SB_OK;
 }
@@ -277,13 +270,13 @@ const char *sb_sweep_outcome_name(sb_sweep_outcome o)
 }
 
 typedef struct worker {
-    pid_t pid;          /* 0: the slot is free */
-    int fd;             /* read end of the progress pipe; -1 when closed or never opened */
+    pid_t pid; /* 0: the slot is free */
+    int fd;    /* read end of the progress pipe; -1 when closed or never opened */
     int64_t run;
     char hash[17];
     sb_run_config cfg;
     double started;
-    char buf[512];      /* bytes read from the pipe, up to an incomplete line */
+    char buf[512]; /* bytes read from the pipe, up to an incomplete line */
     size_t buf_len;
     sb_sweep_progress last;
 } worker;
@@ -292,14 +285,14 @@ typedef struct pool {
     const sb_sweep_exec_opts *opts;
     const char *db_path;
     sb_results *db;
-    int threads;        /* per worker */
-    worker *slots;      /* opts->workers of them */
+    int threads;   /* per worker */
+    worker *slots; /* opts->workers of them */
     sb_sweep_tally tally;
     int running;
     int64_t n_runs;
     double t0;
-    int cancelled;      /* opts->cancel said stop: the signal sent to the workers */
-    int64_t *waiting;   /* [n_runs] runs another process was training, to take again */
+    int cancelled;    /* opts->cancel said stop: the signal sent to the workers */
+    int64_t *waiting; /* [n_runs] runs another process was training, to take again */
     int64_t n_waiting;
     double next_lock_look; /* when to look at their locks again */
 } pool;
@@ -367,9 +360,13 @@ static int record_refused(sb_results *db, const sb_run_config *cfg, const char *
                           const char *reason)
 {
     char *config = sb_run_config_json_string(cfg, 0);
-    sb_run_info info = {.hash = hash, .config_json = config, .model = cfg->model,
+    sb_run_info info = {.hash = hash,
+                        .config_json = config,
+                        .model = cfg->model,
                         .protocol = cfg->task.protocol == SB_PROTOCOL_CLEAN ? "clean" : "reference",
-                        .params = -1, .state_size = -1, .flops_per_token = (double)NAN,
+                        .params = -1,
+                        .state_size = -1,
+                        .flops_per_token = (double)NAN,
                         .code_version = SB_VERSION};
     sb_error err = {0};
     int64_t id;
@@ -415,8 +412,8 @@ static char **worker_environment(int fd, char **text)
 }
 
 /* Starts `<worker_exe> train ARGS --results DIR --db DB --threads T [--checkpoint_every M]
- * [--resume]` with its output in DIR/logs/<hash>.log and the write end of a progress pipe. The child dies with us
- * (PR_SET_PDEATHSIG). Returns the pid, or -1 with errno set. */
+ * [--resume]` with its output in DIR/logs/<hash>.log and the write end of a progress pipe. The
+ * child dies with us (PR_SET_PDEATHSIG). Returns the pid, or -1 with errno set. */
 static pid_t spawn_run(const pool *p, char **args, int n_args, const char *hash, int resume,
                        int *progress_fd)
 {
@@ -430,8 +427,8 @@ static pid_t spawn_run(const pool *p, char **args, int n_args, const char *hash,
     char every_text[64]; /* --checkpoint_every in minutes, exactly */
     snprintf(every_text, sizeof every_text, "--checkpoint_every=%.17g",
              p->opts->checkpoint_every_s / 60.0);
-    const char *extra[9] = {"--results", p->opts->results, "--db", p->db_path, "--threads",
-                            threads_text};
+    const char *extra[9] = {"--results", p->opts->results, "--db",
+                            p->db_path,  "--threads",      threads_text};
     int n_extra = 6;
     if (p->opts->checkpoint_every_s > 0)
         extra[n_extra++] = every_text;
@@ -552,8 +549,8 @@ static long lock_holder(const pool *p, const char *hash)
 
 /* Puts run k aside because process `holder` trains it, to be taken again when its lock is
  * free; tells the caller (slot: the worker that found it locked, or -1). */
-static void wait_for_lock(pool *p, int64_t k, int slot, const char *hash,
-                          const sb_run_config *cfg, long holder)
+static void wait_for_lock(pool *p, int64_t k, int slot, const char *hash, const sb_run_config *cfg,
+                          long holder)
 {
     p->waiting[p->n_waiting++] = k;
     sb_sweep_event ev = slot >= 0 ? worker_event(p, SB_SWEEP_RUN_WAITING, slot)
@@ -825,8 +822,8 @@ sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_run
     if (st != SB_OK)
         return st;
     int cores = sb_cpu_count();
-    p.threads = opts->threads > 0 ? opts->threads
-                                  : (cores / opts->workers > 0 ? cores / opts->workers : 1);
+    p.threads =
+        opts->threads > 0 ? opts->threads : (cores / opts->workers > 0 ? cores / opts->workers : 1);
     p.slots = calloc((size_t)opts->workers, sizeof *p.slots);
     p.waiting = calloc((size_t)(n_runs > 0 ? n_runs : 1), sizeof *p.waiting);
     struct pollfd *pfd = calloc((size_t)opts->workers, sizeof *pfd);
@@ -901,8 +898,8 @@ sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_run
         return sb_error_set(err, SB_ERR_RUNTIME,
                             "sweep cancelled: %d of %lld runs settled, %d interrupted (run it "
                             "again to resume)",
-                            tally->done + tally->failed + tally->skipped + tally->refused + tally->excluded +
-                                tally->interrupted,
+                            tally->done + tally->failed + tally->skipped + tally->refused +
+                                tally->excluded + tally->interrupted,
                             (long long)n_runs, tally->interrupted);
     return SB_OK;
 }

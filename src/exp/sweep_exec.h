@@ -99,15 +99,14 @@ const sb_worker_switch *sb_sweep_worker_switch_at(int i);
  * order, and read back by sb_sweep_progress_parse. last_test_acc is NaN before the
  * first evaluation. */
 #define SB_PROGRESS_FD_ENV "SELECTIVBENCH_PROGRESS_FD"
-#define SB_PROGRESS_RECORD_FORMAT                                                          \
-    "P %" PRId64 " %" PRId64 " %.6g %.6g %.6g %.6g %.6g\n"
+#define SB_PROGRESS_RECORD_FORMAT "P %" PRId64 " %" PRId64 " %.6g %.6g %.6g %.6g %.6g\n"
 
 typedef struct sb_sweep_progress {
     int64_t step, total_steps;
-    double loss, acc;     /* training loss and accuracy of the last steps */
+    double loss, acc; /* training loss and accuracy of the last steps */
     double tokens_per_s;
-    double eta_s;         /* seconds left, estimated by the worker */
-    double test_acc;      /* the last evaluation's test accuracy; NaN before the first */
+    double eta_s;    /* seconds left, estimated by the worker */
+    double test_acc; /* the last evaluation's test accuracy; NaN before the first */
 } sb_sweep_progress;
 
 /* Reads one record line (without its newline); returns 1 and fills p when it is one,
@@ -167,28 +166,28 @@ typedef struct sb_sweep_event {
     sb_sweep_progress progress;
     /* RUN_ENDED */
     sb_sweep_outcome outcome;
-    int started;           /* a worker process ran it */
-    int recorded;          /* the database has a row of it (for a refused run: the
-                              configuration was built and its refusal recorded) */
-    int exit_code;         /* the worker's exit code; -1 when it did not exit normally */
-    int term_signal;       /* the signal that killed the worker; 0 when none */
-    long locked_by;        /* RUN_WAITING: the pid holding the run's lock (-1: unknown) */
-    const char *reason;    /* why it failed, diverged or was refused; NULL otherwise */
+    int started;            /* a worker process ran it */
+    int recorded;           /* the database has a row of it (for a refused run: the
+                               configuration was built and its refusal recorded) */
+    int exit_code;          /* the worker's exit code; -1 when it did not exit normally */
+    int term_signal;        /* the signal that killed the worker; 0 when none */
+    long locked_by;         /* RUN_WAITING: the pid holding the run's lock (-1: unknown) */
+    const char *reason;     /* why it failed, diverged or was refused; NULL otherwise */
     sb_run_metrics metrics; /* the row's final metrics; NaN where unknown */
     /* the sweep, in every event (after this event's run is counted) */
     sb_sweep_tally tally;
-    int running;           /* worker processes running */
-    int64_t n_runs;        /* runs selected */
+    int running;            /* worker processes running */
+    int64_t n_runs;         /* runs selected */
     double sweep_elapsed_s; /* seconds since sb_sweep_execute began */
 } sb_sweep_event;
 
 typedef void (*sb_sweep_callback)(const sb_sweep_event *ev, void *user);
 
 typedef struct sb_sweep_exec_opts {
-    int workers;            /* runs at a time, >= 1 */
-    int threads;            /* threads per run; 0: online cores / workers (at least 1) */
-    const char *results;    /* results folder: logs (made if missing), checkpoints */
-    const char *db;         /* results database; NULL: RESULTS/selectivbench.db */
+    int workers;         /* runs at a time, >= 1 */
+    int threads;         /* threads per run; 0: online cores / workers (at least 1) */
+    const char *results; /* results folder: logs (made if missing), checkpoints */
+    const char *db;      /* results database; NULL: RESULTS/selectivbench.db */
     /* The program each worker executes as `<worker_exe> train ...` (argv[0] is
      * "selectivbench"): the path of the selectivbench command. The CLI gives
      * "/proc/self/exe" (its own image); a library user must give the installed binary's

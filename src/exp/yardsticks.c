@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "task/ceiling.h"
+#include "config/run_config.h"
 #include "core/json_writer.h"
 #include "exp/results.h"
-#include "config/run_config.h"
+#include "task/ceiling.h"
 
 /* What a cached ceiling was computed for, as a JSON text (train.py's flag names), for
  * people reading the database; the cache is keyed by the hash, not by this text. */
@@ -35,14 +35,18 @@ static char *ceiling_config_json(const sb_task_config *t, const sb_ceiling_optio
     sb_json_object_begin(&j);
     sb_json_key(&j, "task_seed");
     sb_json_uint(&j, t->grammar.seed);
-    const char *ik[] = {"vocab",           "amb",
-                        "amb_depth",       "train_seqlen_min",
-                        "train_seqlen_max", "test_seqlen_min",
-                        "test_seqlen_max", "combined_seq_length",
+    const char *ik[] = {"vocab",
+                        "amb",
+                        "amb_depth",
+                        "train_seqlen_min",
+                        "train_seqlen_max",
+                        "test_seqlen_min",
+                        "test_seqlen_max",
+                        "combined_seq_length",
                         "gap_start"};
-    int iv[] = {t->grammar.vocab,     t->grammar.amb,        t->grammar.amb_depth,
-                t->train_seqlen_min,  t->train_seqlen_max,   t->test_seqlen_min,
-                t->test_seqlen_max,   t->combined_seq_length, t->gap_start};
+    int iv[] = {t->grammar.vocab,    t->grammar.amb,         t->grammar.amb_depth,
+                t->train_seqlen_min, t->train_seqlen_max,    t->test_seqlen_min,
+                t->test_seqlen_max,  t->combined_seq_length, t->gap_start};
     for (size_t k = 0; k < sizeof iv / sizeof *iv; k++) {
         sb_json_key(&j, ik[k]);
         sb_json_int(&j, iv[k]);
@@ -150,8 +154,8 @@ sb_status sb_results_fill_yardsticks(sb_results *db, sb_run_row *row, int thread
         *filled = 0;
     if (row->status == NULL || strcmp(row->status, "finished") != 0)
         return SB_OK;
-    int missing = isnan(row->ceiling) ||
-                  (isnan(row->effective_memory) && !isnan(row->metrics.test_acc));
+    int missing =
+        isnan(row->ceiling) || (isnan(row->effective_memory) && !isnan(row->metrics.test_acc));
     if (!missing)
         return SB_OK;
     sb_run_config cfg;

@@ -16,8 +16,8 @@
 
 #include "layers/fla_layers.h"
 #include "layers/fla_mixer.h"
-#include "layers/probe_gates.h"
 #include "layers/layer.h"
+#include "layers/probe_gates.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 
@@ -30,8 +30,11 @@ enum { P_Q, P_K, P_V, P_B, P_Q_CONV, P_K_CONV, P_V_CONV, P_NORM, P_O, P_COUNT };
 static sb_fla_mixer delta_net_recnet(const sb_model_config *cfg)
 {
     const int H = cfg->n_head > 0 ? cfg->n_head : 1;
-    sb_fla_mixer mx = {.H = H, .K = cfg->d_model / H, .V = 2 * cfg->d_model / H,
-                       .short_conv = 1, .norm_eps = 1e-5};
+    sb_fla_mixer mx = {.H = H,
+                       .K = cfg->d_model / H,
+                       .V = 2 * cfg->d_model / H,
+                       .short_conv = 1,
+                       .norm_eps = 1e-5};
     return mx;
 }
 
@@ -101,8 +104,8 @@ sb_tensor *sb_delta_net_mixer_gates(sb_graph *g, const sb_model *m, int l, sb_te
     sb_tensor *out = sb_tensor_new(g, 3, shape);
     for (size_t i = 0; i < out->size; i++)
         out->data[i] = (real)sb_probe_sigmoid((double)z->data[i]);
-    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = H, .kind = {"beta (write strength)"},
-                           .hi = {1.0}};
+    *desc =
+        (sb_gate_desc){.n_kinds = 1, .n_groups = H, .kind = {"beta (write strength)"}, .hi = {1.0}};
     return out;
 }
 
@@ -114,8 +117,7 @@ static sb_tensor *delta_net_probe_gates(sb_graph *g, const sb_model *m, int l, s
     return sb_delta_net_mixer_gates(g, m, l, x, &mx, desc);
 }
 
-static void delta_net_stream_recurrent(const sb_model_config *cfg, size_t *history,
-                                       size_t *count)
+static void delta_net_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
 {
     const sb_fla_mixer mx = delta_net_recnet(cfg);
     sb_fla_mixer_stream_recurrent(&mx, history, count);
@@ -174,8 +176,8 @@ static double delta_net_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_delta_net = {
     .name = "delta_net",
-    .axes = {SB_GATE_NONE, SB_FORGET_NONE, SB_TRANSITION_DELTA, SB_UPDATE_RANK1,
-             SB_MEMORY_CONSTANT, "H K V = 2 D^2 / H"},
+    .axes = {SB_GATE_NONE, SB_FORGET_NONE, SB_TRANSITION_DELTA, SB_UPDATE_RANK1, SB_MEMORY_CONSTANT,
+             "H K V = 2 D^2 / H"},
     .summary = "DeltaNet (fla 0.3.2): delta-rule state update, no decay",
     .taxonomy = {"none (data-dependent write strength beta per head)",
                  "identity + rank-1 (I - beta k k^T)", "1", "L2 q, k; RMSNorm",

@@ -33,8 +33,7 @@ int sb_fox_mixer_params(sb_params *ps, const char *prefix, int D, const sb_fla_m
     return ps->n - first;
 }
 
-sb_tensor *sb_fox_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
-                        const sb_fla_mixer *mx)
+sb_tensor *sb_fox_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x, const sb_fla_mixer *mx)
 {
     sb_tensor *p[P_COUNT];
     for (int i = 0; i < P_COUNT; i++)

@@ -19,8 +19,8 @@
 
 #include "layers/fla_layers.h"
 #include "layers/fla_mixer.h"
-#include "layers/probe_gates.h"
 #include "layers/layer.h"
+#include "layers/probe_gates.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 
@@ -70,8 +70,11 @@ void sb_fla_init_dt_bias(const sb_param *p, real *data, sb_mt19937 *rng, const v
 static sb_fla_mixer gdn_recnet(const sb_model_config *cfg)
 {
     const int H = cfg->n_head > 0 ? cfg->n_head : 1;
-    sb_fla_mixer mx = {.H = H, .K = cfg->d_model / H, .V = 2 * cfg->d_model / H,
-                       .short_conv = 1, .norm_eps = 1e-5};
+    sb_fla_mixer mx = {.H = H,
+                       .K = cfg->d_model / H,
+                       .V = 2 * cfg->d_model / H,
+                       .short_conv = 1,
+                       .norm_eps = 1e-5};
     return mx;
 }
 
@@ -160,8 +163,10 @@ sb_tensor *sb_gdn_mixer_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *
             out->data[r * 2 * H + h] = (real)exp(gl);
             out->data[r * 2 * H + H + h] = (real)sb_probe_sigmoid((double)z->data[r * H + h]);
         }
-    *desc = (sb_gate_desc){.n_kinds = 2, .n_groups = H,
-                           .kind = {"decay exp(g)", "beta (write strength)"}, .hi = {1.0, 1.0}};
+    *desc = (sb_gate_desc){.n_kinds = 2,
+                           .n_groups = H,
+                           .kind = {"decay exp(g)", "beta (write strength)"},
+                           .hi = {1.0, 1.0}};
     return out;
 }
 

@@ -17,8 +17,8 @@
 #include <math.h>
 
 #include "layers/fla_layers.h"
-#include "layers/probe_gates.h"
 #include "layers/layer.h"
+#include "layers/probe_gates.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 
@@ -150,8 +150,10 @@ static sb_tensor *gdp_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tens
             out->data[r * 2 * H + h] = (real)exp(gl);
             out->data[r * 2 * H + H + h] = (real)(beta / n);
         }
-    *desc = (sb_gate_desc){.n_kinds = 2, .n_groups = H,
-                           .kind = {"decay exp(g)", "beta (mean of 4 steps)"}, .hi = {1.0, 2.0}};
+    *desc = (sb_gate_desc){.n_kinds = 2,
+                           .n_groups = H,
+                           .kind = {"decay exp(g)", "beta (mean of 4 steps)"},
+                           .hi = {1.0, 2.0}};
     return out;
 }
 

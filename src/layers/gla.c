@@ -16,8 +16,8 @@
 
 #include "layers/fla_layers.h"
 #include "layers/fla_mixer.h"
-#include "layers/probe_gates.h"
 #include "layers/layer.h"
+#include "layers/probe_gates.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 
@@ -46,8 +46,11 @@ enum {
 static sb_fla_mixer gla_recnet(const sb_model_config *cfg)
 {
     const int H = cfg->n_head > 0 ? cfg->n_head : 1;
-    sb_fla_mixer mx = {.H = H, .K = cfg->d_model / H, .V = 2 * cfg->d_model / H,
-                       .short_conv = 1, .norm_eps = 1e-5};
+    sb_fla_mixer mx = {.H = H,
+                       .K = cfg->d_model / H,
+                       .V = 2 * cfg->d_model / H,
+                       .short_conv = 1,
+                       .norm_eps = 1e-5};
     return mx;
 }
 
@@ -140,8 +143,8 @@ sb_tensor *sb_gla_mixer_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *
                 sum += exp((double)gk->data[(r * H + h) * K + k]);
             out->data[r * H + h] = (real)(sum / K);
         }
-    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = H, .kind = {"decay alpha=exp(gk)"},
-                           .hi = {1.0}};
+    *desc =
+        (sb_gate_desc){.n_kinds = 1, .n_groups = H, .kind = {"decay alpha=exp(gk)"}, .hi = {1.0}};
     return out;
 }
 

@@ -50,7 +50,8 @@ static sb_tensor *gru_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tens
     for (int b = 0; b < B; b++)
         for (int t = 1; t < T; t++)
             for (int j = 0; j < D; j++)
-                h_prev->data[((size_t)b * T + t) * D + j] = h->data[((size_t)b * T + t - 1) * D + j];
+                h_prev->data[((size_t)b * T + t) * D + j] =
+                    h->data[((size_t)b * T + t - 1) * D + j];
     sb_tensor *gi = sb_linear(g, x, w_ih, b_ih), *gh = sb_linear(g, h_prev, w_hh, b_hh);
     int shape[3] = {B, T, G};
     sb_tensor *out = sb_tensor_new(g, 3, shape);
@@ -58,7 +59,8 @@ static sb_tensor *gru_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tens
         for (int q = 0; q < G; q++) {
             double sum = 0.0;
             for (int j = q * w; j < (q + 1) * w; j++) {
-                const double a = (double)(gi->data[r * 3 * D + D + j] + gh->data[r * 3 * D + D + j]);
+                const double a =
+                    (double)(gi->data[r * 3 * D + D + j] + gh->data[r * 3 * D + D + j]);
                 sum += sb_probe_sigmoid(a);
             }
             out->data[r * G + q] = (real)(sum / w);

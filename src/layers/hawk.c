@@ -139,8 +139,8 @@ static int hawk_add_params(sb_params *ps, const char *prefix, const sb_model_con
     /* nn.Conv1d(R, R, 4, groups=R): fan_in = 1 * kernel */
     sb_params_add_named(ps, prefix, "temporal_block.conv_1d.weight", 3, conv, SB_INIT_KAIMING,
                         CONV_SIZE, 2);
-    sb_params_add_named(ps, prefix, "temporal_block.conv_1d.bias", 1, vr, SB_INIT_FANIN,
-                        CONV_SIZE, 3);
+    sb_params_add_named(ps, prefix, "temporal_block.conv_1d.bias", 1, vr, SB_INIT_FANIN, CONV_SIZE,
+                        3);
     sb_param *p = sb_params_add_named(ps, prefix, "temporal_block.rg_lru.a_logit", 1, vr,
                                       SB_INIT_CUSTOM, 0.0, 4);
     p->custom = init_lambda;
@@ -148,8 +148,8 @@ static int hawk_add_params(sb_params *ps, const char *prefix, const sb_model_con
                         SB_INIT_UNIFORM, lecun_bound(d.W), 5);
     sb_params_add_named(ps, prefix, "temporal_block.rg_lru.input_gate_bias", 2, blk_b,
                         SB_INIT_CONST, 0.0, 100);
-    sb_params_add_named(ps, prefix, "temporal_block.rg_lru.a_gate_weight", 3, blk,
-                        SB_INIT_UNIFORM, lecun_bound(d.W), 6);
+    sb_params_add_named(ps, prefix, "temporal_block.rg_lru.a_gate_weight", 3, blk, SB_INIT_UNIFORM,
+                        lecun_bound(d.W), 6);
     sb_params_add_named(ps, prefix, "temporal_block.rg_lru.a_gate_bias", 2, blk_b, SB_INIT_CONST,
                         0.0, 100);
     sb_params_add_named(ps, prefix, "temporal_block.linear_out.weight", 2, dr, SB_INIT_UNIFORM,
@@ -267,8 +267,8 @@ static sb_tensor *hawk_probe_gates(sb_graph *g, const sb_model *m, int l, sb_ten
             }
             out->data[row * H + q] = (real)(sum / W);
         }
-    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = H, .kind = {"decay a=sigmoid(Lambda)^(8r)"},
-                           .hi = {1.0}};
+    *desc = (sb_gate_desc){
+        .n_kinds = 1, .n_groups = H, .kind = {"decay a=sigmoid(Lambda)^(8r)"}, .hi = {1.0}};
     return out;
 }
 
@@ -296,8 +296,8 @@ const sb_layer_type sb_layer_hawk = {
     .summary = "Hawk (Griffin's RG-LRU block): input-gated diagonal recurrence, conv4, gated MLP",
     .taxonomy = {"data-dependent per channel (recurrence gate r_t and input gate i_t, "
                  "block-diagonal)",
-                 "diagonal", "1 per channel", "sqrt(1 - a^2) input normalisation; RMSNorm",
-                 "no", "1 per channel (4/3 d_model per layer)"},
+                 "diagonal", "1 per channel", "sqrt(1 - a^2) input normalisation; RMSNorm", "no",
+                 "1 per channel (4/3 d_model per layer)"},
     .check = hawk_check,
     .add_params = hawk_add_params,
     .forward = hawk_forward,

@@ -133,8 +133,8 @@ static sb_tensor *kda_mixer(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
     /* (I - beta k k^T) P + beta k v^T with P = diag(exp(g)) S: a = k, b = -beta k */
     sb_tensor *kb = sb_dplr_scale_heads(g, k, beta, 1);
     sb_tensor *b = sb_dplr_scale_heads(g, kb, NULL, -1);
-    sb_tensor *o = sb_dplr(g, q, kb, v, gate, k, b, (real)(1.0 / sqrt((double)K)),
-                           SB_DPLR_DECAYED, SB_DPLR_CHUNK, S);
+    sb_tensor *o = sb_dplr(g, q, kb, v, gate, k, b, (real)(1.0 / sqrt((double)K)), SB_DPLR_DECAYED,
+                           SB_DPLR_CHUNK, S);
     /* FusedRMSNormGated with activation "sigmoid": RMSNorm(o) * w * sigmoid(z) */
     sb_tensor *z = sb_linear(g, sb_linear(g, x, p[P_G0], NULL), p[P_G1], p[P_G1_BIAS]);
     sb_tensor *y = sb_rmsnorm_gated(g, o, NULL, p[P_NORM], (real)NORM_EPS);
@@ -195,9 +195,11 @@ static sb_tensor *kda_probe_gates(sb_graph *g, const sb_model *m, int l, sb_tens
             out->data[r * 2 * H + h] = (real)(sum / K);
             out->data[r * 2 * H + H + h] = (real)sb_probe_sigmoid((double)z->data[r * H + h]);
         }
-    *desc = (sb_gate_desc){.n_kinds = 2, .n_groups = H,
-                           .kind = {"decay exp(g) (mean over key channels)", "beta (write strength)"},
-                           .hi = {1.0, 1.0}};
+    *desc =
+        (sb_gate_desc){.n_kinds = 2,
+                       .n_groups = H,
+                       .kind = {"decay exp(g) (mean over key channels)", "beta (write strength)"},
+                       .hi = {1.0, 1.0}};
     return out;
 }
 
@@ -206,8 +208,8 @@ static double kda_flops(const sb_model_config *cfg, int T)
     (void)T;
     const kda_dims d = kda_dims_of(cfg);
     const double D = cfg->d_model, H = d.H, K = d.K, V = d.V, KA = H * K, VA = H * V;
-    double proj = 2 * D * (2 * KA + VA + H) + 2 * (D * V + V * KA) + 2 * (D * V + V * VA) +
-                  2 * VA * D;
+    double proj =
+        2 * D * (2 * KA + VA + H) + 2 * (D * V + V * KA) + 2 * (D * V + V * VA) + 2 * VA * D;
     double conv = 2.0 * CONV_SIZE * (2 * KA + VA);
     double rec = H * 10 * K * V; /* decay, z = P^T a, two rank-1 writes, readout */
     return proj + conv + rec + 40 * D;

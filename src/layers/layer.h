@@ -22,15 +22,15 @@
 
 typedef struct sb_model_config {
     char model[SB_MODEL_NAME_MAX]; /* layer type name ("transformer", "gru", ...) */
-    int d_input;     /* I: one-hot width (vocab) */
-    int d_output;    /* C: classes (grammar states) */
-    int d_model;     /* D: --feat_size (after the transformer's remapping) */
-    int n_layers;    /* L: --layers */
-    int d_state;     /* N: --d_state */
-    int n_head;      /* get_num_heads(D, 128) */
-    double dropout;  /* --dropout */
-    double rope_base;/* --rope_base (1000 in train.py) */
-    int att_dropout; /* --att_dropout */
+    int d_input;                   /* I: one-hot width (vocab) */
+    int d_output;                  /* C: classes (grammar states) */
+    int d_model;                   /* D: --feat_size (after the transformer's remapping) */
+    int n_layers;                  /* L: --layers */
+    int d_state;                   /* N: --d_state */
+    int n_head;                    /* get_num_heads(D, 128) */
+    double dropout;                /* --dropout */
+    double rope_base;              /* --rope_base (1000 in train.py) */
+    int att_dropout;               /* --att_dropout */
 } sb_model_config;
 
 typedef struct sb_model sb_model;
@@ -97,11 +97,11 @@ struct sb_optimizer; /* optim.h */
 /* Taxonomy of a layer (docs/spec/taxonomy.md). */
 typedef struct sb_taxonomy {
     const char *gating;
-    const char *transition;   /* state transition structure */
-    const char *update_rank;  /* rank of the information written per token */
+    const char *transition;  /* state transition structure */
+    const char *update_rank; /* rank of the information written per token */
     const char *normalisation;
     const char *negative_eigenvalues;
-    const char *state;        /* state per head (or per layer) */
+    const char *state; /* state per head (or per layer) */
 } sb_taxonomy;
 
 /* Set by a layer type whose models are not RecNets but LM stacks (src/nn/lm_stack.c): the
@@ -117,10 +117,10 @@ typedef struct sb_stack_desc {
  * src/train/probe.c; docs/probe.md). */
 #define SB_GATE_KINDS_MAX 2
 typedef struct sb_gate_desc {
-    int n_kinds;                        /* gates of the layer (1, or 2: e.g. beta and decay) */
-    int n_groups;                       /* heads or channel groups of every kind */
+    int n_kinds;                         /* gates of the layer (1, or 2: e.g. beta and decay) */
+    int n_groups;                        /* heads or channel groups of every kind */
     const char *kind[SB_GATE_KINDS_MAX]; /* what each is, e.g. "decay exp(dt*A)", "beta" */
-    double hi[SB_GATE_KINDS_MAX];       /* each gate lies in [0, hi] */
+    double hi[SB_GATE_KINDS_MAX];        /* each gate lies in [0, hi] */
 } sb_gate_desc;
 
 typedef struct sb_layer_type {
@@ -145,8 +145,7 @@ typedef struct sb_layer_type {
      * place. state holds B * stream_state_floats(cfg) reals, zeroed at sequence start.
      * The graph does not record. NULL when the layer has no recurrent form. */
     size_t (*stream_state_floats)(const sb_model_config *cfg);
-    sb_tensor *(*forward_stream)(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
-                                 real *state);
+    sb_tensor *(*forward_stream)(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state);
     /* NULL: RecNet builds the model; else the LM stack does (see sb_stack_desc) */
     const sb_stack_desc *stack;
     /* optional (probe): the layer's input-dependent gates, recomputed from its input x[B, T,

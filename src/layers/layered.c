@@ -31,8 +31,11 @@ static const sb_stack_desc backbone_only = {.backbone = "base_model."};
 static sb_fla_mixer gla_cfg(const sb_model_config *cfg)
 {
     /* key_dim = int(D * 0.5), value_dim = D, over 4 heads */
-    sb_fla_mixer mx = {.H = 4, .K = cfg->d_model / 2 / 4, .V = cfg->d_model / 4,
-                       .short_conv = 0, .norm_eps = NORM_EPS};
+    sb_fla_mixer mx = {.H = 4,
+                       .K = cfg->d_model / 2 / 4,
+                       .V = cfg->d_model / 4,
+                       .short_conv = 0,
+                       .norm_eps = NORM_EPS};
     return mx;
 }
 
@@ -118,12 +121,16 @@ const sb_layer_type sb_layer_gla_layered = {
     .test_chunk = SB_LINEAR_ATTN_CHUNK,
 };
 
-/* ---- delta_net_layered ------------------------------------------------------------------------- */
+/* ---- delta_net_layered -------------------------------------------------------------------------
+ */
 
 static sb_fla_mixer delta_cfg(const sb_model_config *cfg)
 {
-    sb_fla_mixer mx = {.H = 16, .K = cfg->d_model / 16, .V = cfg->d_model / 16,
-                       .short_conv = 1, .norm_eps = NORM_EPS};
+    sb_fla_mixer mx = {.H = 16,
+                       .K = cfg->d_model / 16,
+                       .V = cfg->d_model / 16,
+                       .short_conv = 1,
+                       .norm_eps = NORM_EPS};
     return mx;
 }
 
@@ -150,8 +157,7 @@ static sb_tensor *delta_l_forward(sb_graph *g, const sb_model *m, int l, sb_tens
     return sb_delta_net_mixer(g, m, l, x, NULL, &mx);
 }
 
-static sb_tensor *delta_l_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
-                                 real *state)
+static sb_tensor *delta_l_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x, real *state)
 {
     const sb_fla_mixer mx = delta_cfg(&m->cfg);
     return sb_delta_net_mixer(g, m, l, x, state, &mx);
@@ -164,7 +170,7 @@ static size_t delta_l_stream_floats(const sb_model_config *cfg)
 }
 
 static sb_tensor *delta_l_gates(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
-                              const uint8_t *gap, sb_gate_desc *desc)
+                                const uint8_t *gap, sb_gate_desc *desc)
 {
     (void)gap;
     const sb_fla_mixer mx = delta_cfg(&m->cfg);
@@ -191,12 +197,13 @@ static double delta_l_state(const sb_model_config *cfg)
 
 const sb_layer_type sb_layer_delta_net_layered = {
     .name = "delta_net_layered",
-    .axes = {SB_GATE_NONE, SB_FORGET_NONE, SB_TRANSITION_DELTA, SB_UPDATE_RANK1,
-             SB_MEMORY_CONSTANT, "H K V (16 heads, K = V = D/16)"},
+    .axes = {SB_GATE_NONE, SB_FORGET_NONE, SB_TRANSITION_DELTA, SB_UPDATE_RANK1, SB_MEMORY_CONSTANT,
+             "H K V (16 heads, K = V = D/16)"},
     .summary = "DeltaNet in fla's causal-LM stack (pre-norm blocks + GatedMLP, final RMSNorm, "
                "head; 16 heads of D/16, value width D)",
     .taxonomy = {"none (data-dependent write strength beta per head)",
-                 "identity + rank-1 (I - beta k k^T)", "1", "L2 q, k; RMSNorm; pre-norm RMSNorm "
+                 "identity + rank-1 (I - beta k k^T)", "1",
+                 "L2 q, k; RMSNorm; pre-norm RMSNorm "
                  "blocks",
                  "no (beta in (0, 1): eigenvalues in [0, 1])", "D/16 x D/16 per head, 16 heads"},
     .check = delta_l_check,
@@ -213,7 +220,8 @@ const sb_layer_type sb_layer_delta_net_layered = {
     .test_width = 32, /* 16 heads of key width 2 (at width 1 the keys' L2 norm is a sign) */
 };
 
-/* ---- gated_delta_net_layered ---------------------------------------------------------------------- */
+/* ---- gated_delta_net_layered
+ * ---------------------------------------------------------------------- */
 
 static sb_fla_mixer gdn_cfg(const sb_model_config *cfg)
 {
@@ -306,12 +314,16 @@ const sb_layer_type sb_layer_gated_delta_net_layered = {
     .test_chunk = SB_DELTA_RULE_CHUNK,
 };
 
-/* ---- fox_layered ------------------------------------------------------------------------------ */
+/* ---- fox_layered ------------------------------------------------------------------------------
+ */
 
 static sb_fla_mixer fox_cfg(const sb_model_config *cfg)
 {
-    sb_fla_mixer mx = {.H = 32, .K = cfg->d_model / 32, .V = cfg->d_model / 32,
-                       .short_conv = 0, .norm_eps = NORM_EPS};
+    sb_fla_mixer mx = {.H = 32,
+                       .K = cfg->d_model / 32,
+                       .V = cfg->d_model / 32,
+                       .short_conv = 0,
+                       .norm_eps = NORM_EPS};
     return mx;
 }
 

@@ -14,10 +14,10 @@
 #include <math.h>
 
 #include "layers/layer.h"
-#include "ops/ops.h"
-#include "ops/ops_ssm.h"
 #include "layers/probe_gates.h"
 #include "layers/ssm_init.h"
+#include "ops/ops.h"
+#include "ops/ops_ssm.h"
 
 #define D_CONV 4
 #define CHUNK 256 /* Mamba2's default chunk_size */

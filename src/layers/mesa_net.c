@@ -13,10 +13,10 @@
  */
 #include <math.h>
 
-#include "ops/mesa.h"
 #include "layers/fla_layers.h"
-#include "layers/probe_gates.h"
 #include "layers/layer.h"
+#include "layers/probe_gates.h"
+#include "ops/mesa.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 
@@ -139,14 +139,15 @@ static sb_tensor *mesa_net_probe_gates(sb_graph *g, const sb_model *m, int l, sb
             out->data[r * 2 * H + h] = (real)sb_probe_sigmoid((double)a->data[r * H + h]);
             out->data[r * 2 * H + H + h] = (real)sb_probe_sigmoid((double)z->data[r * H + h]);
         }
-    *desc = (sb_gate_desc){.n_kinds = 2, .n_groups = H,
-                           .kind = {"decay exp(g)", "beta (write strength)"}, .hi = {1.0, 1.0}};
+    *desc = (sb_gate_desc){.n_kinds = 2,
+                           .n_groups = H,
+                           .kind = {"decay exp(g)", "beta (write strength)"},
+                           .hi = {1.0, 1.0}};
     return out;
 }
 
 /* probe: after the q and k conv histories (D each), the two states of every head */
-static void mesa_net_stream_recurrent(const sb_model_config *cfg, size_t *history,
-                                      size_t *count)
+static void mesa_net_stream_recurrent(const sb_model_config *cfg, size_t *history, size_t *count)
 {
     const size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_head, K = D / H;
     *history = (CONV_SIZE - 1) * 2 * D;

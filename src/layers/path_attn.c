@@ -26,7 +26,7 @@
 /* parameters in state_dict order (= construction order) */
 enum { P_Q, P_K, P_V, P_W0, P_W1, P_W_CONV, P_BT, P_BT_B, P_O, P_COUNT };
 
-#define W_RANK 32    /* the low-rank w projection's inner width */
+#define W_RANK 32 /* the low-rank w projection's inner width */
 #define CONV_SIZE 3
 #define L2_EPS ((real)1e-6)
 
@@ -34,8 +34,8 @@ static sb_status path_check(const sb_model_config *cfg, sb_error *err)
 {
     if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
         return sb_error_set(err, SB_ERR_INVALID,
-                            "path_attn: --feat_size %d is not divisible by %d heads",
-                            cfg->d_model, cfg->n_head);
+                            "path_attn: --feat_size %d is not divisible by %d heads", cfg->d_model,
+                            cfg->n_head);
     return SB_OK;
 }
 
@@ -85,8 +85,10 @@ static sb_tensor *path_probe_gates(sb_graph *g, const sb_model *m, int l, sb_ten
     sb_tensor *out = sb_tensor_new(g, 3, z->shape);
     for (size_t i = 0; i < out->size; i++)
         out->data[i] = (real)(2.0 * sb_probe_sigmoid((double)z->data[i]));
-    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = H,
-                           .kind = {"beta (Householder strength, 2 sigmoid)"}, .hi = {2.0}};
+    *desc = (sb_gate_desc){.n_kinds = 1,
+                           .n_groups = H,
+                           .kind = {"beta (Householder strength, 2 sigmoid)"},
+                           .hi = {2.0}};
     return out;
 }
 

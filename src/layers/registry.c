@@ -63,7 +63,8 @@ sb_status sb_layer_type_unknown(const char *name, sb_error *err)
     if (hint != NULL)
         return sb_error_set(err, SB_ERR_INVALID,
                             "unknown --model '%s'; did you mean '%s'? (the models command "
-                            "lists them)", name, hint);
+                            "lists them)",
+                            name, hint);
     char list[512];
     sb_layer_type_list(list, sizeof list);
     return sb_error_set(err, SB_ERR_INVALID, "unknown --model '%s'; available: %s", name, list);

@@ -72,8 +72,8 @@ enum {
 #define DECAY_SCALE 0.6065306597126334 /* e^-1/2 */
 
 typedef struct rwkv7_dims {
-    int D, H, K;            /* K = head width (key = value width per head) */
-    int Rw, Ra, Rg, Rv;     /* low-rank dims */
+    int D, H, K;        /* K = head width (key = value width per head) */
+    int Rw, Ra, Rg, Rv; /* low-rank dims */
 } rwkv7_dims;
 
 /* fla's automatic low-rank dims: max(32, 32 round(c sqrt(D) f / 32)), round half to even */
@@ -239,7 +239,8 @@ static void init_rwkv_const(const sb_param *p, real *data, sb_mt19937 *rng, cons
         const float linear = (float)((double)n / (double)(D - 1) - 0.5);
         const double zz = ((double)(n % K) - (K - 1) / 2.0) / ((K - 1) / 2.0);
         const float zf = (float)zz, zigzag = zf * fabsf(zf);
-        const float www = (float)(-6.0 + 6.0 * pow((double)n / (double)(D - 1), 1.0 + pow(r0, 0.3)));
+        const float www =
+            (float)(-6.0 + 6.0 * pow((double)n / (double)(D - 1), 1.0 + pow(r0, 0.3)));
         const float ddd = (float)((double)n / (double)D);
         float v = 0;
         if (strstr(name, "x_r") != NULL || strstr(name, "x_g") != NULL)
@@ -326,7 +327,8 @@ static int rwkv7_add_params(sb_params *ps, const char *prefix, const sb_model_co
             b->custom = init_rwkv_const;
         }
     }
-    sb_param *gw = sb_params_add_named(ps, prefix, "g_norm.weight", 1, vec, SB_INIT_CUSTOM, code, 100);
+    sb_param *gw =
+        sb_params_add_named(ps, prefix, "g_norm.weight", 1, vec, SB_INIT_CUSTOM, code, 100);
     gw->custom = init_rwkv_const;
     sb_params_add_named(ps, prefix, "g_norm.bias", 1, vec, SB_INIT_CONST, 0.0, 100);
     return ps->n - first;
@@ -439,10 +441,11 @@ static sb_tensor *rwkv7_probe_gates(sb_graph *g, const sb_model *m, int l, sb_te
             out->data[r * 2 * H + h] = (real)(decay / K);
             out->data[r * 2 * H + H + h] = (real)(rate / K);
         }
-    *desc = (sb_gate_desc){.n_kinds = 2, .n_groups = H,
-                           .kind = {"decay exp(w) (mean over channels)",
-                                    "in-context rate a (mean over channels)"},
-                           .hi = {1.0, 1.0}};
+    *desc = (sb_gate_desc){
+        .n_kinds = 2,
+        .n_groups = H,
+        .kind = {"decay exp(w) (mean over channels)", "in-context rate a (mean over channels)"},
+        .hi = {1.0, 1.0}};
     return out;
 }
 

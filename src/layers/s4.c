@@ -272,8 +272,8 @@ static sb_tensor *s4_output(sb_graph *g, const sb_model *m, int l, sb_tensor *y)
 static sb_tensor *s4_forward(sb_graph *g, const sb_model *m, int l, sb_tensor *x)
 {
     sb_tensor *K = sb_s4d_kernel(g, sb_model_param(m, l, P_LOG_DT), sb_model_param(m, l, P_C),
-                                 sb_model_param(m, l, P_LOG_A_REAL),
-                                 sb_model_param(m, l, P_A_IMAG), x->shape[1]);
+                                 sb_model_param(m, l, P_LOG_A_REAL), sb_model_param(m, l, P_A_IMAG),
+                                 x->shape[1]);
     sb_tensor *y = sb_s4d_conv(g, x, K, sb_model_param(m, l, P_D));
     return s4_output(g, m, l, y);
 }
@@ -287,10 +287,10 @@ static size_t s4_stream_state(const sb_model_config *cfg)
 static sb_tensor *s4_forward_stream(sb_graph *g, const sb_model *m, int l, sb_tensor *x,
                                     real *state)
 {
-    sb_tensor *y = sb_s4d_recurrence(g, x, sb_model_param(m, l, P_LOG_DT),
-                                     sb_model_param(m, l, P_C), sb_model_param(m, l, P_LOG_A_REAL),
-                                     sb_model_param(m, l, P_A_IMAG), sb_model_param(m, l, P_D),
-                                     state);
+    sb_tensor *y =
+        sb_s4d_recurrence(g, x, sb_model_param(m, l, P_LOG_DT), sb_model_param(m, l, P_C),
+                          sb_model_param(m, l, P_LOG_A_REAL), sb_model_param(m, l, P_A_IMAG),
+                          sb_model_param(m, l, P_D), state);
     return s4_output(g, m, l, y);
 }
 
@@ -315,9 +315,8 @@ const sb_layer_type sb_layer_s4 = {
     .summary = "S4D: diagonal complex SSM as a long FFT convolution, GELU, tied dropout, GLU",
     .taxonomy = {"a fixed decay per channel and mode, no input-dependent gate (the kernel "
                  "does not depend on the input)",
-                 "diagonal, complex (e^{dt A}: N/2 damped rotations per channel)",
-                 "1 per channel", "none",
-                 "yes: complex e^{dt A} rotate by dt A_imag per step (up to dt pi N/2)",
+                 "diagonal, complex (e^{dt A}: N/2 damped rotations per channel)", "1 per channel",
+                 "none", "yes: complex e^{dt A} rotate by dt A_imag per step (up to dt pi N/2)",
                  "N per channel (N/2 complex)"},
     .check = s4_check,
     .add_params = s4_add_params,

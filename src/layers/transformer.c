@@ -18,11 +18,22 @@
 /* parameters in state_dict order */
 enum {
     P_BETA,
-    P_Q_W, P_Q_B, P_K_W, P_K_B, P_V_W, P_V_B,
+    P_Q_W,
+    P_Q_B,
+    P_K_W,
+    P_K_B,
+    P_V_W,
+    P_V_B,
     P_INV_FREQ,
-    P_O_W, P_O_B,
-    P_Q_NORM, P_K_NORM, P_OUT_NORM,
-    P_L1_W, P_L1_B, P_L2_W, P_L2_B,
+    P_O_W,
+    P_O_B,
+    P_Q_NORM,
+    P_K_NORM,
+    P_OUT_NORM,
+    P_L1_W,
+    P_L1_B,
+    P_L2_W,
+    P_L2_B,
     P_COUNT
 };
 
@@ -171,8 +182,8 @@ static sb_tensor *transformer_probe_gates(sb_graph *g, const sb_model *m, int l,
                 }
                 out->data[((size_t)b * T + t) * H + h] = (real)(on_gap / sum);
             }
-    *desc = (sb_gate_desc){.n_kinds = 1, .n_groups = H, .kind = {"attention on gap frames"},
-                           .hi = {1.0}};
+    *desc = (sb_gate_desc){
+        .n_kinds = 1, .n_groups = H, .kind = {"attention on gap frames"}, .hi = {1.0}};
     return out;
 }
 

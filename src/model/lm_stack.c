@@ -47,10 +47,10 @@
 enum { B_ATTN_NORM, B_MLP_NORM, B_GATE, B_UP, B_DOWN, B_COUNT };
 
 struct sb_lm_stack {
-    int Hd;                  /* GatedMLP width */
-    int *idx;               /* [L][B_COUNT] */
+    int Hd;   /* GatedMLP width */
+    int *idx; /* [L][B_COUNT] */
     int final_norm, head, proj_w, proj_b;
-    sb_tensor zero_bias;    /* [C] zeros: m->dec_b for the evaluation decoder */
+    sb_tensor zero_bias; /* [C] zeros: m->dec_b for the evaluation decoder */
 };
 
 int sb_lm_stack_mlp_width(int D)
@@ -301,9 +301,7 @@ static void default_init(sb_param *p, real *data, sb_mt19937 *rng)
         for (size_t k = 0; k < p->size; k++)
             data[k] = (real)p->a;
         break;
-    case SB_INIT_UNIFORM:
-        sb_torch_uniform(rng, data, p->size, -p->a, p->a);
-        break;
+    case SB_INIT_UNIFORM: sb_torch_uniform(rng, data, p->size, -p->a, p->a); break;
     case SB_INIT_KAIMING: {
         const double bound = sb_torch_kaiming_bound(p->a);
         sb_torch_uniform(rng, data, p->size, -bound, bound);
@@ -314,9 +312,7 @@ static void default_init(sb_param *p, real *data, sb_mt19937 *rng)
         sb_torch_uniform(rng, data, p->size, -bound, bound);
         break;
     }
-    case SB_INIT_CUSTOM:
-        p->custom(p, data, rng, p->custom_ctx);
-        break;
+    case SB_INIT_CUSTOM: p->custom(p, data, rng, p->custom_ctx); break;
     }
 }
 
@@ -337,20 +333,14 @@ static void normal_init(init_state *st, real *data, size_t n, double std)
 static void fla_init(init_state *st, sb_param *p, real *data)
 {
     switch (p->init) {
-    case SB_INIT_KAIMING:
-        normal_init(st, data, p->size, INIT_RANGE);
-        break;
-    case SB_INIT_FANIN:
-        memset(data, 0, p->size * sizeof *data);
-        break;
+    case SB_INIT_KAIMING: normal_init(st, data, p->size, INIT_RANGE); break;
+    case SB_INIT_FANIN: memset(data, 0, p->size * sizeof *data); break;
     case SB_INIT_CONST:
         for (size_t k = 0; k < p->size; k++)
             data[k] = (real)p->a;
         break;
     case SB_INIT_UNIFORM: /* no fla mixer registers one */
-    case SB_INIT_CUSTOM:
-        SB_ASSERT(!"fla_init: unexpected init kind");
-        break;
+    case SB_INIT_CUSTOM: SB_ASSERT(!"fla_init: unexpected init kind"); break;
     }
 }
 
@@ -418,7 +408,8 @@ sb_status sb_lm_stack_initialise(sb_model *m, uint64_t seed, sb_error *err)
     return SB_OK;
 }
 
-/* ---- forward ------------------------------------------------------------------------------------ */
+/* ---- forward ------------------------------------------------------------------------------------
+ */
 
 static sb_tensor *param(const sb_model *m, int i)
 {
@@ -432,12 +423,12 @@ static sb_tensor *stack_block(sb_graph *g, const sb_model *m, int l, sb_tensor *
 {
     const int *bi = m->stack->idx + (size_t)l * B_COUNT;
     sb_tensor *y = sb_rmsnorm_gated(g, x, NULL, param(m, bi[B_ATTN_NORM]), NORM_EPS);
-    sb_tensor *a = state != NULL ? m->type->forward_stream(g, m, l, y, state)
-                                 : m->type->forward(g, m, l, y);
+    sb_tensor *a =
+        state != NULL ? m->type->forward_stream(g, m, l, y, state) : m->type->forward(g, m, l, y);
     sb_tensor *s = sb_add(g, x, a);
     sb_tensor *z = sb_rmsnorm_gated(g, s, NULL, param(m, bi[B_MLP_NORM]), NORM_EPS);
-    sb_tensor *h = sb_gated_mlp(g, z, param(m, bi[B_GATE]), param(m, bi[B_UP]),
-                                param(m, bi[B_DOWN]));
+    sb_tensor *h =
+        sb_gated_mlp(g, z, param(m, bi[B_GATE]), param(m, bi[B_UP]), param(m, bi[B_DOWN]));
     sb_tensor *out = sb_add(g, s, h);
     if (cap != NULL) {
         cap->layer_in[l] = y;

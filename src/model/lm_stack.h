@@ -8,8 +8,8 @@
 #include "model/model.h"
 
 /* On failure *out may hold the partly built model, which the caller frees with
- * sb_model_free. Creates the model and registers every parameter in the reference's state_dict order
- * (nothing allocated yet). cfg has passed the common and the type's checks. */
+ * sb_model_free. Creates the model and registers every parameter in the reference's state_dict
+ * order (nothing allocated yet). cfg has passed the common and the type's checks. */
 sb_status sb_lm_stack_register(const sb_layer_type *type, const sb_model_config *cfg,
                                sb_model **out, sb_error *err);
 /* After sb_params_alloc: points the model's tensors at the parameters (and allocates the

@@ -22,8 +22,7 @@ void sb_model_free(sb_model *m)
     sb_free(m);
 }
 
-sb_status sb_model_create(const sb_model_config *cfg, uint64_t seed, sb_model **out,
-                          sb_error *err)
+sb_status sb_model_create(const sb_model_config *cfg, uint64_t seed, sb_model **out, sb_error *err)
 {
     *out = NULL;
     const sb_layer_type *type = sb_layer_type_find(cfg->model);
@@ -54,8 +53,10 @@ static sb_status model_register(const sb_layer_type *type, const sb_model_config
     sb_status st = type->stack != NULL ? sb_lm_stack_register(type, cfg, &m, err)
                                        : sb_recnet_register(type, cfg, &m, err);
     if (st == SB_OK && m->params.out_of_memory)
-        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory registering the parameters of a "
-                          "%s model", type->name);
+        st = sb_error_set(err, SB_ERR_NOMEM,
+                          "out of memory registering the parameters of a "
+                          "%s model",
+                          type->name);
     if (st != SB_OK) {
         sb_model_free(m);
         return st;
@@ -64,8 +65,8 @@ static sb_status model_register(const sb_layer_type *type, const sb_model_config
     return SB_OK;
 }
 
-sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config *cfg,
-                               uint64_t seed, sb_model **out, sb_error *err)
+sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config *cfg, uint64_t seed,
+                               sb_model **out, sb_error *err)
 {
     sb_model *m = NULL;
     sb_status st = model_register(type, cfg, &m, err);
@@ -155,7 +156,8 @@ sb_tensor *sb_model_forward(sb_graph *g, const sb_model *m, sb_tensor *input)
 {
     sb_tensor *x = sb_model_hidden(g, m, input, 0);
     const int was = sb_model_precision_enter(m);
-    sb_tensor *y = sb_linear(g, x, m->dec_w, m->stack != NULL ? NULL : m->dec_b); /* stack: no bias */
+    sb_tensor *y =
+        sb_linear(g, x, m->dec_w, m->stack != NULL ? NULL : m->dec_b); /* stack: no bias */
     sb_gemm_bf16_suspend(was);
     return y;
 }
@@ -164,7 +166,8 @@ sb_tensor *sb_model_loss(sb_graph *g, const sb_model *m, sb_tensor *input, sb_he
 {
     sb_tensor *x = sb_model_hidden(g, m, input, 0);
     const int was = sb_model_precision_enter(m);
-    sb_tensor *loss = sb_linear_cross_entropy(g, x, m->dec_w, m->stack != NULL ? NULL : m->dec_b, h);
+    sb_tensor *loss =
+        sb_linear_cross_entropy(g, x, m->dec_w, m->stack != NULL ? NULL : m->dec_b, h);
     sb_gemm_bf16_suspend(was);
     return loss;
 }

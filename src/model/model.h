@@ -27,18 +27,16 @@
 /* Builds a RecNet: parameters registered and allocated, initialised as PyTorch would after
  * torch.manual_seed(seed). Errors: unknown model (the message lists the known ones),
  * impossible sizes. */
-sb_status sb_model_create(const sb_model_config *cfg, uint64_t seed, sb_model **out,
-                          sb_error *err);
+sb_status sb_model_create(const sb_model_config *cfg, uint64_t seed, sb_model **out, sb_error *err);
 void sb_model_free(sb_model *m);
 
 /* The same for a layer type given directly (tests of layers not yet in the registry). */
-sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config *cfg,
-                               uint64_t seed, sb_model **out, sb_error *err);
+sb_status sb_model_create_type(const sb_layer_type *type, const sb_model_config *cfg, uint64_t seed,
+                               sb_model **out, sb_error *err);
 
 /* Number of trainable parameters of cfg (what the reference logs as nb_params), without
  * allocating the model. */
 sb_status sb_model_param_count(const sb_model_config *cfg, size_t *count, sb_error *err);
-
 
 /* Training forward: input[B, T, I] -> logits[B, T, C] (recorded when g->record). */
 sb_tensor *sb_model_forward(sb_graph *g, const sb_model *m, sb_tensor *input);

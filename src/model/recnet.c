@@ -4,14 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/recnet.h"
 #include "core/alloc.h"
+#include "model/recnet.h"
 #include "ops/ops.h"
 
 #define LAYERNORM_EPS ((real)1e-5)
 
-sb_status sb_recnet_register(const sb_layer_type *type, const sb_model_config *cfg,
-                             sb_model **out, sb_error *err)
+sb_status sb_recnet_register(const sb_layer_type *type, const sb_model_config *cfg, sb_model **out,
+                             sb_error *err)
 {
     *out = NULL;
     sb_model *m = sb_calloc(1, sizeof *m);
@@ -96,8 +96,7 @@ sb_tensor *sb_recnet_hidden_capture(sb_graph *g, const sb_model *m, sb_tensor *i
     return x;
 }
 
-sb_tensor *sb_recnet_hidden(sb_graph *g, const sb_model *m, sb_tensor *input,
-                            int keep_only_output)
+sb_tensor *sb_recnet_hidden(sb_graph *g, const sb_model *m, sb_tensor *input, int keep_only_output)
 {
     sb_tensor *x = sb_linear(g, input, m->enc_w, m->enc_b);
     if (!keep_only_output) {
@@ -143,6 +142,7 @@ double sb_recnet_flops(const sb_layer_type *type, const sb_model_config *c, int 
 {
     double wrapper = 2.0 * c->d_input * c->d_model + 2.0 * c->d_model * c->d_output +
                      10.0 * c->d_model * c->n_layers;
-    double layer = type != NULL && type->flops_per_token != NULL ? type->flops_per_token(c, T) : 0.0;
+    double layer =
+        type != NULL && type->flops_per_token != NULL ? type->flops_per_token(c, T) : 0.0;
     return wrapper + c->n_layers * layer;
 }

@@ -23,8 +23,8 @@
 
 #include "ops/ops.h"
 
-#include "tensor/fastmath.h"
 #include "ops/causal_blocks.h"
+#include "tensor/fastmath.h"
 
 #define QB 128 /* queries per block */
 

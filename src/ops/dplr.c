@@ -104,9 +104,15 @@ typedef struct dplr_ctx {
 static dplr_rows dplr_rows_at(const dplr_dims *d, const dplr_ctx *c, int bh)
 {
     const size_t ko = dplr_key_offset(d, bh), vo = dplr_value_offset(d, bh);
-    dplr_rows r = {c->q->data + ko, c->k->data + ko, c->v->data + vo, c->w->data + ko,
-                   c->a->data + ko, c->b->data + ko, NULL,
-                   (size_t)d->H * (size_t)d->K, (size_t)d->H * (size_t)d->V};
+    dplr_rows r = {c->q->data + ko,
+                   c->k->data + ko,
+                   c->v->data + vo,
+                   c->w->data + ko,
+                   c->a->data + ko,
+                   c->b->data + ko,
+                   NULL,
+                   (size_t)d->H * (size_t)d->K,
+                   (size_t)d->H * (size_t)d->V};
     return r;
 }
 
@@ -146,7 +152,8 @@ static void dplr_step_backward(const dplr_dims *d, const dplr_rows *r, const dpl
         for (int c = 0; c < K; c++) {
             const real decay = exp(w[c]);
             for (int x = 0; x < V; x++)
-                P[(size_t)c * (size_t)V + (size_t)x] = decay * Sprev[(size_t)c * (size_t)V + (size_t)x];
+                P[(size_t)c * (size_t)V + (size_t)x] =
+                    decay * Sprev[(size_t)c * (size_t)V + (size_t)x];
         }
     else
         memcpy(P, Sprev, KV * sizeof *P);
@@ -215,8 +222,8 @@ static void dplr_backward(sb_graph *g, void *ctx)
             }
             for (int t = t1 - 1; t >= t0; t--) {
                 const real *Sprev = states + (size_t)(t - t0) * KV;
-                dplr_step_backward(d, &r, &gr, ko, vo, t, dO + (size_t)t * r.ldv, Sprev,
-                                   Sprev + KV, dS, P, z, dz);
+                dplr_step_backward(d, &r, &gr, ko, vo, t, dO + (size_t)t * r.ldv, Sprev, Sprev + KV,
+                                   dS, P, z, dz);
             }
         }
     }
@@ -246,9 +253,8 @@ sb_tensor *sb_dplr(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, sb_ten
     d.chunk = chunk, d.order = order, d.scale = scale;
     const int oshape[4] = {d.B, d.T, d.H, d.V};
     sb_tensor *o = sb_tensor_new(g, 4, oshape);
-    o->requires_grad = state == NULL && (q->requires_grad || k->requires_grad ||
-                                         v->requires_grad || w->requires_grad ||
-                                         a->requires_grad || b->requires_grad);
+    o->requires_grad = state == NULL && (q->requires_grad || k->requires_grad || v->requires_grad ||
+                                         w->requires_grad || a->requires_grad || b->requires_grad);
     dplr_ctx *c = o->requires_grad ? sb_graph_record(g, dplr_backward, sizeof *c) : NULL;
     const size_t KV = (size_t)d.K * (size_t)d.V;
     const int blocks = (d.T + chunk - 1) / chunk;

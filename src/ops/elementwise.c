@@ -121,8 +121,8 @@ sb_tensor *sb_dropout(sb_graph *g, sb_tensor *x, real p)
     uint8_t *keep = sb_graph_alloc(g, n);
     const real scale = 1 / (1 - p);
     /* one stream per (seed, step, call); element i takes hash number i of it */
-    const uint64_t stream = mix64(g->dropout_seed ^ mix64(g->step * 0x9e3779b97f4a7c15ull +
-                                                          g->dropout_calls++));
+    const uint64_t stream =
+        mix64(g->dropout_seed ^ mix64(g->step * 0x9e3779b97f4a7c15ull + g->dropout_calls++));
     const double keep_prob = 1.0 - (double)p;
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
     for (size_t i = 0; i < n; i++) {
@@ -217,11 +217,26 @@ static sb_tensor *activation(sb_graph *g, sb_tensor *x, act_kind kind)
     return y;
 }
 
-sb_tensor *sb_gelu(sb_graph *g, sb_tensor *x) { return activation(g, x, ACT_GELU); }
-sb_tensor *sb_silu(sb_graph *g, sb_tensor *x) { return activation(g, x, ACT_SILU); }
-sb_tensor *sb_sigmoid(sb_graph *g, sb_tensor *x) { return activation(g, x, ACT_SIGMOID); }
-sb_tensor *sb_softplus(sb_graph *g, sb_tensor *x) { return activation(g, x, ACT_SOFTPLUS); }
-sb_tensor *sb_tanh_op(sb_graph *g, sb_tensor *x) { return activation(g, x, ACT_TANH); }
+sb_tensor *sb_gelu(sb_graph *g, sb_tensor *x)
+{
+    return activation(g, x, ACT_GELU);
+}
+sb_tensor *sb_silu(sb_graph *g, sb_tensor *x)
+{
+    return activation(g, x, ACT_SILU);
+}
+sb_tensor *sb_sigmoid(sb_graph *g, sb_tensor *x)
+{
+    return activation(g, x, ACT_SIGMOID);
+}
+sb_tensor *sb_softplus(sb_graph *g, sb_tensor *x)
+{
+    return activation(g, x, ACT_SOFTPLUS);
+}
+sb_tensor *sb_tanh_op(sb_graph *g, sb_tensor *x)
+{
+    return activation(g, x, ACT_TANH);
+}
 
 /* ---- SwiGLU with trainable beta ------------------------------------------------------------
  * h = [a | v] per row (F values each); s = sigmoid(beta a); m = a s v.

@@ -38,9 +38,8 @@
             for (int r = 0; r < R; r++) {                                                          \
                 const real x = A[(size_t)r * sa_i + (size_t)p * sa_p];                             \
                 /* without this, gcc 12 vectorises W = 16 across r with shuffles, 12x slower */    \
-                _Pragma("omp simd")                                                                \
-                for (int j = 0; j < W; j++)                                                        \
-                    acc[r][j] = fma(x, b[j], acc[r][j]);                                           \
+                _Pragma("omp simd") for (int j = 0; j < W; j++) acc[r][j] =                        \
+                    fma(x, b[j], acc[r][j]);                                                       \
             }                                                                                      \
         }                                                                                          \
         for (int r = 0; r < R; r++) {                                                              \

@@ -26,8 +26,8 @@
 
 #include "ops/ops_layered.h"
 
-#include "tensor/fastmath.h"
 #include "ops/causal_blocks.h"
+#include "tensor/fastmath.h"
 
 #define QB 128 /* queries per block */
 

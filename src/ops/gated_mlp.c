@@ -3,10 +3,9 @@
  *
  *   forward:  h = [z Wg^T | z Wu^T] = [g | u]  ([N, 2I]),  p = silu(g) u,  m = p Wd^T
  *   backward: p recomputed from h;  dWd += dm^T p,  dp = dm Wd,
- *             dg = dp u silu'(g),  du = dp silu(g)   (silu'(g) = s (1 + g (1 - s)), s = sigmoid(g)),
- *             dWg += dg^T z,  dWu += du^T z,  dz += dg Wg + du Wu
- * The products are sb_gemm calls (deterministic blocking); the elementwise loops are split
- * over rows.
+ *             dg = dp u silu'(g),  du = dp silu(g)   (silu'(g) = s (1 + g (1 - s)), s =
+ * sigmoid(g)), dWg += dg^T z,  dWu += du^T z,  dz += dg Wg + du Wu The products are sb_gemm calls
+ * (deterministic blocking); the elementwise loops are split over rows.
  */
 #include <omp.h>
 #include <tgmath.h>
@@ -96,8 +95,8 @@ sb_tensor *sb_gated_mlp(sb_graph *g, sb_tensor *z, sb_tensor *w_gate, sb_tensor 
     SB_ASSERT(w_down->ndim == 2 && w_down->shape[0] == D && w_down->shape[1] == Hd);
     const int N = (int)(z->size / (size_t)D);
     sb_tensor *y = sb_tensor_new(g, z->ndim, z->shape);
-    y->requires_grad = z->requires_grad || w_gate->requires_grad || w_up->requires_grad ||
-                       w_down->requires_grad;
+    y->requires_grad =
+        z->requires_grad || w_gate->requires_grad || w_up->requires_grad || w_down->requires_grad;
     const int keep = y->requires_grad && g->record; /* the backward needs h */
     sb_arena_mark mark = sb_arena_get_mark(&g->arena);
     real *h = sb_graph_alloc(g, (size_t)N * 2 * (size_t)Hd * sizeof *h);

@@ -4,13 +4,11 @@
  *   r = sigmoid(gi_r + gh_r), z = sigmoid(gi_z + gh_z), n = tanh(gi_n + r gh_n),
  *   h_t = (1 - z) n + z h_{t-1}
  * The input projection of all steps is one GEMM; the recurrence is one [rows x Hd] x
- * [Hd x 3Hd] GEMM per step and block of batch rows. Backward (carry = dh_{t+1} contribution, 0 at the end):
- *   dh = dy_t + carry; dn = dh (1 - z); dz = dh (h_{t-1} - n); dan = dn (1 - n^2)
- *   dar = dan gh_n r (1 - r); daz = dz z (1 - z)
- *   di_t = [dar | daz | dan], dg_t = [dar | daz | dan r]
- *   carry = dg_t W_hh + dh z
- * and the weight gradients are GEMMs over all steps at the end:
- *   dW_ih += dI^T X, db_ih += sum dI, dX += dI W_ih, dW_hh += dG^T Hprev, db_hh += sum dG.
+ * [Hd x 3Hd] GEMM per step and block of batch rows. Backward (carry = dh_{t+1} contribution, 0 at
+ * the end): dh = dy_t + carry; dn = dh (1 - z); dz = dh (h_{t-1} - n); dan = dn (1 - n^2) dar = dan
+ * gh_n r (1 - r); daz = dz z (1 - z) di_t = [dar | daz | dan], dg_t = [dar | daz | dan r] carry =
+ * dg_t W_hh + dh z and the weight gradients are GEMMs over all steps at the end: dW_ih += dI^T X,
+ * db_ih += sum dI, dX += dI W_ih, dW_hh += dG^T Hprev, db_hh += sum dG.
  */
 #include <omp.h>
 #include <string.h>
@@ -94,8 +92,8 @@ static void gru_backward(sb_graph *g, void *ctx)
             if (T < 2)
                 break;
             size_t row0 = (size_t)b * (size_t)T;
-            sb_gemm(1, 0, G3, Hd, T - 1, 1, dG + (row0 + 1) * (size_t)G3, G3,
-                    y + row0 * (size_t)Hd, Hd, 1, dw, Hd);
+            sb_gemm(1, 0, G3, Hd, T - 1, 1, dG + (row0 + 1) * (size_t)G3, G3, y + row0 * (size_t)Hd,
+                    Hd, 1, dw, Hd);
         }
     }
 }
@@ -166,8 +164,8 @@ sb_tensor *sb_gru(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *w_hh, s
     y->requires_grad = x->requires_grad || w_ih->requires_grad || w_hh->requires_grad ||
                        b_ih->requires_grad || b_hh->requires_grad;
     gru_ctx *c = y->requires_grad ? sb_graph_record(g, gru_backward, sizeof *c) : NULL;
-    real *gates = c != NULL ? sb_graph_alloc(g, (size_t)B * (size_t)T * 4 * (size_t)Hd * sizeof(real))
-                            : NULL;
+    real *gates =
+        c != NULL ? sb_graph_alloc(g, (size_t)B * (size_t)T * 4 * (size_t)Hd * sizeof(real)) : NULL;
     gru_run(g, x, w_ih, w_hh, b_ih, b_hh, NULL, y, gates);
     if (c != NULL) {
         c->x = x, c->w_ih = w_ih, c->w_hh = w_hh, c->b_ih = b_ih, c->b_hh = b_hh, c->y = y;
@@ -185,7 +183,8 @@ sb_tensor *sb_gru_stream(sb_graph *g, sb_tensor *x, sb_tensor *w_ih, sb_tensor *
     sb_tensor *y = sb_tensor_new(g, 3, shape);
     gru_run(g, x, w_ih, w_hh, b_ih, b_hh, h, y, NULL);
     for (int b = 0; b < B; b++)
-        memcpy(h + (size_t)b * (size_t)Hd, y->data + ((size_t)b * (size_t)T + (size_t)(T - 1)) * (size_t)Hd,
+        memcpy(h + (size_t)b * (size_t)Hd,
+               y->data + ((size_t)b * (size_t)T + (size_t)(T - 1)) * (size_t)Hd,
                (size_t)Hd * sizeof(real));
     return y;
 }

@@ -94,15 +94,14 @@ static void chunk_dlogits(real *p, int R, int C, const int32_t *target, const ui
  * an earlier chunk and has not ended) and its probability sum so far. A sample's windows are
  * contiguous and do not overlap (task/batch.h), so one open window per sample suffices. */
 typedef struct window_sums {
-    real *sum;    /* [B, C] */
-    int *open_e;  /* [B] the open window's index, -1 when none */
+    real *sum;   /* [B, C] */
+    int *open_e; /* [B] the open window's index, -1 when none */
 } window_sums;
 
 /* Adds the probabilities of rows [r0, r0 + R) to the windows they belong to; a window that
  * ends inside the chunk is scored as sb_window_accuracy scores it (sum in frame order, first
  * argmax, compared with the target of its first frame). */
-static void chunk_windows(const real *p, size_t r0, int R, int C, sb_head_loss *h,
-                          window_sums *ws)
+static void chunk_windows(const real *p, size_t r0, int R, int C, sb_head_loss *h, window_sums *ws)
 {
     const size_t r1 = r0 + (size_t)R, T = (size_t)h->T;
     const int b0 = (int)(r0 / T), b1 = (int)((r1 - 1) / T);
@@ -176,8 +175,8 @@ sb_tensor *sb_linear_cross_entropy(sb_graph *g, sb_tensor *x, sb_tensor *w, sb_t
     const int grads = g->record && wants_grad && n_valid > 0;
     real *dx = grads && x->requires_grad ? sb_graph_alloc(g, x->size * sizeof *dx) : NULL;
     real *dw = grads && w->requires_grad ? sb_graph_alloc(g, w->size * sizeof *dw) : NULL;
-    real *db = grads && b != NULL && b->requires_grad ? sb_graph_alloc(g, b->size * sizeof *db)
-                                                       : NULL;
+    real *db =
+        grads && b != NULL && b->requires_grad ? sb_graph_alloc(g, b->size * sizeof *db) : NULL;
     if (db != NULL)
         memset(db, 0, b->size * sizeof *db);
     const size_t mean_over = h->mean_over > 0 ? (size_t)h->mean_over : n_valid;

@@ -81,8 +81,8 @@ sb_tensor *sb_layernorm(sb_graph *g, sb_tensor *x, sb_tensor *gamma, sb_tensor *
     SB_ASSERT(beta == NULL || (int)beta->size == D);
     const int N = (int)(x->size / (size_t)D);
     sb_tensor *y = sb_tensor_new(g, x->ndim, x->shape);
-    y->requires_grad = x->requires_grad || gamma->requires_grad ||
-                       (beta != NULL && beta->requires_grad);
+    y->requires_grad =
+        x->requires_grad || gamma->requires_grad || (beta != NULL && beta->requires_grad);
     layernorm_ctx *c = y->requires_grad ? sb_graph_record(g, layernorm_backward, sizeof *c) : NULL;
     real *mean = NULL, *rstd = NULL;
     if (c != NULL) {

@@ -47,7 +47,7 @@ sb_tensor *sb_add3(sb_graph *g, sb_tensor *a, sb_tensor *b, sb_tensor *c);
  * call, element): independent of threads. */
 sb_tensor *sb_dropout(sb_graph *g, sb_tensor *x, real p);
 
-sb_tensor *sb_gelu(sb_graph *g, sb_tensor *x);     /* exact erf form */
+sb_tensor *sb_gelu(sb_graph *g, sb_tensor *x); /* exact erf form */
 sb_tensor *sb_silu(sb_graph *g, sb_tensor *x);
 sb_tensor *sb_sigmoid(sb_graph *g, sb_tensor *x);
 sb_tensor *sb_softplus(sb_graph *g, sb_tensor *x); /* threshold 20 as PyTorch */
@@ -116,18 +116,18 @@ void sb_window_accuracy(const real *probs, int T, int C, const int32_t *target,
  * sb_cross_entropy; optionally the element windows of sb_window_accuracy (elem_start NULL:
  * no accuracy), whose counts are added to correct and counted. */
 typedef struct sb_head_loss {
-    const int32_t *target; /* [N] */
-    const uint8_t *valid;  /* [N] 1/0 */
-    real loss_scale;       /* multiplies the gradient (gradient accumulation) */
+    const int32_t *target;                /* [N] */
+    const uint8_t *valid;                 /* [N] 1/0 */
+    real loss_scale;                      /* multiplies the gradient (gradient accumulation) */
     const int32_t *elem_start, *elem_len; /* [B, E], or NULL */
-    int B, T, E;           /* N = B * T when windows are given */
-    int chunk_rows;        /* rows per chunk; 0: the default (512) */
+    int B, T, E;                          /* N = B * T when windows are given */
+    int chunk_rows;                       /* rows per chunk; 0: the default (512) */
     /* the valid rows the mean (and its gradient) is over; 0: this call's own. A shard of a
      * batch (data-parallel training) passes the whole batch's, so that the shards'
      * gradients add up to the batch's */
     int64_t mean_over;
     int64_t correct, counted;
-    double loss_sum;       /* out: the loss summed over this call's valid rows */
+    double loss_sum; /* out: the loss summed over this call's valid rows */
 } sb_head_loss;
 
 /* sb_cross_entropy(sb_linear(x, w, b)) without the [N, C] logits: rows are taken a chunk at

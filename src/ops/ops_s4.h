@@ -52,8 +52,7 @@ sb_tensor *sb_s4d_conv_ref(sb_graph *g, sb_tensor *u, sb_tensor *K, sb_tensor *D
  * overwritten with s[T-1] (streaming evaluation; only when the graph does not record).
  * Arithmetic in double. The recorded backward keeps every state (tests only). */
 sb_tensor *sb_s4d_recurrence(sb_graph *g, sb_tensor *u, sb_tensor *log_dt, sb_tensor *C,
-                             sb_tensor *log_A_real, sb_tensor *A_imag, sb_tensor *D,
-                             real *state);
+                             sb_tensor *log_A_real, sb_tensor *A_imag, sb_tensor *D, real *state);
 
 /* DropoutNd(p, tie=True, transposed=True) of the reference on x[B, T, H]: one keep
  * decision per (b, h), shared by every frame; kept values are scaled by 1 / (1 - p). The

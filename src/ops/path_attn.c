@@ -27,8 +27,8 @@
 
 #include "ops/ops_path.h"
 
-#include "tensor/fastmath.h"
 #include "ops/causal_blocks.h"
+#include "tensor/fastmath.h"
 
 /* What both forms' backwards need (block: the blocked form's rows per block, 0 for the
  * row-by-row form). */
@@ -119,8 +119,13 @@ static void path_ref_backward(sb_graph *g, void *ctx)
         const int b = bh / H, h = bh % H, tid = omp_get_thread_num();
         const size_t base = (size_t)b * (size_t)T * (size_t)ld + (size_t)h * (size_t)Dh;
         const size_t bbase = (size_t)b * (size_t)T * (size_t)H + (size_t)h;
-        const path_slice sl = {c->q->data + base, c->k->data + base, c->w->data + base,
-                               c->beta->data + bbase, ld, H, Dh};
+        const path_slice sl = {c->q->data + base,
+                               c->k->data + base,
+                               c->w->data + base,
+                               c->beta->data + bbase,
+                               ld,
+                               H,
+                               Dh};
         const real *V = c->v->data + base, *dO = c->o->grad + base;
         const real *lse = c->lse + (size_t)bh * (size_t)T;
         real *P = work + (size_t)tid * scratch, *dZ = P + T, *U = dZ + T;
@@ -196,9 +201,13 @@ sb_tensor *sb_path_attn_ref(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *
     for (int bh = 0; bh < B * H; bh++) {
         const int b = bh / H, h = bh % H, tid = omp_get_thread_num();
         const size_t base = (size_t)b * (size_t)T * (size_t)ld + (size_t)h * (size_t)Dh;
-        const path_slice sl = {q->data + base, k->data + base, w->data + base,
-                               beta->data + (size_t)b * (size_t)T * (size_t)H + (size_t)h, ld,
-                               H, Dh};
+        const path_slice sl = {q->data + base,
+                               k->data + base,
+                               w->data + base,
+                               beta->data + (size_t)b * (size_t)T * (size_t)H + (size_t)h,
+                               ld,
+                               H,
+                               Dh};
         const real *V = v->data + base;
         real *s = work + (size_t)tid * scratch, *u = s + T, *orow = u + Dh;
         for (int i = 0; i < T; i++) {
@@ -307,16 +316,21 @@ static void pathb_backward(sb_graph *g, void *ctx)
     const size_t step = (size_t)Dh * (size_t)QB;
     /* per thread: P and dZ blocks [QB, T] each, V transposed [Dh, T], the walk's vectors
      * [T, Dh, QB], the walk U and its gradient G [Dh, QB] each, five [QB] rows */
-    const size_t scratch = 2 * (size_t)QB * (size_t)T + (size_t)Dh * (size_t)T +
-                           (size_t)T * step + 2 * step + 5 * (size_t)QB;
+    const size_t scratch = 2 * (size_t)QB * (size_t)T + (size_t)Dh * (size_t)T + (size_t)T * step +
+                           2 * step + 5 * (size_t)QB;
     real *work = sb_graph_alloc(g, (size_t)threads * scratch * sizeof *work);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int bh = 0; bh < B * H; bh++) {
         const int b = bh / H, h = bh % H, tid = omp_get_thread_num();
         const size_t base = (size_t)b * (size_t)T * (size_t)ld + (size_t)h * (size_t)Dh;
         const size_t bbase = (size_t)b * (size_t)T * (size_t)H + (size_t)h;
-        const path_slice sl = {c->q->data + base, c->k->data + base, c->w->data + base,
-                               c->beta->data + bbase, ld, H, Dh};
+        const path_slice sl = {c->q->data + base,
+                               c->k->data + base,
+                               c->w->data + base,
+                               c->beta->data + bbase,
+                               ld,
+                               H,
+                               Dh};
         const real *dO = c->o->grad + base;
         const real *lse = c->lse + (size_t)bh * (size_t)T;
         real *P = work + (size_t)tid * scratch, *dZ = P + (size_t)QB * (size_t)T;
@@ -438,9 +452,13 @@ sb_tensor *sb_path_attn(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, s
     for (int bh = 0; bh < B * H; bh++) {
         const int b = bh / H, h = bh % H, tid = omp_get_thread_num();
         const size_t base = (size_t)b * (size_t)T * (size_t)ld + (size_t)h * (size_t)Dh;
-        const path_slice sl = {q->data + base, k->data + base, w->data + base,
-                               beta->data + (size_t)b * (size_t)T * (size_t)H + (size_t)h, ld,
-                               H, Dh};
+        const path_slice sl = {q->data + base,
+                               k->data + base,
+                               w->data + base,
+                               beta->data + (size_t)b * (size_t)T * (size_t)H + (size_t)h,
+                               ld,
+                               H,
+                               Dh};
         real *P = work + (size_t)tid * scratch, *U = P + (size_t)QB * (size_t)T;
         real *a = U + (size_t)Dh * (size_t)QB, *sc = a + QB;
         for (int t0 = 0; t0 < T; t0 += QB) {

@@ -17,7 +17,8 @@ static void rope_apply(const real *cs, const real *in, real *out, int accumulate
                        int H, int Dh, int dir)
 {
     const int half = Dh / 2;
-#pragma omp parallel for schedule(static) if ((size_t)B * (size_t)T * (size_t)H * (size_t)Dh > 32768)
+#pragma omp parallel for schedule(static) if ((size_t)B * (size_t)T * (size_t)H * (size_t)Dh >     \
+                                              32768)
     for (int bt = 0; bt < B * T; bt++) {
         int t = bt % T;
         const real *c = cs + (size_t)t * (size_t)half * 2;

@@ -217,7 +217,8 @@ static void bonus_backward(sb_graph *g, void *ctx)
             const size_t vo = n * (size_t)VA + (size_t)h * (size_t)V;
             real coef = 0;
             for (int i = 0; i < K; i++)
-                coef += r[ko + (size_t)i] * k[ko + (size_t)i] * u[(size_t)h * (size_t)K + (size_t)i];
+                coef +=
+                    r[ko + (size_t)i] * k[ko + (size_t)i] * u[(size_t)h * (size_t)K + (size_t)i];
             const real dc = fla_dot(V, dy + vo, v + vo);
             if (dv != NULL)
                 fla_axpy(V, coef, dy + vo, dv + vo);

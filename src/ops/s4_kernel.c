@@ -121,7 +121,8 @@ static void s4k_backward(sb_graph *g, void *ctx)
     const int nth = omp_get_max_threads();
     const size_t per = (size_t)N2 * 8;
     double *scratch = sb_graph_alloc(g, (size_t)nth * per * sizeof(double) + sizeof(double));
-    s4_mode *modes_all = sb_graph_alloc(g, (size_t)nth * (size_t)(N2 > 0 ? N2 : 1) * sizeof(s4_mode));
+    s4_mode *modes_all =
+        sb_graph_alloc(g, (size_t)nth * (size_t)(N2 > 0 ? N2 : 1) * sizeof(s4_mode));
     const real *dK = c->K->grad, *Cd = c->C->data;
 #pragma omp parallel for schedule(static) if ((double)H * N2 * T > PAR_MIN)
     for (int h = 0; h < H; h++) {
@@ -186,7 +187,8 @@ sb_tensor *sb_s4d_kernel(sb_graph *g, sb_tensor *log_dt, sb_tensor *C, sb_tensor
     const int nth = omp_get_max_threads();
     const size_t per = (size_t)N2 * 4;
     double *scratch = sb_graph_alloc(g, (size_t)nth * per * sizeof(double) + sizeof(double));
-    s4_mode *modes_all = sb_graph_alloc(g, (size_t)nth * (size_t)(N2 > 0 ? N2 : 1) * sizeof(s4_mode));
+    s4_mode *modes_all =
+        sb_graph_alloc(g, (size_t)nth * (size_t)(N2 > 0 ? N2 : 1) * sizeof(s4_mode));
     const real *Cd = C->data;
 #pragma omp parallel for schedule(static) if ((double)H * N2 * T > PAR_MIN)
     for (int h = 0; h < H; h++) {
@@ -619,8 +621,8 @@ static void s4rec_backward(sb_graph *g, void *ctx)
         for (int b = 0; b < B; b++) {
             for (int n = 0; n < N2; n++)
                 lr[n] = li[n] = 0;
-            const double *st = c->states + ((size_t)b * (size_t)H + (size_t)h) * (size_t)T *
-                                               (size_t)N2 * 2;
+            const double *st =
+                c->states + ((size_t)b * (size_t)H + (size_t)h) * (size_t)T * (size_t)N2 * 2;
             for (int t = T - 1; t >= 0; t--) {
                 const size_t i = ((size_t)b * (size_t)T + (size_t)t) * (size_t)H + (size_t)h;
                 const double d = (double)dy[i], ut = (double)u[i];
@@ -662,8 +664,8 @@ static void s4rec_backward(sb_graph *g, void *ctx)
                 dC[2 * k] += (real)gcr[n];
                 dC[2 * k + 1] += (real)gci[n];
             }
-            ddt += s4_mode_backward(m, dt, gzr, gzi, gqr[n], gqi[n],
-                                    dlar != NULL ? dlar + k : NULL, daim != NULL ? daim + k : NULL);
+            ddt += s4_mode_backward(m, dt, gzr, gzi, gqr[n], gqi[n], dlar != NULL ? dlar + k : NULL,
+                                    daim != NULL ? daim + k : NULL);
         }
         if (d_log_dt != NULL)
             d_log_dt[h] += (real)(ddt * dt);
@@ -681,15 +683,16 @@ sb_tensor *sb_s4d_recurrence(sb_graph *g, sb_tensor *u, sb_tensor *log_dt, sb_te
     SB_ASSERT(A_imag->size == log_A_real->size && C->size == 2 * log_A_real->size);
     SB_ASSERT(D == NULL || (int)D->size == H);
     sb_tensor *y = sb_tensor_new(g, 3, u->shape);
-    y->requires_grad = (unsigned char)(u->requires_grad || log_dt->requires_grad ||
-                                       C->requires_grad || log_A_real->requires_grad ||
-                                       A_imag->requires_grad || grad_wanted(D));
+    y->requires_grad =
+        (unsigned char)(u->requires_grad || log_dt->requires_grad || C->requires_grad ||
+                        log_A_real->requires_grad || A_imag->requires_grad || grad_wanted(D));
     const int record = y->requires_grad && g->record;
     SB_ASSERT(!(record && state != NULL));
     const size_t per_seq = (size_t)T * (size_t)N2 * 2;
-    double *states = record ? sb_graph_alloc(g, (size_t)B * (size_t)H * per_seq * sizeof(double)
-                                                    + sizeof(double))
-                            : NULL;
+    double *states =
+        record
+            ? sb_graph_alloc(g, (size_t)B * (size_t)H * per_seq * sizeof(double) + sizeof(double))
+            : NULL;
     /* coefficients per channel as contiguous rows over the modes: wr, wi, qr, qi, Cr, Ci */
     const size_t co_len = 6 * (size_t)N2 + 1;
     double *coef = sb_graph_alloc(g, (size_t)H * co_len * sizeof(double));
@@ -712,7 +715,8 @@ sb_tensor *sb_s4d_recurrence(sb_graph *g, sb_tensor *u, sb_tensor *log_dt, sb_te
         const int b = bh / H, h = bh % H;
         double *restrict sr = scratch + (size_t)omp_get_thread_num() * per;
         double *restrict si = sr + N2;
-        real *st = state != NULL ? state + ((size_t)b * (size_t)H + (size_t)h) * (size_t)N2 * 2 : NULL;
+        real *st =
+            state != NULL ? state + ((size_t)b * (size_t)H + (size_t)h) * (size_t)N2 * 2 : NULL;
         for (int n = 0; n < N2; n++) {
             sr[n] = st != NULL ? (double)st[2 * n] : 0.0;
             si[n] = st != NULL ? (double)st[2 * n + 1] : 0.0;
@@ -732,7 +736,8 @@ sb_tensor *sb_s4d_recurrence(sb_graph *g, sb_tensor *u, sb_tensor *log_dt, sb_te
 #pragma omp simd
                 for (int k = 0; k < 8; k++) {
                     const double r = wr[n + k] * sr[n + k] - wi[n + k] * si[n + k] + qr[n + k] * ut;
-                    const double im = wr[n + k] * si[n + k] + wi[n + k] * sr[n + k] + qi[n + k] * ut;
+                    const double im =
+                        wr[n + k] * si[n + k] + wi[n + k] * sr[n + k] + qi[n + k] * ut;
                     sr[n + k] = r, si[n + k] = im;
                     acc[k] += cr[n + k] * r - ci[n + k] * im;
                 }
@@ -768,7 +773,8 @@ sb_tensor *sb_s4d_recurrence(sb_graph *g, sb_tensor *u, sb_tensor *log_dt, sb_te
     return y;
 }
 
-/* ---- tied dropout ----------------------------------------------------------------------------- */
+/* ---- tied dropout -----------------------------------------------------------------------------
+ */
 
 static inline uint64_t mix64(uint64_t z)
 {
@@ -809,8 +815,8 @@ sb_tensor *sb_dropout_tied(sb_graph *g, sb_tensor *x, real p)
     const int B = x->shape[0], T = x->shape[1], H = x->shape[2];
     uint8_t *keep = sb_graph_alloc(g, (size_t)B * (size_t)H);
     const real scale = 1 / (1 - p);
-    const uint64_t stream = mix64(g->dropout_seed ^ mix64(g->step * 0x9e3779b97f4a7c15ull +
-                                                          g->dropout_calls++));
+    const uint64_t stream =
+        mix64(g->dropout_seed ^ mix64(g->step * 0x9e3779b97f4a7c15ull + g->dropout_calls++));
     const double keep_prob = 1.0 - (double)p;
     for (size_t i = 0; i < (size_t)B * (size_t)H; i++) {
         uint64_t hsh = mix64(stream + (uint64_t)i * 0x9e3779b97f4a7c15ull);

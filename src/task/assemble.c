@@ -25,8 +25,8 @@
 sb_status sb_sample_alloc(const sb_task *task, sb_sample *s, sb_error *err)
 {
     memset(s, 0, sizeof *s);
-    int e_max = task->n_elements[0] > task->n_elements[1] ? task->n_elements[0]
-                                                          : task->n_elements[1];
+    int e_max =
+        task->n_elements[0] > task->n_elements[1] ? task->n_elements[0] : task->n_elements[1];
     s->state = sb_malloc((size_t)e_max * sizeof *s->state);
     s->gap = sb_malloc((size_t)e_max * sizeof *s->gap);
     s->frame_start = sb_malloc((size_t)e_max * sizeof *s->frame_start);
@@ -56,8 +56,7 @@ void sb_sample_free(sb_sample *s)
 }
 
 /* A PCG64 stream private to (task seed, split, sample index, purpose). */
-static void derived_stream(sb_pcg64 *rng, uint32_t tag, uint64_t seed, sb_split split,
-                           int64_t i)
+static void derived_stream(sb_pcg64 *rng, uint32_t tag, uint64_t seed, sb_split split, int64_t i)
 {
     uint32_t entropy[6] = {tag,
                            (uint32_t)seed,
@@ -73,9 +72,9 @@ static void derived_stream(sb_pcg64 *rng, uint32_t tag, uint64_t seed, sb_split 
 /* The random sources of one sample's gaps. */
 typedef struct gap_source {
     sb_gap_rng mode;
-    sb_pcg64 decide;    /* gap decisions; in derived mode also durations and symbols */
-    sb_mt19937 legacy;  /* reference mode: numpy's legacy global generator */
-    int has_gauss;      /* cached second normal of the polar method (legacy_gauss) */
+    sb_pcg64 decide;   /* gap decisions; in derived mode also durations and symbols */
+    sb_mt19937 legacy; /* reference mode: numpy's legacy global generator */
+    int has_gauss;     /* cached second normal of the polar method (legacy_gauss) */
     double gauss;
 } gap_source;
 
@@ -126,8 +125,8 @@ static uint32_t gap_draw_choice(gap_source *src, uint32_t m)
     return sb_pcg64_bounded(&src->decide, m - 1);
 }
 
-static sb_status gap_source_init(const sb_task *task, sb_split split, int64_t i,
-                                 uint64_t seq_idx, gap_source *src, sb_error *err)
+static sb_status gap_source_init(const sb_task *task, sb_split split, int64_t i, uint64_t seq_idx,
+                                 gap_source *src, sb_error *err)
 {
     const sb_task_config *cfg = &task->cfg;
     uint64_t seed = cfg->grammar.seed;
@@ -326,8 +325,8 @@ static void add_noise(const sb_task *task, sb_split split, int64_t i, int t0, in
     }
 }
 
-void sb_task_sample_frames_range(const sb_task *task, sb_split split, int64_t i,
-                                 const sb_sample *s, int t0, int len, float *data, int32_t *target)
+void sb_task_sample_frames_range(const sb_task *task, sb_split split, int64_t i, const sb_sample *s,
+                                 int t0, int len, float *data, int32_t *target)
 {
     const sb_grammar *g = task->grammar;
     const int V = task->n_inputs;

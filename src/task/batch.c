@@ -79,8 +79,7 @@ static sb_status batch_reserve_elems(sb_batch *batch, size_t elems, sb_error *er
     if (len != NULL)
         batch->elem_len = len;
     if (start == NULL || len == NULL)
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory for a batch of %zu elements",
-                            elems);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory for a batch of %zu elements", elems);
     batch->capacity_elems = elems;
     return SB_OK;
 }
@@ -89,8 +88,8 @@ sb_status sb_batch_assemble(sb_batch *batch, const sb_task *task, sb_split split
                             const int64_t *index, int B, int threads, sb_error *err)
 {
     if (B < 1 || B > batch->capacity_B)
-        return sb_error_set(err, SB_ERR_INVALID, "batch of %d samples exceeds its capacity %d",
-                            B, batch->capacity_B);
+        return sb_error_set(err, SB_ERR_INVALID, "batch of %d samples exceeds its capacity %d", B,
+                            batch->capacity_B);
     if (threads <= 0)
         threads = omp_get_max_threads();
     int64_t n = sb_task_split_size(task, split);
@@ -174,8 +173,8 @@ void sb_batch_frames(const sb_batch *batch, const sb_task *task, sb_split split,
                                     target + (size_t)b * (size_t)len);
 }
 
-sb_status sb_batch_fill(sb_batch *batch, const sb_task *task, sb_split split,
-                        const int64_t *index, int B, int threads, sb_error *err)
+sb_status sb_batch_fill(sb_batch *batch, const sb_task *task, sb_split split, const int64_t *index,
+                        int B, int threads, sb_error *err)
 {
     sb_status st = sb_batch_assemble(batch, task, split, index, B, threads, err);
     if (st != SB_OK)

@@ -41,8 +41,8 @@ void sb_batch_free(sb_batch *batch);
 
 /* Assembles samples index[0..B-1] of a split into the batch, on `threads` threads
  * (0: all); the result does not depend on the thread count. */
-sb_status sb_batch_fill(sb_batch *batch, const sb_task *task, sb_split split,
-                        const int64_t *index, int B, int threads, sb_error *err);
+sb_status sb_batch_fill(sb_batch *batch, const sb_task *task, sb_split split, const int64_t *index,
+                        int B, int threads, sb_error *err);
 
 /* The first half of sb_batch_fill: assembles samples index[0..B-1] (sequences, gaps) and
  * sets B, T, E, the element windows, n_frames and index, without the per-frame arrays

@@ -24,25 +24,23 @@
 
 #include "core/alloc.h"
 #include "core/cpus.h"
-#include "task/ceiling_internal.h"
 #include "core/timer.h"
+#include "task/ceiling_internal.h"
 
-const int sb_ceiling_window_k[SB_CEILING_N_WINDOWS] = {0,   1,   2,   4,    8,    16,   32,
-                                                       64,  128, 256, 512, 1024, 2048, 4096};
-#define WINDOW_MAX 32         /* the reference tasks' largest window */
-#define REFERENCE_WINDOWS 7   /* k = 0 .. WINDOW_MAX */
+const int sb_ceiling_window_k[SB_CEILING_N_WINDOWS] = {0,  1,   2,   4,   8,    16,   32,
+                                                       64, 128, 256, 512, 1024, 2048, 4096};
+#define WINDOW_MAX 32       /* the reference tasks' largest window */
+#define REFERENCE_WINDOWS 7 /* k = 0 .. WINDOW_MAX */
 #define DEFAULT_PRIOR_SAMPLES 2000
 #define MAX_LENGTH_TABLE ((size_t)1 << 25) /* doubles in the G table (256 MiB) */
 
 sb_ceiling_options sb_ceiling_options_default(void)
 {
-    return (sb_ceiling_options){.split = SB_SPLIT_TEST, .samples = 0, .prior_samples = 0,
-                                .threads = 0};
+    return (sb_ceiling_options){
+        .split = SB_SPLIT_TEST, .samples = 0, .prior_samples = 0, .threads = 0};
 }
 
 /* ---- what every sample shares -------------------------------------------------------- */
-
-
 
 static void tables_free(tables *tb)
 {
@@ -124,7 +122,7 @@ static sb_status gap_length_pmf(const sb_task *task, sb_split split, tables *tb,
         fixed = (int)rint(rint(c->train_gap_min * 10.0) / 10.0 / SB_TIMESTEP);
     else if (c->dist_dur == SB_GAP_DIST_LOGNORMAL && c->train_gap_max <= 0.0)
         fixed = (int)rint(rint(exp(c->train_gap_min) * 10.0) / 10.0 / SB_TIMESTEP);
-    int n = fixed >= 0 ? (fixed < cap ? fixed : cap) + 1
+    int n = fixed >= 0                           ? (fixed < cap ? fixed : cap) + 1
             : c->dist_dur == SB_GAP_DIST_UNIFORM ? (int)fmin(rint(c->train_gap_max * 10.0), cap) + 1
                                                  : cap + 1;
     tb->gap_pmf = sb_calloc((size_t)n, sizeof *tb->gap_pmf);
@@ -217,23 +215,23 @@ static sb_status tables_init(tables *tb, const sb_task *task, sb_split split, sb
 /* A sparse distribution over states: support list plus a dense scratch row. */
 typedef struct belief {
     int n;
-    int *state;   /* [n_states] */
-    double *w;    /* [n_states] weights of the support, in support order */
+    int *state; /* [n_states] */
+    double *w;  /* [n_states] weights of the support, in support order */
 } belief;
 
 typedef struct scratch {
     sb_sample sample;
     belief cur, next;
-    belief *walk_b;   /* [walks] the exact filter of each walk (one for the reference tasks) */
+    belief *walk_b; /* [walks] the exact filter of each walk (one for the reference tasks) */
     int n_walks;
-    int *walk_prev;   /* [walks] the walk's previous state; -1 before its first element */
-    int *walk_t;      /* [walks] position of the walk's current element in its string */
-    int *walk_pos;    /* [walks * E] the elements of each walk, in order (window pass) */
-    int *walk_n;      /* [walks] */
-    double *dense;    /* [n_states] accumulation row, zero between uses */
-    int *stamp;       /* [n_states] */
+    int *walk_prev; /* [walks] the walk's previous state; -1 before its first element */
+    int *walk_t;    /* [walks] position of the walk's current element in its string */
+    int *walk_pos;  /* [walks * E] the elements of each walk, in order (window pass) */
+    int *walk_n;    /* [walks] */
+    double *dense;  /* [n_states] accumulation row, zero between uses */
+    int *stamp;     /* [n_states] */
     int stamp_now;
-    posteriors post;  /* the exact posterior of every element of the sample */
+    posteriors post;       /* the exact posterior of every element of the sample */
     frame_scratch *frames; /* non-grammatical gaps only */
 } scratch;
 
@@ -564,8 +562,8 @@ static void window_pass(const tables *tb, scratch *sc, sample_sums *out)
  * windows k that hold P[a] as their walk's first element: k > e - P[a], and k <= e - P[a - 1]
  * (k <= e when a = 0: the window does not reach the sample's first element); when known,
  * every k > e. */
-static void walk_window_filter(const tables *tb, scratch *sc, sample_sums *out, const int *P,
-                               int n, int a, int known)
+static void walk_window_filter(const tables *tb, scratch *sc, sample_sums *out, const int *P, int n,
+                               int a, int known)
 {
     const sb_grammar *g = tb->g;
     const sb_sample *smp = &sc->sample;
@@ -713,8 +711,8 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
     if (o.samples < 0 || o.samples > split_size)
         return sb_error_set(err, SB_ERR_INVALID,
                             "--samples %lld: the %s split has %lld samples; use 1..%lld (0: all)",
-                            (long long)o.samples, sb_split_name(o.split),
-                            (long long)split_size, (long long)split_size);
+                            (long long)o.samples, sb_split_name(o.split), (long long)split_size,
+                            (long long)split_size);
     int64_t n_samples = o.samples > 0 ? o.samples : split_size;
     int64_t train_size = sb_task_split_size(task, SB_SPLIT_TRAIN);
     if (o.prior_samples < 0 || o.prior_samples > train_size)
@@ -723,7 +721,7 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
                             "1..%lld (0: min(2000, all))",
                             (long long)o.prior_samples, (long long)train_size,
                             (long long)train_size);
-    int64_t n_prior = o.prior_samples > 0 ? o.prior_samples
+    int64_t n_prior = o.prior_samples > 0                  ? o.prior_samples
                       : train_size < DEFAULT_PRIOR_SAMPLES ? train_size
                                                            : DEFAULT_PRIOR_SAMPLES;
     int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
@@ -873,8 +871,8 @@ void sb_ceiling_hash(const sb_task_config *cfg, const sb_ceiling_options *opt, c
              SB_CEILING_VERSION, gc->vocab, gc->amb, gc->amb_depth, gc->grammar_scale,
              (unsigned long long)gc->seed, gc->transition_density, cfg->train_seqlen_min,
              cfg->train_seqlen_max, cfg->test_seqlen_min, cfg->test_seqlen_max,
-             cfg->combined_seq_length, cfg->train_gap_min, cfg->train_gap_max,
-             (int)cfg->dist_dur, cfg->test_dur, cfg->grammar_gap, cfg->gap_start, cfg->gap_prob,
+             cfg->combined_seq_length, cfg->train_gap_min, cfg->train_gap_max, (int)cfg->dist_dur,
+             cfg->test_dur, cfg->grammar_gap, cfg->gap_start, cfg->gap_prob,
              (long long)cfg->dataset_size, (long long)cfg->test_size, (int)cfg->protocol,
              (int)cfg->gap_rng, (int)o.split, (long long)o.samples, (long long)o.prior_samples);
     if (cfg->walk_len > 0) /* the reference tasks keep their hashes */

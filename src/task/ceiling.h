@@ -62,7 +62,6 @@ extern const int sb_ceiling_window_k[SB_CEILING_N_WINDOWS];
 
 sb_ceiling_options sb_ceiling_options_default(void);
 
-
 /* Computes the ideal observer and the window curve of task on opt's samples.
  * Errors: SB_ERR_INVALID for a bad option (samples beyond the split, negative counts),
  * SB_ERR_NOMEM, and the sampler's errors. */
@@ -82,8 +81,8 @@ double sb_ceiling_effective_memory(const sb_ceiling *c, double acc);
 void sb_ceiling_hash(const sb_task_config *cfg, const sb_ceiling_options *opt, char out[17]);
 
 /* Writes {"expected_acc", "realized_acc", "expected_acc_se", "bayes_model_acc",
- * "bayes_model_realized_acc", "window_acc": {"0": .., "1": .., ...}, "p_true_mean", "p_sq_mean", "n_samples", "n_elements", "prior_samples",
- * "segmented", "seconds"} as one object. */
+ * "bayes_model_realized_acc", "window_acc": {"0": .., "1": .., ...}, "p_true_mean", "p_sq_mean",
+ * "n_samples", "n_elements", "prior_samples", "segmented", "seconds"} as one object. */
 void sb_ceiling_write_json(const sb_ceiling *c, sb_json *j);
 
 /* Reads what sb_ceiling_write_json wrote (the results database's cache). A count outside

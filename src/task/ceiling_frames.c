@@ -34,12 +34,12 @@ typedef struct entry {
 struct frame_scratch {
     entry *cur, *next;
     size_t n_cur, n_next, cap_cur, cap_next;
-    int64_t *slot;      /* [hash_cap] index into next + 1, 0 = empty */
+    int64_t *slot; /* [hash_cap] index into next + 1, 0 = empty */
     size_t hash_cap;
     double *window_sum; /* [n_states] the current element's summed frame posteriors */
     int *touched;       /* [n_states] states with a nonzero window_sum */
     int n_touched;
-    double *owner;      /* [n_states] the frame's owner posterior, zero between frames */
+    double *owner; /* [n_states] the frame's owner posterior, zero between frames */
     int *owner_list;
     int n_owner;
 };
@@ -158,7 +158,7 @@ static void clear_hash(frame_scratch *fs)
 static int add_element(frame_scratch *fs, const tables *tb, int s, int t, int f, double w)
 {
     if (t >= tb->len_max)
-        return 1; /* no accepted string is that long */
+        return 1;              /* no accepted string is that long */
     if (s == tb->g->end_state) /* the string is complete: was it long enough? */
         w *= tb->G[(size_t)t * tb->g->n_states + s];
     if (!(f >= tb->gap_start))
@@ -183,8 +183,7 @@ static int add_string_start(frame_scratch *fs, const tables *tb, int c, int f, d
 {
     for (int i = 0; i < SB_START_STATES; i++) {
         int s = tb->g->start_states[i];
-        if (tb->g->state_class[s] == c &&
-            !add_element(fs, tb, s, 0, f, 0.25 * w / tb->accept_prob))
+        if (tb->g->state_class[s] == c && !add_element(fs, tb, s, 0, f, 0.25 * w / tb->accept_prob))
             return 0;
     }
     return 1;

@@ -20,15 +20,15 @@ typedef struct tables {
     int prior_argmax;     /* the k = 0 observer's choice */
     /* non-grammatical gaps */
     int grammar_gap, gap_start;
-    double nogap_any;     /* P(no distractor frames) whatever the state */
-    double nogap_if_empty;/* added when the state forbids no class (its gaps stay empty) */
-    double *inv_forbidden;/* [n_states] 1 / (number of classes the state forbids), 0 if none */
+    double nogap_any;      /* P(no distractor frames) whatever the state */
+    double nogap_if_empty; /* added when the state forbids no class (its gaps stay empty) */
+    double *inv_forbidden; /* [n_states] 1 / (number of classes the state forbids), 0 if none */
     double gap_prob;
-    double *gap_pmf;      /* [gap_pmf_n] P(a drawn gap lasts j frames), j = 0.. */
+    double *gap_pmf; /* [gap_pmf_n] P(a drawn gap lasts j frames), j = 0.. */
     int gap_pmf_n;
     /* interleaved walks (--walk_len) */
-    int walks;            /* 1: elements name their walk; the window pass of walks */
-    int n_windows;        /* window sizes computed: sb_ceiling_window_k[0 .. n_windows - 1] */
+    int walks;     /* 1: elements name their walk; the window pass of walks */
+    int n_windows; /* window sizes computed: sb_ceiling_window_k[0 .. n_windows - 1] */
 } tables;
 
 /* The exact posterior of every element of one sample (CSR over elements). */

@@ -7,8 +7,8 @@
 
 #define CHECKSUM_CHUNK 32 /* samples assembled together by one thread */
 
-sb_status sb_task_split_checksum(const sb_task *task, sb_split split, int threads,
-                                 uint64_t *hash, int64_t *n_symbols, sb_error *err)
+sb_status sb_task_split_checksum(const sb_task *task, sb_split split, int threads, uint64_t *hash,
+                                 int64_t *n_symbols, sb_error *err)
 {
     int64_t n = sb_task_split_size(task, split);
     int64_t n_chunks = (n + CHECKSUM_CHUNK - 1) / CHECKSUM_CHUNK;

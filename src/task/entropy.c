@@ -28,8 +28,8 @@
 
 /* LAPACK (from OpenBLAS) */
 extern void dgeev_(const char *jobvl, const char *jobvr, const int *n, double *a, const int *lda,
-                   double *wr, double *wi, double *vl, const int *ldvl, double *vr,
-                   const int *ldvr, double *work, const int *lwork, int *info);
+                   double *wr, double *wi, double *vl, const int *ldvl, double *vr, const int *ldvr,
+                   double *work, const int *lwork, int *info);
 
 /* Adjacency of the corrected table in CSR form. */
 typedef struct te_graph {
@@ -74,7 +74,8 @@ static int te_components(const te_graph *G, int *comp)
     int *call_e = sb_malloc((size_t)n * sizeof *call_e);
     unsigned char *on_stack = sb_calloc((size_t)n, 1);
     if (!index || !low || !stack || !call_v || !call_e || !on_stack) {
-        sb_free(index), sb_free(low), sb_free(stack), sb_free(call_v), sb_free(call_e), sb_free(on_stack);
+        sb_free(index), sb_free(low), sb_free(stack), sb_free(call_v), sb_free(call_e),
+            sb_free(on_stack);
         return -1;
     }
     for (int v = 0; v < n; v++)
@@ -122,7 +123,8 @@ static int te_components(const te_graph *G, int *comp)
             }
         }
     }
-    sb_free(index), sb_free(low), sb_free(stack), sb_free(call_v), sb_free(call_e), sb_free(on_stack);
+    sb_free(index), sb_free(low), sb_free(stack), sb_free(call_v), sb_free(call_e),
+        sb_free(on_stack);
     return n_comp;
 }
 

@@ -14,11 +14,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/cpus.h"
 #include "core/alloc.h"
+#include "core/cpus.h"
+#include "core/fs.h"
 #include "core/json_writer.h"
 #include "task/task.h"
-#include "core/fs.h"
 
 #define EXPORT_CHUNK 1024
 
@@ -36,8 +36,10 @@ static sb_status export_open(export_file *ef, const char *dir, const char *name,
         return sb_error_set(err, SB_ERR_INVALID, "export path '%s' is too long", dir);
     ef->f = fopen(ef->tmp, "w");
     if (ef->f == NULL)
-        return sb_error_set(err, SB_ERR_IO, "cannot write '%s': %s; check that the folder is "
-                            "writable", ef->tmp, strerror(errno));
+        return sb_error_set(err, SB_ERR_IO,
+                            "cannot write '%s': %s; check that the folder is "
+                            "writable",
+                            ef->tmp, strerror(errno));
     return SB_OK;
 }
 

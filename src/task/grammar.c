@@ -175,18 +175,18 @@ void sb_grammar_free(sb_grammar *g)
 
 /* Scratch space for the attempt loop, allocated once. */
 typedef struct grammar_work {
-    int *rep_letters;      /* [amb] sampled ambiguous letters (0-based letter index) */
-    int *state_class;      /* [n] class of each state */
-    int *state_index;      /* [n] 0 for plain letters, i for the i-th copy */
-    int *class_first;      /* [n_classes] first state index of each class */
-    int *class_count;      /* [n_classes] number of states of each class */
-    int *perm;             /* [max(d, 1)] permutation buffer */
-    int *edge_count;       /* [n] */
-    int *edge_target;      /* [n * n_classes] at most one edge per (source, symbol) */
-    int *rev_offset;       /* [n + 1] reverse adjacency for the validity check */
-    int *rev_source;       /* [n * n_classes] */
-    int *queue;            /* [n] */
-    unsigned char *seen;   /* [n] */
+    int *rep_letters;    /* [amb] sampled ambiguous letters (0-based letter index) */
+    int *state_class;    /* [n] class of each state */
+    int *state_index;    /* [n] 0 for plain letters, i for the i-th copy */
+    int *class_first;    /* [n_classes] first state index of each class */
+    int *class_count;    /* [n_classes] number of states of each class */
+    int *perm;           /* [max(d, 1)] permutation buffer */
+    int *edge_count;     /* [n] */
+    int *edge_target;    /* [n * n_classes] at most one edge per (source, symbol) */
+    int *rev_offset;     /* [n + 1] reverse adjacency for the validity check */
+    int *rev_source;     /* [n * n_classes] */
+    int *queue;          /* [n] */
+    unsigned char *seen; /* [n] */
 } grammar_work;
 
 static void grammar_work_free(grammar_work *w)
@@ -407,9 +407,9 @@ sb_status sb_grammar_generate(const sb_grammar_config *cfg_in, sb_grammar **out,
     w.rev_source = sb_calloc(table, sizeof *w.rev_source);
     w.queue = sb_calloc((size_t)n, sizeof *w.queue);
     w.seen = sb_calloc((size_t)n, 1);
-    if (!w.rep_letters || !w.state_class || !w.state_index || !w.class_first ||
-        !w.class_count || !w.perm || !w.edge_count || !w.edge_target || !w.rev_offset ||
-        !w.rev_source || !w.queue || !w.seen) {
+    if (!w.rep_letters || !w.state_class || !w.state_index || !w.class_first || !w.class_count ||
+        !w.perm || !w.edge_count || !w.edge_target || !w.rev_offset || !w.rev_source || !w.queue ||
+        !w.seen) {
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory generating a grammar of %d states", n);
         goto done;
     }

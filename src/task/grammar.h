@@ -13,16 +13,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/status.h"
 #include "config/task_config.h"
+#include "core/status.h"
 
-#define SB_MAX_LETTERS 52       /* A..Z a..z */
-#define SB_MAX_CLASSES 53       /* letters + '#' */
-#define SB_MAX_AMB_DEPTH 999    /* state names up to 4 characters ("z998") */
+#define SB_MAX_LETTERS 52    /* A..Z a..z */
+#define SB_MAX_CLASSES 53    /* letters + '#' */
+#define SB_MAX_AMB_DEPTH 999 /* state names up to 4 characters ("z998") */
 #define SB_START_STATES 4
 #define SB_STATE_NAME_MAX 8
 #define SB_GRAMMAR_MAX_ATTEMPTS 100000
-
 
 /* The paper's main configuration: V 41, amb 40, depth 40, density 0.4, seed 1. */
 sb_grammar_config sb_grammar_config_default(void);
@@ -41,14 +40,14 @@ typedef struct sb_grammar {
     int n_states;             /* n, '#' is the last state */
     int end_state;            /* index of '#' (= n_states - 1) */
     char (*state_name)[SB_STATE_NAME_MAX]; /* [n_states] names in reference order */
-    uint8_t *state_class;     /* [n_states] class of the state's letter (0 for '#') */
-    uint16_t *state_id;       /* [n_states] classifier target id ('#' is 0) */
-    int start_states[SB_START_STATES]; /* state indices, reference order */
+    uint8_t *state_class;                  /* [n_states] class of the state's letter (0 for '#') */
+    uint16_t *state_id;                    /* [n_states] classifier target id ('#' is 0) */
+    int start_states[SB_START_STATES];     /* state indices, reference order */
 
     /* successors, ascending state index: succ[succ_offset[i] .. succ_offset[i+1]) */
-    int *succ_offset;         /* [n_states + 1] */
-    uint16_t *succ;           /* [n_transitions] */
-    double *out_prob;         /* [n_states] probability of each transition out of i (1/k) */
+    int *succ_offset; /* [n_states + 1] */
+    uint16_t *succ;   /* [n_transitions] */
+    double *out_prob; /* [n_states] probability of each transition out of i (1/k) */
     int n_transitions;
 
     /* per state, bit c set iff no transition leads to a state of class c: the classes a

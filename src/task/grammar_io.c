@@ -1,8 +1,8 @@
 /* grammar_io.c - writing a grammar as JSON, Graphviz and the reference's text format. */
 #include <string.h>
 
-#include "task/grammar.h"
 #include "core/json_writer.h"
+#include "task/grammar.h"
 
 /* The state ids map of the reference: per letter in class order, "B" and its alias "B0"
  * for a plain letter, "C0".."C{d-1}" for an ambiguous one; '#' last. */
@@ -109,11 +109,11 @@ void sb_grammar_write_transitions(const sb_grammar *g, FILE *f)
 void sb_grammar_write_dot(const sb_grammar *g, FILE *f)
 {
     fprintf(f, "digraph grammar {\n");
-    fprintf(f, "  // vocab %d, amb %d, amb_depth %d, seed %llu: %d states, %d transitions, "
-               "TE %.6f\n",
-            g->config.vocab, g->config.amb, g->config.amb_depth,
-            (unsigned long long)g->config.seed, g->n_states, g->n_transitions,
-            g->topological_entropy);
+    fprintf(f,
+            "  // vocab %d, amb %d, amb_depth %d, seed %llu: %d states, %d transitions, "
+            "TE %.6f\n",
+            g->config.vocab, g->config.amb, g->config.amb_depth, (unsigned long long)g->config.seed,
+            g->n_states, g->n_transitions, g->topological_entropy);
     fprintf(f, "  rankdir=LR;\n  node [shape=circle];\n");
     fprintf(f, "  \"#\" [shape=doublecircle];\n");
     for (int k = 0; k < SB_START_STATES; k++) {

@@ -86,8 +86,8 @@ void sb_sampler_free(sb_sampler *sp)
 static void sampler_rng(const sb_sampler *sp, uint64_t idx, sb_pcg64 *rng)
 {
     sb_u128 product = (sb_u128)sp->seed * idx;
-    uint32_t entropy[4] = {(uint32_t)product, (uint32_t)(product >> 32),
-                           (uint32_t)(product >> 64), (uint32_t)(product >> 96)};
+    uint32_t entropy[4] = {(uint32_t)product, (uint32_t)(product >> 32), (uint32_t)(product >> 64),
+                           (uint32_t)(product >> 96)};
     size_t n_words = 4;
     while (n_words > 1 && entropy[n_words - 1] == 0)
         n_words--;
@@ -149,8 +149,8 @@ static int sampler_string(const sb_sampler *sp, sb_pcg64 *rng, uint16_t *out, in
     return len;
 }
 
-sb_status sb_sampler_generate(const sb_sampler *sp, uint64_t idx, uint16_t *states,
-                              int *n_strings, long *n_draws, sb_error *err)
+sb_status sb_sampler_generate(const sb_sampler *sp, uint64_t idx, uint16_t *states, int *n_strings,
+                              long *n_draws, sb_error *err)
 {
     sb_pcg64 rng;
     sampler_rng(sp, idx, &rng);
@@ -250,8 +250,8 @@ sb_status sb_sampler_generate_prefix(const sb_sampler *sp, const uint64_t *idx, 
     for (int l = 0; l < LANES; l++) {
         lanes[l].list_pos = -1;
         if (next_sample < n) {
-            walker_start_sample(&lanes[l], sp, idx[next_sample], states[next_sample],
-                                next_sample, total);
+            walker_start_sample(&lanes[l], sp, idx[next_sample], states[next_sample], next_sample,
+                                total);
             next_sample++;
             active++;
         }

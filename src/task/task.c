@@ -56,8 +56,8 @@ sb_status sb_task_config_check(const sb_task_config *cfg, sb_error *err)
                                 "--train_gap_min %g is above --train_gap_max %g",
                                 cfg->train_gap_min, cfg->train_gap_max);
     } else {
-        if (!(fabs(cfg->train_gap_min) <= 10.0) || !(cfg->train_gap_max >= 0.0 &&
-                                                    cfg->train_gap_max <= 10.0))
+        if (!(fabs(cfg->train_gap_min) <= 10.0) ||
+            !(cfg->train_gap_max >= 0.0 && cfg->train_gap_max <= 10.0))
             return sb_error_set(err, SB_ERR_INVALID,
                                 "--dist_dur lognormal takes --train_gap_min as the mean (|m| <= "
                                 "10) and --train_gap_max as the sigma (0..10) of the log; got "
@@ -73,13 +73,12 @@ sb_status sb_task_config_check(const sb_task_config *cfg, sb_error *err)
                             "--train_gap_max is a sigma there");
     }
     if (!(cfg->train_noise >= 0.0 && cfg->train_noise <= 1e6))
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "--train_noise %g must be a finite amplitude >= 0", cfg->train_noise);
+        return sb_error_set(err, SB_ERR_INVALID, "--train_noise %g must be a finite amplitude >= 0",
+                            cfg->train_noise);
     if (cfg->gap_start < 0)
         return sb_error_set(err, SB_ERR_INVALID, "--gap_start %d is negative", cfg->gap_start);
     if (!(cfg->gap_prob >= 0.0 && cfg->gap_prob <= 1.0))
-        return sb_error_set(err, SB_ERR_INVALID, "--gap_prob %g must lie in [0, 1]",
-                            cfg->gap_prob);
+        return sb_error_set(err, SB_ERR_INVALID, "--gap_prob %g must lie in [0, 1]", cfg->gap_prob);
     if (cfg->dataset_size < 1)
         return sb_error_set(err, SB_ERR_INVALID, "--dataset_size %lld must be at least 1",
                             (long long)cfg->dataset_size);
@@ -95,8 +94,8 @@ sb_status sb_task_config_check(const sb_task_config *cfg, sb_error *err)
                                 "--walk_len with --grammar_gap True: the ideal observer of "
                                 "interleaved walks with distractor gaps is not built; use zero "
                                 "or noisy gaps");
-        int combined = cfg->combined_seq_length > 0 ? cfg->combined_seq_length
-                                                    : cfg->train_seqlen_max;
+        int combined =
+            cfg->combined_seq_length > 0 ? cfg->combined_seq_length : cfg->train_seqlen_max;
         int longest = combined > cfg->test_seqlen_max ? combined : cfg->test_seqlen_max;
         if ((longest + cfg->walk_len - 1) / cfg->walk_len > SB_MAX_WALKS)
             return sb_error_set(err, SB_ERR_INVALID,
@@ -194,7 +193,8 @@ int64_t sb_task_split_size(const sb_task *task, sb_split split)
     switch (split) {
     case SB_SPLIT_TRAIN: return task->cfg.dataset_size;
     case SB_SPLIT_TEST: return task->cfg.test_size;
-    case SB_SPLIT_VALID: return task->cfg.valid_size < 0 ? task->cfg.test_size : task->cfg.valid_size;
+    case SB_SPLIT_VALID:
+        return task->cfg.valid_size < 0 ? task->cfg.test_size : task->cfg.valid_size;
     }
     return 0;
 }

@@ -22,19 +22,17 @@
 
 #include <stdint.h>
 
+#include "config/task_config.h"
+#include "core/status.h"
 #include "task/grammar.h"
 #include "task/sequence.h"
-#include "core/status.h"
-#include "config/task_config.h"
 
-#define SB_TIMESTEP 0.1        /* seconds per frame */
+#define SB_TIMESTEP 0.1 /* seconds per frame */
 /* SB_MAX_GAP_SECONDS (10 000 frames per gap at most) is the public header's */
 
 /* sb_split (SB_SPLIT_TRAIN, SB_SPLIT_TEST, SB_SPLIT_VALID) and SB_SPLIT_COUNT are the public
  * header's (via core/status.h). The validation split is drawn as the test is: its sampler
  * and element count are the test's. */
-
-
 
 /* Checks every field; one error line naming the flag. */
 sb_status sb_task_config_check(const sb_task_config *cfg, sb_error *err);
@@ -53,8 +51,8 @@ typedef struct sb_task {
     sb_sampler sampler[SB_SPLIT_COUNT]; /* per split */
     int n_elements[SB_SPLIT_COUNT];     /* elements per sample, per split */
     int n_walks[SB_SPLIT_COUNT];        /* interleaved walks per sample (1 without walk_len) */
-    int walk_stride;         /* the most walks of any split: tags, and the sequence stride */
-    int n_inputs;            /* one-hot width: vocab, plus walk_stride tags with walk_len */
+    int walk_stride; /* the most walks of any split: tags, and the sequence stride */
+    int n_inputs;    /* one-hot width: vocab, plus walk_stride tags with walk_len */
 } sb_task;
 
 /* Builds the grammar and the samplers. *out is freed with sb_task_free. */
@@ -110,9 +108,8 @@ void sb_task_sample_frames(const sb_task *task, sb_split split, int64_t i, const
 /* Frames [t0, t0 + len) of an assembled sample, exactly as sb_task_sample_frames writes
  * them (the same noise floats): data[len][V], target[len]. Frames at or past n_frames are
  * padding (zero rows, target 0). Streaming evaluation builds a batch a chunk at a time. */
-void sb_task_sample_frames_range(const sb_task *task, sb_split split, int64_t i,
-                                 const sb_sample *s, int t0, int len, float *data,
-                                 int32_t *target);
+void sb_task_sample_frames_range(const sb_task *task, sb_split split, int64_t i, const sb_sample *s,
+                                 int t0, int len, float *data, int32_t *target);
 
 /* A 64-bit FNV-1a hash of an assembled sample: sequence index, states, class ids, state
  * ids, gaps and distractors (not the noise). */
@@ -121,8 +118,8 @@ uint64_t sb_sample_hash(const sb_task *task, const sb_sample *s, uint64_t seq_id
 /* Hash of a whole split: generates every sample on `threads` threads (0: all) and
  * combines the per-sample hashes in index order, so the result is the same for any
  * thread count. *n_symbols receives the number of elements generated. */
-sb_status sb_task_split_checksum(const sb_task *task, sb_split split, int threads,
-                                 uint64_t *hash, int64_t *n_symbols, sb_error *err);
+sb_status sb_task_split_checksum(const sb_task *task, sb_split split, int threads, uint64_t *hash,
+                                 int64_t *n_symbols, sb_error *err);
 
 /* Writes the reference's dataset folder: `train` and `test` (one sample per line,
  * "[classes]::['states']::length", index order), `transitions` and `config.yaml`, so

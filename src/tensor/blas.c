@@ -86,8 +86,8 @@ static void block_product(const gemm_operands *g, int r0, int rows, int c0, int 
         return;
 #endif
     gemm_call(g->engine, g->trans_a, g->trans_b, rows, cols, kn, alpha,
-              g->A + at(g->trans_a, g->lda, r0, k0), g->lda,
-              g->B + at(!g->trans_b, g->ldb, c0, k0), g->ldb, beta, C, ldc);
+              g->A + at(g->trans_a, g->lda, r0, k0), g->lda, g->B + at(!g->trans_b, g->ldb, c0, k0),
+              g->ldb, beta, C, ldc);
 }
 
 /* Blocks of `n` in steps of a multiple of 8, a function of n alone. */
@@ -197,9 +197,16 @@ static int bf16_product(sb_gemm_kind engine, int trans_a, int trans_b, int M, in
             return -1;
     }
     /* the copies keep the operands' layouts, densely: op(A) is M x K either way */
-    gemm_operands g = {.engine = engine, .trans_a = trans_a, .trans_b = trans_b, .A = A, .B = B,
-                       .lda = lda, .ldb = ldb, .A16 = bf16_buffer.data,
-                       .B16 = bf16_buffer.data + a_size, .lda16 = trans_a ? M : K,
+    gemm_operands g = {.engine = engine,
+                       .trans_a = trans_a,
+                       .trans_b = trans_b,
+                       .A = A,
+                       .B = B,
+                       .lda = lda,
+                       .ldb = ldb,
+                       .A16 = bf16_buffer.data,
+                       .B16 = bf16_buffer.data + a_size,
+                       .lda16 = trans_a ? M : K,
                        .ldb16 = trans_b ? K : N};
     sb_bf16_from_float(trans_a ? K : M, g.lda16, A, lda, (uint16_t *)g.A16);
     sb_bf16_from_float(trans_b ? N : K, g.ldb16, B, ldb, (uint16_t *)g.B16);
@@ -225,9 +232,17 @@ void sb_gemm_rounded(int trans_a, int trans_b, int M, int N, int K, real alpha, 
 {
 #ifndef SB_REAL_DOUBLE
     if (M > 0 && N > 0 && K > 0 && A16 != NULL && B16 != NULL && sb_gemm_bf16_applies(M, N, K)) {
-        gemm_operands g = {.engine = SB_GEMM_ONEDNN, .trans_a = trans_a, .trans_b = trans_b,
-                           .A = A, .B = B, .lda = lda, .ldb = ldb, .A16 = A16, .B16 = B16,
-                           .lda16 = lda, .ldb16 = ldb};
+        gemm_operands g = {.engine = SB_GEMM_ONEDNN,
+                           .trans_a = trans_a,
+                           .trans_b = trans_b,
+                           .A = A,
+                           .B = B,
+                           .lda = lda,
+                           .ldb = ldb,
+                           .A16 = A16,
+                           .B16 = B16,
+                           .lda16 = lda,
+                           .ldb16 = ldb};
         if (bf16_run(&g, M, N, K, alpha, beta, C, ldc) == 0) {
             const double flops = 2.0 * (double)M * (double)N * (double)K;
             sb_gemm_flops_add(SB_GEMM_ONEDNN, flops);
@@ -280,8 +295,13 @@ void sb_gemm_run(sb_gemm_kind engine, int blocked, int trans_a, int trans_b, int
         gemm_call(engine, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    gemm_operands g = {.engine = engine, .trans_a = trans_a, .trans_b = trans_b, .A = A, .B = B,
-                       .lda = lda, .ldb = ldb};
+    gemm_operands g = {.engine = engine,
+                       .trans_a = trans_a,
+                       .trans_b = trans_b,
+                       .A = A,
+                       .B = B,
+                       .lda = lda,
+                       .ldb = ldb};
     blocked_product(&g, M, N, K, alpha, beta, C, ldc);
 }
 

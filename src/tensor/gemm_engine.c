@@ -27,7 +27,7 @@ static struct {
     int deterministic;
     sb_precision_kind precision;
     int bf16_suspended; /* sb_gemm_bf16_suspend: products in float32 for now */
-    double flops[3]; /* by sb_gemm_kind */
+    double flops[3];    /* by sb_gemm_kind */
     double flops_bf16;
 } engine_state = {.requested = SB_GEMM_OPENBLAS};
 
@@ -196,10 +196,11 @@ sb_status sb_gemm_table_parse(const char *name, sb_gemm_kind *engine, sb_error *
     else if (strcmp(name, SB_GEMM_TABLE_AUTO) == 0)
         *engine = SB_GEMM_AUTO;
     else
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "engine table '%s' is not one this version knows (openblas, onednn, "
-                            SB_GEMM_TABLE_AUTO ")",
-                            name);
+        return sb_error_set(
+            err, SB_ERR_INVALID,
+            "engine table '%s' is not one this version knows (openblas, onednn, " SB_GEMM_TABLE_AUTO
+            ")",
+            name);
     return SB_OK;
 }
 
@@ -222,7 +223,9 @@ void sb_gemm_fingerprint(const sb_run_config *cfg, int threads, sb_fingerprint *
              "onednn=%s",
              fp->table, thread_text, cfg->deterministic != 0, sb_precision_name(cfg->precision),
              cpu, openblas_get_config(), openblas_get_corename(),
-             !uses_onednn ? "unused" : dnnl != NULL ? dnnl : "none");
+             !uses_onednn   ? "unused"
+             : dnnl != NULL ? dnnl
+                            : "none");
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (const char *c = fp->text; *c != '\0'; c++)
         h = (h ^ (uint8_t)*c) * 1099511628211ull;

@@ -72,8 +72,8 @@ sb_status sb_gemm_table_parse(const char *name, sb_gemm_kind *engine, sb_error *
  * equal fingerprints compute the same bits. digest: 8 hex digits of the text's hash, stored
  * with every run and checkpoint. */
 typedef struct sb_fingerprint {
-    char table[16];  /* the engine table's name */
-    char text[512];  /* every part, "table=auto-1; threads=2; ..." */
+    char table[16]; /* the engine table's name */
+    char text[512]; /* every part, "table=auto-1; threads=2; ..." */
     char digest[9];
 } sb_fingerprint;
 void sb_gemm_fingerprint(const sb_run_config *cfg, int threads, sb_fingerprint *fp);

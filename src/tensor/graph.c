@@ -165,8 +165,7 @@ void sb_graph_backward(sb_graph *g)
     sb_gemm_bf16_suspend(suspended);
 }
 
-sb_status sb_graph_run(sb_graph *g, void (*fn)(sb_graph *g, void *arg), void *arg,
-                       sb_error *err)
+sb_status sb_graph_run(sb_graph *g, void (*fn)(sb_graph *g, void *arg), void *arg, sb_error *err)
 {
     if (setjmp(g->oom_jump) != 0) {
         g->oom_armed = 0;

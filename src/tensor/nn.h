@@ -36,12 +36,12 @@ typedef float real;
 typedef struct sb_arena_block sb_arena_block;
 
 typedef struct sb_arena {
-    sb_arena_block *first;   /* blocks are kept for reuse after a reset */
+    sb_arena_block *first; /* blocks are kept for reuse after a reset */
     sb_arena_block *current;
-    size_t block_size;       /* default size of a new block */
-    size_t in_use;           /* bytes handed out since the last reset */
-    size_t peak;             /* largest in_use seen */
-    size_t reserved;         /* bytes held in blocks */
+    size_t block_size; /* default size of a new block */
+    size_t in_use;     /* bytes handed out since the last reset */
+    size_t peak;       /* largest in_use seen */
+    size_t reserved;   /* bytes held in blocks */
 } sb_arena;
 
 typedef struct sb_arena_mark {
@@ -64,10 +64,10 @@ void sb_arena_reset(sb_arena *a);
  * model's flat parameter and gradient buffers. */
 typedef struct sb_tensor {
     real *data;
-    real *grad;            /* NULL until a backward writes to it (then zero-initialised) */
+    real *grad; /* NULL until a backward writes to it (then zero-initialised) */
     int ndim;
     int shape[SB_MAX_DIMS];
-    size_t size;           /* number of elements */
+    size_t size; /* number of elements */
     unsigned char requires_grad;
 } sb_tensor;
 
@@ -84,12 +84,12 @@ typedef struct sb_tape_entry {
 
 struct sb_graph {
     sb_arena arena;
-    int record;              /* append backward functions to the tape */
-    int training;            /* dropout active */
-    uint64_t dropout_seed;   /* dropout masks: hash of (seed, step, call, element) */
-    uint64_t step;           /* set by the trainer: makes masks differ between steps */
-    uint64_t dropout_calls;  /* dropout ops issued in this step */
-    sb_tape_entry *tape;     /* grows as needed, kept across steps */
+    int record;             /* append backward functions to the tape */
+    int training;           /* dropout active */
+    uint64_t dropout_seed;  /* dropout masks: hash of (seed, step, call, element) */
+    uint64_t step;          /* set by the trainer: makes masks differ between steps */
+    uint64_t dropout_calls; /* dropout ops issued in this step */
+    sb_tape_entry *tape;    /* grows as needed, kept across steps */
     size_t tape_len, tape_cap;
     /* out of memory inside an op: longjmp here (set by sb_graph_guard) */
     jmp_buf oom_jump;
@@ -129,8 +129,7 @@ void sb_graph_backward(sb_graph *g);
 
 /* Runs fn(g, arg) with out-of-memory protection: an allocation failure inside returns
  * SB_ERR_NOMEM (with a message giving the arena size) instead of crashing. */
-sb_status sb_graph_run(sb_graph *g, void (*fn)(sb_graph *g, void *arg), void *arg,
-                       sb_error *err);
+sb_status sb_graph_run(sb_graph *g, void (*fn)(sb_graph *g, void *arg), void *arg, sb_error *err);
 
 /* ---- BLAS ------------------------------------------------------------------------------ */
 

@@ -15,8 +15,8 @@ typedef struct sb_optimizer {
     double lr;           /* base learning rate */
     double weight_decay; /* coupled L2 (Adam) or decoupled (AdamW) */
     double beta1, beta2, eps;
-    double group2_lr;    /* learning rate of SB_PARAM_GROUP2 parameters (S4 kernels) */
-    int64_t step;        /* updates done (the bias-correction step is step + 1) */
+    double group2_lr; /* learning rate of SB_PARAM_GROUP2 parameters (S4 kernels) */
+    int64_t step;     /* updates done (the bias-correction step is step + 1) */
 } sb_optimizer;
 
 /* torch.optim.Adam(lr, weight_decay) or AdamW(lr, eps=1e-15, weight_decay) as train.py

@@ -172,9 +172,7 @@ sb_status sb_params_initialise(sb_params *ps, uint64_t seed, sb_error *err)
             for (size_t k = 0; k < p->size; k++)
                 data[k] = (real)p->a;
             break;
-        case SB_INIT_UNIFORM:
-            sb_torch_uniform(&rng, data, p->size, -p->a, p->a);
-            break;
+        case SB_INIT_UNIFORM: sb_torch_uniform(&rng, data, p->size, -p->a, p->a); break;
         case SB_INIT_KAIMING: {
             double bound = sb_torch_kaiming_bound(p->a);
             sb_torch_uniform(&rng, data, p->size, -bound, bound);
@@ -185,9 +183,7 @@ sb_status sb_params_initialise(sb_params *ps, uint64_t seed, sb_error *err)
             sb_torch_uniform(&rng, data, p->size, -bound, bound);
             break;
         }
-        case SB_INIT_CUSTOM:
-            p->custom(p, data, &rng, p->custom_ctx);
-            break;
+        case SB_INIT_CUSTOM: p->custom(p, data, &rng, p->custom_ctx); break;
         }
     }
     sb_free(order);

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor/nn.h"
 #include "core/rng.h"
+#include "tensor/nn.h"
 
 #define SB_PARAM_NAME_MAX 96
 
@@ -32,9 +32,9 @@ typedef enum sb_init_kind {
 } sb_init_kind;
 
 /* Parameter flags. */
-#define SB_PARAM_NO_DECAY 1u  /* excluded from weight decay */
-#define SB_PARAM_GROUP2 2u    /* second optimiser group (S4 kernel parameters) */
-#define SB_PARAM_BUFFER 4u    /* a state_dict buffer (e.g. rotary.inv_freq): saved, not trained */
+#define SB_PARAM_NO_DECAY 1u /* excluded from weight decay */
+#define SB_PARAM_GROUP2 2u   /* second optimiser group (S4 kernel parameters) */
+#define SB_PARAM_BUFFER 4u   /* a state_dict buffer (e.g. rotary.inv_freq): saved, not trained */
 
 typedef struct sb_param sb_param;
 
@@ -46,23 +46,23 @@ struct sb_param {
     int ndim;
     int shape[SB_MAX_DIMS];
     size_t size;
-    size_t offset;        /* into the flat buffers */
+    size_t offset; /* into the flat buffers */
     sb_init_kind init;
-    double a;             /* init argument (constant, bound or fan-in) */
+    double a; /* init argument (constant, bound or fan-in) */
     sb_init_fn custom;
     const void *custom_ctx;
-    int64_t draw_key;     /* construction order; params with equal keys keep add order */
+    int64_t draw_key; /* construction order; params with equal keys keep add order */
     unsigned flags;
-    sb_tensor tensor;     /* view on the flat buffers (data, grad), set by sb_params_alloc */
+    sb_tensor tensor; /* view on the flat buffers (data, grad), set by sb_params_alloc */
 };
 
 typedef struct sb_params {
     sb_param *p;
     int n, cap;
-    size_t total;         /* buffer length in reals (with alignment padding) */
-    size_t count;         /* trainable values (what the reference reports as nb_params) */
+    size_t total; /* buffer length in reals (with alignment padding) */
+    size_t count; /* trainable values (what the reference reports as nb_params) */
     real *data, *grad, *m, *v;
-    int64_t draw_module;  /* set by the model builder: the module being registered */
+    int64_t draw_module; /* set by the model builder: the module being registered */
     /* an addition found no memory: the table is incomplete, and sb_params_alloc fails;
      * that addition and every later one return `spare`, which absorbs their settings */
     int out_of_memory;

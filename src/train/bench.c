@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cpus.h"
 #include "core/alloc.h"
+#include "core/cpus.h"
 #include "core/timer.h"
 #include "model/model.h"
 #include "ops/ops.h"
@@ -49,10 +49,9 @@ static sb_status bench_gemm_set(const char *gemm, const char *precision, sb_erro
         return st;
     if (precision != NULL && strcmp(precision, "fp32") != 0 && strcmp(precision, "bf16") != 0)
         return sb_error_set(err, SB_ERR_INVALID, "--precision %s: use fp32 or bf16", precision);
-    return sb_gemm_precision_set(precision != NULL && strcmp(precision, "bf16") == 0
-                                     ? SB_PRECISION_BF16
-                                     : SB_PRECISION_FP32,
-                                 err);
+    return sb_gemm_precision_set(
+        precision != NULL && strcmp(precision, "bf16") == 0 ? SB_PRECISION_BF16 : SB_PRECISION_FP32,
+        err);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -182,9 +181,9 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
     sb_gemm_flops_get(&openblas_flops, &onednn_flops);
     res->gemm_onednn_share =
         openblas_flops + onednn_flops > 0 ? onednn_flops / (openblas_flops + onednn_flops) : 0.0;
-    res->gemm_bf16_share =
-        openblas_flops + onednn_flops > 0 ? sb_gemm_flops_bf16() / (openblas_flops + onednn_flops)
-                                          : 0.0;
+    res->gemm_bf16_share = openblas_flops + onednn_flops > 0
+                               ? sb_gemm_flops_bf16() / (openblas_flops + onednn_flops)
+                               : 0.0;
     double sec = times[steps / 2];
     res->step_ms = sec * 1e3;
     res->tokens_per_s = (double)n_frames / sec;
@@ -295,8 +294,8 @@ static double peak_of(sb_gemm_kind engine, int bf16, int threads)
                 break;
 #endif
             if (!bf16)
-                sb_gemm_run(engine, engine == SB_GEMM_OPENBLAS, 0, 0, n, n, n, 1, a, n, b, n, 0,
-                            c, n);
+                sb_gemm_run(engine, engine == SB_GEMM_OPENBLAS, 0, 0, n, n, n, 1, a, n, b, n, 0, c,
+                            n);
             double rate = 2.0 * n * (double)n * n / (sb_time_now() - t0) / 1e9;
             if (r > 0 && rate > best) /* the first run warms up */
                 best = rate;

@@ -42,12 +42,11 @@ static double bench_sequences(const sb_task *task, int64_t n, int threads, uint6
 #pragma omp for schedule(dynamic, 1)
         for (int64_t grp = 0; grp < n_groups; grp++) {
             uint64_t idx[BENCH_GROUP];
-            int count = (int)(n - grp * BENCH_GROUP < BENCH_GROUP ? n - grp * BENCH_GROUP
-                                                                  : BENCH_GROUP);
+            int count =
+                (int)(n - grp * BENCH_GROUP < BENCH_GROUP ? n - grp * BENCH_GROUP : BENCH_GROUP);
             for (int r = 0; r < count; r++)
                 idx[r] = (uint64_t)(grp * BENCH_GROUP + r);
-            if (states == NULL ||
-                sb_sampler_generate_many(sp, idx, count, rows, &local) != SB_OK) {
+            if (states == NULL || sb_sampler_generate_many(sp, idx, count, rows, &local) != SB_OK) {
                 failed = 1;
                 continue;
             }

@@ -43,7 +43,7 @@ static sb_status save_tensors(const char *path, const sb_model *m, int which,
     const sb_params *ps = &m->params;
     sb_st_tensor *t = sb_calloc((size_t)ps->n * 2, sizeof *t);
     float **bufs = sb_calloc((size_t)ps->n * 2, sizeof *bufs);
-    char (*names)[SB_PARAM_NAME_MAX + 16] = sb_calloc((size_t)ps->n * 2, sizeof *names);
+    char(*names)[SB_PARAM_NAME_MAX + 16] = sb_calloc((size_t)ps->n * 2, sizeof *names);
     size_t n = 0;
     sb_status st = SB_OK;
     if (t == NULL || bufs == NULL || names == NULL) {
@@ -192,8 +192,8 @@ sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_c
     if (st == SB_OK && opt != NULL) {
         test_crash_point(2);
         if (rename(pending, optim_path) != 0)
-            st = sb_error_set(err, SB_ERR_IO, "cannot rename '%s' to '%s': %s", pending,
-                              optim_path, strerror(errno));
+            st = sb_error_set(err, SB_ERR_IO, "cannot rename '%s' to '%s': %s", pending, optim_path,
+                              strerror(errno));
         test_crash_point(3);
     }
     free(config); /* open_memstream's buffer (libc), not sb_malloc's */
@@ -204,8 +204,7 @@ sb_status sb_checkpoint_save(const char *path, const sb_model *m, const sb_run_c
  * it). SB_ERR_IO, as for any other damage, so that callers do not take the file for a
  * foreign one and fall back to defaults. The checks' messages name flags ("--vocab -5 is
  * out of range"): the user gave no such flag, so the dashes go. */
-static sb_status damaged_metadata(const char *path, const char *key, const char *why,
-                                  sb_error *err)
+static sb_status damaged_metadata(const char *path, const char *key, const char *why, sb_error *err)
 {
     if (strncmp(why, "--", 2) == 0)
         why += 2;
@@ -293,9 +292,9 @@ static void settle_pending(const char *optim_path, int64_t seen)
     if (access(pending, F_OK) != 0 || sb_safetensors_open(pending, &f, &ignored) != SB_OK)
         return;
     int64_t pending_seen = -1;
-    const int matches = read_count_metadata(pending, f, "samples_seen", &pending_seen,
-                                            &ignored) == SB_OK &&
-                        sb_safetensors_meta(f, "samples_seen") != NULL && pending_seen == seen;
+    const int matches =
+        read_count_metadata(pending, f, "samples_seen", &pending_seen, &ignored) == SB_OK &&
+        sb_safetensors_meta(f, "samples_seen") != NULL && pending_seen == seen;
     sb_safetensors_close(f);
     if (matches)
         rename(pending, optim_path);
@@ -308,8 +307,8 @@ static sb_status load_one(const char *path, sb_safetensors *f, const char *name,
     const sb_st_tensor *t = sb_safetensors_find(f, name);
     if (t == NULL)
         return sb_error_set(err, SB_ERR_INVALID,
-                            "'%s' has no tensor '%s': it belongs to another model or size",
-                            path, name);
+                            "'%s' has no tensor '%s': it belongs to another model or size", path,
+                            name);
     int same = t->ndim == p->ndim;
     for (int d = 0; same && d < p->ndim; d++)
         same = t->shape[d] == p->shape[d];

@@ -6,22 +6,22 @@
  * the reference model, and a state_dict saved there loads here. The header metadata
  * records the format, the full run configuration (JSON), the model, the protocol, the
  * training progress, and what its bits depend on besides the configuration (the engine table
- * and the fingerprint, tensor/gemm_engine.h). The optimiser state (Adam moments and step) needed by --resume goes
- * to a sidecar file `<name>.optim.safetensors`, so the main file stays loadable as is.
- * The two are one unit: a kill at any instant of a save leaves either the previous pair or
- * the new one (the optimiser state is written to `<sidecar>.pending`, the model file
- * replaced, then the pending file renamed; a load for a resume finishes a save killed
- * between the two renames). Every file is written to a temporary name and renamed.
+ * and the fingerprint, tensor/gemm_engine.h). The optimiser state (Adam moments and step) needed by
+ * --resume goes to a sidecar file `<name>.optim.safetensors`, so the main file stays loadable as
+ * is. The two are one unit: a kill at any instant of a save leaves either the previous pair or the
+ * new one (the optimiser state is written to `<sidecar>.pending`, the model file replaced, then the
+ * pending file renamed; a load for a resume finishes a save killed between the two renames). Every
+ * file is written to a temporary name and renamed.
  */
 #ifndef SELECTIVBENCH_CHECKPOINT_H
 #define SELECTIVBENCH_CHECKPOINT_H
 
 #include <stdint.h>
 
-#include "model/model.h"
-#include "tensor/optim.h"
 #include "config/run_config.h"
 #include "core/status.h"
+#include "model/model.h"
+#include "tensor/optim.h"
 
 #define SB_CHECKPOINT_FORMAT "selectivbench-checkpoint-1"
 
@@ -42,7 +42,8 @@ sb_status sb_checkpoint_read_config(const char *path, sb_run_config *cfg, sb_err
  * (sb_gemm_fingerprint): "" and "" for a file that records none (older versions, a
  * reference state_dict). Errors: the file's (SB_ERR_IO); a recorded value this version
  * cannot read (SB_ERR_IO naming the key). */
-sb_status sb_checkpoint_read_engine(const char *path, char table[16], char digest[9], sb_error *err);
+sb_status sb_checkpoint_read_engine(const char *path, char table[16], char digest[9],
+                                    sb_error *err);
 
 /* Loads the weights into m: every parameter must be present with the same shape and no
  * other tensor may be (else SB_ERR_INVALID: a different model or size), and every value

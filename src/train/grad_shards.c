@@ -14,8 +14,8 @@ void sb_grad_shard_range(int count, int K, int s, int *first, int *len)
 }
 
 sb_status sb_grad_shards_init(sb_grad_shards *gs, int K, int rank, int world, size_t n,
-                              sb_all_gather_fn all_gather, sb_all_to_all_fn all_to_all,
-                              void *user, sb_error *err)
+                              sb_all_gather_fn all_gather, sb_all_to_all_fn all_to_all, void *user,
+                              sb_error *err)
 {
     memset(gs, 0, sizeof *gs);
     if (world < 1 || K < 1 || K % world != 0 || rank < 0 || rank >= world)
@@ -48,8 +48,8 @@ sb_status sb_grad_shards_init(sb_grad_shards *gs, int K, int rank, int world, si
     }
     if (!ok) {
         sb_grad_shards_free(gs);
-        return sb_error_set(err, SB_ERR_NOMEM,
-                            "out of memory for %d gradient shards of %zu values", K, n);
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory for %d gradient shards of %zu values",
+                            K, n);
     }
     return SB_OK;
 }
@@ -160,7 +160,8 @@ static int reduce_by_slices(sb_grad_shards *gs, const real *start, real *grad)
     else
         memset(gs->summed, 0, slice * sizeof *gs->summed);
     for (int s = 0; s < gs->K; s++) {
-        const real *g = gs->recv + ((size_t)(s % world) * (size_t)local + (size_t)(s / world)) * slice;
+        const real *g =
+            gs->recv + ((size_t)(s % world) * (size_t)local + (size_t)(s / world)) * slice;
         for (size_t i = 0; i < len; i++)
             gs->summed[i] += g[i];
     }
@@ -171,8 +172,8 @@ static int reduce_by_slices(sb_grad_shards *gs, const real *start, real *grad)
     return 0;
 }
 
-sb_status sb_grad_shards_reduce(sb_grad_shards *gs, const real *start, real *grad,
-                                double *stats, sb_error *err)
+sb_status sb_grad_shards_reduce(sb_grad_shards *gs, const real *start, real *grad, double *stats,
+                                sb_error *err)
 {
     int rc = 0;
     if (gs->world > 1)

@@ -79,8 +79,8 @@ typedef struct sb_grad_shards {
  * of world; all_gather required when world > 1; with all_to_all too the shards are
  * reduce-scattered). SB_ERR_INVALID for a world that does not divide K, SB_ERR_NOMEM. */
 sb_status sb_grad_shards_init(sb_grad_shards *gs, int K, int rank, int world, size_t n,
-                              sb_all_gather_fn all_gather, sb_all_to_all_fn all_to_all,
-                              void *user, sb_error *err);
+                              sb_all_gather_fn all_gather, sb_all_to_all_fn all_to_all, void *user,
+                              sb_error *err);
 void sb_grad_shards_free(sb_grad_shards *gs);
 
 /* The j-th shard this process computes (j < local): its shard index, gradient buffer and
@@ -93,7 +93,7 @@ double *sb_grad_shards_stats(sb_grad_shards *gs, int s);
  * zero), on every process, after every process wrote its own shards; the shards'
  * statistics summed in the same order into stats[SB_SHARD_STATS]. start is not grad.
  * SB_ERR_RUNTIME when an exchange fails. */
-sb_status sb_grad_shards_reduce(sb_grad_shards *gs, const real *start, real *grad,
-                                double *stats, sb_error *err);
+sb_status sb_grad_shards_reduce(sb_grad_shards *gs, const real *start, real *grad, double *stats,
+                                sb_error *err);
 
 #endif

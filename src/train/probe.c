@@ -20,9 +20,9 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "task/batch.h"
-#include "ops/ops.h"
 #include "core/plot.h"
+#include "ops/ops.h"
+#include "task/batch.h"
 #include "tensor/gemm_engine.h"
 
 const int sb_probe_lags[SB_PROBE_N_LAGS] = {0, 1, 2, 4, 8};
@@ -262,13 +262,13 @@ sb_status sb_probe_lda_fit(const double *X, const int32_t *y, int64_t rows, int 
 
 typedef struct fwd_args {
     const sb_model *m;
-    const sb_batch *batch;   /* whole batches, or NULL with input/T given */
-    const float *input;      /* [1, T, V] when batch is NULL */
+    const sb_batch *batch; /* whole batches, or NULL with input/T given */
+    const float *input;    /* [1, T, V] when batch is NULL */
     int T;
     sb_model_capture cap;
-    const uint8_t *gap;      /* [B * T], NULL: no gates */
-    sb_tensor **gates;       /* [L] */
-    sb_gate_desc *desc;      /* [L] */
+    const uint8_t *gap; /* [B * T], NULL: no gates */
+    sb_tensor **gates;  /* [L] */
+    sb_gate_desc *desc; /* [L] */
 } fwd_args;
 
 static void probe_forward(sb_graph *g, void *arg)
@@ -319,7 +319,8 @@ static int feature_frame(const sb_batch *b, int s, int e, sb_probe_frame frame)
 /* State id of element e of sample s (the target of its window). */
 static int element_target(const sb_batch *b, int s, int e)
 {
-    return b->target[(size_t)s * (size_t)b->T + (size_t)b->elem_start[(size_t)s * (size_t)b->E + (size_t)e]];
+    return b->target[(size_t)s * (size_t)b->T +
+                     (size_t)b->elem_start[(size_t)s * (size_t)b->E + (size_t)e]];
 }
 
 /* The bucket of element index e: the largest lag index whose lag is <= e. The Gram matrix of
@@ -388,8 +389,9 @@ static sb_status fit_readouts(probe_ctx *c, sb_error *err)
     int64_t rows[SB_PROBE_N_LAGS] = {0};
     sb_status st = SB_OK;
     if (gram == NULL || rhs == NULL || xa == NULL) {
-        st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the ridge systems "
-                                             "(%d depths, %d features, %d classes)",
+        st = sb_error_set(err, SB_ERR_NOMEM,
+                          "probe: out of memory for the ridge systems "
+                          "(%d depths, %d features, %d classes)",
                           ND, n, C);
         goto done;
     }
@@ -440,9 +442,8 @@ static sb_status fit_readouts(probe_ctx *c, sb_error *err)
                 st = weights_overflow(d, err);
                 break;
             }
-            if ((st = (opt->readout == SB_PROBE_LDA ? lda_solve : ridge_solve)(A, Bm, n, C,
-                                                                            opt->ridge, err)) !=
-                SB_OK)
+            if ((st = (opt->readout == SB_PROBE_LDA ? lda_solve : ridge_solve)(
+                     A, Bm, n, C, opt->ridge, err)) != SB_OK)
                 break;
             real *W = c->W + ((size_t)d * SB_PROBE_N_LAGS + k) * nc;
             for (size_t i = 0; i < nc; i++)
@@ -460,9 +461,9 @@ done:
 /* ---- pass 2: score on the test split, gate statistics ---------------------------------------- */
 
 typedef struct gate_acc {
-    double *sum;      /* [L][KINDS][G][2] sums over symbol (0) and gap (1) frames */
-    int64_t *hist;    /* [L][KINDS][2][BINS] */
-    int64_t n[2];     /* frames of each kind (per group) */
+    double *sum;   /* [L][KINDS][G][2] sums over symbol (0) and gap (1) frames */
+    int64_t *hist; /* [L][KINDS][2][BINS] */
+    int64_t n[2];  /* frames of each kind (per group) */
     int G_max;
 } gate_acc;
 
@@ -516,7 +517,8 @@ static sb_status test_pass_grow(test_pass *tp, const sb_batch *b, int n, int C, 
         if (tp->gap == NULL || tp->logits == NULL || tp->xr == NULL)
             return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
     }
-    if (tp->probs_sum == NULL && (tp->probs_sum = sb_malloc((size_t)C * sizeof *tp->probs_sum)) == NULL)
+    if (tp->probs_sum == NULL &&
+        (tp->probs_sum = sb_malloc((size_t)C * sizeof *tp->probs_sum)) == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the test pass");
     return SB_OK;
 }
@@ -696,8 +698,11 @@ static sb_status score_test(probe_ctx *c, int want_gates, gate_acc *ga, sb_error
         sb_graph_reset(&c->g);
         c->g.record = 0;
         c->g.training = 0;
-        fwd_args a = {.m = c->m, .batch = b, .gap = want_gates ? tp.gap : NULL,
-                      .gates = tp.gates, .desc = tp.desc};
+        fwd_args a = {.m = c->m,
+                      .batch = b,
+                      .gap = want_gates ? tp.gap : NULL,
+                      .gates = tp.gates,
+                      .desc = tp.desc};
         ctx_capture(c, &a);
         if ((st = sb_graph_run(&c->g, probe_forward, &a, err)) != SB_OK)
             break;
@@ -760,7 +765,8 @@ static sb_status gate_finish(sb_probe_result *res, const gate_acc *ga, sb_error 
     return SB_OK;
 }
 
-/* ---- pass 3: retention along one long gap ------------------------------------------------------ */
+/* ---- pass 3: retention along one long gap ------------------------------------------------------
+ */
 
 static double norm2(const real *x, size_t n)
 {
@@ -932,8 +938,8 @@ sb_status sb_probe_run(const sb_task *task, const sb_task *long_task, const sb_m
     if (!(opt->sections & SB_PROBE_RETENTION))
         snprintf(res->retention_reason, sizeof res->retention_reason, "section not requested");
 
-    probe_ctx c = {.task = task, .m = m, .opt = opt, .res = res, .n_depths = L + 1, .n = D + 1,
-                   .C = C};
+    probe_ctx c = {
+        .task = task, .m = m, .opt = opt, .res = res, .n_depths = L + 1, .n = D + 1, .C = C};
     const size_t wsize = (size_t)(L + 1) * SB_PROBE_N_LAGS * (size_t)(D + 1) * (size_t)C;
     sb_status st = sb_batch_init(&c.batch, task, opt->batch, err);
     if (st != SB_OK)
@@ -964,7 +970,8 @@ sb_status sb_probe_run(const sb_task *task, const sb_task *long_task, const sb_m
         /* groups are heads or channel groups: never more than the model width */
         ga.G_max = 4 * D > 64 ? 4 * D : 64;
         ga.sum = sb_calloc((size_t)L * SB_GATE_KINDS_MAX * ga.G_max * 2, sizeof *ga.sum);
-        ga.hist = sb_calloc((size_t)L * SB_GATE_KINDS_MAX * 2 * SB_PROBE_HIST_BINS, sizeof *ga.hist);
+        ga.hist =
+            sb_calloc((size_t)L * SB_GATE_KINDS_MAX * 2 * SB_PROBE_HIST_BINS, sizeof *ga.hist);
         if (res->gates == NULL || ga.sum == NULL || ga.hist == NULL) {
             st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the gates");
             goto done;
@@ -989,7 +996,8 @@ done:
     return st;
 }
 
-/* ---- output ------------------------------------------------------------------------------------ */
+/* ---- output ------------------------------------------------------------------------------------
+ */
 
 static void json_num(sb_json *j, double v)
 {
@@ -1202,17 +1210,22 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
         int ns = 0;
         for (int d = 0; d <= L && ns < MAX_SERIES; d++, ns++) {
             depth_name(res, d, labels[ns], sizeof labels[ns]);
-            series[ns] = (sb_plot_series){
-                .label = labels[ns], .n = SB_PROBE_N_LAGS, .x = x,
-                .y = res->readout_acc + (size_t)d * SB_PROBE_N_LAGS};
+            series[ns] = (sb_plot_series){.label = labels[ns],
+                                          .n = SB_PROBE_N_LAGS,
+                                          .x = x,
+                                          .y = res->readout_acc + (size_t)d * SB_PROBE_N_LAGS};
         }
         snprintf(subtitle, sizeof subtitle,
-                 "%s: %s readout of the state id j elements back (model test acc %.3f)",
-                 res->model, res->readout == SB_PROBE_LDA ? "LDA" : "ridge",
-                 res->model_test_acc);
-        sb_plot p = {.title = "Linear decodability by depth", .subtitle = subtitle,
-                     .xlabel = "elements back (j)", .ylabel = "test accuracy", .ymin = 0.0,
-                     .ymax = 1.0, .n_series = ns, .series = series};
+                 "%s: %s readout of the state id j elements back (model test acc %.3f)", res->model,
+                 res->readout == SB_PROBE_LDA ? "LDA" : "ridge", res->model_test_acc);
+        sb_plot p = {.title = "Linear decodability by depth",
+                     .subtitle = subtitle,
+                     .xlabel = "elements back (j)",
+                     .ylabel = "test accuracy",
+                     .ymin = 0.0,
+                     .ymax = 1.0,
+                     .n_series = ns,
+                     .series = series};
         snprintf(path, sizeof path, "%s/readout", dir);
         if ((st = sb_plot_write(&p, path, err)) != SB_OK)
             return st;
@@ -1247,16 +1260,22 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
                     continue;
                 snprintf(labels[ns], sizeof labels[ns], "%.30s, %s", name,
                          kind == 0 ? "symbol" : "gap");
-                series[ns] = (sb_plot_series){.label = labels[ns], .n = nl, .x = xs,
-                                              .y = ys[ns], .err = es[ns]};
+                series[ns] = (sb_plot_series){
+                    .label = labels[ns], .n = nl, .x = xs, .y = ys[ns], .err = es[ns]};
                 ns++;
             }
         snprintf(subtitle, sizeof subtitle,
-                 "%s: mean gate over heads (+- std over heads) on symbol vs gap frames", res->model);
-        sb_plot p = {.title = "Gates on symbol and gap frames", .subtitle = subtitle,
-                     .xlabel = "layer", .xinteger = 1, .ylabel = "gate value", .ymin = (double)NAN,
+                 "%s: mean gate over heads (+- std over heads) on symbol vs gap frames",
+                 res->model);
+        sb_plot p = {.title = "Gates on symbol and gap frames",
+                     .subtitle = subtitle,
+                     .xlabel = "layer",
+                     .xinteger = 1,
+                     .ylabel = "gate value",
+                     .ymin = (double)NAN,
                      .ymax = (double)NAN,
-                     .n_series = ns, .series = series};
+                     .n_series = ns,
+                     .series = series};
         snprintf(path, sizeof path, "%s/gates", dir);
         if (ns > 0 && (st = sb_plot_write(&p, path, err)) != SB_OK)
             return st;
@@ -1290,9 +1309,14 @@ sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb
         snprintf(subtitle, sizeof subtitle,
                  "%s: norm / norm at the symbol frame along a gap of %d frames (%d samples)",
                  res->model, res->gap_frames, res->retention_samples);
-        sb_plot p = {.title = "State retention along a long gap", .subtitle = subtitle,
-                     .xlabel = "frames after the symbol", .ylabel = "relative norm", .ymin = (double)NAN,
-                     .ymax = (double)NAN, .n_series = ns, .series = series};
+        sb_plot p = {.title = "State retention along a long gap",
+                     .subtitle = subtitle,
+                     .xlabel = "frames after the symbol",
+                     .ylabel = "relative norm",
+                     .ymin = (double)NAN,
+                     .ymax = (double)NAN,
+                     .n_series = ns,
+                     .series = series};
         snprintf(path, sizeof path, "%s/retention", dir);
         st = sb_plot_write(&p, path, err);
         sb_free(x);

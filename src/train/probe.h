@@ -20,32 +20,32 @@
 #include <stdint.h>
 
 #include "core/json_writer.h"
-#include "model/model.h"
 #include "core/status.h"
+#include "model/model.h"
 #include "task/task.h"
 
-/* The sections (SB_PROBE_READOUT, SB_PROBE_GATES, SB_PROBE_RETENTION, SB_PROBE_ALL), sb_probe_readout
- * and sb_probe_frame are the public header's (one definition). */
+/* The sections (SB_PROBE_READOUT, SB_PROBE_GATES, SB_PROBE_RETENTION, SB_PROBE_ALL),
+ * sb_probe_readout and sb_probe_frame are the public header's (one definition). */
 
-#define SB_PROBE_N_LAGS 5  /* j = 0, 1, 2, 4, 8 */
+#define SB_PROBE_N_LAGS 5 /* j = 0, 1, 2, 4, 8 */
 #define SB_PROBE_HIST_BINS 20
 
 /* The lags j of the readouts: the target of element e is the state id of element e - j. */
 extern const int sb_probe_lags[SB_PROBE_N_LAGS];
 
 typedef struct sb_probe_options {
-    int sections;            /* SB_PROBE_* bits */
-    int gates_required;      /* 1: a model without gates is an error, else reported absent */
-    int64_t train_samples;   /* training samples the readouts are fitted on */
-    int64_t test_samples;    /* test samples scored (0: the whole test split) */
+    int sections;             /* SB_PROBE_* bits */
+    int gates_required;       /* 1: a model without gates is an error, else reported absent */
+    int64_t train_samples;    /* training samples the readouts are fitted on */
+    int64_t test_samples;     /* test samples scored (0: the whole test split) */
     sb_probe_readout readout; /* the linear readout fitted (default LDA) */
-    double ridge;            /* shrinkage lambda: ridge, relative to the mean diagonal of X^T X;
-                                LDA, relative to the features' mean variance */
+    double ridge;             /* shrinkage lambda: ridge, relative to the mean diagonal of X^T X;
+                                 LDA, relative to the features' mean variance */
     sb_probe_frame frame;
-    int retention_samples;   /* long-gap test samples averaged */
-    int retention_element;   /* the gap after the first element at this index or later (the
-                                last element with a gap if none) */
-    int batch;               /* samples per forward */
+    int retention_samples; /* long-gap test samples averaged */
+    int retention_element; /* the gap after the first element at this index or later (the
+                              last element with a gap if none) */
+    int batch;             /* samples per forward */
 } sb_probe_options;
 
 /* Defaults: every section, 256 training samples, the whole test split, LDA with shrinkage
@@ -54,11 +54,11 @@ sb_probe_options sb_probe_options_default(void);
 
 typedef struct sb_probe_gate_kind {
     char name[48];
-    double hi;              /* the gate lies in [0, hi]: the histograms' range */
+    double hi; /* the gate lies in [0, hi]: the histograms' range */
     /* [n_groups] per head (or channel group); NAN where no frame of that kind was seen */
     double *mean_symbol, *mean_gap, *selectivity;
     double hist_symbol[SB_PROBE_HIST_BINS], hist_gap[SB_PROBE_HIST_BINS]; /* fractions */
-    double layer_selectivity;  /* mean over groups */
+    double layer_selectivity;                                             /* mean over groups */
 } sb_probe_gate_kind;
 
 typedef struct sb_probe_gate_layer {
@@ -78,19 +78,19 @@ typedef struct sb_probe_result {
     sb_probe_frame frame;
     sb_probe_readout readout;
     double ridge;
-    double *readout_acc;          /* [L + 1][SB_PROBE_N_LAGS]; NAN: no element that far back */
-    int64_t *readout_n;           /* [L + 1][SB_PROBE_N_LAGS] test elements scored */
+    double *readout_acc; /* [L + 1][SB_PROBE_N_LAGS]; NAN: no element that far back */
+    int64_t *readout_n;  /* [L + 1][SB_PROBE_N_LAGS] test elements scored */
     /* gates: NULL with a reason when the model has none or the section was not run */
-    sb_probe_gate_layer *gates;   /* [L], n_kinds 0 for a layer without gates */
+    sb_probe_gate_layer *gates; /* [L], n_kinds 0 for a layer without gates */
     int64_t gate_symbol_frames, gate_gap_frames;
     char gates_reason[256];
     /* retention along one long gap of gap_frames frames: index 0 is the element's symbol
      * frame, 1..gap_frames its gap frames; means over retention_samples samples */
     int gap_frames, retention_samples, retention_element;
-    double *output_norm;          /* [L][gap_frames + 1] ||layer output|| */
-    double *state_norm;           /* [L][gap_frames + 1] ||recurrent state||, NULL if the
-                                     model does not stream */
-    char retention_reason[256];   /* why retention is absent (empty when present) */
+    double *output_norm;        /* [L][gap_frames + 1] ||layer output|| */
+    double *state_norm;         /* [L][gap_frames + 1] ||recurrent state||, NULL if the
+                                   model does not stream */
+    char retention_reason[256]; /* why retention is absent (empty when present) */
 } sb_probe_result;
 
 /* Runs the sections of opt on model m (trained on task). long_task is the same task with the

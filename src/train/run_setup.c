@@ -26,8 +26,8 @@ double sb_train_step_bytes(const sb_model_config *mc, int samples, int frames)
      * (sb_model_loss) no longer keeps the 3 C; they stay in the estimate so that
      * --grad_acc -1 keeps choosing what it chose before (and the estimate stays on the
      * safe side). */
-    double per_token = (double)mc->n_layers * 2.0 * 30.0 * mc->d_model + 3.0 * mc->d_output +
-                       (double)mc->d_input;
+    double per_token =
+        (double)mc->n_layers * 2.0 * 30.0 * mc->d_model + 3.0 * mc->d_output + (double)mc->d_input;
     return (double)samples * (double)frames * per_token * sizeof(real);
 }
 
@@ -48,8 +48,8 @@ static sb_status run_size_check(const sb_run_config *cfg, double machine_bytes, 
     const int vocab = t->grammar.vocab > 1 ? t->grammar.vocab : 2;
     const double d = sb_run_config_effective_width(cfg), gb = 1073741824.0;
     const double model = (double)cfg->layers * d * d * 4.0 * sizeof(float);
-    const int train_elements = t->combined_seq_length > 0 ? t->combined_seq_length
-                                                          : t->train_seqlen_max;
+    const int train_elements =
+        t->combined_seq_length > 0 ? t->combined_seq_length : t->train_seqlen_max;
     sb_model_config mc = sb_run_config_model(cfg, vocab, vocab);
     const double train = sb_train_step_bytes(&mc, 1, train_elements);
     const double test = (double)t->test_seqlen_max * 2.0 * vocab * sizeof(float);

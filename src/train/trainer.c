@@ -8,19 +8,19 @@
 #include <sys/stat.h>
 
 #include "core/alloc.h"
-#include "task/batch.h"
-#include "train/checkpoint.h"
-#include "train/grad_shards.h"
-#include "ops/ops.h"
-#include "tensor/optim.h"
 #include "core/safetensors.h"
 #include "core/timer.h"
+#include "ops/ops.h"
+#include "task/batch.h"
+#include "tensor/optim.h"
+#include "train/checkpoint.h"
+#include "train/grad_shards.h"
 
 #include "tensor/fastmath.h"
 #include "tensor/gemm_engine.h"
 #include "train/run_setup.h"
 
-#define DECODE_CHUNK 1024 /* frames decoded at once in evaluation */
+#define DECODE_CHUNK 1024     /* frames decoded at once in evaluation */
 #define SB_MAX_WORLD_POLL 256 /* processes whose stop flags fit on the stack */
 
 /* ---- memory estimates (sb_train_step_bytes: train/run_setup.c) ------------------------ */
@@ -82,7 +82,7 @@ typedef struct step_args {
     int want_acc;
     int64_t mean_over; /* valid frames the loss is averaged over; 0: the batch's own */
     double loss;
-    double loss_sum;   /* the loss summed over the batch's valid frames */
+    double loss_sum; /* the loss summed over the batch's valid frames */
     int64_t correct, counted;
 } step_args;
 
@@ -90,7 +90,9 @@ static void train_micro_step(sb_graph *g, void *arg)
 {
     step_args *a = arg;
     const sb_batch *b = a->batch;
-    sb_head_loss h = {.target = b->target, .valid = b->valid, .loss_scale = a->loss_scale,
+    sb_head_loss h = {.target = b->target,
+                      .valid = b->valid,
+                      .loss_scale = a->loss_scale,
                       .mean_over = a->mean_over};
     if (a->want_acc) {
         h.elem_start = b->elem_start, h.elem_len = b->elem_len;
@@ -140,9 +142,9 @@ sb_status sb_train_shard_batch(sb_graph *g, const sb_model *m, const sb_batch *b
 /* The decoder's running state for one sample: the element whose window is open and the
  * probabilities summed over it so far. */
 typedef struct decoder_state {
-    int e;          /* current element */
-    real *acc;      /* [C] */
-    double loss;    /* cross-entropy summed over the frames decoded */
+    int e;       /* current element */
+    real *acc;   /* [C] */
+    double loss; /* cross-entropy summed over the frames decoded */
     int64_t correct, counted;
 } decoder_state;
 
@@ -310,11 +312,11 @@ static sb_status eval_whole(sb_graph *g, const sb_model *m, eval_buffers *eb, sb
         return st;
     for (int b = 0; b < batch->B; b++)
         for (int t0 = 0; t0 < batch->n_frames[b]; t0 += DECODE_CHUNK) {
-            int rows = batch->n_frames[b] - t0 < DECODE_CHUNK ? batch->n_frames[b] - t0
-                                                             : DECODE_CHUNK;
+            int rows =
+                batch->n_frames[b] - t0 < DECODE_CHUNK ? batch->n_frames[b] - t0 : DECODE_CHUNK;
             size_t frame0 = (size_t)b * (size_t)T + (size_t)t0;
-            decode_frames(m, ea.hidden->data + frame0 * (size_t)D, t0, rows,
-                          batch->target + frame0, batch->elem_start + (size_t)b * (size_t)E,
+            decode_frames(m, ea.hidden->data + frame0 * (size_t)D, t0, rows, batch->target + frame0,
+                          batch->elem_start + (size_t)b * (size_t)E,
                           batch->elem_len + (size_t)b * (size_t)E, E, eb->logits, &eb->ds[b]);
         }
     return SB_OK;
@@ -327,8 +329,7 @@ static void eval_chunk_input(const sb_task *task, eval_buffers *eb, int stream_i
 {
     const sb_batch *batch = &eb->batch;
     if (stream_input) {
-        sb_batch_frames(batch, task, eb->split, t0, rows, 0, eb->chunk_data,
-                        eb->chunk_target);
+        sb_batch_frames(batch, task, eb->split, t0, rows, 0, eb->chunk_data, eb->chunk_target);
         return;
     }
     const size_t V = (size_t)batch->V;
@@ -355,8 +356,8 @@ static sb_status eval_streamed(sb_graph *g, const sb_task *task, const sb_model 
         sb_graph_reset(g);
         g->record = 0;
         g->training = 0;
-        eval_args ea = {.m = m, .batch = batch, .rows = rows, .states = eb->states,
-                        .chunk = eb->chunk_data};
+        eval_args ea = {
+            .m = m, .batch = batch, .rows = rows, .states = eb->states, .chunk = eb->chunk_data};
         sb_status st = sb_graph_run(g, eval_forward_chunk, &ea, err);
         if (st != SB_OK)
             return st;
@@ -387,8 +388,8 @@ static sb_status evaluate(const sb_task *task, sb_split split, const sb_model *m
     const int D = m->cfg.d_model, C = m->cfg.d_output;
     /* memory per sample: one layer's activations (about 30 D floats per frame) over the
      * whole sequence, or over one chunk when streaming */
-    double per_sample = (double)(stream ? STREAM_CHUNK : frames) *
-                        (30.0 * D + m->cfg.d_input) * sizeof(real);
+    double per_sample =
+        (double)(stream ? STREAM_CHUNK : frames) * (30.0 * D + m->cfg.d_input) * sizeof(real);
     int sub = (int)(mem_budget_gb * 1073741824.0 / per_sample);
     if (sub < 1)
         sub = 1;
@@ -411,9 +412,8 @@ static sb_status evaluate(const sb_task *task, sb_split split, const sb_model *m
             for (int i = 0; i < cnt; i++)
                 eb.index[i] = first + s0 + i;
             /* streamed input: only the samples' plan here, the frames chunk by chunk */
-            st = stream_input
-                     ? sb_batch_assemble(&eb.batch, task, split, eb.index, cnt, 0, err)
-                     : sb_batch_fill(&eb.batch, task, split, eb.index, cnt, 0, err);
+            st = stream_input ? sb_batch_assemble(&eb.batch, task, split, eb.index, cnt, 0, err)
+                              : sb_batch_fill(&eb.batch, task, split, eb.index, cnt, 0, err);
             if (st != SB_OK)
                 break;
             const int E = eb.batch.E;
@@ -504,7 +504,8 @@ static int file_exists(const char *path)
     return path != NULL && stat(path, &sbuf) == 0;
 }
 
-static sb_status run_failed(sb_train_result *res, const char *status, sb_status st, const sb_error *err)
+static sb_status run_failed(sb_train_result *res, const char *status, sb_status st,
+                            const sb_error *err)
 {
     snprintf(res->status, sizeof res->status, "%s", status);
     snprintf(res->reason, sizeof res->reason, "%s", err != NULL ? err->msg : "");
@@ -528,16 +529,16 @@ typedef struct train_run {
     int64_t start_samples; /* samples consumed before this process (resume) */
 
     /* the plan */
-    int acc_steps;          /* micro-batches per update */
-    int micro;              /* samples per micro-batch */
-    int64_t n_train;        /* training samples (one pass) */
-    int64_t n_micro;        /* micro-batches in the pass */
-    int64_t total_updates;  /* updates in the pass */
-    int64_t eval_every;     /* updates between evaluations */
+    int acc_steps;              /* micro-batches per update */
+    int micro;                  /* samples per micro-batch */
+    int64_t n_train;            /* training samples (one pass) */
+    int64_t n_micro;            /* micro-batches in the pass */
+    int64_t total_updates;      /* updates in the pass */
+    int64_t eval_every;         /* updates between evaluations */
     double sched_total, warmup; /* the schedule's horizon and warm-up, in updates */
-    real loss_scale;        /* 1 / acc_steps (averaged, clean) or 1 (summed, reference) */
-    int64_t first_micro;    /* the first micro-batch of this process (resume) */
-    int64_t patience;       /* early stopping: updates without a better loss */
+    real loss_scale;            /* 1 / acc_steps (averaged, clean) or 1 (summed, reference) */
+    int64_t first_micro;        /* the first micro-batch of this process (resume) */
+    int64_t patience;           /* early stopping: updates without a better loss */
 
     /* buffers of the loop */
     sb_batch batch;
@@ -553,11 +554,11 @@ typedef struct train_run {
     int dropout_on;
     double best_loss;
     int64_t since_best;
-    int stop_early;         /* early stopping has fired: evaluate, save and end */
-    int stopped;            /* --stop_after or a stop request ended the run; res is filled
-                               ("stopped", "interrupted") */
-    int64_t saved_updates;  /* updates done when the checkpoint was last written (-1: never) */
-    double saved_at;        /* when it was (sb_time_now), or when the run began */
+    int stop_early;            /* early stopping has fired: evaluate, save and end */
+    int stopped;               /* --stop_after or a stop request ended the run; res is filled
+                                  ("stopped", "interrupted") */
+    int64_t saved_updates;     /* updates done when the checkpoint was last written (-1: never) */
+    double saved_at;           /* when it was (sb_time_now), or when the run began */
     double train_time, tokens; /* seconds and frames of training steps (evaluation excluded) */
     double sum_loss, sum_acc;  /* over the updates since the last evaluation */
     int n_since_eval;
@@ -610,8 +611,8 @@ static sb_status train_test_pretrained(train_run *r, sb_error *err)
 {
     sb_train_result *res = r->res;
     split_scores s;
-    sb_status st = evaluate_run(r->task, r->m, r->cfg->test_bs, r->budget,
-                                r->opt->arena_block_bytes, &s, err);
+    sb_status st =
+        evaluate_run(r->task, r->m, r->cfg->test_bs, r->budget, r->opt->arena_block_bytes, &s, err);
     if (st != SB_OK)
         return st;
     res->test_loss = s.test_loss;
@@ -621,9 +622,14 @@ static sb_status train_test_pretrained(train_run *r, sb_error *err)
     res->n_evals = 1;
     res->wall_s = sb_time_now() - r->t_start;
     snprintf(res->status, sizeof res->status, "finished");
-    sb_train_event ev = {.kind = SB_EVENT_EVAL, .test_loss = s.test_loss, .test_acc = s.test_acc,
-                         .valid_loss = s.valid_loss, .valid_acc = s.valid_acc,
-                         .loss = (double)NAN, .acc = (double)NAN, .params = res->params,
+    sb_train_event ev = {.kind = SB_EVENT_EVAL,
+                         .test_loss = s.test_loss,
+                         .test_acc = s.test_acc,
+                         .valid_loss = s.valid_loss,
+                         .valid_acc = s.valid_acc,
+                         .loss = (double)NAN,
+                         .acc = (double)NAN,
+                         .params = res->params,
                          .elapsed_s = res->wall_s};
     emit(r->opt, &ev);
     return SB_OK;
@@ -771,13 +777,18 @@ static sb_status train_update(train_run *r, const step_args *sa, int64_t sample,
 /* The progress event of an update; samples: consumed so far. */
 static void train_report_progress(const train_run *r, const step_args *sa, int64_t samples)
 {
-    sb_train_event ev = {.kind = SB_EVENT_PROGRESS, .step = r->updates,
-                         .total_steps = r->total_updates, .samples = samples, .loss = sa->loss,
+    sb_train_event ev = {.kind = SB_EVENT_PROGRESS,
+                         .step = r->updates,
+                         .total_steps = r->total_updates,
+                         .samples = samples,
+                         .loss = sa->loss,
                          .acc = sa->counted > 0 ? (double)sa->correct / (double)sa->counted : 0,
                          .mean_loss = r->pt_loss / (double)r->n_since_point,
                          .mean_acc = r->pt_acc / (double)r->n_since_point,
-                         .lr = r->last_lr, .tokens_per_s = r->tokens / r->train_time,
-                         .elapsed_s = sb_time_now() - r->t_start, .params = r->res->params,
+                         .lr = r->last_lr,
+                         .tokens_per_s = r->tokens / r->train_time,
+                         .elapsed_s = sb_time_now() - r->t_start,
+                         .params = r->res->params,
                          .grad_acc = r->acc_steps};
     ev.eta_s = (double)(r->total_updates - r->updates) * r->train_time /
                (double)(r->updates - r->first_micro / r->acc_steps);
@@ -809,13 +820,22 @@ static sb_status train_save(train_run *r, int64_t samples, sb_error *err)
 static void emit_point(train_run *r, int64_t samples, const split_scores *sc)
 {
     const double loss = r->pt_loss / r->n_since_point, acc = r->pt_acc / r->n_since_point;
-    sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = r->updates,
-                         .total_steps = r->total_updates, .samples = samples, .loss = loss,
-                         .acc = acc, .mean_loss = loss, .mean_acc = acc,
-                         .test_loss = sc->test_loss, .test_acc = sc->test_acc,
-                         .valid_loss = sc->valid_loss, .valid_acc = sc->valid_acc,
-                         .lr = r->last_lr, .tokens_per_s = r->tokens / r->train_time,
-                         .elapsed_s = sb_time_now() - r->t_start, .params = r->res->params,
+    sb_train_event ev = {.kind = SB_EVENT_EVAL,
+                         .step = r->updates,
+                         .total_steps = r->total_updates,
+                         .samples = samples,
+                         .loss = loss,
+                         .acc = acc,
+                         .mean_loss = loss,
+                         .mean_acc = acc,
+                         .test_loss = sc->test_loss,
+                         .test_acc = sc->test_acc,
+                         .valid_loss = sc->valid_loss,
+                         .valid_acc = sc->valid_acc,
+                         .lr = r->last_lr,
+                         .tokens_per_s = r->tokens / r->train_time,
+                         .elapsed_s = sb_time_now() - r->t_start,
+                         .params = r->res->params,
                          .grad_acc = r->acc_steps};
     emit(r->opt, &ev);
     r->pt_loss = r->pt_acc = 0.0;
@@ -858,8 +878,7 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
     emit_point(r, samples, &s);
     r->sum_loss = r->sum_acc = 0.0;
     r->n_since_eval = 0;
-    if (r->opt->ckpt_path != NULL &&
-        (st = train_save(r, samples, err)) != SB_OK)
+    if (r->opt->ckpt_path != NULL && (st = train_save(r, samples, err)) != SB_OK)
         return st;
     r->saved_updates = r->updates;
     r->saved_at = sb_time_now();
@@ -907,7 +926,9 @@ static sb_status train_curve_point(train_run *r, int64_t samples, sb_error *err)
                             SB_EVAL_STREAM, r->opt->arena_block_bytes, &test_loss, &test_acc, err);
     if (st != SB_OK)
         return st;
-    split_scores sc = {.test_loss = test_loss, .test_acc = test_acc, .valid_loss = (double)NAN,
+    split_scores sc = {.test_loss = test_loss,
+                       .test_acc = test_acc,
+                       .valid_loss = (double)NAN,
                        .valid_acc = (double)NAN};
     emit_point(r, samples, &sc);
     return SB_OK;
@@ -993,8 +1014,8 @@ static sb_status train_sharded_micro_batch(train_run *r, int64_t k, int count, s
         memcpy(sb_grad_shards_grad(gs, s), ps->grad, gs->n * sizeof *ps->grad);
     }
     double sum[SB_SHARD_STATS];
-    if ((st = sb_grad_shards_reduce(gs, first_of_update ? NULL : gs->before, ps->grad, sum,
-                                    err)) != SB_OK)
+    if ((st = sb_grad_shards_reduce(gs, first_of_update ? NULL : gs->before, ps->grad, sum, err)) !=
+        SB_OK)
         return st;
     sa->loss = *frames > 0 ? sum[SB_SHARD_LOSS_SUM] / (double)*frames : 0.0;
     sa->loss_sum = sum[SB_SHARD_LOSS_SUM];
@@ -1012,8 +1033,8 @@ static sb_status train_step(train_run *r, int64_t k, sb_error *err)
     for (int i = 0; i < count; i++)
         r->index[i] = first + i;
     int is_update = (k + 1) % r->acc_steps == 0;
-    step_args sa = {.m = r->m, .batch = &r->batch, .loss_scale = r->loss_scale,
-                    .want_acc = is_update};
+    step_args sa = {
+        .m = r->m, .batch = &r->batch, .loss_scale = r->loss_scale, .want_acc = is_update};
     int64_t frames = 0;
     sb_status st = r->have_shards ? train_sharded_micro_batch(r, k, count, &sa, &frames, err)
                                   : train_whole_micro_batch(r, k, count, &sa, &frames, err);
@@ -1141,9 +1162,12 @@ static sb_status train_periodic_checkpoint(train_run *r, int64_t samples, sb_err
  * stopping, --stop_after or a stop request ends the run first. */
 static sb_status train_loop(train_run *r, sb_error *err)
 {
-    sb_train_event ev0 = {.kind = SB_EVENT_START, .total_steps = r->total_updates,
-                          .params = r->res->params, .grad_acc = r->acc_steps,
-                          .step = r->updates, .samples = r->start_samples};
+    sb_train_event ev0 = {.kind = SB_EVENT_START,
+                          .total_steps = r->total_updates,
+                          .params = r->res->params,
+                          .grad_acc = r->acc_steps,
+                          .step = r->updates,
+                          .samples = r->start_samples};
     emit(r->opt, &ev0);
     for (int64_t k = r->first_micro; k < r->n_micro && !r->stop_early && !r->stopped; k++) {
         sb_status st = train_step(r, k, err);
@@ -1169,8 +1193,8 @@ static sb_status train_loop(train_run *r, sb_error *err)
 static sb_status train_final_test(train_run *r, sb_error *err)
 {
     split_scores s;
-    sb_status st = evaluate_run(r->task, r->m, r->cfg->test_bs, r->budget,
-                                r->opt->arena_block_bytes, &s, err);
+    sb_status st =
+        evaluate_run(r->task, r->m, r->cfg->test_bs, r->budget, r->opt->arena_block_bytes, &s, err);
     if (st != SB_OK)
         return st;
     const double test_loss = s.test_loss, test_acc = s.test_acc;
@@ -1184,14 +1208,22 @@ static sb_status train_final_test(train_run *r, sb_error *err)
     r->res->valid_acc = s.valid_acc;
     r->res->n_evals++;
     int64_t samples = r->updates * r->micro * r->acc_steps;
-    sb_train_event ev = {.kind = SB_EVENT_EVAL, .step = r->updates,
+    sb_train_event ev = {.kind = SB_EVENT_EVAL,
+                         .step = r->updates,
                          .total_steps = r->total_updates,
                          .samples = samples < r->n_train ? samples : r->n_train,
-                         .loss = (double)NAN, .acc = (double)NAN, .mean_loss = (double)NAN,
-                         .mean_acc = (double)NAN, .test_loss = test_loss, .test_acc = test_acc,
-                         .valid_loss = s.valid_loss, .valid_acc = s.valid_acc,
-                         .lr = (double)NAN, .tokens_per_s = (double)NAN,
-                         .elapsed_s = sb_time_now() - r->t_start, .params = r->res->params,
+                         .loss = (double)NAN,
+                         .acc = (double)NAN,
+                         .mean_loss = (double)NAN,
+                         .mean_acc = (double)NAN,
+                         .test_loss = test_loss,
+                         .test_acc = test_acc,
+                         .valid_loss = s.valid_loss,
+                         .valid_acc = s.valid_acc,
+                         .lr = (double)NAN,
+                         .tokens_per_s = (double)NAN,
+                         .elapsed_s = sb_time_now() - r->t_start,
+                         .params = r->res->params,
                          .grad_acc = r->acc_steps};
     emit(r->opt, &ev);
     return SB_OK;
@@ -1235,9 +1267,13 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
     st = sb_gemm_configure(cfg, err);
     if (st != SB_OK)
         return run_failed(res, "failed", st, err);
-    train_run r = {.cfg = cfg, .opt = opt, .res = res,
+    train_run r = {.cfg = cfg,
+                   .opt = opt,
+                   .res = res,
                    .budget = opt->mem_budget_gb > 0 ? opt->mem_budget_gb : 4.0,
-                   .t_start = sb_time_now(), .saved_updates = -1, .saved_at = sb_time_now(),
+                   .t_start = sb_time_now(),
+                   .saved_updates = -1,
+                   .saved_at = sb_time_now(),
                    .first_loss = (double)NAN};
 
     st = train_setup(&r, err);
@@ -1278,8 +1314,8 @@ static void dump_forward(sb_graph *g, void *arg)
     a->logits = sb_model_forward(g, a->m, batch_input(g, a->batch));
 }
 
-sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_model *m,
-                              int test_bs, sb_error *err)
+sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_model *m, int test_bs,
+                              sb_error *err)
 {
     int64_t n = sb_task_split_size(task, SB_SPLIT_TEST);
     int B = (int)(n < test_bs ? n : test_bs);

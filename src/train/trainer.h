@@ -28,11 +28,11 @@
 
 #include <stdint.h>
 
-#include "model/model.h"
-#include "train/run_setup.h"
 #include "core/status.h"
+#include "model/model.h"
 #include "task/batch.h"
 #include "task/task.h"
+#include "train/run_setup.h"
 
 typedef enum sb_event_kind {
     SB_EVENT_START,    /* the run is set up: params, grad_acc, updates known */
@@ -42,17 +42,17 @@ typedef enum sb_event_kind {
 
 typedef struct sb_train_event {
     sb_event_kind kind;
-    int64_t step;          /* updates done */
-    int64_t total_steps;   /* updates of the whole run */
-    int64_t samples;       /* training samples consumed */
-    double loss, acc;      /* EVENT_PROGRESS: last micro-batch; EVENT_EVAL: train averages */
+    int64_t step;               /* updates done */
+    int64_t total_steps;        /* updates of the whole run */
+    int64_t samples;            /* training samples consumed */
+    double loss, acc;           /* EVENT_PROGRESS: last micro-batch; EVENT_EVAL: train averages */
     double mean_loss, mean_acc; /* EVENT_PROGRESS: means over the updates since the last
                                    evaluation or learning-curve point (the running training
                                    loss); EVENT_EVAL: as loss, acc */
     double test_loss, test_acc;
     double valid_loss, valid_acc; /* EVENT_EVAL: the validation split's; NaN without one */
-    double lr;             /* learning rate of the last update */
-    double tokens_per_s;   /* training frames per second so far (evaluation excluded) */
+    double lr;                    /* learning rate of the last update */
+    double tokens_per_s;          /* training frames per second so far (evaluation excluded) */
     double elapsed_s, eta_s;
     size_t params;
     int grad_acc;
@@ -61,10 +61,10 @@ typedef struct sb_train_event {
 typedef void (*sb_train_callback)(const sb_train_event *ev, void *user);
 
 typedef struct sb_train_options {
-    int threads;             /* 0: all cores */
-    const char *ckpt_path;   /* where checkpoints go (NULL: none) */
-    int resume;              /* continue from ckpt_path and its optimiser state */
-    double mem_budget_gb;    /* activation memory for a step (grad_acc -1) and evaluation */
+    int threads;           /* 0: all cores */
+    const char *ckpt_path; /* where checkpoints go (NULL: none) */
+    int resume;            /* continue from ckpt_path and its optimiser state */
+    double mem_budget_gb;  /* activation memory for a step (grad_acc -1) and evaluation */
     sb_train_callback callback;
     void *user;
     /* stop at the first checkpoint after this many updates (0: never), with status
@@ -107,7 +107,7 @@ typedef struct sb_train_options {
 } sb_train_options;
 
 typedef struct sb_train_result {
-    char status[16];         /* "finished", "diverged", "failed", "stopped", "interrupted" */
+    char status[16]; /* "finished", "diverged", "failed", "stopped", "interrupted" */
     char reason[SB_ERROR_MSG_MAX];
     double test_acc, test_loss, train_acc, train_loss;
     double valid_acc, valid_loss; /* the last evaluation's validation split; NaN: none */
@@ -116,7 +116,7 @@ typedef struct sb_train_result {
     int64_t steps, samples;
     int grad_acc;
     int n_evals;
-    double gather_s;         /* seconds spent in the all-gather (data-parallel training) */
+    double gather_s; /* seconds spent in the all-gather (data-parallel training) */
 } sb_train_result;
 
 /* Trains (or, with cfg->test_pretrained, only evaluates the checkpoint at
@@ -200,10 +200,9 @@ sb_status sb_train_micro_batch(sb_graph *g, const sb_model *m, const sb_batch *b
 sb_status sb_train_shard_batch(sb_graph *g, const sb_model *m, const sb_batch *b, real loss_scale,
                                int64_t mean_over, double *loss_sum, sb_error *err);
 
-
 /* A safetensors file with the first test batch: inputs [B, T, I], logits [B, T, C] and
  * mask [B, T] (float32), for cross-checks against the reference model. */
-sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_model *m,
-                              int test_bs, sb_error *err);
+sb_status sb_dump_first_batch(const char *path, const sb_task *task, const sb_model *m, int test_bs,
+                              sb_error *err);
 
 #endif

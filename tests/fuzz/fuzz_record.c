@@ -174,9 +174,8 @@ static int acceptable(const sb_external_run *run)
         if (p->step < 0 || p->samples < -1 ||
             (p->split != SB_SPLIT_TRAIN && p->split != SB_SPLIT_TEST &&
              p->split != SB_SPLIT_VALID) ||
-            !amount_ok(p->loss) ||
-            !acc_ok(p->acc) || !amount_ok(p->lr) || !amount_ok(p->tokens_per_s) ||
-            !amount_ok(p->wall_s))
+            !amount_ok(p->loss) || !acc_ok(p->acc) || !amount_ok(p->lr) ||
+            !amount_ok(p->tokens_per_s) || !amount_ok(p->wall_s))
             return 0;
         for (size_t k = 0; k < i; k++)
             if (run->curve[k].step == p->step && run->curve[k].split == p->split)
@@ -354,7 +353,6 @@ static void paths(char *dir, size_t dir_cap, char *db, size_t db_cap)
     fuzz_temp_path("record", ".d", dir, dir_cap);
     snprintf(db, db_cap, "%s/results.db", dir);
 }
-
 
 /* ---- the target ---- */
 

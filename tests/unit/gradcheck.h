@@ -17,9 +17,9 @@
 
 typedef struct gc_input {
     const char *name;
-    sb_tensor tensor;     /* data owned by the harness; grad set during the check; inputs
-                             with requires_grad = 0 are constants: not checked */
-    int allow_zero_grad;  /* the gradient may legitimately be zero everywhere */
+    sb_tensor tensor;    /* data owned by the harness; grad set during the check; inputs
+                            with requires_grad = 0 are constants: not checked */
+    int allow_zero_grad; /* the gradient may legitimately be zero everywhere */
 } gc_input;
 
 /* Builds the computation on graph g from the inputs; returns the output. */
@@ -31,17 +31,17 @@ typedef struct gc_problem {
     int n_inputs;
     gc_fn fn;
     void *ctx;
-    double step;        /* relative finite-difference step: element x moves by
-                           step * max(1, |x|) (default 1e-6) */
-    double rtol, atol;  /* default 1e-6, 1e-8 */
-    int allow_zero_grad;/* bit i: input i (< 32) may have an all-zero gradient (see also
-                           gc_input.allow_zero_grad) */
-    int training;       /* graph->training during the check (dropout with a fixed seed) */
+    double step;         /* relative finite-difference step: element x moves by
+                            step * max(1, |x|) (default 1e-6) */
+    double rtol, atol;   /* default 1e-6, 1e-8 */
+    int allow_zero_grad; /* bit i: input i (< 32) may have an all-zero gradient (see also
+                            gc_input.allow_zero_grad) */
+    int training;        /* graph->training during the check (dropout with a fixed seed) */
 } gc_problem;
 
 /* Adds an input of the given shape filled with U(lo, hi) values from `seed`. */
-sb_tensor *gc_add_input(gc_problem *p, const char *name, int ndim, const int *shape,
-                        double lo, double hi, unsigned seed);
+sb_tensor *gc_add_input(gc_problem *p, const char *name, int ndim, const int *shape, double lo,
+                        double hi, unsigned seed);
 
 /* Runs the check; fails the current cmocka test with the worst element on mismatch.
  * Returns the largest relative error seen. */

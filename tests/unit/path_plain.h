@@ -14,8 +14,8 @@
 /* o[B, T, H, Dh] from q, k, v, w [B, T, H, Dh] and beta [B, T, H]: for each query i the
  * matrix M = H_i H_{i-1} ... H_{j+1} is built as a Dh x Dh product (M <- M H_j after key j),
  * Z_ij = q_i^T M k_j / sqrt(Dh), then a causal softmax times V, all in double. */
-static void path_plain(const real *q, const real *k, const real *v, const real *w,
-                       const real *beta, int B, int T, int H, int Dh, double *o)
+static void path_plain(const real *q, const real *k, const real *v, const real *w, const real *beta,
+                       int B, int T, int H, int Dh, double *o)
 {
     const int ld = H * Dh;
     double *M = malloc((size_t)Dh * Dh * sizeof *M), *Hs = malloc((size_t)Dh * Dh * sizeof *Hs);

@@ -28,9 +28,9 @@
 #include "model/model.h"
 #include "ops/ops.h"
 #include "task/task.h"
+#include "test_util.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
-#include "test_util.h"
 
 static char tmpdir[256];
 
@@ -87,14 +87,13 @@ static void check_outcome(const char *what, long i, const char *mode, sb_status 
     if (st == SB_ERR_IO && jansson_failed && strstr(err->msg, "header is not valid JSON") != NULL)
         jansson_misreported++;
     else if (st != SB_OK && st != SB_ERR_NOMEM)
-        fail_msg("%s, allocation %ld failing (%s): status '%s' (%s), expected out of memory",
-                 what, i, mode, sb_status_name(st), err->msg);
+        fail_msg("%s, allocation %ld failing (%s): status '%s' (%s), expected out of memory", what,
+                 i, mode, sb_status_name(st), err->msg);
     if (st == SB_ERR_NOMEM && err->msg[0] == '\0')
-        fail_msg("%s, allocation %ld failing (%s): out of memory without a message", what, i,
-                 mode);
+        fail_msg("%s, allocation %ld failing (%s): out of memory without a message", what, i, mode);
     if (st == SB_ERR_NOMEM && failed == 0)
-        fail_msg("%s, allocation %ld (%s): out of memory with no allocation failed: %s", what,
-                 i, mode, err->msg);
+        fail_msg("%s, allocation %ld (%s): out of memory with no allocation failed: %s", what, i,
+                 mode, err->msg);
     long live = sb_alloc_live();
     if (live != live_before)
         fail_msg("%s, allocation %ld failing (%s): %ld blocks leaked", what, i, mode,
@@ -147,8 +146,11 @@ static sb_status train_once(const sb_run_config *c, int resume, int64_t stop_aft
 {
     char ckpt[512];
     snprintf(ckpt, sizeof ckpt, "%s/%s.safetensors", tmpdir, c->model);
-    sb_train_options opt = {.threads = 1, .ckpt_path = ckpt, .mem_budget_gb = 1.0,
-                            .resume = resume, .stop_after = stop_after,
+    sb_train_options opt = {.threads = 1,
+                            .ckpt_path = ckpt,
+                            .mem_budget_gb = 1.0,
+                            .resume = resume,
+                            .stop_after = stop_after,
                             .arena_block_bytes = 4096};
     memset(err, 0, sizeof *err);
     return sb_train(c, &opt, res, err);
@@ -216,8 +218,8 @@ static long fail_every_allocation_of_training(const char *model, int resume)
     const char *mode_names[2] = {"once", "always"};
     for (int k = 0; k < 2; k++)
         for (long i = 0; i < n; i++) {
-            snprintf(current_case, sizeof current_case, "%s %s, allocation %ld of %ld (%s)",
-                     model, what, i, n, mode_names[k]);
+            snprintf(current_case, sizeof current_case, "%s %s, allocation %ld of %ld (%s)", model,
+                     what, i, n, mode_names[k]);
             if (resume) {
                 restore_file(&saved[0]);
                 restore_file(&saved[1]);
@@ -298,8 +300,14 @@ static void stream_chunk(sb_graph *g, void *arg)
 static sb_status model_round(const sb_layer_type *type, sb_error *err)
 {
     const int D = type->test_width > 0 ? type->test_width : 8;
-    sb_model_config cfg = {.d_input = I, .d_output = O, .d_model = D, .n_layers = 1,
-                           .d_state = 4, .n_head = 2, .dropout = 0.1, .rope_base = 1000};
+    sb_model_config cfg = {.d_input = I,
+                           .d_output = O,
+                           .d_model = D,
+                           .n_layers = 1,
+                           .d_state = 4,
+                           .n_head = 2,
+                           .dropout = 0.1,
+                           .rope_base = 1000};
     snprintf(cfg.model, sizeof cfg.model, "%s", type->name);
     real x[B * T * I];
     int32_t target[B * T];
@@ -390,8 +398,8 @@ static void test_large_task_under_failures(void **state)
     for (int k = 0; k < 2; k++)
         for (long i = 0; i < n; i++) {
             const char *mode = k == 0 ? "once" : "always";
-            snprintf(current_case, sizeof current_case, "task of vocab 80, allocation %ld of %ld (%s)",
-                     i, n, mode);
+            snprintf(current_case, sizeof current_case,
+                     "task of vocab 80, allocation %ld of %ld (%s)", i, n, mode);
             memset(&err, 0, sizeof err);
             task = NULL;
             sb_alloc_fail_after(i, k == 0 ? SB_ALLOC_FAIL_ONCE : SB_ALLOC_FAIL_ALWAYS);

@@ -66,8 +66,8 @@ static void test_config_errors(void **state)
     assert_error(sb_config_set_key(cfg, "layers", NULL, &err), &err, SB_ERR_INVALID, "value");
     assert_error(sb_config_set_key(NULL, "layers", "2", &err), &err, SB_ERR_INVALID, "cfg");
     char buf[64];
-    assert_error(sb_config_get_key(cfg, "no_such_key", buf, sizeof buf, &err), &err,
-                 SB_ERR_INVALID, "no_such_key");
+    assert_error(sb_config_get_key(cfg, "no_such_key", buf, sizeof buf, &err), &err, SB_ERR_INVALID,
+                 "no_such_key");
     assert_error(sb_config_get_key(cfg, "model", buf, 3, &err), &err, SB_ERR_INVALID, "model");
     /* an unknown model passes set (a string) and is refused by the full check */
     assert_int_equal(sb_config_set_key(cfg, "model", "no_such_model", &err), SB_OK);
@@ -84,13 +84,12 @@ static void test_config_errors(void **state)
     sb_config_free(NULL);
 
     sb_config *parsed = (sb_config *)&err; /* must be reset to NULL on failure */
-    assert_error(sb_config_from_json("{\"layers\": ", &parsed, &err), &err, SB_ERR_INVALID,
-                 "JSON");
+    assert_error(sb_config_from_json("{\"layers\": ", &parsed, &err), &err, SB_ERR_INVALID, "JSON");
     assert_null(parsed);
-    assert_error(sb_config_from_json("{\"no_such_key\": 1}", &parsed, &err), &err,
-                 SB_ERR_INVALID, "no_such_key");
-    assert_error(sb_config_from_json("{\"layers\": \"two\"}", &parsed, &err), &err,
-                 SB_ERR_INVALID, "layers");
+    assert_error(sb_config_from_json("{\"no_such_key\": 1}", &parsed, &err), &err, SB_ERR_INVALID,
+                 "no_such_key");
+    assert_error(sb_config_from_json("{\"layers\": \"two\"}", &parsed, &err), &err, SB_ERR_INVALID,
+                 "layers");
     assert_error(sb_config_from_json(NULL, &parsed, &err), &err, SB_ERR_INVALID, "json");
 }
 
@@ -200,10 +199,10 @@ static void test_config_flags(void **state)
     assert_string_equal(flags, "--model transformer");
     sb_string_free(flags);
     static const char *const settings[][2] = {
-        {"model", "gla"},          {"feat_size", "32"},      {"seed", "7"},
-        {"early_stop", "True"},    {"warmup_steps", "12"},   {"optimizer", "adamw"},
+        {"model", "gla"},          {"feat_size", "32"},       {"seed", "7"},
+        {"early_stop", "True"},    {"warmup_steps", "12"},    {"optimizer", "adamw"},
         {"lr", "0.003"},           {"grammar_scale", "True"}, {"test_dur", "2.5"},
-        {"dist_dur", "lognormal"}, {"same_seed", "False"},   {"task_seed", "11"},
+        {"dist_dur", "lognormal"}, {"same_seed", "False"},    {"task_seed", "11"},
     };
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
         if (sb_config_set_key(cfg, settings[i][0], settings[i][1], &err) != SB_OK)
@@ -241,13 +240,13 @@ static void test_closest_name(void **state)
     (void)state;
     const char *const names[] = {"gla", "gru", "mamba", "mamba2", "transformer", "sweep"};
     int n = (int)(sizeof names / sizeof *names);
-    assert_string_equal(sb_closest_name("glaa", names, n), "gla");      /* one insertion */
+    assert_string_equal(sb_closest_name("glaa", names, n), "gla"); /* one insertion */
     assert_string_equal(sb_closest_name("tarnsformer", names, n), "transformer"); /* 2 edits */
-    assert_string_equal(sb_closest_name("mamb", names, n), "mamba");    /* 1 edit beats 2 */
+    assert_string_equal(sb_closest_name("mamb", names, n), "mamba");        /* 1 edit beats 2 */
     assert_string_equal(sb_closest_name("trans", names, n), "transformer"); /* unique prefix */
     assert_string_equal(sb_closest_name("sweeep", names, n), "sweep");
     assert_null(sb_closest_name("gxa", (const char *const[]){"gla", "gra"}, 2)); /* a tie */
-    assert_null(sb_closest_name("xyzzy", names, n));                    /* nothing near */
+    assert_null(sb_closest_name("xyzzy", names, n));                             /* nothing near */
     assert_null(sb_closest_name("mamba", names, n)); /* an exact name needs no suggestion */
     assert_null(sb_closest_name("", names, n));
     assert_null(sb_closest_name(NULL, names, n));
@@ -293,14 +292,15 @@ static void test_models(void **state)
     assert_string_equal(sb_models_axis_name(4), "memory growth");
     assert_null(sb_models_axis_name(5));
     assert_null(sb_models_axis_name(-1));
-    sb_model_shape shape = {.inputs = 41, .classes = 1601, .width = 256, .layers = 8, .d_state = 128};
+    sb_model_shape shape = {
+        .inputs = 41, .classes = 1601, .width = 256, .layers = 8, .d_state = 128};
     uint64_t params = 0;
     double state_floats = -1;
     assert_int_equal(sb_models_size("gru", &shape, &params, &state_floats, &err), SB_OK);
     assert_int_equal(params, 3584321); /* docs/models/README.md */
     assert_true(state_floats == 256);
-    assert_error(sb_models_size("no_such_model", &shape, &params, NULL, &err), &err,
-                 SB_ERR_INVALID, "no_such_model");
+    assert_error(sb_models_size("no_such_model", &shape, &params, NULL, &err), &err, SB_ERR_INVALID,
+                 "no_such_model");
     assert_non_null(strstr(err.msg, "gru")); /* the known models are listed */
     /* a typo names the model it is closest to */
     assert_error(sb_models_size("glaa", &shape, &params, NULL, &err), &err, SB_ERR_INVALID,
@@ -344,13 +344,14 @@ static void test_task_batch(void **state)
     sb_batch_shape big = shape;
     big.frames += 2;
     big.elements += 1;
-    size_t BT = (size_t)big.batch * (size_t)big.frames, BE = (size_t)big.batch * (size_t)big.elements;
+    size_t BT = (size_t)big.batch * (size_t)big.frames,
+           BE = (size_t)big.batch * (size_t)big.elements;
     float *inputs = malloc(BT * (size_t)big.inputs * sizeof *inputs);
     int32_t *targets = malloc(BT * sizeof *targets), *start = malloc(BE * sizeof *start),
             *len = malloc(BE * sizeof *len);
     uint8_t *valid = malloc(BT);
-    assert_int_equal(sb_task_read_batch(task, SB_SPLIT_TRAIN, index, 3, &big, inputs, targets, valid,
-                                        start, len, &err),
+    assert_int_equal(sb_task_read_batch(task, SB_SPLIT_TRAIN, index, 3, &big, inputs, targets,
+                                        valid, start, len, &err),
                      SB_OK);
     for (int b = 0; b < big.batch; b++) {
         int frames = 0;
@@ -476,9 +477,9 @@ static void test_missing_files(void **state)
                  SB_ERR_IO, "nonexistent-selectivbench.safetensors");
     assert_null(cfg);
     sb_eval_outcome eval;
-    assert_error(sb_evaluate_checkpoint("/nonexistent-selectivbench.safetensors", NULL, 1, &eval,
-                                        &err),
-                 &err, SB_ERR_IO, "nonexistent-selectivbench.safetensors");
+    assert_error(
+        sb_evaluate_checkpoint("/nonexistent-selectivbench.safetensors", NULL, 1, &eval, &err),
+        &err, SB_ERR_IO, "nonexistent-selectivbench.safetensors");
     sb_sweep *sweep = NULL;
     assert_error(sb_sweep_load("/nonexistent-sweep.yaml", &sweep, &err), &err, SB_ERR_IO,
                  "nonexistent-sweep.yaml");
@@ -556,8 +557,8 @@ static void test_results(void **state)
     assert_non_null(json);
     assert_non_null(strstr(json, "\"model\":\"gru\""));
     sb_string_free(json);
-    assert_error(sb_results_config_json(db, "0123456789abcdef", &json, &err), &err,
-                 SB_ERR_INVALID, "0123456789abcdef");
+    assert_error(sb_results_config_json(db, "0123456789abcdef", &json, &err), &err, SB_ERR_INVALID,
+                 "0123456789abcdef");
     assert_null(json);
     double ceiling = rows[0].ceiling, se = (double)NAN;
     assert_int_equal(sb_results_backfill(db, &rows[0], 1, &se, &err), SB_OK);
@@ -595,24 +596,53 @@ static void test_results_external(void **state)
     assert_int_equal(sb_results_path(dir, path, sizeof path, &err), SB_OK);
     sb_config *cfg = NULL;
     assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
-    const char *keys[][2] = {{"amb", "3"},          {"grammar_scale", "True"},
-                             {"train_seqlen_max", "8"}, {"test_seqlen_max", "8"},
-                             {"test_size", "20"},   {"dataset_size", "100"},
+    const char *keys[][2] = {{"amb", "3"},
+                             {"grammar_scale", "True"},
+                             {"train_seqlen_max", "8"},
+                             {"test_seqlen_max", "8"},
+                             {"test_size", "20"},
+                             {"dataset_size", "100"},
                              {"feat_size", "8"}};
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
         assert_int_equal(sb_config_set_key(cfg, keys[k][0], keys[k][1], &err), SB_OK);
     sb_curve_point curve[3] = {
-        {.step = 10, .samples = 640, .split = SB_SPLIT_TEST, .loss = 1.2, .acc = 0.4,
-         .lr = 1e-3, .tokens_per_s = NAN, .wall_s = 1.0},
-        {.step = 10, .samples = 640, .split = SB_SPLIT_TRAIN, .loss = 1.1, .acc = 0.45,
-         .lr = 1e-3, .tokens_per_s = NAN, .wall_s = 1.0},
-        {.step = 20, .samples = 1280, .split = SB_SPLIT_TEST, .loss = 0.9, .acc = 0.6,
-         .lr = 5e-4, .tokens_per_s = 1000, .wall_s = 2.0},
+        {.step = 10,
+         .samples = 640,
+         .split = SB_SPLIT_TEST,
+         .loss = 1.2,
+         .acc = 0.4,
+         .lr = 1e-3,
+         .tokens_per_s = NAN,
+         .wall_s = 1.0},
+        {.step = 10,
+         .samples = 640,
+         .split = SB_SPLIT_TRAIN,
+         .loss = 1.1,
+         .acc = 0.45,
+         .lr = 1e-3,
+         .tokens_per_s = NAN,
+         .wall_s = 1.0},
+        {.step = 20,
+         .samples = 1280,
+         .split = SB_SPLIT_TEST,
+         .loss = 0.9,
+         .acc = 0.6,
+         .lr = 5e-4,
+         .tokens_per_s = 1000,
+         .wall_s = 2.0},
     };
-    sb_external_run run = {.status = "finished", .params = 1234, .state_size = 16,
-                           .test_acc = 0.6, .test_loss = 0.9, .train_acc = NAN,
-                           .train_loss = NAN, .wall_s = 2.5, .tokens_per_s = 1000,
-                           .curve = curve, .n_curve = 3, .code_version = "torch test"};
+    sb_external_run run = {.status = "finished",
+                           .params = 1234,
+                           .state_size = 16,
+                           .test_acc = 0.6,
+                           .test_loss = 0.9,
+                           .train_acc = NAN,
+                           .train_loss = NAN,
+                           .wall_s = 2.5,
+                           .tokens_per_s = 1000,
+                           .curve = curve,
+                           .n_curve = 3,
+                           .code_version = "torch test"};
     char hash[17] = "";
     /* a registry model's name is refused (its size is the library's to count) */
     assert_int_equal(sb_config_set_key(cfg, "model", "gru", &err), SB_OK);
@@ -727,8 +757,12 @@ static void test_claims_where(void **state)
     assert_int_equal(sb_results_path(dir, path, sizeof path, &err), SB_OK);
     sb_config *cfg = NULL;
     assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
-    const char *keys[][2] = {{"amb", "3"}, {"grammar_scale", "True"}, {"train_seqlen_max", "8"},
-                             {"test_seqlen_max", "8"}, {"test_size", "20"}, {"feat_size", "8"}};
+    const char *keys[][2] = {{"amb", "3"},
+                             {"grammar_scale", "True"},
+                             {"train_seqlen_max", "8"},
+                             {"test_seqlen_max", "8"},
+                             {"test_size", "20"},
+                             {"feat_size", "8"}};
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
         assert_int_equal(sb_config_set_key(cfg, keys[k][0], keys[k][1], &err), SB_OK);
     /* gated minus ungated: +0.105 and +0.110 at 100 samples, their negatives at 200 */
@@ -741,9 +775,9 @@ static void test_claims_where(void **state)
             assert_int_equal(sb_config_set_key(cfg, "seed", seed_text, &err), SB_OK);
             double margin = (z == 0 ? 1 : -1) * (0.1 + 0.005 * seed);
             for (int twin = 0; twin < 2; twin++) {
-                assert_int_equal(sb_config_set_key(cfg, "model",
-                                                   twin ? "delta_net" : "gated_delta_net", &err),
-                                 SB_OK);
+                assert_int_equal(
+                    sb_config_set_key(cfg, "model", twin ? "delta_net" : "gated_delta_net", &err),
+                    SB_OK);
                 sb_train_outcome out;
                 memset(&out, 0, sizeof out);
                 snprintf(out.status, sizeof out.status, "finished");
@@ -806,16 +840,24 @@ static void test_train_stop_request(void **state)
     assert_non_null(mkdtemp(dir));
     sb_config *cfg = NULL;
     assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
-    const char *keys[][2] = {{"amb", "3"},          {"grammar_scale", "True"},
-                             {"train_seqlen_max", "8"}, {"test_seqlen_max", "8"},
-                             {"test_size", "20"},     {"dataset_size", "160"},
-                             {"batch_size", "16"},    {"epoch_size", "64"},
-                             {"model", "gru"},        {"feat_size", "8"}};
+    const char *keys[][2] = {{"amb", "3"},
+                             {"grammar_scale", "True"},
+                             {"train_seqlen_max", "8"},
+                             {"test_seqlen_max", "8"},
+                             {"test_size", "20"},
+                             {"dataset_size", "160"},
+                             {"batch_size", "16"},
+                             {"epoch_size", "64"},
+                             {"model", "gru"},
+                             {"feat_size", "8"}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         assert_int_equal(sb_config_set_key(cfg, keys[i][0], keys[i][1], &err), SB_OK);
     int polls = 0;
-    sb_train_settings set = {.results_dir = dir, .save_checkpoint = 1, .threads = 1,
-                             .user = &polls, .should_stop = stop_at_third_poll};
+    sb_train_settings set = {.results_dir = dir,
+                             .save_checkpoint = 1,
+                             .threads = 1,
+                             .user = &polls,
+                             .should_stop = stop_at_third_poll};
     sb_train_outcome out;
     if (sb_train_config(cfg, &set, &out, &err) != SB_OK)
         fail_msg("train: %s", err.msg);
@@ -1019,8 +1061,7 @@ static void test_sweep_axes_cost(void **state)
     sb_sweep_selection_free(sel);
 
     /* a filter narrows the values, and the cost follows */
-    sb_sweep_select_options pick = {.filters = (const char *const[]){"model=gla"},
-                                    .n_filters = 1};
+    sb_sweep_select_options pick = {.filters = (const char *const[]){"model=gla"}, .n_filters = 1};
     assert_int_equal(sb_sweep_select(s, &pick, &sel, &err), SB_OK);
     assert_int_equal(sb_sweep_selection_value_count(sel, 1), 1);
     assert_string_equal(sb_sweep_selection_value(sel, 1, 0), "gla");
@@ -1144,7 +1185,8 @@ static void test_grammar_data_ceiling(void **state)
     sb_grammar_facts f;
     sb_grammar_get_facts(g, &f);
     assert_int_equal(f.vocab, 5);
-    assert_int_equal(f.states, 9); /* the grammar `grammar --vocab 5 --amb 2 --amb_depth 3` prints */
+    assert_int_equal(f.states,
+                     9); /* the grammar `grammar --vocab 5 --amb 2 --amb_depth 3` prints */
     assert_string_equal(sb_grammar_state_name(g, f.states - 1), "#");
     assert_int_equal(sb_grammar_successor_count(g, f.states - 1), 0);
     int edges = 0;
@@ -1245,15 +1287,14 @@ int main(int argc, char **argv)
 {
     worker_exe = argc > 1 ? argv[1] : NULL; /* the selectivbench command, for sb_sweep_run */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_version),     cmocka_unit_test(test_config_errors),
-        cmocka_unit_test(test_config_keys), cmocka_unit_test(test_models),
+        cmocka_unit_test(test_version),      cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_config_keys),  cmocka_unit_test(test_models),
         cmocka_unit_test(test_closest_name), cmocka_unit_test(test_config_flags),
-        cmocka_unit_test(test_task_batch),  cmocka_unit_test(test_missing_files),
-        cmocka_unit_test(test_results),     cmocka_unit_test(test_results_external),
-        cmocka_unit_test(test_claims_where),
-        cmocka_unit_test(test_train_stop_request),     cmocka_unit_test(test_sweep),
-        cmocka_unit_test(test_sweep_axes_cost),
-        cmocka_unit_test(test_sweep_run),   cmocka_unit_test(test_grammar_data_ceiling),
+        cmocka_unit_test(test_task_batch),   cmocka_unit_test(test_missing_files),
+        cmocka_unit_test(test_results),      cmocka_unit_test(test_results_external),
+        cmocka_unit_test(test_claims_where), cmocka_unit_test(test_train_stop_request),
+        cmocka_unit_test(test_sweep),        cmocka_unit_test(test_sweep_axes_cost),
+        cmocka_unit_test(test_sweep_run),    cmocka_unit_test(test_grammar_data_ceiling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

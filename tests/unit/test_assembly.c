@@ -127,13 +127,12 @@ static void check_exact(const sb_task *task, const sb_sample *s, const json_t *r
             id != json_integer_value(json_array_get(e, 1)) ||
             zeros != json_integer_value(json_array_get(e, 2)) ||
             (size_t)n_ins != json_array_size(inserted))
-            fail_msg("%s element %d: [%d, %d, %d, %d distractors], expected [%lld, %lld, %lld, "
-                     "%zu]",
-                     what, k, cls, id, zeros, n_ins,
-                     (long long)json_integer_value(json_array_get(e, 0)),
-                     (long long)json_integer_value(json_array_get(e, 1)),
-                     (long long)json_integer_value(json_array_get(e, 2)),
-                     json_array_size(inserted));
+            fail_msg(
+                "%s element %d: [%d, %d, %d, %d distractors], expected [%lld, %lld, %lld, "
+                "%zu]",
+                what, k, cls, id, zeros, n_ins, (long long)json_integer_value(json_array_get(e, 0)),
+                (long long)json_integer_value(json_array_get(e, 1)),
+                (long long)json_integer_value(json_array_get(e, 2)), json_array_size(inserted));
         for (int r = 0; r < n_ins; r++) {
             int got = s->gap_class[next++];
             if (got != json_integer_value(json_array_get(inserted, (size_t)r)))
@@ -149,7 +148,7 @@ static void test_reference_stream_exact(void **state)
     size_t ci;
     json_t *c;
     int n_checked = 0;
-    json_array_foreach(json_object_get(vectors, "cases"), ci, c) {
+    json_array_foreach (json_object_get(vectors, "cases"), ci, c) {
         sb_split split;
         sb_task_config cfg = case_config(c, SB_GAP_RNG_REFERENCE, &split);
         sb_task *task = NULL;
@@ -182,7 +181,7 @@ static void test_derived_stream_structure(void **state)
     (void)state;
     size_t ci;
     json_t *c;
-    json_array_foreach(json_object_get(vectors, "cases"), ci, c) {
+    json_array_foreach (json_object_get(vectors, "cases"), ci, c) {
         sb_split split;
         sb_task_config cfg = case_config(c, SB_GAP_RNG_DERIVED, &split);
         sb_task *task = NULL;
@@ -192,9 +191,8 @@ static void test_derived_stream_structure(void **state)
         int deterministic = split == SB_SPLIT_TEST && cfg.gap_prob >= 1.0 && !cfg.grammar_gap;
         sb_sample s;
         assert_int_equal(sb_sample_alloc(task, &s, &err), SB_OK);
-        int max_gap = (int)ceil((split == SB_SPLIT_TRAIN ? cfg.train_gap_max
-                                                         : sb_task_test_duration(task)) /
-                                0.1);
+        int max_gap = (int)ceil(
+            (split == SB_SPLIT_TRAIN ? cfg.train_gap_max : sb_task_test_duration(task)) / 0.1);
         int64_t gaps_total = 0;
         for (int64_t idx = 0; idx < 200; idx++) {
             assert_int_equal(sb_task_sample(task, split, idx, &s, &err), SB_OK);
@@ -220,7 +218,7 @@ static void test_derived_stream_structure(void **state)
         if (deterministic) {
             size_t r;
             json_t *ref;
-            json_array_foreach(json_object_get(c, "samples"), r, ref) {
+            json_array_foreach (json_object_get(c, "samples"), r, ref) {
                 int64_t idx = json_integer_value(json_object_get(ref, "idx"));
                 assert_int_equal(sb_task_sample(task, split, idx, &s, &err), SB_OK);
                 check_exact(task, &s, ref, "derived stream, fixed test gaps");
@@ -295,9 +293,8 @@ static void test_clean_protocol_is_disjoint(void **state)
     assert_int_equal(sb_sample_alloc(task, &a, &err), SB_OK);
     assert_int_equal(sb_sample_alloc(task, &b, &err), SB_OK);
     assert_int_equal(sb_task_sample(task, SB_SPLIT_TEST, 3, &a, &err), SB_OK);
-    assert_int_equal(sb_sampler_generate(&task->sampler[SB_SPLIT_TRAIN], 103, b.state, NULL,
-                                         NULL, &err),
-                     SB_OK);
+    assert_int_equal(
+        sb_sampler_generate(&task->sampler[SB_SPLIT_TRAIN], 103, b.state, NULL, NULL, &err), SB_OK);
     assert_memory_equal(a.state, b.state, 30 * sizeof *a.state);
     sb_sample_free(&a);
     sb_sample_free(&b);

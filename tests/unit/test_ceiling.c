@@ -375,12 +375,12 @@ static void test_brute_force_plain(void **state)
     (void)state;
     static const int grid[][6] = {
         /* V, amb, d, seed, lo, hi */
-        {5, 2, 2, 1, 1, 7},  {5, 2, 2, 1, 4, 8}, {5, 2, 3, 2, 2, 7}, {4, 2, 2, 3, 1, 8},
-        {6, 3, 2, 4, 3, 7},  {5, 1, 3, 5, 1, 9},
+        {5, 2, 2, 1, 1, 7}, {5, 2, 2, 1, 4, 8}, {5, 2, 3, 2, 2, 7},
+        {4, 2, 2, 3, 1, 8}, {6, 3, 2, 4, 3, 7}, {5, 1, 3, 5, 1, 9},
     };
     for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
-        sb_task_config cfg = tiny_config(grid[i][0], grid[i][1], grid[i][2],
-                                         (uint64_t)grid[i][3], grid[i][4], grid[i][5], 12);
+        sb_task_config cfg = tiny_config(grid[i][0], grid[i][1], grid[i][2], (uint64_t)grid[i][3],
+                                         grid[i][4], grid[i][5], 12);
         check_against_brute_force(&cfg, 12);
     }
 }
@@ -390,7 +390,9 @@ static void test_brute_force_distractors(void **state)
 {
     (void)state;
     static const int grid[][6] = {
-        {5, 2, 2, 1, 1, 7}, {6, 3, 2, 4, 2, 7}, {5, 2, 3, 2, 1, 7},
+        {5, 2, 2, 1, 1, 7},
+        {6, 3, 2, 4, 2, 7},
+        {5, 2, 3, 2, 1, 7},
     };
     static const double durations[] = {0.1, 0.2};
     for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
@@ -413,8 +415,8 @@ static void test_brute_force_distractors(void **state)
                   c.bayes_model_realized_acc <= r_hi + 1e-12))
                 fail_msg("grid %zu dur %g: ideal model %.15f / %.15f, brute force [%.15f, "
                          "%.15f] / [%.15f, %.15f]",
-                         i, durations[d], c.bayes_model_acc, c.bayes_model_realized_acc, e_lo,
-                         e_hi, r_lo, r_hi);
+                         i, durations[d], c.bayes_model_acc, c.bayes_model_realized_acc, e_lo, e_hi,
+                         r_lo, r_hi);
             assert_true(c.bayes_model_acc <= c.expected_acc + 1e-12);
             printf("  grid %zu dur %g: bayes_model_acc %.6f in [%.6f, %.6f], expected_acc "
                    "%.6f\n",
@@ -736,11 +738,14 @@ static void test_walks_brute_force(void **state)
     (void)state;
     static const int grid[][7] = {
         /* V, amb, d, seed, lo, hi, walk_len */
-        {5, 2, 2, 1, 1, 7, 4}, {5, 2, 3, 2, 2, 7, 3}, {6, 3, 2, 4, 3, 7, 4}, {5, 1, 3, 5, 1, 9, 5},
+        {5, 2, 2, 1, 1, 7, 4},
+        {5, 2, 3, 2, 2, 7, 3},
+        {6, 3, 2, 4, 3, 7, 4},
+        {5, 1, 3, 5, 1, 9, 5},
     };
     for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
-        sb_task_config cfg = tiny_config(grid[i][0], grid[i][1], grid[i][2],
-                                         (uint64_t)grid[i][3], grid[i][4], grid[i][5], 8);
+        sb_task_config cfg = tiny_config(grid[i][0], grid[i][1], grid[i][2], (uint64_t)grid[i][3],
+                                         grid[i][4], grid[i][5], 8);
         cfg.walk_len = grid[i][6];
         check_walks_against_brute_force(&cfg, 8);
     }

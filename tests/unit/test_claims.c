@@ -4,8 +4,8 @@
  * are not tested at this scale, (d) several test gaps of one training are one unit, (e) a
  * setting chosen on validation differs from the one the test would pick, and the verdict
  * takes validation's. Then: contradicted, Holm across slices, equivalence, attention's task
- * check, attention's growth with the memory demand, pairs that differ on two axes are not pairs, runs that do not count, the registry
- * classified; and the statistics against known values. */
+ * check, attention's growth with the memory demand, pairs that differ on two axes are not pairs,
+ * runs that do not count, the registry classified; and the statistics against known values. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -58,15 +58,16 @@ static void check_grammar_file(const char *file)
     json_t *ref = test_load_json(rel);
     json_t *c = json_object_get(ref, "config");
     char args[512];
-    snprintf(args, sizeof args, "grammar --vocab %lld --amb %lld --amb_depth %lld --seed %lld --json",
+    snprintf(args, sizeof args,
+             "grammar --vocab %lld --amb %lld --amb_depth %lld --seed %lld --json",
              (long long)json_integer_value(json_object_get(c, "alphabet_size")),
              (long long)json_integer_value(json_object_get(c, "ambiguities")),
              (long long)json_integer_value(json_object_get(c, "ambiguity_depth")),
              (long long)json_integer_value(json_object_get(c, "seed")));
     json_t *got = run_json(args);
-    static const char *exact[] = {"python_seed", "grammar_attempts", "num_states", "states",
-                                  "start_states", "num_transitions", "successors", "out_prob",
-                                  "d_output", "state_ids"};
+    static const char *exact[] = {"python_seed",  "grammar_attempts", "num_states", "states",
+                                  "start_states", "num_transitions",  "successors", "out_prob",
+                                  "d_output",     "state_ids"};
     for (size_t i = 0; i < sizeof exact / sizeof *exact; i++) {
         char where[300];
         snprintf(where, sizeof where, "%s: %s", file, exact[i]);
@@ -79,7 +80,7 @@ static void check_grammar_file(const char *file)
      * informative in the files: they give the effective sizes) */
     const char *key;
     json_t *val;
-    json_object_foreach(c, key, val) {
+    json_object_foreach (c, key, val) {
         if (strcmp(key, "grammar_scale") == 0)
             continue;
         char where[300];
@@ -94,7 +95,7 @@ static void check_grammar_file(const char *file)
     /* samples through `data --samples --json` */
     size_t si;
     json_t *set;
-    json_array_foreach(json_object_get(ref, "sample_sets"), si, set) {
+    json_array_foreach (json_object_get(ref, "sample_sets"), si, set) {
         char dargs[768];
         size_t n = json_array_size(json_object_get(set, "samples"));
         snprintf(dargs, sizeof dargs,
@@ -107,8 +108,7 @@ static void check_grammar_file(const char *file)
                  (long long)json_integer_value(json_object_get(c, "seed")),
                  (long long)json_integer_value(json_object_get(set, "seq_len_min")),
                  (long long)json_integer_value(json_object_get(set, "seq_len_max")),
-                 (long long)json_integer_value(json_object_get(set, "combined_seq_length")),
-                 n - 1);
+                 (long long)json_integer_value(json_object_get(set, "combined_seq_length")), n - 1);
         json_t *samples = run_json(dargs);
         char where[300];
         snprintf(where, sizeof where, "%s sample set %zu", file, si);
@@ -126,7 +126,7 @@ static void test_grammar_and_samples_json(void **state)
     json_t *index = test_load_json("reference/index.json");
     size_t i;
     json_t *f;
-    json_array_foreach(json_object_get(index, "files"), i, f)
+    json_array_foreach (json_object_get(index, "files"), i, f)
         check_grammar_file(json_string_value(json_object_get(f, "file")));
     json_decref(index);
 }

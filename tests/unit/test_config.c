@@ -87,8 +87,8 @@ static void test_every_key_round_trips(void **state)
             sb_config_format(&c, q, a, sizeof a);
             sb_config_format(&back, q, b, sizeof b);
             if (strcmp(a, b) != 0)
-                fail_msg("after --%s %s: JSON key %s wrote %s, read %s", k->name, want, q->name,
-                         a, b);
+                fail_msg("after --%s %s: JSON key %s wrote %s, read %s", k->name, want, q->name, a,
+                         b);
         }
         char *text2 = sb_run_config_json_string(&back, 0);
         assert_string_equal(text, text2);

@@ -159,8 +159,8 @@ static void fill(real *x, size_t n, unsigned seed, double lo, double hi)
 
 /* fla's naive_recurrent_kda for one (b, h): S *= exp(g); S += beta k (v - S^T k)^T;
  * o = scale S^T q. q, k, g rows of stride H K, v and o of stride H V, beta of stride H. */
-static void naive_kda(const real *q, const real *k, const real *v, const real *g,
-                      const real *beta, double scale, double *o)
+static void naive_kda(const real *q, const real *k, const real *v, const real *g, const real *beta,
+                      double scale, double *o)
 {
     double S[RK][RV] = {{0}};
     for (int t = 0; t < RT; t++) {
@@ -481,16 +481,17 @@ static void set_formula_weights(sb_model *m)
     for (int ti = 0; ti < m->params.n; ti++) {
         sb_param *p = &m->params.p[ti];
         const size_t len = strlen(p->name);
-        const int norm_weight = strstr(p->name, "norm") != NULL && len >= 6 &&
-                                strcmp(p->name + len - 6, "weight") == 0;
+        const int norm_weight =
+            strstr(p->name, "norm") != NULL && len >= 6 && strcmp(p->name + len - 6, "weight") == 0;
         for (size_t j = 0; j < p->size; j++)
             p->tensor.data[j] = 0.2 * sin(0.7 * (double)j + 1.3 * ti + 0.2) + (norm_weight ? 1 : 0);
     }
 }
 
 /* RWKV-7: the initial values include orthogonal matrices (a QR that rounds differently from
- * LAPACK's float32 one: ~5e-8 absolute), so sums are compared to 1e-6 and first values to 1e-4 relative; the layer's output is zero at
- * init (o_proj = 0), so the logits are compared with the formula weights. */
+ * LAPACK's float32 one: ~5e-8 absolute), so sums are compared to 1e-6 and first values to 1e-4
+ * relative; the layer's output is zero at init (o_proj = 0), so the logits are compared with the
+ * formula weights. */
 static void test_rwkv7_mimic(void **state)
 {
     (void)state;
@@ -511,9 +512,10 @@ static void test_rwkv7_mimic(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dplr_grad),       cmocka_unit_test(test_dplr_block_length),
-        cmocka_unit_test(test_dplr_vs_naive),   cmocka_unit_test(test_dplr_stream),
-        cmocka_unit_test(test_blocks_grad),     cmocka_unit_test(test_rwkv_blocks_grad),     cmocka_unit_test(test_kda_mimic),       cmocka_unit_test(test_rwkv7_mimic),
+        cmocka_unit_test(test_dplr_grad),     cmocka_unit_test(test_dplr_block_length),
+        cmocka_unit_test(test_dplr_vs_naive), cmocka_unit_test(test_dplr_stream),
+        cmocka_unit_test(test_blocks_grad),   cmocka_unit_test(test_rwkv_blocks_grad),
+        cmocka_unit_test(test_kda_mimic),     cmocka_unit_test(test_rwkv7_mimic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

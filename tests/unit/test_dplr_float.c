@@ -80,7 +80,8 @@ static void test_dplr_float_vs_double(void **state)
                     z[x] += (double)a[c] * P[c][x];
             for (int c = 0; c < K; c++)
                 for (int x = 0; x < V; x++)
-                    S[c][x] = exp((double)w[c]) * S[c][x] + (double)b[c] * z[x] + (double)k[c] * (double)v[x];
+                    S[c][x] = exp((double)w[c]) * S[c][x] + (double)b[c] * z[x] +
+                              (double)k[c] * (double)v[x];
             for (int x = 0; x < V; x++) {
                 double r = 0;
                 for (int c = 0; c < K; c++)
@@ -113,8 +114,8 @@ static void test_rwkv7_mimic_float(void **state)
     for (int ti = 0; ti < m->params.n; ti++) {
         sb_param *p = &m->params.p[ti];
         const size_t len = strlen(p->name);
-        const int nw = strstr(p->name, "norm") != NULL && len >= 6 &&
-                       strcmp(p->name + len - 6, "weight") == 0;
+        const int nw =
+            strstr(p->name, "norm") != NULL && len >= 6 && strcmp(p->name + len - 6, "weight") == 0;
         for (size_t j = 0; j < p->size; j++)
             p->tensor.data[j] = (real)(0.2 * sin(0.7 * (double)j + 1.3 * ti + 0.2) + (nw ? 1 : 0));
     }

@@ -31,11 +31,11 @@
 
 #include <cmocka.h>
 
-#include "model_checks.h"
-#include "train/checkpoint.h"
 #include "model/model.h"
+#include "model_checks.h"
 #include "ops/ops.h"
 #include "test_util.h"
+#include "train/checkpoint.h"
 #ifdef SB_REAL_DOUBLE
 #include "gradcheck.h"
 #endif

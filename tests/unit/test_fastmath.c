@@ -80,8 +80,8 @@ static void test_exp_special_inputs(void **state)
     assert_true(ulp_distance(sb_fexp(88.0f), (float)exp(88.0)) <= 2);
     assert_true(sb_fexp(-87.3365f) > 0.0f && sb_fexp(-87.3365f) < 1.2e-38f);
     /* zeros, denormals and the smallest normal: exactly 1 */
-    const float tiny[] = {0.0f, -0.0f, denormal, -denormal, FLT_TRUE_MIN, -FLT_TRUE_MIN,
-                          FLT_MIN, -FLT_MIN};
+    const float tiny[] = {0.0f,         -0.0f,         denormal, -denormal,
+                          FLT_TRUE_MIN, -FLT_TRUE_MIN, FLT_MIN,  -FLT_MIN};
     for (size_t i = 0; i < sizeof tiny / sizeof *tiny; i++)
         if (!(sb_fexp(tiny[i]) == 1.0f))
             fail_msg("exp(%g) = %.9g, expected 1", (double)tiny[i], (double)sb_fexp(tiny[i]));
@@ -100,8 +100,8 @@ static void test_exp_shift_mixed_row(void **state)
 {
     (void)state;
     enum { N = 37 };
-    const float kinds[] = {NAN, INFINITY, -INFINITY, FLT_MAX, -FLT_MAX, 1e30f, -1e30f, 1e-40f,
-                           0.5f, -3.0f, 88.5f, -90.0f};
+    const float kinds[] = {NAN,    INFINITY, -INFINITY, FLT_MAX, -FLT_MAX, 1e30f,
+                           -1e30f, 1e-40f,   0.5f,      -3.0f,   88.5f,    -90.0f};
     const int n_kinds = (int)(sizeof kinds / sizeof *kinds);
     float x[N], in[N];
     for (int i = 0; i < N; i++)
@@ -109,9 +109,11 @@ static void test_exp_shift_mixed_row(void **state)
     float sum = sb_vexp_shift(x, N, 0.0f);
     assert_true(isnan(sum)); /* a NaN in the row makes the sum NaN */
     for (int i = 0; i < N; i++) {
-        float want = isnan(in[i]) ? NAN : in[i] > 88.0f ? INFINITY : in[i] < -87.3365f ? 0.0f
-                                                                   : (float)exp((double)in[i]);
-        int ok = isnan(want) ? isnan(x[i])
+        float want = isnan(in[i])        ? NAN
+                     : in[i] > 88.0f     ? INFINITY
+                     : in[i] < -87.3365f ? 0.0f
+                                         : (float)exp((double)in[i]);
+        int ok = isnan(want)   ? isnan(x[i])
                  : isinf(want) ? x[i] == want
                                : ulp_distance(x[i], want) <= 2;
         if (!ok)
@@ -150,13 +152,13 @@ static void test_kernel_exps_special_inputs(void **state)
     assert_true(isnan(ssm_sigmoid(NAN)));
     const float high[] = {INFINITY, FLT_MAX, 1e30f, 89.0f};
     for (size_t i = 0; i < sizeof high / sizeof *high; i++) {
-        assert_true(ssm_exp(high[i]) == exp88);     /* clamped at 88 */
+        assert_true(ssm_exp(high[i]) == exp88); /* clamped at 88 */
         assert_true(fla_exp(high[i]) == fla_exp(88.0f));
         assert_true(ssm_sigmoid(high[i]) == 1.0f);
     }
     const float low[] = {-INFINITY, -FLT_MAX, -1e30f, -88.0f};
     for (size_t i = 0; i < sizeof low / sizeof *low; i++) {
-        assert_true(ssm_exp(low[i]) == exp_m87);    /* clamped at -87, still normal */
+        assert_true(ssm_exp(low[i]) == exp_m87); /* clamped at -87, still normal */
         assert_true(fla_exp(low[i]) == 0.0f);
         assert_true(ssm_sigmoid(low[i]) >= 0.0f && ssm_sigmoid(low[i]) < 1e-34f);
     }

@@ -43,9 +43,15 @@ static void axes_of(const double *x, const double *y, int n, int logx, int yfrac
                     sb_plot_axis *xa, sb_plot_axis *ya)
 {
     sb_plot_series s = {.label = "m", .n = n, .x = x, .y = y};
-    sb_plot p = {.title = "t", .xlabel = "parameters (millions)", .ylabel = "test accuracy",
-                 .logx = logx, .ymin = (double)NAN, .ymax = (double)NAN, .n_series = 1,
-                 .series = &s, .yfraction = yfraction};
+    sb_plot p = {.title = "t",
+                 .xlabel = "parameters (millions)",
+                 .ylabel = "test accuracy",
+                 .logx = logx,
+                 .ymin = (double)NAN,
+                 .ymax = (double)NAN,
+                 .n_series = 1,
+                 .series = &s,
+                 .yfraction = yfraction};
     sb_plot_axes(&p, xa, ya);
 }
 
@@ -188,15 +194,24 @@ static void add_run(const char *db_path, const sb_run_config *c, int64_t params,
     sb_run_config_hash(c, 0, hash);
     char *json = sb_run_config_json_string(c, 0);
     assert_non_null(json);
-    sb_run_info run = {.hash = hash, .config_json = json, .model = c->model,
-                       .protocol = "reference", .params = params, .state_size = -1,
+    sb_run_info run = {.hash = hash,
+                       .config_json = json,
+                       .model = c->model,
+                       .protocol = "reference",
+                       .params = params,
+                       .state_size = -1,
                        .flops_per_token = (double)NAN};
     int64_t id = -1;
     if (sb_results_run_begin(db, &run, &id, &err) != SB_OK)
         fail_msg("run_begin: %s", err.msg);
     for (int e = 1; e <= 3; e++) {
-        sb_eval_row row = {.step = 2 * e, .samples = 32 * e, .split = SB_SPLIT_TEST, .loss = 1.0 / e,
-                           .acc = acc - 0.1 * (3 - e), .lr = c->lr, .tokens_per_s = (double)NAN,
+        sb_eval_row row = {.step = 2 * e,
+                           .samples = 32 * e,
+                           .split = SB_SPLIT_TEST,
+                           .loss = 1.0 / e,
+                           .acc = acc - 0.1 * (3 - e),
+                           .lr = c->lr,
+                           .tokens_per_s = (double)NAN,
                            .wall_s = e};
         if (sb_results_add_eval(db, id, &row, &err) != SB_OK)
             fail_msg("add_eval: %s", err.msg);
@@ -251,7 +266,7 @@ static void check_figures(json_t *root, int *n_accuracy, int *n_curves)
     *n_accuracy = *n_curves = 0;
     size_t i;
     json_t *f;
-    json_array_foreach(figures, i, f) {
+    json_array_foreach (figures, i, f) {
         const char *name = json_string_value(json_object_get(f, "name"));
         const char *kind = json_string_value(json_object_get(f, "kind"));
         assert_non_null(name);
@@ -266,7 +281,7 @@ static void check_figures(json_t *root, int *n_accuracy, int *n_curves)
             int chance = 0, ceiling = 0;
             size_t r;
             json_t *label;
-            json_array_foreach(refs, r, label) {
+            json_array_foreach (refs, r, label) {
                 chance += strncmp(json_string_value(label), "chance", 6) == 0;
                 ceiling += strncmp(json_string_value(label), "ceiling", 7) == 0;
             }
@@ -282,7 +297,7 @@ static int listed_other(json_t *root, const char *hash)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(root, "other_runs"), i, r)
+    json_array_foreach (json_object_get(root, "other_runs"), i, r)
         if (strcmp(json_string_value(json_object_get(r, "run")), hash) == 0)
             return 1;
     return 0;
@@ -322,7 +337,7 @@ static void test_report_one_run(void **state)
     assert_int_equal(sum.runs_other, 1);
     int n_acc, n_curves;
     check_figures(root, &n_acc, &n_curves);
-    assert_int_equal(n_acc, 0);   /* not filed under "Task 1a" */
+    assert_int_equal(n_acc, 0);    /* not filed under "Task 1a" */
     assert_int_equal(n_curves, 1); /* other_curves */
     assert_true(listed_other(root, hash));
     char md[700];

@@ -21,8 +21,14 @@
 /* Forward and backward of one model; returns a malloc'd array: logits, loss, grads. */
 static double *run_model(const char *name, size_t *count)
 {
-    sb_model_config mc = {.d_input = 9, .d_output = 13, .d_model = 32, .n_layers = 2,
-                          .d_state = 8, .n_head = 4, .dropout = 0.2, .rope_base = 1000};
+    sb_model_config mc = {.d_input = 9,
+                          .d_output = 13,
+                          .d_model = 32,
+                          .n_layers = 2,
+                          .d_state = 8,
+                          .n_head = 4,
+                          .dropout = 0.2,
+                          .rope_base = 1000};
     snprintf(mc.model, sizeof mc.model, "%s", name);
     sb_model *m = NULL;
     sb_error err = {0};

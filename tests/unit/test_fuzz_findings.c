@@ -145,8 +145,9 @@ static void test_results_null_split(void **state)
     assert_int_equal(sqlite3_exec(raw, damage, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(raw);
     assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(raw, "PRAGMA ignore_check_constraints = ON;"
-                                       "UPDATE evaluations SET split = NULL;",
+    assert_int_equal(sqlite3_exec(raw,
+                                  "PRAGMA ignore_check_constraints = ON;"
+                                  "UPDATE evaluations SET split = NULL;",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     assert_true(sqlite3_changes(raw) > 0);

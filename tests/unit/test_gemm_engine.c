@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmocka.h>
 #include "tensor/gemm_engine.h"
 #include "test_util.h"
 #include "train/trainer.h"
+#include <cmocka.h>
 
 static char tmpdir[256];
 
@@ -150,7 +150,7 @@ static void test_engine_table(void **state)
     const sb_gemm_kind big = dnnl ? SB_GEMM_ONEDNN : SB_GEMM_OPENBLAS;
     assert_int_equal(sb_gemm_engine_set(SB_GEMM_AUTO, 0, &err), SB_OK);
     assert_string_equal(sb_gemm_table_name(), dnnl ? SB_GEMM_TABLE_AUTO : "openblas");
-    assert_int_equal(sb_gemm_engine_for(200, 200, 200), big);     /* exactly 16 MFLOP */
+    assert_int_equal(sb_gemm_engine_for(200, 200, 200), big); /* exactly 16 MFLOP */
     assert_int_equal(sb_gemm_engine_for(200, 200, 199), SB_GEMM_OPENBLAS);
     assert_int_equal(sb_gemm_engine_for(6400, 1601, 128), big);
     assert_int_equal(sb_gemm_engine_for(7, 5, 3), SB_GEMM_OPENBLAS);
@@ -385,11 +385,10 @@ static void test_training_each_engine(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_engines_agree),  cmocka_unit_test(test_reproducible),
-        cmocka_unit_test(test_onednn_request), cmocka_unit_test(test_engine_table),
-        cmocka_unit_test(test_nothing_measured), cmocka_unit_test(test_fingerprint),
-        cmocka_unit_test(test_training_each_engine),
-        cmocka_unit_test(test_training_bf16),
+        cmocka_unit_test(test_engines_agree),        cmocka_unit_test(test_reproducible),
+        cmocka_unit_test(test_onednn_request),       cmocka_unit_test(test_engine_table),
+        cmocka_unit_test(test_nothing_measured),     cmocka_unit_test(test_fingerprint),
+        cmocka_unit_test(test_training_each_engine), cmocka_unit_test(test_training_bf16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

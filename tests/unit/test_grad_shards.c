@@ -27,10 +27,10 @@
 
 #include "model/model.h"
 #include "task/batch.h"
+#include "test_util.h"
 #include "train/grad_shards.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
-#include "test_util.h"
 
 enum { MICRO = 16 };
 
@@ -202,10 +202,9 @@ static void test_shards_add_up_to_the_batch(void **state)
                 for (int with_start = 0; with_start <= 1; with_start++) {
                     /* the largest exchange: every shard (gathering), or W x W blocks of
                      * K / W slices (all-to-all: about K gradients) */
-                    fake_world world = {.W = W, .board_bytes = (size_t)(K + W) * (n + W) *
-                                                                   sizeof(real) +
-                                                               (size_t)K * SB_SHARD_STATS *
-                                                                   sizeof(double)};
+                    fake_world world = {.W = W,
+                                        .board_bytes = (size_t)(K + W) * (n + W) * sizeof(real) +
+                                                       (size_t)K * SB_SHARD_STATS * sizeof(double)};
                     world.board = malloc(world.board_bytes);
                     assert_non_null(world.board);
                     pthread_barrier_init(&world.barrier, NULL, (unsigned)W);
@@ -213,7 +212,9 @@ static void test_shards_add_up_to_the_batch(void **state)
                     fake_rank ranks[MAX_WORLD];
                     pthread_t threads[MAX_WORLD];
                     for (int r = 0; r < W; r++) {
-                        ranks[r] = (fake_rank){.world = &world, .rank = r, .gs = &gs[r],
+                        ranks[r] = (fake_rank){.world = &world,
+                                               .rank = r,
+                                               .gs = &gs[r],
                                                .start = with_start ? start : NULL};
                         ranks[r].grad = malloc(n * sizeof(real));
                         assert_non_null(ranks[r].grad);
@@ -233,9 +234,8 @@ static void test_shards_add_up_to_the_batch(void **state)
                         }
                     }
                     for (int r = 0; r < W; r++)
-                        assert_int_equal(pthread_create(&threads[r], NULL, reduce_on_rank,
-                                                        &ranks[r]),
-                                         0);
+                        assert_int_equal(
+                            pthread_create(&threads[r], NULL, reduce_on_rank, &ranks[r]), 0);
                     for (int r = 0; r < W; r++)
                         pthread_join(threads[r], NULL);
                     for (int r = 0; r < W; r++) {
@@ -248,16 +248,17 @@ static void test_shards_add_up_to_the_batch(void **state)
                                 double d = test_max_rel_diff(ranks[r].grad, whole, n);
                                 if (!(d <= 1e-12))
                                     fail_msg("K = %d: the shards' gradient differs from the "
-                                             "batch's by %.3g", K, d);
-                                assert_true(fabs(ranks[r].stats[SB_SHARD_LOSS_SUM] /
-                                                     (double)frames - whole_loss) <=
-                                            1e-12 * whole_loss);
+                                             "batch's by %.3g",
+                                             K, d);
+                                assert_true(
+                                    fabs(ranks[r].stats[SB_SHARD_LOSS_SUM] / (double)frames -
+                                         whole_loss) <= 1e-12 * whole_loss);
                             }
                         } else {
                             if (memcmp(ranks[r].grad, reference[with_start], n * sizeof(real)) != 0)
                                 fail_msg("K = %d, W = %d, rank %d, %s, start %d: other bits than "
-                                         "one process's", K, W, r, sliced ? "slices" : "gather",
-                                         with_start);
+                                         "one process's",
+                                         K, W, r, sliced ? "slices" : "gather", with_start);
                             free(ranks[r].grad);
                         }
                         sb_grad_shards_free(&gs[r]);
@@ -287,8 +288,7 @@ static void test_shards_add_up_to_the_batch(void **state)
     assert_true(test_max_rel_diff(sharded, whole, n) > 0.5);
 
     sb_grad_shards bad;
-    assert_int_equal(sb_grad_shards_init(&bad, 6, 0, 4, n, NULL, NULL, NULL, &err),
-                     SB_ERR_INVALID);
+    assert_int_equal(sb_grad_shards_init(&bad, 6, 0, 4, n, NULL, NULL, NULL, &err), SB_ERR_INVALID);
     free(whole), free(sharded);
     sb_graph_free(&g);
     sb_batch_free(&b);

@@ -13,13 +13,13 @@
 
 #include <cmocka.h>
 
-#include "task/grammar.h"
 #include "core/timer.h"
+#include "task/grammar.h"
 #include "test_util.h"
 
 extern void dgeev_(const char *jobvl, const char *jobvr, const int *n, double *a, const int *lda,
-                   double *wr, double *wi, double *vl, const int *ldvl, double *vr,
-                   const int *ldvr, double *work, const int *lwork, int *info);
+                   double *wr, double *wi, double *vl, const int *ldvl, double *vr, const int *ldvr,
+                   double *work, const int *lwork, int *info);
 
 static sb_grammar_config config_from_json(const json_t *c)
 {
@@ -81,7 +81,7 @@ static void check_grammar_file(const char *file)
     const char *name;
     json_t *id;
     size_t n_names = 0;
-    json_object_foreach(ids, name, id) {
+    json_object_foreach (ids, name, id) {
         int s = sb_grammar_find_state(g, name);
         if (s < 0)
             fail_msg("%s: state id map names unknown state %s", file, name);
@@ -108,7 +108,7 @@ static void test_reference_grammars(void **state)
     assert_int_equal(json_array_size(files), 20);
     size_t i;
     json_t *f;
-    json_array_foreach(files, i, f)
+    json_array_foreach (files, i, f)
         check_grammar_file(json_string_value(json_object_get(f, "file")));
     json_decref(index);
 }
@@ -117,8 +117,8 @@ static void test_reference_grammars(void **state)
 static void test_worked_example(void **state)
 {
     (void)state;
-    sb_grammar_config cfg = {.vocab = 5, .amb = 2, .amb_depth = 2, .seed = 1,
-                             .transition_density = 0.4};
+    sb_grammar_config cfg = {
+        .vocab = 5, .amb = 2, .amb_depth = 2, .seed = 1, .transition_density = 0.4};
     sb_grammar *g = NULL;
     sb_error err = {0};
     assert_int_equal(sb_grammar_generate(&cfg, &g, &err), SB_OK);
@@ -171,8 +171,10 @@ static void test_entropy_against_dense(void **state)
     } configs[] = {{5, 2, 2}, {6, 0, 1}, {9, 8, 8}, {12, 3, 4}, {20, 5, 3}, {25, 24, 24}};
     for (size_t c = 0; c < sizeof configs / sizeof *configs; c++) {
         for (uint64_t seed = 1; seed <= 6; seed++) {
-            sb_grammar_config cfg = {.vocab = configs[c].vocab, .amb = configs[c].amb,
-                                     .amb_depth = configs[c].depth, .seed = seed,
+            sb_grammar_config cfg = {.vocab = configs[c].vocab,
+                                     .amb = configs[c].amb,
+                                     .amb_depth = configs[c].depth,
+                                     .seed = seed,
                                      .transition_density = 0.4};
             sb_grammar *g = NULL;
             sb_error err = {0};
@@ -191,8 +193,12 @@ static void test_entropy_against_dense(void **state)
 static void test_grammar_scale(void **state)
 {
     (void)state;
-    sb_grammar_config cfg = {.vocab = 41, .amb = 8, .amb_depth = 40, .grammar_scale = 1,
-                             .seed = 1, .transition_density = 0.4};
+    sb_grammar_config cfg = {.vocab = 41,
+                             .amb = 8,
+                             .amb_depth = 40,
+                             .grammar_scale = 1,
+                             .seed = 1,
+                             .transition_density = 0.4};
     sb_grammar *g = NULL;
     sb_error err = {0};
     assert_int_equal(sb_grammar_generate(&cfg, &g, &err), SB_OK);
@@ -278,12 +284,9 @@ static void test_paper_grammar(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_worked_example),
-        cmocka_unit_test(test_reference_grammars),
-        cmocka_unit_test(test_entropy_against_dense),
-        cmocka_unit_test(test_grammar_scale),
-        cmocka_unit_test(test_bad_configurations),
-        cmocka_unit_test(test_paper_grammar),
+        cmocka_unit_test(test_worked_example),        cmocka_unit_test(test_reference_grammars),
+        cmocka_unit_test(test_entropy_against_dense), cmocka_unit_test(test_grammar_scale),
+        cmocka_unit_test(test_bad_configurations),    cmocka_unit_test(test_paper_grammar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,8 +28,8 @@
 #include <cmocka.h>
 
 #include "gradcheck.h"
-#include "model_checks.h"
 #include "model/model.h"
+#include "model_checks.h"
 #include "ops/ops.h"
 #include "ops/ops_hawk.h"
 #include "test_util.h"
@@ -141,8 +141,9 @@ static void test_block_diag_grad(void **state)
     sb_graph_init(&g, 1 << 16);
     int x1[2] = {1, 4}, w1[3] = {2, 2, 2}, b1[2] = {2, 2};
     real xv[4] = {1, 2, 3, 4}, wv[8] = {1, 10, 100, 1000, 2, 3, 5, 7}, bv[4] = {0.5, 0, 0, -1};
-    sb_tensor *y = sb_block_diag_linear(&g, sb_tensor_wrap(&g, xv, 2, x1),
-                                        sb_tensor_wrap(&g, wv, 3, w1), sb_tensor_wrap(&g, bv, 2, b1));
+    sb_tensor *y =
+        sb_block_diag_linear(&g, sb_tensor_wrap(&g, xv, 2, x1), sb_tensor_wrap(&g, wv, 3, w1),
+                             sb_tensor_wrap(&g, bv, 2, b1));
     const double want[4] = {1 * 1 + 2 * 100 + 0.5, 1 * 10 + 2 * 1000, 3 * 2 + 4 * 5,
                             3 * 3 + 4 * 7 - 1};
     for (int i = 0; i < 4; i++)
@@ -182,7 +183,8 @@ static void test_gelu_tanh_mul(void **state)
     sb_graph_free(&g);
 }
 
-/* ---- the scan against a plain recurrence ------------------------------------------------------ */
+/* ---- the scan against a plain recurrence ------------------------------------------------------
+ */
 
 static double sigm(double x)
 {
@@ -237,8 +239,8 @@ static void test_rglru_values(void **state)
         for (int k = 0; k < 3; k++) {
             part[k] = sb_tensor_new(&g, 3, ps);
             for (int b = 0; b < B; b++)
-                memcpy(part[k]->data + (size_t)b * Tc * C,
-                       in[k]->data + ((size_t)b * T + t0) * C, (size_t)Tc * C * sizeof(real));
+                memcpy(part[k]->data + (size_t)b * Tc * C, in[k]->data + ((size_t)b * T + t0) * C,
+                       (size_t)Tc * C * sizeof(real));
         }
         sb_tensor *yp = sb_rglru(&g, part[0], part[1], part[2], in[3], 8, st, pi == 0);
         for (int b = 0; b < B; b++)
@@ -299,7 +301,8 @@ static void test_rglru_threads(void **state)
     free(res[0]), free(res[1]);
 }
 
-/* ---- the whole RecNet against the mimic ------------------------------------------------------- */
+/* ---- the whole RecNet against the mimic -------------------------------------------------------
+ */
 
 static sb_model *make_model(int D, int H, int I, int O, int L, uint64_t seed)
 {

@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "model_checks.h"
 #include "model/model.h"
+#include "model_checks.h"
 #include "test_util.h"
 
 static sb_model *make_model(int D, int H, int I, int O, int L, uint64_t seed)

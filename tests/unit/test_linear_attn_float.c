@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "model_checks.h"
 #include "model/model.h"
+#include "model_checks.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 #include "test_util.h"
@@ -219,7 +219,6 @@ static void test_mimic_float(void **state)
     }
     mimic_close(&f);
 }
-
 
 static void test_threads(void **state)
 {

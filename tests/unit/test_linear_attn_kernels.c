@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#include "ops/fla_kernels.h"
 #include "gradcheck.h"
+#include "ops/fla_kernels.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 
@@ -602,7 +602,8 @@ static void test_threads(void **state)
     free(results[1][0]);
 }
 
-/* ---- the small-matrix kernel ------------------------------------------------------------------ */
+/* ---- the small-matrix kernel ------------------------------------------------------------------
+ */
 
 /* sb_fla_gemm against the plain triple loop it promises to equal: every C entry is one fma
  * sum over p in increasing order, so the blocked kernel must match bit for bit (== also
@@ -633,8 +634,11 @@ static void test_fla_gemm(void **state)
                     const int ta = mode & 1, accumulate = (mode >> 1) & 1;
                     /* triangle: none, lower in (n = 1, 2), upper in (n = 1, 2), lower out */
                     const int tri_kind = (mi + ni + pi + mode) % 6;
-                    const int tri_in = tri_kind == 1 ? 1 : tri_kind == 2 ? 2 : tri_kind == 3 ? -1
-                                       : tri_kind == 4 ? -2 : 0;
+                    const int tri_in = tri_kind == 1   ? 1
+                                       : tri_kind == 2 ? 2
+                                       : tri_kind == 3 ? -1
+                                       : tri_kind == 4 ? -2
+                                                       : 0;
                     const int tri_out = tri_kind == 5 ? 1 : 0;
                     const size_t lda = (size_t)(ta ? M : P) + 2, ldb = (size_t)N + 1,
                                  ldc = (size_t)N + 3;
@@ -642,7 +646,8 @@ static void test_fla_gemm(void **state)
                         for (int p = 0; p < P; p++) {
                             const int zero = (tri_in > 0 && p >= (i + 1) * tri_in) ||
                                              (tri_in < 0 && p < i / -tri_in);
-                            real *a = ta ? &A[(size_t)p * lda + (size_t)i] : &A[(size_t)i * lda + (size_t)p];
+                            real *a = ta ? &A[(size_t)p * lda + (size_t)i]
+                                         : &A[(size_t)i * lda + (size_t)p];
                             *a = zero ? 0 : (real)urand(-1, 1);
                         }
                     for (int p = 0; p < P; p++)
@@ -653,24 +658,27 @@ static void test_fla_gemm(void **state)
                             C[(size_t)i * ldc + (size_t)j] = R[(size_t)i * ldc + (size_t)j] =
                                 (real)urand(-1, 1);
                     const real alpha = (real)0.375;
-                    sb_fla_gemm(ta, M, N, P, alpha, A, lda, B, ldb, C, ldc, accumulate, tri_in, tri_out);
+                    sb_fla_gemm(ta, M, N, P, alpha, A, lda, B, ldb, C, ldc, accumulate, tri_in,
+                                tri_out);
                     for (int i = 0; i < M; i++)
                         for (int j = 0; j < N; j++) {
                             if (tri_out > 0 && j >= (i + 1) * tri_out)
                                 continue;
                             real acc = 0;
                             for (int p = 0; p < P; p++) {
-                                const real a = ta ? A[(size_t)p * lda + (size_t)i] : A[(size_t)i * lda + (size_t)p];
+                                const real a = ta ? A[(size_t)p * lda + (size_t)i]
+                                                  : A[(size_t)i * lda + (size_t)p];
                                 acc = fma(a, B[(size_t)p * ldb + (size_t)j], acc);
                             }
                             const real c0 = R[(size_t)i * ldc + (size_t)j];
                             const real want = accumulate ? c0 + alpha * acc : alpha * acc;
                             const real got = C[(size_t)i * ldc + (size_t)j];
                             if (!(got == want))
-                                fail_msg("sb_fla_gemm ta %d M %d N %d P %d acc %d tri %d/%d: C[%d][%d] = %.17g, "
+                                fail_msg("sb_fla_gemm ta %d M %d N %d P %d acc %d tri %d/%d: "
+                                         "C[%d][%d] = %.17g, "
                                          "plain loop %.17g",
-                                         ta, M, N, P, accumulate, tri_in, tri_out, i, j, (double)got,
-                                         (double)want);
+                                         ta, M, N, P, accumulate, tri_in, tri_out, i, j,
+                                         (double)got, (double)want);
                             checked++;
                         }
                 }

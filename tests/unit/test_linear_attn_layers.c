@@ -22,8 +22,8 @@
 #include <cmocka.h>
 
 #include "gradcheck.h"
-#include "model_checks.h"
 #include "model/model.h"
+#include "model_checks.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 #include "test_util.h"

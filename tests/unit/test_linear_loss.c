@@ -101,9 +101,14 @@ static head_result run_head(head_case *hc, int fused)
     head_result r = {0};
     sb_tensor *loss;
     if (fused) {
-        sb_head_loss h = {.target = hc->target, .valid = hc->valid, .loss_scale = 0.5f,
-                          .elem_start = hc->elem_start, .elem_len = hc->elem_len, .B = B,
-                          .T = T, .E = E};
+        sb_head_loss h = {.target = hc->target,
+                          .valid = hc->valid,
+                          .loss_scale = 0.5f,
+                          .elem_start = hc->elem_start,
+                          .elem_len = hc->elem_len,
+                          .B = B,
+                          .T = T,
+                          .E = E};
         loss = sb_linear_cross_entropy(&g, x, w, b, &h);
         r.correct = h.correct, r.counted = h.counted;
     } else {
@@ -145,8 +150,9 @@ static int aim_half_the_windows(head_case *hc)
     sb_graph g;
     sb_graph_init(&g, (size_t)16 << 20);
     const int xs[2] = {N, D}, ws[2] = {C, D}, bs[1] = {C};
-    sb_tensor *logits = sb_linear(&g, sb_tensor_wrap(&g, hc->x, 2, xs),
-                                  sb_tensor_wrap(&g, hc->w, 2, ws), sb_tensor_wrap(&g, hc->b, 1, bs));
+    sb_tensor *logits =
+        sb_linear(&g, sb_tensor_wrap(&g, hc->x, 2, xs), sb_tensor_wrap(&g, hc->w, 2, ws),
+                  sb_tensor_wrap(&g, hc->b, 1, bs));
     sb_tensor *probs = NULL;
     sb_cross_entropy(&g, logits, hc->target, hc->valid, 1, &probs);
     int aimed = 0;

@@ -29,24 +29,24 @@
 
 #include <cmocka.h>
 
+#include "config/run_config.h"
+#include "core/safetensors.h"
 #include "gradcheck.h"
-#include "model_checks.h"
-#include "train/checkpoint.h"
 #include "model/model.h"
+#include "model_checks.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 #include "ops/ops_layered.h"
-#include "config/run_config.h"
-#include "core/safetensors.h"
 #include "test_util.h"
+#include "train/checkpoint.h"
 
 /* lm_stack.c */
 int sb_lm_stack_mlp_width(int D);
 void sb_torch_normal(sb_mt19937 *rng, int *cache_valid, double *cache, real *out, size_t n,
                      double mean, double std);
 
-static const char *const names[4] = {"gla_layered", "delta_net_layered",
-                                     "gated_delta_net_layered", "fox_layered"};
+static const char *const names[4] = {"gla_layered", "delta_net_layered", "gated_delta_net_layered",
+                                     "fox_layered"};
 
 static sb_model *make_model(const char *name, int D, int F, int C, int L, uint64_t seed)
 {
@@ -152,7 +152,8 @@ static void test_k4_blocked_vs_plain(void **state)
     sb_graph_free(&g);
 }
 
-/* ---- GatedMLP and the stack's norm ---------------------------------------------------------------- */
+/* ---- GatedMLP and the stack's norm
+ * ---------------------------------------------------------------- */
 
 static sb_tensor *fn_mlp(sb_graph *g, sb_tensor **in, void *ctx)
 {
@@ -186,7 +187,8 @@ static void test_mlp_norm_grad(void **state)
     gc_free(&q);
 }
 
-/* ---- whole models: directional derivative of every parameter tensor ------------------------------ */
+/* ---- whole models: directional derivative of every parameter tensor
+ * ------------------------------ */
 
 /* Moves every parameter off its initial value (norm weights around 1, the rest by a small
  * relative amount plus noise), so that gates, biases and norm weights matter. */
@@ -225,7 +227,8 @@ static void model_dircheck(const char *name, int D, int T)
     real *xd = malloc((size_t)B * T * F * sizeof *xd);
     for (int i = 0; i < B * T * F; i++)
         xd[i] = urand(-1, 1);
-    sb_tensor x = {.data = xd, .ndim = 3, .shape = {xs[0], xs[1], xs[2]}, .size = (size_t)B * T * F};
+    sb_tensor x = {
+        .data = xd, .ndim = 3, .shape = {xs[0], xs[1], xs[2]}, .size = (size_t)B * T * F};
     const size_t ny = (size_t)B * T * C;
     double *r = malloc(ny * sizeof *r);
     for (size_t i = 0; i < ny; i++)
@@ -325,7 +328,8 @@ static void test_grad_fox(void **state)
     model_dircheck("fox_layered", 32, 131); /* two query blocks of K4 */
 }
 
-/* ---- parameter counts ------------------------------------------------------------------------------ */
+/* ---- parameter counts
+ * ------------------------------------------------------------------------------ */
 
 static size_t count(const char *name, int D, int L, sb_status *st)
 {
@@ -364,8 +368,8 @@ static void test_param_counts(void **state)
                 size_t got = count(names[mi], D, L, &st);
                 assert_int_equal(st, SB_OK);
                 if (got != want)
-                    fail_msg("%s at D = %d, L = %d: %zu parameters, the spec says %zu", names[mi], D,
-                             L, got, want);
+                    fail_msg("%s at D = %d, L = %d: %zu parameters, the spec says %zu", names[mi],
+                             D, L, got, want);
             }
     /* the other widths of the size sweep, L = 8; 0 = the reference fails there */
     static const int more[6] = {384, 648, 768, 960, 1152, 1296};
@@ -404,7 +408,8 @@ static void test_param_counts(void **state)
     assert_int_equal(st, SB_ERR_INVALID);
 }
 
-/* ---- against the PyTorch mimic ------------------------------------------------------------------------ */
+/* ---- against the PyTorch mimic
+ * ------------------------------------------------------------------------ */
 
 static void test_mimic(void **state)
 {
@@ -440,7 +445,8 @@ static void test_mimic(void **state)
     mimic_close(&f);
 }
 
-/* ---- initial distributions (spec 2.4) ------------------------------------------------------------------- */
+/* ---- initial distributions (spec 2.4)
+ * ------------------------------------------------------------------- */
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -510,7 +516,8 @@ static void test_init_stats(void **state)
     }
 }
 
-/* ---- torch's normal_ ------------------------------------------------------------------------------------ */
+/* ---- torch's normal_
+ * ------------------------------------------------------------------------------------ */
 
 static void test_torch_normal(void **state)
 {
@@ -518,12 +525,11 @@ static void test_torch_normal(void **state)
     /* torch.manual_seed(5); torch.empty(37).normal_(0, 0.02); torch.empty(5).uniform_(0, 1)
      * (torch 1.13, AVX2 kernel): elements 0, 1, 15, 16, 20, 21, 30, 36, then the uniforms */
     static const int at[8] = {0, 1, 15, 16, 20, 21, 30, 36};
-    static const double want[8] = {0.036846596747636795, 0.010377743281424046,
-                                   -0.01564670167863369, 0.05559726059436798,
-                                   -0.002593253506347537, 0.005758995655924082,
-                                   -0.010519023984670639, 0.0248340405523777};
+    static const double want[8] = {
+        0.036846596747636795,  0.010377743281424046, -0.01564670167863369,  0.05559726059436798,
+        -0.002593253506347537, 0.005758995655924082, -0.010519023984670639, 0.0248340405523777};
     static const double want_u[5] = {0.2514558434486389, 0.7662155032157898, 0.7023026347160339,
-                                      0.8180407881736755, 0.18046581745147705};
+                                     0.8180407881736755, 0.18046581745147705};
     sb_mt19937 rng;
     sb_mt19937_init_genrand(&rng, 5);
     int cv = 0;
@@ -541,10 +547,9 @@ static void test_torch_normal(void **state)
     assert_true(fabs(s - -0.12149669701466337) < 1e-15);
     /* below 16 values: double Box-Muller with the cached sine sample (seed 3: 5 values, then
      * 3, then two uniforms) */
-    static const double small[8] = {0.01606552116572857,   0.0034966678358614445,
-                                    0.0017795618623495102, -0.012274360284209251,
-                                    0.0009236490586772561, -0.0273651834577322,
-                                    0.006749901920557022,  0.020222317427396774};
+    static const double small[8] = {
+        0.01606552116572857,   0.0034966678358614445, 0.0017795618623495102, -0.012274360284209251,
+        0.0009236490586772561, -0.0273651834577322,   0.006749901920557022,  0.020222317427396774};
     sb_mt19937_init_genrand(&rng, 3);
     cv = 0;
     sb_torch_normal(&rng, &cv, &cache, out, 5, 0.0, 0.02);
@@ -555,7 +560,8 @@ static void test_torch_normal(void **state)
     assert_true((float)u[0] == 0.17560523748397827f && (float)u[1] == 0.9491828680038452f);
 }
 
-/* ---- streaming and the evaluation path ---------------------------------------------------------------- */
+/* ---- streaming and the evaluation path
+ * ---------------------------------------------------------------- */
 
 static void test_stream(void **state)
 {
@@ -594,7 +600,8 @@ static void test_stream(void **state)
     }
 }
 
-/* ---- checkpoints ------------------------------------------------------------------------------------------ */
+/* ---- checkpoints
+ * ------------------------------------------------------------------------------------------ */
 
 static void test_checkpoint(void **state)
 {
@@ -642,18 +649,12 @@ static void test_checkpoint(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_k4_grad),
-        cmocka_unit_test(test_k4_blocked_vs_plain),
-        cmocka_unit_test(test_mlp_norm_grad),
-        cmocka_unit_test(test_param_counts),
-        cmocka_unit_test(test_torch_normal),
-        cmocka_unit_test(test_mimic),
-        cmocka_unit_test(test_init_stats),
-        cmocka_unit_test(test_stream),
-        cmocka_unit_test(test_checkpoint),
-        cmocka_unit_test(test_grad_gla),
-        cmocka_unit_test(test_grad_delta_net),
-        cmocka_unit_test(test_grad_gated_delta_net),
+        cmocka_unit_test(test_k4_grad),        cmocka_unit_test(test_k4_blocked_vs_plain),
+        cmocka_unit_test(test_mlp_norm_grad),  cmocka_unit_test(test_param_counts),
+        cmocka_unit_test(test_torch_normal),   cmocka_unit_test(test_mimic),
+        cmocka_unit_test(test_init_stats),     cmocka_unit_test(test_stream),
+        cmocka_unit_test(test_checkpoint),     cmocka_unit_test(test_grad_gla),
+        cmocka_unit_test(test_grad_delta_net), cmocka_unit_test(test_grad_gated_delta_net),
         cmocka_unit_test(test_grad_fox),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,13 +18,13 @@
 
 #include <cmocka.h>
 
-#include "model_checks.h"
 #include "model/model.h"
+#include "model_checks.h"
 #include "ops/ops_layered.h"
 #include "test_util.h"
 
-static const char *const names[4] = {"gla_layered", "delta_net_layered",
-                                     "gated_delta_net_layered", "fox_layered"};
+static const char *const names[4] = {"gla_layered", "delta_net_layered", "gated_delta_net_layered",
+                                     "fox_layered"};
 
 static unsigned lcg = 1;
 static double urand(double lo, double hi)

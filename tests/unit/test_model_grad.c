@@ -39,8 +39,14 @@ static sb_tensor *fn_recnet(sb_graph *g, sb_tensor **in, void *arg)
 
 static void check_recnet(const char *model, int training)
 {
-    sb_model_config mc = {.d_input = 5, .d_output = 7, .d_model = 8, .n_layers = 2, .d_state = 4,
-                          .n_head = 4, .dropout = 0.25, .rope_base = 1000};
+    sb_model_config mc = {.d_input = 5,
+                          .d_output = 7,
+                          .d_model = 8,
+                          .n_layers = 2,
+                          .d_state = 4,
+                          .n_head = 4,
+                          .dropout = 0.25,
+                          .rope_base = 1000};
     snprintf(mc.model, sizeof mc.model, "%s", model);
     sb_model *m = NULL;
     sb_error err = {0};
@@ -60,8 +66,10 @@ static void check_recnet(const char *model, int training)
     sb_graph holder;
     sb_graph_init(&holder, 1 << 16);
     int shape[3] = {B, T, 5};
-    model_ctx ctx = {.m = m, .input = sb_tensor_wrap(&holder, input_data, 3, shape),
-                     .target = target, .valid = valid};
+    model_ctx ctx = {.m = m,
+                     .input = sb_tensor_wrap(&holder, input_data, 3, shape),
+                     .target = target,
+                     .valid = valid};
     gc_problem p = {.name = model, .fn = fn_recnet, .ctx = &ctx, .training = training};
     /* the parameters become the checked inputs, with their current (initial) values
      * perturbed so that the norms' and beta's gradients are generic */

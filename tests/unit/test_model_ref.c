@@ -68,8 +68,7 @@ static void check_model(const char *name)
             double want = json_number_value(json_array_get(values, k));
             double got = (double)m->params.data[p->offset + k];
             if (want != got)
-                fail_msg("%s: initial %s[%zu] = %.9g, torch has %.9g", name, p->name, k, got,
-                         want);
+                fail_msg("%s: initial %s[%zu] = %.9g, torch has %.9g", name, p->name, k, got, want);
         }
     }
 
@@ -87,7 +86,8 @@ static void check_model(const char *name)
     uint8_t *valid = malloc((size_t)(B * T));
     json_t *cls = json_object_get(ref, "input_classes"), *tgt = json_object_get(ref, "target");
     for (int f = 0; f < B * T; f++) {
-        x->data[(size_t)f * (size_t)I + (size_t)json_integer_value(json_array_get(cls, (size_t)f))] = 1;
+        x->data[(size_t)f * (size_t)I +
+                (size_t)json_integer_value(json_array_get(cls, (size_t)f))] = 1;
         target[f] = (int32_t)json_integer_value(json_array_get(tgt, (size_t)f));
         valid[f] = 1;
     }
@@ -96,7 +96,8 @@ static void check_model(const char *name)
     assert_int_equal(json_array_size(ref_logits), logits->size);
     double worst = 0;
     for (size_t k = 0; k < logits->size; k++)
-        worst = fmax(worst, rel_err(logits->data[k], json_number_value(json_array_get(ref_logits, k))));
+        worst =
+            fmax(worst, rel_err(logits->data[k], json_number_value(json_array_get(ref_logits, k))));
     if (!(worst < 1e-10))
         fail_msg("%s: logits differ from torch by %.3g (relative)", name, worst);
     sb_tensor *loss = sb_cross_entropy(&g, logits, target, valid, 1, NULL);

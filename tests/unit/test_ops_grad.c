@@ -183,9 +183,12 @@ static void test_activations(void **state)
         unary_op op;
         double lo, hi;
     } cases[] = {
-        {"gelu", sb_gelu, -3, 3},       {"silu", sb_silu, -4, 4},
-        {"sigmoid", sb_sigmoid, -4, 4}, {"softplus", sb_softplus, -5, 5},
-        {"softplus above 20", sb_softplus, 21, 30}, {"tanh", sb_tanh_op, -2, 2},
+        {"gelu", sb_gelu, -3, 3},
+        {"silu", sb_silu, -4, 4},
+        {"sigmoid", sb_sigmoid, -4, 4},
+        {"softplus", sb_softplus, -5, 5},
+        {"softplus above 20", sb_softplus, 21, 30},
+        {"tanh", sb_tanh_op, -2, 2},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         gc_problem p = {.name = cases[c].name, .fn = fn_unary, .ctx = &cases[c].op};
@@ -336,7 +339,8 @@ static void test_conv_stream(void **state)
     sb_graph g;
     sb_graph_init(&g, 1 << 20);
     int xs[3] = {2, 8, 5}, ws[3] = {5, 1, 4}, bs[1] = {5};
-    sb_tensor *x = sb_tensor_new(&g, 3, xs), *w = sb_tensor_new(&g, 3, ws), *b = sb_tensor_new(&g, 1, bs);
+    sb_tensor *x = sb_tensor_new(&g, 3, xs), *w = sb_tensor_new(&g, 3, ws),
+              *b = sb_tensor_new(&g, 1, bs);
     for (size_t i = 0; i < x->size; i++)
         x->data[i] = (real)sin(0.3 * (double)i);
     for (size_t i = 0; i < w->size; i++)

@@ -46,8 +46,8 @@ typedef struct path_inputs {
     real *q, *k, *v, *w, *beta;
 } path_inputs;
 
-static void inputs_make(path_inputs *in, int B, int T, int H, int Dh, double w_scale,
-                        double b_lo, double b_hi, int unit_w)
+static void inputs_make(path_inputs *in, int B, int T, int H, int Dh, double w_scale, double b_lo,
+                        double b_hi, int unit_w)
 {
     const size_t n = (size_t)B * T * H * Dh, nb = (size_t)B * T * H;
     in->B = B, in->T = T, in->H = H, in->Dh = Dh;
@@ -89,8 +89,8 @@ static sb_tensor *run_kernel(sb_graph *g, const path_inputs *in, sb_tensor **t, 
                       : sb_path_attn(g, t[0], t[1], t[2], t[3], t[4], block);
 }
 
-static void check_against_plain(int block, int B, int T, int H, int Dh, double w_scale,
-                                double b_lo, double b_hi, int unit_w)
+static void check_against_plain(int block, int B, int T, int H, int Dh, double w_scale, double b_lo,
+                                double b_hi, int unit_w)
 {
     path_inputs in;
     inputs_make(&in, B, T, H, Dh, w_scale, b_lo, b_hi, unit_w);
@@ -109,8 +109,8 @@ static void check_against_plain(int block, int B, int T, int H, int Dh, double w
     }
     print_message("%s %d vs explicit Householder products (B %d T %d H %d Dh %d, beta in "
                   "[%g, %g]%s): max abs diff %.3g (|o| up to %.3g)\n",
-                  block ? "block" : "ref", block, B, T, H, Dh, b_lo, b_hi,
-                  unit_w ? ", unit w" : "", err, mag);
+                  block ? "block" : "ref", block, B, T, H, Dh, b_lo, b_hi, unit_w ? ", unit w" : "",
+                  err, mag);
     if (!(err <= 1e-12 * (1 + mag)))
         fail_msg("kernel differs from the explicit products by %g", err);
     free(ref);
@@ -126,7 +126,7 @@ static void test_kernel_vs_plain(void **state)
         lcg = 5;
         check_against_plain(blocks[b], 2, 13, 2, 3, 0.5, 0.1, 1.9, 0);
         check_against_plain(blocks[b], 1, 1, 1, 4, 0.5, 0.1, 1.9, 0);
-        check_against_plain(blocks[b], 2, 75, 3, 5, 1.0, 0.0, 2.0, 1); /* unit w: 32+32+11 */
+        check_against_plain(blocks[b], 2, 75, 3, 5, 1.0, 0.0, 2.0, 1);  /* unit w: 32+32+11 */
         check_against_plain(blocks[b], 1, 30, 1, 8, 1.0, 1.95, 2.0, 1); /* near reflections */
     }
 }
@@ -153,8 +153,8 @@ static sb_tensor *fn_path(sb_graph *g, sb_tensor **in, void *ctx)
                          : sb_path_attn(g, in[0], in[1], in[2], w, in[4], c->block);
 }
 
-static void path_gradcheck(const char *name, int block, int B, int T, int H, int Dh,
-                           double w_scale, double b_lo, double b_hi, int l2)
+static void path_gradcheck(const char *name, int block, int B, int T, int H, int Dh, double w_scale,
+                           double b_lo, double b_hi, int l2)
 {
     path_case c = {block, l2};
     gc_problem p = {.name = name, .fn = fn_path, .ctx = &c};
@@ -253,7 +253,8 @@ static void test_beta_zero_is_attention(void **state)
     inputs_free(&in);
 }
 
-/* ---- threads ---------------------------------------------------------------------------------- */
+/* ---- threads ----------------------------------------------------------------------------------
+ */
 
 static void test_threads(void **state)
 {
@@ -288,7 +289,8 @@ static void test_threads(void **state)
     free(res[0]), free(res[1]);
 }
 
-/* ---- the whole RecNet against the mimic -------------------------------------------------------- */
+/* ---- the whole RecNet against the mimic --------------------------------------------------------
+ */
 
 static void test_mimic(void **state)
 {
@@ -330,12 +332,9 @@ static void test_mimic(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kernel_vs_plain),
-        cmocka_unit_test(test_kernel_grad),
-        cmocka_unit_test(test_blocked_vs_ref),
-        cmocka_unit_test(test_beta_zero_is_attention),
-        cmocka_unit_test(test_threads),
-        cmocka_unit_test(test_mimic),
+        cmocka_unit_test(test_kernel_vs_plain), cmocka_unit_test(test_kernel_grad),
+        cmocka_unit_test(test_blocked_vs_ref),  cmocka_unit_test(test_beta_zero_is_attention),
+        cmocka_unit_test(test_threads),         cmocka_unit_test(test_mimic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,7 +128,8 @@ static void test_cache_file(void **state)
     assert_int_equal(sb_plan_cache_load(path, &cache, &damaged, &err), SB_OK);
     assert_int_equal(cache.n, 0);
     assert_int_equal(damaged, 0);
-    sb_plan_calibration a = calibration("gla d 64", 1, 3.5e-5), b = calibration("gla d 64", 2, 2e-5);
+    sb_plan_calibration a = calibration("gla d 64", 1, 3.5e-5),
+                        b = calibration("gla d 64", 2, 2e-5);
     assert_int_equal(sb_plan_cache_put(&cache, "CPU X, selectivbench 1", &a, &err), SB_OK);
     assert_int_equal(sb_plan_cache_put(&cache, "CPU X, selectivbench 1", &b, &err), SB_OK);
     a.train_s_per_frame = 4e-5; /* the same machine, threads and key: replaced */
@@ -140,8 +141,8 @@ static void test_cache_file(void **state)
     assert_int_equal(sb_plan_cache_load(path, &cache, &damaged, &err), SB_OK);
     assert_int_equal(damaged, 0);
     assert_int_equal(cache.n, 2);
-    const sb_plan_calibration *hit = sb_plan_cache_find(&cache, "CPU X, selectivbench 1", 1,
-                                                        "gla d 64");
+    const sb_plan_calibration *hit =
+        sb_plan_cache_find(&cache, "CPU X, selectivbench 1", 1, "gla d 64");
     assert_non_null(hit);
     assert_true(hit->train_s_per_frame == 4e-5 && hit->setup_s == 0.25 && hit->gflops == 12.5 &&
                 hit->train_flops_per_frame == 2e6 && hit->eval_flops_per_frame == 2.5e6);
@@ -203,10 +204,16 @@ static void test_cache_file(void **state)
 static void test_one_run_and_curve_points(void **state)
 {
     (void)state;
-    const char *keys[][2] = {{"model", "gru"},         {"vocab", "7"},       {"amb", "6"},
-                             {"amb_depth", "6"},       {"train_seqlen_max", "20"},
-                             {"test_seqlen_max", "20"}, {"dataset_size", "320"},
-                             {"test_size", "12"},       {"batch_size", "16"}, {"feat_size", "16"},
+    const char *keys[][2] = {{"model", "gru"},
+                             {"vocab", "7"},
+                             {"amb", "6"},
+                             {"amb_depth", "6"},
+                             {"train_seqlen_max", "20"},
+                             {"test_seqlen_max", "20"},
+                             {"dataset_size", "320"},
+                             {"test_size", "12"},
+                             {"batch_size", "16"},
+                             {"feat_size", "16"},
                              {"layers", "1"}};
     sb_run_config cfg = sb_run_config_default();
     sb_error err = {0};

@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
+#include "core/rng.h"
 #include "model/model.h"
 #include "train/probe.h"
-#include "core/rng.h"
 
 /* a small deterministic generator for the test data (uniform in [-1, 1)) */
 static double urand(uint64_t *s)
@@ -219,8 +219,13 @@ static void test_lda_fit(void **state)
 
 static sb_model *make_model(const char *name, int D, int L)
 {
-    sb_model_config cfg = {.d_input = 7, .d_output = 9, .d_model = D, .n_layers = L,
-                           .d_state = 8, .n_head = sb_num_heads(D), .dropout = 0.0,
+    sb_model_config cfg = {.d_input = 7,
+                           .d_output = 9,
+                           .d_model = D,
+                           .n_layers = L,
+                           .d_state = 8,
+                           .n_head = sb_num_heads(D),
+                           .dropout = 0.0,
                            .rope_base = 1000.0};
     snprintf(cfg.model, sizeof cfg.model, "%s", name);
     sb_model *m = NULL;

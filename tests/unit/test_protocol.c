@@ -33,9 +33,9 @@
 
 #include "model/model.h"
 #include "task/batch.h"
+#include "test_util.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
-#include "test_util.h"
 
 static char tmpdir[256];
 
@@ -187,7 +187,8 @@ static void test_accumulation_sums_or_averages(void **state)
     double d_clean = test_max_rel_diff(acc_clean, each_mean, n);
     if (!(d_ref <= 1e-12) || !(d_clean <= 1e-12))
         fail_msg("accumulated vs per-micro-batch gradients: reference %.3g (sum), clean %.3g "
-                 "(mean)", d_ref, d_clean);
+                 "(mean)",
+                 d_ref, d_clean);
     /* and not the other way round: the two differ by the factor ACC */
     assert_true(test_max_rel_diff(acc_ref, each_mean, n) > 0.5);
     assert_true(test_max_rel_diff(acc_clean, each_sum, n) > 0.5);
@@ -217,8 +218,7 @@ static void test_accumulation_sums_or_averages(void **state)
             if (!(fabs(got - want[p]) <= 1e-6 * fabs(want[p]) + 1e-9))
                 fail_msg("%s[%zu] under %s: accumulated %.10g, central difference of the "
                          "reference's objective %.10g",
-                         pr->name, at - pr->offset, p == 0 ? "reference" : "clean", got,
-                         want[p]);
+                         pr->name, at - pr->offset, p == 0 ? "reference" : "clean", got, want[p]);
         }
     }
 
@@ -240,7 +240,7 @@ enum { UPDATES = 12, EVAL_EVERY = 4 };
 typedef struct run_log {
     double loss[UPDATES + 1]; /* [u]: the loss sb_train reported for update u (1-based) */
     int n_progress;
-    int64_t first_eval;       /* the update after which the first evaluation ran */
+    int64_t first_eval; /* the update after which the first evaluation ran */
 } run_log;
 
 static void log_event(const sb_train_event *ev, void *user)
@@ -255,12 +255,16 @@ static void log_event(const sb_train_event *ev, void *user)
 }
 
 /* Trains c (from the checkpoint at ckpt when resume), logging every update's loss. */
-static void train_logged(const sb_run_config *c, const char *ckpt, int64_t stop_after,
-                         int resume, run_log *log)
+static void train_logged(const sb_run_config *c, const char *ckpt, int64_t stop_after, int resume,
+                         run_log *log)
 {
-    sb_train_options opt = {.threads = 2, .ckpt_path = ckpt, .mem_budget_gb = 1.0,
-                            .stop_after = stop_after, .resume = resume,
-                            .callback = log_event, .user = log};
+    sb_train_options opt = {.threads = 2,
+                            .ckpt_path = ckpt,
+                            .mem_budget_gb = 1.0,
+                            .stop_after = stop_after,
+                            .resume = resume,
+                            .callback = log_event,
+                            .user = log};
     sb_train_result res;
     sb_error err = {0};
     if (sb_train(c, &opt, &res, &err) != SB_OK)
@@ -299,7 +303,8 @@ static int had_dropout(double logged, double free_loss, int u, const char *what)
     if (rel > 1e-5)
         return 1;
     fail_msg("%s, update %d: loss %.12g vs %.12g without dropout (%.3g): neither equal nor "
-             "clearly different", what, u, logged, free_loss, rel);
+             "clearly different",
+             what, u, logged, free_loss, rel);
     return -1;
 }
 

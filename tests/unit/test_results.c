@@ -28,12 +28,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "task/ceiling.h"
-#include "exp/results.h"
 #include "config/run_config.h"
 #include "exp/report.h"
+#include "exp/results.h"
 #include "exp/run_lock.h"
 #include "exp/run_store.h"
+#include "task/ceiling.h"
 
 /* ---- fixture: a temporary folder ----------------------------------------------------- */
 
@@ -628,12 +628,12 @@ static void test_interrupted_run(void **state)
 
     /* the schema itself takes the status */
     sqlite3 *raw = raw_open(fx->path);
-    assert_int_equal(sqlite3_exec(raw, "UPDATE runs SET status = 'interrupted' WHERE id = 1",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
-    assert_int_not_equal(sqlite3_exec(raw, "UPDATE runs SET status = 'paused' WHERE id = 1",
-                                      NULL, NULL, NULL),
-                         SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(raw, "UPDATE runs SET status = 'interrupted' WHERE id = 1", NULL, NULL, NULL),
+        SQLITE_OK);
+    assert_int_not_equal(
+        sqlite3_exec(raw, "UPDATE runs SET status = 'paused' WHERE id = 1", NULL, NULL, NULL),
+        SQLITE_OK);
     sqlite3_close(raw);
 }
 
@@ -653,9 +653,8 @@ static void test_dead_run_settled(void **state)
     /* h-live's lock is held (by this process, through its own descriptor) */
     char lock_path[700];
     sb_error err = {0};
-    assert_int_equal(sb_run_store_lock_path(fx->path, "h-live", lock_path, sizeof lock_path, 1,
-                                            &err),
-                     SB_OK);
+    assert_int_equal(
+        sb_run_store_lock_path(fx->path, "h-live", lock_path, sizeof lock_path, 1, &err), SB_OK);
     sb_run_lock lock;
     long holder = -1;
     assert_int_equal(sb_run_lock_take(lock_path, &lock, &holder, &err), SB_OK);
@@ -688,8 +687,7 @@ static void test_dead_run_settled(void **state)
     sb_results_run_row_clear(&row);
     raw = raw_open(fx->path);
     assert_raw_text(raw, "SELECT status FROM runs WHERE hash = 'h-dead'", "interrupted");
-    assert_raw_text(raw, "SELECT reason FROM runs WHERE hash = 'h-dead'",
-                    SB_RUN_STORE_DEAD_REASON);
+    assert_raw_text(raw, "SELECT reason FROM runs WHERE hash = 'h-dead'", SB_RUN_STORE_DEAD_REASON);
     assert_raw_text(raw, "SELECT status FROM runs WHERE hash = 'h-live'", "running");
     sqlite3_close(raw);
 
@@ -1257,9 +1255,8 @@ static void test_ceiling_cache(void **state)
     assert_raw_text(raw, "SELECT json_extract(ceiling_json, '$.expected_acc') FROM ceilings",
                     "0.9375");
     /* a damaged entry: missing, so that it is computed again */
-    assert_int_equal(sqlite3_exec(raw, "UPDATE ceilings SET ceiling_json = '[1]'", NULL, NULL,
-                                  NULL),
-                     SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(raw, "UPDATE ceilings SET ceiling_json = '[1]'", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(raw);
     assert_int_equal(sb_results_get_ceiling(db, "0123456789abcdef", &got, &found, &err), SB_OK);
     assert_int_equal(found, 0);
@@ -1665,8 +1662,10 @@ static void test_migrate_v2(void **state)
                     "7 gla failed 1 - - ck/h-failed.safetensors killed by signal 15");
     assert_raw_text(raw, "SELECT hash FROM runs WHERE id = 7", "h-failed");
     /* upgrade 4: no rank, one rank's training, for the runs already there */
-    assert_raw_text(raw, "SELECT group_concat(coalesce(rank, '-') || ' ' || world_size, '; ') "
-                         "FROM runs", "- 1; - 1");
+    assert_raw_text(raw,
+                    "SELECT group_concat(coalesce(rank, '-') || ' ' || world_size, '; ') "
+                    "FROM runs",
+                    "- 1; - 1");
     assert_raw_text(raw,
                     "SELECT group_concat(run_id || ':' || step || ':' || split, ' ') FROM "
                     "(SELECT * FROM evaluations ORDER BY run_id, step, split)",
@@ -1675,10 +1674,11 @@ static void test_migrate_v2(void **state)
     assert_raw_text(raw, "SELECT count(*) FROM ceilings", "1");
     /* upgrade 6: no validation split for the runs already there; the evaluations table
      * rebuilt (no leftover), its rows kept (checked above) */
-    assert_raw_text(raw, "SELECT group_concat(coalesce(valid_acc, '-') || ' ' || "
-                         "coalesce(valid_loss, '-'), '; ') FROM runs", "- -; - -");
-    assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'evaluations_new'",
-                    "0");
+    assert_raw_text(raw,
+                    "SELECT group_concat(coalesce(valid_acc, '-') || ' ' || "
+                    "coalesce(valid_loss, '-'), '; ') FROM runs",
+                    "- -; - -");
+    assert_raw_text(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'evaluations_new'", "0");
     assert_raw_text(raw, "PRAGMA integrity_check", "ok");
     sqlite3_close(raw);
 
@@ -1690,8 +1690,13 @@ static void test_migrate_v2(void **state)
     failed.keep_evaluations = 1;
     int64_t id = begin_ok(db, &failed);
     assert_int_equal(id, 7);
-    sb_eval_row valid = {.step = 12, .samples = 192, .split = SB_SPLIT_VALID, .loss = 1.0,
-                         .acc = 0.625, .lr = (double)NAN, .tokens_per_s = (double)NAN,
+    sb_eval_row valid = {.step = 12,
+                         .samples = 192,
+                         .split = SB_SPLIT_VALID,
+                         .loss = 1.0,
+                         .acc = 0.625,
+                         .lr = (double)NAN,
+                         .tokens_per_s = (double)NAN,
                          .wall_s = (double)NAN};
     assert_int_equal(sb_results_add_eval(db, id, &valid, &err), SB_OK);
     sb_run_metrics with_valid = final_metrics;
@@ -1773,8 +1778,7 @@ static void merge_conflict(const char *run_hash, const char *model, const char *
     seen->other_acc = source_test_acc;
 }
 
-static void run_ended(sb_results *db, const char *hash, const char *status, double acc,
-                      int n_evals)
+static void run_ended(sb_results *db, const char *hash, const char *status, double acc, int n_evals)
 {
     sb_run_info run = run_info(hash, "gru");
     int64_t id = begin_ok(db, &run);
@@ -1955,8 +1959,14 @@ static void test_merge(void **state)
 
 static void live_ok(sb_results *db, int64_t id, int64_t step, double loss)
 {
-    sb_eval_row e = {.step = step, .samples = step * 64, .split = SB_SPLIT_TRAIN, .loss = loss,
-                     .acc = 0.5, .lr = 1e-3, .tokens_per_s = 5000.0, .wall_s = 0.25 * (double)step};
+    sb_eval_row e = {.step = step,
+                     .samples = step * 64,
+                     .split = SB_SPLIT_TRAIN,
+                     .loss = loss,
+                     .acc = 0.5,
+                     .lr = 1e-3,
+                     .tokens_per_s = 5000.0,
+                     .wall_s = 0.25 * (double)step};
     sb_error err = {0};
     if (sb_results_add_live(db, id, &e, &err) != SB_OK)
         fail_msg("add_live: %s", err.msg);
@@ -1997,8 +2007,14 @@ static void test_live_points(void **state)
     assert_int_equal(evals_of(db, "h-live"), 1); /* not evaluations */
     /* checked as evaluations are */
     sb_error err = {0};
-    sb_eval_row bad = {.step = 40, .samples = 1, .split = SB_SPLIT_TRAIN, .loss = 0.5, .acc = 7.0,
-                       .lr = 1e-3, .tokens_per_s = 1.0, .wall_s = 1.0};
+    sb_eval_row bad = {.step = 40,
+                       .samples = 1,
+                       .split = SB_SPLIT_TRAIN,
+                       .loss = 0.5,
+                       .acc = 7.0,
+                       .lr = 1e-3,
+                       .tokens_per_s = 1.0,
+                       .wall_s = 1.0};
     assert_int_equal(sb_results_add_live(db, id, &bad, &err), SB_ERR_INVALID);
     /* a resume from step 20 drops what came after */
     assert_int_equal(sb_results_delete_evals_after(db, id, 20, &err), SB_OK);

@@ -61,8 +61,10 @@ static char *config_json(const made_run *r, int amb)
     sb_error err = {0};
     char value[32];
     assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
-    const char *keys[][2] = {{"grammar_scale", "True"}, {"train_seqlen_max", "8"},
-                             {"test_seqlen_max", "8"},  {"test_size", "20"},
+    const char *keys[][2] = {{"grammar_scale", "True"},
+                             {"train_seqlen_max", "8"},
+                             {"test_seqlen_max", "8"},
+                             {"test_size", "20"},
                              {"model", r->model}};
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
         assert_int_equal(sb_config_set_key(cfg, keys[k][0], keys[k][1], &err), SB_OK);
@@ -93,9 +95,13 @@ static void make_database(int amb_varies)
         char *json = config_json(r, amb_varies && i == N_RUNS - 1 ? 4 : r->amb);
         char ckpt[400];
         snprintf(ckpt, sizeof ckpt, "%s/checkpoints/weights_of_%s.safetensors", dir, r->hash);
-        sb_run_info info = {.hash = r->hash, .config_json = json, .model = r->model,
-                            .protocol = "reference", .params = 1000 + (int64_t)i,
-                            .state_size = -1, .flops_per_token = (double)NAN,
+        sb_run_info info = {.hash = r->hash,
+                            .config_json = json,
+                            .model = r->model,
+                            .protocol = "reference",
+                            .params = 1000 + (int64_t)i,
+                            .state_size = -1,
+                            .flops_per_token = (double)NAN,
                             .checkpoint = ckpt};
         int64_t id = 0;
         assert_int_equal(sb_results_run_begin(db, &info, &id, &err), SB_OK);
@@ -182,7 +188,7 @@ static json_t *find_group(json_t *groups, const char *model, int feat_size)
 {
     size_t i;
     json_t *g;
-    json_array_foreach(groups, i, g) {
+    json_array_foreach (groups, i, g) {
         if (strcmp(json_string_value(json_object_get(g, "model")), model) == 0 &&
             json_integer_value(json_object_get(g, "feat_size")) == feat_size)
             return g;
@@ -209,7 +215,8 @@ static void test_group_statistics(void **state)
         int feat_size;
         double acc[3];
         int n;
-    } want[] = {{"gru", 8, {0.5, 0.7, 0.6}, 3}, {"gru", 16, {0.2, 0.4, 0}, 2},
+    } want[] = {{"gru", 8, {0.5, 0.7, 0.6}, 3},
+                {"gru", 16, {0.2, 0.4, 0}, 2},
                 {"transformer", 8, {0.9, 0, 0}, 1}};
     for (size_t w = 0; w < sizeof want / sizeof *want; w++) {
         json_t *g = find_group(groups, want[w].model, want[w].feat_size);
@@ -223,12 +230,12 @@ static void test_group_statistics(void **state)
         assert_int_equal(json_integer_value(json_object_get(acc, "n")), want[w].n);
         assert_close(json_real_value(json_object_get(acc, "mean")), mean, "mean test_acc");
         if (want[w].n > 1)
-            assert_close(json_real_value(json_object_get(acc, "std")),
-                         sqrt(ss / (want[w].n - 1)), "sd test_acc");
+            assert_close(json_real_value(json_object_get(acc, "std")), sqrt(ss / (want[w].n - 1)),
+                         "sd test_acc");
         else
             assert_true(json_is_null(json_object_get(acc, "std")));
-        assert_close(json_real_value(json_object_get(json_object_get(g, "ceiling"), "mean")),
-                     0.95, "mean ceiling");
+        assert_close(json_real_value(json_object_get(json_object_get(g, "ceiling"), "mean")), 0.95,
+                     "mean ceiling");
     }
     /* by hand: gru/8 0.6 and 0.1; gru/16 0.3 and sqrt(0.02) */
     json_t *g8 = json_object_get(find_group(groups, "gru", 8), "test_acc");
@@ -382,8 +389,8 @@ static void test_run_ids(void **state)
     expect_error(args, 2, "matches several runs");
     /* the checkpoint path in JSON and CSV */
     out = results_ok("--run 1234 --json");
-    snprintf(want, sizeof want, "\"checkpoint\":\"%s/checkpoints/weights_of_1234567890abcdef.safetensors\"",
-             dir);
+    snprintf(want, sizeof want,
+             "\"checkpoint\":\"%s/checkpoints/weights_of_1234567890abcdef.safetensors\"", dir);
     assert_non_null(strstr(out, want));
     free(out);
     out = results_ok("--run 1234 --csv");

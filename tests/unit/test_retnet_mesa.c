@@ -26,10 +26,10 @@
 
 #include <cmocka.h>
 
-#include "ops/mesa.h"
 #include "gradcheck.h"
-#include "model_checks.h"
 #include "model/model.h"
+#include "model_checks.h"
+#include "ops/mesa.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 #include "test_util.h"
@@ -699,8 +699,8 @@ static void model_gradcheck(const char *name, int T, double step, double rtol, d
     sb_model_free(m);
 }
 
-/* step 3e-6 (as test_linear_attn_layers.c): at 1e-6 the rounding noise of a loss summed over hundreds
- * of logits nears the tolerance, at 1e-5 the truncation error does */
+/* step 3e-6 (as test_linear_attn_layers.c): at 1e-6 the rounding noise of a loss summed over
+ * hundreds of logits nears the tolerance, at 1e-5 the truncation error does */
 static void test_gradcheck_retnet(void **state)
 {
     (void)state;

@@ -6,7 +6,8 @@
  *   - identical training steps (logits and every gradient) with 1 and 2 threads;
  *   - streaming a long sequence does not grow the activation memory;
  *   - the reference's parameter counts (both tables; docs/models/retnet.md and
- *     docs/models/mesa_net.md, "Parameters") and the state_dict names and shapes; configurations the reference cannot build are refused.
+ *     docs/models/mesa_net.md, "Parameters") and the state_dict names and shapes; configurations
+ * the reference cannot build are refused.
  */
 #include <math.h>
 #include <omp.h>
@@ -20,9 +21,9 @@
 
 #include <cmocka.h>
 
-#include "ops/mesa.h"
-#include "model_checks.h"
 #include "model/model.h"
+#include "model_checks.h"
+#include "ops/mesa.h"
 #include "ops/ops.h"
 #include "ops/ops_fla.h"
 #include "test_util.h"
@@ -206,7 +207,6 @@ static void test_mimic_float(void **state)
     }
     mimic_close(&f);
 }
-
 
 static void test_threads(void **state)
 {

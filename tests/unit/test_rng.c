@@ -51,7 +51,7 @@ static void test_seedseq_and_pcg64_seeding(void **state)
     assert_true(json_array_size(cases) >= 8);
     size_t k;
     json_t *c;
-    json_array_foreach(cases, k, c) {
+    json_array_foreach (cases, k, c) {
         uint64_t seed = test_json_u64(json_object_get(c, "seed"));
         uint32_t words[8];
         sb_seedseq_generate_u64(seed, words);
@@ -60,8 +60,8 @@ static void test_seedseq_and_pcg64_seeding(void **state)
             assert_int_equal(words[i], json_integer_value(json_array_get(expected, i)));
         sb_pcg64 rng;
         sb_pcg64_init(&rng, seed);
-        sb_u128 st = test_parse_u128(
-            json_string_value(json_object_get(c, "pcg64_state_after_seeding")));
+        sb_u128 st =
+            test_parse_u128(json_string_value(json_object_get(c, "pcg64_state_after_seeding")));
         sb_u128 inc = test_parse_u128(json_string_value(json_object_get(c, "pcg64_inc")));
         assert_true(rng.state == st);
         assert_true(rng.inc == inc);
@@ -70,9 +70,8 @@ static void test_seedseq_and_pcg64_seeding(void **state)
             uint64_t want = test_json_u64(json_array_get(first, i));
             uint64_t got = sb_pcg64_next64(&rng);
             if (want != got)
-                fail_msg("seed %llu next64[%zu]: expected %llu, got %llu",
-                         (unsigned long long)seed, i, (unsigned long long)want,
-                         (unsigned long long)got);
+                fail_msg("seed %llu next64[%zu]: expected %llu, got %llu", (unsigned long long)seed,
+                         i, (unsigned long long)want, (unsigned long long)got);
         }
     }
 }
@@ -84,7 +83,7 @@ static void test_generator_call_sequence(void **state)
     json_t *cases = json_object_get(vectors, "numpy_default_rng");
     size_t k;
     json_t *c;
-    json_array_foreach(cases, k, c) {
+    json_array_foreach (cases, k, c) {
         uint64_t seed = test_json_u64(json_object_get(c, "seed"));
         json_t *seq = json_object_get(c, "call_sequence");
         sb_pcg64 rng;
@@ -123,7 +122,7 @@ static void test_cpython_random(void **state)
     assert_true(json_array_size(cases) >= 3);
     size_t k;
     json_t *c;
-    json_array_foreach(cases, k, c) {
+    json_array_foreach (cases, k, c) {
         uint64_t seed = test_json_u64(json_object_get(c, "seed"));
         sb_mt19937 mt;
         sb_pyrandom_seed(&mt, seed);
@@ -136,8 +135,7 @@ static void test_cpython_random(void **state)
         sb_pyrandom_sample(&mt, 40, 5, s5);
         assert_int_array(json_object_get(c, "sample_range40_k5"), s5, 5, "sample(40, 5)");
         sb_pyrandom_sample(&mt, 40, 40, s40);
-        assert_int_array(json_object_get(c, "then_sample_range40_k40"), s40, 40,
-                         "sample(40, 40)");
+        assert_int_array(json_object_get(c, "then_sample_range40_k40"), s40, 40, "sample(40, 40)");
         sb_pyrandom_sample(&mt, 4, 2, s2);
         assert_int_array(json_object_get(c, "then_sample_range4_k2"), s2, 2, "sample(4, 2)");
         assert_double_exact(json_real_value(json_object_get(c, "then_random")),
@@ -152,7 +150,7 @@ static void test_numpy_legacy(void **state)
     assert_true(json_array_size(cases) >= 3);
     size_t k;
     json_t *c;
-    json_array_foreach(cases, k, c) {
+    json_array_foreach (cases, k, c) {
         uint32_t seed = (uint32_t)test_json_u64(json_object_get(c, "seed"));
         sb_mt19937 mt;
         sb_legacy_seed(&mt, seed);

@@ -4,8 +4,8 @@
  *     at a realistic length: outputs and gradients;
  *   - identical results (outputs and every gradient, bit for bit) with 1 and 2 threads;
  *   - the reference's parameter counts (docs/models/README.md lists them), state_dict
- *     names, shapes, order and optimiser groups; the initialisation against torch 1.13 bit for bit at the
- *     widths of the tiny task and the sweeps (tests/data/s4/init.json);
+ *     names, shapes, order and optimiser groups; the initialisation against torch 1.13 bit for bit
+ * at the widths of the tiny task and the sweeps (tests/data/s4/init.json);
  *   - train.py's S4 optimiser against torch (tests/data/s4/optim.json): AdamW groups,
  *     weight decay, clipping, CosineAnnealingLR stepped per evaluation (learning rates
  *     exactly, weights to float rounding), and the trainer using that schedule;
@@ -31,8 +31,8 @@
 #include "ops/ops.h"
 #include "ops/ops_s4.h"
 #include "tensor/optim.h"
-#include "train/trainer.h"
 #include "test_util.h"
+#include "train/trainer.h"
 
 static char tmpdir[256];
 
@@ -195,8 +195,13 @@ static void test_param_counts(void **state)
                          want);
         }
     /* refused: fewer than one complex mode */
-    sb_model_config bad = {.d_input = 5, .d_output = 5, .d_model = 8, .n_layers = 1,
-                           .d_state = 1, .n_head = 4, .rope_base = 1000};
+    sb_model_config bad = {.d_input = 5,
+                           .d_output = 5,
+                           .d_model = 8,
+                           .n_layers = 1,
+                           .d_state = 1,
+                           .n_head = 4,
+                           .rope_base = 1000};
     snprintf(bad.model, sizeof bad.model, "s4");
     sb_model *m = NULL;
     sb_error err = {0};
@@ -207,8 +212,14 @@ static void test_param_counts(void **state)
 static void test_state_dict_and_groups(void **state)
 {
     (void)state;
-    sb_model_config mc = {.d_input = 41, .d_output = 17, .d_model = 64, .n_layers = 2,
-                          .d_state = 16, .n_head = 4, .dropout = 0.2, .rope_base = 1000};
+    sb_model_config mc = {.d_input = 41,
+                          .d_output = 17,
+                          .d_model = 64,
+                          .n_layers = 2,
+                          .d_state = 16,
+                          .n_head = 4,
+                          .dropout = 0.2,
+                          .rope_base = 1000};
     snprintf(mc.model, sizeof mc.model, "s4");
     sb_model *m = NULL;
     sb_error err = {0};
@@ -264,15 +275,14 @@ static void test_init_matches_torch(void **state)
     json_t *root = test_load_json("s4/init.json");
     for (size_t c = 0; c < json_array_size(root); c++) {
         json_t *ref = json_array_get(root, c);
-        sb_model_config mc = {
-            .d_input = (int)json_integer_value(json_object_get(ref, "inp")),
-            .d_output = (int)json_integer_value(json_object_get(ref, "out")),
-            .d_model = (int)json_integer_value(json_object_get(ref, "d_model")),
-            .n_layers = (int)json_integer_value(json_object_get(ref, "layers")),
-            .d_state = (int)json_integer_value(json_object_get(ref, "d_state")),
-            .n_head = 4,
-            .dropout = 0.2,
-            .rope_base = 1000};
+        sb_model_config mc = {.d_input = (int)json_integer_value(json_object_get(ref, "inp")),
+                              .d_output = (int)json_integer_value(json_object_get(ref, "out")),
+                              .d_model = (int)json_integer_value(json_object_get(ref, "d_model")),
+                              .n_layers = (int)json_integer_value(json_object_get(ref, "layers")),
+                              .d_state = (int)json_integer_value(json_object_get(ref, "d_state")),
+                              .n_head = 4,
+                              .dropout = 0.2,
+                              .rope_base = 1000};
         snprintf(mc.model, sizeof mc.model, "s4");
         sb_model *m = NULL;
         sb_error err = {0};
@@ -346,8 +356,8 @@ static void test_optimizer_matches_torch(void **state)
             /* the same double arithmetic as torch's scheduler: exactly equal */
             if (lr1 != json_number_value(json_array_get(lrs, 0)) ||
                 lr2 != json_number_value(json_array_get(lrs, 1)))
-                fail_msg("case %zu update %zu: lr %.17g, %.17g; torch %.17g, %.17g", c, s, lr1,
-                         lr2, json_number_value(json_array_get(lrs, 0)),
+                fail_msg("case %zu update %zu: lr %.17g, %.17g; torch %.17g, %.17g", c, s, lr1, lr2,
+                         json_number_value(json_array_get(lrs, 0)),
                          json_number_value(json_array_get(lrs, 1)));
             sb_optimizer_step_lr(&opt, &ps, lr1, lr2);
             const char *which[2] = {"general", "kernel"};
@@ -357,8 +367,8 @@ static void test_optimizer_matches_torch(void **state)
                 for (size_t i = 0; i < json_array_size(want); i++) {
                     double v = json_number_value(json_array_get(want, i));
                     if (!(fabs((double)p[i] - v) <= 2e-6 * fmax(1.0, fabs(v))))
-                        fail_msg("case %zu update %zu %s[%zu]: %.9g, torch %.9g", c, s, which[w],
-                                 i, (double)p[i], v);
+                        fail_msg("case %zu update %zu %s[%zu]: %.9g, torch %.9g", c, s, which[w], i,
+                                 (double)p[i], v);
                 }
             }
         }
@@ -412,9 +422,13 @@ static void record_lr(const sb_train_event *ev, void *user)
 static void train_to(const sb_run_config *c, int threads, const char *ckpt, sb_train_result *res,
                      int64_t stop_after, int resume, lr_log *log)
 {
-    sb_train_options opt = {.threads = threads, .ckpt_path = ckpt, .mem_budget_gb = 1.0,
-                            .stop_after = stop_after, .resume = resume,
-                            .callback = log != NULL ? record_lr : NULL, .user = log};
+    sb_train_options opt = {.threads = threads,
+                            .ckpt_path = ckpt,
+                            .mem_budget_gb = 1.0,
+                            .stop_after = stop_after,
+                            .resume = resume,
+                            .callback = log != NULL ? record_lr : NULL,
+                            .user = log};
     sb_error err = {0};
     if (sb_train(c, &opt, res, &err) != SB_OK)
         fail_msg("training failed: %s", err.msg);
@@ -487,8 +501,14 @@ static void test_trainer(void **state)
 static void test_stream_memory(void **state)
 {
     (void)state;
-    sb_model_config mc = {.d_input = 9, .d_output = 13, .d_model = 32, .n_layers = 2,
-                          .d_state = 16, .n_head = 4, .dropout = 0, .rope_base = 1000};
+    sb_model_config mc = {.d_input = 9,
+                          .d_output = 13,
+                          .d_model = 32,
+                          .n_layers = 2,
+                          .d_state = 16,
+                          .n_head = 4,
+                          .dropout = 0,
+                          .rope_base = 1000};
     snprintf(mc.model, sizeof mc.model, "s4");
     sb_model *m = NULL;
     sb_error err = {0};

@@ -83,10 +83,9 @@ typedef enum ssm_form { FORM_FFT, FORM_DIRECT, FORM_RECURRENCE } ssm_form;
 static sb_tensor *run_ssm(sb_graph *g, sb_tensor **in, ssm_form form, real *state)
 {
     if (form == FORM_RECURRENCE)
-        return sb_s4d_recurrence(g, in[S_U], in[S_LOG_DT], in[S_C], in[S_LAR], in[S_AIM],
-                                 in[S_D], state);
-    sb_tensor *K = sb_s4d_kernel(g, in[S_LOG_DT], in[S_C], in[S_LAR], in[S_AIM],
-                                 in[S_U]->shape[1]);
+        return sb_s4d_recurrence(g, in[S_U], in[S_LOG_DT], in[S_C], in[S_LAR], in[S_AIM], in[S_D],
+                                 state);
+    sb_tensor *K = sb_s4d_kernel(g, in[S_LOG_DT], in[S_C], in[S_LAR], in[S_AIM], in[S_U]->shape[1]);
     return form == FORM_FFT ? sb_s4d_conv(g, in[S_U], K, in[S_D])
                             : sb_s4d_conv_ref(g, in[S_U], K, in[S_D]);
 }
@@ -156,8 +155,10 @@ static void test_ssm_forms_grad(void **state)
         ssm_form form;
         int B, T, H, N2;
     } cases[] = {
-        {"fft conv T=11", FORM_FFT, 2, 11, 3, 4},  {"fft conv T=1", FORM_FFT, 2, 1, 3, 2},
-        {"fft conv T=37", FORM_FFT, 3, 37, 2, 3},  {"fft conv H=19", FORM_FFT, 2, 9, 19, 2},
+        {"fft conv T=11", FORM_FFT, 2, 11, 3, 4},
+        {"fft conv T=1", FORM_FFT, 2, 1, 3, 2},
+        {"fft conv T=37", FORM_FFT, 3, 37, 2, 3},
+        {"fft conv H=19", FORM_FFT, 2, 9, 19, 2},
         {"direct conv T=11", FORM_DIRECT, 2, 11, 3, 4},
         {"recurrence T=11", FORM_RECURRENCE, 2, 11, 3, 4},
         {"recurrence T=23", FORM_RECURRENCE, 3, 23, 2, 3},
@@ -265,7 +266,8 @@ static void test_dropout_tied_mask(void **state)
     sb_graph_free(&g);
 }
 
-/* ---- the three forms against each other -------------------------------------------------------- */
+/* ---- the three forms against each other --------------------------------------------------------
+ */
 
 static void test_forms_agree(void **state)
 {
@@ -279,8 +281,8 @@ static void test_forms_agree(void **state)
         sb_graph_init(&g1, 1 << 22);
         sb_graph_init(&g2, 1 << 22);
         sb_graph_init(&g3, 1 << 24);
-        sb_tensor **in = ssm_tensors(&hold, sizes[c].B, sizes[c].T, sizes[c].H, sizes[c].N2,
-                                     3u + (unsigned)c);
+        sb_tensor **in =
+            ssm_tensors(&hold, sizes[c].B, sizes[c].T, sizes[c].H, sizes[c].N2, 3u + (unsigned)c);
         ssm_form forms[3] = {FORM_FFT, FORM_DIRECT, FORM_RECURRENCE};
         sb_tensor *y[3];
         real *gr[3][S_COUNT];
@@ -294,8 +296,8 @@ static void test_forms_agree(void **state)
             for (int i = 0; i < S_COUNT; i++) {
                 d = test_max_rel_diff(gr[f][i], gr[2][i], in[i]->size);
                 if (!(d < 1e-11))
-                    fail_msg("size %zu: form %d vs recurrence: gradient %d differs by %.3g", c,
-                             f, i, d);
+                    fail_msg("size %zu: form %d vs recurrence: gradient %d differs by %.3g", c, f,
+                             i, d);
             }
         }
         for (int f = 0; f < 3; f++)
@@ -351,7 +353,8 @@ static void test_fft_lengths(void **state)
     sb_graph_free(&g);
 }
 
-/* ---- the layer and whole RecNets -------------------------------------------------------------- */
+/* ---- the layer and whole RecNets --------------------------------------------------------------
+ */
 
 typedef struct layer_ctx {
     sb_model *m;
@@ -550,8 +553,8 @@ static void test_torch_reference(void **state)
                 double want = json_number_value(json_array_get(values, k));
                 double got = (double)m->params.data[p->offset + k];
                 if (want != got)
-                    fail_msg("case %zu: initial %s[%zu] = %.9g, torch has %.9g", c, p->name, k,
-                             got, want);
+                    fail_msg("case %zu: initial %s[%zu] = %.9g, torch has %.9g", c, p->name, k, got,
+                             want);
             }
         }
         if (json_object_get(ref, "logits") == NULL) {
@@ -582,12 +585,13 @@ static void test_torch_reference(void **state)
         assert_int_equal(json_array_size(ref_logits), (size_t)B * T * O);
         double worst = 0;
         for (size_t k = 0; k < logits->size; k++)
-            worst = fmax(worst, rel_err(logits->data[k],
-                                        json_number_value(json_array_get(ref_logits, k))));
+            worst = fmax(
+                worst, rel_err(logits->data[k], json_number_value(json_array_get(ref_logits, k))));
         if (!(worst < 1e-10))
             fail_msg("s4: logits differ from torch by %.3g (relative)", worst);
         sb_tensor *loss = sb_cross_entropy(&g, logits, target, valid, 1, NULL);
-        assert_true(rel_err(loss->data[0], json_number_value(json_object_get(ref, "loss"))) < 1e-12);
+        assert_true(rel_err(loss->data[0], json_number_value(json_object_get(ref, "loss"))) <
+                    1e-12);
         sb_tensor_grad(&g, loss)[0] = 1;
         sb_graph_backward(&g);
         json_t *grads = json_object_get(ref, "grads");
@@ -621,16 +625,11 @@ static void test_torch_reference(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kernel_grad),
-        cmocka_unit_test(test_ssm_forms_grad),
-        cmocka_unit_test(test_conv_grad),
-        cmocka_unit_test(test_dropout_glu_grad),
-        cmocka_unit_test(test_dropout_tied_mask),
-        cmocka_unit_test(test_forms_agree),
-        cmocka_unit_test(test_fft_lengths),
-        cmocka_unit_test(test_layer_grad),
-        cmocka_unit_test(test_recnet_grad),
-        cmocka_unit_test(test_stream),
+        cmocka_unit_test(test_kernel_grad),       cmocka_unit_test(test_ssm_forms_grad),
+        cmocka_unit_test(test_conv_grad),         cmocka_unit_test(test_dropout_glu_grad),
+        cmocka_unit_test(test_dropout_tied_mask), cmocka_unit_test(test_forms_agree),
+        cmocka_unit_test(test_fft_lengths),       cmocka_unit_test(test_layer_grad),
+        cmocka_unit_test(test_recnet_grad),       cmocka_unit_test(test_stream),
         cmocka_unit_test(test_torch_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -258,7 +258,7 @@ static void test_header_layout(void **state)
     const char *key;
     json_t *value;
     size_t i = 0, offset = 0;
-    json_object_foreach(root, key, value) {
+    json_object_foreach (root, key, value) {
         if (i++ == 0) {
             assert_string_equal(key, "__metadata__");
             assert_string_equal(json_string_value(json_object_get(value, "note")), m[2].value);

@@ -35,7 +35,7 @@ static void check_file(const char *file)
 
     size_t i;
     json_t *set;
-    json_array_foreach(json_object_get(ref, "sample_sets"), i, set) {
+    json_array_foreach (json_object_get(ref, "sample_sets"), i, set) {
         int lo = (int)json_integer_value(json_object_get(set, "seq_len_min"));
         int hi = (int)json_integer_value(json_object_get(set, "seq_len_max"));
         int total = (int)json_integer_value(json_object_get(set, "combined_seq_length"));
@@ -44,7 +44,7 @@ static void check_file(const char *file)
         uint16_t *states = malloc((size_t)total * sizeof *states);
         size_t k;
         json_t *sample;
-        json_array_foreach(json_object_get(set, "samples"), k, sample) {
+        json_array_foreach (json_object_get(set, "samples"), k, sample) {
             uint64_t idx = test_json_u64(json_object_get(sample, "idx"));
             if (sb_sampler_generate(&sp, idx, states, NULL, NULL, &err) != SB_OK)
                 fail_msg("%s idx %llu: %s", file, (unsigned long long)idx, err.msg);
@@ -76,7 +76,7 @@ static void test_reference_samples(void **state)
     json_t *index = test_load_json("reference/index.json");
     size_t i;
     json_t *f;
-    json_array_foreach(json_object_get(index, "files"), i, f)
+    json_array_foreach (json_object_get(index, "files"), i, f)
         check_file(json_string_value(json_object_get(f, "file")));
     json_decref(index);
     print_message("%d reference samples reproduced\n", samples_checked);
@@ -87,8 +87,8 @@ static void test_reference_samples(void **state)
 static void test_worked_example(void **state)
 {
     (void)state;
-    sb_grammar_config cfg = {.vocab = 5, .amb = 2, .amb_depth = 2, .seed = 1,
-                             .transition_density = 0.4};
+    sb_grammar_config cfg = {
+        .vocab = 5, .amb = 2, .amb_depth = 2, .seed = 1, .transition_density = 0.4};
     sb_grammar *g = NULL;
     sb_error err = {0};
     assert_int_equal(sb_grammar_generate(&cfg, &g, &err), SB_OK);
@@ -98,8 +98,8 @@ static void test_worked_example(void **state)
     int strings = 0;
     long draws = 0;
     assert_int_equal(sb_sampler_generate(&sp, 0, states, &strings, &draws, &err), SB_OK);
-    const char *want[] = {"C",  "A1", "A1", "A1", "#",  "A0", "B1", "#", "A0", "B1",
-                          "#",  "A0", "B1", "#",  "A0", "B1", "#",  "C", "A1", "#"};
+    const char *want[] = {"C", "A1", "A1", "A1", "#",  "A0", "B1", "#", "A0", "B1",
+                          "#", "A0", "B1", "#",  "A0", "B1", "#",  "C", "A1", "#"};
     for (int e = 0; e < 20; e++)
         assert_string_equal(g->state_name[states[e]], want[e]);
     assert_int_equal(strings, 6);
@@ -112,8 +112,8 @@ static void test_worked_example(void **state)
 static void test_seed_product(void **state)
 {
     (void)state;
-    sb_grammar_config cfg = {.vocab = 9, .amb = 8, .amb_depth = 8, .seed = 2,
-                             .transition_density = 0.4};
+    sb_grammar_config cfg = {
+        .vocab = 9, .amb = 8, .amb_depth = 8, .seed = 2, .transition_density = 0.4};
     sb_grammar *g = NULL;
     sb_error err = {0};
     assert_int_equal(sb_grammar_generate(&cfg, &g, &err), SB_OK);
@@ -139,21 +139,23 @@ static void test_fast_equals_plain(void **state)
         int vocab, amb, depth, lo, hi, total;
         uint64_t seed;
     } cases[] = {
-        {5, 2, 2, 1, 20, 50, 1},    {9, 8, 8, 1, 30, 30, 2},      {12, 3, 4, 3, 20, 61, 3},
+        {5, 2, 2, 1, 20, 50, 1},      {9, 8, 8, 1, 30, 30, 2},     {12, 3, 4, 3, 20, 61, 3},
         {41, 40, 40, 1, 200, 200, 1}, {25, 24, 24, 5, 60, 100, 7}, {20, 0, 1, 1, 12, 40, 4},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        sb_grammar_config cfg = {.vocab = cases[c].vocab, .amb = cases[c].amb,
-                                 .amb_depth = cases[c].depth, .seed = cases[c].seed,
+        sb_grammar_config cfg = {.vocab = cases[c].vocab,
+                                 .amb = cases[c].amb,
+                                 .amb_depth = cases[c].depth,
+                                 .seed = cases[c].seed,
                                  .transition_density = 0.4};
         sb_grammar *g = NULL;
         sb_error err = {0};
         if (sb_grammar_generate(&cfg, &g, &err) != SB_OK)
             fail_msg("%s", err.msg);
         sb_sampler sp;
-        assert_int_equal(sb_sampler_init(&sp, g, cfg.seed, cases[c].lo, cases[c].hi,
-                                         cases[c].total, &err),
-                         SB_OK);
+        assert_int_equal(
+            sb_sampler_init(&sp, g, cfg.seed, cases[c].lo, cases[c].hi, cases[c].total, &err),
+            SB_OK);
         enum { N = 37 }; /* not a multiple of the lane count */
         int total = cases[c].total;
         uint16_t *fast = malloc((size_t)N * (size_t)total * sizeof *fast);
@@ -179,8 +181,8 @@ static void test_fast_equals_plain(void **state)
 static void test_bad_lengths(void **state)
 {
     (void)state;
-    sb_grammar_config cfg = {.vocab = 5, .amb = 2, .amb_depth = 2, .seed = 1,
-                             .transition_density = 0.4};
+    sb_grammar_config cfg = {
+        .vocab = 5, .amb = 2, .amb_depth = 2, .seed = 1, .transition_density = 0.4};
     sb_grammar *g = NULL;
     sb_error err = {0};
     assert_int_equal(sb_grammar_generate(&cfg, &g, &err), SB_OK);
@@ -207,10 +209,8 @@ static void test_bad_lengths(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_worked_example),
-        cmocka_unit_test(test_reference_samples),
-        cmocka_unit_test(test_seed_product),
-        cmocka_unit_test(test_fast_equals_plain),
+        cmocka_unit_test(test_worked_example), cmocka_unit_test(test_reference_samples),
+        cmocka_unit_test(test_seed_product),   cmocka_unit_test(test_fast_equals_plain),
         cmocka_unit_test(test_bad_lengths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

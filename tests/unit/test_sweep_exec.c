@@ -16,13 +16,13 @@
 #include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,13 +84,14 @@ static void test_run_config(void **state)
 
     /* a worker switch's value is checked; an unknown flag or parameter is refused */
     const char *bad[] = {"--mem_budget=0", "--save_model=maybe", "--threads=x", "--nosuch=1"};
-    const char *says[] = {"--mem_budget 0 is out of range", "is not a boolean",
-                          "is not an integer", "unknown flag --nosuch"};
+    const char *says[] = {"--mem_budget 0 is out of range", "is not a boolean", "is not an integer",
+                          "unknown flag --nosuch"};
     for (int i = 0; i < 4; i++) {
         char text[256];
         snprintf(text, sizeof text,
                  "method: grid\nparameters:\n  seed:\n    values: [1]\ncommand:\n  - \"%s\"\n"
-                 "  - ${args}\n", bad[i]);
+                 "  - ${args}\n",
+                 bad[i]);
         assert_int_equal(sb_sweep_load_text("bad", text, strlen(text), &s, &err), SB_OK);
         assert_int_equal(sb_sweep_run_config(s, 0, &cfg, &err), SB_ERR_INVALID);
         if (strstr(err.msg, says[i]) == NULL)
@@ -128,10 +129,15 @@ static void test_progress_record(void **state)
 {
     (void)state;
     char line[256];
-    sb_sweep_progress in = {.step = 12, .total_steps = 40, .loss = 2.5, .acc = 0.25,
-                            .tokens_per_s = 12345, .eta_s = 7.5, .test_acc = (double)NAN};
-    snprintf(line, sizeof line, SB_PROGRESS_RECORD_FORMAT, in.step, in.total_steps, in.loss,
-             in.acc, in.tokens_per_s, in.eta_s, in.test_acc);
+    sb_sweep_progress in = {.step = 12,
+                            .total_steps = 40,
+                            .loss = 2.5,
+                            .acc = 0.25,
+                            .tokens_per_s = 12345,
+                            .eta_s = 7.5,
+                            .test_acc = (double)NAN};
+    snprintf(line, sizeof line, SB_PROGRESS_RECORD_FORMAT, in.step, in.total_steps, in.loss, in.acc,
+             in.tokens_per_s, in.eta_s, in.test_acc);
     assert_non_null(strchr(line, '\n'));
     *strchr(line, '\n') = '\0';
     sb_sweep_progress out;
@@ -238,7 +244,8 @@ static void test_select_errors(void **state)
     sb_sweep *s = load_text("method: grid\nparameters:\n  a:\n    values: [x, y]\n"
                             "  b:\n    values: [1, 2]\n");
     const char *bad[][1] = {{"a"}, {"nosuch=1"}, {"a=w"}, {"b=1.0"}};
-    const char *says[] = {"--filter 'a': write NAME=VALUE", "one of the parameters of sweep file 'grid' (a, b)",
+    const char *says[] = {"--filter 'a': write NAME=VALUE",
+                          "one of the parameters of sweep file 'grid' (a, b)",
                           "--filter 'a=w': a takes x, y in sweep file 'grid'",
                           "--filter 'b=1.0': b takes 1, 2 in sweep file 'grid'; did you mean b=1?"};
     for (int i = 0; i < 4; i++) {
@@ -284,8 +291,8 @@ static void test_big_grids(void **state)
     sb_sweep_selection_free(sel);
     /* p00 = 7 and p08 = 3 leave 10^7 runs; shard 2/3 of them: 3333333, at positions 2, 5, ... */
     const char *filters[] = {"p00=7", "p08=3"};
-    sb_sweep_select_options narrow = {.filters = filters, .n_filters = 2, .shard_index = 2,
-                                      .shard_count = 3};
+    sb_sweep_select_options narrow = {
+        .filters = filters, .n_filters = 2, .shard_index = 2, .shard_count = 3};
     assert_int_equal(sb_sweep_select(s, &narrow, &sel, &err), SB_OK);
     assert_int_equal(sb_sweep_selection_size(sel), 3333333);
     /* sub-grid position j = 2 + 3i: p01..p07 are j's digits, p00 = 7, p08 = 3 */
@@ -378,7 +385,7 @@ typedef struct seen {
     char reason[MAX_RUNS][SB_ERROR_MSG_MAX]; /* why each run was refused */
     long locked_by[MAX_RUNS];
     int waiting_slot[MAX_RUNS];
-    int ticks, bad; /* bad: an event out of order (counted, checked after) */
+    int ticks, bad;           /* bad: an event out of order (counted, checked after) */
     int cancel_when_training; /* cancel (SIGTERM) once every run has sent progress */
     int n_runs;
     /* a lock the test holds for run lock_run: taken when that run starts (lock_on_start,
@@ -439,8 +446,7 @@ static void on_event(const sb_sweep_event *ev, void *user)
         if (ev->started != (s->started[k] > 0))
             s->bad++;
         break;
-    case SB_SWEEP_TICK:
-        break;
+    case SB_SWEEP_TICK: break;
     }
 }
 
@@ -473,9 +479,12 @@ static sb_status execute_with(const char *worker_exe, const sb_sweep *s, const i
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);
     close(fd);
-    sb_sweep_exec_opts opts = {.workers = 2, .threads = 1, .results = dir,
+    sb_sweep_exec_opts opts = {.workers = 2,
+                               .threads = 1,
+                               .results = dir,
                                .worker_exe = worker_exe != NULL ? worker_exe : binary,
-                               .on_event = on_event, .user = seen_events,
+                               .on_event = on_event,
+                               .user = seen_events,
                                .cancel = cancel_when_training};
     sb_status st = sb_sweep_execute(s, runs, n_runs, &opts, tally, err);
     dup2(saved_out, STDOUT_FILENO);

@@ -17,13 +17,13 @@
 
 #include <cmocka.h>
 
-#include "train/checkpoint.h"
 #include "model/model.h"
 #include "tensor/optim.h"
-#include "train/trainer.h"
 #include "test_gemm_env.h"
 #include "test_util.h"
+#include "train/checkpoint.h"
 #include "train/run_setup.h"
+#include "train/trainer.h"
 
 static char tmpdir[256];
 
@@ -51,8 +51,13 @@ static void test_param_counts(void **state)
     const size_t transformer[5] = {639497, 2325961, 8844617, 34464841, 136034889};
     const size_t gru[5] = {307457, 1006529, 3584321, 13458497, 52081217};
     for (int i = 0; i < 5; i++) {
-        sb_model_config mc = {.d_input = 41, .d_output = 1601, .d_model = widths[i], .n_layers = 8,
-                              .d_state = 128, .n_head = sb_num_heads(widths[i]), .dropout = 0.2,
+        sb_model_config mc = {.d_input = 41,
+                              .d_output = 1601,
+                              .d_model = widths[i],
+                              .n_layers = 8,
+                              .d_state = 128,
+                              .n_head = sb_num_heads(widths[i]),
+                              .dropout = 0.2,
                               .rope_base = 1000};
         size_t n = 0;
         sb_error err = {0};
@@ -96,7 +101,8 @@ static void test_optimizer_matches_torch(void **state)
                 ps.grad[i] = g[i] * (float)(k + 1);
             double norm = sb_clip_grad_norm(&ps, 1.0);
             json_t *step = json_array_get(steps, (size_t)k);
-            assert_true(fabs(norm - json_number_value(json_object_get(step, "grad_norm"))) < 1e-5 * norm);
+            assert_true(fabs(norm - json_number_value(json_object_get(step, "grad_norm"))) <
+                        1e-5 * norm);
             sb_optimizer_step(&opt, &ps, 1.0);
             json_t *want = json_object_get(step, "param");
             for (int i = 0; i < 5; i++) {
@@ -121,10 +127,13 @@ static void test_schedules(void **state)
     assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP, 60, 10, 110) - 0.5) < 1e-15);
     assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP, 110, 10, 110)) < 1e-15);
     /* fractional warm-up (5% of 375 updates = 18.75) */
-    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP, 18, 18.75, 375) - 18 / 18.75) < 1e-15);
+    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP, 18, 18.75, 375) - 18 / 18.75) <
+                1e-15);
     /* lr_min variant: floor 0.1 */
-    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP_LR_MIN, 110, 10, 110) - 0.1) < 1e-15);
-    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP_LR_MIN, 60, 10, 110) - 0.55) < 1e-15);
+    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP_LR_MIN, 110, 10, 110) - 0.1) <
+                1e-15);
+    assert_true(fabs(sb_schedule_factor(SB_SCHED_COSINE_WARMUP_LR_MIN, 60, 10, 110) - 0.55) <
+                1e-15);
 }
 
 /* ---- the training loop ------------------------------------------------------------------- */
@@ -178,8 +187,11 @@ static void assert_same_file(const char *a, const char *b)
 static void train_to(const sb_run_config *c, int threads, const char *ckpt, sb_train_result *res,
                      int64_t stop_after, int resume)
 {
-    sb_train_options opt = {.threads = threads, .ckpt_path = ckpt, .mem_budget_gb = 1.0,
-                            .stop_after = stop_after, .resume = resume};
+    sb_train_options opt = {.threads = threads,
+                            .ckpt_path = ckpt,
+                            .mem_budget_gb = 1.0,
+                            .stop_after = stop_after,
+                            .resume = resume};
     sb_error err = {0};
     if (sb_train(c, &opt, res, &err) != SB_OK)
         fail_msg("training failed: %s", err.msg);
@@ -251,8 +263,11 @@ static void test_stop_request_resumes(void **state)
     sb_train_result r_full, r_part, r_rest;
     train_to(&c, 2, full, &r_full, 0, 0);
     stop_poll poll = {.stop_at = 6};
-    sb_train_options opt = {.threads = 2, .ckpt_path = part, .mem_budget_gb = 1.0,
-                            .should_stop = stop_at_poll, .stop_user = &poll};
+    sb_train_options opt = {.threads = 2,
+                            .ckpt_path = part,
+                            .mem_budget_gb = 1.0,
+                            .should_stop = stop_at_poll,
+                            .stop_user = &poll};
     sb_error err = {0};
     assert_int_equal(sb_train(&c, &opt, &r_part, &err), SB_OK);
     assert_string_equal(r_part.status, "interrupted");
@@ -343,8 +358,8 @@ static void test_divergence_nan_gradient(void **state)
     sb_run_config c = tiny_run("gru");
     char ckpt[512];
     snprintf(ckpt, sizeof ckpt, "%s/nan_grad.safetensors", tmpdir);
-    sb_train_options opt = {.threads = 2, .mem_budget_gb = 1.0, .ckpt_path = ckpt,
-                            .inject_nan_grad_at = 6};
+    sb_train_options opt = {
+        .threads = 2, .mem_budget_gb = 1.0, .ckpt_path = ckpt, .inject_nan_grad_at = 6};
     sb_train_result res;
     sb_error err = {0};
     assert_int_equal(sb_train(&c, &opt, &res, &err), SB_ERR_DIVERGED);
@@ -386,8 +401,14 @@ static void test_early_stop(void **state)
 static void test_checkpoint_roundtrip_and_errors(void **state)
 {
     (void)state;
-    sb_model_config mc = {.d_input = 9, .d_output = 65, .d_model = 16, .n_layers = 2, .d_state = 8,
-                          .n_head = 4, .dropout = 0.2, .rope_base = 1000};
+    sb_model_config mc = {.d_input = 9,
+                          .d_output = 65,
+                          .d_model = 16,
+                          .n_layers = 2,
+                          .d_state = 8,
+                          .n_head = 4,
+                          .dropout = 0.2,
+                          .rope_base = 1000};
     snprintf(mc.model, sizeof mc.model, "transformer");
     sb_model *a = NULL, *b = NULL, *other = NULL, *wide = NULL;
     sb_error err = {0};
@@ -406,7 +427,8 @@ static void test_checkpoint_roundtrip_and_errors(void **state)
     assert_string_equal(back.model, cfg.model);
 
     /* missing file */
-    assert_int_equal(sb_checkpoint_load("/nonexistent/x.safetensors", b, NULL, NULL, &err), SB_ERR_IO);
+    assert_int_equal(sb_checkpoint_load("/nonexistent/x.safetensors", b, NULL, NULL, &err),
+                     SB_ERR_IO);
     /* corrupt file: truncated */
     char bad[512];
     snprintf(bad, sizeof bad, "%s/bad.safetensors", tmpdir);
@@ -495,8 +517,14 @@ static void replace_in_file(const char *src, const char *dst, const char *from, 
 static void test_checkpoint_non_finite_and_metadata(void **state)
 {
     (void)state;
-    sb_model_config mc = {.d_input = 9, .d_output = 65, .d_model = 16, .n_layers = 1, .d_state = 8,
-                          .n_head = 4, .dropout = 0.2, .rope_base = 1000};
+    sb_model_config mc = {.d_input = 9,
+                          .d_output = 65,
+                          .d_model = 16,
+                          .n_layers = 1,
+                          .d_state = 8,
+                          .n_head = 4,
+                          .dropout = 0.2,
+                          .rope_base = 1000};
     snprintf(mc.model, sizeof mc.model, "gru");
     sb_model *a = NULL, *b = NULL;
     sb_error err = {0};
@@ -543,7 +571,8 @@ static void test_checkpoint_non_finite_and_metadata(void **state)
     char want[700];
     snprintf(want, sizeof want,
              "checkpoint '%s': tensor 'layers.0.weight_hh_l0' has 3 non-finite values "
-             "(NaN/inf); the file is damaged or from a diverged run", bad);
+             "(NaN/inf); the file is damaged or from a diverged run",
+             bad);
     assert_string_equal(err.msg, want);
     assert_memory_equal(before, b->params.data, b->params.total * sizeof *before);
     poke_tensor(sidecar, "exp_avg.decoder.bias", 1, -INFINITY);
@@ -561,7 +590,8 @@ static void test_checkpoint_non_finite_and_metadata(void **state)
     assert_int_equal(sb_checkpoint_read_config(bad, &back, &err), SB_ERR_IO);
     snprintf(want, sizeof want,
              "checkpoint '%s' is damaged or not from this version of selectivbench: its "
-             "metadata 'config' is unusable (vocab -5 is ", bad);
+             "metadata 'config' is unusable (vocab -5 is ",
+             bad);
     assert_memory_equal(err.msg, want, strlen(want));
     assert_int_equal(sb_checkpoint_read_config(path, &back, &err), SB_OK);
     free(before);

@@ -32,12 +32,12 @@
 
 #include <cmocka.h>
 
-#include "task/batch.h"
-#include "train/checkpoint.h"
 #include "model/model.h"
-#include "train/trainer.h"
+#include "task/batch.h"
 #include "test_gemm_env.h"
 #include "test_util.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
 
 #define TRAJ_UPDATES 10
 #define TRAJ_BATCH 8

@@ -5,8 +5,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "tensor/nn.h"
 #include "core/rng.h"
+#include "tensor/nn.h"
 
 /* Loads tests/data/<relpath> as JSON; fails the test if it cannot. */
 json_t *test_load_json(const char *relpath);
