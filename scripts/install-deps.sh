@@ -10,7 +10,8 @@
 #                                    and the bring-your-own-model example (with its
 #                                    dependencies a few hundred MB: `./run.sh test` only, not
 #                                    the demo; the binding itself needs only python3-numpy),
-#                                    and Open MPI for the mpirun tests (docs/cluster.md)
+#                                    Open MPI for the mpirun tests (docs/cluster.md), and
+#                                    clang-format for the formatting check (test_format)
 #   scripts/install-deps.sh clang    and clang with its OpenMP (`./run.sh clang`)
 #   scripts/install-deps.sh fuzz     and libFuzzer with clang's sanitizer runtimes
 #                                    (`./run.sh fuzz`; about 300 MB, so only on request)
@@ -25,7 +26,7 @@ libcairo2-dev fonts-dejavu-core libfftw3-dev libmicrohttpd-dev libdnnl-dev"
 # headless Chromium loads `selectivbench serve`'s page in tests/cli/test_browser.sh; the
 # Python binding's tests (tests/cli/test_python.sh) use Debian's python3, numpy and torch
 # Open MPI for the mpirun sweep and data-parallel tests (tests/cli/test_mpi*.sh)
-TEST_PACKAGES="chromium python3 python3-numpy python3-venv python3-torch libopenmpi-dev openmpi-bin"
+TEST_PACKAGES="chromium python3 python3-numpy python3-venv python3-torch libopenmpi-dev openmpi-bin clang-format"
 CLANG_PACKAGES="clang clang-14 libomp-14-dev"
 # slurm-wlm brings slurmctld, slurmd and the client commands (sbatch, squeue, scontrol,
 # scancel, sinfo) with its basic plugins; munge is its authentication. Debian's packages start
