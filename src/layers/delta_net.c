@@ -40,11 +40,7 @@ static sb_fla_mixer delta_net_recnet(const sb_model_config *cfg)
 
 static sb_status delta_net_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "delta_net: --feat_size %d is not divisible by %d heads", cfg->d_model,
-                            cfg->n_head);
-    return SB_OK;
+    return sb_layer_check_heads("delta_net", "--feat_size", cfg->d_model, cfg->n_head, err);
 }
 
 int sb_delta_net_mixer_params(sb_params *ps, const char *prefix, int D, const sb_fla_mixer *mx)

@@ -80,11 +80,7 @@ static sb_fla_mixer gdn_recnet(const sb_model_config *cfg)
 
 static sb_status gdn_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "gated_delta_net: --feat_size %d is not divisible by %d heads",
-                            cfg->d_model, cfg->n_head);
-    return SB_OK;
+    return sb_layer_check_heads("gated_delta_net", "--feat_size", cfg->d_model, cfg->n_head, err);
 }
 
 int sb_gdn_mixer_params(sb_params *ps, const char *prefix, int D, const sb_fla_mixer *mx)

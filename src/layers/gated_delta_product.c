@@ -48,11 +48,8 @@ enum {
 
 static sb_status gdp_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "gated_delta_product: --feat_size %d is not divisible by %d heads",
-                            cfg->d_model, cfg->n_head);
-    return SB_OK;
+    return sb_layer_check_heads("gated_delta_product", "--feat_size", cfg->d_model, cfg->n_head,
+                                err);
 }
 
 static int gdp_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)

@@ -56,10 +56,7 @@ static sb_fla_mixer gla_recnet(const sb_model_config *cfg)
 
 static sb_status gla_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID, "gla: --feat_size %d is not divisible by %d heads",
-                            cfg->d_model, cfg->n_head);
-    return SB_OK;
+    return sb_layer_check_heads("gla", "--feat_size", cfg->d_model, cfg->n_head, err);
 }
 
 int sb_gla_mixer_params(sb_params *ps, const char *prefix, int D, const sb_fla_mixer *mx)

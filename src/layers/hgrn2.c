@@ -37,11 +37,7 @@ enum { P_Q, P_F, P_I, P_NORM, P_O, P_COUNT };
 
 static sb_status hgrn2_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "hgrn2: --feat_size %d is not divisible by %d heads", cfg->d_model,
-                            cfg->n_head);
-    return SB_OK;
+    return sb_layer_check_heads("hgrn2", "--feat_size", cfg->d_model, cfg->n_head, err);
 }
 
 static int hgrn2_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)

@@ -75,10 +75,7 @@ static void kda_init_A_log(const sb_param *p, real *data, sb_mt19937 *rng, const
 
 static sb_status kda_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID, "kda: --feat_size %d is not divisible by %d heads",
-                            cfg->d_model, cfg->n_head);
-    return SB_OK;
+    return sb_layer_check_heads("kda", "--feat_size", cfg->d_model, cfg->n_head, err);
 }
 
 static int kda_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)

@@ -228,6 +228,12 @@ void sb_layer_type_list(char *buf, size_t size);
  * else the whole list. Always returns SB_ERR_INVALID. */
 sb_status sb_layer_type_unknown(const char *name, sb_error *err);
 
+/* The check of every multi-head layer: n_head >= 1 heads dividing width. SB_ERR_INVALID
+ * "MODEL: WHAT W is not divisible by H heads" otherwise (what: "--feat_size", or "the inner
+ * width" for a layer whose heads split another width). */
+sb_status sb_layer_check_heads(const char *model, const char *what, int width, int n_head,
+                               sb_error *err);
+
 /* get_num_heads(d, 128) of the reference's utils.py; 0 if none exists. */
 int sb_num_heads(int d_model);
 

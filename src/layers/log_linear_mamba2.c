@@ -55,10 +55,10 @@ static void init_a_log(const sb_param *p, real *data, sb_mt19937 *rng, const voi
 
 static sb_status llm2_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || (2 * cfg->d_model) % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "log_linear_mamba2: the inner width %d is not divisible by %d heads",
-                            2 * cfg->d_model, cfg->n_head);
+    sb_status heads = sb_layer_check_heads("log_linear_mamba2", "the inner width", 2 * cfg->d_model,
+                                           cfg->n_head, err);
+    if (heads != SB_OK)
+        return heads;
     if (cfg->d_state < 1)
         return sb_error_set(err, SB_ERR_INVALID, "log_linear_mamba2: --d_state %d must be >= 1",
                             cfg->d_state);

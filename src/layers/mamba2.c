@@ -43,10 +43,9 @@ static void init_a_log(const sb_param *p, real *data, sb_mt19937 *rng, const voi
 
 static sb_status mamba2_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "mamba2: --feat_size %d is not divisible by %d heads", cfg->d_model,
-                            cfg->n_head);
+    sb_status heads = sb_layer_check_heads("mamba2", "--feat_size", cfg->d_model, cfg->n_head, err);
+    if (heads != SB_OK)
+        return heads;
     if ((2 * cfg->d_model) % (cfg->d_model / cfg->n_head) != 0)
         return sb_error_set(err, SB_ERR_INVALID,
                             "mamba2: the inner width %d is not a multiple of the head width %d",

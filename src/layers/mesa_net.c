@@ -31,10 +31,10 @@ enum { P_LAMBDA, P_Q, P_K, P_V, P_A, P_A_B, P_B, P_B_B, P_Q_CONV, P_K_CONV, P_NO
 
 static sb_status mesa_net_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "mesa_net: --feat_size %d is not divisible by %d heads", cfg->d_model,
-                            cfg->n_head);
+    sb_status heads =
+        sb_layer_check_heads("mesa_net", "--feat_size", cfg->d_model, cfg->n_head, err);
+    if (heads != SB_OK)
+        return heads;
     if (cfg->d_model / cfg->n_head > MAX_HEAD_K)
         return sb_error_set(err, SB_ERR_INVALID,
                             "mesa_net: head width %d (--feat_size %d / %d heads) is above %d",

@@ -32,11 +32,7 @@ enum { P_Q, P_K, P_V, P_W0, P_W1, P_W_CONV, P_BT, P_BT_B, P_O, P_COUNT };
 
 static sb_status path_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "path_attn: --feat_size %d is not divisible by %d heads", cfg->d_model,
-                            cfg->n_head);
-    return SB_OK;
+    return sb_layer_check_heads("path_attn", "--feat_size", cfg->d_model, cfg->n_head, err);
 }
 
 static int path_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)

@@ -53,6 +53,15 @@ int sb_num_heads(int d_model)
     return 0;
 }
 
+sb_status sb_layer_check_heads(const char *model, const char *what, int width, int n_head,
+                               sb_error *err)
+{
+    if (n_head < 1 || width % n_head != 0)
+        return sb_error_set(err, SB_ERR_INVALID, "%s: %s %d is not divisible by %d heads", model,
+                            what, width, n_head);
+    return SB_OK;
+}
+
 sb_status sb_layer_type_unknown(const char *name, sb_error *err)
 {
     sb_suggest near;

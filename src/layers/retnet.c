@@ -29,10 +29,9 @@ enum { P_Q, P_K, P_V, P_G, P_Q_CONV, P_K_CONV, P_V_CONV, P_O, P_NORM, P_COUNT };
 
 static sb_status retnet_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "retnet: --feat_size %d is not divisible by %d heads", cfg->d_model,
-                            cfg->n_head);
+    sb_status heads = sb_layer_check_heads("retnet", "--feat_size", cfg->d_model, cfg->n_head, err);
+    if (heads != SB_OK)
+        return heads;
     const int K = cfg->d_model / cfg->n_head;
     if (K % 2 != 0 || K > MAX_HEAD_K)
         return sb_error_set(err, SB_ERR_INVALID,

@@ -31,11 +31,7 @@ enum { P_Q, P_K, P_V, P_G, P_Q_CONV, P_K_CONV, P_V_CONV, P_GK, P_GK_B, P_NORM, P
 
 static sb_status simple_gla_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "simple_gla: --feat_size %d is not divisible by %d heads", cfg->d_model,
-                            cfg->n_head);
-    return SB_OK;
+    return sb_layer_check_heads("simple_gla", "--feat_size", cfg->d_model, cfg->n_head, err);
 }
 
 static int simple_gla_add_params(sb_params *ps, const char *prefix, const sb_model_config *cfg)

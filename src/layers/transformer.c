@@ -52,10 +52,10 @@ static void init_inv_freq(const sb_param *p, real *data, sb_mt19937 *rng, const 
 
 static sb_status transformer_check(const sb_model_config *cfg, sb_error *err)
 {
-    if (cfg->n_head < 1 || cfg->d_model % cfg->n_head != 0)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "transformer: --feat_size %d is not divisible by %d heads",
-                            cfg->d_model, cfg->n_head);
+    sb_status heads =
+        sb_layer_check_heads("transformer", "--feat_size", cfg->d_model, cfg->n_head, err);
+    if (heads != SB_OK)
+        return heads;
     if ((cfg->d_model / cfg->n_head) % 2 != 0)
         return sb_error_set(err, SB_ERR_INVALID,
                             "transformer: head width %d (--feat_size %d / %d heads) must be even "

@@ -150,6 +150,53 @@ static void test_registry_is_layers_def(void **state)
     assert_int_equal(i, n);
 }
 
+/* ---- the heads check (sb_layer_check_heads, written once) ------------------------------------ */
+
+/* Every multi-head layer refuses a width its heads do not divide, naming itself, the width
+ * and the heads; the others build at that width. */
+static void test_heads_check(void **state)
+{
+    (void)state;
+    static const char *const multi_head[] = {"transformer",
+                                             "mamba2",
+                                             "gla",
+                                             "delta_net",
+                                             "gated_delta_net",
+                                             "gated_delta_product",
+                                             "retnet",
+                                             "mesa_net",
+                                             "linear_attn",
+                                             "simple_gla",
+                                             "hgrn2",
+                                             "kda",
+                                             "path_attn",
+                                             "log_linear_mamba2"};
+    for (size_t i = 0; i < sizeof multi_head / sizeof multi_head[0]; i++) {
+        const sb_layer_type *type = sb_layer_type_find(multi_head[i]);
+        assert_non_null(type);
+        assert_non_null(type->check);
+        /* 3 heads divide neither 10 nor the inner width 20 */
+        sb_model_config cfg = {.d_input = I,
+                               .d_output = O,
+                               .d_model = 10,
+                               .n_layers = 1,
+                               .d_state = 4,
+                               .n_head = 3,
+                               .rope_base = 1000};
+        snprintf(cfg.model, sizeof cfg.model, "%s", type->name);
+        sb_error err = {0};
+        assert_int_equal(type->check(&cfg, &err), SB_ERR_INVALID);
+        char want[128];
+        snprintf(want, sizeof want, "%s: %s is not divisible by 3 heads", type->name,
+                 strcmp(type->name, "log_linear_mamba2") == 0 ? "the inner width 20"
+                                                              : "--feat_size 10");
+        if (strcmp(err.msg, want) != 0)
+            fail_msg("%s: '%s', want '%s'", type->name, err.msg, want);
+        cfg.n_head = 0;
+        assert_int_equal(type->check(&cfg, &err), SB_ERR_INVALID);
+    }
+}
+
 /* ---- whole-model gradient check ------------------------------------------------------------- */
 
 typedef struct grad_ctx {
@@ -382,7 +429,7 @@ int main(void)
     int n_types = 0;
     while (types[n_types] != NULL)
         n_types++;
-    const size_t n_max = (size_t)n_checks * (size_t)n_types + 1;
+    const size_t n_max = (size_t)n_checks * (size_t)n_types + 2;
     struct CMUnitTest *tests = calloc(n_max, sizeof *tests);
     char(*names)[64] = calloc(n_max, sizeof *names);
     if (tests == NULL || names == NULL)
@@ -390,6 +437,7 @@ int main(void)
     size_t n = 0;
 #ifdef SB_REAL_DOUBLE
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_registry_is_layers_def);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_heads_check);
 #endif
     for (int c = 0; c < n_checks; c++)
         for (int t = 0; t < n_types; t++) {
