@@ -121,8 +121,7 @@ const sb_layer_type sb_layer_gla_layered = {
     .test_chunk = SB_LINEAR_ATTN_CHUNK,
 };
 
-/* ---- delta_net_layered -------------------------------------------------------------------------
- */
+/* ---- delta_net_layered ----------------------------------------------------------------------- */
 
 static sb_fla_mixer delta_cfg(const sb_model_config *cfg)
 {
@@ -220,8 +219,7 @@ const sb_layer_type sb_layer_delta_net_layered = {
     .test_width = 32, /* 16 heads of key width 2 (at width 1 the keys' L2 norm is a sign) */
 };
 
-/* ---- gated_delta_net_layered
- * ---------------------------------------------------------------------- */
+/* ---- gated_delta_net_layered ----------------------------------------------------------------- */
 
 static sb_fla_mixer gdn_cfg(const sb_model_config *cfg)
 {
@@ -314,8 +312,7 @@ const sb_layer_type sb_layer_gated_delta_net_layered = {
     .test_chunk = SB_DELTA_RULE_CHUNK,
 };
 
-/* ---- fox_layered ------------------------------------------------------------------------------
- */
+/* ---- fox_layered ----------------------------------------------------------------------------- */
 
 static sb_fla_mixer fox_cfg(const sb_model_config *cfg)
 {

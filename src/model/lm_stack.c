@@ -408,8 +408,7 @@ sb_status sb_lm_stack_initialise(sb_model *m, uint64_t seed, sb_error *err)
     return SB_OK;
 }
 
-/* ---- forward ------------------------------------------------------------------------------------
- */
+/* ---- forward --------------------------------------------------------------------------------- */
 
 static sb_tensor *param(const sb_model *m, int i)
 {

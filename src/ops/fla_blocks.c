@@ -266,8 +266,7 @@ sb_tensor *sb_l2norm(sb_graph *g, sb_tensor *x, int D, real eps)
     return y;
 }
 
-/* ---- RMSNorm, plain and swish-gated ------------------------------------------------------------
- */
+/* ---- RMSNorm, plain and swish-gated ---------------------------------------------------------- */
 
 typedef struct rmsg_ctx {
     sb_tensor *x, *z, *w, *y;
@@ -385,8 +384,7 @@ sb_tensor *sb_rmsnorm_gated(sb_graph *g, sb_tensor *x, sb_tensor *gate, sb_tenso
     return y;
 }
 
-/* ---- logsigmoid and the GLA gate
- * ----------------------------------------------------------------- */
+/* ---- logsigmoid and the GLA gate ------------------------------------------------------------- */
 
 typedef struct logsig_ctx {
     sb_tensor *x, *y;
@@ -431,8 +429,7 @@ sb_tensor *sb_gla_gate(sb_graph *g, sb_tensor *x, sb_tensor *w0, sb_tensor *w1, 
     return sb_logsigmoid(g, z, 1 / normalizer);
 }
 
-/* ---- Gated DeltaNet decay
- * ------------------------------------------------------------------------- */
+/* ---- Gated DeltaNet decay -------------------------------------------------------------------- */
 
 typedef struct decay_ctx {
     sb_tensor *a, *A_log, *dt_bias, *y;
@@ -492,8 +489,7 @@ sb_tensor *sb_decay_gate(sb_graph *g, sb_tensor *a, sb_tensor *A_log, sb_tensor 
     return y;
 }
 
-/* ---- beta
- * ------------------------------------------------------------------------------------------- */
+/* ---- beta ------------------------------------------------------------------------------------ */
 
 typedef struct beta_ctx {
     sb_tensor *z, *y;

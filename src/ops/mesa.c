@@ -420,8 +420,7 @@ sb_tensor *sb_mesa_ref(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, sb
     return o;
 }
 
-/* ---- the kernel: states every C tokens --------------------------------------------------------
- */
+/* ---- the kernel: states every C tokens ------------------------------------------------------- */
 
 typedef struct mesa_ctx {
     sb_tensor *in[6]; /* q, k, v, beta, gate, lam */
@@ -547,8 +546,7 @@ sb_tensor *sb_mesa(sb_graph *g, sb_tensor *q, sb_tensor *k, sb_tensor *v, sb_ten
     return o;
 }
 
-/* ---- the ridge ----------------------------------------------------------------------------------
- */
+/* ---- the ridge ------------------------------------------------------------------------------- */
 
 typedef struct lambda_ctx {
     sb_tensor *p, *y;

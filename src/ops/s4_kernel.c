@@ -773,8 +773,7 @@ sb_tensor *sb_s4d_recurrence(sb_graph *g, sb_tensor *u, sb_tensor *log_dt, sb_te
     return y;
 }
 
-/* ---- tied dropout -----------------------------------------------------------------------------
- */
+/* ---- tied dropout ---------------------------------------------------------------------------- */
 
 static inline uint64_t mix64(uint64_t z)
 {

@@ -765,8 +765,7 @@ static sb_status gate_finish(sb_probe_result *res, const gate_acc *ga, sb_error 
     return SB_OK;
 }
 
-/* ---- pass 3: retention along one long gap ------------------------------------------------------
- */
+/* ---- pass 3: retention along one long gap ---------------------------------------------------- */
 
 static double norm2(const real *x, size_t n)
 {
@@ -996,8 +995,7 @@ done:
     return st;
 }
 
-/* ---- output ------------------------------------------------------------------------------------
- */
+/* ---- output ---------------------------------------------------------------------------------- */
 
 static void json_num(sb_json *j, double v)
 {

@@ -183,8 +183,7 @@ static void test_gelu_tanh_mul(void **state)
     sb_graph_free(&g);
 }
 
-/* ---- the scan against a plain recurrence ------------------------------------------------------
- */
+/* ---- the scan against a plain recurrence ----------------------------------------------------- */
 
 static double sigm(double x)
 {
@@ -301,8 +300,7 @@ static void test_rglru_threads(void **state)
     free(res[0]), free(res[1]);
 }
 
-/* ---- the whole RecNet against the mimic -------------------------------------------------------
- */
+/* ---- the whole RecNet against the mimic ------------------------------------------------------ */
 
 static sb_model *make_model(int D, int H, int I, int O, int L, uint64_t seed)
 {

@@ -117,8 +117,7 @@ static void test_k1_float(void **state)
     k1_float(1, -8, -0.01);
 }
 
-/* ---- K2 against a double recurrence
- * -------------------------------------------------------------- */
+/* ---- K2 against a double recurrence ---------------------------------------------------------- */
 
 static void k2_float(int n, int gated, double beta_max, double g_lo, double g_hi, int chunk)
 {
@@ -189,8 +188,7 @@ static void test_k2_float(void **state)
     k2_float(4, 0, 2, 0, 0, 16);
 }
 
-/* ---- whole models ------------------------------------------------------------------------------
- */
+/* ---- whole models ---------------------------------------------------------------------------- */
 
 static sb_model *make_model(const char *name, int D, int H, int I, int O, int L, uint64_t seed)
 {
@@ -243,8 +241,7 @@ static void test_stream_memory(void **state)
     }
 }
 
-/* ---- parameter counts and names ---------------------------------------------------------------
- */
+/* ---- parameter counts and names -------------------------------------------------------------- */
 
 /* the reference's parameter counts (docs/models/fla_layers.md), per layer, at d = 64, 128,
  * 256, 512, 1024 */

@@ -56,8 +56,7 @@ static double max_abs_diff(const real *a, const real *b, size_t n)
     return m;
 }
 
-/* ---- blocks -----------------------------------------------------------------------------------
- */
+/* ---- blocks ---------------------------------------------------------------------------------- */
 
 static sb_tensor *fn_l2norm(sb_graph *g, sb_tensor **in, void *ctx)
 {
@@ -374,8 +373,7 @@ static void test_k1_chunked_vs_ref(void **state)
     }
 }
 
-/* ---- kernel K2 --------------------------------------------------------------------------------
- */
+/* ---- kernel K2 ------------------------------------------------------------------------------- */
 
 typedef struct k2_case {
     int n; /* Householder steps */
@@ -550,8 +548,7 @@ static void test_k2_householder_product(void **state)
     sb_graph_free(&g);
 }
 
-/* ---- threads -----------------------------------------------------------------------------------
- */
+/* ---- threads --------------------------------------------------------------------------------- */
 
 static void test_threads(void **state)
 {
@@ -602,8 +599,7 @@ static void test_threads(void **state)
     free(results[1][0]);
 }
 
-/* ---- the small-matrix kernel ------------------------------------------------------------------
- */
+/* ---- the small-matrix kernel ----------------------------------------------------------------- */
 
 /* sb_fla_gemm against the plain triple loop it promises to equal: every C entry is one fma
  * sum over p in increasing order, so the blocked kernel must match bit for bit (== also

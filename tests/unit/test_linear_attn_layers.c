@@ -71,8 +71,7 @@ static void test_mimic(void **state)
     mimic_close(&f);
 }
 
-/* ---- whole-model gradient checks --------------------------------------------------------------
- */
+/* ---- whole-model gradient checks ------------------------------------------------------------- */
 
 typedef struct model_gc {
     sb_model *m;
@@ -172,8 +171,7 @@ static void test_gradcheck_gated_delta_product(void **state)
     model_gradcheck("gated_delta_product", 2 * 8 + 3); /* its chunks are 8 tokens */
 }
 
-/* ---- streaming ----------------------------------------------------------------------------------
- */
+/* ---- streaming ------------------------------------------------------------------------------- */
 
 static void test_stream(void **state)
 {
@@ -194,8 +192,7 @@ static void test_stream(void **state)
     free(x);
 }
 
-/* ---- initialisers -------------------------------------------------------------------------------
- */
+/* ---- initialisers ---------------------------------------------------------------------------- */
 
 /* torch.manual_seed(s); A = torch.empty(8).uniform_(0, 16); log(A); then torch.rand(8) for
  * dt (gated_deltanet.py v0.3.2), printed by torch 1.13. */

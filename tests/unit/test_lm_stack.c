@@ -152,8 +152,7 @@ static void test_k4_blocked_vs_plain(void **state)
     sb_graph_free(&g);
 }
 
-/* ---- GatedMLP and the stack's norm
- * ---------------------------------------------------------------- */
+/* ---- GatedMLP and the stack's norm ----------------------------------------------------------- */
 
 static sb_tensor *fn_mlp(sb_graph *g, sb_tensor **in, void *ctx)
 {
@@ -187,8 +186,7 @@ static void test_mlp_norm_grad(void **state)
     gc_free(&q);
 }
 
-/* ---- whole models: directional derivative of every parameter tensor
- * ------------------------------ */
+/* ---- whole models: directional derivative of every parameter tensor -------------------------- */
 
 /* Moves every parameter off its initial value (norm weights around 1, the rest by a small
  * relative amount plus noise), so that gates, biases and norm weights matter. */
@@ -328,8 +326,7 @@ static void test_grad_fox(void **state)
     model_dircheck("fox_layered", 32, 131); /* two query blocks of K4 */
 }
 
-/* ---- parameter counts
- * ------------------------------------------------------------------------------ */
+/* ---- parameter counts ------------------------------------------------------------------------ */
 
 static size_t count(const char *name, int D, int L, sb_status *st)
 {
@@ -408,8 +405,7 @@ static void test_param_counts(void **state)
     assert_int_equal(st, SB_ERR_INVALID);
 }
 
-/* ---- against the PyTorch mimic
- * ------------------------------------------------------------------------ */
+/* ---- against the PyTorch mimic --------------------------------------------------------------- */
 
 static void test_mimic(void **state)
 {
@@ -445,8 +441,7 @@ static void test_mimic(void **state)
     mimic_close(&f);
 }
 
-/* ---- initial distributions (spec 2.4)
- * ------------------------------------------------------------------- */
+/* ---- initial distributions (spec 2.4) -------------------------------------------------------- */
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -516,8 +511,7 @@ static void test_init_stats(void **state)
     }
 }
 
-/* ---- torch's normal_
- * ------------------------------------------------------------------------------------ */
+/* ---- torch's normal_ ------------------------------------------------------------------------- */
 
 static void test_torch_normal(void **state)
 {
@@ -560,8 +554,7 @@ static void test_torch_normal(void **state)
     assert_true((float)u[0] == 0.17560523748397827f && (float)u[1] == 0.9491828680038452f);
 }
 
-/* ---- streaming and the evaluation path
- * ---------------------------------------------------------------- */
+/* ---- streaming and the evaluation path ------------------------------------------------------- */
 
 static void test_stream(void **state)
 {
@@ -600,8 +593,7 @@ static void test_stream(void **state)
     }
 }
 
-/* ---- checkpoints
- * ------------------------------------------------------------------------------------------ */
+/* ---- checkpoints ----------------------------------------------------------------------------- */
 
 static void test_checkpoint(void **state)
 {

@@ -171,8 +171,7 @@ static void test_threads(void **state)
     }
 }
 
-/* ---- parameter counts, state_dict, initialisation ---------------------------------------------
- */
+/* ---- parameter counts, state_dict, initialisation -------------------------------------------- */
 
 static void test_param_counts(void **state)
 {

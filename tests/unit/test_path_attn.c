@@ -253,8 +253,7 @@ static void test_beta_zero_is_attention(void **state)
     inputs_free(&in);
 }
 
-/* ---- threads ----------------------------------------------------------------------------------
- */
+/* ---- threads --------------------------------------------------------------------------------- */
 
 static void test_threads(void **state)
 {
@@ -289,8 +288,7 @@ static void test_threads(void **state)
     free(res[0]), free(res[1]);
 }
 
-/* ---- the whole RecNet against the mimic --------------------------------------------------------
- */
+/* ---- the whole RecNet against the mimic ------------------------------------------------------ */
 
 static void test_mimic(void **state)
 {

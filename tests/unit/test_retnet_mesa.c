@@ -592,8 +592,7 @@ static void test_k3_threads(void **state)
     free(res[0]), free(res[1]);
 }
 
-/* ---- whole RecNets ----------------------------------------------------------------------------
- */
+/* ---- whole RecNets --------------------------------------------------------------------------- */
 
 static const char *const model_names[3] = {"retnet", "mesa_net", "mesa_net_exact"};
 

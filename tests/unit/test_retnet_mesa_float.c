@@ -173,8 +173,7 @@ static void test_k3_float(void **state)
     k3_float(SB_MESA_CG_STEPS, -0.02, 0, 5e-6);
 }
 
-/* ---- whole models ------------------------------------------------------------------------------
- */
+/* ---- whole models ---------------------------------------------------------------------------- */
 
 static sb_model *make_model(const char *name, int D, int H, int I, int O, int L, uint64_t seed)
 {
@@ -230,8 +229,7 @@ static void test_stream_memory(void **state)
     }
 }
 
-/* ---- parameter counts and names ---------------------------------------------------------------
- */
+/* ---- parameter counts and names -------------------------------------------------------------- */
 
 /* the reference's parameter counts (docs/models/retnet.md, docs/models/mesa_net.md): the
  * per-layer table (d = 64 .. 1024) and the model-size sweep table (d = 256 .. 1296) */

@@ -266,8 +266,7 @@ static void test_dropout_tied_mask(void **state)
     sb_graph_free(&g);
 }
 
-/* ---- the three forms against each other --------------------------------------------------------
- */
+/* ---- the three forms against each other ------------------------------------------------------ */
 
 static void test_forms_agree(void **state)
 {
@@ -353,8 +352,7 @@ static void test_fft_lengths(void **state)
     sb_graph_free(&g);
 }
 
-/* ---- the layer and whole RecNets --------------------------------------------------------------
- */
+/* ---- the layer and whole RecNets ------------------------------------------------------------- */
 
 typedef struct layer_ctx {
     sb_model *m;
