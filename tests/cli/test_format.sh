@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_format.sh - every C source of the project as its .clang-format says (STYLE.md: LLVM
+# test_format.sh - every C source of the project as its .clang-format says (LLVM
 # base, 4 spaces, 100 columns): clang-format 14, Debian 12's, over the .c and .h files of
 # src/, include/, tests/, examples/ and bench/ (another clang-format version formats some
 # constructs differently, so it is skipped with one line, as is a machine without one;
