@@ -1433,6 +1433,14 @@ char *sb_experiment_key(const char *config_json, const char *const *drop, int n_
  * free(). What `results` and the dashboard show and group by. */
 char *sb_experiment_effective_config(const char *config_json);
 
+/* Which keys vary between the runs of stored configurations configs[0..n) (JSON texts as
+ * stored, compared as trained: grammar_scale resolved, a key a text leaves out at its
+ * default; a NULL or unreadable text has no say): varies[k] (sb_config_key_count() entries)
+ * is 1 for key k of the run hash whose value differs, never for `model` (a column of its own)
+ * nor for `task_seed` where it equals the seed in every run. Returns how many vary. The one
+ * rule of `results`'s default columns and the dashboard's "varied". */
+int sb_experiment_varied_keys(const char *const *configs, size_t n, unsigned char *varies);
+
 /* For experiments keys[0..n) (sb_experiment_key texts), writes into labels[i] (size bytes
  * each) "key=value, ..." of the keys whose values differ between them (empty when n < 2).
  * Returns 0, or -1 out of memory. */

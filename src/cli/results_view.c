@@ -422,32 +422,6 @@ static sb_status sort_runs(view *v, size_t *idx, size_t n, column c, int descend
 
 /* ---- the columns a set of runs varies ------------------------------------------------------ */
 
-/* Whether configuration key `key` has different values among the runs idx[n]. */
-static int key_varies(view *v, const size_t *idx, size_t n, int key)
-{
-    char first[256], other[256];
-    column c = {-1, key};
-    for (size_t k = 0; k < n; k++) {
-        cell(v, idx[k], c, k == 0 ? first : other, sizeof first);
-        if (k > 0 && strcmp(first, other) != 0)
-            return 1;
-    }
-    return 0;
-}
-
-/* Whether keys a and b hold the same value in every run (task_seed follows seed). */
-static int keys_equal(view *v, const size_t *idx, size_t n, int a, int b)
-{
-    char x[256], y[256];
-    for (size_t k = 0; k < n; k++) {
-        cell(v, idx[k], (column){-1, a}, x, sizeof x);
-        cell(v, idx[k], (column){-1, b}, y, sizeof y);
-        if (strcmp(x, y) != 0)
-            return 0;
-    }
-    return 1;
-}
-
 /* The keys that make a grammar: when one varies, the table shows each run's TE. */
 static int grammar_key(const char *name)
 {
@@ -466,17 +440,22 @@ static int default_columns(view *v, const size_t *idx, size_t n, column *out, in
     int k = 0, grammar_varies = 0;
     out[k++] = (column){F_RUN, -1};
     out[k++] = (column){F_MODEL, -1};
-    int seed = sb_config_key_find("seed"), task_seed = sb_config_key_find("task_seed");
-    for (int key = 0; key < sb_config_key_count() && k < max - 8; key++) {
-        const char *name = sb_config_key_name(key);
-        if (sb_config_key_hashes(key) == 0 || strcmp(name, "model") == 0 ||
-            !key_varies(v, idx, n, key))
+    /* the library's rule, as the dashboard's (sb_experiment_varied_keys) */
+    const char **texts = malloc((n > 0 ? n : 1) * sizeof *texts);
+    unsigned char *varies = calloc((size_t)sb_config_key_count(), 1);
+    if (texts != NULL && varies != NULL) {
+        for (size_t r = 0; r < n; r++)
+            texts[r] = v->t->config_json[idx[r]];
+        sb_experiment_varied_keys(texts, n, varies);
+    }
+    for (int key = 0; varies != NULL && key < sb_config_key_count() && k < max - 8; key++) {
+        if (!varies[key])
             continue;
-        if (key == task_seed && keys_equal(v, idx, n, seed, task_seed))
-            continue; /* the task seed follows the seed (--same_seed True) */
-        grammar_varies |= grammar_key(name);
+        grammar_varies |= grammar_key(sb_config_key_name(key));
         out[k++] = (column){-1, key};
     }
+    free(texts);
+    free(varies);
     if (grammar_varies)
         out[k++] = (column){F_TE, -1};
     static const field results[] = {F_STATUS,  F_VALID_ACC,        F_TEST_ACC, F_TEST_LOSS,

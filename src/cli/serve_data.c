@@ -102,48 +102,6 @@ sb_status sb_serve_open_and_read(const char *db_path, sb_results **db, sb_result
 
 /* ---- /api/runs ---- */
 
-/* The configuration keys that are columns of their own (not listed among the varied). */
-static int fixed_column(const char *key)
-{
-    return strcmp(key, "model") == 0 || strcmp(key, "protocol") == 0;
-}
-
-/* Whether two configuration values are the same (NULL: the key is missing). */
-static int same_value(json_t *a, json_t *b)
-{
-    return (a == NULL && b == NULL) || (a != NULL && b != NULL && json_equal(a, b));
-}
-
-/* Whether keys a and b hold the same value in every run (the task seed follows the seed). */
-static int keys_equal(json_t *const *configs, size_t n, const char *a, const char *b)
-{
-    for (size_t i = 0; i < n; i++)
-        if (configs[i] != NULL &&
-            !same_value(json_object_get(configs[i], a), json_object_get(configs[i], b)))
-            return 0;
-    return 1;
-}
-
-/* Whether the runs' configurations (n parsed objects, NULL: unreadable) do not all have the
- * same value of key (a key some lack and others have counts as varied). */
-static int key_varies(json_t *const *configs, size_t n, const char *key)
-{
-    json_t *first = NULL;
-    int seen = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (configs[i] == NULL)
-            continue;
-        json_t *v = json_object_get(configs[i], key);
-        if (!seen) {
-            first = v;
-            seen = 1;
-        } else if (!same_value(first, v)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 static void write_number_or_null(sb_jw *j, const char *key, double v)
 {
     sb_jw_key(j, key);
@@ -265,14 +223,13 @@ static void write_runs(sb_jw *j, const char *db_path, const sb_result_row *rows,
      * the seed */
     sb_jw_key(j, "varied");
     sb_jw_array_begin(j);
-    for (int k = 0; k < sb_config_key_count(); k++) {
-        const char *key = sb_config_key_name(k);
-        if (fixed_column(key) || !sb_config_key_hashes(k) || !key_varies(c->parsed, c->n, key))
-            continue;
-        if (strcmp(key, "task_seed") == 0 && keys_equal(c->parsed, c->n, "seed", "task_seed"))
-            continue;
-        sb_jw_string(j, key);
-    }
+    unsigned char *varies = calloc((size_t)sb_config_key_count(), 1);
+    if (varies != NULL)
+        sb_experiment_varied_keys((const char *const *)c->texts, c->n, varies);
+    for (int k = 0; varies != NULL && k < sb_config_key_count(); k++)
+        if (varies[k])
+            sb_jw_string(j, sb_config_key_name(k));
+    free(varies);
     sb_jw_array_end(j);
     sb_jw_key(j, "runs");
     sb_jw_array_begin(j);

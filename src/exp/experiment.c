@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
+
 const char *const sb_experiment_varied[SB_EXPERIMENT_VARIED] = {"model", "seed", "task_seed", "lr",
                                                                 "warmup_steps"};
 const char *const sb_experiment_lengths[SB_EXPERIMENT_LENGTHS] = {
@@ -108,4 +110,62 @@ int sb_experiment_labels(const char *const *keys, int n, char *const *labels, si
         json_decref(cfg[i]);
     free(cfg);
     return 0;
+}
+
+/* Run config_json's configuration as trained (grammar_scale resolved; a key it leaves out
+ * at its default) into *out: 0 when it reads, 1 when it does not. */
+static int effective_run(const char *config_json, sb_run_config *out)
+{
+    if (config_json == NULL)
+        return 1;
+    char *text = sb_experiment_effective_config(config_json);
+    if (text == NULL)
+        return 1; /* unreadable JSON (or, rarely, no memory: the run then has no say) */
+    sb_error err = {0};
+    int readable = sb_run_config_from_json(text, out, &err) == SB_OK;
+    free(text);
+    return readable ? 0 : 1;
+}
+
+int sb_experiment_varied_keys(const char *const *configs, size_t n, unsigned char *varies)
+{
+    const int n_keys = sb_config_key_count();
+    memset(varies, 0, (size_t)n_keys);
+    int seed = -1, task_seed = -1, model = -1;
+    for (int k = 0; k < n_keys; k++) {
+        const char *name = sb_config_key_at(k)->name;
+        seed = strcmp(name, "seed") == 0 ? k : seed;
+        task_seed = strcmp(name, "task_seed") == 0 ? k : task_seed;
+        model = strcmp(name, "model") == 0 ? k : model;
+    }
+    SB_ASSERT(seed >= 0 && task_seed >= 0 && model >= 0);
+    sb_run_config first, run;
+    int have_first = 0, follows = 1, count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (effective_run(configs[i], have_first ? &run : &first) != 0)
+            continue; /* unreadable (damaged, or another version's key): no say */
+        const sb_run_config *r = have_first ? &run : &first;
+        char a[512], b[512];
+        sb_config_format(r, sb_config_key_at(seed), a, sizeof a);
+        sb_config_format(r, sb_config_key_at(task_seed), b, sizeof b);
+        follows &= strcmp(a, b) == 0;
+        if (!have_first) {
+            have_first = 1;
+            continue;
+        }
+        for (int k = 0; k < n_keys; k++) {
+            const sb_config_key *key = sb_config_key_at(k);
+            if (varies[k] || key->noop || key->hash == SB_KEY_HASH_NONE)
+                continue;
+            sb_config_format(&first, key, a, sizeof a);
+            sb_config_format(&run, key, b, sizeof b);
+            varies[k] = strcmp(a, b) != 0;
+        }
+    }
+    varies[model] = 0; /* a column of its own everywhere */
+    if (follows)
+        varies[task_seed] = 0; /* --same_seed True: the task seed is the seed */
+    for (int k = 0; k < n_keys; k++)
+        count += varies[k];
+    return count;
 }

@@ -40,6 +40,14 @@ char *sb_experiment_key(const char *config_json, const char *const *drop, int n_
  * n < 2). Reals as %g. Returns 0, or -1 out of memory. */
 int sb_experiment_labels(const char *const *keys, int n, char *const *labels, size_t size);
 
+/* Which keys vary between the runs of stored configurations configs[0..n) (JSON texts as
+ * stored, compared as trained: grammar_scale resolved, a key a text leaves out at its
+ * default; a NULL or unreadable text has no say): varies[k] (sb_config_key_count() entries)
+ * is 1 for key k of the run hash whose value differs, never for `model` (a column of its own)
+ * nor for `task_seed` where it equals the seed in every run. Returns how many vary. The one
+ * rule of `results`'s default columns and the dashboard's "varied". */
+int sb_experiment_varied_keys(const char *const *configs, size_t n, unsigned char *varies);
+
 /* A JSON value as text: "null" when missing, a real as %g (0.1, not 0.10000000000000001),
  * anything else as compact JSON. */
 void sb_experiment_value_text(const json_t *v, char *buf, size_t size);

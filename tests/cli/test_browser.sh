@@ -179,6 +179,18 @@ fi
 kill -TERM "$trainer"
 wait "$trainer"
 
+# (e2) `results` and the dashboard name the same varying keys (one rule,
+# sb_experiment_varied_keys) on this database, where the seed, width, task, dataset size,
+# learning rate and evaluation cadence vary
+http GET /api/runs
+api_varied=$(grep -o '"varied":\[[^]]*\]' "$TMP/body" | sed 's/"varied":\[//; s/\]//; s/"//g; s/,/ /g')
+results_varied=$("$SB" results --db "$TMP/res/selectivbench.db" | head -n 1 |
+  awk '{ for (i = 3; i <= NF && $i != "TE" && $i != "status"; i++) printf "%s%s", (i > 3 ? " " : ""), $i }')
+checks=$((checks + 1))
+[ -n "$api_varied" ] && [ "$api_varied" = "$results_varied" ] ||
+  fail "varying keys: dashboard '$api_varied', results '$results_varied'"
+echo "varying keys, results and the dashboard: $api_varied"
+
 stop_server
 [ "$SERVER_RC" -eq 0 ] || fail "serve exited $SERVER_RC: $(cat "$TMP/serve.err")"
 

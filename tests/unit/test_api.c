@@ -234,6 +234,34 @@ static void test_config_flags(void **state)
     sb_config_free(cfg);
 }
 
+/* sb_experiment_varied_keys: the one "which keys vary" rule of `results` and `serve` */
+static void test_varied_keys(void **state)
+{
+    (void)state;
+    const int n_keys = sb_config_key_count();
+    unsigned char *varies = calloc((size_t)n_keys, 1);
+    assert_non_null(varies);
+    /* a key left out is at its default: lr 0.001 written or not is no variation; the model
+     * is a column of its own; the task seed follows the seed */
+    const char *same[] = {"{\"model\": \"gru\", \"lr\": 0.001, \"seed\": 1, \"task_seed\": 1}",
+                          "{\"model\": \"gla\", \"seed\": 2, \"task_seed\": 2}", NULL, "not json"};
+    assert_int_equal(sb_experiment_varied_keys(same, 4, varies), 1);
+    assert_true(varies[sb_config_key_find("seed")]);
+    assert_false(varies[sb_config_key_find("lr")]);
+    assert_false(varies[sb_config_key_find("model")]);
+    assert_false(varies[sb_config_key_find("task_seed")]);
+    /* a task seed of its own varies; grammar_scale's vocab is compared as trained */
+    const char *other[] = {"{\"seed\": 1, \"task_seed\": 7, \"lr\": 0.01}",
+                           "{\"seed\": 1, \"task_seed\": 1, \"grammar_scale\": true, \"amb\": 4}"};
+    assert_int_equal(sb_experiment_varied_keys(other, 2, varies), 6);
+    const char *want[] = {"task_seed", "lr", "grammar_scale", "vocab", "amb", "amb_depth"};
+    for (int i = 0; i < 6; i++)
+        if (!varies[sb_config_key_find(want[i])])
+            fail_msg("%s does not vary", want[i]);
+    assert_int_equal(sb_experiment_varied_keys(other, 0, varies), 0);
+    free(varies);
+}
+
 /* did you mean: the one name within two edits, else a unique prefix, else nothing */
 static void test_closest_name(void **state)
 {
@@ -1287,14 +1315,23 @@ int main(int argc, char **argv)
 {
     worker_exe = argc > 1 ? argv[1] : NULL; /* the selectivbench command, for sb_sweep_run */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_version),      cmocka_unit_test(test_config_errors),
-        cmocka_unit_test(test_config_keys),  cmocka_unit_test(test_models),
-        cmocka_unit_test(test_closest_name), cmocka_unit_test(test_config_flags),
-        cmocka_unit_test(test_task_batch),   cmocka_unit_test(test_missing_files),
-        cmocka_unit_test(test_results),      cmocka_unit_test(test_results_external),
-        cmocka_unit_test(test_claims_where), cmocka_unit_test(test_train_stop_request),
-        cmocka_unit_test(test_sweep),        cmocka_unit_test(test_sweep_axes_cost),
-        cmocka_unit_test(test_sweep_run),    cmocka_unit_test(test_grammar_data_ceiling),
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_config_keys),
+        cmocka_unit_test(test_models),
+        cmocka_unit_test(test_closest_name),
+        cmocka_unit_test(test_config_flags),
+        cmocka_unit_test(test_varied_keys),
+        cmocka_unit_test(test_task_batch),
+        cmocka_unit_test(test_missing_files),
+        cmocka_unit_test(test_results),
+        cmocka_unit_test(test_results_external),
+        cmocka_unit_test(test_claims_where),
+        cmocka_unit_test(test_train_stop_request),
+        cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_sweep_axes_cost),
+        cmocka_unit_test(test_sweep_run),
+        cmocka_unit_test(test_grammar_data_ceiling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
