@@ -1,5 +1,5 @@
-/* path_plain.h - the plain form of PaTH attention that test_path_attn.c and
- * test_path_attn_float.c check the kernel against (static: included by both). */
+/* path_plain.h - the plain form of PaTH attention that test_path_attn.c checks the kernel
+ * against in both its builds (static). */
 #ifndef SELECTIVBENCH_TEST_PATH_PLAIN_H
 #define SELECTIVBENCH_TEST_PATH_PLAIN_H
 

@@ -1,7 +1,7 @@
 # Pure-PyTorch mimic of the benchmark's RecNet with fla v0.3.2's MultiScaleRetention (retnet)
 # and MesaNet (mesa_net): construction order and inits of fla v0.3.2, forward written from
 # docs/models/retnet.md with naive recurrences (fla itself needs triton).
-# Writes the reference of tests/unit/test_retnet_mesa.c and test_retnet_mesa_float.c:
+# Writes the reference of tests/unit/test_retnet_mesa.c (both of its builds):
 #   python3 make_recnet_mimic_more.py recnet_mimic_more_seed3.json    (made with torch 1.13)
 # The tests read the JSON only; they never need Python.
 import json, sys

@@ -5,8 +5,8 @@ recurrentgemma/torch: layers.py's RMSNorm, BlockDiagonalLinear, rnn_scan, rnn_pa
 RGLRU, Conv1D and modules.py's RecurrentBlock, MLPBlock, ResidualBlock), written anew here with
 our state_dict names (De et al. 2024, Griffin/Hawk, section 2).
 
-  python3 mimic.py vectors OUT.json   the reference of tests/unit/test_hawk.c and
-                                      test_hawk_float.c (committed as hawk.json; torch 1.13)
+  python3 mimic.py vectors OUT.json   the reference of tests/unit/test_hawk.c (both
+                                      of its builds; committed as hawk.json; torch 1.13)
   python3 mimic.py check CKPT DUMP    a selectivbench checkpoint of --model hawk and the file of
                                       `selectivbench eval CKPT --dump DUMP`: loads the
                                       checkpoint (strict), runs the dumped inputs, compares the
