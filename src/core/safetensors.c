@@ -481,64 +481,114 @@ static sb_status st_check_tiling(const char *path, const st_entry *e, size_t n, 
 
 /* Parses and validates the header, then builds *out with its data buffer allocated but
  * not yet read. */
-static sb_status st_build(const char *path, const char *header, size_t header_len,
-                          uint64_t data_len, sb_safetensors **out, sb_error *err)
+/* The header parsed: *root a new reference to a JSON object. */
+static sb_status st_header_json(const char *path, const char *header, size_t header_len,
+                                json_t **root, sb_error *err)
 {
     json_error_t jerr;
-    json_t *root = json_loadb(header, header_len, JSON_REJECT_DUPLICATES, &jerr);
+    *root = json_loadb(header, header_len, JSON_REJECT_DUPLICATES, &jerr);
     /* jansson reports a syntax error with a message; it returns NULL without one (or with
      * the out-of-memory code) when an allocation failed */
-    if (root == NULL &&
+    if (*root == NULL &&
         (jerr.text[0] == '\0' || json_error_code(&jerr) == json_error_out_of_memory))
         return sb_error_set(err, SB_ERR_NOMEM,
                             "out of memory reading the header of checkpoint "
                             "'%s'",
                             path);
-    if (root == NULL)
+    if (*root == NULL)
         return st_corrupt(err, path,
                           "the header is not valid JSON: %s (at byte %d of the "
                           "header)",
                           jerr.text, jerr.position);
-    if (!json_is_object(root)) {
-        json_decref(root);
+    if (!json_is_object(*root)) {
+        json_decref(*root);
+        *root = NULL;
         return st_corrupt(err, path, "the header is not a JSON object");
     }
+    return SB_OK;
+}
 
-    /* count tensors, metadata entries and string bytes; check the metadata */
-    size_t n = 0, n_meta = 0, n_chars = 0;
+/* Counts the header's tensors (*n), metadata entries (*n_meta) and the bytes of their
+ * strings with terminators (*n_chars); *meta_obj is the metadata object (NULL: none). The
+ * metadata must map names to strings. */
+static sb_status st_count(const char *path, json_t *root, size_t *n, size_t *n_meta,
+                          size_t *n_chars, const json_t **meta_obj, sb_error *err)
+{
+    *n = *n_meta = *n_chars = 0;
+    *meta_obj = NULL;
     const char *key;
     json_t *value;
-    const json_t *meta_obj = NULL;
     json_object_foreach (root, key, value) {
         if (strcmp(key, "__metadata__") != 0) {
-            n++;
-            n_chars += strlen(key) + 1;
+            (*n)++;
+            *n_chars += strlen(key) + 1;
             continue;
         }
         if (json_is_null(value))
             continue;
-        if (!json_is_object(value)) {
-            json_decref(root);
+        if (!json_is_object(value))
             return st_corrupt(err, path, "__metadata__ is not an object of strings");
-        }
-        meta_obj = value;
+        *meta_obj = value;
         const char *mkey;
         json_t *mvalue;
-        json_object_foreach ((json_t *)meta_obj, mkey, mvalue) {
-            if (!json_is_string(mvalue)) {
-                sb_status st = st_corrupt(err, path,
-                                          "__metadata__ value of '%s' is not a "
-                                          "string",
-                                          mkey);
-                json_decref(root);
-                return st;
-            }
-            n_meta++;
-            n_chars += strlen(mkey) + 1 + json_string_length(mvalue) + 1;
+        json_object_foreach (value, mkey, mvalue) {
+            if (!json_is_string(mvalue))
+                return st_corrupt(err, path,
+                                  "__metadata__ value of '%s' is not a "
+                                  "string",
+                                  mkey);
+            (*n_meta)++;
+            *n_chars += strlen(mkey) + 1 + json_string_length(mvalue) + 1;
         }
     }
+    return SB_OK;
+}
 
-    sb_status st = SB_OK;
+/* Copies the tensors (in data order, e[n]) and the metadata out of the JSON into s: names
+ * and metadata into s->strings, each tensor's data slot in s->data, the name index sorted. */
+static void st_copy_out(sb_safetensors *s, const st_entry *e, size_t n, const json_t *meta_obj)
+{
+    char *p = s->strings;
+    unsigned char *slot = s->data;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(e[i].t.name) + 1;
+        s->tensors[i] = e[i].t;
+        s->tensors[i].name = memcpy(p, e[i].t.name, len);
+        s->tensors[i].data = slot;
+        p += len;
+        slot += st_slot_size(e[i].nbytes);
+        s->by_name[i] = &s->tensors[i];
+    }
+    if (meta_obj != NULL) {
+        const char *mkey;
+        json_t *mvalue;
+        size_t m = 0;
+        json_object_foreach ((json_t *)meta_obj, mkey, mvalue) {
+            size_t klen = strlen(mkey) + 1, vlen = json_string_length(mvalue) + 1;
+            s->meta[m].key = memcpy(p, mkey, klen);
+            s->meta[m].value = memcpy(p + klen, json_string_value(mvalue), vlen);
+            p += klen + vlen;
+            m++;
+        }
+    }
+    qsort(s->by_name, n, sizeof *s->by_name, st_name_cmp);
+}
+
+static sb_status st_build(const char *path, const char *header, size_t header_len,
+                          uint64_t data_len, sb_safetensors **out, sb_error *err)
+{
+    json_t *root = NULL;
+    sb_status st = st_header_json(path, header, header_len, &root, err);
+    if (st != SB_OK)
+        return st;
+    size_t n = 0, n_meta = 0, n_chars = 0;
+    const json_t *meta_obj = NULL;
+    st = st_count(path, root, &n, &n_meta, &n_chars, &meta_obj, err);
+    if (st != SB_OK) {
+        json_decref(root);
+        return st;
+    }
+
     sb_safetensors *s = sb_calloc(1, sizeof *s);
     st_entry *e = sb_calloc(n + 1, sizeof *e);
     if (s != NULL) {
@@ -556,6 +606,8 @@ static sb_status st_build(const char *path, const char *header, size_t header_le
 
     /* parse the tensors, then put them in data order and check the tiling */
     size_t i = 0;
+    const char *key;
+    json_t *value;
     json_object_foreach (root, key, value) {
         if (strcmp(key, "__metadata__") == 0)
             continue;
@@ -582,32 +634,7 @@ static sb_status st_build(const char *path, const char *header, size_t header_le
                           path, slots);
         goto done;
     }
-
-    /* copy the tensors and strings out of the JSON */
-    char *p = s->strings;
-    unsigned char *slot = s->data;
-    for (i = 0; i < n; i++) {
-        size_t len = strlen(e[i].t.name) + 1;
-        s->tensors[i] = e[i].t;
-        s->tensors[i].name = memcpy(p, e[i].t.name, len);
-        s->tensors[i].data = slot;
-        p += len;
-        slot += st_slot_size(e[i].nbytes);
-        s->by_name[i] = &s->tensors[i];
-    }
-    if (meta_obj != NULL) {
-        const char *mkey;
-        json_t *mvalue;
-        size_t m = 0;
-        json_object_foreach ((json_t *)meta_obj, mkey, mvalue) {
-            size_t klen = strlen(mkey) + 1, vlen = json_string_length(mvalue) + 1;
-            s->meta[m].key = memcpy(p, mkey, klen);
-            s->meta[m].value = memcpy(p + klen, json_string_value(mvalue), vlen);
-            p += klen + vlen;
-            m++;
-        }
-    }
-    qsort(s->by_name, n, sizeof *s->by_name, st_name_cmp);
+    st_copy_out(s, e, n, meta_obj);
 
 done:
     json_decref(root);

@@ -714,6 +714,71 @@ static const char *source_name(sb_plan_source s)
     return s == SB_PLAN_MEASURED ? "measured" : s == SB_PLAN_CACHED ? "cached" : "flop_rate";
 }
 
+/* One run of the plan as a JSON object: its hash, model, the parameters that vary among the
+ * plan's runs (varied[q]; NULL: none), its frames, FLOPs, memory, time and place. */
+static void write_plan_run(sb_json *j, const sb_plan *p, const sb_sweep *s, const int *varied,
+                           const sb_plan_run *r)
+{
+    sb_json_object_begin(j);
+    sb_json_key(j, "hash");
+    sb_json_string(j, r->hash);
+    sb_json_key(j, "model");
+    sb_json_string(j, r->model);
+    for (int q = 0; varied != NULL && q < s->n_params; q++) {
+        if (!varied[q] || strcmp(s->params[q].name, "model") == 0)
+            continue;
+        sb_json_key(j, s->params[q].name);
+        sb_json_string(j, s->params[q].values[sb_sweep_value_index(s, r->run, q)]);
+    }
+    sb_json_key(j, "train_frames");
+    sb_json_int(j, r->train_frames);
+    sb_json_key(j, "eval_frames");
+    sb_json_int(j, r->eval_frames);
+    sb_json_key(j, "evaluations");
+    sb_json_int(j, r->evaluations);
+    sb_json_key(j, "flops");
+    sb_json_double(j, r->flops);
+    sb_json_key(j, "peak_bytes");
+    sb_json_double(j, r->peak_bytes);
+    sb_json_key(j, "seconds");
+    sb_json_double(j, r->seconds);
+    sb_json_key(j, "after");
+    if (r->after >= 0)
+        sb_json_string(j, p->runs[r->after].hash);
+    else
+        sb_json_null(j);
+    sb_json_key(j, "rank");
+    sb_json_int(j, r->rank);
+    sb_json_key(j, "start_s");
+    sb_json_double(j, r->start_s);
+    sb_json_object_end(j);
+}
+
+/* One calibration of the plan as a JSON object. */
+static void write_plan_calibration(sb_json *j, const sb_plan_calibration *c)
+{
+    sb_json_object_begin(j);
+    sb_json_key(j, "key");
+    sb_json_string(j, c->key);
+    sb_json_key(j, "source");
+    sb_json_string(j, source_name(c->source));
+    sb_json_key(j, "train_s_per_frame");
+    sb_json_double(j, c->train_s_per_frame);
+    sb_json_key(j, "eval_s_per_frame");
+    sb_json_double(j, c->eval_s_per_frame);
+    sb_json_key(j, "setup_s");
+    sb_json_double(j, c->setup_s);
+    sb_json_key(j, "gemm_share");
+    sb_json_double(j, c->gemm_share);
+    sb_json_key(j, "gflops");
+    sb_json_double(j, c->gflops);
+    sb_json_key(j, "calibrated_threads");
+    sb_json_int(j, c->calibrated_threads);
+    sb_json_key(j, "calibrated_layers");
+    sb_json_int(j, c->calibrated_layers);
+    sb_json_object_end(j);
+}
+
 sb_status sb_plan_to_json(const sb_plan *p, const sb_sweep *s, char **json, sb_error *err)
 {
     if (p == NULL || s == NULL || json == NULL)
@@ -741,42 +806,8 @@ sb_status sb_plan_to_json(const sb_plan *p, const sb_sweep *s, char **json, sb_e
     sb_json_double(&j, p->wall_hours);
     sb_json_key(&j, "per_run");
     sb_json_array_begin(&j);
-    for (int64_t i = 0; i < p->n_runs; i++) {
-        const sb_plan_run *r = &p->runs[i];
-        sb_json_object_begin(&j);
-        sb_json_key(&j, "hash");
-        sb_json_string(&j, r->hash);
-        sb_json_key(&j, "model");
-        sb_json_string(&j, r->model);
-        for (int q = 0; varied != NULL && q < s->n_params; q++) {
-            if (!varied[q] || strcmp(s->params[q].name, "model") == 0)
-                continue;
-            sb_json_key(&j, s->params[q].name);
-            sb_json_string(&j, s->params[q].values[sb_sweep_value_index(s, r->run, q)]);
-        }
-        sb_json_key(&j, "train_frames");
-        sb_json_int(&j, r->train_frames);
-        sb_json_key(&j, "eval_frames");
-        sb_json_int(&j, r->eval_frames);
-        sb_json_key(&j, "evaluations");
-        sb_json_int(&j, r->evaluations);
-        sb_json_key(&j, "flops");
-        sb_json_double(&j, r->flops);
-        sb_json_key(&j, "peak_bytes");
-        sb_json_double(&j, r->peak_bytes);
-        sb_json_key(&j, "seconds");
-        sb_json_double(&j, r->seconds);
-        sb_json_key(&j, "after");
-        if (r->after >= 0)
-            sb_json_string(&j, p->runs[r->after].hash);
-        else
-            sb_json_null(&j);
-        sb_json_key(&j, "rank");
-        sb_json_int(&j, r->rank);
-        sb_json_key(&j, "start_s");
-        sb_json_double(&j, r->start_s);
-        sb_json_object_end(&j);
-    }
+    for (int64_t i = 0; i < p->n_runs; i++)
+        write_plan_run(&j, p, s, varied, &p->runs[i]);
     sb_json_array_end(&j);
     sb_json_key(&j, "wall_hours_grid_order");
     sb_json_double(&j, p->wall_hours_grid_order);
@@ -790,29 +821,8 @@ sb_status sb_plan_to_json(const sb_plan *p, const sb_sweep *s, char **json, sb_e
     sb_json_string(&j, "not foreseen: every run is planned to its last update");
     sb_json_key(&j, "calibrations");
     sb_json_array_begin(&j);
-    for (int i = 0; i < p->n_calibrations; i++) {
-        const sb_plan_calibration *c = &p->calibrations[i];
-        sb_json_object_begin(&j);
-        sb_json_key(&j, "key");
-        sb_json_string(&j, c->key);
-        sb_json_key(&j, "source");
-        sb_json_string(&j, source_name(c->source));
-        sb_json_key(&j, "train_s_per_frame");
-        sb_json_double(&j, c->train_s_per_frame);
-        sb_json_key(&j, "eval_s_per_frame");
-        sb_json_double(&j, c->eval_s_per_frame);
-        sb_json_key(&j, "setup_s");
-        sb_json_double(&j, c->setup_s);
-        sb_json_key(&j, "gemm_share");
-        sb_json_double(&j, c->gemm_share);
-        sb_json_key(&j, "gflops");
-        sb_json_double(&j, c->gflops);
-        sb_json_key(&j, "calibrated_threads");
-        sb_json_int(&j, c->calibrated_threads);
-        sb_json_key(&j, "calibrated_layers");
-        sb_json_int(&j, c->calibrated_layers);
-        sb_json_object_end(&j);
-    }
+    for (int i = 0; i < p->n_calibrations; i++)
+        write_plan_calibration(&j, &p->calibrations[i]);
     sb_json_array_end(&j);
     sb_json_object_end(&j);
     free(varied);

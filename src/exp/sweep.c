@@ -352,6 +352,79 @@ sb_status sb_sweep_load(const char *path, sb_sweep **out, sb_error *err)
     return st;
 }
 
+/* The top-level keys are those of a W&B sweep file. */
+static sb_status check_top_keys(loader *ld, yaml_node_t *root)
+{
+    static const char *known[] = {"project", "program", "method",      "metric", "parameters",
+                                  "command", "name",    "description", "entity", NULL};
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+         p++) {
+        yaml_node_t *key = yaml_document_get_node(&ld->doc, p->key);
+        const char *k = scalar(key);
+        int ok = 0;
+        for (int i = 0; k != NULL && known[i] != NULL; i++)
+            ok |= strcmp(k, known[i]) == 0;
+        if (!ok) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "unknown key '%s' (expected program, method, metric, "
+                     "parameters, command)",
+                     k != NULL ? k : "?");
+            return bad(ld, key, msg);
+        }
+    }
+    return SB_OK;
+}
+
+/* The file's parameters into s, sorted by name (each a value list, `all` models expanded). */
+static sb_status load_params(loader *ld, yaml_node_t *root, sb_sweep *s)
+{
+    yaml_node_t *params = map_get(ld, root, "parameters");
+    if (params == NULL || params->type != YAML_MAPPING_NODE ||
+        params->data.mapping.pairs.top == params->data.mapping.pairs.start)
+        return bad(ld, params != NULL ? params : root, "parameters must be a non-empty mapping");
+    int n = (int)(params->data.mapping.pairs.top - params->data.mapping.pairs.start);
+    s->params = calloc((size_t)n, sizeof *s->params);
+    if (s->params == NULL)
+        return sb_error_set(ld->err, SB_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        yaml_node_pair_t *p = &params->data.mapping.pairs.start[i];
+        const char *name = scalar(yaml_document_get_node(&ld->doc, p->key));
+        if (name == NULL)
+            return bad(ld, yaml_document_get_node(&ld->doc, p->key),
+                       "a parameter name must be a word");
+        s->params[i].name = dup_str(name);
+        s->n_params++;
+        sb_status st = load_param(ld, &s->params[i], yaml_document_get_node(&ld->doc, p->value));
+        if (st == SB_OK)
+            st = expand_all_models(&s->params[i], ld->err);
+        if (st != SB_OK)
+            return st;
+    }
+    qsort(s->params, (size_t)s->n_params, sizeof *s->params, cmp_param);
+    return SB_OK;
+}
+
+/* The file's command list (optional) into s. */
+static sb_status load_command(loader *ld, yaml_node_t *root, sb_sweep *s)
+{
+    yaml_node_t *command = map_get(ld, root, "command");
+    if (command == NULL)
+        return SB_OK;
+    if (command->type != YAML_SEQUENCE_NODE)
+        return bad(ld, command, "command must be a list");
+    int m = (int)(command->data.sequence.items.top - command->data.sequence.items.start);
+    s->command = calloc((size_t)(m > 0 ? m : 1), sizeof *s->command);
+    for (int i = 0; s->command != NULL && i < m; i++) {
+        yaml_node_t *item = yaml_document_get_node(&ld->doc, command->data.sequence.items.start[i]);
+        const char *word = scalar(item);
+        if (word == NULL)
+            return bad(ld, item, "a command item must be a scalar");
+        s->command[s->n_command++] = dup_str(word);
+    }
+    return SB_OK;
+}
+
 sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_sweep **out,
                              sb_error *err)
 {
@@ -389,25 +462,8 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
         st = bad(&ld, root, "the file must be a mapping (program, method, parameters, command)");
         goto done;
     }
-    static const char *known[] = {"project", "program", "method",      "metric", "parameters",
-                                  "command", "name",    "description", "entity", NULL};
-    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *key = yaml_document_get_node(&ld.doc, p->key);
-        const char *k = scalar(key);
-        int ok = 0;
-        for (int i = 0; k != NULL && known[i] != NULL; i++)
-            ok |= strcmp(k, known[i]) == 0;
-        if (!ok) {
-            char msg[160];
-            snprintf(msg, sizeof msg,
-                     "unknown key '%s' (expected program, method, metric, "
-                     "parameters, command)",
-                     k != NULL ? k : "?");
-            st = bad(&ld, key, msg);
-            goto done;
-        }
-    }
+    if ((st = check_top_keys(&ld, root)) != SB_OK)
+        goto done;
     const char *method = scalar(map_get(&ld, root, "method"));
     if (method == NULL || strcmp(method, "grid") != 0) {
         st = bad(&ld, map_get(&ld, root, "method") != NULL ? map_get(&ld, root, "method") : root,
@@ -425,35 +481,8 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
     s->metric_name = dup_str(mname != NULL ? mname : "test_acc");
     s->metric_goal = dup_str(mgoal != NULL ? mgoal : "maximize");
 
-    yaml_node_t *params = map_get(&ld, root, "parameters");
-    if (params == NULL || params->type != YAML_MAPPING_NODE ||
-        params->data.mapping.pairs.top == params->data.mapping.pairs.start) {
-        st = bad(&ld, params != NULL ? params : root, "parameters must be a non-empty mapping");
+    if ((st = load_params(&ld, root, s)) != SB_OK)
         goto done;
-    }
-    int n = (int)(params->data.mapping.pairs.top - params->data.mapping.pairs.start);
-    s->params = calloc((size_t)n, sizeof *s->params);
-    if (s->params == NULL) {
-        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    for (int i = 0; i < n; i++) {
-        yaml_node_pair_t *p = &params->data.mapping.pairs.start[i];
-        const char *name = scalar(yaml_document_get_node(&ld.doc, p->key));
-        if (name == NULL) {
-            st = bad(&ld, yaml_document_get_node(&ld.doc, p->key),
-                     "a parameter name must be a word");
-            goto done;
-        }
-        s->params[i].name = dup_str(name);
-        s->n_params++;
-        if ((st = load_param(&ld, &s->params[i], yaml_document_get_node(&ld.doc, p->value))) !=
-            SB_OK)
-            goto done;
-        if ((st = expand_all_models(&s->params[i], err)) != SB_OK)
-            goto done;
-    }
-    qsort(s->params, (size_t)s->n_params, sizeof *s->params, cmp_param);
     if (sb_sweep_count(s) < 0) {
         st = sb_error_set(err, SB_ERR_INVALID,
                           "sweep file '%s': its grid has more than %lld runs (the product of its "
@@ -462,25 +491,7 @@ sb_status sb_sweep_load_text(const char *path, const char *text, size_t len, sb_
         goto done;
     }
 
-    yaml_node_t *command = map_get(&ld, root, "command");
-    if (command != NULL) {
-        if (command->type != YAML_SEQUENCE_NODE) {
-            st = bad(&ld, command, "command must be a list");
-            goto done;
-        }
-        int m = (int)(command->data.sequence.items.top - command->data.sequence.items.start);
-        s->command = calloc((size_t)(m > 0 ? m : 1), sizeof *s->command);
-        for (int i = 0; s->command != NULL && i < m; i++) {
-            yaml_node_t *item =
-                yaml_document_get_node(&ld.doc, command->data.sequence.items.start[i]);
-            const char *word = scalar(item);
-            if (word == NULL) {
-                st = bad(&ld, item, "a command item must be a scalar");
-                goto done;
-            }
-            s->command[s->n_command++] = dup_str(word);
-        }
-    }
+    st = load_command(&ld, root, s);
 done:
     yaml_document_delete(&ld.doc);
     if (st != SB_OK) {

@@ -695,6 +695,97 @@ static sb_status estimate_prior(tables *tb, const sb_task *task, int64_t n_prior
     return SB_OK;
 }
 
+/* Every sample's sums (sums[n_samples]) on `threads` threads: the exact observer, the window
+ * observers and, with grammar gaps, the frame-level ideal model. On an error, the one of
+ * the lowest sample index (or of a thread's set-up) is returned, whatever the thread count. */
+static sb_status sample_pass(const tables *tb, const sb_task *task, sb_split split,
+                             int64_t n_samples, int threads, sample_sums *sums, sb_error *err)
+{
+    sb_status status = SB_OK;
+    int64_t failed_at = n_samples;
+    sb_error first = {0};
+#pragma omp parallel num_threads(threads)
+    {
+        scratch sc;
+        sb_error e = {0};
+        sb_status mine = scratch_init(&sc, tb, task, &e);
+        if (mine != SB_OK) {
+#pragma omp critical
+            if (status == SB_OK) {
+                status = mine;
+                first = e;
+                failed_at = -1;
+            }
+        }
+#pragma omp for schedule(dynamic, 4)
+        for (int64_t i = 0; i < n_samples; i++) {
+            if (mine != SB_OK)
+                continue;
+            sb_status s2 = sb_task_sample(task, split, i, &sc.sample, &e);
+            if (s2 == SB_OK)
+                s2 = exact_pass(tb, &sc, &sums[i], &e);
+            if (s2 == SB_OK && tb->walks)
+                walks_window_pass(tb, &sc, &sums[i]);
+            else if (s2 == SB_OK)
+                window_pass(tb, &sc, &sums[i]);
+            if (s2 == SB_OK && tb->grammar_gap)
+                s2 = ceiling_frames_pass(tb, sc.frames, &sc.sample, &sc.post,
+                                         &sums[i].model_expected, &sums[i].model_realized, &e);
+            if (s2 != SB_OK) {
+#pragma omp critical
+                if (i < failed_at) {
+                    status = s2;
+                    first = e;
+                    failed_at = i;
+                }
+            }
+        }
+        if (mine == SB_OK)
+            scratch_free(&sc);
+    }
+    if (status != SB_OK)
+        *err = first;
+    return status;
+}
+
+/* The per-sample sums added in sample order (the same for any thread count) into out's
+ * accuracies. */
+static void reduce_sums(const tables *tb, const sample_sums *sums, int64_t n_samples,
+                        sb_ceiling *out)
+{
+    double expected = 0.0, realized = 0.0, p_true = 0.0, p_sq = 0.0, dev2 = 0.0;
+    double model_expected = 0.0, model_realized = 0.0;
+    double window[SB_CEILING_N_WINDOWS] = {0};
+    int64_t elements = 0;
+    for (int64_t i = 0; i < n_samples; i++) {
+        expected += sums[i].expected;
+        realized += sums[i].realized;
+        p_true += sums[i].p_true;
+        p_sq += sums[i].p_sq;
+        model_expected += sums[i].model_expected;
+        model_realized += sums[i].model_realized;
+        double d = sums[i].realized - sums[i].expected;
+        dev2 += d * d;
+        for (int w = 0; w < SB_CEILING_N_WINDOWS; w++)
+            window[w] += sums[i].window[w];
+        elements += sums[i].elements;
+    }
+    double N = elements > 0 ? (double)elements : 1.0;
+    out->expected_acc = expected / N;
+    out->realized_acc = realized / N;
+    out->expected_acc_se = sqrt(dev2) / N;
+    /* zero and noise gaps: the frame predictor's window sum is its symbol-frame posterior
+     * times the window length, so the ideal model is the ideal observer */
+    out->bayes_model_acc = tb->grammar_gap ? model_expected / N : out->expected_acc;
+    out->bayes_model_realized_acc = tb->grammar_gap ? model_realized / N : out->realized_acc;
+    out->p_true_mean = p_true / N;
+    out->p_sq_mean = p_sq / N;
+    for (int w = 0; w < tb->n_windows; w++)
+        out->window_acc[w] = window[w] / N;
+    out->n_windows = tb->n_windows;
+    out->n_elements = elements;
+}
+
 sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt, sb_ceiling *out,
                              sb_error *err)
 {
@@ -740,87 +831,14 @@ sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt,
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory for %lld samples",
                             (long long)n_samples);
     }
-    sb_status status = SB_OK;
-    int64_t failed_at = n_samples;
-    sb_error first = {0};
-#pragma omp parallel num_threads(threads)
-    {
-        scratch sc;
-        sb_error e = {0};
-        sb_status mine = scratch_init(&sc, &tb, task, &e);
-        if (mine != SB_OK) {
-#pragma omp critical
-            if (status == SB_OK) {
-                status = mine;
-                first = e;
-                failed_at = -1;
-            }
-        }
-#pragma omp for schedule(dynamic, 4)
-        for (int64_t i = 0; i < n_samples; i++) {
-            if (mine != SB_OK)
-                continue;
-            sb_status s2 = sb_task_sample(task, o.split, i, &sc.sample, &e);
-            if (s2 == SB_OK)
-                s2 = exact_pass(&tb, &sc, &sums[i], &e);
-            if (s2 == SB_OK && tb.walks)
-                walks_window_pass(&tb, &sc, &sums[i]);
-            else if (s2 == SB_OK)
-                window_pass(&tb, &sc, &sums[i]);
-            if (s2 == SB_OK && tb.grammar_gap)
-                s2 = ceiling_frames_pass(&tb, sc.frames, &sc.sample, &sc.post,
-                                         &sums[i].model_expected, &sums[i].model_realized, &e);
-            if (s2 != SB_OK) {
-#pragma omp critical
-                if (i < failed_at) {
-                    status = s2;
-                    first = e;
-                    failed_at = i;
-                }
-            }
-        }
-        if (mine == SB_OK)
-            scratch_free(&sc);
-    }
+    sb_status status = sample_pass(&tb, task, o.split, n_samples, threads, sums, err);
     if (status != SB_OK) {
         sb_free(sums);
         tables_free(&tb);
-        *err = first;
         return status;
     }
-    /* sums in sample order: the same for any thread count */
-    double expected = 0.0, realized = 0.0, p_true = 0.0, p_sq = 0.0, dev2 = 0.0;
-    double model_expected = 0.0, model_realized = 0.0;
-    double window[SB_CEILING_N_WINDOWS] = {0};
-    int64_t elements = 0;
-    for (int64_t i = 0; i < n_samples; i++) {
-        expected += sums[i].expected;
-        realized += sums[i].realized;
-        p_true += sums[i].p_true;
-        p_sq += sums[i].p_sq;
-        model_expected += sums[i].model_expected;
-        model_realized += sums[i].model_realized;
-        double d = sums[i].realized - sums[i].expected;
-        dev2 += d * d;
-        for (int w = 0; w < SB_CEILING_N_WINDOWS; w++)
-            window[w] += sums[i].window[w];
-        elements += sums[i].elements;
-    }
-    double N = elements > 0 ? (double)elements : 1.0;
-    out->expected_acc = expected / N;
-    out->realized_acc = realized / N;
-    out->expected_acc_se = sqrt(dev2) / N;
-    /* zero and noise gaps: the frame predictor's window sum is its symbol-frame posterior
-     * times the window length, so the ideal model is the ideal observer */
-    out->bayes_model_acc = tb.grammar_gap ? model_expected / N : out->expected_acc;
-    out->bayes_model_realized_acc = tb.grammar_gap ? model_realized / N : out->realized_acc;
-    out->p_true_mean = p_true / N;
-    out->p_sq_mean = p_sq / N;
-    for (int w = 0; w < tb.n_windows; w++)
-        out->window_acc[w] = window[w] / N;
-    out->n_windows = tb.n_windows;
+    reduce_sums(&tb, sums, n_samples, out);
     out->n_samples = n_samples;
-    out->n_elements = elements;
     out->prior_samples = n_prior;
     out->segmented = task->cfg.grammar_gap ? 1 : 0;
     out->seconds = sb_time_now() - t0;

@@ -60,6 +60,88 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The model a benchmark times: cfg's type and sizes, the reference's dropout and rotary base,
+ * seed 1. */
+static sb_status bench_model(const sb_bench_config *cfg, sb_model **m, sb_error *err)
+{
+    sb_model_config mc;
+    memset(&mc, 0, sizeof mc);
+    snprintf(mc.model, sizeof mc.model, "%s", cfg->model);
+    mc.d_input = cfg->inputs;
+    mc.d_output = cfg->classes;
+    mc.d_model = cfg->width;
+    mc.n_layers = cfg->layers;
+    mc.d_state = cfg->d_state;
+    mc.n_head = sb_num_heads(cfg->width);
+    mc.dropout = 0.2;
+    mc.rope_base = 1000;
+    return sb_model_create(&mc, 1, m, err);
+}
+
+/* A fixed random one-hot sequence of n_frames frames of I inputs, its targets among `classes`,
+ * every frame scored. input must be zeroed. */
+static void bench_batch(real *input, int32_t *target, uint8_t *valid, size_t n_frames, int I,
+                        int classes)
+{
+    uint64_t rs = 12345;
+    for (size_t f = 0; f < n_frames; f++) {
+        rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+        input[f * (size_t)I + (size_t)((rs >> 33) % (uint64_t)I)] = 1;
+        target[f] = (int32_t)((rs >> 17) % (uint64_t)classes);
+        valid[f] = 1;
+    }
+}
+
+/* After step k (0, 1, 2): marks the trainable tensors whose gradient is not zero; after step 2
+ * every one must have had one (a layer whose init zeroes a projection, as RWKV-7's o_proj
+ * and LoRA first matrices in fla, sends no gradient to the tensors behind it on the first
+ * step): else the backward is broken. */
+static sb_status check_gradients(const sb_model *m, int k, uint8_t *had_grad, sb_error *err)
+{
+    for (int i = 0; i < m->params.n; i++) {
+        const sb_param *p = &m->params.p[i];
+        if (k == 0)
+            had_grad[i] = 0;
+        if (p->flags & SB_PARAM_BUFFER)
+            continue;
+        double mx = 0;
+        for (size_t j = 0; j < p->size; j++)
+            mx = fmax(mx, fabs((double)m->params.grad[p->offset + j]));
+        if (mx > 0)
+            had_grad[i] = 1;
+        if (k == 2 && !had_grad[i])
+            return sb_error_set(err, SB_ERR_RUNTIME,
+                                "bench: parameter %s of %s received no gradient: the backward is "
+                                "broken",
+                                p->name, m->cfg.model);
+    }
+    return SB_OK;
+}
+
+/* The result's figures from the timed steps (times[steps], sorted here: the median is the
+ * step time), the engines' FLOP counters, the model and the graph's peak arena of a B x T
+ * batch of I inputs. */
+static void bench_figures(sb_bench_result *res, const sb_model *m, const sb_graph *g, double *times,
+                          int steps, int B, int T, int I)
+{
+    const size_t n_frames = (size_t)B * (size_t)T;
+    qsort(times, (size_t)steps, sizeof *times, cmp_double);
+    double openblas_flops, onednn_flops;
+    sb_gemm_flops_get(&openblas_flops, &onednn_flops);
+    res->gemm_onednn_share =
+        openblas_flops + onednn_flops > 0 ? onednn_flops / (openblas_flops + onednn_flops) : 0.0;
+    res->gemm_bf16_share = openblas_flops + onednn_flops > 0
+                               ? sb_gemm_flops_bf16() / (openblas_flops + onednn_flops)
+                               : 0.0;
+    double sec = times[steps / 2];
+    res->step_ms = sec * 1e3;
+    res->tokens_per_s = (double)n_frames / sec;
+    res->gflops = 3.0 * sb_model_flops_per_token(m, T) * (double)n_frames / sec / 1e9;
+    res->memory_mib = ((double)g->arena.peak + 4.0 * (double)m->params.total * sizeof(real) +
+                       (double)n_frames * ((double)I * sizeof(real) + 5.0)) /
+                      1048576.0;
+}
+
 sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, sb_error *err)
 {
     if (cfg == NULL || res == NULL || cfg->model == NULL) /* a public function (selectivbench.h) */
@@ -79,19 +161,8 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
     if (st_engine != SB_OK)
         return st_engine;
     sb_gemm_flops_reset();
-    sb_model_config mc;
-    memset(&mc, 0, sizeof mc);
-    snprintf(mc.model, sizeof mc.model, "%s", cfg->model);
-    mc.d_input = cfg->inputs;
-    mc.d_output = cfg->classes;
-    mc.d_model = cfg->width;
-    mc.n_layers = cfg->layers;
-    mc.d_state = cfg->d_state;
-    mc.n_head = sb_num_heads(cfg->width);
-    mc.dropout = 0.2;
-    mc.rope_base = 1000;
     sb_model *m = NULL;
-    sb_status st = sb_model_create(&mc, 1, &m, err);
+    sb_status st = bench_model(cfg, &m, err);
     if (st != SB_OK)
         return st;
     res->params = m->params.count;
@@ -103,9 +174,7 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
     uint8_t *valid = sb_malloc(n_frames);
     int steps = cfg->steps > 0 ? cfg->steps : 5;
     double *times = sb_malloc((size_t)steps * sizeof *times);
-    /* which trainable tensors have had a non-zero gradient: a layer whose init zeroes a
-     * projection (RWKV-7's o_proj and LoRA first matrices, as fla) sends no gradient to the
-     * tensors behind it on the first step, so the check covers the first three steps */
+    /* which trainable tensors have had a non-zero gradient (check_gradients) */
     uint8_t *had_grad = sb_malloc((size_t)(m->params.n > 0 ? m->params.n : 1));
     sb_graph g;
     sb_graph_init(&g, (size_t)64 << 20);
@@ -113,14 +182,7 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
         st = sb_error_set(err, SB_ERR_NOMEM, "out of memory for the benchmark batch");
         goto done;
     }
-    /* a fixed random one-hot sequence and targets */
-    uint64_t rs = 12345;
-    for (size_t f = 0; f < n_frames; f++) {
-        rs = rs * 6364136223846793005ull + 1442695040888963407ull;
-        input[f * (size_t)I + (size_t)((rs >> 33) % (uint64_t)I)] = 1;
-        target[f] = (int32_t)((rs >> 17) % (uint64_t)cfg->classes);
-        valid[f] = 1;
-    }
+    bench_batch(input, target, valid, n_frames, I, cfg->classes);
     sb_optimizer opt;
     sb_optimizer_init(&opt, SB_OPT_ADAM, 1e-3, 0.0);
     bench_step s = {
@@ -141,28 +203,8 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
         }
         if (k == 0)
             res->first_loss = s.loss;
-        if (k <= 2) {
-            /* validate: every trainable tensor got a gradient in one of the first 3 steps */
-            for (int i = 0; i < m->params.n; i++) {
-                sb_param *p = &m->params.p[i];
-                if (k == 0)
-                    had_grad[i] = 0;
-                if (p->flags & SB_PARAM_BUFFER)
-                    continue;
-                double mx = 0;
-                for (size_t j = 0; j < p->size; j++)
-                    mx = fmax(mx, fabs((double)m->params.grad[p->offset + j]));
-                if (mx > 0)
-                    had_grad[i] = 1;
-                if (k == 2 && !had_grad[i]) {
-                    st = sb_error_set(err, SB_ERR_RUNTIME,
-                                      "bench: parameter %s of %s received no gradient: the "
-                                      "backward is broken",
-                                      p->name, cfg->model);
-                    goto done;
-                }
-            }
-        }
+        if (k <= 2 && (st = check_gradients(m, k, had_grad, err)) != SB_OK)
+            goto done;
         sb_clip_grad_norm(&m->params, 1.0);
         sb_optimizer_step(&opt, &m->params, 1.0);
         sb_params_zero_grad(&m->params);
@@ -176,21 +218,7 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
                           total);
         goto done;
     }
-    qsort(times, (size_t)steps, sizeof *times, cmp_double);
-    double openblas_flops, onednn_flops;
-    sb_gemm_flops_get(&openblas_flops, &onednn_flops);
-    res->gemm_onednn_share =
-        openblas_flops + onednn_flops > 0 ? onednn_flops / (openblas_flops + onednn_flops) : 0.0;
-    res->gemm_bf16_share = openblas_flops + onednn_flops > 0
-                               ? sb_gemm_flops_bf16() / (openblas_flops + onednn_flops)
-                               : 0.0;
-    double sec = times[steps / 2];
-    res->step_ms = sec * 1e3;
-    res->tokens_per_s = (double)n_frames / sec;
-    res->gflops = 3.0 * sb_model_flops_per_token(m, T) * (double)n_frames / sec / 1e9;
-    res->memory_mib = ((double)g.arena.peak + 4.0 * (double)m->params.total * sizeof(real) +
-                       (double)n_frames * ((double)I * sizeof(real) + 5.0)) /
-                      1048576.0;
+    bench_figures(res, m, &g, times, steps, B, T, I);
 done:
     sb_graph_free(&g);
     sb_free(input);

@@ -775,12 +775,100 @@ static double norm2(const real *x, size_t n)
     return sqrt(s);
 }
 
+/* The test samples of the long-gap task the retention pass reads: up to `want`, each with
+ * its element before the gap (the first at index >= first_element with a gap, else the last
+ * one with a gap: the state has then seen a few elements before the long gap) in which[] and
+ * elem[]; *G the shortest of their gaps in frames. */
+static sb_status pick_gap_samples(const sb_task *lt, int first_element, int64_t want,
+                                  sb_sample *smp, int64_t *which, int *elem, int *found, int *G,
+                                  sb_error *err)
+{
+    int64_t n_test = sb_task_split_size(lt, SB_SPLIT_TEST);
+    *found = 0;
+    *G = 0;
+    for (int64_t i = 0; i < n_test && *found < want; i++) {
+        sb_status st = sb_task_sample(lt, SB_SPLIT_TEST, i, smp, err);
+        if (st != SB_OK)
+            return st;
+        int pick = -1;
+        for (int e = 0; e < smp->n_elements; e++)
+            if (smp->gap[e] > 0) {
+                pick = e;
+                if (e >= first_element)
+                    break;
+            }
+        if (pick >= 0) {
+            if (*found == 0 || smp->gap[pick] < *G)
+                *G = smp->gap[pick];
+            which[*found] = i;
+            elem[(*found)++] = pick;
+        }
+    }
+    return SB_OK;
+}
+
+/* What the retention pass shares across its samples. */
+typedef struct retention_pass {
+    const sb_model *m;
+    sb_graph *g;
+    sb_tensor **cap_tensors;
+    int stream;                /* the model streams: states are measured too */
+    real *state_buf, **states; /* each layer's streaming state (sf floats) */
+    size_t sf, hist, count;    /* state floats; of them, the recurrent part's offset and size */
+    int G, found;              /* frames into the gap; samples averaged */
+} retention_pass;
+
+/* One sample's norms along the gap, each divided by the samples' count, added to res: the
+ * layers' outputs from a whole forward of its first t0 + G + 1 frames, and with streaming
+ * the recurrent states after every frame. */
+static sb_status retention_sample(const retention_pass *rp, const float *data, int t0,
+                                  sb_probe_result *res, sb_error *err)
+{
+    const sb_model *m = rp->m;
+    const int L = m->cfg.n_layers, V = m->cfg.d_input, D = m->cfg.d_model;
+    const int G = rp->G, Tn = t0 + G + 1;
+    const size_t per_layer = (size_t)G + 1;
+    sb_graph *g = rp->g;
+    sb_graph_reset(g);
+    g->record = 0;
+    g->training = 0;
+    fwd_args a = {.m = m, .input = data, .T = Tn};
+    a.cap.block_out = rp->cap_tensors;
+    a.cap.layer_in = rp->cap_tensors + L + 1;
+    a.cap.layer_out = rp->cap_tensors + 2 * L + 1;
+    sb_status st = sb_graph_run(g, probe_forward, &a, err);
+    if (st != SB_OK)
+        return st;
+    for (int l = 0; l < L; l++)
+        for (int t = 0; t <= G; t++)
+            res->output_norm[(size_t)l * per_layer + t] +=
+                norm2(a.cap.layer_out[l]->data + (size_t)(t0 + t) * D, (size_t)D) / rp->found;
+    if (!rp->stream)
+        return SB_OK;
+    /* streaming, one frame per chunk: the recurrent states after every frame */
+    memset(rp->state_buf, 0, (size_t)L * rp->sf * sizeof(real));
+    for (int t = 0; t < Tn && st == SB_OK; t++) {
+        sb_graph_reset(g);
+        g->record = 0;
+        g->training = 0;
+        stream_args sa = {.m = m, .frame = data + (size_t)t * V, .states = rp->states};
+        if ((st = sb_graph_run(g, probe_stream_frame, &sa, err)) != SB_OK)
+            break;
+        if (t >= t0)
+            for (int l = 0; l < L; l++)
+                res->state_norm[(size_t)l * per_layer + (t - t0)] +=
+                    norm2(rp->states[l] + rp->hist, rp->count) / rp->found;
+    }
+    return st;
+}
+
 static sb_status retention(const sb_task *lt, const sb_model *m, const sb_probe_options *opt,
                            sb_probe_result *res, sb_graph *g, sb_tensor **cap_tensors,
                            sb_error *err)
 {
-    const int L = m->cfg.n_layers, V = m->cfg.d_input, D = m->cfg.d_model;
-    const int stream = sb_model_can_stream(m);
+    const int L = m->cfg.n_layers, V = m->cfg.d_input;
+    retention_pass rp = {.m = m, .g = g, .cap_tensors = cap_tensors};
+    rp.stream = sb_model_can_stream(m);
     sb_sample smp;
     sb_status st = sb_sample_alloc(lt, &smp, err);
     if (st != SB_OK)
@@ -792,57 +880,42 @@ static sb_status retention(const sb_task *lt, const sb_model *m, const sb_probe_
     int *elem = sb_calloc((size_t)(want > 0 ? want : 1), sizeof *elem);
     float *data = NULL;
     int32_t *target = NULL;
-    real *state_buf = NULL, **states = NULL;
-    size_t sf = stream ? m->type->stream_state_floats(&m->cfg) : 0, hist = 0, count = sf;
-    if (stream && m->type->stream_recurrent != NULL)
-        m->type->stream_recurrent(&m->cfg, &hist, &count);
-    int found = 0, G = 0;
+    rp.sf = rp.stream ? m->type->stream_state_floats(&m->cfg) : 0;
+    rp.count = rp.sf;
+    if (rp.stream && m->type->stream_recurrent != NULL)
+        m->type->stream_recurrent(&m->cfg, &rp.hist, &rp.count);
     if (which == NULL || elem == NULL) {
         st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the retention pass");
         goto done;
     }
-    for (int64_t i = 0; i < n_test && found < want; i++) {
-        if ((st = sb_task_sample(lt, SB_SPLIT_TEST, i, &smp, err)) != SB_OK)
-            goto done;
-        /* the first element at index >= retention_element with a gap, else the last one
-         * with a gap: the state has then seen a few elements before the long gap */
-        int pick = -1;
-        for (int e = 0; e < smp.n_elements; e++)
-            if (smp.gap[e] > 0) {
-                pick = e;
-                if (e >= opt->retention_element)
-                    break;
-            }
-        if (pick >= 0) {
-            if (found == 0 || smp.gap[pick] < G)
-                G = smp.gap[pick];
-            which[found] = i;
-            elem[found++] = pick;
-        }
-    }
-    if (found == 0) {
+    st = pick_gap_samples(lt, opt->retention_element, want, &smp, which, elem, &rp.found, &rp.G,
+                          err);
+    if (st != SB_OK)
+        goto done;
+    if (rp.found == 0) {
         snprintf(res->retention_reason, sizeof res->retention_reason,
                  "no long-gap test sample has an element with a gap");
         goto done;
     }
-    res->gap_frames = G;
-    res->retention_samples = found;
+    res->gap_frames = rp.G;
+    res->retention_samples = rp.found;
     res->retention_element = opt->retention_element;
-    const size_t per_layer = (size_t)G + 1;
+    const size_t per_layer = (size_t)rp.G + 1;
     res->output_norm = sb_calloc((size_t)L * per_layer, sizeof(double));
-    res->state_norm = stream ? sb_calloc((size_t)L * per_layer, sizeof(double)) : NULL;
-    if (!stream)
+    res->state_norm = rp.stream ? sb_calloc((size_t)L * per_layer, sizeof(double)) : NULL;
+    if (!rp.stream)
         snprintf(res->retention_reason, sizeof res->retention_reason,
                  "model '%s' has no streaming form: output norms only", m->cfg.model);
-    state_buf = stream ? sb_malloc((size_t)L * (sf > 0 ? sf : 1) * sizeof(real)) : NULL;
-    states = stream ? sb_malloc((size_t)L * sizeof *states) : NULL;
-    if (res->output_norm == NULL || (stream && (!res->state_norm || !state_buf || !states))) {
+    rp.state_buf = rp.stream ? sb_malloc((size_t)L * (rp.sf > 0 ? rp.sf : 1) * sizeof(real)) : NULL;
+    rp.states = rp.stream ? sb_malloc((size_t)L * sizeof *rp.states) : NULL;
+    if (res->output_norm == NULL ||
+        (rp.stream && (!res->state_norm || !rp.state_buf || !rp.states))) {
         st = sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the retention pass");
         goto done;
     }
-    for (int l = 0; stream && l < L; l++)
-        states[l] = state_buf + (size_t)l * sf;
-    for (int r = 0; r < found && st == SB_OK; r++) {
+    for (int l = 0; rp.stream && l < L; l++)
+        rp.states[l] = rp.state_buf + (size_t)l * rp.sf;
+    for (int r = 0; r < rp.found && st == SB_OK; r++) {
         if ((st = sb_task_sample(lt, SB_SPLIT_TEST, which[r], &smp, err)) != SB_OK)
             break;
         sb_free(data);
@@ -854,45 +927,15 @@ static sb_status retention(const sb_task *lt, const sb_model *m, const sb_probe_
             break;
         }
         sb_task_sample_frames(lt, SB_SPLIT_TEST, which[r], &smp, data, target);
-        const int t0 = smp.frame_start[elem[r]], Tn = t0 + G + 1;
-        /* whole forward over the prefix: the layers' outputs */
-        sb_graph_reset(g);
-        g->record = 0;
-        g->training = 0;
-        fwd_args a = {.m = m, .input = data, .T = Tn};
-        a.cap.block_out = cap_tensors;
-        a.cap.layer_in = cap_tensors + L + 1;
-        a.cap.layer_out = cap_tensors + 2 * L + 1;
-        if ((st = sb_graph_run(g, probe_forward, &a, err)) != SB_OK)
-            break;
-        for (int l = 0; l < L; l++)
-            for (int t = 0; t <= G; t++)
-                res->output_norm[(size_t)l * per_layer + t] +=
-                    norm2(a.cap.layer_out[l]->data + (size_t)(t0 + t) * D, (size_t)D) / found;
-        if (!stream)
-            continue;
-        /* streaming, one frame per chunk: the recurrent states after every frame */
-        memset(state_buf, 0, (size_t)L * sf * sizeof(real));
-        for (int t = 0; t < Tn && st == SB_OK; t++) {
-            sb_graph_reset(g);
-            g->record = 0;
-            g->training = 0;
-            stream_args sa = {.m = m, .frame = data + (size_t)t * V, .states = states};
-            if ((st = sb_graph_run(g, probe_stream_frame, &sa, err)) != SB_OK)
-                break;
-            if (t >= t0)
-                for (int l = 0; l < L; l++)
-                    res->state_norm[(size_t)l * per_layer + (t - t0)] +=
-                        norm2(states[l] + hist, count) / found;
-        }
+        st = retention_sample(&rp, data, smp.frame_start[elem[r]], res, err);
     }
 done:
     sb_free(which);
     sb_free(elem);
     sb_free(data);
     sb_free(target);
-    sb_free(state_buf);
-    sb_free(states);
+    sb_free(rp.state_buf);
+    sb_free(rp.states);
     sb_sample_free(&smp);
     return st;
 }
@@ -1022,30 +1065,9 @@ static void depth_name(const sb_probe_result *res, int d, char *buf, size_t size
     (void)res;
 }
 
-void sb_probe_write_json(const sb_probe_result *res, const char *checkpoint, sb_json *j)
+/* "readout": the readouts' accuracy by depth and lag (null when not probed). */
+static void write_readout_json(const sb_probe_result *res, sb_json *j)
 {
-    sb_json_object_begin(j);
-    if (checkpoint != NULL) {
-        sb_json_key(j, "checkpoint");
-        sb_json_string(j, checkpoint);
-    }
-    sb_json_key(j, "model");
-    sb_json_string(j, res->model);
-    sb_json_key(j, "layers");
-    sb_json_int(j, res->L);
-    sb_json_key(j, "d_model");
-    sb_json_int(j, res->D);
-    sb_json_key(j, "classes");
-    sb_json_int(j, res->C);
-    sb_json_key(j, "inputs");
-    sb_json_int(j, res->V);
-    sb_json_key(j, "test_samples");
-    sb_json_int(j, res->test_samples);
-    sb_json_key(j, "test_elements");
-    sb_json_int(j, res->test_elements);
-    sb_json_key(j, "model_test_acc");
-    json_num(j, res->model_test_acc);
-
     sb_json_key(j, "readout");
     if (!(res->sections & SB_PROBE_READOUT)) {
         sb_json_null(j);
@@ -1086,7 +1108,12 @@ void sb_probe_write_json(const sb_probe_result *res, const char *checkpoint, sb_
         sb_json_array_end(j);
         sb_json_object_end(j);
     }
+}
 
+/* "gates": each layer's gate statistics on symbol and gap frames (null without gates, then
+ * "gates_reason"). */
+static void write_gates_json(const sb_probe_result *res, sb_json *j)
+{
     sb_json_key(j, "gates");
     if (res->gates == NULL) {
         sb_json_null(j);
@@ -1143,7 +1170,12 @@ void sb_probe_write_json(const sb_probe_result *res, const char *checkpoint, sb_
         sb_json_key(j, "gates_reason");
         sb_json_string(j, res->gates_reason);
     }
+}
 
+/* "retention": the output and state norms along a long gap, by layer (null when not probed,
+ * then "retention_reason" when there is one). */
+static void write_retention_json(const sb_probe_result *res, sb_json *j)
+{
     sb_json_key(j, "retention");
     if (res->output_norm == NULL) {
         sb_json_null(j);
@@ -1188,137 +1220,186 @@ void sb_probe_write_json(const sb_probe_result *res, const char *checkpoint, sb_
         sb_json_key(j, "retention_reason");
         sb_json_string(j, res->retention_reason);
     }
+}
+
+void sb_probe_write_json(const sb_probe_result *res, const char *checkpoint, sb_json *j)
+{
+    sb_json_object_begin(j);
+    if (checkpoint != NULL) {
+        sb_json_key(j, "checkpoint");
+        sb_json_string(j, checkpoint);
+    }
+    sb_json_key(j, "model");
+    sb_json_string(j, res->model);
+    sb_json_key(j, "layers");
+    sb_json_int(j, res->L);
+    sb_json_key(j, "d_model");
+    sb_json_int(j, res->D);
+    sb_json_key(j, "classes");
+    sb_json_int(j, res->C);
+    sb_json_key(j, "inputs");
+    sb_json_int(j, res->V);
+    sb_json_key(j, "test_samples");
+    sb_json_int(j, res->test_samples);
+    sb_json_key(j, "test_elements");
+    sb_json_int(j, res->test_elements);
+    sb_json_key(j, "model_test_acc");
+    json_num(j, res->model_test_acc);
+
+    write_readout_json(res, j);
+    write_gates_json(res, j);
+    write_retention_json(res, j);
     sb_json_object_end(j);
 }
 
 #define MAX_SERIES 64
 
-sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb_error *err)
+/* DIR/readout: the readouts' accuracy against the lag, one line per depth. */
+static sb_status write_readout_figure(const sb_probe_result *res, const char *dir, sb_error *err)
 {
     char path[4096], subtitle[256];
     char labels[MAX_SERIES][48];
     sb_plot_series series[MAX_SERIES];
-    sb_status st = SB_OK;
     const int L = res->L;
-    /* readouts: accuracy against the lag, one line per depth */
-    if (res->sections & SB_PROBE_READOUT) {
-        double x[SB_PROBE_N_LAGS];
-        for (int k = 0; k < SB_PROBE_N_LAGS; k++)
-            x[k] = sb_probe_lags[k];
-        int ns = 0;
-        for (int d = 0; d <= L && ns < MAX_SERIES; d++, ns++) {
-            depth_name(res, d, labels[ns], sizeof labels[ns]);
-            series[ns] = (sb_plot_series){.label = labels[ns],
-                                          .n = SB_PROBE_N_LAGS,
-                                          .x = x,
-                                          .y = res->readout_acc + (size_t)d * SB_PROBE_N_LAGS};
-        }
-        snprintf(subtitle, sizeof subtitle,
-                 "%s: %s readout of the state id j elements back (model test acc %.3f)", res->model,
-                 res->readout == SB_PROBE_LDA ? "LDA" : "ridge", res->model_test_acc);
-        sb_plot p = {.title = "Linear decodability by depth",
-                     .subtitle = subtitle,
-                     .xlabel = "elements back (j)",
-                     .ylabel = "test accuracy",
-                     .ymin = 0.0,
-                     .ymax = 1.0,
-                     .n_series = ns,
-                     .series = series};
-        snprintf(path, sizeof path, "%s/readout", dir);
-        if ((st = sb_plot_write(&p, path, err)) != SB_OK)
-            return st;
+    double x[SB_PROBE_N_LAGS];
+    for (int k = 0; k < SB_PROBE_N_LAGS; k++)
+        x[k] = sb_probe_lags[k];
+    int ns = 0;
+    for (int d = 0; d <= L && ns < MAX_SERIES; d++, ns++) {
+        depth_name(res, d, labels[ns], sizeof labels[ns]);
+        series[ns] = (sb_plot_series){.label = labels[ns],
+                                      .n = SB_PROBE_N_LAGS,
+                                      .x = x,
+                                      .y = res->readout_acc + (size_t)d * SB_PROBE_N_LAGS};
     }
-    /* gates: mean over heads on symbol and gap frames against the layer, +- std over heads */
-    if (res->gates != NULL) {
-        double xs[256], ys[2 * SB_GATE_KINDS_MAX][256], es[2 * SB_GATE_KINDS_MAX][256];
-        const int nl = L < 256 ? L : 256;
-        int ns = 0;
-        for (int q = 0; q < SB_GATE_KINDS_MAX; q++)
-            for (int kind = 0; kind < 2; kind++) {
-                const char *name = NULL;
-                for (int l = 0; l < nl; l++) {
-                    const sb_probe_gate_layer *gl = &res->gates[l];
-                    xs[l] = l + 1;
-                    ys[ns][l] = (double)NAN;
-                    es[ns][l] = 0.0;
-                    if (q >= gl->n_kinds)
-                        continue;
-                    name = gl->kind[q].name;
-                    const double *v = kind == 0 ? gl->kind[q].mean_symbol : gl->kind[q].mean_gap;
-                    double s = 0.0, s2 = 0.0;
-                    for (int h = 0; h < gl->n_groups; h++)
-                        s += v[h];
-                    s /= gl->n_groups;
-                    for (int h = 0; h < gl->n_groups; h++)
-                        s2 += (v[h] - s) * (v[h] - s);
-                    ys[ns][l] = s;
-                    es[ns][l] = sqrt(s2 / gl->n_groups);
-                }
-                if (name == NULL)
+    snprintf(subtitle, sizeof subtitle,
+             "%s: %s readout of the state id j elements back (model test acc %.3f)", res->model,
+             res->readout == SB_PROBE_LDA ? "LDA" : "ridge", res->model_test_acc);
+    sb_plot p = {.title = "Linear decodability by depth",
+                 .subtitle = subtitle,
+                 .xlabel = "elements back (j)",
+                 .ylabel = "test accuracy",
+                 .ymin = 0.0,
+                 .ymax = 1.0,
+                 .n_series = ns,
+                 .series = series};
+    snprintf(path, sizeof path, "%s/readout", dir);
+    return sb_plot_write(&p, path, err);
+}
+
+/* DIR/gates: the mean gate over heads on symbol and gap frames against the layer, +- its std
+ * over heads (no figure when no layer has a gate kind). */
+static sb_status write_gates_figure(const sb_probe_result *res, const char *dir, sb_error *err)
+{
+    char path[4096], subtitle[256];
+    char labels[MAX_SERIES][48];
+    sb_plot_series series[MAX_SERIES];
+    const int L = res->L;
+    double xs[256], ys[2 * SB_GATE_KINDS_MAX][256], es[2 * SB_GATE_KINDS_MAX][256];
+    const int nl = L < 256 ? L : 256;
+    int ns = 0;
+    for (int q = 0; q < SB_GATE_KINDS_MAX; q++)
+        for (int kind = 0; kind < 2; kind++) {
+            const char *name = NULL;
+            for (int l = 0; l < nl; l++) {
+                const sb_probe_gate_layer *gl = &res->gates[l];
+                xs[l] = l + 1;
+                ys[ns][l] = (double)NAN;
+                es[ns][l] = 0.0;
+                if (q >= gl->n_kinds)
                     continue;
-                snprintf(labels[ns], sizeof labels[ns], "%.30s, %s", name,
-                         kind == 0 ? "symbol" : "gap");
-                series[ns] = (sb_plot_series){
-                    .label = labels[ns], .n = nl, .x = xs, .y = ys[ns], .err = es[ns]};
-                ns++;
+                name = gl->kind[q].name;
+                const double *v = kind == 0 ? gl->kind[q].mean_symbol : gl->kind[q].mean_gap;
+                double s = 0.0, s2 = 0.0;
+                for (int h = 0; h < gl->n_groups; h++)
+                    s += v[h];
+                s /= gl->n_groups;
+                for (int h = 0; h < gl->n_groups; h++)
+                    s2 += (v[h] - s) * (v[h] - s);
+                ys[ns][l] = s;
+                es[ns][l] = sqrt(s2 / gl->n_groups);
             }
-        snprintf(subtitle, sizeof subtitle,
-                 "%s: mean gate over heads (+- std over heads) on symbol vs gap frames",
-                 res->model);
-        sb_plot p = {.title = "Gates on symbol and gap frames",
-                     .subtitle = subtitle,
-                     .xlabel = "layer",
-                     .xinteger = 1,
-                     .ylabel = "gate value",
-                     .ymin = (double)NAN,
-                     .ymax = (double)NAN,
-                     .n_series = ns,
-                     .series = series};
-        snprintf(path, sizeof path, "%s/gates", dir);
-        if (ns > 0 && (st = sb_plot_write(&p, path, err)) != SB_OK)
-            return st;
-    }
-    /* retention: norms relative to the symbol frame, against the frames into the gap */
-    if (res->output_norm != NULL) {
-        const int n = res->gap_frames + 1;
-        double *x = sb_malloc((size_t)n * sizeof *x), *y = sb_malloc((size_t)2 * L * n * sizeof *y);
-        if (x == NULL || y == NULL) {
-            sb_free(x);
-            sb_free(y);
-            return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the figures");
+            if (name == NULL)
+                continue;
+            snprintf(labels[ns], sizeof labels[ns], "%.30s, %s", name,
+                     kind == 0 ? "symbol" : "gap");
+            series[ns] =
+                (sb_plot_series){.label = labels[ns], .n = nl, .x = xs, .y = ys[ns], .err = es[ns]};
+            ns++;
         }
-        int ns = 0;
-        for (int t = 0; t < n; t++)
-            x[t] = t;
-        for (int l = 0; l < L && ns + 2 <= MAX_SERIES; l++)
-            for (int src = 0; src < 2; src++) {
-                const double *v = src == 0 ? res->state_norm : res->output_norm;
-                if (v == NULL)
-                    continue;
-                v += (size_t)l * n;
-                double *yy = y + (size_t)ns * n;
-                for (int t = 0; t < n; t++)
-                    yy[t] = v[0] > 0 ? v[t] / v[0] : (double)NAN;
-                snprintf(labels[ns], sizeof labels[ns], "layer %d %s", l + 1,
-                         src == 0 ? "state" : "output");
-                series[ns] = (sb_plot_series){.label = labels[ns], .n = n, .x = x, .y = yy};
-                ns++;
-            }
-        snprintf(subtitle, sizeof subtitle,
-                 "%s: norm / norm at the symbol frame along a gap of %d frames (%d samples)",
-                 res->model, res->gap_frames, res->retention_samples);
-        sb_plot p = {.title = "State retention along a long gap",
-                     .subtitle = subtitle,
-                     .xlabel = "frames after the symbol",
-                     .ylabel = "relative norm",
-                     .ymin = (double)NAN,
-                     .ymax = (double)NAN,
-                     .n_series = ns,
-                     .series = series};
-        snprintf(path, sizeof path, "%s/retention", dir);
-        st = sb_plot_write(&p, path, err);
+    snprintf(subtitle, sizeof subtitle,
+             "%s: mean gate over heads (+- std over heads) on symbol vs gap frames", res->model);
+    sb_plot p = {.title = "Gates on symbol and gap frames",
+                 .subtitle = subtitle,
+                 .xlabel = "layer",
+                 .xinteger = 1,
+                 .ylabel = "gate value",
+                 .ymin = (double)NAN,
+                 .ymax = (double)NAN,
+                 .n_series = ns,
+                 .series = series};
+    snprintf(path, sizeof path, "%s/gates", dir);
+    return ns > 0 ? sb_plot_write(&p, path, err) : SB_OK;
+}
+
+/* DIR/retention: the state and output norms relative to the symbol frame, against the
+ * frames into the gap. */
+static sb_status write_retention_figure(const sb_probe_result *res, const char *dir, sb_error *err)
+{
+    char path[4096], subtitle[256];
+    char labels[MAX_SERIES][48];
+    sb_plot_series series[MAX_SERIES];
+    const int L = res->L;
+    const int n = res->gap_frames + 1;
+    double *x = sb_malloc((size_t)n * sizeof *x), *y = sb_malloc((size_t)2 * L * n * sizeof *y);
+    if (x == NULL || y == NULL) {
         sb_free(x);
         sb_free(y);
+        return sb_error_set(err, SB_ERR_NOMEM, "probe: out of memory for the figures");
     }
+    int ns = 0;
+    for (int t = 0; t < n; t++)
+        x[t] = t;
+    for (int l = 0; l < L && ns + 2 <= MAX_SERIES; l++)
+        for (int src = 0; src < 2; src++) {
+            const double *v = src == 0 ? res->state_norm : res->output_norm;
+            if (v == NULL)
+                continue;
+            v += (size_t)l * n;
+            double *yy = y + (size_t)ns * n;
+            for (int t = 0; t < n; t++)
+                yy[t] = v[0] > 0 ? v[t] / v[0] : (double)NAN;
+            snprintf(labels[ns], sizeof labels[ns], "layer %d %s", l + 1,
+                     src == 0 ? "state" : "output");
+            series[ns] = (sb_plot_series){.label = labels[ns], .n = n, .x = x, .y = yy};
+            ns++;
+        }
+    snprintf(subtitle, sizeof subtitle,
+             "%s: norm / norm at the symbol frame along a gap of %d frames (%d samples)",
+             res->model, res->gap_frames, res->retention_samples);
+    sb_plot p = {.title = "State retention along a long gap",
+                 .subtitle = subtitle,
+                 .xlabel = "frames after the symbol",
+                 .ylabel = "relative norm",
+                 .ymin = (double)NAN,
+                 .ymax = (double)NAN,
+                 .n_series = ns,
+                 .series = series};
+    snprintf(path, sizeof path, "%s/retention", dir);
+    sb_status st = sb_plot_write(&p, path, err);
+    sb_free(x);
+    sb_free(y);
+    return st;
+}
+
+sb_status sb_probe_write_figures(const sb_probe_result *res, const char *dir, sb_error *err)
+{
+    sb_status st = SB_OK;
+    if (res->sections & SB_PROBE_READOUT)
+        st = write_readout_figure(res, dir, err);
+    if (st == SB_OK && res->gates != NULL)
+        st = write_gates_figure(res, dir, err);
+    if (st == SB_OK && res->output_norm != NULL)
+        st = write_retention_figure(res, dir, err);
     return st;
 }
