@@ -67,7 +67,7 @@ int main(int argc, char **argv)
     if (sb_train_config(cfg, &settings, &out, &err) != SB_OK)
         return fail("train", &err);
     printf("trained %s: %llu parameters, test acc %.4f (%s)\n", out.run_hash,
-           (unsigned long long)out.params, out.test_acc, out.status);
+           (unsigned long long)out.params, out.test_acc, sb_run_status_name(out.status));
 
     sb_results *db = NULL;
     sb_result_row row;
@@ -76,7 +76,7 @@ int main(int argc, char **argv)
         sb_results_find(db, out.run_hash, &row, &found, &err) != SB_OK)
         return fail("results", &err);
     printf("database %s: run %s %s, test acc %.4f\n", out.database, row.run_hash,
-           found ? row.status : "missing", row.test_acc);
+           found ? sb_run_status_name(row.status) : "missing", row.test_acc);
     sb_results_close(db);
     sb_config_free(cfg);
     return found && row.test_acc == out.test_acc ? 0 : 1;

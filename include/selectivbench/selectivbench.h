@@ -75,6 +75,25 @@ typedef struct sb_error {
  * "runtime error", "diverged", "excluded"; "unknown status" otherwise). Never NULL. */
 const char *sb_status_name(sb_status status);
 
+/* How a run stands or ended, in the results database and in a training outcome. The names
+ * (sb_run_status_name) are what the database stores and every command prints. */
+typedef enum sb_run_status {
+    SB_RUN_NONE = 0,    /* nothing trained: an outcome whose results could not be set up */
+    SB_RUN_RUNNING,     /* a process is training it (or died doing so: see sb_results_read) */
+    SB_RUN_FINISHED,    /* trained and tested */
+    SB_RUN_FAILED,      /* stopped by an error (the reason says which) */
+    SB_RUN_DIVERGED,    /* a NaN or infinite loss, or a loss far above its start */
+    SB_RUN_INTERRUPTED, /* stopped by a signal or a dead process; its checkpoint resumes it */
+} sb_run_status;
+
+/* The status's name: "running", "finished", "failed", "diverged", "interrupted"; "" for
+ * SB_RUN_NONE and any value out of range. Never NULL. */
+const char *sb_run_status_name(sb_run_status status);
+
+/* The status named `name` (one of sb_run_status_name's, not ""). Errors: SB_ERR_INVALID
+ * naming the accepted names. */
+sb_status sb_run_status_parse(const char *name, sb_run_status *out, sb_error *err);
+
 /* The message in err ("" for NULL or an error never set). Owned by err. */
 const char *sb_error_message(const sb_error *err);
 
@@ -499,10 +518,10 @@ typedef struct sb_train_settings {
 
 /* What a training run gave. Unknown numbers are NaN. */
 typedef struct sb_train_outcome {
-    char status[16];               /* "finished", "diverged", "failed" or "interrupted"
-                                      (settings->should_stop); "" when nothing trained
-                                      because the results could not be set up, or the run
-                                      is locked (locked_by) */
+    sb_run_status status;          /* finished, diverged, failed or interrupted
+                                      (settings->should_stop); SB_RUN_NONE when nothing
+                                      trained because the results could not be set up, or
+                                      the run is locked (locked_by) */
     char reason[SB_ERROR_MSG_MAX]; /* why it failed, diverged or was interrupted, else "" */
     double test_acc, test_loss;    /* the final evaluation */
     double train_acc, train_loss;  /* training averages before it */
@@ -606,9 +625,9 @@ void sb_results_close(sb_results *db);
 typedef struct sb_result_row {
     char run_hash[17];
     char model[32];
-    char status[16];   /* "running", "finished", "failed", "diverged" or "interrupted"
-                          (stopped by a signal; its checkpoint resumes it) */
-    char protocol[16]; /* "reference" or "clean" */
+    sb_run_status status; /* running, finished, failed, diverged or interrupted (stopped
+                             by a signal; its checkpoint resumes it) */
+    char protocol[16];    /* "reference" or "clean" */
     int64_t params;
     double test_acc, test_loss, train_acc, train_loss;
     double wall_s, tokens_per_s;
@@ -630,8 +649,9 @@ typedef struct sb_result_row {
     double valid_acc, valid_loss; /* the validation split's (NaN: none, or before schema 6) */
 } sb_result_row;
 
-/* The statuses a stored run can have ("running", "finished", ...): a NULL-terminated list,
- * the one the command line's filters accept. Static; never NULL. */
+/* The names of the statuses a stored run can have (sb_run_status_name of SB_RUN_RUNNING to
+ * SB_RUN_INTERRUPTED, in that order): a NULL-terminated list, the one the command line's
+ * filters accept. Static; never NULL. */
 const char *const *sb_results_statuses(void);
 
 /* Number of runs stored, of every model (model NULL) or of one. Errors: SB_ERR_IO. */
@@ -767,7 +787,7 @@ sb_status sb_results_set_placement(sb_results *db, const char *hash, const char 
  * sb_train_config in memory), with outcome's status, reason and metrics, and its
  * yardsticks (the task's ceiling is computed once per task and cached in the database).
  * Errors: SB_ERR_INVALID when the database already has this run finished, or the status is
- * not "finished", "failed", "diverged" or "interrupted"; SB_ERR_RUNTIME when another
+ * not finished, failed, diverged or interrupted; SB_ERR_RUNTIME when another
  * process is training the run; those of sb_results_open and sb_config_check. */
 sb_status sb_results_record(const char *db_path, const sb_config *cfg,
                             const sb_train_outcome *outcome, sb_error *err);
@@ -776,10 +796,10 @@ sb_status sb_results_record(const char *db_path, const sb_config *cfg,
  * through the Python binding (python/selectivbench). Unknown numbers are NaN (params and
  * state_size: -1). */
 typedef struct sb_external_run {
-    const char *status; /* "finished", "failed", "diverged" or "interrupted" */
-    const char *reason; /* why it failed, diverged or was interrupted, or NULL */
-    int64_t params;     /* trainable parameters, as the caller counts them */
-    int64_t state_size; /* floats the model carries from one frame to the next */
+    sb_run_status status; /* finished, failed, diverged or interrupted */
+    const char *reason;   /* why it failed, diverged or was interrupted, or NULL */
+    int64_t params;       /* trainable parameters, as the caller counts them */
+    int64_t state_size;   /* floats the model carries from one frame to the next */
     double test_acc, test_loss, train_acc, train_loss;
     double wall_s, tokens_per_s;
     const sb_curve_point *curve; /* its evaluations (the learning curve), in any order */
@@ -1100,6 +1120,24 @@ void sb_sweep_args_free(char **argv);
 
 /* ---- running a sweep ----------------------------------------------------------------- */
 
+/* How a run of a sweep ended. */
+typedef enum sb_sweep_outcome {
+    SB_SWEEP_NO_OUTCOME = 0, /* not ended (an update other than ENDED) */
+    SB_SWEEP_DONE,           /* trained and recorded as finished */
+    SB_SWEEP_FAILED,         /* recorded as failed, killed, or not recorded at all */
+    SB_SWEEP_DIVERGED,       /* recorded as diverged */
+    SB_SWEEP_SKIPPED,        /* finished in the database before: not run again */
+    SB_SWEEP_REFUSED,        /* its configuration could not be built or is invalid: not run */
+    SB_SWEEP_EXCLUDED,       /* the reference does not run it either (SB_ERR_EXCLUDED): not
+                                run, and not an error of the sweep */
+    SB_SWEEP_INTERRUPTED,    /* stopped by a signal with a checkpoint, recorded as
+                                interrupted: the next sb_sweep_run continues it */
+} sb_sweep_outcome;
+
+/* The outcome's name: "done", "failed", "diverged", "skipped", "refused", "excluded",
+ * "interrupted"; "" for SB_SWEEP_NO_OUTCOME and values out of range. Never NULL. */
+const char *sb_sweep_outcome_name(sb_sweep_outcome outcome);
+
 /* What a sweep's callback receives about one run or the whole sweep. Strings are valid
  * during the call only. */
 typedef enum sb_sweep_update_kind {
@@ -1118,20 +1156,17 @@ typedef struct sb_sweep_update {
     const char *hash;          /* its run hash ("" when its configuration could not be built) */
     int64_t step, total_steps; /* PROGRESS: the worker's last record */
     double loss, acc, tokens_per_s, eta_s;
-    const char *outcome;     /* ENDED: "done", "failed", "diverged", "skipped", "refused",
-                                "excluded" (a run the reference does not run either: see
-                                SB_ERR_EXCLUDED) or "interrupted" (stopped by a signal with a
-                                checkpoint: the next sb_sweep_run continues it) */
-    const char *reason;      /* ENDED: why it failed, was refused or excluded; NULL otherwise */
-    double test_acc;         /* ENDED: the run's final test accuracy; NaN when unknown */
-    int slot;                /* the run's worker, 0..workers-1; -1 when no worker ran it */
-    const sb_config *config; /* the run's configuration; NULL when it was not built (TICK) */
-    double run_elapsed_s;    /* seconds since its worker started (0 without one) */
-    double last_test_acc;    /* PROGRESS: the last evaluation's test accuracy; NaN before one */
-    int started;             /* ENDED: a worker process ran it */
-    int recorded;            /* ENDED: the database has a row of it */
-    int exit_code;           /* ENDED: the worker's exit code; -1 when it did not exit */
-    int term_signal;         /* ENDED: the signal that killed the worker; 0 when none */
+    sb_sweep_outcome outcome; /* ENDED: how the run ended; SB_SWEEP_NO_OUTCOME otherwise */
+    const char *reason;       /* ENDED: why it failed, was refused or excluded; NULL otherwise */
+    double test_acc;          /* ENDED: the run's final test accuracy; NaN when unknown */
+    int slot;                 /* the run's worker, 0..workers-1; -1 when no worker ran it */
+    const sb_config *config;  /* the run's configuration; NULL when it was not built (TICK) */
+    double run_elapsed_s;     /* seconds since its worker started (0 without one) */
+    double last_test_acc;     /* PROGRESS: the last evaluation's test accuracy; NaN before one */
+    int started;              /* ENDED: a worker process ran it */
+    int recorded;             /* ENDED: the database has a row of it */
+    int exit_code;            /* ENDED: the worker's exit code; -1 when it did not exit */
+    int term_signal;          /* ENDED: the signal that killed the worker; 0 when none */
     /* the sweep so far, in every update */
     int done, failed, skipped, refused, running;
     int64_t n_runs;

@@ -88,7 +88,7 @@ class TrainSettings(ctypes.Structure):
 
 
 class TrainOutcome(ctypes.Structure):
-    _fields_ = [("status", ctypes.c_char * 16), ("reason", ctypes.c_char * ERROR_MSG_MAX),
+    _fields_ = [("status", c_int), ("reason", ctypes.c_char * ERROR_MSG_MAX),
                 ("test_acc", c_double), ("test_loss", c_double), ("train_acc", c_double),
                 ("train_loss", c_double), ("valid_acc", c_double), ("valid_loss", c_double),
                 ("params", c_uint64), ("steps", c_int64),
@@ -110,7 +110,7 @@ class EvalOutcome(ctypes.Structure):
 
 class ResultRow(ctypes.Structure):
     _fields_ = [("run_hash", ctypes.c_char * 17), ("model", ctypes.c_char * 32),
-                ("status", ctypes.c_char * 16), ("protocol", ctypes.c_char * 16),
+                ("status", c_int), ("protocol", ctypes.c_char * 16),
                 ("params", c_int64), ("test_acc", c_double), ("test_loss", c_double),
                 ("train_acc", c_double), ("train_loss", c_double), ("wall_s", c_double),
                 ("tokens_per_s", c_double), ("ceiling", c_double),
@@ -130,7 +130,7 @@ class CurvePoint(ctypes.Structure):
 
 
 class ExternalRun(ctypes.Structure):
-    _fields_ = [("status", c_char_p), ("reason", c_char_p), ("params", c_int64),
+    _fields_ = [("status", c_int), ("reason", c_char_p), ("params", c_int64),
                 ("state_size", c_int64), ("test_acc", c_double), ("test_loss", c_double),
                 ("train_acc", c_double), ("train_loss", c_double), ("wall_s", c_double),
                 ("tokens_per_s", c_double), ("curve", POINTER(CurvePoint)),
@@ -218,6 +218,8 @@ PROTOTYPES = {
     "sb_results_record_external": (c_int, [c_char_p, c_void_p, POINTER(ExternalRun),
                                            c_char_p, POINTER(Error)]),
     "sb_results_path": (c_int, [c_char_p, c_char_p, c_size_t, POINTER(Error)]),
+    "sb_run_status_name": (c_char_p, [c_int]),
+    "sb_run_status_parse": (c_int, [c_char_p, POINTER(c_int), POINTER(Error)]),
     "sb_report_write": (c_int, [c_char_p, c_char_p, c_void_p, POINTER(Error)]),
     "sb_bench_data_stage": (c_int, [c_void_p, c_int, c_int, POINTER(c_double),
                                     POINTER(Error)]),
@@ -315,3 +317,20 @@ def take_string(ptr):
         return ctypes.string_at(ptr).decode("utf-8", "replace")
     finally:
         lib.sb_string_free(ptr)
+
+
+def run_status_name(code):
+    """The name of a run status as the library stores it ("finished", ...; "" for none)."""
+    return lib.sb_run_status_name(code).decode()
+
+
+def run_status_code(name):
+    """The library's code of the run status `name` ("finished", "failed", "diverged",
+    "interrupted", "running"); SelectivbenchError naming the accepted names otherwise."""
+    if not isinstance(name, str) or "\0" in name:
+        raise SelectivbenchError("status %r: give finished, failed, diverged or interrupted"
+                                 % (name,))
+    code = c_int(0)
+    err = Error()
+    check(lib.sb_run_status_parse(name.encode(), ctypes.byref(code), ctypes.byref(err)), err)
+    return code.value

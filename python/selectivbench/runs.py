@@ -38,6 +38,7 @@ def _row_dict(row):
     for k, v in d.items():
         if isinstance(v, bytes):
             d[k] = v.decode("utf-8", "replace")
+    d["status"] = _lib.run_status_name(d["status"])
     d["hash"] = d.pop("run_hash")  # the run's id, named as `results --json` names it
     for k in ("params", "state_size", "rank", "threads"):
         if d[k] < 0:
@@ -215,7 +216,7 @@ def record_run(db, config, metrics, curve=None, code_version=None):
     arr = _curve_points(points)
     reason = metrics.get("reason")
     run = _lib.ExternalRun(
-        status=_check.text("status", metrics.get("status", "finished")),
+        status=_lib.run_status_code(metrics.get("status", "finished")),
         reason=_check.text("reason", reason) if reason else None,
         params=_count(metrics, "params"), state_size=_count(metrics, "state_size"),
         test_acc=_float(metrics, "test_acc"), test_loss=_float(metrics, "test_loss"),
@@ -238,6 +239,7 @@ def _outcome_dict(o):
     for name, _ in _lib.TrainOutcome._fields_:
         v = getattr(o, name)
         d[name] = text(v) if isinstance(v, bytes) else _number(v)
+    d["status"] = _lib.run_status_name(o.status)
     d["hash"] = d.pop("run_hash")
     d["cached"] = bool(d["cached"])
     return d

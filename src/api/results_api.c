@@ -26,14 +26,10 @@ sb_status sb_results_path(const char *results_dir, char *out, size_t size, sb_er
 }
 
 /* Every status of a stored run, in the order of a run's life: the one list the command
- * line's --status filters take. A new status is one line here (and its meaning in
- * exp/results.c). */
-static const char *const run_statuses[] = {"running",  "finished",    "failed",
-                                           "diverged", "interrupted", NULL};
-
+ * line's --status filters take (src/core/status.c names them). */
 const char *const *sb_results_statuses(void)
 {
-    return run_statuses;
+    return sb_run_status_names();
 }
 
 /* A stored row as the public record. */
@@ -44,7 +40,7 @@ static void row_copy(sb_result_row *dst, const sb_run_row *src)
     snprintf(dst->field, sizeof dst->field, "%s", (from) != NULL ? (from) : "")
     COPY_STRING(run_hash, src->hash);
     COPY_STRING(model, src->model);
-    COPY_STRING(status, src->status);
+    dst->status = src->status;
     COPY_STRING(protocol, src->protocol);
     COPY_STRING(finished_at, src->finished_at);
     COPY_STRING(reason, src->reason);
@@ -222,14 +218,13 @@ sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads, d
 }
 
 /* The statuses a recorded run may end with (a run is never recorded as still running). */
-static sb_status check_record_status(const char *status, sb_error *err)
+static sb_status check_record_status(sb_run_status status, sb_error *err)
 {
-    if (strcmp(status, "finished") != 0 && strcmp(status, "failed") != 0 &&
-        strcmp(status, "diverged") != 0 && strcmp(status, "interrupted") != 0)
+    if (!sb_run_status_ended(status))
         return sb_error_set(err, SB_ERR_INVALID,
                             "a run is recorded as finished, failed, diverged or interrupted, "
-                            "not '%s'",
-                            status);
+                            "not %s",
+                            status == SB_RUN_RUNNING ? "running" : "an unknown status");
     return SB_OK;
 }
 
@@ -262,7 +257,7 @@ static void external_valid(const sb_external_run *m, double *acc, double *loss)
 
 /* Records the end of a begun run with status, reason and the metrics of m (the validation
  * split's: valid_acc, valid_loss). */
-static sb_status record_end(sb_run_record *rec, const char *status, const char *reason,
+static sb_status record_end(sb_run_record *rec, sb_run_status status, const char *reason,
                             const sb_external_run *m, double valid_acc, double valid_loss,
                             sb_error *err)
 {
@@ -270,7 +265,7 @@ static sb_status record_end(sb_run_record *rec, const char *status, const char *
     memset(&res, 0, sizeof res);
     res.valid_acc = valid_acc;
     res.valid_loss = valid_loss;
-    snprintf(res.status, sizeof res.status, "%s", status);
+    res.status = status;
     snprintf(res.reason, sizeof res.reason, "%s", reason != NULL ? reason : "");
     res.test_acc = m->test_acc;
     res.test_loss = m->test_loss;
@@ -414,7 +409,7 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
     SB_API_REQUIRE(db_path, err);
     SB_API_REQUIRE(cfg, err);
     SB_API_REQUIRE(run, err);
-    const char *status = run->status != NULL ? run->status : "";
+    sb_run_status status = run->status;
     sb_status st;
     if ((st = check_record_status(status, err)) != SB_OK)
         return st;
@@ -446,7 +441,7 @@ sb_status sb_results_record_external(const char *db_path, const sb_config *cfg,
         char reason[SB_ERROR_MSG_MAX];
         snprintf(reason, sizeof reason, "recording its curve: %.480s", err->msg);
         sb_error end_err = {0};
-        record_end(&rec, "failed", reason, run, valid_acc, valid_loss, &end_err);
+        record_end(&rec, SB_RUN_FAILED, reason, run, valid_acc, valid_loss, &end_err);
         return st;
     }
     return record_end(&rec, status, run->reason, run, valid_acc, valid_loss, err);

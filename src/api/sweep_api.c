@@ -96,7 +96,7 @@ static void forward_event(const sb_sweep_event *ev, void *user)
         u.config = &config;
     }
     if (ev->kind == SB_SWEEP_RUN_ENDED) {
-        u.outcome = sb_sweep_outcome_name(ev->outcome);
+        u.outcome = ev->outcome;
         u.reason = ev->reason;
         u.test_acc = ev->metrics.test_acc;
         u.started = ev->started;

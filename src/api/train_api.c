@@ -78,7 +78,7 @@ static void outcome_init(sb_train_outcome *out, const sb_run_config *cfg)
 /* A run the database already has finished, as its row stores it. */
 static void outcome_from_row(sb_train_outcome *out, const sb_run_row *row)
 {
-    snprintf(out->status, sizeof out->status, "%s", row->status);
+    out->status = row->status;
     out->test_acc = row->metrics.test_acc;
     out->test_loss = row->metrics.test_loss;
     out->train_acc = row->metrics.train_acc;
@@ -224,7 +224,7 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     if (st == SB_OK) /* the engine and precision this machine can run, before any record */
         st = sb_gemm_configure(run, err);
     if (st != SB_OK) {
-        snprintf(out->status, sizeof out->status, "failed");
+        out->status = SB_RUN_FAILED;
         snprintf(out->reason, sizeof out->reason, "%s", err != NULL ? err->msg : "");
         return st;
     }
@@ -296,7 +296,7 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     if (settings->on_db_warning != NULL)
         sinks.db_err.status = SB_OK; /* reported */
 
-    snprintf(out->status, sizeof out->status, "%s", res.status[0] != '\0' ? res.status : "failed");
+    out->status = res.status != SB_RUN_NONE ? res.status : SB_RUN_FAILED;
     snprintf(out->reason, sizeof out->reason, "%s", res.reason);
     out->test_acc = res.test_acc;
     out->test_loss = res.test_loss;

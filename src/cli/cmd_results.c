@@ -24,7 +24,8 @@
 
 /* The command line of `results`. */
 typedef struct results_args {
-    const char *db_path, *model, *status;
+    const char *db_path, *model;
+    sb_run_status status;    /* --status, SB_RUN_NONE: every status */
     char db_in_folder[4096]; /* DIR/selectivbench.db when the path given is a folder */
     int json, csv, check, threads;
     const char *filters[MAX_FILTERS]; /* KEY=VALUE, each --filter in order */
@@ -195,8 +196,9 @@ static int results_parse(int argc, char **argv, results_args *a)
                           "[DB|DIR] [--model M] [--status S] [--filter K=V] [--run ID] "
                           "[--columns A,B] [--sort [-]KEY] [--group A,B] [--json|--csv]",
                           opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
-    /* the chosen names are the library's own strings: they outlive the list */
-    a->status = status_index >= 0 ? statuses[status_index] : NULL;
+    a->status = SB_RUN_NONE;
+    if (status_index >= 0) /* a name of the library's own list: it parses */
+        (void)sb_run_status_parse(statuses[status_index], &a->status, NULL);
     free(models);
     if (rc >= 0)
         return rc;
@@ -386,7 +388,7 @@ static sb_status results_select(sb_results *db, const results_args *a, results_r
             if (t->configs[i] == NULL)
                 return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %zu runs", n);
         }
-        t->keep[i] = a->status == NULL || strcmp(r->status, a->status) == 0;
+        t->keep[i] = a->status == SB_RUN_NONE || r->status == a->status;
         for (int f = 0; t->keep[i] && f < a->n_filters; f++)
             t->keep[i] =
                 !t->damaged[i] && sb_results_config_matches(t->config_json[i], a->filters[f]);
@@ -404,7 +406,7 @@ static sb_status results_select(sb_results *db, const results_args *a, results_r
 static void results_backfill(sb_results *db, int threads, results_rows *t)
 {
     for (size_t i = 0; i < t->n; i++) {
-        if (!t->keep[i] || strcmp(t->rows[i].status, "finished") != 0)
+        if (!t->keep[i] || t->rows[i].status != SB_RUN_FINISHED)
             continue;
         sb_error e = {0};
         if (sb_results_backfill(db, &t->rows[i], threads, &t->ceiling_se[i], &e) != SB_OK &&

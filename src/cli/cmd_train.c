@@ -254,14 +254,14 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
         fail(&err);
         return SB_CLI_EXIT_TEMPFAIL;
     }
-    if (res.status[0] == '\0') /* the results folder or database could not be set up */
+    if (res.status == SB_RUN_NONE) /* the results folder or database could not be set up */
         return fail(&err);
     sb_train_output_finish(&out, &res, res.checkpoint[0] != '\0' ? res.checkpoint : NULL);
     sb_train_output_close(&out);
     print_world(&res, grad_shards);
     if (st != SB_OK)
         return fail(&err);
-    if (strcmp(res.status, "interrupted") == 0) {
+    if (res.status == SB_RUN_INTERRUPTED) {
         if (quiet_rank()) /* stopped with rank 0, which may be the one the signal reached */
             return sb_cli_stop_signal() != 0 ? sb_cli_signal_exit_code(sb_cli_stop_signal())
                                              : SB_CLI_EXIT_TEMPFAIL;

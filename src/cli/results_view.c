@@ -285,7 +285,7 @@ static double field_value(view *v, size_t i, field f, char *buf, size_t size)
     const char *text = NULL;
     switch (f) {
     case F_RUN: text = r->run_hash; break;
-    case F_STATUS: text = r->status; break;
+    case F_STATUS: text = sb_run_status_name(r->status); break;
     case F_MODEL: text = r->model; break;
     case F_PROTOCOL: text = r->protocol; break;
     case F_FINISHED_AT: text = r->finished_at; break;
@@ -492,7 +492,7 @@ static void print_table_runs(view *v, const size_t *idx, size_t n, const column 
         }
         printf("\n");
         const sb_result_row *r = &v->t->rows[idx[k]];
-        if (r->reason[0] != '\0' && strcmp(r->status, "finished") != 0)
+        if (r->reason[0] != '\0' && r->status != SB_RUN_FINISHED)
             printf("    %s\n", r->reason);
         if (v->t->damaged[idx[k]])
             printf("    damaged: %s\n", RESULTS_DAMAGE);
@@ -610,7 +610,7 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
     sb_jw_key(j, "hash"); /* the run id */
     sb_jw_string(j, r->run_hash);
     sb_jw_key(j, "status");
-    sb_jw_string(j, r->status);
+    sb_jw_string(j, sb_run_status_name(r->status));
     sb_jw_key(j, "model");
     sb_jw_string(j, r->model);
     sb_jw_key(j, "protocol");
@@ -730,7 +730,7 @@ static stat column_stat(view *v, const group *g, column c)
     for (size_t k = 0; k < g->n_runs; k++) {
         size_t i = g->runs[k];
         double value = cell(v, i, c, buf, sizeof buf);
-        if (strcmp(v->t->rows[i].status, "finished") == 0 && isfinite(value))
+        if (v->t->rows[i].status == SB_RUN_FINISHED && isfinite(value))
             x[s.n++] = value;
     }
     double sum = 0, sum_sq = 0;
@@ -810,7 +810,7 @@ static sb_status make_groups(view *v, const size_t *idx, size_t n, const column 
         }
         if (st == SB_OK) {
             groups[g].runs[groups[g].n_runs++] = idx[k];
-            groups[g].finished += strcmp(v->t->rows[idx[k]].status, "finished") == 0;
+            groups[g].finished += v->t->rows[idx[k]].status == SB_RUN_FINISHED;
         }
     }
     for (size_t g = 0; st == SB_OK && g < n_groups; g++)
@@ -1203,7 +1203,7 @@ void results_view_print_run(const results_rows *t, size_t i, const char *db_path
         return;
     const sb_result_row *r = &t->rows[i];
     printf("%-12s%s\n", "run", r->run_hash);
-    printf("%-12s%s", "status", r->status);
+    printf("%-12s%s", "status", sb_run_status_name(r->status));
     if (r->finished_at[0] != '\0')
         printf(" at %s", r->finished_at);
     printf(", %lld attempt%s\n", (long long)r->attempts, r->attempts == 1 ? "" : "s");

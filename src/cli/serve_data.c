@@ -113,7 +113,7 @@ void sb_serve_write_run_fields(sb_jw *j, const sb_result_row *r)
     sb_jw_key(j, "id");
     sb_jw_string(j, r->run_hash);
     sb_jw_key(j, "status");
-    sb_jw_string(j, r->status);
+    sb_jw_string(j, sb_run_status_name(r->status));
     sb_jw_key(j, "model");
     sb_jw_string(j, r->model);
     sb_jw_key(j, "protocol");
@@ -298,7 +298,7 @@ static void write_curve(sb_jw *j, const sb_result_row *run, const sb_curve_point
     sb_jw_key(j, "model");
     sb_jw_string(j, run->model);
     sb_jw_key(j, "status");
-    sb_jw_string(j, run->status);
+    sb_jw_string(j, sb_run_status_name(run->status));
     write_points(j, "points", points, n);
     /* the training means a running run writes between its evaluations (--live_every) */
     write_points(j, "live", live, n_live);
@@ -379,7 +379,7 @@ static uint64_t rows_key(const sb_result_row *rows, size_t n)
     uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < n; i++) {
         h = fnv1a(h, rows[i].run_hash, strlen(rows[i].run_hash));
-        h = fnv1a(h, rows[i].status, strlen(rows[i].status));
+        h = fnv1a(h, &rows[i].status, sizeof rows[i].status);
         h = fnv1a(h, &rows[i].attempts, sizeof rows[i].attempts);
         h = fnv1a(h, &rows[i].test_acc, sizeof rows[i].test_acc);
     }
@@ -452,18 +452,18 @@ static void write_status(sb_jw *j, sb_results *db, const sb_result_row *rows, si
     sb_jw_uint(j, n);
     sb_jw_key(j, "counts");
     sb_jw_object_begin(j);
-    for (const char *const *s = sb_results_statuses(); *s != NULL; s++) {
+    for (int s = SB_RUN_RUNNING; s <= SB_RUN_INTERRUPTED; s++) {
         size_t count = 0;
         for (size_t i = 0; i < n; i++)
-            count += strcmp(rows[i].status, *s) == 0;
-        sb_jw_key(j, *s);
+            count += rows[i].status == (sb_run_status)s;
+        sb_jw_key(j, sb_run_status_name((sb_run_status)s));
         sb_jw_uint(j, count);
     }
     sb_jw_object_end(j);
     sb_jw_key(j, "running");
     sb_jw_array_begin(j);
     for (size_t i = 0; i < n; i++)
-        if (strcmp(rows[i].status, "running") == 0)
+        if (rows[i].status == SB_RUN_RUNNING)
             write_running(j, db, &rows[i]);
     sb_jw_array_end(j);
     sb_jw_object_end(j);

@@ -160,7 +160,7 @@ static sb_status list_runs(coordinator *c, sb_error *err)
             sb_result_row row;
             int found = 0;
             if (sb_results_find(c->db, r.hash, &row, &found, &why) == SB_OK && found &&
-                strcmp(row.status, "finished") == 0) {
+                row.status == SB_RUN_FINISHED) {
                 c->skipped++;
                 continue;
             }
@@ -239,21 +239,17 @@ static int64_t find_run(const coordinator *c, int64_t k)
     return -1;
 }
 
-/* Counts an outcome string of sb_sweep_update. */
-static void count_outcome(coordinator *c, const char *outcome)
+/* Counts an outcome of a run. */
+static void count_outcome(coordinator *c, sb_sweep_outcome outcome)
 {
-    if (strcmp(outcome, "done") == 0)
-        c->done++;
-    else if (strcmp(outcome, "skipped") == 0)
-        c->skipped++;
-    else if (strcmp(outcome, "refused") == 0)
-        c->refused++;
-    else if (strcmp(outcome, "excluded") == 0)
-        c->excluded++;
-    else if (strcmp(outcome, "interrupted") == 0)
-        c->interrupted++;
-    else
-        c->failed++;
+    switch (outcome) {
+    case SB_SWEEP_DONE: c->done++; break;
+    case SB_SWEEP_SKIPPED: c->skipped++; break;
+    case SB_SWEEP_REFUSED: c->refused++; break;
+    case SB_SWEEP_EXCLUDED: c->excluded++; break;
+    case SB_SWEEP_INTERRUPTED: c->interrupted++; break;
+    default: c->failed++; break;
+    }
 }
 
 /* A worker's run ended: takes its record into the database, prints the line. */
@@ -263,7 +259,6 @@ static void take_done(coordinator *c, int rank, const char *msg, int len)
     if ((size_t)len < sizeof head)
         return;
     memcpy(&head, msg, sizeof head);
-    head.outcome[sizeof head.outcome - 1] = '\0';
     head.reason[sizeof head.reason - 1] = '\0';
     head.host[sizeof head.host - 1] = '\0';
     int64_t i = find_run(c, head.run);
@@ -289,19 +284,23 @@ static void take_done(coordinator *c, int rank, const char *msg, int len)
             st = sb_results_set_placement(c->db, r->hash, head.host, rank, row.attempts, &err);
     }
     sb_seed_remove(path);
-    const char *outcome = head.outcome[0] != '\0' ? head.outcome : "failed";
+    sb_sweep_outcome outcome =
+        head.outcome > SB_SWEEP_NO_OUTCOME && head.outcome <= SB_SWEEP_INTERRUPTED
+            ? (sb_sweep_outcome)head.outcome
+            : SB_SWEEP_FAILED;
     if (st != SB_OK) {
         fprintf(stderr, "selectivbench sweep: error: run %lld from rank %d: %s\n", (long long)r->k,
                 rank, err.msg);
-        outcome = "failed";
+        outcome = SB_SWEEP_FAILED;
     }
     count_outcome(c, outcome);
     if (!c->job->quiet) {
-        printf("#%lld %s %s: %s", (long long)r->k, r->model, r->hash, outcome);
+        printf("#%lld %s %s: %s", (long long)r->k, r->model, r->hash,
+               sb_sweep_outcome_name(outcome));
         if (!isnan(head.test_acc))
             printf(", test %.4f", head.test_acc);
         printf(" (rank %d on %s, %.0f s)", rank, head.host, sb_clock_seconds() - r->started);
-        if (head.reason[0] != '\0' && strcmp(outcome, "done") != 0)
+        if (head.reason[0] != '\0' && outcome != SB_SWEEP_DONE)
             printf(": %s", head.reason);
         printf("\n");
     }

@@ -26,7 +26,8 @@ typedef struct run_head {
 typedef struct done_head {
     int64_t run;
     int64_t seed_len;
-    char outcome[16]; /* as sb_sweep_update gives it; "" when the sweep ended without one */
+    int32_t outcome; /* an sb_sweep_outcome; SB_SWEEP_NO_OUTCOME when the sweep ended without
+                        one */
     char reason[512];
     double test_acc;
     char host[HOST_MAX];

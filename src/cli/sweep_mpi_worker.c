@@ -50,7 +50,7 @@ static void worker_update(const sb_sweep_update *u, void *user)
     if (u->kind == SB_SWEEP_UPDATE_PROGRESS) {
         send_progress(w, u->step, u->total_steps, u->last_test_acc, u->tokens_per_s);
     } else if (u->kind == SB_SWEEP_UPDATE_ENDED) {
-        snprintf(w->done.outcome, sizeof w->done.outcome, "%s", u->outcome);
+        w->done.outcome = u->outcome;
         snprintf(w->done.reason, sizeof w->done.reason, "%s", u->reason != NULL ? u->reason : "");
         w->done.test_acc = u->test_acc;
     }
@@ -96,10 +96,10 @@ static void send_done(worker_state *w, const char *db, sb_status st, const sb_er
     size_t n = 0;
     sb_error read_err = {0};
     if (st != SB_OK) {
-        snprintf(w->done.outcome, sizeof w->done.outcome, "failed");
+        w->done.outcome = SB_SWEEP_FAILED;
         snprintf(w->done.reason, sizeof w->done.reason, "%s", err->msg);
     } else if (sb_file_exists(db) && sb_seed_read(db, &bytes, &n, &read_err) != SB_OK) {
-        snprintf(w->done.outcome, sizeof w->done.outcome, "failed");
+        w->done.outcome = SB_SWEEP_FAILED;
         snprintf(w->done.reason, sizeof w->done.reason, "%s", read_err.msg);
     }
     sb_seed_remove(db);
@@ -320,18 +320,17 @@ static sb_status team_train(const sb_mpi_sweep *job, team *t, const team_msg *m,
         st = sb_train_config(rf.config, &settings, &res, err);
     }
     if (w != NULL) {
-        const char *status = res.status;
-        const char *outcome = res.cached                           ? "skipped"
-                              : strcmp(status, "finished") == 0    ? "done"
-                              : strcmp(status, "diverged") == 0    ? "diverged"
-                              : strcmp(status, "interrupted") == 0 ? "interrupted"
-                                                                   : "failed";
-        snprintf(w->done.outcome, sizeof w->done.outcome, "%s", outcome);
+        sb_sweep_outcome outcome = res.cached                         ? SB_SWEEP_SKIPPED
+                                   : res.status == SB_RUN_FINISHED    ? SB_SWEEP_DONE
+                                   : res.status == SB_RUN_DIVERGED    ? SB_SWEEP_DIVERGED
+                                   : res.status == SB_RUN_INTERRUPTED ? SB_SWEEP_INTERRUPTED
+                                                                      : SB_SWEEP_FAILED;
+        w->done.outcome = outcome;
         snprintf(w->done.reason, sizeof w->done.reason, "%s",
                  res.locked_by != 0 ? "another process trains it (its lock is held)" : res.reason);
         w->done.test_acc = res.test_acc;
         if (w->log != NULL) {
-            fprintf(w->log, "%s: test acc %.4f%s%s\n", outcome, res.test_acc,
+            fprintf(w->log, "%s: test acc %.4f%s%s\n", sb_sweep_outcome_name(outcome), res.test_acc,
                     w->done.reason[0] != '\0' ? "; " : "", w->done.reason);
             if (st != SB_OK)
                 fprintf(w->log, "error: %s\n", err->msg);

@@ -177,7 +177,7 @@ static void view_draw(view *v, const char *sweep)
  * goes to stderr; skipped runs are quiet. */
 static void view_unstarted(view *v, const sb_sweep_update *ev)
 {
-    if (strcmp(ev->outcome, "refused") == 0) {
+    if (ev->outcome == SB_SWEEP_REFUSED) {
         const char *reason = ev->reason != NULL ? ev->reason : "?";
         if (v->first_refused_run < 0) {
             v->first_refused_run = ev->run;
@@ -188,14 +188,14 @@ static void view_unstarted(view *v, const sb_sweep_update *ev)
         view_message(v, msg);
         return;
     }
-    if (strcmp(ev->outcome, "excluded") == 0) {
+    if (ev->outcome == SB_SWEEP_EXCLUDED) {
         char msg[1024];
         snprintf(msg, sizeof msg, "#%lld excluded: %s", (long long)ev->run,
                  ev->reason != NULL ? ev->reason : "?");
         view_message(v, msg);
         return;
     }
-    if (strcmp(ev->outcome, "failed") != 0)
+    if (ev->outcome != SB_SWEEP_FAILED)
         return;
     if (v->tty)
         view_clear(v);
@@ -207,14 +207,14 @@ static void view_ended(view *v, const sb_sweep_update *ev)
 {
     slot_line *l = &v->slots[ev->slot];
     char msg[1024];
-    if (strcmp(ev->outcome, "done") == 0) {
+    if (ev->outcome == SB_SWEEP_DONE) {
         snprintf(msg, sizeof msg, "#%lld [%s] %s: finished, test acc %.4f (%.0f s)",
                  (long long)ev->run, ev->hash, l->desc, ev->test_acc, ev->run_elapsed_s);
     } else {
-        const char *status = !ev->recorded                          ? "not recorded (see its log)"
-                             : strcmp(ev->outcome, "diverged") == 0 ? "diverged"
-                             : strcmp(ev->outcome, "interrupted") == 0 ? "interrupted"
-                             : strcmp(ev->outcome, "skipped") == 0 ? "finished by another process"
+        const char *status = !ev->recorded                         ? "not recorded (see its log)"
+                             : ev->outcome == SB_SWEEP_DIVERGED    ? "diverged"
+                             : ev->outcome == SB_SWEEP_INTERRUPTED ? "interrupted"
+                             : ev->outcome == SB_SWEEP_SKIPPED     ? "finished by another process"
                                                                    : "failed";
         snprintf(msg, sizeof msg, "#%lld [%s] %s: %s%s%s (%.0f s)", (long long)ev->run, ev->hash,
                  l->desc, status, ev->recorded && ev->reason != NULL ? ": " : "",
@@ -222,13 +222,13 @@ static void view_ended(view *v, const sb_sweep_update *ev)
     }
     view_message(v, msg);
     l->busy = 0;
-    if (v->first_failed_run < 0 && (strcmp(ev->outcome, "failed") == 0 ||
-                                    strcmp(ev->outcome, "diverged") == 0 || !ev->recorded)) {
+    if (v->first_failed_run < 0 &&
+        (ev->outcome == SB_SWEEP_FAILED || ev->outcome == SB_SWEEP_DIVERGED || !ev->recorded)) {
         v->first_failed_run = ev->run;
         snprintf(v->first_failed, sizeof v->first_failed, "%s",
                  !ev->recorded        ? "not recorded (see its log)"
                  : ev->reason != NULL ? ev->reason
-                                      : ev->outcome);
+                                      : sb_sweep_outcome_name(ev->outcome));
     }
     if (!v->tty && !v->quiet) {
         sweep_line(v, ev, msg, sizeof msg);
@@ -380,7 +380,7 @@ static void view_event(const sb_sweep_update *ev, void *user)
         break;
     case SB_SWEEP_UPDATE_ENDED: {
         /* only a run trained to its end sets the pace */
-        plan_mark(v, ev->run, 1.0, strcmp(ev->outcome, "done") == 0 ? ev->run_elapsed_s : 0.0);
+        plan_mark(v, ev->run, 1.0, ev->outcome == SB_SWEEP_DONE ? ev->run_elapsed_s : 0.0);
         /* the ENDED line first: it prints the sweep line with this run counted */
         if (l == NULL)
             view_unstarted(v, ev);

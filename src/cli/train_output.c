@@ -174,7 +174,7 @@ void sb_train_output_json_result(sb_jw *j, const sb_train_outcome *res)
     sb_jw_key(j, "hash");
     sb_jw_string(j, res->run_hash);
     sb_jw_key(j, "status");
-    sb_jw_string(j, res->status);
+    sb_jw_string(j, sb_run_status_name(res->status));
     if (res->reason[0] != '\0') {
         sb_jw_key(j, "reason");
         sb_jw_string(j, res->reason);
@@ -239,13 +239,13 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
         return;
     }
     /* an interrupted run gets its one line from the caller: how to resume it */
-    if (o->quiet || strcmp(res->status, "interrupted") == 0)
+    if (o->quiet || res->status == SB_RUN_INTERRUPTED)
         return;
     fprintf(o->f,
             "run %s %s: test acc %.4f, test loss %.4f, train acc %.4f, %.0f tokens/s, "
             "%.1f s\n",
-            res->run_hash, res->status, res->test_acc, res->test_loss, res->train_acc,
-            res->tokens_per_s, res->wall_s);
+            res->run_hash, sb_run_status_name(res->status), res->test_acc, res->test_loss,
+            res->train_acc, res->tokens_per_s, res->wall_s);
     if (!isnan(res->valid_acc))
         fprintf(o->f,
                 "  validation acc %.4f, loss %.4f (the split choices read; test is only "
@@ -255,7 +255,7 @@ void sb_train_output_finish(sb_train_output *o, const sb_train_outcome *res, con
     sb_config_get_key(o->cfg, "test_pretrained", pretrained, sizeof pretrained, NULL);
     int test_pretrained = 0;
     sb_config_parse_bool(pretrained, &test_pretrained);
-    if (ckpt != NULL && strcmp(res->status, "finished") == 0 && !test_pretrained)
+    if (ckpt != NULL && res->status == SB_RUN_FINISHED && !test_pretrained)
         fprintf(o->f, "checkpoint: %s\n", ckpt);
     if (res->fingerprint[0] != '\0' && !res->cached)
         fprintf(o->f,

@@ -2,6 +2,7 @@
 #include "core/status.h"
 
 #include <stddef.h>
+#include <string.h>
 
 /* The public ABI (include/selectivbench/selectivbench.h): these values are promised to
  * programs built against the library and change only with its major version. */
@@ -40,6 +41,43 @@ const char *sb_status_name(sb_status status)
     case SB_ERR_EXCLUDED: return "excluded";
     }
     return "unknown status";
+}
+
+/* The one name table of a run's statuses (the database stores these names; a new status is
+ * a value in the public enum and a line here). Index 0, SB_RUN_NONE, has no name. */
+static const char *const run_status_names[] = {
+    [SB_RUN_NONE] = "",
+    [SB_RUN_RUNNING] = "running",
+    [SB_RUN_FINISHED] = "finished",
+    [SB_RUN_FAILED] = "failed",
+    [SB_RUN_DIVERGED] = "diverged",
+    [SB_RUN_INTERRUPTED] = "interrupted",
+    NULL,
+};
+_Static_assert(SB_RUN_NONE == 0 && SB_RUN_INTERRUPTED == 5,
+               "sb_run_status values are part of the public ABI");
+
+const char *sb_run_status_name(sb_run_status status)
+{
+    return status > SB_RUN_NONE && status <= SB_RUN_INTERRUPTED ? run_status_names[status] : "";
+}
+
+const char *const *sb_run_status_names(void)
+{
+    return run_status_names + SB_RUN_RUNNING;
+}
+
+sb_status sb_run_status_parse(const char *name, sb_run_status *out, sb_error *err)
+{
+    for (int s = SB_RUN_RUNNING; s <= SB_RUN_INTERRUPTED; s++)
+        if (name != NULL && strcmp(name, run_status_names[s]) == 0) {
+            *out = (sb_run_status)s;
+            return SB_OK;
+        }
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "unknown run status '%s': give running, finished, failed, diverged or "
+                        "interrupted",
+                        name != NULL ? name : "(null)");
 }
 
 int sb_status_exit_code(sb_status status)

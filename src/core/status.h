@@ -24,7 +24,11 @@
 sb_status sb_error_set(sb_error *err, sb_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* sb_status_name: see the public header. */
+/* sb_status_name, sb_run_status_name, sb_run_status_parse: see the public header. */
+
+/* The names of a stored run's statuses, running to interrupted, NULL-terminated (what
+ * sb_results_statuses returns). Static. */
+const char *const *sb_run_status_names(void);
 
 /* Exit code the CLI uses for a status: 0 ok, 2 usage, 3 divergence, 1 otherwise. */
 int sb_status_exit_code(sb_status status);

@@ -38,8 +38,8 @@ static void value_text(json_t *cfg, const char *key, char *buf, size_t size)
 static int read_run(const sb_run_row *row, const sb_claim_task *task, claim_run *r)
 {
     memset(r, 0, sizeof *r);
-    if (row->status == NULL || strcmp(row->status, "finished") != 0 ||
-        !isfinite(row->metrics.test_acc) || row->config_json == NULL)
+    if (row->status != SB_RUN_FINISHED || !isfinite(row->metrics.test_acc) ||
+        row->config_json == NULL)
         return 0;
     json_t *cfg = json_loads(row->config_json, 0, NULL);
     json_t *gap = json_object_get(cfg, "train_gap_max");

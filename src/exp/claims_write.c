@@ -27,8 +27,7 @@ sb_status sb_claims_tasks(sb_results *db, const sb_run_row *rows, size_t n, sb_c
     (void)err;
     for (size_t i = 0; i < n; i++) {
         tasks[i].ceiling = tasks[i].needed_window = (double)NAN;
-        if (rows[i].status == NULL || strcmp(rows[i].status, "finished") != 0 ||
-            rows[i].config_json == NULL)
+        if (rows[i].status != SB_RUN_FINISHED || rows[i].config_json == NULL)
             continue;
         sb_run_config cfg;
         sb_error local = {0};

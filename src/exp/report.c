@@ -486,11 +486,11 @@ static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows, co
     *n = 0;
     for (size_t i = 0; recs != NULL && i < n_rows; i++) {
         sb_run_row *row = &rows[i];
-        if (strcmp(row->status, "diverged") == 0) {
+        if (row->status == SB_RUN_DIVERGED) {
             sum->runs_diverged++;
             continue;
         }
-        if (strcmp(row->status, "finished") != 0) {
+        if (row->status != SB_RUN_FINISHED) {
             sum->runs_unfinished++;
             continue;
         }

@@ -349,23 +349,34 @@ static int results_empty_text(char **out)
     return *out != NULL ? SQLITE_OK : SQLITE_NOMEM;
 }
 
+/* The status in column i: SB_RUN_NONE for NULL or a name the table does not have (only a
+ * damaged file has either: the column is checked against the names). */
+static sb_run_status results_col_status(sqlite3_stmt *st, int i)
+{
+    const unsigned char *text = sqlite3_column_text(st, i);
+    sb_run_status s = SB_RUN_NONE;
+    if (text == NULL || sb_run_status_parse((const char *)text, &s, NULL) != SB_OK)
+        return SB_RUN_NONE;
+    return s;
+}
+
 /* Fills row from a statement that selected RESULTS_RUN_COLUMNS; on SQLITE_NOMEM the row
  * is cleared. */
 static int results_read_run(sqlite3_stmt *st, sb_run_row *row)
 {
     memset(row, 0, sizeof *row);
     row->id = (int64_t)sqlite3_column_int64(st, 0);
-    char **text[] = {&row->hash,     &row->config_json, &row->model,
-                     &row->protocol, &row->status,      &row->reason};
+    char **text[] = {&row->hash, &row->config_json, &row->model, &row->protocol};
     int rc = SQLITE_OK;
-    for (int k = 0; k < 6 && rc == SQLITE_OK; k++)
+    for (int k = 0; k < 4 && rc == SQLITE_OK; k++)
         rc = results_col_text(st, 1 + k, text[k]);
-    /* hash and status are NOT NULL columns: only a damaged file has NULL there (found by
-     * tests/fuzz/fuzz_results.c); read it as "" so that callers may compare them */
+    row->status = results_col_status(st, 5);
+    if (rc == SQLITE_OK)
+        rc = results_col_text(st, 6, &row->reason);
+    /* hash is a NOT NULL column: only a damaged file has NULL there (found by
+     * tests/fuzz/fuzz_results.c); read it as "" so that callers may compare it */
     if (rc == SQLITE_OK && row->hash == NULL)
         rc = results_empty_text(&row->hash);
-    if (rc == SQLITE_OK && row->status == NULL)
-        rc = results_empty_text(&row->status);
     row->params = results_col_count(st, 7);
     row->state_size = results_col_count(st, 8);
     row->flops_per_token = results_col_real(st, 9);
@@ -819,10 +830,10 @@ void sb_results_close(sb_results *db)
     free(db);
 }
 
-int sb_run_resumable(const char *status, const char *checkpoint)
+int sb_run_resumable(sb_run_status status, const char *checkpoint)
 {
-    return status != NULL && strcmp(status, "interrupted") == 0 && checkpoint != NULL &&
-           checkpoint[0] != '\0' && access(checkpoint, R_OK) == 0;
+    return status == SB_RUN_INTERRUPTED && checkpoint != NULL && checkpoint[0] != '\0' &&
+           access(checkpoint, R_OK) == 0;
 }
 
 sb_run_metrics sb_results_metrics_unknown(void)
@@ -833,12 +844,10 @@ sb_run_metrics sb_results_metrics_unknown(void)
 
 /* ---- runs ---------------------------------------------------------------------------- */
 
-/* Whether status is one a run can end with. */
-static int results_status_final(const char *status)
+int sb_run_status_ended(sb_run_status status)
 {
-    return status != NULL &&
-           (strcmp(status, "finished") == 0 || strcmp(status, "failed") == 0 ||
-            strcmp(status, "diverged") == 0 || strcmp(status, "interrupted") == 0);
+    return status == SB_RUN_FINISHED || status == SB_RUN_FAILED || status == SB_RUN_DIVERGED ||
+           status == SB_RUN_INTERRUPTED;
 }
 
 static sb_status results_check_run(const sb_results *r, const sb_run_info *run, sb_error *err)
@@ -882,11 +891,11 @@ static int results_bind_run(int rc, sqlite3_stmt *st, const sb_run_info *run)
 }
 
 /* Finds the run with hash: *id (-1 when there is none) and its status. */
-static sb_status results_find_hash(sb_results *r, const char *hash, int64_t *id, char *status_out,
-                                   size_t status_size, sb_error *err)
+static sb_status results_find_hash(sb_results *r, const char *hash, int64_t *id,
+                                   sb_run_status *status_out, sb_error *err)
 {
     *id = -1;
-    status_out[0] = '\0';
+    *status_out = SB_RUN_NONE;
     sqlite3_stmt *st = NULL;
     int rc =
         sqlite3_prepare_v2(r->db, "SELECT id, status FROM runs WHERE hash = ?1", -1, &st, NULL);
@@ -895,8 +904,7 @@ static sb_status results_find_hash(sb_results *r, const char *hash, int64_t *id,
         rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         *id = (int64_t)sqlite3_column_int64(st, 0);
-        const unsigned char *s = sqlite3_column_text(st, 1);
-        snprintf(status_out, status_size, "%s", s != NULL ? (const char *)s : "");
+        *status_out = results_col_status(st, 1);
         rc = SQLITE_OK;
     } else if (rc == SQLITE_DONE) {
         rc = SQLITE_OK;
@@ -918,10 +926,10 @@ sb_status sb_results_run_begin(sb_results *db, const sb_run_info *run, int64_t *
     if (status != SB_OK)
         return status;
     int64_t id = -1;
-    char old_status[16];
-    status = results_find_hash(db, run->hash, &id, old_status, sizeof old_status, err);
+    sb_run_status old_status = SB_RUN_NONE;
+    status = results_find_hash(db, run->hash, &id, &old_status, err);
     sqlite3_stmt *st = NULL;
-    if (status == SB_OK && id >= 0 && strcmp(old_status, "finished") == 0) {
+    if (status == SB_OK && id >= 0 && old_status == SB_RUN_FINISHED) {
         status = sb_error_set(err, SB_ERR_INVALID,
                               "run %s (id %lld) already finished in results database '%s'; skip "
                               "it, or delete its row to train it again",
@@ -1112,18 +1120,18 @@ sb_status sb_results_delete_evals_after(sb_results *db, int64_t run_id, int64_t 
     return status;
 }
 
-sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status, const char *reason,
-                             const sb_run_metrics *m, sb_error *err)
+sb_status sb_results_run_end(sb_results *db, int64_t run_id, sb_run_status status,
+                             const char *reason, const sb_run_metrics *m, sb_error *err)
 {
     SB_ASSERT(db != NULL && m != NULL);
-    if (!results_status_final(status))
+    if (!sb_run_status_ended(status))
         return sb_error_set(err, SB_ERR_INVALID,
                             "results database '%s': run %lld cannot end with status '%s'; use "
                             "'finished', 'failed', 'diverged' or 'interrupted'",
-                            db->path, (long long)run_id, status != NULL ? status : "(null)");
+                            db->path, (long long)run_id, sb_run_status_name(status));
     char what[SB_ERROR_MSG_MAX / 2];
     snprintf(what, sizeof what, "results database '%.200s': run %lld", db->path, (long long)run_id);
-    sb_status st_out = sb_results_check_metrics(m, strcmp(status, "diverged") == 0, what, err);
+    sb_status st_out = sb_results_check_metrics(m, status == SB_RUN_DIVERGED, what, err);
     if (st_out != SB_OK)
         return st_out;
     st_out = results_tx_begin(db, err);
@@ -1135,10 +1143,9 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
     rc = results_bind_int(rc, st, 1, run_id);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
-    char old[16] = "";
+    sb_run_status old = SB_RUN_NONE;
     if (rc == SQLITE_ROW) {
-        const unsigned char *s = sqlite3_column_text(st, 0);
-        snprintf(old, sizeof old, "%s", s != NULL ? (const char *)s : "");
+        old = results_col_status(st, 0);
         rc = SQLITE_OK;
     } else if (rc == SQLITE_DONE) {
         st_out = sb_error_set(err, SB_ERR_INVALID,
@@ -1149,11 +1156,11 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
     if (rc != SQLITE_OK)
         st_out = results_fail(db, rc, err, "cannot look up run %lld", (long long)run_id);
     (void)sqlite3_finalize(st);
-    if (st_out == SB_OK && strcmp(old, "running") != 0)
+    if (st_out == SB_OK && old != SB_RUN_RUNNING)
         st_out = sb_error_set(err, SB_ERR_INVALID,
                               "results database '%s': run %lld is '%s', not running; begin it "
                               "again before ending it",
-                              db->path, (long long)run_id, old);
+                              db->path, (long long)run_id, sb_run_status_name(old));
     if (st_out == SB_OK) {
         rc = sqlite3_prepare_v2(db->db,
                                 "UPDATE runs SET status = ?2, reason = ?3, test_acc = ?4, "
@@ -1162,7 +1169,7 @@ sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status,
                                 "finished_at = " RESULTS_NOW " WHERE id = ?1",
                                 -1, &st, NULL);
         rc = results_bind_int(rc, st, 1, run_id);
-        rc = results_bind_text(rc, st, 2, status);
+        rc = results_bind_text(rc, st, 2, sb_run_status_name(status));
         rc = results_bind_text(rc, st, 3, reason);
         rc = results_bind_real(rc, st, 4, m->test_acc);
         rc = results_bind_real(rc, st, 5, m->test_loss);
@@ -1574,10 +1581,9 @@ void sb_results_run_row_clear(sb_run_row *row)
 {
     if (row == NULL)
         return;
-    char *text[] = {row->hash,       row->config_json, row->model,        row->protocol,
-                    row->status,     row->reason,      row->code_version, row->checkpoint,
-                    row->host,       row->started_at,  row->finished_at,  row->engine,
-                    row->fingerprint};
+    char *text[] = {row->hash,       row->config_json,  row->model,      row->protocol,
+                    row->reason,     row->code_version, row->checkpoint, row->host,
+                    row->started_at, row->finished_at,  row->engine,     row->fingerprint};
     for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
         free(text[k]);
     memset(row, 0, sizeof *row);
@@ -1597,17 +1603,18 @@ void sb_results_run_rows_free(sb_run_row *rows, size_t n)
 /* How far along a run is, for a merge: an ended run (finished or diverged) over an
  * interrupted one (it resumes from a checkpoint) over a failed one over a running row (its
  * process is elsewhere, or gone). */
-static int merge_rank(const char *status)
+static int merge_rank(const char *name)
 {
-    if (status == NULL)
+    sb_run_status status = SB_RUN_NONE;
+    if (name == NULL || sb_run_status_parse(name, &status, NULL) != SB_OK)
         return -1;
-    if (strcmp(status, "finished") == 0 || strcmp(status, "diverged") == 0)
-        return 3;
-    if (strcmp(status, "interrupted") == 0)
-        return 2;
-    if (strcmp(status, "failed") == 0)
-        return 1;
-    return 0;
+    switch (status) {
+    case SB_RUN_FINISHED:
+    case SB_RUN_DIVERGED: return 3;
+    case SB_RUN_INTERRUPTED: return 2;
+    case SB_RUN_FAILED: return 1;
+    default: return 0;
+    }
 }
 
 /* Two optional numbers that are the same (both NULL, or the same double). */

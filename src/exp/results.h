@@ -105,12 +105,12 @@ typedef struct sb_eval_row {
 } sb_eval_row;
 
 /* A run as stored. Every string is owned by the row (NULL where the column is NULL) and
- * freed by sb_results_run_row_clear / sb_results_run_rows_free. hash and status are never
- * NULL (NOT NULL columns; a damaged file's NULL reads as ""). */
+ * freed by sb_results_run_row_clear / sb_results_run_rows_free. hash is never NULL (a NOT
+ * NULL column; a damaged file's NULL reads as ""). */
 typedef struct sb_run_row {
     int64_t id;
     char *hash, *config_json, *model, *protocol;
-    char *status;               /* "running", "finished", "failed", "diverged", "interrupted" */
+    sb_run_status status;       /* SB_RUN_NONE only in a damaged file */
     char *reason;               /* why it failed, diverged or was interrupted, or NULL */
     int64_t params, state_size; /* -1: NULL */
     double flops_per_token;     /* NaN: NULL */
@@ -129,7 +129,10 @@ typedef struct sb_run_row {
 /* Whether a run stored with this status and checkpoint path (NULL or "": none) continues
  * from its checkpoint when it runs again: it was interrupted and the checkpoint file is
  * readable. The one rule of every sweep (local workers, MPI teams). */
-int sb_run_resumable(const char *status, const char *checkpoint);
+int sb_run_resumable(sb_run_status status, const char *checkpoint);
+
+/* Whether a run with this status has ended: finished, failed, diverged or interrupted. */
+int sb_run_status_ended(sb_run_status status);
 
 /* Metrics with every field NaN (unknown), to fill in field by field. */
 sb_run_metrics sb_results_metrics_unknown(void);
@@ -206,13 +209,13 @@ sb_status sb_results_add_live(sb_results *db, int64_t run_id, const sb_eval_row 
 sb_status sb_results_delete_evals_after(sb_results *db, int64_t run_id, int64_t step,
                                         sb_error *err);
 
-/* Records the end of a running run: status ("finished", "failed", "diverged" or
- * "interrupted"), reason (why it failed, diverged or was interrupted; may be NULL), the
+/* Records the end of a running run: status (finished, failed, diverged or
+ * interrupted), reason (why it failed, diverged or was interrupted; may be NULL), the
  * final metrics m (NaN fields are stored as NULL) and finished_at = now.
  * Errors: SB_ERR_INVALID when status is not one of the four, when no run has this id or
  * the run is not 'running' (its row is left unchanged); SB_ERR_IO on a write failure. */
-sb_status sb_results_run_end(sb_results *db, int64_t run_id, const char *status, const char *reason,
-                             const sb_run_metrics *m, sb_error *err);
+sb_status sb_results_run_end(sb_results *db, int64_t run_id, sb_run_status status,
+                             const char *reason, const sb_run_metrics *m, sb_error *err);
 
 /* Records that attempt `attempts` of run run_id, found 'running', has no process any more:
  * status 'interrupted', reason, finished_at = now. Only a row still 'running' in that attempt

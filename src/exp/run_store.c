@@ -142,15 +142,11 @@ static sb_status reread_row(sb_results *db, sb_run_row *row, sb_error *err)
 /* Row reported interrupted (in memory only). */
 static sb_status report_dead(sb_run_row *row, sb_error *err)
 {
-    char *status = strdup("interrupted"), *reason = strdup(SB_RUN_STORE_DEAD_REASON);
-    if (status == NULL || reason == NULL) {
-        free(status);
-        free(reason);
+    char *reason = strdup(SB_RUN_STORE_DEAD_REASON);
+    if (reason == NULL)
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory reading run %s", row->hash);
-    }
-    free(row->status);
     free(row->reason);
-    row->status = status;
+    row->status = SB_RUN_INTERRUPTED;
     row->reason = reason;
     return SB_OK;
 }
@@ -158,7 +154,7 @@ static sb_status report_dead(sb_run_row *row, sb_error *err)
 /* One row of the dead-run rule (see sb_run_store_settle_dead). */
 static sb_status settle_row(sb_results *db, sb_run_row *row, sb_error *err)
 {
-    if (strcmp(row->status, "running") != 0 || run_is_locked(db, row->hash) != 0)
+    if (row->status != SB_RUN_RUNNING || run_is_locked(db, row->hash) != 0)
         return SB_OK;
     if (!sb_results_is_readonly(db)) {
         int changed = 0;
@@ -175,7 +171,7 @@ static sb_status settle_row(sb_results *db, sb_run_row *row, sb_error *err)
     sb_status st = sb_results_get_run(db, row->hash, &now, &found, err);
     if (st != SB_OK)
         return st;
-    int same = found && strcmp(now.status, "running") == 0 && now.attempts == row->attempts;
+    int same = found && now.status == SB_RUN_RUNNING && now.attempts == row->attempts;
     if (found && !same) {
         sb_results_run_row_clear(row);
         *row = now;
@@ -252,7 +248,7 @@ static sb_status record_open(sb_run_record *rec, const char *db_path, const sb_r
     int found = 0;
     if ((st = sb_results_get_run(rec->db, hash, stored, &found, err)) != SB_OK)
         goto fail;
-    if (found && strcmp(stored->status, "finished") == 0) {
+    if (found && stored->status == SB_RUN_FINISHED) {
         if (!force) {
             *finished = 1;
             return SB_OK;
@@ -429,10 +425,10 @@ sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_e
                         .tokens_per_s = res->tokens_per_s,
                         .valid_acc = res->valid_acc,
                         .valid_loss = res->valid_loss};
-    const char *status = res->status[0] != '\0' ? res->status : "failed";
+    sb_run_status status = res->status != SB_RUN_NONE ? res->status : SB_RUN_FAILED;
     sb_status st = sb_results_run_end(rec->db, rec->run_id, status,
                                       res->reason[0] != '\0' ? res->reason : NULL, &m, err);
-    if (st == SB_OK && strcmp(status, "finished") == 0)
+    if (st == SB_OK && status == SB_RUN_FINISHED)
         st = sb_results_record_yardsticks(rec->db, rec->run_id, &rec->task, res->test_acc,
                                           rec->threads, &rec->ceiling, &rec->effective_memory, err);
     sb_run_record_close(rec);

@@ -255,18 +255,18 @@ int sb_sweep_progress_parse(const char *line, sb_sweep_progress *p)
 
 /* ---- the pool ------------------------------------------------------------------------- */
 
-const char *sb_sweep_outcome_name(sb_sweep_outcome o)
+/* The one name table of the outcomes (a new outcome: a value in the public enum, a line here). */
+static const char *const outcome_names[] = {
+    [SB_SWEEP_NO_OUTCOME] = "",       [SB_SWEEP_DONE] = "done",
+    [SB_SWEEP_FAILED] = "failed",     [SB_SWEEP_DIVERGED] = "diverged",
+    [SB_SWEEP_SKIPPED] = "skipped",   [SB_SWEEP_REFUSED] = "refused",
+    [SB_SWEEP_EXCLUDED] = "excluded", [SB_SWEEP_INTERRUPTED] = "interrupted",
+};
+
+const char *sb_sweep_outcome_name(sb_sweep_outcome outcome)
 {
-    switch (o) {
-    case SB_SWEEP_DONE: return "done";
-    case SB_SWEEP_FAILED: return "failed";
-    case SB_SWEEP_DIVERGED: return "diverged";
-    case SB_SWEEP_SKIPPED: return "skipped";
-    case SB_SWEEP_REFUSED: return "refused";
-    case SB_SWEEP_EXCLUDED: return "excluded";
-    case SB_SWEEP_INTERRUPTED: return "interrupted";
-    }
-    return "?";
+    return outcome > SB_SWEEP_NO_OUTCOME && outcome <= SB_SWEEP_INTERRUPTED ? outcome_names[outcome]
+                                                                            : "";
 }
 
 typedef struct worker {
@@ -372,7 +372,7 @@ static int record_refused(sb_results *db, const sb_run_config *cfg, const char *
     int64_t id;
     sb_run_metrics m = sb_results_metrics_unknown();
     int recorded = config != NULL && sb_results_run_begin(db, &info, &id, &err) == SB_OK &&
-                   sb_results_run_end(db, id, "failed", reason, &m, &err) == SB_OK;
+                   sb_results_run_end(db, id, SB_RUN_FAILED, reason, &m, &err) == SB_OK;
     free(config);
     return recorded;
 }
@@ -591,8 +591,8 @@ static sb_sweep_outcome settle_running(pool *p, int64_t run_id, int wstatus, sb_
                      stopped ? "; it continues from its last checkpoint" : "");
     sb_run_metrics unknown = sb_results_metrics_unknown();
     sb_error err = {0};
-    (void)sb_results_run_end(p->db, run_id, stopped ? "interrupted" : "failed", reason->msg,
-                             &unknown, &err);
+    (void)sb_results_run_end(p->db, run_id, stopped ? SB_RUN_INTERRUPTED : SB_RUN_FAILED,
+                             reason->msg, &unknown, &err);
     return stopped ? SB_SWEEP_INTERRUPTED : SB_SWEEP_FAILED;
 }
 
@@ -601,13 +601,12 @@ static sb_sweep_outcome settle_running(pool *p, int64_t run_id, int wstatus, sb_
  * process (the worker found it locked). */
 static sb_sweep_outcome outcome_of_row(const sb_run_row *row, int exit_code)
 {
-    if (strcmp(row->status, "finished") == 0)
-        return exit_code == 0 ? SB_SWEEP_DONE : SB_SWEEP_SKIPPED;
-    if (strcmp(row->status, "diverged") == 0)
-        return SB_SWEEP_DIVERGED;
-    if (strcmp(row->status, "interrupted") == 0)
-        return SB_SWEEP_INTERRUPTED;
-    return SB_SWEEP_FAILED;
+    switch (row->status) {
+    case SB_RUN_FINISHED: return exit_code == 0 ? SB_SWEEP_DONE : SB_SWEEP_SKIPPED;
+    case SB_RUN_DIVERGED: return SB_SWEEP_DIVERGED;
+    case SB_RUN_INTERRUPTED: return SB_SWEEP_INTERRUPTED;
+    default: return SB_SWEEP_FAILED;
+    }
 }
 
 /* Counts outcome o in the tally. */
@@ -619,6 +618,7 @@ static void tally_add(pool *p, sb_sweep_outcome o)
     case SB_SWEEP_REFUSED: p->tally.refused++; break;
     case SB_SWEEP_EXCLUDED: p->tally.excluded++; break;
     case SB_SWEEP_INTERRUPTED: p->tally.interrupted++; break;
+    case SB_SWEEP_NO_OUTCOME: /* not an ended run's: counted as failed, never silently */
     case SB_SWEEP_FAILED:
     case SB_SWEEP_DIVERGED: p->tally.failed++; break;
     }
@@ -656,7 +656,7 @@ static void finish_worker(pool *p, int i, int wstatus)
     ev.recorded = found;
     /* a worker stopped before it recorded anything: nothing to continue, nothing failed */
     ev.outcome = worker_was_stopped(wstatus) ? SB_SWEEP_INTERRUPTED : SB_SWEEP_FAILED;
-    if (found && strcmp(row.status, "running") == 0) {
+    if (found && row.status == SB_RUN_RUNNING) {
         ev.outcome = settle_running(p, row.id, wstatus, &reason);
         ev.reason = reason.msg;
     } else if (found) {
@@ -702,7 +702,7 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
     if (sb_results_get_run(p->db, hash, &row, &found, &rerr) == SB_OK && found) {
         /* left running by a process that is gone: interrupted, continued from its checkpoint */
         (void)sb_run_store_settle_dead(p->db, &row, 1, &rerr);
-        int finished = strcmp(row.status, "finished") == 0;
+        int finished = row.status == SB_RUN_FINISHED;
         resume = sb_run_resumable(row.status, row.checkpoint);
         if (finished) {
             p->tally.skipped++;
@@ -798,6 +798,31 @@ static void signal_workers(const pool *p, int sig)
             kill(p->slots[i].pid, sig);
 }
 
+/* One wait of the loop: progress records read from the running workers until the refresh
+ * period ends (a signal ends it early; with no worker running, this is the pause before the
+ * locks are looked at again), then the workers that ended reaped and settled (only ours: a
+ * host program's other children are not touched). pfd and slot_of have room for a slot each. */
+static void wait_for_workers(pool *p, struct pollfd *pfd, int *slot_of)
+{
+    const int workers = p->opts->workers;
+    int n_fds = 0;
+    for (int i = 0; i < workers; i++)
+        if (p->slots[i].pid > 0 && p->slots[i].fd >= 0) {
+            pfd[n_fds].fd = p->slots[i].fd;
+            pfd[n_fds].events = POLLIN;
+            slot_of[n_fds++] = i;
+        }
+    if (poll(pfd, (nfds_t)n_fds, POLL_MS) > 0)
+        for (int f = 0; f < n_fds; f++)
+            if (pfd[f].revents != 0)
+                worker_read(p, slot_of[f]);
+    for (int i = 0; i < workers; i++) {
+        int wstatus = 0;
+        if (p->slots[i].pid > 0 && waitpid(p->slots[i].pid, &wstatus, WNOHANG) == p->slots[i].pid)
+            finish_worker(p, i, wstatus);
+    }
+}
+
 sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_runs,
                            const sb_sweep_exec_opts *opts, sb_sweep_tally *tally, sb_error *err)
 {
@@ -857,27 +882,7 @@ sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_run
         if (p.running == 0 && (p.cancelled || (next >= n_runs && p.n_waiting == 0)))
             break;
 
-        /* wait for progress records or the refresh period (a signal ends the wait early;
-         * with no worker running, this is the pause before the locks are looked at again) */
-        int n_fds = 0;
-        for (int i = 0; i < opts->workers; i++)
-            if (p.slots[i].pid > 0 && p.slots[i].fd >= 0) {
-                pfd[n_fds].fd = p.slots[i].fd;
-                pfd[n_fds].events = POLLIN;
-                slot_of[n_fds++] = i;
-            }
-        if (poll(pfd, (nfds_t)n_fds, POLL_MS) > 0)
-            for (int f = 0; f < n_fds; f++)
-                if (pfd[f].revents != 0)
-                    worker_read(&p, slot_of[f]);
-
-        /* reap our workers (only ours: a host program's other children are not touched) */
-        for (int i = 0; i < opts->workers; i++) {
-            int wstatus = 0;
-            if (p.slots[i].pid > 0 && waitpid(p.slots[i].pid, &wstatus, WNOHANG) == p.slots[i].pid)
-                finish_worker(&p, i, wstatus);
-        }
-
+        wait_for_workers(&p, pfd, slot_of);
         sb_sweep_event tick = run_event(SB_SWEEP_TICK, -1);
         emit(&p, &tick);
     }

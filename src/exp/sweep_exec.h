@@ -115,21 +115,8 @@ int sb_sweep_progress_parse(const char *line, sb_sweep_progress *p);
 
 /* ---- executing a sweep ---------------------------------------------------------------- */
 
-/* How a run of the selection ended. */
-typedef enum sb_sweep_outcome {
-    SB_SWEEP_DONE,        /* trained and recorded as finished */
-    SB_SWEEP_FAILED,      /* recorded as failed, killed, or not recorded at all */
-    SB_SWEEP_DIVERGED,    /* recorded as diverged */
-    SB_SWEEP_SKIPPED,     /* finished in the database before: not run again */
-    SB_SWEEP_REFUSED,     /* its configuration could not be built or is invalid: not run */
-    SB_SWEEP_EXCLUDED,    /* the reference does not run it either (SB_ERR_EXCLUDED): not run,
-                             and not an error of the sweep */
-    SB_SWEEP_INTERRUPTED, /* stopped by a signal, recorded as interrupted: the next execution
-                             continues it from its checkpoint */
-} sb_sweep_outcome;
-
-/* "done", "failed", "diverged", "skipped", "refused", "excluded", "interrupted". */
-const char *sb_sweep_outcome_name(sb_sweep_outcome o);
+/* How a run of the selection ended: sb_sweep_outcome and sb_sweep_outcome_name are the
+ * public header's. */
 
 /* Counts of the selection's runs so far. `failed` includes diverged runs and runs whose
  * worker could not be started. */

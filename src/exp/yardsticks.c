@@ -152,7 +152,7 @@ sb_status sb_results_fill_yardsticks(sb_results *db, sb_run_row *row, int thread
     SB_ASSERT(db != NULL && row != NULL);
     if (filled != NULL)
         *filled = 0;
-    if (row->status == NULL || strcmp(row->status, "finished") != 0)
+    if (row->status != SB_RUN_FINISHED)
         return SB_OK;
     int missing =
         isnan(row->ceiling) || (isnan(row->effective_memory) && !isnan(row->metrics.test_acc));

@@ -504,10 +504,10 @@ static int file_exists(const char *path)
     return path != NULL && stat(path, &sbuf) == 0;
 }
 
-static sb_status run_failed(sb_train_result *res, const char *status, sb_status st,
+static sb_status run_failed(sb_train_result *res, sb_run_status status, sb_status st,
                             const sb_error *err)
 {
-    snprintf(res->status, sizeof res->status, "%s", status);
+    res->status = status;
     snprintf(res->reason, sizeof res->reason, "%s", err != NULL ? err->msg : "");
     return st;
 }
@@ -556,7 +556,7 @@ typedef struct train_run {
     int64_t since_best;
     int stop_early;            /* early stopping has fired: evaluate, save and end */
     int stopped;               /* --stop_after or a stop request ended the run; res is filled
-                                  ("stopped", "interrupted") */
+                                  (interrupted) */
     int64_t saved_updates;     /* updates done when the checkpoint was last written (-1: never) */
     double saved_at;           /* when it was (sb_time_now), or when the run began */
     double train_time, tokens; /* seconds and frames of training steps (evaluation excluded) */
@@ -621,7 +621,7 @@ static sb_status train_test_pretrained(train_run *r, sb_error *err)
     res->valid_acc = s.valid_acc;
     res->n_evals = 1;
     res->wall_s = sb_time_now() - r->t_start;
-    snprintf(res->status, sizeof res->status, "finished");
+    res->status = SB_RUN_FINISHED;
     sb_train_event ev = {.kind = SB_EVENT_EVAL,
                          .test_loss = s.test_loss,
                          .test_acc = s.test_acc,
@@ -888,7 +888,7 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
         res->steps = r->updates;
         res->samples = samples;
         res->tokens_per_s = r->train_time > 0 ? r->tokens / r->train_time : 0.0;
-        snprintf(res->status, sizeof res->status, "stopped");
+        res->status = SB_RUN_INTERRUPTED;
         r->stopped = 1;
     }
     return SB_OK;
@@ -1125,7 +1125,7 @@ static sb_status train_interrupt(train_run *r, int64_t samples, sb_error *err)
     res->steps = r->updates;
     res->samples = samples;
     res->tokens_per_s = r->train_time > 0 ? r->tokens / r->train_time : 0.0;
-    snprintf(res->status, sizeof res->status, "interrupted");
+    res->status = SB_RUN_INTERRUPTED;
     if (ckpt != NULL)
         snprintf(res->reason, sizeof res->reason,
                  "interrupted at update %lld of %lld (%lld samples); its checkpoint continues "
@@ -1237,7 +1237,7 @@ static void train_finish(train_run *r)
     res->steps = r->updates;
     res->samples = consumed < r->n_train ? consumed : r->n_train;
     res->tokens_per_s = r->train_time > 0 ? r->tokens / r->train_time : 0.0;
-    snprintf(res->status, sizeof res->status, "finished");
+    res->status = SB_RUN_FINISHED;
 }
 
 static void train_run_free(train_run *r)
@@ -1261,12 +1261,12 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
     res->valid_acc = res->valid_loss = (double)NAN;
     sb_status st = sb_run_config_check(cfg, err);
     if (st != SB_OK)
-        return run_failed(res, "failed", st, err);
+        return run_failed(res, SB_RUN_FAILED, st, err);
     if (opt->threads > 0)
         omp_set_num_threads(opt->threads);
     st = sb_gemm_configure(cfg, err);
     if (st != SB_OK)
-        return run_failed(res, "failed", st, err);
+        return run_failed(res, SB_RUN_FAILED, st, err);
     train_run r = {.cfg = cfg,
                    .opt = opt,
                    .res = res,
@@ -1293,9 +1293,9 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
     res->wall_s = sb_time_now() - r.t_start;
     res->gather_s = r.shards.gather_s;
     if (st == SB_ERR_DIVERGED)
-        run_failed(res, "diverged", st, err);
+        run_failed(res, SB_RUN_DIVERGED, st, err);
     else if (st != SB_OK)
-        run_failed(res, "failed", st, err);
+        run_failed(res, SB_RUN_FAILED, st, err);
     train_run_free(&r);
     return st;
 }

@@ -68,7 +68,7 @@ typedef struct sb_train_options {
     sb_train_callback callback;
     void *user;
     /* stop at the first checkpoint after this many updates (0: never), with status
-     * "stopped": an interruption that --resume continues (used by tests and time limits) */
+     * interrupted: an interruption that --resume continues (used by tests) */
     int64_t stop_after;
     /* Polled after every update (NULL: never): nonzero ends the run there, unless it was
      * the last update, with a checkpoint at ckpt_path (when there is one) that resume
@@ -107,7 +107,7 @@ typedef struct sb_train_options {
 } sb_train_options;
 
 typedef struct sb_train_result {
-    char status[16]; /* "finished", "diverged", "failed", "stopped", "interrupted" */
+    sb_run_status status; /* finished, diverged, failed or interrupted */
     char reason[SB_ERROR_MSG_MAX];
     double test_acc, test_loss, train_acc, train_loss;
     double valid_acc, valid_loss; /* the last evaluation's validation split; NaN: none */

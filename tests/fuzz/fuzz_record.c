@@ -2,7 +2,7 @@
  * fuzz_record.c - libFuzzer target for sb_results_record_external (src/api/results_api.c),
  * the path that stores a run trained elsewhere (the Python binding's record_run). The input
  * is decoded into an sb_external_run (layout below): a status among the five a row can
- * have, none, or a short string of any bytes; a reason; params and state_size as raw
+ * have, none, or any int; a reason; params and state_size as raw
  * int64; the six metrics as raw doubles (NaN, infinities, negatives and huge values all
  * occur); 0..16 curve points of raw int64 steps and samples, a raw int split and raw
  * doubles. It is recorded for a fixed tiny task and the external model "torch_lstm" in a
@@ -22,8 +22,8 @@
  *
  * Input layout (bytes past the end read as zero):
  *   flags u8        bit 0: an earlier run "interrupted"; bit 1: an earlier run "finished"
- *   status u8       % 8: 0..4 finished, failed, diverged, interrupted, running; 5 NULL;
- *                   6, 7: a string of (u8 % 16) raw bytes
+ *   status u8       % 8: 0..4 finished, failed, diverged, interrupted, running; 5 none
+ *                   (SB_RUN_NONE); 6, 7: a raw i64, cut to an int
  *   reason u8       0: NULL, else a string of (reason - 1) raw bytes
  *   params i64, state_size i64
  *   test_acc, test_loss, train_acc, train_loss, wall_s, tokens_per_s: f64
@@ -93,14 +93,14 @@ static void take_string(reader *r, size_t len, char *buf, size_t cap)
 typedef struct decoded {
     sb_external_run run;
     int earlier; /* 0: none, 1: interrupted, 2: finished */
-    char status[16];
     char reason[256];
     sb_curve_point curve[MAX_CURVE];
 } decoded;
 
 static void decode(const uint8_t *data, size_t size, decoded *d)
 {
-    static const char *const named[] = {"finished", "failed", "diverged", "interrupted", "running"};
+    static const sb_run_status named[] = {SB_RUN_FINISHED, SB_RUN_FAILED, SB_RUN_DIVERGED,
+                                          SB_RUN_INTERRUPTED, SB_RUN_RUNNING};
     reader r = {data, size};
     memset(d, 0, sizeof *d);
     uint8_t flags = take_u8(&r);
@@ -109,11 +109,9 @@ static void decode(const uint8_t *data, size_t size, decoded *d)
     if (status < 5)
         d->run.status = named[status];
     else if (status == 5)
-        d->run.status = NULL;
-    else {
-        take_string(&r, take_u8(&r) % 16, d->status, sizeof d->status);
-        d->run.status = d->status;
-    }
+        d->run.status = SB_RUN_NONE;
+    else
+        d->run.status = (sb_run_status)(int32_t)take_i64(&r);
     uint8_t reason = take_u8(&r);
     if (reason > 0) {
         take_string(&r, (size_t)reason - 1, d->reason, sizeof d->reason);
@@ -160,9 +158,9 @@ static int amount_ok(double v)
 /* Whether the documented rules accept the run (the database aside). */
 static int acceptable(const sb_external_run *run)
 {
-    const char *s = run->status;
-    if (s == NULL || (strcmp(s, "finished") != 0 && strcmp(s, "failed") != 0 &&
-                      strcmp(s, "diverged") != 0 && strcmp(s, "interrupted") != 0))
+    sb_run_status s = run->status;
+    if (s != SB_RUN_FINISHED && s != SB_RUN_FAILED && s != SB_RUN_DIVERGED &&
+        s != SB_RUN_INTERRUPTED)
         return 0;
     if (run->params < -1 || run->state_size < -1)
         return 0;
@@ -274,7 +272,7 @@ static void check_recorded(const stored *s, const sb_external_run *run, const ch
     fuzz_check(s->n_runs == 1, "an accepted record does not leave exactly one run");
     fuzz_check(strcmp(row->run_hash, hash) == 0, "the stored run has another hash");
     fuzz_check(strcmp(row->model, "torch_lstm") == 0, "the stored run has another model");
-    fuzz_check(strcmp(row->status, run->status) == 0, "the stored status is not the one given");
+    fuzz_check(row->status == run->status, "the stored status is not the one given");
     fuzz_check(strcmp(row->reason, run->reason != NULL ? run->reason : "") == 0,
                "the stored reason is not the one given");
     fuzz_check(row->params == run->params && row->state_size == run->state_size,
@@ -302,7 +300,7 @@ static void check_recorded(const stored *s, const sb_external_run *run, const ch
         }
     fuzz_check(same_number(row->valid_acc, valid_acc) && same_number(row->valid_loss, valid_loss),
                "the stored validation metrics are not the latest valid point's");
-    if (strcmp(run->status, "finished") == 0)
+    if (run->status == SB_RUN_FINISHED)
         fuzz_check(row->ceiling >= 0.0 && row->ceiling <= 1.0 &&
                        (isnan(row->effective_memory) || row->effective_memory >= 0.0) &&
                        isnan(row->effective_memory) == isnan(run->test_acc),
@@ -331,7 +329,7 @@ static void check_unchanged(const stored *b, const stored *a)
     if (b->n_runs == 0)
         return;
     const sb_result_row *x = &b->row, *y = &a->row;
-    fuzz_check(strcmp(x->run_hash, y->run_hash) == 0 && strcmp(x->status, y->status) == 0 &&
+    fuzz_check(strcmp(x->run_hash, y->run_hash) == 0 && x->status == y->status &&
                    strcmp(x->reason, y->reason) == 0 && x->attempts == y->attempts &&
                    x->params == y->params && x->state_size == y->state_size &&
                    same_number(x->test_acc, y->test_acc) &&
@@ -379,7 +377,7 @@ static sb_config *make_config(void)
 }
 
 /* The earlier run of the same configuration: a fixed outcome and a curve of two points. */
-static void record_earlier(const char *db, const sb_config *cfg, const char *status)
+static void record_earlier(const char *db, const sb_config *cfg, sb_run_status status)
 {
     /* step, samples, split, loss, acc, lr, tokens/s, wall s */
     static const sb_curve_point curve[2] = {
@@ -428,7 +426,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     paths(dir, sizeof dir, db, sizeof db);
     fuzz_temp_dir_remove(dir, db);
     if (d->earlier > 0)
-        record_earlier(db, cfg, d->earlier == 2 ? "finished" : "interrupted");
+        record_earlier(db, cfg, d->earlier == 2 ? SB_RUN_FINISHED : SB_RUN_INTERRUPTED);
     stored before, after;
     read_stored(db, &before);
 

@@ -27,8 +27,8 @@ static void read_run_public(sb_results *db, const sb_result_row *row)
     int found = 0;
     if (sb_results_find(db, row->run_hash, &again, &found, &err) == SB_OK && found)
         fuzz_check(memchr(again.model, '\0', sizeof again.model) != NULL &&
-                       memchr(again.status, '\0', sizeof again.status) != NULL,
-                   "a found row's strings are not terminated");
+                       again.status >= SB_RUN_NONE && again.status <= SB_RUN_INTERRUPTED,
+                   "a found row's model is not terminated or its status is out of range");
     char *json = NULL;
     if (sb_results_config_json(db, row->run_hash, &json, &err) == SB_OK)
         sb_string_free(json);
@@ -72,8 +72,9 @@ static void read_database(sb_results *db)
     if (sb_results_list_runs(db, NULL, &rows, &n, &err) != SB_OK)
         return;
     for (size_t i = 0; i < n && i < MAX_RUNS; i++) {
-        fuzz_check(rows[i].hash != NULL && rows[i].status != NULL,
-                   "a listed run lacks its hash or status (NOT NULL columns)");
+        fuzz_check(rows[i].hash != NULL && rows[i].status >= SB_RUN_NONE &&
+                       rows[i].status <= SB_RUN_INTERRUPTED,
+                   "a listed run lacks its hash (a NOT NULL column) or has a status out of range");
         read_run_internal(db, &rows[i]);
     }
     /* the runs of the first run's model, as `results --model` lists them */

@@ -82,8 +82,8 @@ static void stop_server(void)
 }
 
 /* Records a run of the external model `model` on a tiny task, with a curve of n points. */
-static void record_run(const char *model, const char *status, const sb_curve_point *curve, size_t n,
-                       double test_acc)
+static void record_run(const char *model, sb_run_status status, const sb_curve_point *curve,
+                       size_t n, double test_acc)
 {
     static const char *const keys[][2] = {
         {"vocab", "9"},
@@ -114,7 +114,7 @@ static void record_run(const char *model, const char *status, const sb_curve_poi
                            .curve = curve,
                            .n_curve = n,
                            .code_version = "fuzz_serve"};
-    if (strcmp(status, "finished") != 0)
+    if (status != SB_RUN_FINISHED)
         run.reason = "stopped by SIGTERM";
     fuzz_check(sb_results_record_external(server.db, cfg, &run, NULL, &err) == SB_OK,
                "a run of the database cannot be recorded");
@@ -135,8 +135,8 @@ static void start_server(void)
     fuzz_temp_path("serve", ".d", server.dir, sizeof server.dir);
     snprintf(server.db, sizeof server.db, "%s/results.db", server.dir);
     remove_database();
-    record_run("torch_lstm", "finished", curve, 4, 0.6);
-    record_run("torch_gru", "interrupted", curve, 3, (double)NAN);
+    record_run("torch_lstm", SB_RUN_FINISHED, curve, 4, 0.6);
+    record_run("torch_gru", SB_RUN_INTERRUPTED, curve, 3, (double)NAN);
     atexit(stop_server);
 
     sb_error err = {0};

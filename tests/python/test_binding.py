@@ -189,6 +189,16 @@ class TestErrors(unittest.TestCase):
         self.assertEqual(task.valid_size, task.test_size)
 
 
+    def test_run_status_names_are_the_library_s(self):
+        names = ["running", "finished", "failed", "diverged", "interrupted"]
+        self.assertEqual([sb._lib.run_status_name(sb._lib.run_status_code(n)) for n in names],
+                         names)
+        self.assertEqual(sb._lib.run_status_name(0), "")
+        for bad in ("done", "", 3, "finished\0"):
+            with self.assertRaises(sb.SelectivbenchError):
+                sb._lib.run_status_code(bad)
+
+
 class TestRuns(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="sb_python_")
@@ -278,7 +288,7 @@ class TestRuns(unittest.TestCase):
             self.record(model="gru")
         with self.assertRaisesRegex(sb.SelectivbenchError, "letters, digits"):
             self.record(model="my model")
-        with self.assertRaisesRegex(sb.SelectivbenchError, "not 'done'"):
+        with self.assertRaisesRegex(sb.SelectivbenchError, "unknown run status 'done'"):
             sb.record_run(self.dir, dict(model="x1", **TASKS["task1"]), dict(status="done"))
         with self.assertRaisesRegex(sb.SelectivbenchError, "unknown flag --nosuch"):
             self.record(nosuch=3)
@@ -410,7 +420,8 @@ class TestHostileArguments(unittest.TestCase):
         if os.path.exists(db):  # a refused record stores nothing
             self.assertEqual(sb.results(self.dir, frame=False), [])
         # and the library refuses them too, without the binding's checks
-        run = sb._lib.ExternalRun(status=b"finished", params=-1, state_size=-1,
+        run = sb._lib.ExternalRun(status=sb._lib.run_status_code("finished"), params=-1,
+                                  state_size=-1,
                                   test_acc=1.5, test_loss=1.0, train_acc=math.nan,
                                   train_loss=math.nan, wall_s=math.nan,
                                   tokens_per_s=math.nan, n_curve=0)

@@ -198,7 +198,7 @@ static long fail_every_allocation_of_training(const char *model, int resume)
     if (resume) {
         if (train_once(&c, 0, 2, &res, &err) != SB_OK)
             fail_msg("%s: the interrupted run failed: %s", model, err.msg);
-        assert_string_equal(res.status, "stopped");
+        assert_int_equal(res.status, SB_RUN_INTERRUPTED);
         char path[512];
         snprintf(path, sizeof path, "%s/%s.safetensors", tmpdir, model);
         save_file(&saved[0], path);
@@ -232,7 +232,7 @@ static long fail_every_allocation_of_training(const char *model, int resume)
                               st == SB_OK ? "absorbed" : err.msg);
             check_outcome(current_case, i, mode_names[k], st, &err, live0);
             if (st != SB_OK)
-                assert_string_equal(res.status, "failed");
+                assert_int_equal(res.status, SB_RUN_FAILED);
             assert_false(temp_file_left());
         }
     free(saved[0].bytes);

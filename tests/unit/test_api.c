@@ -52,6 +52,50 @@ static void test_version(void **state)
     assert_string_equal(sb_error_message(NULL), "");
 }
 
+/* The run statuses and sweep outcomes: one name table each, names that parse back, the
+ * list `results --status` takes in the enum's order, nothing named outside the range. */
+static void test_status_names(void **state)
+{
+    (void)state;
+    const char *const *listed = sb_results_statuses();
+    int n = 0;
+    for (int s = SB_RUN_RUNNING; s <= SB_RUN_INTERRUPTED; s++, n++) {
+        const char *name = sb_run_status_name((sb_run_status)s);
+        assert_true(name[0] != '\0');
+        assert_non_null(listed[n]);
+        assert_string_equal(listed[n], name);
+        sb_run_status back = SB_RUN_NONE;
+        sb_error err = {0};
+        assert_int_equal(sb_run_status_parse(name, &back, &err), SB_OK);
+        assert_int_equal(back, s);
+    }
+    assert_null(listed[n]);
+    assert_int_equal(n, 5);
+    assert_string_equal(sb_run_status_name(SB_RUN_FINISHED), "finished");
+    assert_string_equal(sb_run_status_name(SB_RUN_NONE), "");
+    assert_string_equal(sb_run_status_name((sb_run_status)6), "");
+    assert_string_equal(sb_run_status_name((sb_run_status)-1), "");
+    sb_run_status out = SB_RUN_FINISHED;
+    sb_error err = {0};
+    assert_error(sb_run_status_parse("done", &out, &err), &err, SB_ERR_INVALID,
+                 "unknown run status 'done'");
+    assert_error(sb_run_status_parse("", &out, &err), &err, SB_ERR_INVALID, "give running");
+    assert_error(sb_run_status_parse(NULL, &out, &err), &err, SB_ERR_INVALID, "(null)");
+    assert_int_equal(out, SB_RUN_FINISHED); /* unchanged by a refusal */
+
+    const char *seen[8] = {0};
+    for (int o = SB_SWEEP_DONE; o <= SB_SWEEP_INTERRUPTED; o++) {
+        seen[o] = sb_sweep_outcome_name((sb_sweep_outcome)o);
+        assert_true(seen[o][0] != '\0');
+        for (int p = SB_SWEEP_DONE; p < o; p++)
+            assert_string_not_equal(seen[p], seen[o]);
+    }
+    assert_string_equal(sb_sweep_outcome_name(SB_SWEEP_DONE), "done");
+    assert_string_equal(sb_sweep_outcome_name(SB_SWEEP_INTERRUPTED), "interrupted");
+    assert_string_equal(sb_sweep_outcome_name(SB_SWEEP_NO_OUTCOME), "");
+    assert_string_equal(sb_sweep_outcome_name((sb_sweep_outcome)99), "");
+}
+
 static void test_config_errors(void **state)
 {
     (void)state;
@@ -76,7 +120,7 @@ static void test_config_errors(void **state)
     assert_error(sb_config_param_count(cfg, &params, &err), &err, SB_ERR_INVALID, "no_such_model");
     sb_train_outcome out;
     assert_error(sb_train_config(cfg, NULL, &out, &err), &err, SB_ERR_INVALID, "no_such_model");
-    assert_string_equal(out.status, "failed");
+    assert_int_equal(out.status, SB_RUN_FAILED);
     assert_non_null(strstr(out.reason, "no_such_model"));
     /* without err the calls still answer */
     assert_int_equal(sb_config_set_key(cfg, "no_such_key", "1", NULL), SB_ERR_INVALID);
@@ -553,9 +597,12 @@ static void test_results(void **state)
     assert_int_equal(sb_config_set_key(cfg, "feat_size", "8", &err), SB_OK);
     sb_train_outcome out;
     memset(&out, 0, sizeof out);
-    snprintf(out.status, sizeof out.status, "maybe");
-    assert_error(sb_results_record(path, cfg, &out, &err), &err, SB_ERR_INVALID, "maybe");
-    snprintf(out.status, sizeof out.status, "finished");
+    out.status = SB_RUN_RUNNING; /* a recorded run has ended */
+    assert_error(sb_results_record(path, cfg, &out, &err), &err, SB_ERR_INVALID, "not running");
+    out.status = (sb_run_status)42;
+    assert_error(sb_results_record(path, cfg, &out, &err), &err, SB_ERR_INVALID,
+                 "an unknown status");
+    out.status = SB_RUN_FINISHED;
     out.test_acc = 0.5;
     out.test_loss = 1.5;
     out.train_acc = out.train_loss = out.wall_s = out.tokens_per_s = (double)NAN;
@@ -571,7 +618,7 @@ static void test_results(void **state)
     assert_int_equal(count, 0);
     assert_int_equal(sb_results_find(db, hash, rows, &found, &err), SB_OK);
     assert_int_equal(found, 1);
-    assert_string_equal(rows[0].status, "finished");
+    assert_int_equal(rows[0].status, SB_RUN_FINISHED);
     assert_string_equal(rows[0].model, "gru");
     assert_true(rows[0].test_acc == 0.5);
     assert_true(rows[0].ceiling > 0 && rows[0].ceiling <= 1);
@@ -659,7 +706,7 @@ static void test_results_external(void **state)
          .tokens_per_s = 1000,
          .wall_s = 2.0},
     };
-    sb_external_run run = {.status = "finished",
+    sb_external_run run = {.status = SB_RUN_FINISHED,
                            .params = 1234,
                            .state_size = 16,
                            .test_acc = 0.6,
@@ -680,10 +727,10 @@ static void test_results_external(void **state)
     assert_error(sb_results_record_external(path, cfg, &run, hash, &err), &err, SB_ERR_INVALID,
                  "letters, digits");
     assert_int_equal(sb_config_set_key(cfg, "model", "torch_lstm", &err), SB_OK);
-    run.status = "done";
+    run.status = SB_RUN_NONE;
     assert_error(sb_results_record_external(path, cfg, &run, hash, &err), &err, SB_ERR_INVALID,
-                 "'done'");
-    run.status = "finished";
+                 "finished, failed, diverged or interrupted");
+    run.status = SB_RUN_FINISHED;
     curve[1].step = -1;
     assert_error(sb_results_record_external(path, cfg, &run, hash, &err), &err, SB_ERR_INVALID,
                  "curve point 1");
@@ -702,7 +749,7 @@ static void test_results_external(void **state)
     assert_int_equal(sb_results_find(db, hash, &row, &found, &err), SB_OK);
     assert_int_equal(found, 1);
     assert_string_equal(row.model, "torch_lstm");
-    assert_string_equal(row.status, "finished");
+    assert_int_equal(row.status, SB_RUN_FINISHED);
     assert_int_equal(row.params, 1234);
     assert_int_equal(row.state_size, 16);
     assert_true(row.test_acc == 0.6);
@@ -724,7 +771,7 @@ static void test_results_external(void **state)
     assert_int_equal(sb_config_set_key(cfg, "model", "gru", &err), SB_OK);
     sb_train_outcome out;
     memset(&out, 0, sizeof out);
-    snprintf(out.status, sizeof out.status, "finished");
+    out.status = SB_RUN_FINISHED;
     out.test_acc = 0.5;
     out.test_loss = 1.5;
     out.train_acc = out.train_loss = out.wall_s = out.tokens_per_s = (double)NAN;
@@ -808,7 +855,7 @@ static void test_claims_where(void **state)
                     SB_OK);
                 sb_train_outcome out;
                 memset(&out, 0, sizeof out);
-                snprintf(out.status, sizeof out.status, "finished");
+                out.status = SB_RUN_FINISHED;
                 out.test_acc = 0.85 + (twin ? 0.0 : margin);
                 out.test_loss = 1.0;
                 out.train_acc = out.train_loss = out.wall_s = out.tokens_per_s = (double)NAN;
@@ -889,7 +936,7 @@ static void test_train_stop_request(void **state)
     sb_train_outcome out;
     if (sb_train_config(cfg, &set, &out, &err) != SB_OK)
         fail_msg("train: %s", err.msg);
-    assert_string_equal(out.status, "interrupted");
+    assert_int_equal(out.status, SB_RUN_INTERRUPTED);
     assert_int_equal(out.steps, 3);
     assert_int_equal(out.locked_by, 0);
     assert_non_null(strstr(out.reason, "interrupted at update 3 of 10"));
@@ -900,12 +947,12 @@ static void test_train_stop_request(void **state)
     assert_int_equal(sb_results_open_readonly(out.database, &db, &err), SB_OK);
     assert_int_equal(sb_results_find(db, out.run_hash, &row, &found, &err), SB_OK);
     assert_int_equal(found, 1);
-    assert_string_equal(row.status, "interrupted");
+    assert_int_equal(row.status, SB_RUN_INTERRUPTED);
     assert_int_equal(row.attempts, 1);
     /* the sweeps' rule: interrupted with a readable checkpoint, and nothing else */
     assert_true(sb_result_row_resumable(&row));
     sb_result_row other = row;
-    snprintf(other.status, sizeof other.status, "failed");
+    other.status = SB_RUN_FAILED;
     assert_false(sb_result_row_resumable(&other));
     other = row;
     other.checkpoint[0] = '\0';
@@ -932,11 +979,11 @@ static void test_train_stop_request(void **state)
     set.resume = 1;
     if (sb_train_config(cfg, &set, &out, &err) != SB_OK)
         fail_msg("resume: %s", err.msg);
-    assert_string_equal(out.status, "finished");
+    assert_int_equal(out.status, SB_RUN_FINISHED);
     assert_int_equal(out.steps, 10);
     assert_int_equal(sb_results_open_readonly(out.database, &db, &err), SB_OK);
     assert_int_equal(sb_results_find(db, out.run_hash, &row, &found, &err), SB_OK);
-    assert_string_equal(row.status, "finished");
+    assert_int_equal(row.status, SB_RUN_FINISHED);
     assert_int_equal(row.attempts, 2);
     sb_results_close(db);
     sb_config_free(cfg);
@@ -1117,7 +1164,7 @@ static void on_update(const sb_sweep_update *u, void *user)
     }
     if (u->kind == SB_SWEEP_UPDATE_ENDED) {
         seen->ended++;
-        if (strcmp(u->outcome, "done") == 0)
+        if (u->outcome == SB_SWEEP_DONE)
             seen->done++;
     }
     seen->last_done = u->done;
@@ -1315,23 +1362,15 @@ int main(int argc, char **argv)
 {
     worker_exe = argc > 1 ? argv[1] : NULL; /* the selectivbench command, for sb_sweep_run */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_version),
-        cmocka_unit_test(test_config_errors),
-        cmocka_unit_test(test_config_keys),
-        cmocka_unit_test(test_models),
-        cmocka_unit_test(test_closest_name),
-        cmocka_unit_test(test_config_flags),
-        cmocka_unit_test(test_varied_keys),
-        cmocka_unit_test(test_task_batch),
-        cmocka_unit_test(test_missing_files),
-        cmocka_unit_test(test_results),
-        cmocka_unit_test(test_results_external),
-        cmocka_unit_test(test_claims_where),
-        cmocka_unit_test(test_train_stop_request),
-        cmocka_unit_test(test_sweep),
-        cmocka_unit_test(test_sweep_axes_cost),
-        cmocka_unit_test(test_sweep_run),
-        cmocka_unit_test(test_grammar_data_ceiling),
+        cmocka_unit_test(test_version),       cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_config_errors), cmocka_unit_test(test_config_keys),
+        cmocka_unit_test(test_models),        cmocka_unit_test(test_closest_name),
+        cmocka_unit_test(test_config_flags),  cmocka_unit_test(test_varied_keys),
+        cmocka_unit_test(test_task_batch),    cmocka_unit_test(test_missing_files),
+        cmocka_unit_test(test_results),       cmocka_unit_test(test_results_external),
+        cmocka_unit_test(test_claims_where),  cmocka_unit_test(test_train_stop_request),
+        cmocka_unit_test(test_sweep),         cmocka_unit_test(test_sweep_axes_cost),
+        cmocka_unit_test(test_sweep_run),     cmocka_unit_test(test_grammar_data_ceiling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,7 +52,7 @@ static void add(const char *model, int seed, double test_dur, double acc, double
     memset(r, 0, sizeof *r);
     r->config_json = json[n_rows];
     r->model = (char *)model;
-    r->status = (char *)"finished";
+    r->status = SB_RUN_FINISHED;
     r->metrics.test_acc = acc;
     r->metrics.valid_acc = valid;
     r->ceiling = ceiling;
@@ -347,7 +347,7 @@ static void test_runs_that_do_not_count(void **state)
 {
     (void)state;
     gating_pairs(3, 0.05);
-    rows[0].status = (char *)"diverged";
+    rows[0].status = SB_RUN_DIVERGED;
     rows[2].metrics.test_acc = (double)NAN;
     rows[4].config_json = (char *)"{not json";
     add("no_such_model", 1, -1, 0.9, 0.9);

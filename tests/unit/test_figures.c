@@ -218,7 +218,7 @@ static void add_run(const char *db_path, const sb_run_config *c, int64_t params,
     }
     sb_run_metrics m = sb_results_metrics_unknown();
     m.test_acc = acc;
-    if (sb_results_run_end(db, id, "finished", NULL, &m, &err) != SB_OK)
+    if (sb_results_run_end(db, id, SB_RUN_FINISHED, NULL, &m, &err) != SB_OK)
         fail_msg("run_end: %s", err.msg);
     sb_results_close(db);
     free(json);

@@ -186,7 +186,7 @@ static void eval_ok(sb_results *db, int64_t id, int64_t step, sb_split split, do
         fail_msg("add_eval: %s", err.msg);
 }
 
-static void end_ok(sb_results *db, int64_t id, const char *status, const char *reason,
+static void end_ok(sb_results *db, int64_t id, sb_run_status status, const char *reason,
                    const sb_run_metrics *m)
 {
     sb_error err = {0};
@@ -230,7 +230,7 @@ static void test_open_close_roundtrip(void **state)
     db = open_ok(path);
     sb_run_row row = get_ok(db, "h-roundtrip");
     assert_int_equal(row.id, id);
-    assert_string_equal(row.status, "running");
+    assert_int_equal(row.status, SB_RUN_RUNNING);
     sb_results_run_row_clear(&row);
     sb_results_close(db);
     sb_results_close(NULL);
@@ -352,7 +352,7 @@ static void test_run_roundtrip(void **state)
     m.train_acc = final_metrics.train_acc;
     m.wall_s = final_metrics.wall_s;
     m.tokens_per_s = final_metrics.tokens_per_s;
-    end_ok(db, id, "finished", NULL, &m);
+    end_ok(db, id, SB_RUN_FINISHED, NULL, &m);
 
     sb_run_info other = run_info("h-gru", "gru");
     other.protocol = "clean";
@@ -368,7 +368,7 @@ static void test_run_roundtrip(void **state)
     assert_string_equal(row.config_json, run.config_json);
     assert_string_equal(row.model, "mamba");
     assert_string_equal(row.protocol, "reference");
-    assert_string_equal(row.status, "finished");
+    assert_int_equal(row.status, SB_RUN_FINISHED);
     assert_null(row.reason);
     assert_int_equal(row.params, 123456);
     assert_int_equal(row.state_size, 2048);
@@ -450,7 +450,7 @@ static void test_run_roundtrip(void **state)
     assert_same_double(rows[0].metrics.train_loss, (double)NAN);
     assert_same_double(rows[0].metrics.test_acc, 0.875);
     assert_int_equal(rows[1].id, id2);
-    assert_string_equal(rows[1].status, "running");
+    assert_int_equal(rows[1].status, SB_RUN_RUNNING);
     assert_string_equal(rows[1].protocol, "clean");
     assert_int_equal(rows[1].params, -1);
     assert_same_double(rows[1].flops_per_token, (double)NAN);
@@ -484,7 +484,7 @@ static void test_finished_run_refused(void **state)
     sb_run_info run = run_info("h-done", "mamba");
     int64_t id = begin_ok(db, &run);
     eval_ok(db, id, 10, SB_SPLIT_TEST, 0.5, 0.5);
-    end_ok(db, id, "finished", NULL, &final_metrics);
+    end_ok(db, id, SB_RUN_FINISHED, NULL, &final_metrics);
     sb_run_row before = get_ok(db, "h-done");
 
     int64_t id2 = -7;
@@ -497,11 +497,11 @@ static void test_finished_run_refused(void **state)
     /* ending it again is refused too */
     sb_run_metrics m = final_metrics;
     m.test_acc = 0.0;
-    assert_int_equal(sb_results_run_end(db, id, "failed", "again", &m, &err), SB_ERR_INVALID);
+    assert_int_equal(sb_results_run_end(db, id, SB_RUN_FAILED, "again", &m, &err), SB_ERR_INVALID);
     assert_non_null(strstr(err.msg, "not running"));
 
     sb_run_row after = get_ok(db, "h-done");
-    assert_string_equal(after.status, "finished");
+    assert_int_equal(after.status, SB_RUN_FINISHED);
     assert_string_equal(after.started_at, before.started_at);
     assert_string_equal(after.finished_at, before.finished_at);
     assert_same_double(after.metrics.test_acc, final_metrics.test_acc);
@@ -526,9 +526,9 @@ static void test_unfinished_run_reset(void **state)
     int64_t id = begin_ok(db, &run);
     eval_ok(db, id, 10, SB_SPLIT_TEST, 0.5, 0.5);
     eval_ok(db, id, 20, SB_SPLIT_TEST, 0.4, 0.6);
-    end_ok(db, id, "diverged", "loss became NaN at step 21", &final_metrics);
+    end_ok(db, id, SB_RUN_DIVERGED, "loss became NaN at step 21", &final_metrics);
     sb_run_row row = get_ok(db, "h-retry");
-    assert_string_equal(row.status, "diverged");
+    assert_int_equal(row.status, SB_RUN_DIVERGED);
     assert_string_equal(row.reason, "loss became NaN at step 21");
     sb_results_run_row_clear(&row);
 
@@ -537,7 +537,7 @@ static void test_unfinished_run_reset(void **state)
     run.checkpoint = "runs/retry/model.safetensors";
     assert_int_equal(begin_ok(db, &run), id);
     row = get_ok(db, "h-retry");
-    assert_string_equal(row.status, "running");
+    assert_int_equal(row.status, SB_RUN_RUNNING);
     assert_null(row.reason);
     assert_null(row.finished_at);
     assert_string_equal(row.config_json, run.config_json);
@@ -561,7 +561,7 @@ static void test_unfinished_run_reset(void **state)
     assert_int_equal(row.attempts, 3);
     sb_results_run_row_clear(&row);
 
-    end_ok(db, id, "failed", "out of memory", &final_metrics);
+    end_ok(db, id, SB_RUN_FAILED, "out of memory", &final_metrics);
     assert_int_equal(begin_ok(db, &run), id);
 
     sb_run_row *rows = NULL;
@@ -582,9 +582,10 @@ static void test_interrupted_run(void **state)
     int64_t id = begin_ok(db, &run);
     eval_ok(db, id, 10, SB_SPLIT_TEST, 0.5, 0.5);
     eval_ok(db, id, 20, SB_SPLIT_TEST, 0.4, 0.6);
-    end_ok(db, id, "interrupted", "interrupted at update 25 of 40 (800 samples)", &final_metrics);
+    end_ok(db, id, SB_RUN_INTERRUPTED, "interrupted at update 25 of 40 (800 samples)",
+           &final_metrics);
     sb_run_row row = get_ok(db, "h-stop");
-    assert_string_equal(row.status, "interrupted");
+    assert_int_equal(row.status, SB_RUN_INTERRUPTED);
     assert_string_equal(row.reason, "interrupted at update 25 of 40 (800 samples)");
     assert_non_null(row.finished_at);
     sb_results_run_row_clear(&row);
@@ -593,7 +594,7 @@ static void test_interrupted_run(void **state)
     run.keep_evaluations = 1;
     assert_int_equal(begin_ok(db, &run), id);
     row = get_ok(db, "h-stop");
-    assert_string_equal(row.status, "running");
+    assert_int_equal(row.status, SB_RUN_RUNNING);
     assert_null(row.reason);
     assert_int_equal(row.attempts, 2);
     sb_results_run_row_clear(&row);
@@ -610,9 +611,9 @@ static void test_interrupted_run(void **state)
     assert_int_equal(evals[0].step, 10);
     free(evals);
     eval_ok(db, id, 20, SB_SPLIT_TEST, 0.3, 0.7);
-    end_ok(db, id, "finished", NULL, &final_metrics);
+    end_ok(db, id, SB_RUN_FINISHED, NULL, &final_metrics);
     row = get_ok(db, "h-stop");
-    assert_string_equal(row.status, "finished");
+    assert_int_equal(row.status, SB_RUN_FINISHED);
     assert_int_equal(row.attempts, 2);
     sb_results_run_row_clear(&row);
 
@@ -620,7 +621,7 @@ static void test_interrupted_run(void **state)
     sb_run_info other = run_info("h-stop-2", "gru");
     int64_t id2 = begin_ok(db, &other);
     eval_ok(db, id2, 10, SB_SPLIT_TEST, 0.5, 0.5);
-    end_ok(db, id2, "interrupted", "interrupted at update 12 of 40", &final_metrics);
+    end_ok(db, id2, SB_RUN_INTERRUPTED, "interrupted at update 12 of 40", &final_metrics);
     assert_int_equal(begin_ok(db, &other), id2);
     assert_int_equal(sb_results_list_evals(db, id2, &evals, &n, &err), SB_OK);
     assert_int_equal(n, 0);
@@ -668,9 +669,9 @@ static void test_dead_run_settled(void **state)
     assert_int_equal(sb_results_list_runs(ro, NULL, &rows, &n, &err), SB_OK);
     assert_int_equal(n, 2);
     assert_int_equal(sb_run_store_settle_dead(ro, rows, n, &err), SB_OK);
-    assert_string_equal(rows[0].status, "interrupted");
+    assert_int_equal(rows[0].status, SB_RUN_INTERRUPTED);
     assert_string_equal(rows[0].reason, SB_RUN_STORE_DEAD_REASON);
-    assert_string_equal(rows[1].status, "running");
+    assert_int_equal(rows[1].status, SB_RUN_RUNNING);
     assert_null(rows[1].reason);
     sb_results_run_rows_free(rows, n);
     sb_results_close(ro);
@@ -682,7 +683,7 @@ static void test_dead_run_settled(void **state)
     db = open_ok(fx->path);
     sb_run_row row = get_ok(db, "h-dead");
     assert_int_equal(sb_run_store_settle_dead(db, &row, 1, &err), SB_OK);
-    assert_string_equal(row.status, "interrupted");
+    assert_int_equal(row.status, SB_RUN_INTERRUPTED);
     assert_non_null(row.finished_at);
     sb_results_run_row_clear(&row);
     raw = raw_open(fx->path);
@@ -694,9 +695,9 @@ static void test_dead_run_settled(void **state)
     /* a row read as running that ended before its lock was looked at: read again, unchanged */
     row = get_ok(db, "h-live");
     sb_run_lock_release(&lock);
-    end_ok(db, 2, "finished", NULL, &final_metrics);
+    end_ok(db, 2, SB_RUN_FINISHED, NULL, &final_metrics);
     assert_int_equal(sb_run_store_settle_dead(db, &row, 1, &err), SB_OK);
-    assert_string_equal(row.status, "finished");
+    assert_int_equal(row.status, SB_RUN_FINISHED);
     sb_results_run_row_clear(&row);
     /* and the write only takes the attempt it read */
     int changed = 1;
@@ -704,7 +705,7 @@ static void test_dead_run_settled(void **state)
     assert_int_equal(sb_results_mark_interrupted(db, id, 1, "old attempt", &changed, &err), SB_OK);
     assert_int_equal(changed, 0);
     row = get_ok(db, "h-dead");
-    assert_string_equal(row.status, "running");
+    assert_int_equal(row.status, SB_RUN_RUNNING);
     sb_results_run_row_clear(&row);
     sb_results_close(db);
 }
@@ -721,7 +722,7 @@ static void test_second_connection(void **state)
 
     sb_run_row row = get_ok(b, "h-shared");
     assert_int_equal(row.id, id);
-    assert_string_equal(row.status, "running");
+    assert_int_equal(row.status, SB_RUN_RUNNING);
     sb_results_run_row_clear(&row);
     sb_eval_row *evals = NULL;
     size_t n = 0;
@@ -731,9 +732,9 @@ static void test_second_connection(void **state)
     assert_same_double(evals[0].acc, 0.25);
     free(evals);
 
-    end_ok(b, id, "finished", NULL, &final_metrics);
+    end_ok(b, id, SB_RUN_FINISHED, NULL, &final_metrics);
     row = get_ok(a, "h-shared");
-    assert_string_equal(row.status, "finished");
+    assert_int_equal(row.status, SB_RUN_FINISHED);
     assert_same_double(row.metrics.test_acc, final_metrics.test_acc);
     sb_results_run_row_clear(&row);
     int64_t id2 = 0;
@@ -773,7 +774,7 @@ static int worker(const char *path, int w)
             bad = sb_results_add_eval(db, id, &e, &err) != SB_OK;
         }
         if (!bad)
-            bad = sb_results_run_end(db, id, "finished", NULL, &final_metrics, &err) != SB_OK;
+            bad = sb_results_run_end(db, id, SB_RUN_FINISHED, NULL, &final_metrics, &err) != SB_OK;
     }
     if (bad)
         fprintf(stderr, "worker %d: %s\n", w, err.msg);
@@ -804,7 +805,7 @@ static void test_concurrent_workers(void **state)
     assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
     assert_int_equal(n, N_WORKERS * RUNS_PER_WORKER);
     for (size_t i = 0; i < n; i++)
-        assert_string_equal(rows[i].status, "finished");
+        assert_int_equal(rows[i].status, SB_RUN_FINISHED);
     sb_results_run_rows_free(rows, n);
     sb_results_close(db);
     sqlite3 *raw = raw_open(fx->path);
@@ -950,16 +951,17 @@ static void test_bad_input_refused(void **state)
     eval_ok(db, id, 1, SB_SPLIT_TEST, 0.5, 0.5);
     sb_error err = {0};
 
-    assert_int_equal(sb_results_run_end(db, id, "bogus", NULL, &final_metrics, &err),
+    assert_int_equal(sb_results_run_end(db, id, (sb_run_status)42, NULL, &final_metrics, &err),
                      SB_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "bogus"));
-    assert_int_equal(sb_results_run_end(db, id, "running", NULL, &final_metrics, &err),
+    assert_non_null(strstr(err.msg, "cannot end with status"));
+    assert_int_equal(sb_results_run_end(db, id, SB_RUN_RUNNING, NULL, &final_metrics, &err),
                      SB_ERR_INVALID);
-    assert_int_equal(sb_results_run_end(db, id, NULL, NULL, &final_metrics, &err), SB_ERR_INVALID);
-    assert_int_equal(sb_results_run_end(db, id + 100, "finished", NULL, &final_metrics, &err),
+    assert_int_equal(sb_results_run_end(db, id, SB_RUN_NONE, NULL, &final_metrics, &err),
+                     SB_ERR_INVALID);
+    assert_int_equal(sb_results_run_end(db, id + 100, SB_RUN_FINISHED, NULL, &final_metrics, &err),
                      SB_ERR_INVALID);
     sb_run_row row = get_ok(db, "h-bad");
-    assert_string_equal(row.status, "running");
+    assert_int_equal(row.status, SB_RUN_RUNNING);
     assert_null(row.finished_at);
     assert_same_double(row.metrics.test_acc, (double)NAN);
     sb_results_run_row_clear(&row);
@@ -976,7 +978,7 @@ static void test_bad_input_refused(void **state)
                      SQLITE_CONSTRAINT);
     sqlite3_close(raw);
     row = get_ok(db, "h-bad");
-    assert_string_equal(row.status, "running");
+    assert_int_equal(row.status, SB_RUN_RUNNING);
     sb_results_run_row_clear(&row);
 
     /* runs that would not be usable later */
@@ -1017,7 +1019,7 @@ static void test_bad_input_refused(void **state)
     free(evals);
 
     /* the connection is still usable after the refusals */
-    end_ok(db, id, "finished", NULL, &final_metrics);
+    end_ok(db, id, SB_RUN_FINISHED, NULL, &final_metrics);
     sb_results_close(db);
 }
 
@@ -1055,7 +1057,7 @@ static void test_report_best_setting(void **state)
             sb_run_metrics m = sb_results_metrics_unknown();
             m.test_acc = accs[i][s];
             m.valid_acc = valids[i][s];
-            end_ok(db, id, "finished", NULL, &m);
+            end_ok(db, id, SB_RUN_FINISHED, NULL, &m);
             free(json);
         }
     /* a second width: a figure needs two x values (one x alone is under "Other runs") */
@@ -1071,7 +1073,7 @@ static void test_report_best_setting(void **state)
     wide_run.params = 9000;
     sb_run_metrics wide_m = sb_results_metrics_unknown();
     wide_m.test_acc = 0.55;
-    end_ok(db, begin_ok(db, &wide_run), "finished", NULL, &wide_m);
+    end_ok(db, begin_ok(db, &wide_run), SB_RUN_FINISHED, NULL, &wide_m);
     free(wide_json);
     sb_results_close(db);
 
@@ -1126,7 +1128,7 @@ static void test_report_best_setting(void **state)
 
 /* One run of the task 1b setting (gru, width 16, lr 3e-3) with this seed, status and test
  * accuracy. */
-static void add_setting_run(sb_results *db, uint64_t seed, const char *status, double acc)
+static void add_setting_run(sb_results *db, uint64_t seed, sb_run_status status, double acc)
 {
     sb_run_config c = sb_run_config_default();
     snprintf(c.model, sizeof c.model, "gru");
@@ -1143,7 +1145,7 @@ static void add_setting_run(sb_results *db, uint64_t seed, const char *status, d
     int64_t id = begin_ok(db, &run);
     sb_run_metrics m = sb_results_metrics_unknown();
     m.test_acc = acc;
-    end_ok(db, id, status, strcmp(status, "finished") == 0 ? NULL : "why", &m);
+    end_ok(db, id, status, status == SB_RUN_FINISHED ? NULL : "why", &m);
     free(json);
 }
 
@@ -1154,10 +1156,10 @@ static void test_report_leaves_out_diverged(void **state)
 {
     fixture *fx = *state;
     sb_results *db = open_ok(fx->path);
-    add_setting_run(db, 1, "finished", 0.62);
-    add_setting_run(db, 2, "finished", 0.66);
-    add_setting_run(db, 3, "diverged", 0.99);
-    add_setting_run(db, 4, "failed", 0.98);
+    add_setting_run(db, 1, SB_RUN_FINISHED, 0.62);
+    add_setting_run(db, 2, SB_RUN_FINISHED, 0.66);
+    add_setting_run(db, 3, SB_RUN_DIVERGED, 0.99);
+    add_setting_run(db, 4, SB_RUN_FAILED, 0.98);
     sb_results_close(db);
     char out[700];
     snprintf(out, sizeof out, "%s/report", fx->dir);
@@ -1275,7 +1277,7 @@ static void test_run_yardsticks(void **state)
     assert_same_double(row.ceiling, (double)NAN);
     assert_same_double(row.effective_memory, (double)NAN);
     sb_results_run_row_clear(&row);
-    end_ok(db, id, "finished", NULL, &final_metrics);
+    end_ok(db, id, SB_RUN_FINISHED, NULL, &final_metrics);
     sb_error err = {0};
     if (sb_results_set_yardsticks(db, id, 0.96875, 3.5, &err) != SB_OK)
         fail_msg("set_yardsticks: %s", err.msg);
@@ -1308,7 +1310,7 @@ static void test_run_yardsticks(void **state)
     /* a failed run that starts again forgets its yardsticks */
     sb_run_info other = run_info("h-again", "gru");
     int64_t id2 = begin_ok(db, &other);
-    end_ok(db, id2, "failed", "killed", &final_metrics);
+    end_ok(db, id2, SB_RUN_FAILED, "killed", &final_metrics);
     assert_int_equal(sb_results_set_yardsticks(db, id2, 0.5, 2.0, &err), SB_OK);
     assert_int_equal(begin_ok(db, &other), id2);
     row = get_ok(db, "h-again");
@@ -1345,7 +1347,7 @@ static int64_t finished_run(sb_results *db, const sb_run_config *c, double acc, 
     int64_t id = begin_ok(db, &run);
     sb_run_metrics m = sb_results_metrics_unknown();
     m.test_acc = acc;
-    end_ok(db, id, "finished", NULL, &m);
+    end_ok(db, id, SB_RUN_FINISHED, NULL, &m);
     free(json);
     return id;
 }
@@ -1413,7 +1415,7 @@ static void test_task_ceiling_cached(void **state)
     sb_run_info bad = run_info("h-badconfig", "gru");
     bad.config_json = "{\"no_such_key\": 1}";
     int64_t id3 = begin_ok(db, &bad);
-    end_ok(db, id3, "finished", NULL, &final_metrics);
+    end_ok(db, id3, SB_RUN_FINISHED, NULL, &final_metrics);
     row = get_ok(db, "h-badconfig");
     assert_int_equal(sb_results_fill_yardsticks(db, &row, 1, &filled, &err), SB_ERR_INVALID);
     assert_non_null(strstr(err.msg, "h-badconfig"));
@@ -1636,9 +1638,9 @@ static void test_migrate_v2(void **state)
     size_t n = 0;
     assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
     assert_int_equal(n, 2);
-    assert_string_equal(rows[0].status, "finished");
+    assert_int_equal(rows[0].status, SB_RUN_FINISHED);
     assert_same_double(rows[0].ceiling, 0.75);
-    assert_string_equal(rows[1].status, "failed");
+    assert_int_equal(rows[1].status, SB_RUN_FAILED);
     sb_results_run_rows_free(rows, n);
     sb_results_close(db);
     unsigned char *after = read_file(fx->path, &n_after);
@@ -1702,9 +1704,9 @@ static void test_migrate_v2(void **state)
     sb_run_metrics with_valid = final_metrics;
     with_valid.valid_acc = 0.625;
     with_valid.valid_loss = 1.0;
-    end_ok(db, id, "interrupted", "interrupted at update 12 of 40", &with_valid);
+    end_ok(db, id, SB_RUN_INTERRUPTED, "interrupted at update 12 of 40", &with_valid);
     sb_run_row row = get_ok(db, "h-failed");
-    assert_string_equal(row.status, "interrupted");
+    assert_int_equal(row.status, SB_RUN_INTERRUPTED);
     assert_int_equal(row.attempts, 2);
     assert_same_double(row.metrics.valid_acc, 0.625);
     assert_same_double(row.metrics.valid_loss, 1.0);
@@ -1778,7 +1780,8 @@ static void merge_conflict(const char *run_hash, const char *model, const char *
     seen->other_acc = source_test_acc;
 }
 
-static void run_ended(sb_results *db, const char *hash, const char *status, double acc, int n_evals)
+static void run_ended(sb_results *db, const char *hash, sb_run_status status, double acc,
+                      int n_evals)
 {
     sb_run_info run = run_info(hash, "gru");
     int64_t id = begin_ok(db, &run);
@@ -1786,7 +1789,7 @@ static void run_ended(sb_results *db, const char *hash, const char *status, doub
         eval_ok(db, id, 10 * k, SB_SPLIT_TEST, 1.0 / k, acc * k / n_evals);
     sb_run_metrics m = final_metrics;
     m.test_acc = acc;
-    end_ok(db, id, status, strcmp(status, "finished") == 0 ? NULL : "a reason", &m);
+    end_ok(db, id, status, status == SB_RUN_FINISHED ? NULL : "a reason", &m);
 }
 
 static size_t evals_of(sb_results *db, const char *hash)
@@ -1802,10 +1805,10 @@ static size_t evals_of(sb_results *db, const char *hash)
     return n;
 }
 
-static void assert_status_acc(sb_results *db, const char *hash, const char *status, double acc)
+static void assert_status_acc(sb_results *db, const char *hash, sb_run_status status, double acc)
 {
     sb_run_row row = get_ok(db, hash);
-    assert_string_equal(row.status, status);
+    assert_int_equal(row.status, status);
     assert_same_double(row.metrics.test_acc, acc);
     sb_results_run_row_clear(&row);
 }
@@ -1823,8 +1826,8 @@ static void test_extract_take(void **state)
     char seed[700];
     snprintf(seed, sizeof seed, "%s/seed.db", fx->dir);
     sb_results *db = open_ok(fx->path);
-    run_ended(db, "h-a", "interrupted", 0.25, 2);
-    run_ended(db, "h-b", "finished", 0.5, 3);
+    run_ended(db, "h-a", SB_RUN_INTERRUPTED, 0.25, 2);
+    run_ended(db, "h-b", SB_RUN_FINISHED, 0.5, 3);
     sb_error err = {0};
     sb_ceiling c = sample_ceiling(0.875);
     if (sb_results_put_ceiling(db, "0123456789abcdef", "{\"vocab\": 9}", &c, &err) != SB_OK)
@@ -1840,7 +1843,7 @@ static void test_extract_take(void **state)
     size_t n = 0;
     assert_int_equal(sb_results_count(w, NULL, &n, &err), SB_OK);
     assert_int_equal(n, 1);
-    assert_status_acc(w, "h-a", "interrupted", 0.25);
+    assert_status_acc(w, "h-a", SB_RUN_INTERRUPTED, 0.25);
     assert_int_equal(evals_of(w, "h-a"), 2);
     sb_ceiling back;
     int cached = 0;
@@ -1850,20 +1853,20 @@ static void test_extract_take(void **state)
     sb_results_close(w);
     remove(seed);
     w = open_ok(seed);
-    run_ended(w, "h-a", "failed", 0.125, 1);
+    run_ended(w, "h-a", SB_RUN_FAILED, 0.125, 1);
     sb_results_close(w);
 
     if (sb_results_take_run(db, seed, "h-a", &found, &err) != SB_OK)
         fail_msg("take: %s", err.msg);
     assert_true(found);
-    assert_status_acc(db, "h-a", "failed", 0.125);
+    assert_status_acc(db, "h-a", SB_RUN_FAILED, 0.125);
     assert_int_equal(evals_of(db, "h-a"), 1);
-    assert_status_acc(db, "h-b", "finished", 0.5);
+    assert_status_acc(db, "h-b", SB_RUN_FINISHED, 0.5);
     assert_int_equal(evals_of(db, "h-b"), 3);
     if (sb_results_take_run(db, seed, "h-b", &found, &err) != SB_OK)
         fail_msg("take of a run the source lacks: %s", err.msg);
     assert_false(found);
-    assert_status_acc(db, "h-b", "finished", 0.5);
+    assert_status_acc(db, "h-b", SB_RUN_FINISHED, 0.5);
     sb_results_close(db);
 }
 
@@ -1873,15 +1876,15 @@ static void test_merge(void **state)
     char other[700];
     snprintf(other, sizeof other, "%s/shard.db", fx->dir);
     sb_results *db = open_ok(fx->path), *src = open_ok(other);
-    run_ended(db, "h-same", "finished", 0.875, 2);
-    run_ended(src, "h-same", "finished", 0.875, 2);
-    run_ended(db, "h-failed-here", "failed", 0.125, 1);
-    run_ended(src, "h-failed-here", "finished", 0.75, 3);
-    run_ended(db, "h-stopped-here", "interrupted", 0.25, 2);
-    run_ended(src, "h-stopped-here", "failed", 0.125, 1);
-    run_ended(db, "h-conflict", "finished", 0.5, 1);
-    run_ended(src, "h-conflict", "finished", 0.625, 1);
-    run_ended(src, "h-new", "diverged", 0.0625, 4);
+    run_ended(db, "h-same", SB_RUN_FINISHED, 0.875, 2);
+    run_ended(src, "h-same", SB_RUN_FINISHED, 0.875, 2);
+    run_ended(db, "h-failed-here", SB_RUN_FAILED, 0.125, 1);
+    run_ended(src, "h-failed-here", SB_RUN_FINISHED, 0.75, 3);
+    run_ended(db, "h-stopped-here", SB_RUN_INTERRUPTED, 0.25, 2);
+    run_ended(src, "h-stopped-here", SB_RUN_FAILED, 0.125, 1);
+    run_ended(db, "h-conflict", SB_RUN_FINISHED, 0.5, 1);
+    run_ended(src, "h-conflict", SB_RUN_FINISHED, 0.625, 1);
+    run_ended(src, "h-new", SB_RUN_DIVERGED, 0.0625, 4);
     sb_error err = {0};
     sb_ceiling c = sample_ceiling(0.875);
     if (sb_results_put_ceiling(src, "0123456789abcdef", "{\"vocab\": 9}", &c, &err) != SB_OK)
@@ -1901,11 +1904,11 @@ static void test_merge(void **state)
     assert_string_equal(seen.hash, "h-conflict");
     assert_same_double(seen.kept_acc, 0.5);
     assert_same_double(seen.other_acc, 0.625);
-    assert_status_acc(db, "h-failed-here", "finished", 0.75);
+    assert_status_acc(db, "h-failed-here", SB_RUN_FINISHED, 0.75);
     assert_int_equal(evals_of(db, "h-failed-here"), 3); /* the source's, not ours */
-    assert_status_acc(db, "h-stopped-here", "interrupted", 0.25);
-    assert_status_acc(db, "h-conflict", "finished", 0.5);
-    assert_status_acc(db, "h-new", "diverged", 0.0625);
+    assert_status_acc(db, "h-stopped-here", SB_RUN_INTERRUPTED, 0.25);
+    assert_status_acc(db, "h-conflict", SB_RUN_FINISHED, 0.5);
+    assert_status_acc(db, "h-new", SB_RUN_DIVERGED, 0.0625);
     assert_int_equal(evals_of(db, "h-new"), 4);
     sb_run_row copied = get_ok(db, "h-new");
     assert_string_equal(copied.host, "worker-1"); /* every column comes along */
@@ -1933,7 +1936,7 @@ static void test_merge(void **state)
     assert_int_equal(n_after, 5);
     for (size_t i = 0; i < n_after; i++) {
         assert_string_equal(after[i].hash, before[i].hash);
-        assert_string_equal(after[i].status, before[i].status);
+        assert_int_equal(after[i].status, before[i].status);
         assert_int_equal(after[i].id, before[i].id);
         assert_same_double(after[i].metrics.test_acc, before[i].metrics.test_acc);
     }
@@ -2022,7 +2025,7 @@ static void test_live_points(void **state)
     free(rows);
     /* a merge copies them with the run */
     live_ok(db, id, 25, 0.625);
-    end_ok(db, id, "finished", NULL, &final_metrics);
+    end_ok(db, id, SB_RUN_FINISHED, NULL, &final_metrics);
     sb_results_close(db);
     char other[700];
     snprintf(other, sizeof other, "%s/merged.db", fx->dir);

@@ -37,20 +37,20 @@ static char db_path[320]; /* dir/selectivbench.db */
 typedef struct made_run {
     const char *hash, *model;
     int feat_size, seed, amb;
-    const char *status;
+    sb_run_status status;
     double test_acc;
 } made_run;
 
 /* gru/8: 0.5, 0.6, 0.7 (mean 0.6, sd 0.1); gru/16: 0.2, 0.4 and a failed run (mean 0.3,
  * sd sqrt(0.02)); transformer/8: 0.9 alone (no sd). Two hashes share the prefix abcd. */
 static const made_run runs[] = {
-    {"abcd000000000001", "gru", 8, 1, 3, "finished", 0.5},
-    {"abcd000000000002", "gru", 8, 2, 3, "finished", 0.7},
-    {"1234567890abcdef", "gru", 8, 3, 3, "finished", 0.6},
-    {"2222222222222222", "gru", 16, 1, 3, "finished", 0.2},
-    {"3333333333333333", "gru", 16, 2, 3, "finished", 0.4},
-    {"4444444444444444", "gru", 16, 3, 3, "failed", (double)NAN},
-    {"ef01234567890abc", "transformer", 8, 1, 3, "finished", 0.9},
+    {"abcd000000000001", "gru", 8, 1, 3, SB_RUN_FINISHED, 0.5},
+    {"abcd000000000002", "gru", 8, 2, 3, SB_RUN_FINISHED, 0.7},
+    {"1234567890abcdef", "gru", 8, 3, 3, SB_RUN_FINISHED, 0.6},
+    {"2222222222222222", "gru", 16, 1, 3, SB_RUN_FINISHED, 0.2},
+    {"3333333333333333", "gru", 16, 2, 3, SB_RUN_FINISHED, 0.4},
+    {"4444444444444444", "gru", 16, 3, 3, SB_RUN_FAILED, (double)NAN},
+    {"ef01234567890abc", "transformer", 8, 1, 3, SB_RUN_FINISHED, 0.9},
 };
 #define N_RUNS (sizeof runs / sizeof *runs)
 
@@ -109,7 +109,7 @@ static void make_database(int amb_varies)
         m.test_acc = r->test_acc;
         m.test_loss = 1.0 - r->test_acc;
         assert_int_equal(sb_results_run_end(db, id, r->status, NULL, &m, &err), SB_OK);
-        if (strcmp(r->status, "finished") == 0)
+        if (r->status == SB_RUN_FINISHED)
             assert_int_equal(sb_results_set_yardsticks(db, id, 0.95, 2.0, &err), SB_OK);
         sb_string_free(json);
     }

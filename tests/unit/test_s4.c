@@ -474,7 +474,7 @@ static void test_trainer(void **state)
     sb_train_result r1, r2, rp, rr;
     lr_log log = {.n = 0};
     train_to(&c, 1, a, &r1, 0, 0, &log);
-    assert_string_equal(r1.status, "finished");
+    assert_int_equal(r1.status, SB_RUN_FINISHED);
     assert_int_equal(r1.steps, 12);
     assert_int_equal(r1.n_evals, 3);
     assert_int_equal(log.n, (int)json_array_size(want));
@@ -488,9 +488,9 @@ static void test_trainer(void **state)
     assert_same_file(a, b); /* every weight bitwise equal */
     /* interrupted after the first epoch and resumed: the schedule continues where it was */
     train_to(&c, 2, part, &rp, 4, 0, NULL);
-    assert_string_equal(rp.status, "stopped");
+    assert_int_equal(rp.status, SB_RUN_INTERRUPTED);
     train_to(&c, 2, part, &rr, 0, 1, NULL);
-    assert_string_equal(rr.status, "finished");
+    assert_int_equal(rr.status, SB_RUN_FINISHED);
     assert_true(rr.test_acc == r1.test_acc && rr.test_loss == r1.test_loss);
     assert_same_file(a, part);
     json_decref(root);

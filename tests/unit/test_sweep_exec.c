@@ -597,7 +597,7 @@ static void test_cancel(void **state)
         assert_int_equal(ev.term_signal[k], 0);
         assert_int_equal(ev.exit_code[k], SB_SWEEP_EXIT_TEMPFAIL);
         sb_run_row row = stored_row(dir, s, k);
-        assert_string_equal(row.status, "interrupted");
+        assert_int_equal(row.status, SB_RUN_INTERRUPTED);
         assert_non_null(strstr(row.reason, "interrupted at update"));
         assert_non_null(row.checkpoint);
         assert_int_equal(access(row.checkpoint, R_OK), 0);
@@ -612,7 +612,7 @@ static void test_cancel(void **state)
     for (int k = 0; k < 2; k++) {
         assert_int_equal(again.outcome[k], SB_SWEEP_DONE);
         sb_run_row row = stored_row(dir, s, k);
-        assert_string_equal(row.status, "finished");
+        assert_int_equal(row.status, SB_RUN_FINISHED);
         assert_int_equal(row.attempts, 2);
         /* the worker was told to resume: its log says where it picked up */
         char log[4200], text[8192] = "";

@@ -210,7 +210,7 @@ static void test_threads_identical(void **state)
         sb_train_result r1, r2;
         train_to(&c, 1, a, &r1, 0, 0);
         train_to(&c, 2, b, &r2, 0, 0);
-        assert_string_equal(r1.status, "finished");
+        assert_int_equal(r1.status, SB_RUN_FINISHED);
         assert_int_equal(r1.steps, 12);
         assert_int_equal(r1.n_evals, 3);
         assert_true(r1.test_acc == r2.test_acc && r1.test_loss == r2.test_loss);
@@ -229,10 +229,10 @@ static void test_resume_equals_uninterrupted(void **state)
     sb_train_result r_full, r_part, r_rest;
     train_to(&c, 2, full, &r_full, 0, 0);
     train_to(&c, 2, part, &r_part, 4, 0); /* stops at the first evaluation */
-    assert_string_equal(r_part.status, "stopped");
+    assert_int_equal(r_part.status, SB_RUN_INTERRUPTED);
     assert_int_equal(r_part.steps, 4);
     train_to(&c, 2, part, &r_rest, 0, 1);
-    assert_string_equal(r_rest.status, "finished");
+    assert_int_equal(r_rest.status, SB_RUN_FINISHED);
     assert_int_equal(r_rest.steps, r_full.steps);
     assert_true(r_rest.test_acc == r_full.test_acc && r_rest.test_loss == r_full.test_loss);
     assert_same_file(full, part);
@@ -270,14 +270,14 @@ static void test_stop_request_resumes(void **state)
                             .stop_user = &poll};
     sb_error err = {0};
     assert_int_equal(sb_train(&c, &opt, &r_part, &err), SB_OK);
-    assert_string_equal(r_part.status, "interrupted");
+    assert_int_equal(r_part.status, SB_RUN_INTERRUPTED);
     assert_int_equal(poll.polls, 6); /* once per update */
     assert_int_equal(r_part.steps, 6);
     assert_int_equal(r_part.samples, 6 * c.batch_size);
     assert_int_equal(r_part.n_evals, 1); /* the evaluation at update 4 */
     assert_non_null(strstr(r_part.reason, "interrupted at update 6 of 12"));
     train_to(&c, 2, part, &r_rest, 0, 1);
-    assert_string_equal(r_rest.status, "finished");
+    assert_int_equal(r_rest.status, SB_RUN_FINISHED);
     assert_int_equal(r_rest.steps, r_full.steps);
     assert_true(r_rest.test_acc == r_full.test_acc && r_rest.test_loss == r_full.test_loss);
     assert_true(r_rest.train_loss == r_full.train_loss && r_rest.train_acc == r_full.train_acc);
@@ -287,11 +287,11 @@ static void test_stop_request_resumes(void **state)
     poll = (stop_poll){.stop_at = 1000};
     opt.ckpt_path = NULL;
     assert_int_equal(sb_train(&c, &opt, &r_part, &err), SB_OK);
-    assert_string_equal(r_part.status, "finished");
+    assert_int_equal(r_part.status, SB_RUN_FINISHED);
     assert_int_equal(poll.polls, 11); /* not after the last update */
     poll = (stop_poll){.stop_at = 2};
     assert_int_equal(sb_train(&c, &opt, &r_part, &err), SB_OK);
-    assert_string_equal(r_part.status, "interrupted");
+    assert_int_equal(r_part.status, SB_RUN_INTERRUPTED);
     assert_int_equal(r_part.steps, 2);
     assert_non_null(strstr(r_part.reason, "no checkpoint was written"));
 }
@@ -304,7 +304,7 @@ static void test_divergence_stops(void **state)
     sb_train_result res;
     sb_error err = {0};
     assert_int_equal(sb_train(&c, &opt, &res, &err), SB_ERR_DIVERGED);
-    assert_string_equal(res.status, "diverged");
+    assert_int_equal(res.status, SB_RUN_DIVERGED);
     assert_non_null(strstr(err.msg, "NaN"));
     assert_int_equal(res.steps, 5);
 }
@@ -334,7 +334,7 @@ static void test_divergence_high_lr(void **state)
     sb_train_result res;
     sb_error err = {0};
     assert_int_equal(sb_train(&c, &opt, &res, &err), SB_ERR_DIVERGED);
-    assert_string_equal(res.status, "diverged");
+    assert_int_equal(res.status, SB_RUN_DIVERGED);
     assert_string_equal(res.reason, err.msg);
     assert_non_null(strstr(err.msg, "the training loss rose to "));
     assert_non_null(strstr(err.msg, "(mean of updates 1-4)"));
@@ -347,7 +347,7 @@ static void test_divergence_high_lr(void **state)
     /* the same run at its normal rate finishes */
     c.lr = 3e-3;
     train_to(&c, 2, NULL, &res, 0, 0);
-    assert_string_equal(res.status, "finished");
+    assert_int_equal(res.status, SB_RUN_FINISHED);
 }
 
 /* A NaN gradient with a finite loss: diverged at that update, before the optimiser step;
@@ -363,7 +363,7 @@ static void test_divergence_nan_gradient(void **state)
     sb_train_result res;
     sb_error err = {0};
     assert_int_equal(sb_train(&c, &opt, &res, &err), SB_ERR_DIVERGED);
-    assert_string_equal(res.status, "diverged");
+    assert_int_equal(res.status, SB_RUN_DIVERGED);
     assert_non_null(strstr(err.msg, "the gradient norm became NaN at update 5 (sample 80)"));
     assert_int_equal(res.steps, 5);
     assert_int_equal(res.n_evals, 1);
@@ -390,7 +390,7 @@ static void test_early_stop(void **state)
     c.lr = 0.5; /* noisy updates: the loss soon fails to improve */
     sb_train_result res;
     train_to(&c, 2, NULL, &res, 0, 0);
-    assert_string_equal(res.status, "finished");
+    assert_int_equal(res.status, SB_RUN_FINISHED);
     assert_true(res.steps < 12);
     assert_true(res.n_evals >= 1);
     c.early_stop = 0;
