@@ -77,6 +77,32 @@ static sb_model *make_model(const char *name, int D, int H, int I, int O, int L,
     return m;
 }
 
+#define KMAX 32 /* the largest head width the CG and Cholesky references take */
+
+/* fla's CG (naive.py, chunk_cg_solver_fwd.py), written out again (K <= KMAX) */
+static void cg_ref(int K, const double *A, const double *q, int steps, double *x)
+{
+    double r[KMAX], p[KMAX], m[KMAX], delta = 0;
+    for (int i = 0; i < K; i++)
+        x[i] = 0, r[i] = q[i], p[i] = q[i], delta += q[i] * q[i];
+    for (int s = 0; s < steps; s++) {
+        double pm = 0, dn = 0;
+        for (int i = 0; i < K; i++) {
+            m[i] = 0;
+            for (int j = 0; j < K; j++)
+                m[i] += A[i * K + j] * p[j];
+            pm += p[i] * m[i];
+        }
+        double a = delta / (pm + 1e-5);
+        for (int i = 0; i < K; i++)
+            x[i] += a * p[i], r[i] -= a * m[i], dn += r[i] * r[i];
+        double bb = dn / (delta + 1e-5);
+        for (int i = 0; i < K; i++)
+            p[i] = r[i] + bb * p[i];
+        delta = dn;
+    }
+}
+
 #ifdef SB_REAL_DOUBLE
 
 static double max_abs_diff(const real *a, const real *b, size_t n)
@@ -343,30 +369,6 @@ static void gauss_solve(int K, const double *A0, const double *b0, double *x)
     }
 }
 
-/* fla's CG (naive.py, chunk_cg_solver_fwd.py), written out again */
-static void own_cg(int K, const double *A, const double *q, int steps, double *x)
-{
-    double r[8], p[8], m[8], delta = 0;
-    for (int i = 0; i < K; i++)
-        x[i] = 0, r[i] = q[i], p[i] = q[i], delta += q[i] * q[i];
-    for (int s = 0; s < steps; s++) {
-        double pm = 0, dn = 0;
-        for (int i = 0; i < K; i++) {
-            m[i] = 0;
-            for (int j = 0; j < K; j++)
-                m[i] += A[i * K + j] * p[j];
-            pm += p[i] * m[i];
-        }
-        double a = delta / (pm + 1e-5);
-        for (int i = 0; i < K; i++)
-            x[i] += a * p[i], r[i] -= a * m[i], dn += r[i] * r[i];
-        double bb = dn / (delta + 1e-5);
-        for (int i = 0; i < K; i++)
-            p[i] = r[i] + bb * p[i];
-        delta = dn;
-    }
-}
-
 /* The plain recurrence (states H, G, solve per token) for one (b, h): xs [T][K], os [T][V]. */
 static void own_recurrence(const k3_inputs *ki, int b, int h, int steps, double *xs, double *os)
 {
@@ -390,7 +392,7 @@ static void own_recurrence(const k3_inputs *ki, int b, int h, int steps, double 
         }
         double *x = xs + (size_t)t * K;
         if (steps > 0)
-            own_cg(K, A, qq, steps, x);
+            cg_ref(K, A, qq, steps, x);
         else
             gauss_solve(K, A, qq, x);
         for (int j = 0; j < V; j++) {
@@ -839,31 +841,11 @@ static void normalise_rows(sb_tensor *t, int D)
 
 /* ---- K3 against a double recurrence --------------------------------------------------------- */
 
-#define KMAX 32
-
 /* x = A^{-1} q: fla's CG (steps > 0) or Cholesky, in double */
 static void solve_double(int K, const double *A, const double *q, int steps, double *x)
 {
     if (steps > 0) {
-        double r[KMAX], p[KMAX], m[KMAX], delta = 0;
-        for (int i = 0; i < K; i++)
-            x[i] = 0, r[i] = q[i], p[i] = q[i], delta += q[i] * q[i];
-        for (int s = 0; s < steps; s++) {
-            double pm = 0, dn = 0;
-            for (int i = 0; i < K; i++) {
-                m[i] = 0;
-                for (int j = 0; j < K; j++)
-                    m[i] += A[i * K + j] * p[j];
-                pm += p[i] * m[i];
-            }
-            double a = delta / (pm + 1e-5);
-            for (int i = 0; i < K; i++)
-                x[i] += a * p[i], r[i] -= a * m[i], dn += r[i] * r[i];
-            double bb = dn / (delta + 1e-5);
-            for (int i = 0; i < K; i++)
-                p[i] = r[i] + bb * p[i];
-            delta = dn;
-        }
+        cg_ref(K, A, q, steps, x);
         return;
     }
     double L[KMAX * KMAX];
