@@ -49,6 +49,25 @@ static double urand(double lo, double hi)
     return lo + (hi - lo) * (double)(lcg >> 8) / 16777216.0;
 }
 
+/* The whole RecNet of the mimic file's sizes and seed against the mimic: layout, initial
+ * values and logits to tol; the logits' error is printed. */
+static void check_path_mimic(mimic_file *f, const mimic_tolerances *tol)
+{
+    sb_model_config cfg = {0};
+    snprintf(cfg.model, sizeof cfg.model, "path_attn");
+    cfg.d_input = f->I, cfg.d_output = f->O, cfg.d_model = f->D, cfg.n_layers = f->L;
+    cfg.n_head = f->H;
+    sb_model *m = NULL;
+    sb_error err = {0};
+    if (sb_model_create(&cfg, f->seed, &m, &err) != SB_OK)
+        fail_msg("path_attn: %s", err.msg);
+    check_against_mimic(mimic_model(f, "path_attn"), m, f, tol, "path_attn");
+    const double e = check_mimic_logits(mimic_model(f, "path_attn"), m, f, tol->logits_floor,
+                                        tol->logits_tol, "path_attn");
+    print_message("path_attn: logits vs the mimic's float64 logits, max rel error %.3g\n", e);
+    sb_model_free(m);
+}
+
 #ifdef SB_REAL_DOUBLE
 
 /* Inputs held outside the arena. */
@@ -308,20 +327,12 @@ static void test_mimic(void **state)
     mimic_open(&f, "models/path_attn/path_attn.json");
     const mimic_tolerances tol = {
         .sum_rtol = 1e-6, .first_rtol = 0, .logits_floor = 1e-3, .logits_tol = 1e-9};
+    check_path_mimic(&f, &tol);
+    /* parameter counts at both widths of the file */
     sb_model_config cfg = {0};
     snprintf(cfg.model, sizeof cfg.model, "path_attn");
-    cfg.d_input = f.I, cfg.d_output = f.O, cfg.d_model = f.D, cfg.n_layers = f.L;
-    cfg.n_head = f.H;
-    sb_model *m = NULL;
+    cfg.d_input = f.I, cfg.d_output = f.O, cfg.n_layers = f.L;
     sb_error err = {0};
-    if (sb_model_create(&cfg, f.seed, &m, &err) != SB_OK)
-        fail_msg("path_attn: %s", err.msg);
-    check_against_mimic(mimic_model(&f, "path_attn"), m, &f, &tol, "path_attn");
-    const double e = check_mimic_logits(mimic_model(&f, "path_attn"), m, &f, tol.logits_floor,
-                                        tol.logits_tol, "path_attn");
-    print_message("path_attn: logits vs the mimic's float64 logits, max rel error %.3g\n", e);
-    sb_model_free(m);
-    /* parameter counts at both widths of the file */
     const json_t *counts = json_object_get(f.root, "counts");
     assert_non_null(counts);
     const int widths[2] = {16, 32};
@@ -400,19 +411,7 @@ static void test_mimic(void **state)
      * rounding of OpenBLAS's Haswell kernels (OPENBLAS_CORETYPE=Haswell), into 1.07e-4 */
     const mimic_tolerances tol = {
         .sum_rtol = 1e-5, .first_rtol = 0, .logits_floor = 0.1, .logits_tol = 1e-4};
-    sb_model_config cfg = {0};
-    snprintf(cfg.model, sizeof cfg.model, "path_attn");
-    cfg.d_input = f.I, cfg.d_output = f.O, cfg.d_model = f.D, cfg.n_layers = f.L;
-    cfg.n_head = f.H;
-    sb_model *m = NULL;
-    sb_error err = {0};
-    if (sb_model_create(&cfg, f.seed, &m, &err) != SB_OK)
-        fail_msg("path_attn: %s", err.msg);
-    check_against_mimic(mimic_model(&f, "path_attn"), m, &f, &tol, "path_attn");
-    const double e = check_mimic_logits(mimic_model(&f, "path_attn"), m, &f, tol.logits_floor,
-                                        tol.logits_tol, "path_attn");
-    print_message("path_attn: logits vs the mimic's float64 logits, max rel error %.3g\n", e);
-    sb_model_free(m);
+    check_path_mimic(&f, &tol);
     mimic_close(&f);
 }
 
