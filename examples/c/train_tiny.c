@@ -62,7 +62,11 @@ int main(int argc, char **argv)
     free(targets);
     sb_task_free(task);
 
-    sb_train_settings settings = {.results_dir = dir, .threads = 1, .progress = progress};
+    /* where the run goes and on how many threads are keys like the rest */
+    if (sb_config_set_key(cfg, "results", dir, &err) != SB_OK ||
+        sb_config_set_key(cfg, "threads", "1", &err) != SB_OK)
+        return fail("config", &err);
+    sb_train_settings settings = {.progress = progress};
     sb_train_outcome out;
     if (sb_train_config(cfg, &settings, &out, &err) != SB_OK)
         return fail("train", &err);

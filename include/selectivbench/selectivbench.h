@@ -197,6 +197,15 @@ sb_status sb_config_set_key(sb_config *cfg, const char *key, const char *value, 
 sb_status sb_config_get_key(const sb_config *cfg, const char *key, char *buf, size_t size,
                             sb_error *err);
 
+/* The value of a numeric, boolean or switch key as a number (booleans 0 or 1); NaN for an
+ * unknown key, a key of another type or an optional key left unset. For a caller that reads
+ * the runtime keys (threads, mem_budget, quiet, ...) without formatting them. */
+double sb_config_number(const sb_config *cfg, const char *key);
+
+/* The value of a text key (model, results, db, ckpt), pointing into cfg (valid until cfg
+ * changes or is freed); NULL for an unknown key or one of another type. */
+const char *sb_config_text(const sb_config *cfg, const char *key);
+
 /* The full check of a configuration, as `train` makes before it starts: every key's range,
  * the checks across keys, the model registry (unknown model: the message lists the known
  * ones) and the model's own rules. Errors: SB_ERR_INVALID naming the key. */
@@ -213,7 +222,8 @@ sb_status sb_config_to_json(const sb_config *cfg, int training_only, char **json
 sb_status sb_config_from_json(const char *json, sb_config **out, sb_error *err);
 
 /* The command-line flags that give cfg from the defaults: "--key value" for every key whose
- * value differs from its default, in the key table's order, shell-quoted where needed, so
+ * value differs from its default (not the runtime keys, SB_KEYS_RUNTIME and up: they say
+ * where and how, never what), in the key table's order, shell-quoted where needed, so
  * that `selectivbench train FLAGS` has cfg's run hash (the command that reproduces a stored
  * run). *flags is freed with sb_string_free ("" for the defaults). Errors: SB_ERR_NOMEM. */
 sb_status sb_config_flags(const sb_config *cfg, char **flags, sb_error *err);
@@ -452,25 +462,24 @@ typedef struct sb_progress {
  * call. It must not call back into the same run. */
 typedef void (*sb_progress_fn)(const sb_progress *p, void *user);
 
+/* What sb_train_config calls back, and the world of processes it trains in: callbacks,
+ * user pointers and the world's rank and size, nothing else. Everything else about a run is
+ * a key of its configuration (sb_config_set_key), the runtime ones included: `results` (a
+ * folder, created if missing: the run is recorded in RESULTS/selectivbench.db, keyed by its
+ * run hash, and with `save_model` its weights go to RESULTS/checkpoints/TRAINING_HASH
+ * .safetensors at every evaluation; "": in memory, nothing written), `db` and `ckpt`
+ * (instead of those paths), `force` (train a run the database has finished again, else its
+ * stored result comes back with cached = 1), `threads` (0: the cores the process may use;
+ * results do not depend on it), `mem_budget`, `resume` (continue from the checkpoint and
+ * its optimiser state), `checkpoint_every` (minutes: also write the checkpoint after the
+ * first update that ends that long after the last one, so that a process killed without
+ * warning loses at most that much; `resume` continues from it with the bits of an
+ * uninterrupted run) and `inject_nan_at` (testing aid). Zero-initialised: no callbacks,
+ * one process. */
 typedef struct sb_train_settings {
-    /* a results folder (created if missing): the run is recorded in RESULTS/selectivbench.db
-     * (keyed by its run hash) and, with save_checkpoint, its weights go to
-     * RESULTS/checkpoints/TRAINING_HASH.safetensors at every evaluation. NULL: in memory,
-     * nothing written. */
-    const char *results_dir;
-    int save_checkpoint;
-    int force;               /* with results_dir: train a run the database has finished again
-                                (else its stored result is returned, with cached = 1) */
-    int threads;             /* 0: every core; results do not depend on it */
-    double mem_budget_gb;    /* activation memory for a step and for evaluation; 0: 4 GB */
-    sb_progress_fn progress; /* may be NULL */
-    void *user;              /* passed to progress, on_start and on_db_warning */
-    /* with results_dir: the checkpoint instead of RESULTS/checkpoints/TRAINING_HASH
-     * .safetensors, the database instead of RESULTS/selectivbench.db (NULL: those) */
-    const char *checkpoint_path;
-    const char *db_path;
-    int resume;                   /* continue from the checkpoint and its optimiser state */
-    int64_t inject_nan_at;        /* testing aid: micro-batch K's loss is NaN (0: off) */
+    sb_progress_fn progress;      /* may be NULL */
+    void *user;                   /* passed to progress, on_begin, on_start, on_db_warning and
+                                     should_stop */
     void (*on_begin)(void *user); /* called once when the run will train (not for a cached
                                      run), before its task and model are built; may be NULL */
     sb_progress_fn on_start;      /* called once before the first update (step 0, params,
@@ -481,17 +490,12 @@ typedef struct sb_train_settings {
     void (*on_db_warning)(const char *msg, int at_end, void *user);
     /* A stop request, polled once per update on the training thread (NULL: never stop).
      * When it returns nonzero the run ends after that update (unless it was the last):
-     * the checkpoint that `resume` continues from is written (with save_checkpoint or
-     * checkpoint_path), the run is recorded as "interrupted" with the update in its
-     * reason, and sb_train_config returns SB_OK with status "interrupted". It is called
-     * often: keep it cheap (the command line returns a flag its signal handlers set; the
-     * library installs no signal handlers). */
+     * the checkpoint that `resume` continues from is written (with save_model or ckpt),
+     * the run is recorded as "interrupted" with the update in its reason, and
+     * sb_train_config returns SB_OK with status SB_RUN_INTERRUPTED. It is called often: keep
+     * it cheap (the command line returns a flag its signal handlers set; the library
+     * installs no signal handlers). */
     int (*should_stop)(void *user);
-    /* With a checkpoint: also write it after the first update that ends this many seconds
-     * after the last one was written (0: at evaluations only), so that a process killed
-     * without warning (a node lost, kill -9) loses at most that much work; `resume`
-     * continues from it with the bits of an uninterrupted run. */
-    double checkpoint_every_s;
     /* Data-parallel training (the configuration's grad_shards K > 1; docs/cluster.md): this
      * process is rank world_rank of world_size processes that train the run together (0 and
      * 0 or 1: one process). Each computes the gradient shards s with s % world_size ==
@@ -538,7 +542,7 @@ typedef struct sb_train_outcome {
                               or "" */
     int grad_acc;          /* micro-batches per update */
     char finished_at[32];  /* cached: when the stored run finished (UTC ISO-8601), else "" */
-    /* with results_dir: another process is training this run (it holds the run's lock,
+    /* with a results folder: another process is training this run (it holds the run's lock,
      * RESULTS/locks/RUN_HASH.lock beside the database): its pid, or -1 when it cannot be
      * named; nothing was trained and the call failed with SB_ERR_RUNTIME. 0 otherwise. */
     long locked_by;
@@ -557,8 +561,10 @@ typedef struct sb_train_outcome {
 
 /* Trains the model of cfg on its task (train.py's run: one pass over the training set,
  * evaluations every epoch_size samples and at the end), reporting progress through
- * settings->progress (settings may be NULL: in memory, every core, no callback). *out is
- * filled even on failure (status and reason). With a results folder the run's rows and
+ * settings->progress (settings may be NULL: no callback, one process). Where and how it
+ * runs are cfg's runtime keys (sb_train_settings lists them): by default it records the run
+ * in ./results, as `selectivbench train` does; set `results` to "" to train in memory. *out
+ * is filled even on failure (status and reason). With a results folder the run's rows and
  * yardsticks are recorded as `selectivbench train` records them, and the run is locked
  * while it trains: one process at a time trains a run hash in a database. With resume,
  * a run the database has as interrupted (or failed) keeps the evaluations of its earlier
@@ -578,15 +584,18 @@ typedef struct sb_eval_outcome {
     int64_t valid_size;           /* validation samples evaluated */
 } sb_eval_outcome;
 
-/* Evaluates the checkpoint at `checkpoint` on the test split of cfg, or of the configuration
- * recorded in the checkpoint when cfg is NULL (override test keys such as test_dur by
- * passing a configuration from sb_checkpoint_config with keys changed). threads 0: every
- * core. Errors: SB_ERR_IO for a missing or corrupt file, or damaged metadata of ours;
+/* Evaluates the checkpoint at `checkpoint` on the test and validation splits of cfg, or of
+ * the configuration recorded in the checkpoint when cfg is NULL (override test keys such as
+ * test_dur by passing a configuration from sb_checkpoint_config with keys changed). How is
+ * cfg's runtime keys: `threads` (0: every core), `mem_budget`, `dump` (a file to write the
+ * first test batch to, inputs, logits and mask as safetensors, for cross-checks against
+ * the reference; "": none); a NULL cfg takes their defaults. Errors: SB_ERR_IO for a
+ * missing or corrupt file, damaged metadata of ours or a dump that cannot be written;
  * SB_ERR_INVALID for a checkpoint whose tensors do not fit the model of the configuration
  * or hold a NaN or an infinity (the message names the tensor and the count), or without
  * our metadata when cfg is NULL; those of sb_config_check. */
-sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, int threads,
-                                 sb_eval_outcome *out, sb_error *err);
+sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, sb_eval_outcome *out,
+                                 sb_error *err);
 
 /* ---- checkpoints ------------------------------------------------------------------------- */
 
@@ -1254,32 +1263,23 @@ sb_status sb_config_assign(sb_config *dst, const sb_config *src, sb_error *err);
 int sb_config_key_find(const char *name);
 
 /* Which flags a key belongs to, smallest first: the grammar's keys (the `grammar` command),
- * then the rest of the task's (`data`, `bench data`), then the run's (`train`, `eval`). */
+ * then the rest of the task's (`data`, `bench data`), then the run's (`train`, `eval`), then
+ * the runtime keys of `train`, `eval`, `probe` and `ceiling` (threads, mem_budget, results,
+ * db, ckpt, save_model, resume, output), then those of `train` alone (force, inject_nan_at,
+ * progress_every, checkpoint_every). Runtime keys say where and how a run is carried out:
+ * they are in no JSON and no hash. */
 #define SB_KEYS_GRAMMAR 0
 #define SB_KEYS_TASK 1
 #define SB_KEYS_RUN 2
+#define SB_KEYS_RUNTIME 3
+#define SB_KEYS_TRAIN 4
 
-/* The group of key i (SB_KEYS_GRAMMAR, SB_KEYS_TASK or SB_KEYS_RUN), -1 outside the table. */
+/* The group of key i (SB_KEYS_GRAMMAR ... SB_KEYS_TRAIN), -1 outside the table. */
 int sb_config_key_group(int i);
 
 /* Choice c of key i, a "choice" key (0 <= c), or NULL past its last choice, for another
  * type of key or i outside the table. */
 const char *sb_config_key_choice(int i, int c);
-
-/* How sb_evaluate_checkpoint_with evaluates. Zero-initialised: every core, 4 GB, no dump. */
-typedef struct sb_eval_settings {
-    int threads;          /* 0: every core */
-    double mem_budget_gb; /* activation memory for evaluation; 0: 4 GB */
-    /* a file to write the first test batch to (inputs, logits, mask, as safetensors, for
-     * cross-checks against the reference), before the evaluation; NULL: none */
-    const char *dump_path;
-} sb_eval_settings;
-
-/* sb_evaluate_checkpoint with settings (NULL: the defaults). Errors: those of
- * sb_evaluate_checkpoint; SB_ERR_IO when the dump cannot be written. */
-sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *cfg,
-                                      const sb_eval_settings *settings, sb_eval_outcome *out,
-                                      sb_error *err);
 
 /* The grammar sizes of cfg's task after grammar_scale: letters (vocab), ambiguous letters
  * (amb), states per ambiguous letter (amb_depth); any pointer may be NULL. Nothing is built.

@@ -76,15 +76,11 @@ DB_WARNING_FN = ctypes.CFUNCTYPE(None, c_char_p, c_int, c_void_p)
 STOP_FN = ctypes.CFUNCTYPE(c_int, c_void_p)
 
 
-class TrainSettings(ctypes.Structure):
-    _fields_ = [("results_dir", c_char_p), ("save_checkpoint", c_int), ("force", c_int),
-                ("threads", c_int), ("mem_budget_gb", c_double), ("progress", PROGRESS_FN),
-                ("user", c_void_p), ("checkpoint_path", c_char_p), ("db_path", c_char_p),
-                ("resume", c_int), ("inject_nan_at", c_int64), ("on_begin", BEGIN_FN),
+class TrainSettings(ctypes.Structure):  # callbacks and the world only: the rest are keys
+    _fields_ = [("progress", PROGRESS_FN), ("user", c_void_p), ("on_begin", BEGIN_FN),
                 ("on_start", PROGRESS_FN), ("on_db_warning", DB_WARNING_FN),
-                ("should_stop", STOP_FN), ("checkpoint_every_s", c_double),
-                ("world_rank", c_int), ("world_size", c_int), ("all_gather", c_void_p),
-                ("world_user", c_void_p), ("all_to_all", c_void_p)]
+                ("should_stop", STOP_FN), ("world_rank", c_int), ("world_size", c_int),
+                ("all_gather", c_void_p), ("world_user", c_void_p), ("all_to_all", c_void_p)]
 
 
 class TrainOutcome(ctypes.Structure):
@@ -201,7 +197,7 @@ PROTOTYPES = {
     "sb_ceiling_to_json": (c_int, [POINTER(Ceiling), POINTER(c_void_p), POINTER(Error)]),
     "sb_train_config": (c_int, [c_void_p, POINTER(TrainSettings), POINTER(TrainOutcome),
                                 POINTER(Error)]),
-    "sb_evaluate_checkpoint": (c_int, [c_char_p, c_void_p, c_int, POINTER(EvalOutcome),
+    "sb_evaluate_checkpoint": (c_int, [c_char_p, c_void_p, POINTER(EvalOutcome),
                                        POINTER(Error)]),
     "sb_checkpoint_config": (c_int, [c_char_p, POINTER(c_void_p), POINTER(Error)]),
     "sb_results_open_readonly": (c_int, [c_char_p, POINTER(c_void_p), POINTER(Error)]),

@@ -284,13 +284,12 @@ def train(config, results=None, threads=0, progress=None, save_checkpoint=True, 
         # Python runs its signal handlers here, on the training (calling) thread
         return 1 if state["stop"] or state["error"] is not None else 0
 
+    # where and how are keys of the configuration (the runtime keys), as on the command line
+    flags = dict(config or {})
+    flags.update({"results": "" if results is None else os.fspath(results), "threads": threads,
+                  "save_model": bool(save_checkpoint), "force": bool(force),
+                  "resume": bool(resume)})
     settings = _lib.TrainSettings()
-    settings.threads = _check.threads(threads)
-    settings.save_checkpoint = 1 if save_checkpoint else 0
-    settings.force = 1 if force else 0
-    settings.resume = 1 if resume else 0
-    if results is not None:
-        settings.results_dir = os.fspath(results).encode()
     callbacks = [_lib.STOP_FN(should_stop)]  # alive for the call
     settings.should_stop = callbacks[0]
     if progress is not None:
@@ -303,7 +302,7 @@ def train(config, results=None, threads=0, progress=None, save_checkpoint=True, 
         previous = signal.signal(signal.SIGINT, on_sigint)
     out, err = _lib.TrainOutcome(), _lib.Error()
     try:
-        with Config(config) as cfg:
+        with Config(flags) as cfg:
             st = lib.sb_train_config(cfg.handle, ctypes.byref(settings), ctypes.byref(out),
                                      ctypes.byref(err))
     finally:
@@ -328,8 +327,8 @@ def evaluate(checkpoint, threads=0, **overrides):
     valid_loss, valid_size}."""
     out, err = _lib.EvalOutcome(), _lib.Error()
     threads = _check.threads(threads)
-    with Config.from_checkpoint(checkpoint, overrides) as cfg:
-        check(lib.sb_evaluate_checkpoint(os.fspath(checkpoint).encode(), cfg.handle, threads,
+    with Config.from_checkpoint(checkpoint, dict(overrides, threads=threads)) as cfg:
+        check(lib.sb_evaluate_checkpoint(os.fspath(checkpoint).encode(), cfg.handle,
                                          ctypes.byref(out), ctypes.byref(err)), err)
     return {"test_acc": out.test_acc, "test_loss": out.test_loss, "test_size": out.test_size,
             "test_gap_s": out.test_gap_s, "valid_acc": _number(out.valid_acc),

@@ -1,5 +1,6 @@
 /* config_api.c - the public API's version, errors and configurations (selectivbench.h):
  * wrappers over config/config.h and train/run_setup.h. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +89,35 @@ sb_status sb_config_get_key(const sb_config *cfg, const char *key, char *buf, si
                             "the value of key '%s' needs %d bytes, the buffer has %zu", key,
                             len + 1, size);
     return SB_OK;
+}
+
+double sb_config_number(const sb_config *cfg, const char *key)
+{
+    const sb_config_key *k = cfg != NULL && key != NULL ? sb_config_find(key) : NULL;
+    if (k == NULL || k->noop)
+        return (double)NAN;
+    const char *base = (const char *)&cfg->run + k->offset;
+    switch (k->kind) {
+    case SB_KEY_INT:
+    case SB_KEY_BOOL:
+    case SB_KEY_SWITCH: return *(const int *)base;
+    case SB_KEY_INT64: return (double)*(const int64_t *)base;
+    case SB_KEY_U64: return (double)*(const uint64_t *)base;
+    case SB_KEY_DOUBLE: return *(const double *)base;
+    case SB_KEY_OPT_INT: return *(const int *)base < 0 ? (double)NAN : *(const int *)base;
+    case SB_KEY_OPT_DOUBLE: return *(const double *)base < 0 ? (double)NAN : *(const double *)base;
+    case SB_KEY_CHOICE:
+    case SB_KEY_STRING: return (double)NAN;
+    }
+    return (double)NAN;
+}
+
+const char *sb_config_text(const sb_config *cfg, const char *key)
+{
+    const sb_config_key *k = cfg != NULL && key != NULL ? sb_config_find(key) : NULL;
+    if (k == NULL || k->noop || k->kind != SB_KEY_STRING)
+        return NULL;
+    return (const char *)&cfg->run + k->offset;
 }
 
 sb_status sb_config_check(const sb_config *cfg, sb_error *err)
@@ -232,6 +262,8 @@ int sb_config_key_group(int i)
     case SB_KEY_GROUP_GRAMMAR: return SB_KEYS_GRAMMAR;
     case SB_KEY_GROUP_TASK: return SB_KEYS_TASK;
     case SB_KEY_GROUP_RUN: return SB_KEYS_RUN;
+    case SB_KEY_GROUP_RUNTIME: return SB_KEYS_RUNTIME;
+    case SB_KEY_GROUP_TRAIN: return SB_KEYS_TRAIN;
     }
     return -1;
 }

@@ -15,8 +15,6 @@
 #include "train/run_setup.h"
 #include "train/trainer.h"
 
-#define DEFAULT_MEM_BUDGET_GB 4.0
-
 /* The trainer's events as the public progress record, and the run's database rows. */
 typedef struct train_sinks {
     const sb_train_settings *settings;
@@ -97,29 +95,56 @@ static void outcome_from_row(sb_train_outcome *out, const sb_run_row *row)
     out->cached = 1;
 }
 
+/* A run that trained (or tried to), as the trainer reports it. */
+static void outcome_from_result(sb_train_outcome *out, const sb_train_result *res)
+{
+    out->status = res->status != SB_RUN_NONE ? res->status : SB_RUN_FAILED;
+    snprintf(out->reason, sizeof out->reason, "%s", res->reason);
+    out->test_acc = res->test_acc;
+    out->test_loss = res->test_loss;
+    out->train_acc = res->train_acc;
+    out->train_loss = res->train_loss;
+    out->valid_acc = res->valid_acc;
+    out->valid_loss = res->valid_loss;
+    out->params = res->params;
+    out->steps = res->steps;
+    out->samples = res->samples;
+    out->grad_acc = res->grad_acc;
+    out->tokens_per_s = res->tokens_per_s;
+    out->wall_s = res->wall_s;
+    out->gather_s = res->gather_s;
+}
+
 /* What a results folder says of a run about to train; a world of processes all follow
  * rank 0's (world_agree). */
 enum { VERDICT_TRAIN, VERDICT_CACHED, VERDICT_FAILED, VERDICT_LOCKED };
 
-/* The database and checkpoint paths of a run in settings->results_dir, into out; create:
- * make the folders that will be written. */
-static sb_status results_paths(const sb_train_settings *settings, const sb_run_config *run,
-                               int create, sb_train_outcome *out, sb_error *err)
+/* Whether the run continues from its checkpoint: --resume, or train.py's name for it. */
+static int resumes(const sb_runtime *rt)
 {
-    const char *dir = settings->results_dir;
+    return rt->resume || rt->continued_training;
+}
+
+/* The database and checkpoint paths of a run in its results folder, into out; create:
+ * make the folders that will be written. */
+static sb_status results_paths(const sb_run_config *run, int create, sb_train_outcome *out,
+                               sb_error *err)
+{
+    const sb_runtime *rt = &run->rt;
     sb_status st;
-    if (create && (st = sb_run_store_make_dir(dir, err)) != SB_OK)
+    if (create && (st = sb_run_store_make_dir(rt->results, err)) != SB_OK)
         return st;
-    if (settings->db_path != NULL)
-        snprintf(out->database, sizeof out->database, "%s", settings->db_path);
-    else if ((st = sb_run_store_db_path(dir, out->database, sizeof out->database, err)) != SB_OK)
+    if (rt->db[0] != '\0')
+        snprintf(out->database, sizeof out->database, "%s", rt->db);
+    else if ((st = sb_run_store_db_path(rt->results, out->database, sizeof out->database, err)) !=
+             SB_OK)
         return st;
-    if (settings->checkpoint_path != NULL)
-        snprintf(out->checkpoint, sizeof out->checkpoint, "%s", settings->checkpoint_path);
-    else if ((st = sb_run_store_ckpt_path(dir, run, out->checkpoint, sizeof out->checkpoint,
-                                          create && settings->save_checkpoint, err)) != SB_OK)
+    if (rt->ckpt[0] != '\0')
+        snprintf(out->checkpoint, sizeof out->checkpoint, "%s", rt->ckpt);
+    else if ((st = sb_run_store_ckpt_path(rt->results, run, out->checkpoint, sizeof out->checkpoint,
+                                          create && rt->save_model, err)) != SB_OK)
         return st;
-    if (!settings->save_checkpoint && !run->test_pretrained && !settings->resume)
+    if (!rt->save_model && !run->test_pretrained && !resumes(rt))
         out->checkpoint[0] = '\0'; /* nothing will be written or read there */
     return SB_OK;
 }
@@ -128,14 +153,13 @@ static sb_status results_paths(const sb_train_settings *settings, const sb_run_c
  * leaves gemm at its default (auto), so that the continued run computes as the first part
  * did; the checkpoint's fingerprint into out. A checkpoint that is missing or records no
  * table changes nothing (the trainer reports a missing one). */
-static sb_status resume_engine(const sb_train_settings *settings, sb_run_config *run,
-                               sb_train_outcome *out, sb_error *err)
+static sb_status resume_engine(sb_run_config *run, sb_train_outcome *out, sb_error *err)
 {
     char path[4096];
     sb_status st = SB_OK;
-    if (settings->checkpoint_path != NULL)
-        snprintf(path, sizeof path, "%s", settings->checkpoint_path);
-    else if ((st = sb_run_store_ckpt_path(settings->results_dir, run, path, sizeof path, 0, err)) !=
+    if (run->rt.ckpt[0] != '\0')
+        snprintf(path, sizeof path, "%s", run->rt.ckpt);
+    else if ((st = sb_run_store_ckpt_path(run->rt.results, run, path, sizeof path, 0, err)) !=
              SB_OK)
         return st;
     if (access(path, R_OK) != 0)
@@ -153,16 +177,15 @@ static sb_status resume_engine(const sb_train_settings *settings, sb_run_config 
 
 /* Opens the run's record in its database (the lock, its row): *verdict TRAIN, CACHED (out
  * filled from the finished row), LOCKED or FAILED (the status returned). */
-static sb_status results_begin(const sb_train_settings *settings, const sb_run_config *run,
-                               int world, train_sinks *sinks, sb_train_outcome *out, int *verdict,
-                               sb_error *err)
+static sb_status results_begin(const sb_run_config *run, int world, train_sinks *sinks,
+                               sb_train_outcome *out, int *verdict, sb_error *err)
 {
     int finished = 0;
     sb_run_row stored;
     memset(&stored, 0, sizeof stored);
     sb_status st = sb_run_record_begin(&sinks->rec, out->database, run,
                                        out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
-                                       settings->force, settings->resume, world, out->threads,
+                                       run->rt.force, resumes(&run->rt), world, out->threads,
                                        &finished, &out->locked_by, &stored, err);
     if (st != SB_OK) {
         *verdict = out->locked_by != 0 ? VERDICT_LOCKED : VERDICT_FAILED;
@@ -197,6 +220,30 @@ static sb_status world_agree(const sb_train_settings *settings, int world, int *
     return SB_OK;
 }
 
+/* What may refuse a run before anything is recorded: the one check of its configuration,
+ * the engine table a resume takes from its checkpoint, the fingerprint (into out, with the
+ * threads) and the engine and precision this machine can run. */
+static sb_status prepare_run(sb_run_config *run, sb_train_outcome *out, sb_error *err)
+{
+    const sb_runtime *rt = &run->rt;
+    int threads = rt->threads > 0 ? rt->threads : sb_cpu_count();
+    sb_status st = sb_run_config_check(run, err);
+    if (st == SB_OK && resumes(rt) && rt->results[0] != '\0')
+        st = resume_engine(run, out, err);
+    sb_fingerprint fp;
+    sb_gemm_fingerprint(run, threads, &fp);
+    snprintf(out->engine, sizeof out->engine, "%s", fp.table);
+    snprintf(out->fingerprint, sizeof out->fingerprint, "%s", fp.digest);
+    out->threads = threads;
+    if (st == SB_OK)
+        st = sb_gemm_configure(run, err);
+    if (st != SB_OK) {
+        out->status = SB_RUN_FAILED;
+        snprintf(out->reason, sizeof out->reason, "%s", err != NULL ? err->msg : "");
+    }
+    return st;
+}
+
 sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *settings,
                           sb_train_outcome *out, sb_error *err)
 {
@@ -209,37 +256,23 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     sb_train_settings none = {0};
     if (settings == NULL)
         settings = &none;
-    int threads = settings->threads > 0 ? settings->threads : sb_cpu_count();
-    double budget = settings->mem_budget_gb > 0 ? settings->mem_budget_gb : DEFAULT_MEM_BUDGET_GB;
-    sb_status st = sb_threads_check(settings->threads, "sb_train_config", err);
-    if (st == SB_OK)
-        st = sb_run_config_check(run, err);
-    if (st == SB_OK && settings->resume && settings->results_dir != NULL)
-        st = resume_engine(settings, &resolved, out, err);
-    sb_fingerprint fp;
-    sb_gemm_fingerprint(run, threads, &fp);
-    snprintf(out->engine, sizeof out->engine, "%s", fp.table);
-    snprintf(out->fingerprint, sizeof out->fingerprint, "%s", fp.digest);
-    out->threads = threads;
-    if (st == SB_OK) /* the engine and precision this machine can run, before any record */
-        st = sb_gemm_configure(run, err);
-    if (st != SB_OK) {
-        out->status = SB_RUN_FAILED;
-        snprintf(out->reason, sizeof out->reason, "%s", err != NULL ? err->msg : "");
+    sb_status st = prepare_run(&resolved, out, err);
+    if (st != SB_OK)
         return st;
-    }
+    const sb_runtime *rt = &run->rt;
+    const int threads = out->threads;
+    const int recorded = rt->results[0] != '\0';
 
     train_sinks sinks;
     memset(&sinks, 0, sizeof sinks);
     sinks.settings = settings;
-    const char *dir = settings->results_dir;
     const int world = settings->world_size > 1 ? settings->world_size : 1;
     const int rank = world > 1 ? settings->world_rank : 0;
     int verdict = VERDICT_TRAIN;
-    if (dir != NULL) {
-        st = results_paths(settings, run, rank == 0, out, err);
+    if (recorded) {
+        st = results_paths(run, rank == 0, out, err);
         if (st == SB_OK && rank == 0)
-            st = results_begin(settings, run, world, &sinks, out, &verdict, err);
+            st = results_begin(run, world, &sinks, out, &verdict, err);
         else if (st != SB_OK)
             verdict = VERDICT_FAILED;
         if (st == SB_OK && verdict == VERDICT_TRAIN)
@@ -268,14 +301,14 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     sb_train_options topt = {
         .threads = threads,
         .ckpt_path = out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
-        .mem_budget_gb = budget,
-        .resume = settings->resume,
+        .mem_budget_gb = rt->mem_budget,
+        .resume = resumes(rt),
         .callback = train_event,
         .user = &sinks,
         .should_stop = settings->should_stop,
-        .checkpoint_every_s = settings->checkpoint_every_s,
+        .checkpoint_every_s = 60.0 * rt->checkpoint_every,
         .stop_user = settings->user,
-        .inject_nan_at = settings->inject_nan_at,
+        .inject_nan_at = rt->inject_nan_at,
         .world_rank = rank,
         .world_size = world,
         .all_gather = settings->all_gather,
@@ -284,7 +317,6 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     };
     sb_train_result res;
     st = sb_train(run, &topt, &res, err);
-    out->gather_s = res.gather_s;
     sb_error db_err = {0};
     sb_status db_st = SB_OK;
     if (sinks.rec.db != NULL)
@@ -296,21 +328,8 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     if (settings->on_db_warning != NULL)
         sinks.db_err.status = SB_OK; /* reported */
 
-    out->status = res.status != SB_RUN_NONE ? res.status : SB_RUN_FAILED;
-    snprintf(out->reason, sizeof out->reason, "%s", res.reason);
-    out->test_acc = res.test_acc;
-    out->test_loss = res.test_loss;
-    out->train_acc = res.train_acc;
-    out->train_loss = res.train_loss;
-    out->valid_acc = res.valid_acc;
-    out->valid_loss = res.valid_loss;
-    out->params = res.params;
-    out->steps = res.steps;
-    out->samples = res.samples;
-    out->grad_acc = res.grad_acc;
-    out->tokens_per_s = res.tokens_per_s;
-    out->wall_s = res.wall_s;
-    if (dir != NULL && rank == 0) {
+    outcome_from_result(out, &res);
+    if (recorded && rank == 0) {
         out->ceiling = sinks.rec.ceiling;
         out->effective_memory = sinks.rec.effective_memory;
     }
@@ -324,16 +343,8 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     return SB_OK;
 }
 
-sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, int threads,
-                                 sb_eval_outcome *out, sb_error *err)
-{
-    sb_eval_settings settings = {.threads = threads};
-    return sb_evaluate_checkpoint_with(checkpoint, cfg, &settings, out, err);
-}
-
-sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *cfg,
-                                      const sb_eval_settings *settings, sb_eval_outcome *out,
-                                      sb_error *err)
+sb_status sb_evaluate_checkpoint(const char *checkpoint, const sb_config *cfg, sb_eval_outcome *out,
+                                 sb_error *err)
 {
     SB_API_REQUIRE(out, err);
     memset(out, 0, sizeof *out);
@@ -341,10 +352,7 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
     out->valid_acc = out->valid_loss = (double)NAN;
     SB_API_REQUIRE(checkpoint, err);
     sb_run_config run;
-    sb_status st =
-        sb_threads_check(settings != NULL ? settings->threads : 0, "sb_evaluate_checkpoint", err);
-    if (st != SB_OK)
-        return st;
+    sb_status st = SB_OK;
     if (cfg != NULL)
         run = cfg->run;
     else if ((st = sb_checkpoint_read_config(checkpoint, &run, err)) != SB_OK)
@@ -359,12 +367,8 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
     if (table[0] != '\0' && run.gemm == SB_GEMM_AUTO &&
         sb_gemm_table_parse(table, &recorded, NULL) == SB_OK)
         run.gemm = recorded;
-    sb_eval_settings none = {0};
-    if (settings == NULL)
-        settings = &none;
-    int threads = settings->threads;
-    double budget = settings->mem_budget_gb > 0 ? settings->mem_budget_gb : DEFAULT_MEM_BUDGET_GB;
-    omp_set_num_threads(threads > 0 ? threads : sb_cpu_count());
+    const sb_runtime *rt = &run.rt;
+    omp_set_num_threads(rt->threads > 0 ? rt->threads : sb_cpu_count());
     if ((st = sb_gemm_configure(&run, err)) != SB_OK)
         return st;
 
@@ -375,12 +379,13 @@ sb_status sb_evaluate_checkpoint_with(const char *checkpoint, const sb_config *c
     sb_model_config mc = sb_run_config_model(&run, task->n_inputs, task->grammar->d_output);
     if ((st = sb_model_create(&mc, run.seed, &m, err)) == SB_OK &&
         (st = sb_checkpoint_load(checkpoint, m, NULL, NULL, err)) == SB_OK &&
-        (settings->dump_path == NULL ||
-         (st = sb_dump_first_batch(settings->dump_path, task, m, run.test_bs, err)) == SB_OK))
-        st = sb_evaluate(task, m, run.test_bs, budget, &out->test_loss, &out->test_acc, err);
+        (rt->dump[0] == '\0' ||
+         (st = sb_dump_first_batch(rt->dump, task, m, run.test_bs, err)) == SB_OK))
+        st =
+            sb_evaluate(task, m, run.test_bs, rt->mem_budget, &out->test_loss, &out->test_acc, err);
     if (st == SB_OK && isfinite(out->test_loss))
-        st = sb_evaluate_split(task, SB_SPLIT_VALID, m, run.test_bs, budget, &out->valid_loss,
-                               &out->valid_acc, err);
+        st = sb_evaluate_split(task, SB_SPLIT_VALID, m, run.test_bs, rt->mem_budget,
+                               &out->valid_loss, &out->valid_acc, err);
     /* finite weights can still overflow in the forward pass (values near the float limit):
      * a non-finite loss is the weights' failure, never a result */
     if (st == SB_OK && !isfinite(out->test_loss)) {

@@ -154,7 +154,7 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
     sb_option opts[SB_RUN_MAX_OPTIONS + 4];
     int n = 0;
     sb_error err = {0};
-    if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
+    if (sb_run_options_add(rf, SB_KEYS_RUNTIME, opts, &n, &err) != SB_OK)
         return sb_cli_fail("ceiling", &err);
     int split = SB_SPLIT_TEST;
     int64_t samples = 0, prior_samples = 0;
@@ -199,11 +199,11 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
                           opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    int threads = sb_cli_threads(rf->threads);
+    int threads = sb_cli_threads(sb_run_flag(rf->config, "threads"));
     const sb_config *cfg = rf->config;
     sb_task *task = NULL;
     sb_status st = sb_config_check_task(cfg, &err);
-    if (st == SB_OK && rf->print_hashes)
+    if (st == SB_OK && sb_run_flag(rf->config, "print_hashes"))
         return sb_cli_print_config_hashes(cfg);
     if (st == SB_OK)
         st = sb_task_from_config(cfg, &task, &err);
@@ -217,7 +217,7 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
         sb_task_free(task);
         if (parse_lengths(lengths_text, lengths, &n_lengths) != 0)
             return 2;
-        if (by_length(cfg, lengths, n_lengths, &o, rf->json, &err) != SB_OK)
+        if (by_length(cfg, lengths, n_lengths, &o, sb_run_flag(rf->config, "json"), &err) != SB_OK)
             return sb_cli_fail("ceiling", &err);
         return 0;
     }
@@ -225,7 +225,7 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
     if (st == SB_OK)
         st = sb_ceiling_compute(task, &o, &c, &err);
     if (st == SB_OK) {
-        if (rf->json) {
+        if (sb_run_flag(rf->config, "json")) {
             char *json = NULL;
             st = sb_ceiling_to_json(&c, &json, &err);
             if (st == SB_OK)

@@ -26,34 +26,11 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
     int first = sb_cli_checkpoint_first("eval", argc, argv, &arg);
     if (first >= 0)
         return first;
-    sb_option opts[SB_RUN_MAX_OPTIONS + 3];
+    sb_option opts[SB_RUN_MAX_OPTIONS];
     int n = 0;
     sb_error err = {0};
-    if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
+    if (sb_run_options_add(rf, SB_KEYS_RUNTIME, opts, &n, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
-    const char *dump = NULL, *db_path = NULL;
-    opts[n++] = (sb_option){"dump",
-                            SB_OPT_STRING,
-                            &dump,
-                            0,
-                            0,
-                            NULL,
-                            "FILE",
-                            "write the first test batch (inputs, logits, mask) as safetensors "
-                            "(default: none)",
-                            0};
-    /* --db and --results are read from argv before the flags are parsed, to find a RUN id's
-     * checkpoint (sb_cli_run_or_checkpoint); the table lists them for parsing and --help */
-    opts[n++] = (sb_option){"db",
-                            SB_OPT_STRING,
-                            &db_path,
-                            0,
-                            0,
-                            NULL,
-                            "PATH",
-                            "results database (or folder) a RUN id is looked up in (default "
-                            "DIR/" SB_RESULTS_DB_NAME " of --results)",
-                            0};
     if (arg == NULL)
         return sb_cli_checkpoint_help("eval", usage, opts, n, argc, argv);
     /* a run id names a run of the results database: its checkpoint and configuration */
@@ -74,18 +51,22 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
     rc = sb_cli_parse("eval", "RUN|CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    int threads = sb_cli_threads(rf->threads);
+    /* --db and --results were read from argv before the flags were parsed, to find a RUN
+     * id's checkpoint (sb_cli_run_or_checkpoint) */
+    int threads = sb_cli_threads(sb_run_flag(rf->config, "threads"));
     if (sb_config_check(rf->config, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
-    if (rf->print_hashes)
+    if (sb_run_flag(rf->config, "print_hashes"))
         return sb_cli_print_config_hashes(rf->config);
 
-    sb_eval_settings settings = {
-        .threads = threads, .mem_budget_gb = rf->mem_budget, .dump_path = dump};
+    char threads_text[16]; /* as resolved here (sb_default_threads: affinity, quota, Slurm) */
+    snprintf(threads_text, sizeof threads_text, "%d", threads);
     sb_eval_outcome res;
-    if (sb_evaluate_checkpoint_with(ckpt, rf->config, &settings, &res, &err) != SB_OK)
+    if (sb_config_set_key(rf->config, "threads", threads_text, &err) != SB_OK ||
+        sb_evaluate_checkpoint(ckpt, rf->config, &res, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
-    if (rf->json) {
+    const char *dump = sb_run_path(rf->config, "dump");
+    if (sb_run_flag(rf->config, "json")) {
         sb_jw *j = sb_jw_open(stdout, 0);
         if (j == NULL) {
             sb_error_set(&err, SB_ERR_NOMEM, "out of memory");

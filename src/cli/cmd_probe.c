@@ -35,7 +35,7 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
     sb_option opts[SB_RUN_MAX_OPTIONS + 13];
     int n = 0;
     sb_error err = {0};
-    if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
+    if (sb_run_options_add(rf, SB_KEYS_RUNTIME, opts, &n, &err) != SB_OK)
         return sb_cli_fail("probe", &err);
     sb_probe_settings po;
     sb_probe_settings_default(&po);
@@ -141,19 +141,8 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
                             "folder of the figures and probe.json (default: CKPT without "
                             ".safetensors, plus _probe)",
                             0};
-    const char *db_path = NULL;
-    /* --db and --results are read from argv before the flags are parsed, to find a RUN id's
-     * checkpoint (sb_cli_run_or_checkpoint); the table lists them for parsing and --help */
-    opts[n++] = (sb_option){"db",
-                            SB_OPT_STRING,
-                            &db_path,
-                            0,
-                            0,
-                            NULL,
-                            "PATH",
-                            "results database (or folder) a RUN id is looked up in (default "
-                            "DIR/" SB_RESULTS_DB_NAME " of --results)",
-                            0};
+    /* --db and --results (keys) are read from argv before the flags are parsed, to find a RUN
+     * id's checkpoint (sb_cli_run_or_checkpoint) */
     if (arg == NULL)
         return sb_cli_checkpoint_help("probe", usage, opts, n, argc, argv);
     /* a run id names a run of the results database: its checkpoint and configuration */
@@ -173,11 +162,11 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
     rc = sb_cli_parse("probe", "RUN|CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    sb_cli_threads(rf->threads);
+    sb_cli_threads(sb_run_flag(rf->config, "threads"));
     const sb_config *cfg = rf->config;
     if (sb_config_check(cfg, &err) != SB_OK)
         return sb_cli_fail("probe", &err);
-    if (rf->print_hashes)
+    if (sb_run_flag(rf->config, "print_hashes"))
         return sb_cli_print_config_hashes(cfg);
     po.sections = section_bits[section];
     po.gates_required = section_bits[section] == SB_PROBE_GATES;
@@ -196,8 +185,8 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
     }
 
     char *json = NULL, *summary = NULL;
-    st = sb_probe_checkpoint(ckpt, cfg, &po, dir, rf->json ? &json : NULL,
-                             rf->json ? NULL : &summary, &err);
+    st = sb_probe_checkpoint(ckpt, cfg, &po, dir, sb_run_flag(rf->config, "json") ? &json : NULL,
+                             sb_run_flag(rf->config, "json") ? NULL : &summary, &err);
     if (st == SB_OK && json != NULL)
         printf("%s\n", json);
     if (st == SB_OK && summary != NULL)

@@ -147,63 +147,16 @@ static void print_world(const sb_train_outcome *res, int grad_shards)
 
 static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
-    sb_option opts[SB_RUN_MAX_OPTIONS + 6];
+    sb_option opts[SB_RUN_MAX_OPTIONS];
     int n = 0;
     sb_error err = {0};
-    if (sb_run_options_add(rf, opts, &n, &err) != SB_OK)
+    if (sb_run_options_add(rf, SB_KEYS_TRAIN, opts, &n, &err) != SB_OK)
         return sb_cli_fail("train", &err);
-    int force = 0;
-    int64_t inject_nan_at = 0;
-    double progress_every = SB_TRAIN_LOG_EVERY_S;
-    double checkpoint_every = 0; /* minutes */
-    const char *db_path = NULL;
-    opts[n++] =
-        (sb_option){"force", SB_OPT_SWITCH,
-                    &force,  0,
-                    1,       NULL,
-                    NULL,    "train again even if the results database has this run finished",
-                    0};
-    opts[n++] = (sb_option){
-        "db", SB_OPT_STRING, &db_path, 0,
-        0,    NULL,          "PATH",   "results database (default DIR/" SB_RESULTS_DB_NAME ")",
-        0};
-    opts[n++] = (sb_option){"inject_nan_at",
-                            SB_OPT_INT64,
-                            &inject_nan_at,
-                            0,
-                            1e15,
-                            NULL,
-                            "K",
-                            "testing aid: treat micro-batch K's loss as NaN (default 0: off)",
-                            0};
-    opts[n++] = (sb_option){"progress_every",
-                            SB_OPT_DOUBLE,
-                            &progress_every,
-                            0,
-                            86400,
-                            NULL,
-                            "S",
-                            "seconds between progress lines when the output is not a terminal "
-                            "(a log file); 0: after every update (default 10)",
-                            0};
-    opts[n++] = (sb_option){"checkpoint_every",
-                            SB_OPT_DOUBLE,
-                            &checkpoint_every,
-                            0,
-                            1e6,
-                            NULL,
-                            "MINUTES",
-                            "also write the checkpoint every MINUTES (at the next update), so a "
-                            "process killed without warning loses at most that much (default 0: "
-                            "at evaluations only)",
-                            0};
     int rc = sb_cli_parse("train", "[train.py flags]", opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    int threads = sb_cli_threads(rf->threads);
-    const sb_config *cfg = rf->config;
-    if (sb_config_check(cfg, &err) != SB_OK)
-        return fail(&err);
+    sb_config *cfg = rf->config;
+    int threads = sb_cli_threads(sb_run_flag(cfg, "threads"));
     const int grad_shards = grad_shards_of(cfg);
     char world_msg[512];
     if (sb_train_mpi_check(grad_shards, world_msg, sizeof world_msg) != 0) {
@@ -211,50 +164,54 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
             fprintf(stderr, "selectivbench train: error: %s\n", world_msg);
         return 2;
     }
-    if (rf->print_hashes)
+    /* the configuration is checked once, by the library: here only for the two answers
+     * that do not train */
+    if ((sb_run_flag(cfg, "print_hashes") || sb_run_flag(cfg, "only_createset")) &&
+        sb_config_check(cfg, &err) != SB_OK)
+        return fail(&err);
+    if (sb_run_flag(cfg, "print_hashes"))
         return sb_cli_print_config_hashes(cfg);
-    if (rf->only_createset)
+    if (sb_run_flag(cfg, "only_createset"))
         return only_createset(cfg);
+    const int json = sb_run_flag(cfg, "json");
 
     sb_train_output out;
-    sb_train_output_init(&out, cfg, rf->quiet || quiet_rank(), rf->json && !quiet_rank(), threads);
-    out.log_every = progress_every;
+    sb_train_output_init(&out, cfg, sb_run_flag(cfg, "quiet") || quiet_rank(),
+                         json && !quiet_rank(), threads);
+    out.log_every = sb_config_number(cfg, "progress_every");
     /* from here on, SIGINT and SIGTERM stop the run at its next update (signals.h) */
     sb_cli_signals_install(quiet_rank() ? ""
                                         : "selectivbench train: stopping after the current "
                                           "update, with a checkpoint (a second signal quits "
                                           "at once)\n");
+    /* the threads as resolved here (sb_default_threads: affinity, quota, Slurm) */
+    char threads_text[16];
+    snprintf(threads_text, sizeof threads_text, "%d", threads);
+    if (sb_config_set_key(cfg, "threads", threads_text, &err) != SB_OK)
+        return fail(&err);
     sb_train_settings settings = {
-        .results_dir = rf->results_dir,
-        .save_checkpoint = rf->save_model,
-        .force = force,
-        .threads = threads,
-        .mem_budget_gb = rf->mem_budget,
         .progress = sb_train_output_progress,
         .user = &out,
-        .checkpoint_path = rf->ckpt,
-        .db_path = db_path,
-        .resume = rf->continued_training,
-        .inject_nan_at = inject_nan_at,
         .on_begin = sb_train_output_begin,
         .on_start = sb_train_output_start,
         .on_db_warning = warn_database,
         .should_stop = sb_cli_stop_requested,
-        .checkpoint_every_s = 60.0 * checkpoint_every,
     };
     sb_train_mpi_settings(&settings);
     sb_train_outcome res;
     sb_status st = sb_train_config(cfg, &settings, &res, &err);
     if (res.cached) {
         if (!quiet_rank())
-            print_stored(&res, rf->json);
+            print_stored(&res, json);
         return 0;
     }
     if (res.locked_by != 0) { /* another process trains it: try again later */
         fail(&err);
         return SB_CLI_EXIT_TEMPFAIL;
     }
-    if (res.status == SB_RUN_NONE) /* the results folder or database could not be set up */
+    /* refused before it began (the configuration's check, the results folder or database
+     * could not be set up): the one error line */
+    if (res.status == SB_RUN_NONE || (st != SB_OK && !out.begun))
         return fail(&err);
     sb_train_output_finish(&out, &res, res.checkpoint[0] != '\0' ? res.checkpoint : NULL);
     sb_train_output_close(&out);

@@ -237,8 +237,8 @@ static const char *key_metavar(int i, char *buf, size_t size)
         return "X";
     if (strcmp(type, "bool") == 0)
         return "True|False";
-    if (strcmp(type, "string") == 0)
-        return "NAME";
+    if (strcmp(type, "string") == 0) /* the model's name, or a file of the runtime keys */
+        return sb_config_key_group(i) >= SB_KEYS_RUNTIME ? "PATH" : "NAME";
     if (strcmp(type, "choice") == 0) {
         buf[0] = '\0';
         for (int c = 0; sb_config_key_choice(i, c) != NULL; c++) {
@@ -257,7 +257,7 @@ static const char *key_help(int i, char *buf, size_t size)
 {
     const char *help = sb_config_key_help(i), *def = sb_config_key_default(i);
     if (sb_config_key_is_noop(i) || strstr(help, "default") != NULL || def == NULL ||
-        def[0] == '\0')
+        def[0] == '\0' || strcmp(sb_config_key_type(i), "switch") == 0) /* off unless given */
         return help;
     snprintf(buf, size, "%s (default %s)", help, def);
     return buf;

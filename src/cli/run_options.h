@@ -1,7 +1,7 @@
 /*
- * run_options.h - the flags of train, eval, probe and ceiling: every key of the table
- * (train.py's flags, the no-ops included), setting a configuration by name, plus the CLI's
- * own switches (threads, output, files), which are not part of a configuration.
+ * run_options.h - the flags of train, eval, probe and ceiling: every key of the table up to
+ * a group (train.py's flags, the no-ops and the runtime keys: threads, files, output),
+ * setting one configuration by name. The commands read the runtime keys back from it.
  */
 #ifndef SELECTIVBENCH_CLI_RUN_OPTIONS_H
 #define SELECTIVBENCH_CLI_RUN_OPTIONS_H
@@ -13,27 +13,27 @@ typedef struct sb_run_flags {
     /* every key, defaults first: the flags' own handle, set by name while parsing. A caller
      * may put a recorded configuration in it (sb_config_assign) before parsing. */
     sb_config *config;
-    /* the CLI's own switches */
-    int save_model;
-    int continued_training;
-    int only_createset;
-    int threads;
-    const char *results_dir;
-    const char *ckpt;
-    int json;
-    int quiet;
-    int print_hashes;
-    double mem_budget;
 } sb_run_flags;
 
 #define SB_RUN_MAX_OPTIONS 128
 
-/* Fills rf with defaults (a new rf->config) and appends every key and switch to opts[*n]. rf
- * must stay where it is while the options are used (they point into it); free it with
- * sb_run_flags_free, also after an error. Errors: SB_ERR_NOMEM. */
-sb_status sb_run_options_add(sb_run_flags *rf, sb_option *opts, int *n, sb_error *err);
+/* Fills rf with defaults (a new rf->config) and appends one option per key in groups up to
+ * `group` (SB_KEYS_RUNTIME: eval, probe, ceiling; SB_KEYS_TRAIN: train) to opts[*n]. Free
+ * rf with sb_run_flags_free, also after an error. Errors: SB_ERR_NOMEM. */
+sb_status sb_run_options_add(sb_run_flags *rf, int group, sb_option *opts, int *n, sb_error *err);
 
 /* Frees rf->config. */
 void sb_run_flags_free(sb_run_flags *rf);
+
+/* A numeric or switch key of cfg as an int (quiet, json, threads, ...). */
+int sb_run_flag(const sb_config *cfg, const char *key);
+
+/* Sets key `key` of cfg to the printf-formatted value (what a flag would say). Errors:
+ * those of sb_config_set_key. */
+sb_status sb_run_set(sb_config *cfg, const char *key, sb_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* A path key of cfg (results, db, ckpt), NULL when it is "" (not set). */
+const char *sb_run_path(const sb_config *cfg, const char *key);
 
 #endif

@@ -288,7 +288,7 @@ static sb_status team_train(const sb_mpi_sweep *job, team *t, const team_msg *m,
     sb_option opts[SB_RUN_MAX_OPTIONS];
     int n_opts = 0;
     if (st == SB_OK)
-        st = sb_run_options_add(&rf, opts, &n_opts, err);
+        st = sb_run_options_add(&rf, SB_KEYS_TRAIN, opts, &n_opts, err);
     if (st == SB_OK) {
         argv[0] = "selectivbench";
         argv[1] = "train";
@@ -303,18 +303,23 @@ static sb_status team_train(const sb_mpi_sweep *job, team *t, const team_msg *m,
     memset(&res, 0, sizeof res);
     if (st == SB_OK && w != NULL)
         w->log = team_log_open(job, t, m, rf.config);
+    /* where the team's run goes, as the sweep says (a worker process gets these as flags) */
+    if (st == SB_OK)
+        st = sb_run_set(rf.config, "results", err, "%s", job->results);
+    if (st == SB_OK && t->rank == 0)
+        st = sb_run_set(rf.config, "db", err, "%s", db);
+    if (st == SB_OK)
+        st = sb_run_set(rf.config, "threads", err, "%d", worker_threads(job->threads));
+    if (st == SB_OK)
+        st = sb_run_set(rf.config, "resume", err, "%s", m->resume ? "True" : "False");
+    if (st == SB_OK)
+        st =
+            sb_run_set(rf.config, "checkpoint_every", err, "%.17g", job->checkpoint_every_s / 60.0);
     if (st == SB_OK) {
         sb_train_settings settings = {
-            .results_dir = job->results,
-            .db_path = t->rank == 0 ? db : NULL,
-            .save_checkpoint = rf.save_model,
-            .threads = worker_threads(job->threads),
-            .mem_budget_gb = rf.mem_budget,
             .progress = t->rank == 0 ? team_progress : NULL,
             .user = w,
-            .resume = m->resume,
             .should_stop = sb_cli_stop_requested,
-            .checkpoint_every_s = job->checkpoint_every_s,
         };
         sb_train_mpi_settings_on(&settings, &t->comm, t->rank, t->size);
         st = sb_train_config(rf.config, &settings, &res, err);

@@ -34,6 +34,7 @@ static const char *key_text(const sb_config *cfg, const char *key, char *buf, si
 void sb_train_output_begin(void *user)
 {
     sb_train_output *o = user;
+    o->begun = 1;
     o->progress = sb_sweep_worker_open();
     if (o->quiet)
         return;

@@ -24,6 +24,7 @@ typedef struct sb_train_output {
     sb_sweep_worker *progress; /* a sweep's worker: progress records go to the sweep */
     double last_progress;
     double test_acc; /* last evaluation's test accuracy (NaN before the first) */
+    int begun;       /* on_begin was called: the run was going to train */
 } sb_train_output;
 
 /* Sets o up for a run of cfg (kept: it must outlive o), with plain progress lines every

@@ -514,7 +514,8 @@ char *sb_run_config_flags(const sb_run_config *cfg)
         char value[512], base[512];
         /* with same_seed (the default) the task seed follows --seed: no flag of its own;
          * the model is always named (the one flag every reader looks for) */
-        if (k->noop || (cfg->same_seed && strcmp(k->name, "task_seed") == 0) ||
+        if (k->noop || k->group >= SB_KEY_GROUP_RUNTIME || /* where, not what */
+            (cfg->same_seed && strcmp(k->name, "task_seed") == 0) ||
             sb_config_format(cfg, k, value, sizeof value) >= (int)sizeof value ||
             sb_config_format(&def, k, base, sizeof base) >= (int)sizeof base ||
             (strcmp(value, base) == 0 && strcmp(k->name, "model") != 0))
@@ -615,10 +616,13 @@ sb_status sb_run_config_from_json(const char *text, sb_run_config *cfg, sb_error
 {
     json_error_t jerr;
     json_t *root = json_loads(text, 0, &jerr);
-    if (root == NULL || !json_is_object(root)) {
-        json_decref(root);
+    if (root == NULL)
         return sb_error_set(err, SB_ERR_INVALID, "configuration is not a JSON object (%s)",
                             jerr.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "configuration is not a JSON object (it is JSON of another type)");
     }
     *cfg = sb_run_config_default();
     const char *name;

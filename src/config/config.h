@@ -41,12 +41,16 @@ typedef enum sb_key_hash {
     SB_KEY_HASH_RUN_SET,      /* in the run hash only, when not the default (as TRAINING_SET) */
 } sb_key_hash;
 
-/* Which subcommands take a key: grammar takes GRAMMAR keys, data and bench GRAMMAR and
- * TASK keys, train, eval, probe and ceiling all of them. */
+/* Which subcommands take a key (each takes its group and every group before it): grammar
+ * takes GRAMMAR keys, data and bench GRAMMAR and TASK keys, eval, probe and ceiling up to
+ * RUNTIME (threads, memory, files, output), train all of them (TRAIN: its own runtime keys).
+ * RUNTIME and TRAIN keys are never in the JSON or a hash (sb_runtime). */
 typedef enum sb_key_group {
     SB_KEY_GROUP_GRAMMAR = 0,
     SB_KEY_GROUP_TASK = 1,
     SB_KEY_GROUP_RUN = 2,
+    SB_KEY_GROUP_RUNTIME = 3,
+    SB_KEY_GROUP_TRAIN = 4,
 } sb_key_group;
 
 typedef struct sb_config_key {

@@ -41,6 +41,38 @@ typedef enum sb_precision_kind {
     SB_PRECISION_BF16 = 1, /* bf16 operands, float32 accumulation and everything else */
 } sb_precision_kind;
 
+/* Where and how a run is carried out, never what it computes: one member per RUNTIME or
+ * TRAIN key of keys.def, generated from its rows (a new runtime key is its row and its
+ * reader), in no JSON and no hash; a checkpoint's configuration reads back with their
+ * defaults. Text keys are paths, "" when unset. */
+#define SB_PATH_MAX 4096
+#define SB_RT_TYPE_INT int
+#define SB_RT_TYPE_INT64 int64_t
+#define SB_RT_TYPE_DOUBLE double
+#define SB_RT_TYPE_BOOL int
+#define SB_RT_TYPE_SWITCH int
+#define SB_RT_TYPE_STRING char
+#define SB_RT_SIZE_INT
+#define SB_RT_SIZE_INT64
+#define SB_RT_SIZE_DOUBLE
+#define SB_RT_SIZE_BOOL
+#define SB_RT_SIZE_SWITCH
+#define SB_RT_SIZE_STRING [SB_PATH_MAX]
+#define SB_RT_MEMBER(kind, name) SB_RT_TYPE_##kind name SB_RT_SIZE_##kind;
+#define SB_RT_MEMBER_GRAMMAR(kind, name)
+#define SB_RT_MEMBER_TASK(kind, name)
+#define SB_RT_MEMBER_RUN(kind, name)
+#define SB_RT_MEMBER_RUNTIME SB_RT_MEMBER
+#define SB_RT_MEMBER_TRAIN SB_RT_MEMBER
+typedef struct sb_runtime {
+#define SB_KEY(name, kind, field, def, min, max, choices, hash, group, help)                       \
+    SB_RT_MEMBER_##group(kind, name)
+#define SB_NOOP(name, kind, min, max, group, help)
+#include "config/keys.def"
+#undef SB_KEY
+#undef SB_NOOP
+} sb_runtime;
+
 typedef struct sb_run_config {
     sb_task_config task; /* task.grammar.seed is the task seed */
     char model[SB_MODEL_NAME_MAX];
@@ -80,6 +112,7 @@ typedef struct sb_run_config {
     /* gradient shards per micro-batch (--grad_shards; data-parallel training, trainer.h):
      * in the JSON (and hashes) only when not 1, so earlier runs keep their hashes */
     int grad_shards;
+    sb_runtime rt; /* the runtime keys: how and where, never what (not in the JSON) */
 } sb_run_config;
 
 /* train.py's defaults for training flags, the paper's main task as the task. */
@@ -96,7 +129,8 @@ char *sb_run_config_json_string(const sb_run_config *cfg, int training_only);
 sb_status sb_run_config_from_json(const char *text, sb_run_config *cfg, sb_error *err);
 
 /* The flags that set cfg from the defaults, as `train` reads them: "--key value" for every
- * key whose value differs from its default, in the table's order, values shell-quoted where
+ * key whose value differs from its default (the runtime keys left out: where, not what),
+ * in the table's order, values shell-quoted where
  * needed (a switch bare). `train` with them has cfg's run hash. malloc'd; NULL when out of
  * memory. */
 char *sb_run_config_flags(const sb_run_config *cfg);

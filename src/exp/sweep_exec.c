@@ -30,104 +30,27 @@
 #define POLL_MS 500      /* the longest wait for progress before the next tick */
 #define LOCK_RETRY_S 1.0 /* how often the locks of the runs put aside are looked at */
 
-/* ---- train's worker switches ---------------------------------------------------------- */
-
-/* Must match the switches of src/cli/run_options.c, and --progress_every of
- * src/cli/cmd_train.c (test_sweep_exec checks the names against `train --help`). */
-static const sb_worker_switch worker_switches[] = {
-    {"save_model", SB_WORKER_BOOL, 0, 1},     {"continued_training", SB_WORKER_SWITCH, 0, 1},
-    {"resume", SB_WORKER_SWITCH, 0, 1},       {"only_createset", SB_WORKER_SWITCH, 0, 1},
-    {"threads", SB_WORKER_INT, 0, 1024},      {"results", SB_WORKER_STRING, 0, 0},
-    {"ckpt", SB_WORKER_STRING, 0, 0},         {"mem_budget", SB_WORKER_DOUBLE, 0.01, 1e6},
-    {"json", SB_WORKER_SWITCH, 0, 1},         {"quiet", SB_WORKER_SWITCH, 0, 1},
-    {"print_hashes", SB_WORKER_SWITCH, 0, 1}, {"progress_every", SB_WORKER_DOUBLE, 0, 86400},
-};
-
-int sb_sweep_worker_switch_count(void)
-{
-    return (int)(sizeof worker_switches / sizeof *worker_switches);
-}
-
-const sb_worker_switch *sb_sweep_worker_switch_at(int i)
-{
-    return i >= 0 && i < sb_sweep_worker_switch_count() ? &worker_switches[i] : NULL;
-}
-
-const sb_worker_switch *sb_sweep_worker_switch_find(const char *name)
-{
-    for (int i = 0; i < sb_sweep_worker_switch_count(); i++)
-        if (strcmp(worker_switches[i].name, name) == 0)
-            return &worker_switches[i];
-    return NULL;
-}
-
-/* Checks a worker switch's value as `train` will read it (value NULL: the bare flag). */
-static sb_status check_worker_value(const sb_worker_switch *ws, const char *value, sb_error *err)
-{
-    if (value == NULL && ws->kind != SB_WORKER_SWITCH)
-        return sb_error_set(err, SB_ERR_INVALID, "--%s needs a value", ws->name);
-    int flag;
-    long long whole;
-    double number;
-    switch (ws->kind) {
-    case SB_WORKER_SWITCH:
-        if (value != NULL && !sb_config_parse_bool(value, &flag))
-            return sb_error_set(err, SB_ERR_INVALID,
-                                "--%s is a switch; write it alone or as --%s=True", ws->name,
-                                ws->name);
-        break;
-    case SB_WORKER_BOOL:
-        if (!sb_config_parse_bool(value, &flag))
-            return sb_error_set(err, SB_ERR_INVALID,
-                                "--%s: '%s' is not a boolean; use True or False", ws->name, value);
-        break;
-    case SB_WORKER_INT:
-        if (!sb_config_parse_int(value, &whole))
-            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not an integer", ws->name,
-                                value);
-        if ((double)whole < ws->min || (double)whole > ws->max)
-            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%.0f, %.0f]",
-                                ws->name, value, ws->min, ws->max);
-        break;
-    case SB_WORKER_DOUBLE:
-        if (!sb_config_parse_double(value, &number))
-            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not a finite number", ws->name,
-                                value);
-        if (number < ws->min || number > ws->max)
-            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%g, %g]", ws->name,
-                                value, ws->min, ws->max);
-        break;
-    case SB_WORKER_STRING: break;
-    }
-    return SB_OK;
-}
-
 /* ---- a run's configuration ------------------------------------------------------------ */
 
-/* Whether the train flag `name` is written alone (a switch key or a worker switch). */
+/* Whether the train flag `name` is written alone (a switch key). */
 static int flag_is_switch(const char *name)
 {
     const sb_config_key *key = sb_config_find(name);
-    if (key != NULL)
-        return key->kind == SB_KEY_SWITCH;
-    const sb_worker_switch *ws = sb_sweep_worker_switch_find(name);
-    return ws != NULL && ws->kind == SB_WORKER_SWITCH;
+    return key != NULL && key->kind == SB_KEY_SWITCH;
 }
 
-/* The train flag (a key or a worker switch) closest to name, a typo; NULL when none is. */
+/* The train flag (a key) closest to name, a typo; NULL when none is. */
 static const char *closest_train_flag(const char *name)
 {
     sb_suggest near;
     sb_suggest_init(&near, name);
     for (int i = 0; i < sb_config_key_count(); i++)
         sb_suggest_offer(&near, sb_config_key_at(i)->name);
-    for (int i = 0; i < sb_sweep_worker_switch_count(); i++)
-        sb_suggest_offer(&near, worker_switches[i].name);
     return sb_suggest_result(&near);
 }
 
-/* The error for a flag that is neither a key nor a worker switch: the closest of them when
- * one is near (a typo), else where the list is. */
+/* The error for a flag that is not a key: the closest key when one is near (a typo), else
+ * where the list is. */
 static sb_status unknown_train_flag(const char *name, sb_error *err)
 {
     const char *hint = closest_train_flag(name);
@@ -138,20 +61,17 @@ static sb_status unknown_train_flag(const char *name, sb_error *err)
                         "unknown flag --%s; the train command's --help lists them", name);
 }
 
-/* Sets one train flag of a sweep by name: a key sets cfg; a worker switch is checked and
- * left to the worker; anything else is an unknown flag. value NULL: the bare flag. */
+/* Sets one train flag of a sweep by name: every flag is a key (a runtime key, such as
+ * --save_model, is checked here and reaches the worker with the run's flags); anything else
+ * is an unknown flag. value NULL: the bare flag. */
 static sb_status set_flag(sb_run_config *cfg, const char *name, const char *value, sb_error *err)
 {
     const sb_config_key *key = sb_config_find(name);
-    if (key != NULL) {
-        if (value == NULL && key->kind != SB_KEY_SWITCH)
-            return sb_error_set(err, SB_ERR_INVALID, "--%s needs a value", name);
-        return sb_config_set(cfg, name, value != NULL ? value : "True", err);
-    }
-    const sb_worker_switch *ws = sb_sweep_worker_switch_find(name);
-    if (ws == NULL)
+    if (key == NULL)
         return unknown_train_flag(name, err);
-    return check_worker_value(ws, value, err);
+    if (value == NULL && key->kind != SB_KEY_SWITCH)
+        return sb_error_set(err, SB_ERR_INVALID, "--%s needs a value", name);
+    return sb_config_set(cfg, name, value != NULL ? value : "True", err);
 }
 
 /* Sets the parameters of run k (its values in the grid) by name. */
@@ -225,7 +145,7 @@ sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err)
 {
     for (int p = 0; p < s->n_params; p++) {
         const char *name = s->params[p].name;
-        if (sb_config_find(name) != NULL || sb_sweep_worker_switch_find(name) != NULL)
+        if (sb_config_find(name) != NULL)
             continue;
         const char *hint = closest_train_flag(name);
         if (hint != NULL)

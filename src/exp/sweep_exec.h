@@ -42,9 +42,9 @@
  * command macros ${env}, ${interpreter}, ${program} and the words python/python3 are
  * dropped; another ${...} is refused.
  *
- * A flag that is not a key may be one of train's worker switches
- * (sb_sweep_worker_switch_find): its value is checked here and left to the worker, which
- * receives it among its flags. Anything else is an unknown flag. Errors (SB_ERR_INVALID)
+ * Every flag is a key, the runtime ones included (--save_model, --mem_budget: checked here,
+ * in no hash, and given to the worker among the run's flags); anything else is an unknown
+ * flag. Errors (SB_ERR_INVALID)
  * name the file or the flag. The configuration is not checked across keys
  * (sb_run_config_check does that; sb_sweep_execute refuses the runs it rejects). */
 sb_status sb_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, sb_error *err);
@@ -56,37 +56,9 @@ sb_status sb_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, 
 sb_status sb_sweep_run_validate(const sb_sweep *s, int64_t k, sb_run_config *cfg, int *built,
                                 sb_error *err);
 
-/* Checks that every parameter of the grid is a train flag: a key of the table or a worker
- * switch. SB_ERR_INVALID naming the file and the first parameter that is not. */
+/* Checks that every parameter of the grid is a train flag, a key of the table (runtime keys
+ * included). SB_ERR_INVALID naming the file and the first parameter that is not. */
 sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err);
-
-/* ---- train's worker switches ---------------------------------------------------------- */
-
-/* The flags of `train` that are not keys of a configuration (where it writes, how many
- * threads, what it prints: src/cli/run_options.c) and that a sweep file may carry. They
- * change no hash, so the library knows only their names and the shape of their values,
- * enough to check them before a worker starts; tests/unit/test_sweep_exec.c checks that
- * `train --help` lists each of them. */
-typedef enum sb_worker_switch_kind {
-    SB_WORKER_SWITCH, /* alone, or =True/False */
-    SB_WORKER_BOOL,   /* True|False */
-    SB_WORKER_INT,    /* an integer in [min, max] */
-    SB_WORKER_DOUBLE, /* a finite number in [min, max] */
-    SB_WORKER_STRING, /* any text (a path) */
-} sb_worker_switch_kind;
-
-typedef struct sb_worker_switch {
-    const char *name; /* without the leading "--" */
-    sb_worker_switch_kind kind;
-    double min, max;
-} sb_worker_switch;
-
-/* The switch of that name, or NULL. */
-const sb_worker_switch *sb_sweep_worker_switch_find(const char *name);
-
-/* The number of worker switches, and switch i of them (0 <= i < count). */
-int sb_sweep_worker_switch_count(void);
-const sb_worker_switch *sb_sweep_worker_switch_at(int i);
 
 /* ---- the progress pipe ------------------------------------------------------------------ */
 

@@ -71,8 +71,16 @@ static sb_status run_size_check(const sb_run_config *cfg, double machine_bytes, 
                         what, need / gb, machine_bytes / gb);
 }
 
+static _Atomic long checks_made;
+
+long sb_run_config_checks_made(void)
+{
+    return checks_made;
+}
+
 sb_status sb_run_config_check(const sb_run_config *cfg, sb_error *err)
 {
+    checks_made++;
     sb_status st = sb_task_config_check(&cfg->task, err);
     if (st != SB_OK)
         return st;

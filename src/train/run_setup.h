@@ -15,8 +15,13 @@
  * 1296 -> 1280 (and refuses 960, see sb_run_config_check). */
 int sb_run_config_effective_width(const sb_run_config *cfg);
 
-/* Checks every field (one error line naming the flag). */
+/* Checks every field (one error line naming the flag). A run's configuration is checked
+ * once, where it enters the library (sb_train_config, sb_evaluate_checkpoint, ...); the
+ * floors below take it as checked. */
 sb_status sb_run_config_check(const sb_run_config *cfg, sb_error *err);
+
+/* The checks this process has made (for the test that one training checks once). */
+long sb_run_config_checks_made(void);
 
 /* The model configuration for a task with n_inputs inputs and n_classes outputs. */
 sb_model_config sb_run_config_model(const sb_run_config *cfg, int n_inputs, int n_classes);

@@ -1259,12 +1259,10 @@ sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_tra
     memset(res, 0, sizeof *res);
     res->test_acc = res->test_loss = res->train_acc = res->train_loss = (double)NAN;
     res->valid_acc = res->valid_loss = (double)NAN;
-    sb_status st = sb_run_config_check(cfg, err);
-    if (st != SB_OK)
-        return run_failed(res, SB_RUN_FAILED, st, err);
+    /* cfg was checked where it entered the library (sb_train_config) */
     if (opt->threads > 0)
         omp_set_num_threads(opt->threads);
-    st = sb_gemm_configure(cfg, err);
+    sb_status st = sb_gemm_configure(cfg, err);
     if (st != SB_OK)
         return run_failed(res, SB_RUN_FAILED, st, err);
     train_run r = {.cfg = cfg,

@@ -120,7 +120,8 @@ typedef struct sb_train_result {
 } sb_train_result;
 
 /* Trains (or, with cfg->test_pretrained, only evaluates the checkpoint at
- * opt->ckpt_path). res is filled even on failure (status and reason). */
+ * opt->ckpt_path). cfg must have passed sb_run_config_check (sb_train_config checks it,
+ * once). res is filled even on failure (status and reason). */
 sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_train_result *res,
                    sb_error *err);
 

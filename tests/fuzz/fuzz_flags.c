@@ -72,7 +72,7 @@ static void check_keys_round_trip(const sb_config *cfg)
         return;
     for (int i = 0; i < sb_config_key_count(); i++) {
         const char *name = sb_config_key_name(i);
-        char value[512];
+        char value[8192];
         fuzz_check(sb_config_get_key(cfg, name, value, sizeof value, &err) == SB_OK,
                    "a key's value cannot be written");
         if (value[0] == '\0')
@@ -101,17 +101,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* the flags of cmd_train.c's train_with_flags */
     sb_run_flags rf;
-    sb_option opts[SB_RUN_MAX_OPTIONS + 4];
+    sb_option opts[SB_RUN_MAX_OPTIONS];
     int n = 0;
     sb_error err = {0};
-    if (sb_run_options_add(&rf, opts, &n, &err) == SB_OK) {
-        int force = 0;
-        int64_t inject_nan_at = 0;
-        const char *db_path = NULL;
-        opts[n++] = (sb_option){"force", SB_OPT_SWITCH, &force, 0, 1, NULL, NULL, "", 0};
-        opts[n++] = (sb_option){"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH", "", 0};
-        opts[n++] =
-            (sb_option){"inject_nan_at", SB_OPT_INT64, &inject_nan_at, 0, 1e15, NULL, "K", "", 0};
+    if (sb_run_options_add(&rf, SB_KEYS_TRAIN, opts, &n, &err) == SB_OK) {
         int help = 0, n_positional = 0;
         sb_status st =
             sb_options_parse(opts, n, argc, argv, 2, NULL, 0, &n_positional, &help, &err);

@@ -338,16 +338,16 @@ class TestHostileArguments(unittest.TestCase):
                 sb.train(cfg, threads=threads)
             with self.assertRaisesRegex(sb.SelectivbenchError, "threads"):
                 sb.evaluate(os.path.join(self.dir, "none.safetensors"), threads=threads)
-        # the library refuses them too, for callers that skip the binding
+        # the library refuses them too, for callers that skip the binding: threads is a
+        # key of the configuration, with the command line's range
         lib, err = sb._lib.lib, sb._lib.Error()
-        for threads in (10 ** 6, -5):
-            ev = sb._lib.EvalOutcome()
-            st = lib.sb_evaluate_checkpoint(b"none.safetensors", None, threads,
-                                            __import__("ctypes").byref(ev),
-                                            __import__("ctypes").byref(err))
-            self.assertNotEqual(st, 0)
-            self.assertIn("threads %d: give 0 (every core) to 1024" % threads,
-                          err.msg.decode())
+        with sb._config.Config() as cfg:
+            for threads in (10 ** 6, -5):
+                st = lib.sb_config_set_key(cfg.handle, b"threads", str(threads).encode(),
+                                           __import__("ctypes").byref(err))
+                self.assertNotEqual(st, 0)
+                self.assertIn("--threads %d is out of range [0, 1024]" % threads,
+                              err.msg.decode())
             opt = lib.sb_ceiling_options_default()
             opt.samples, opt.threads = 5, threads
             out = sb._lib.Ceiling()

@@ -43,6 +43,13 @@ static void test_version(void **state)
     assert_int_equal(sb_api_struct_size("sb_error"), sizeof(sb_error));
     assert_int_equal(sb_api_struct_size("sb_result_row"), sizeof(sb_result_row));
     assert_int_equal(sb_api_struct_size("sb_train_settings"), sizeof(sb_train_settings));
+    /* the settings hold callbacks, user pointers and the world's two ints, nothing else:
+     * every other setting is a key (any new field breaks this sum) */
+    typedef void (*any_fn)(void);
+    assert_int_equal(sizeof(sb_train_settings),
+                     7 * sizeof(any_fn) + 2 * sizeof(void *) + 2 * sizeof(int));
+    assert_int_equal(offsetof(sb_train_settings, progress), 0);
+    assert_int_equal(offsetof(sb_train_settings, world_rank), 5 * sizeof(any_fn) + sizeof(void *));
     assert_int_equal(sb_api_struct_size("sb_external_run"), sizeof(sb_external_run));
     assert_int_equal(sb_api_struct_size("sb_report_outcome"), sizeof(sb_report_outcome));
     assert_int_equal(sb_api_struct_size("sb_no_such_struct"), 0);
@@ -550,8 +557,8 @@ static void test_missing_files(void **state)
     assert_null(cfg);
     sb_eval_outcome eval;
     assert_error(
-        sb_evaluate_checkpoint("/nonexistent-selectivbench.safetensors", NULL, 1, &eval, &err),
-        &err, SB_ERR_IO, "nonexistent-selectivbench.safetensors");
+        sb_evaluate_checkpoint("/nonexistent-selectivbench.safetensors", NULL, &eval, &err), &err,
+        SB_ERR_IO, "nonexistent-selectivbench.safetensors");
     sb_sweep *sweep = NULL;
     assert_error(sb_sweep_load("/nonexistent-sweep.yaml", &sweep, &err), &err, SB_ERR_IO,
                  "nonexistent-sweep.yaml");
@@ -927,12 +934,12 @@ static void test_train_stop_request(void **state)
                              {"feat_size", "8"}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         assert_int_equal(sb_config_set_key(cfg, keys[i][0], keys[i][1], &err), SB_OK);
+    /* where and how are keys too (the runtime ones): the settings hold callbacks only */
+    assert_int_equal(sb_config_set_key(cfg, "results", dir, &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "save_model", "True", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "threads", "1", &err), SB_OK);
     int polls = 0;
-    sb_train_settings set = {.results_dir = dir,
-                             .save_checkpoint = 1,
-                             .threads = 1,
-                             .user = &polls,
-                             .should_stop = stop_at_third_poll};
+    sb_train_settings set = {.user = &polls, .should_stop = stop_at_third_poll};
     sb_train_outcome out;
     if (sb_train_config(cfg, &set, &out, &err) != SB_OK)
         fail_msg("train: %s", err.msg);
@@ -976,7 +983,7 @@ static void test_train_stop_request(void **state)
                  SB_ERR_INVALID, "too long");
 
     set.should_stop = NULL;
-    set.resume = 1;
+    assert_int_equal(sb_config_set_key(cfg, "resume", "True", &err), SB_OK);
     if (sb_train_config(cfg, &set, &out, &err) != SB_OK)
         fail_msg("resume: %s", err.msg);
     assert_int_equal(out.status, SB_RUN_FINISHED);

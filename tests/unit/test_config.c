@@ -54,7 +54,7 @@ static void test_every_key_round_trips(void **state)
 {
     (void)state;
     assert_true(sb_config_key_count() > 40);
-    int n_json = 0;
+    int n_json = 0, n_runtime = 0;
     for (int i = 0; i < sb_config_key_count(); i++) {
         const sb_config_key *k = sb_config_key_at(i);
         if (k->noop || strcmp(k->name, "att_dropout") == 0)
@@ -109,10 +109,26 @@ static void test_every_key_round_trips(void **state)
             if (k->hash == SB_KEY_HASH_RUN && strcmp(t0, t1) != 0)
                 fail_msg("--%s is a test setting but changes the training hash", k->name);
         }
+        if (k->group >= SB_KEY_GROUP_RUNTIME) {
+            /* a runtime key (threads, files, output) says where and how, never what: in no
+             * JSON and no hash */
+            assert_int_equal(k->hash, SB_KEY_HASH_NONE);
+            assert_null(strstr(text, k->name));
+            for (int training = 0; training <= 1; training++) {
+                char h0[17], h1[17];
+                sb_run_config d = sb_run_config_default();
+                sb_run_config_hash(&d, training, h0);
+                sb_run_config_hash(&c, training, h1);
+                if (strcmp(h0, h1) != 0)
+                    fail_msg("runtime key --%s %s changes a hash", k->name, want);
+            }
+            n_runtime++;
+        }
         free(text);
         free(text2);
     }
     assert_true(n_json >= 40);
+    assert_true(n_runtime >= 16);
 }
 
 static void test_noops_change_nothing(void **state)

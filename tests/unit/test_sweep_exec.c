@@ -105,23 +105,34 @@ static void test_run_config(void **state)
     sb_sweep_free(s);
 }
 
-static void test_worker_switches_are_train_flags(void **state)
+/* `train --help` lists every key of the table, and a sweep file takes exactly the keys as
+ * parameters: each one, and nothing else. */
+static void test_every_key_is_a_train_flag(void **state)
 {
     (void)state;
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "%s train --help", binary);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
-    static char help[1 << 16];
+    static char help[1 << 17];
     size_t len = fread(help, 1, sizeof help - 1, p);
     help[len] = '\0';
     assert_int_equal(pclose(p), 0);
-    assert_true(sb_sweep_worker_switch_count() > 0);
-    for (int i = 0; i < sb_sweep_worker_switch_count(); i++) {
+    assert_true(sb_config_key_count() > 80);
+    for (int i = 0; i < sb_config_key_count(); i++) {
+        const char *name = sb_config_key_name(i);
         char needle[128];
-        snprintf(needle, sizeof needle, "--%s ", sb_sweep_worker_switch_at(i)->name);
+        snprintf(needle, sizeof needle, "--%s ", name);
         if (strstr(help, needle) == NULL)
             fail_msg("train --help does not list %s", needle);
+        char text[256];
+        snprintf(text, sizeof text, "method: grid\nparameters:\n  %s:\n    values: [1]\n", name);
+        sb_sweep *s = NULL;
+        sb_error err = {0};
+        assert_int_equal(sb_sweep_load_text("keys", text, strlen(text), &s, &err), SB_OK);
+        if (sb_sweep_check_params(s, &err) != SB_OK)
+            fail_msg("a sweep refuses the key %s as a parameter: %s", name, err.msg);
+        sb_sweep_free(s);
     }
 }
 
@@ -750,7 +761,7 @@ int main(int argc, char **argv)
     binary = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_config),
-        cmocka_unit_test(test_worker_switches_are_train_flags),
+        cmocka_unit_test(test_every_key_is_a_train_flag),
         cmocka_unit_test(test_progress_record),
         cmocka_unit_test(test_select_matches_enumeration),
         cmocka_unit_test(test_select_errors),

@@ -779,10 +779,42 @@ static void test_curve_points(void **state)
     assert_int_equal(sb_train_curve_extra(20, 2, 10), 0);
 }
 
+/* One training checks its configuration once, where it enters the library: the trainer
+ * below takes it as checked (the issue of a train that checked three times). */
+static void test_one_check_per_training(void **state)
+{
+    (void)state;
+    sb_error err = {0};
+    sb_config *cfg = NULL;
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    const char *keys[][2] = {{"amb", "3"},
+                             {"grammar_scale", "True"},
+                             {"train_seqlen_max", "8"},
+                             {"test_seqlen_max", "8"},
+                             {"test_size", "20"},
+                             {"dataset_size", "64"},
+                             {"batch_size", "16"},
+                             {"model", "gru"},
+                             {"feat_size", "8"},
+                             {"results", ""},
+                             {"threads", "1"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        assert_int_equal(sb_config_set_key(cfg, keys[i][0], keys[i][1], &err), SB_OK);
+    long before = sb_run_config_checks_made();
+    sb_train_outcome out;
+    if (sb_train_config(cfg, NULL, &out, &err) != SB_OK)
+        fail_msg("train: %s", err.msg);
+    assert_int_equal(out.status, SB_RUN_FINISHED);
+    assert_int_equal(sb_run_config_checks_made() - before, 1);
+    assert_string_equal(out.database, ""); /* results "": in memory */
+    sb_config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_param_counts),
+        cmocka_unit_test(test_one_check_per_training),
         cmocka_unit_test(test_optimizer_matches_torch),
         cmocka_unit_test(test_schedules),
         cmocka_unit_test(test_threads_identical),
