@@ -19,9 +19,21 @@ run_flags="--model gru --vocab 9 --amb 8 --grammar_scale True --train_seqlen_max
 --test_seqlen_max 20 --dataset_size 24000 --test_size 12 --batch_size 16 --test_bs 6 \
 --feat_size 16 --layers 1 --epoch_size 4000 --threads 1 --quiet"
 
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+t0=$(now_ms)
 # shellcheck disable=SC2086
 "$SB" train $run_flags --results "$TMP/ref" --ckpt "$TMP/ref/w.safetensors" >"$TMP/ref.out" 2>&1 ||
   fail "the uninterrupted run failed: $(cat "$TMP/ref.out")"
+ref_ms=$(($(now_ms) - t0))
+# the start-up a life spends before its first update (process, task, model): a kill before
+# it tests nothing; an ASan build under load takes many times longer than a native one
+t0=$(now_ms)
+# shellcheck disable=SC2086
+"$SB" train $run_flags --results "$TMP/startup" --only_createset >/dev/null 2>&1
+startup_ms=$(($(now_ms) - t0))
+# the random kills land in the first ~20% of the run after start-up: 20 to 219 ms on a
+# native build (a run of a few seconds), stretched as the run is slower than 3 s
+stretch=$((ref_ms > 3000 ? ref_ms / 3000 : 1))
 same_as_ref() { # DIR
   cmp -s "$TMP/ref/w.safetensors" "$1/w.safetensors" &&
     cmp -s "$TMP/ref/w.optim.safetensors" "$1/w.optim.safetensors"
@@ -63,8 +75,9 @@ while [ $lives -lt 400 ]; do
     $resume >"$d.out" 2>&1 &
   pid=$!
   seed=$(((seed * 1103515245 + 12345) % 2147483648))
-  # 20 to 219 ms
-  sleep "0.$(printf '%03d' $((20 + seed / 65536 % 200)))"
+  # start-up, then 20 to 219 ms (times the stretch)
+  delay_ms=$((startup_ms + (20 + seed / 65536 % 200) * stretch))
+  sleep "$((delay_ms / 1000)).$(printf '%03d' $((delay_ms % 1000)))"
   if kill -9 $pid 2>/dev/null; then
     kills=$((kills + 1))
     wait $pid 2>/dev/null
@@ -82,5 +95,5 @@ while [ $lives -lt 400 ]; do
 done
 [ $kills -ge 50 ] && [ "$finished" -ge 1 ] || fail "only $kills kills and $finished finished runs in $lives lives"
 
-echo "test_checkpoint_kill: $checks checks ($kills random kills), $failures failures"
+echo "test_checkpoint_kill: $checks checks ($kills random kills; start-up $startup_ms ms, run $ref_ms ms), $failures failures"
 [ "$failures" -eq 0 ]
