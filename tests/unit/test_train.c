@@ -786,20 +786,13 @@ static void test_one_check_per_training(void **state)
     (void)state;
     sb_error err = {0};
     sb_config *cfg = NULL;
-    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
-    const char *keys[][2] = {{"amb", "3"},
-                             {"grammar_scale", "True"},
-                             {"train_seqlen_max", "8"},
-                             {"test_seqlen_max", "8"},
-                             {"test_size", "20"},
-                             {"dataset_size", "64"},
-                             {"batch_size", "16"},
-                             {"model", "gru"},
-                             {"feat_size", "8"},
-                             {"results", ""},
-                             {"threads", "1"}};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        assert_int_equal(sb_config_set_key(cfg, keys[i][0], keys[i][1], &err), SB_OK);
+    const char *json = "{\"amb\": 3, \"grammar_scale\": true, \"train_seqlen_max\": 8, "
+                       "\"test_seqlen_max\": 8, \"test_size\": 20, \"dataset_size\": 64, "
+                       "\"batch_size\": 16, \"model\": \"gru\", \"feat_size\": 8}";
+    assert_int_equal(sb_config_from_json(json, &cfg, &err), SB_OK);
+    /* the runtime keys are in no JSON: set by name, in memory on one thread */
+    assert_int_equal(sb_config_set_key(cfg, "results", "", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "threads", "1", &err), SB_OK);
     long before = sb_run_config_checks_made();
     sb_train_outcome out;
     if (sb_train_config(cfg, NULL, &out, &err) != SB_OK)
