@@ -119,12 +119,6 @@ static void outcome_from_result(sb_train_outcome *out, const sb_train_result *re
  * rank 0's (world_agree). */
 enum { VERDICT_TRAIN, VERDICT_CACHED, VERDICT_FAILED, VERDICT_LOCKED };
 
-/* Whether the run continues from its checkpoint: --resume, or train.py's name for it. */
-static int resumes(const sb_runtime *rt)
-{
-    return rt->resume || rt->continued_training;
-}
-
 /* The database and checkpoint paths of a run in its results folder, into out; create:
  * make the folders that will be written. */
 static sb_status results_paths(const sb_run_config *run, int create, sb_train_outcome *out,
@@ -144,7 +138,7 @@ static sb_status results_paths(const sb_run_config *run, int create, sb_train_ou
     else if ((st = sb_run_store_ckpt_path(rt->results, run, out->checkpoint, sizeof out->checkpoint,
                                           create && rt->save_model, err)) != SB_OK)
         return st;
-    if (!rt->save_model && !run->test_pretrained && !resumes(rt))
+    if (!rt->save_model && !run->test_pretrained && !rt->resume)
         out->checkpoint[0] = '\0'; /* nothing will be written or read there */
     return SB_OK;
 }
@@ -185,7 +179,7 @@ static sb_status results_begin(const sb_run_config *run, int world, train_sinks 
     memset(&stored, 0, sizeof stored);
     sb_status st = sb_run_record_begin(&sinks->rec, out->database, run,
                                        out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
-                                       run->rt.force, resumes(&run->rt), world, out->threads,
+                                       run->rt.force, run->rt.resume, world, out->threads,
                                        &finished, &out->locked_by, &stored, err);
     if (st != SB_OK) {
         *verdict = out->locked_by != 0 ? VERDICT_LOCKED : VERDICT_FAILED;
@@ -228,7 +222,7 @@ static sb_status prepare_run(sb_run_config *run, sb_train_outcome *out, sb_error
     const sb_runtime *rt = &run->rt;
     int threads = rt->threads > 0 ? rt->threads : sb_cpu_count();
     sb_status st = sb_run_config_check(run, err);
-    if (st == SB_OK && resumes(rt) && rt->results[0] != '\0')
+    if (st == SB_OK && rt->resume && rt->results[0] != '\0')
         st = resume_engine(run, out, err);
     sb_fingerprint fp;
     sb_gemm_fingerprint(run, threads, &fp);
@@ -302,7 +296,7 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
         .threads = threads,
         .ckpt_path = out->checkpoint[0] != '\0' ? out->checkpoint : NULL,
         .mem_budget_gb = rt->mem_budget,
-        .resume = resumes(rt),
+        .resume = rt->resume,
         .callback = train_event,
         .user = &sinks,
         .should_stop = settings->should_stop,

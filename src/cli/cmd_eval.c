@@ -59,10 +59,8 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
     if (sb_run_flag(rf->config, "print_hashes"))
         return sb_cli_print_config_hashes(rf->config);
 
-    char threads_text[16]; /* as resolved here (sb_default_threads: affinity, quota, Slurm) */
-    snprintf(threads_text, sizeof threads_text, "%d", threads);
-    sb_eval_outcome res;
-    if (sb_config_set_key(rf->config, "threads", threads_text, &err) != SB_OK ||
+    sb_eval_outcome res; /* the threads as resolved here (affinity, quota, Slurm) */
+    if (sb_run_set(rf->config, "threads", &err, "%d", threads) != SB_OK ||
         sb_evaluate_checkpoint(ckpt, rf->config, &res, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
     const char *dump = sb_run_path(rf->config, "dump");

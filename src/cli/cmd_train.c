@@ -185,9 +185,7 @@ static int train_with_flags(sb_run_flags *rf, int argc, char **argv)
                                           "update, with a checkpoint (a second signal quits "
                                           "at once)\n");
     /* the threads as resolved here (sb_default_threads: affinity, quota, Slurm) */
-    char threads_text[16];
-    snprintf(threads_text, sizeof threads_text, "%d", threads);
-    if (sb_config_set_key(cfg, "threads", threads_text, &err) != SB_OK)
+    if (sb_run_set(cfg, "threads", &err, "%d", threads) != SB_OK)
         return fail(&err);
     sb_train_settings settings = {
         .progress = sb_train_output_progress,

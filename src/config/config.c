@@ -238,6 +238,8 @@ static sb_status apply_derived(sb_run_config *cfg, const sb_config_key *k, const
 {
     if (strcmp(k->name, "task_seed") == 0)
         cfg->requested_task_seed = cfg->task.grammar.seed;
+    if (strcmp(k->name, "continued_training") == 0) /* train.py's name of --resume */
+        cfg->rt.resume = cfg->rt.continued_training;
     if (strcmp(k->name, "seed") == 0 || strcmp(k->name, "same_seed") == 0 ||
         strcmp(k->name, "task_seed") == 0)
         resolve_task_seed(cfg);

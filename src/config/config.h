@@ -6,8 +6,9 @@
  * JSON writer and reader and so the hashes (run_config.h).
  *
  * Derived logic lives in one place, config.c's apply_derived: the task seed follows
- * --seed with --same_seed True and --task_seed otherwise; --att_dropout True and any
- * --base_set but one_hot are refused. The transformer's width remap and the 5% warm-up
+ * --seed with --same_seed True and --task_seed otherwise; --continued_training sets
+ * --resume (train.py's name of it); --att_dropout True and any --base_set but one_hot are
+ * refused. The transformer's width remap and the 5% warm-up
  * default are computed from the stored values (sb_run_config_effective_width,
  * sb_run_config_warmup).
  */
