@@ -197,8 +197,9 @@ sb_status sb_config_set_key(sb_config *cfg, const char *key, const char *value, 
 sb_status sb_config_get_key(const sb_config *cfg, const char *key, char *buf, size_t size,
                             sb_error *err);
 
-/* The value of a numeric, boolean or switch key as a number (booleans 0 or 1); NaN for an
- * unknown key, a key of another type or an optional key left unset. For a caller that reads
+/* The value of a numeric, boolean, switch or choice key as a number (booleans 0 or 1, a
+ * choice's index in its list); NaN for an unknown key, a text key or an optional key left
+ * unset. For a caller that reads
  * the runtime keys (threads, mem_budget, quiet, ...) without formatting them. */
 double sb_config_number(const sb_config *cfg, const char *key);
 
@@ -251,6 +252,10 @@ const char *sb_config_key_name(int i);
 const char *sb_config_key_type(int i);
 const char *sb_config_key_default(int i);
 const char *sb_config_key_help(int i);
+
+/* The accepted range of a numeric, boolean or switch key i (inclusive) in *min and *max (either
+ * may be NULL): 0, or -1 for a text or choice key or i outside the table. */
+int sb_config_key_range(int i, double *min, double *max);
 
 /* Which hashes cover key i: SB_KEY_IN_RUN_HASH | SB_KEY_IN_TRAINING_HASH bits; 0 for a key
  * outside the JSON (an input of derived logic, a no-op) or i out of range. */
@@ -1273,8 +1278,12 @@ int sb_config_key_find(const char *name);
 #define SB_KEYS_RUN 2
 #define SB_KEYS_RUNTIME 3
 #define SB_KEYS_TRAIN 4
+/* The other commands' settings (bench, models, probe, ceiling, data, grammar, plan, sweep,
+ * demo, serve): each command takes the ones it names; never a train flag or a sweep file's
+ * parameter. Also runtime keys: in no JSON and no hash. */
+#define SB_KEYS_COMMAND 5
 
-/* The group of key i (SB_KEYS_GRAMMAR ... SB_KEYS_TRAIN), -1 outside the table. */
+/* The group of key i (SB_KEYS_GRAMMAR ... SB_KEYS_COMMAND), -1 outside the table. */
 int sb_config_key_group(int i);
 
 /* Choice c of key i, a "choice" key (0 <= c), or NULL past its last choice, for another
@@ -1656,7 +1665,7 @@ const char *sb_bench_onednn_version(void);
 
 /* -- the probe: what a trained model keeps, where, and for how long (docs/probe.md) -- */
 
-/* Sections (bits of sb_probe_settings.sections). */
+/* Sections (bits; the probe's `section` key chooses all or one). */
 enum {
     SB_PROBE_READOUT = 1,   /* linear readouts of the state ids by depth and lag */
     SB_PROBE_GATES = 2,     /* input-dependent gates on symbol versus gap frames */
@@ -1674,30 +1683,11 @@ typedef enum sb_probe_frame {
     SB_PROBE_FRAME_LAST = 1,   /* the last frame of its window (its last gap frame) */
 } sb_probe_frame;
 
-typedef struct sb_probe_settings {
-    int sections;          /* SB_PROBE_* bits */
-    int gates_required;    /* 1: a model without gates is an error, else reported absent */
-    int64_t train_samples; /* training samples the readouts are fitted on */
-    int64_t test_samples;  /* test samples scored (0: the whole test split) */
-    sb_probe_readout readout;
-    double ridge; /* shrinkage: ridge, relative to the mean diagonal of X^T X;
-                     LDA, relative to the features' mean variance */
-    sb_probe_frame frame;
-    double retention_dur;  /* the long test gap of the retention section, seconds */
-    int retention_samples; /* long-gap test samples averaged */
-    int retention_element; /* the gap after the first element at this index or later that
-                              has one (the last element with a gap if none) */
-    int batch;             /* samples per forward */
-} sb_probe_settings;
-
-/* The defaults: every section, 256 training samples, the whole test split, LDA with
- * shrinkage 1e-3, symbol frames, a 10 s retention gap averaged over 4 samples at element 4,
- * batches of 16. */
-void sb_probe_settings_default(sb_probe_settings *s);
-
 /* Probes the checkpoint at `checkpoint`, trained with the configuration cfg (for example
  * from sb_checkpoint_config, with keys changed): builds cfg's task and model, loads the
- * weights, runs the sections of *s and writes out_dir/probe.json (indented) and the figures
+ * weights, runs the sections cfg's probe keys ask for (section, probe_samples, samples,
+ * readout, ridge, probe_frame, retention_dur, retention_samples, retention_element,
+ * probe_bs: SB_KEYS_COMMAND) and writes out_dir/probe.json (indented) and the figures
  * readout, gates and retention (.png, .svg, .pdf) of the sections it has into out_dir
  * (created if missing). When the checkpoint records its own configuration, cfg's grammar
  * must be the same (the readouts would be meaningless otherwise). Optional outputs (NULL:
@@ -1707,9 +1697,8 @@ void sb_probe_settings_default(sb_probe_settings *s);
  * written; SB_ERR_INVALID for NULL arguments, a checkpoint trained on another task,
  * tensors that do not fit cfg's model, bad settings, or gates required of a model without
  * any; those of sb_config_check; SB_ERR_NOMEM; SB_ERR_RUNTIME. */
-sb_status sb_probe_checkpoint(const char *checkpoint, const sb_config *cfg,
-                              const sb_probe_settings *s, const char *out_dir, char **json,
-                              char **summary, sb_error *err);
+sb_status sb_probe_checkpoint(const char *checkpoint, const sb_config *cfg, const char *out_dir,
+                              char **json, char **summary, sb_error *err);
 
 /* ---- reports ----------------------------------------------------------------------------- */
 

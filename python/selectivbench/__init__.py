@@ -5,7 +5,7 @@ libselectivbench.so) with ctypes and numpy; see docs/python.md.
 
     import selectivbench as sb
     task = sb.Task(amb=6, grammar_scale=True, train_seqlen_max=50, dataset_size=6000)
-    for batch in task.batches("train", batch_size=64):
+    for batch in task.batches("train", batch_size=32):
         ...  # batch.inputs [B, T, V] float32, batch.targets [B, T] int64, ...
     sb.record_run("results", {"model": "torch_lstm", **task.flags}, {"test_acc": 0.8, ...})
     sb.results("results")

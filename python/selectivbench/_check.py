@@ -8,9 +8,9 @@ import numbers
 
 import numpy as np
 
-from ._lib import SelectivbenchError
+from ._lib import SelectivbenchError, key_range
 
-THREADS_MAX = 1024  # SB_THREADS_MAX: the command line's --threads range is 0..1024
+THREADS_MAX = int(key_range("threads")[1])  # the key table's range of --threads (0..max)
 INT64_MAX = 2 ** 63 - 1
 INT_MAX = 2 ** 31 - 1
 

@@ -173,6 +173,8 @@ PROTOTYPES = {
     "sb_config_key_name": (c_char_p, [c_int]),
     "sb_config_key_default": (c_char_p, [c_int]),
     "sb_config_key_help": (c_char_p, [c_int]),
+    "sb_config_key_find": (c_int, [c_char_p]),
+    "sb_config_key_range": (c_int, [c_int, POINTER(c_double), POINTER(c_double)]),
     "sb_task_from_config": (c_int, [c_void_p, POINTER(c_void_p), POINTER(Error)]),
     "sb_task_free": (None, [c_void_p]),
     "sb_task_get_facts": (None, [c_void_p, POINTER(TaskFacts)]),
@@ -269,6 +271,23 @@ def _declare(lib):
 
 
 lib = _declare(_load())
+
+
+def key_default(name):
+    """The key table's default of a key, as text (as `train --help` gives it)."""
+    text = lib.sb_config_key_default(lib.sb_config_key_find(name.encode()))
+    if text is None:
+        raise KeyError(name)
+    return text.decode()
+
+
+def key_range(name):
+    """The key table's range (min, max) of a numeric key, as every command checks it."""
+    lo, hi = ctypes.c_double(), ctypes.c_double()
+    if lib.sb_config_key_range(lib.sb_config_key_find(name.encode()), ctypes.byref(lo),
+                               ctypes.byref(hi)) != 0:
+        raise KeyError(name)
+    return lo.value, hi.value
 
 
 class Handle:

@@ -203,10 +203,13 @@ class Task:
         lib.sb_task_batch_view(memory.handle, ctypes.byref(shape), ctypes.byref(arrays))
         return Batch(memory, shape, arrays, idx)
 
-    def batches(self, split="train", batch_size=64, shuffle=False, seed=0, drop_last=False,
+    def batches(self, split="train", batch_size=None, shuffle=False, seed=0, drop_last=False,
                 threads=0):
-        """Iterates over a split in batches of batch_size: in index order (as the C trainer
-        reads the training set), or shuffled by a numpy generator seeded with seed."""
+        """Iterates over a split in batches of batch_size (None: train's --batch_size default):
+        in index order (as the C trainer reads the training set), or shuffled by a numpy
+        generator seeded with seed."""
+        if batch_size is None:
+            batch_size = int(_lib.key_default("batch_size"))
         batch_size = _check.whole("batch_size", batch_size, 1, _check.INT_MAX)
         seed = _check.whole("seed", seed, 0, 2 ** 64 - 1, "a seed of 0 or more")
         threads = _check.threads(threads)

@@ -3,7 +3,7 @@ defined as the C trainer defines them (docs/training.md, "Loss" and "Accuracy").
 `import selectivbench` alone does not.
 
     from selectivbench.torch import TaskDataset, loss, element_accuracy
-    data = torch.utils.data.DataLoader(TaskDataset(task, "train", batch_size=64),
+    data = torch.utils.data.DataLoader(TaskDataset(task, "train", batch_size=32),
                                        batch_size=None)
     for b in data:
         logits = model(b["inputs"])            # [B, T, classes]
@@ -12,6 +12,7 @@ defined as the C trainer defines them (docs/training.md, "Loss" and "Accuracy").
 
 import torch
 
+from ._lib import key_default
 from .task import split_id
 
 
@@ -33,9 +34,11 @@ class TaskDataset(torch.utils.data.IterableDataset):
     DataLoader(dataset, batch_size=None). In index order (what the C trainer reads) unless
     shuffle; with several DataLoader workers, each worker takes every n-th batch."""
 
-    def __init__(self, task, split="train", batch_size=64, shuffle=False, seed=0,
+    def __init__(self, task, split="train", batch_size=None, shuffle=False, seed=0,
                  drop_last=False, threads=1):
         super().__init__()
+        if batch_size is None:  # train's --batch_size default
+            batch_size = int(key_default("batch_size"))
         self.task, self.split = task, split_id(split)
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.drop_last, self.threads = drop_last, threads

@@ -106,7 +106,7 @@ double sb_config_number(const sb_config *cfg, const char *key)
     case SB_KEY_DOUBLE: return *(const double *)base;
     case SB_KEY_OPT_INT: return *(const int *)base < 0 ? (double)NAN : *(const int *)base;
     case SB_KEY_OPT_DOUBLE: return *(const double *)base < 0 ? (double)NAN : *(const double *)base;
-    case SB_KEY_CHOICE:
+    case SB_KEY_CHOICE: return *(const int *)base; /* the choice's index */
     case SB_KEY_STRING: return (double)NAN;
     }
     return (double)NAN;
@@ -217,6 +217,18 @@ const char *sb_config_key_help(int i)
     return k->help != NULL ? k->help : "";
 }
 
+int sb_config_key_range(int i, double *min, double *max)
+{
+    const sb_config_key *k = sb_config_key_at(i);
+    if (k == NULL || k->kind == SB_KEY_STRING || k->kind == SB_KEY_CHOICE)
+        return -1;
+    if (min != NULL)
+        *min = k->min;
+    if (max != NULL)
+        *max = k->max;
+    return 0;
+}
+
 int sb_config_key_hashes(int i)
 {
     const sb_config_key *k = sb_config_key_at(i);
@@ -264,6 +276,7 @@ int sb_config_key_group(int i)
     case SB_KEY_GROUP_RUN: return SB_KEYS_RUN;
     case SB_KEY_GROUP_RUNTIME: return SB_KEYS_RUNTIME;
     case SB_KEY_GROUP_TRAIN: return SB_KEYS_TRAIN;
+    case SB_KEY_GROUP_COMMAND: return SB_KEYS_COMMAND;
     }
     return -1;
 }

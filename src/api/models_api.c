@@ -76,15 +76,16 @@ sb_status sb_models_size(const char *model, const sb_model_shape *shape, uint64_
                             "%d must all be at least 1",
                             shape->inputs, shape->classes, shape->width, shape->layers,
                             shape->d_state);
-    /* the dropout and rotary base of train.py's defaults: they do not change the sizes */
+    /* the dropout and rotary base of the defaults: they do not change the sizes */
+    const sb_run_config d = sb_run_config_default();
     sb_model_config mc = {.d_input = shape->inputs,
                           .d_output = shape->classes,
                           .d_model = shape->width,
                           .n_layers = shape->layers,
                           .d_state = shape->d_state,
                           .n_head = sb_num_heads(shape->width),
-                          .dropout = 0.2,
-                          .rope_base = 1000};
+                          .dropout = d.dropout,
+                          .rope_base = d.rope_base};
     snprintf(mc.model, sizeof mc.model, "%s", type->name);
     if (params != NULL) {
         size_t count = 0;

@@ -15,23 +15,6 @@
 #include "train/probe.h"
 #include "train/run_setup.h"
 
-void sb_probe_settings_default(sb_probe_settings *s)
-{
-    SB_ASSERT(s != NULL);
-    sb_probe_options o = sb_probe_options_default();
-    *s = (sb_probe_settings){.sections = o.sections,
-                             .gates_required = o.gates_required,
-                             .train_samples = o.train_samples,
-                             .test_samples = o.test_samples,
-                             .readout = o.readout,
-                             .ridge = o.ridge,
-                             .frame = o.frame,
-                             .retention_dur = 10.0,
-                             .retention_samples = o.retention_samples,
-                             .retention_element = o.retention_element,
-                             .batch = o.batch};
-}
-
 /* The grammar of the recorded configuration and of cfg must be the same (same inputs,
  * states and generator settings): else the checkpoint was trained on another task and its
  * readouts would be meaningless. */
@@ -193,9 +176,8 @@ static sb_status to_string(char **out, const sb_probe_result *res, const char *c
     return SB_OK;
 }
 
-sb_status sb_probe_checkpoint(const char *checkpoint, const sb_config *cfg,
-                              const sb_probe_settings *s, const char *out_dir, char **json,
-                              char **summary, sb_error *err)
+sb_status sb_probe_checkpoint(const char *checkpoint, const sb_config *cfg, const char *out_dir,
+                              char **json, char **summary, sb_error *err)
 {
     if (json != NULL)
         *json = NULL;
@@ -203,7 +185,6 @@ sb_status sb_probe_checkpoint(const char *checkpoint, const sb_config *cfg,
         *summary = NULL;
     SB_API_REQUIRE(checkpoint, err);
     SB_API_REQUIRE(cfg, err);
-    SB_API_REQUIRE(s, err);
     SB_API_REQUIRE(out_dir, err);
     sb_status st = sb_run_config_check(&cfg->run, err);
     if (st != SB_OK)
@@ -213,17 +194,7 @@ sb_status sb_probe_checkpoint(const char *checkpoint, const sb_config *cfg,
     sb_status rst = sb_checkpoint_read_config(checkpoint, &recorded, err);
     if (rst != SB_OK && rst != SB_ERR_INVALID) /* missing or corrupt file */
         return rst;
-    sb_probe_options po = sb_probe_options_default();
-    po.sections = s->sections;
-    po.gates_required = s->gates_required;
-    po.train_samples = s->train_samples;
-    po.test_samples = s->test_samples;
-    po.readout = s->readout;
-    po.ridge = s->ridge;
-    po.frame = s->frame;
-    po.retention_samples = s->retention_samples;
-    po.retention_element = s->retention_element;
-    po.batch = s->batch;
+    const sb_probe_options po = sb_probe_options_from(&cfg->run.rt);
 
     sb_task *task = NULL, *long_task = NULL;
     sb_model *m = NULL;
@@ -234,7 +205,7 @@ sb_status sb_probe_checkpoint(const char *checkpoint, const sb_config *cfg,
         goto done;
     if (po.sections & SB_PROBE_RETENTION) {
         sb_task_config lc = cfg->run.task;
-        lc.test_dur = s->retention_dur;
+        lc.test_dur = cfg->run.rt.retention_dur;
         if ((st = sb_task_create(&lc, &long_task, err)) != SB_OK)
             goto done;
     }

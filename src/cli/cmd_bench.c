@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/run_options.h"
 #include "cli/sweep_file.h"
 #include "cli/task_options.h"
 
@@ -73,22 +74,13 @@ static int bench_data_with_flags(sb_task_flags *tf, int argc, char **argv)
     sb_error err = {0};
     if (sb_task_options_add(tf, opts, &n_opts, 0, &err) != SB_OK)
         return sb_cli_fail("bench", &err);
-    int threads = 0;
-    opts[n_opts++] = (sb_option){"threads",
-                                 SB_OPT_INT,
-                                 &threads,
-                                 0,
-                                 SB_THREADS_MAX,
-                                 NULL,
-                                 NULL,
-                                 "threads for the parallel runs (default: all cores)",
-                                 0};
+    sb_options_add_key(tf->config, "threads", "threads for the parallel runs", opts, &n_opts);
     /* argv[1] is "bench", argv[2] is "data": shift by one */
     int rc = sb_cli_parse("bench data", "[task flags] (defaults: task 2, 20000 samples)", opts,
                           n_opts, argc - 1, argv + 1, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    threads = sb_cli_threads(threads);
+    int threads = sb_cli_threads(sb_run_flag(tf->config, "threads"));
     sb_task *task = NULL;
     sb_status st = bench_data_defaults(tf->config, opts, n_opts, &err);
     if (st == SB_OK)
@@ -323,47 +315,52 @@ static int split_list(char *buf, const char **names, int max)
     return n;
 }
 
-static int bench_models(int argc, char **argv)
+/* bench's model: smaller than train's default, as the timed configuration of --model M
+ * (one key and its value a line) */
+static const char *const bench_presets[] = {"batch_size", "16",  /* B16 */
+                                            "feat_size",  "64",  /* d64 */
+                                            "layers",     "2",   /* L2 */
+                                            "d_state",    "128", /* the SSMs' state */
+                                            NULL};
+
+static int bench_models_with(sb_config *cfg, int argc, char **argv)
 {
     const char *model = NULL;
-    int B = 16, T = 256, D = 64, L = 2, I = 9, C = 65, N = 128, steps = 5, threads = 0, json = 0;
-    int gemm_rates = 0, no_peak = 0;
+    int json = 0, gemm_rates = 0, no_peak = 0;
     const char *gemm = "auto", *precision = "fp32";
-    sb_option opts[] = {
-        {"model", SB_OPT_STRING, &model, 0, 0, NULL, "NAME",
+    sb_option opts[32] = {
+        {"model", SB_OPT_STRING, &model, "NAME",
          "one model (default: every model at the two standard configurations)", 0},
-        {"batch_size", SB_OPT_INT, &B, 1, 1e5, NULL, "B", "batch (default 16)", 0},
-        {"frames", SB_OPT_INT, &T, 1, 1e7, NULL, "T", "frames per sample (default 256)", 0},
-        {"feat_size", SB_OPT_INT, &D, 1, 65536, NULL, "D", "model width (default 64)", 0},
-        {"layers", SB_OPT_INT, &L, 1, 1024, NULL, "L", "blocks (default 2)", 0},
-        {"inp", SB_OPT_INT, &I, 1, 1e6, NULL, "I", "one-hot inputs (default 9)", 0},
-        {"classes", SB_OPT_INT, &C, 1, 1e6, NULL, "C", "classes (default 65)", 0},
-        {"d_state", SB_OPT_INT, &N, 1, 65536, NULL, "N", "SSM state size (default 128)", 0},
-        {"steps", SB_OPT_INT, &steps, 1, 10000, NULL, NULL, "timed steps, median (default 5)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL,
-         "threads (default: all cores)", 0},
-        {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL, "print JSON instead of a table", 0},
-        {"gemm", SB_OPT_STRING, &gemm, 0, 0, NULL, "E[,E]",
+        {"json", SB_OPT_SWITCH, &json, NULL, "print JSON instead of a table", 0},
+        {"gemm", SB_OPT_STRING, &gemm, "E[,E]",
          "GEMM engines, each model runs under each: openblas, onednn, auto (default auto)", 0},
-        {"precision", SB_OPT_STRING, &precision, 0, 0, NULL, "P[,P]",
+        {"precision", SB_OPT_STRING, &precision, "P[,P]",
          "operands of the large products, each model runs in each: fp32, bf16 (default fp32)", 0},
-        {"gemm_rates", SB_OPT_SWITCH, &gemm_rates, 0, 1, NULL, NULL,
+        {"gemm_rates", SB_OPT_SWITCH, &gemm_rates, NULL,
          "first print each engine's GEMM GFLOP/s at 2048^3 and at the configuration's decoder, "
          "projection and weight-gradient shapes (table only)",
          0},
-        {"no_peak", SB_OPT_SWITCH, &no_peak, 0, 1, NULL, NULL,
+        {"no_peak", SB_OPT_SWITCH, &no_peak, NULL,
          "skip measuring the FP32 and BF16 peaks (% peak reads -): a clean window for a "
          "profiler",
          0},
     };
-    int n_opts = (int)(sizeof opts / sizeof *opts);
+    int n_opts = sb_options_count(opts, 32);
+    static const char *const keys[] = {"batch_size", "frames",  "feat_size", "layers", "inp",
+                                       "classes",    "d_state", "steps",     "threads"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        sb_options_add_key(cfg, keys[k], NULL, opts, &n_opts);
     int rc = sb_cli_parse("bench",
                           "[--model M --batch_size B --frames T --feat_size D --layers L "
                           "--inp I --classes C] [--steps N] [--json]",
                           opts, n_opts, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    threads = sb_cli_threads(threads);
+    const int B = sb_run_flag(cfg, "batch_size"), T = sb_run_flag(cfg, "frames"),
+              D = sb_run_flag(cfg, "feat_size"), L = sb_run_flag(cfg, "layers"),
+              I = sb_run_flag(cfg, "inp"), C = sb_run_flag(cfg, "classes"),
+              N = sb_run_flag(cfg, "d_state"), steps = sb_run_flag(cfg, "steps");
+    const int threads = sb_cli_threads(sb_run_flag(cfg, "threads"));
     sb_error err = {0};
     char gemm_buf[64];
     const char *engines[3];
@@ -491,6 +488,17 @@ static int bench_models(int argc, char **argv)
     }
     sb_jw_close(j);
     return status;
+}
+
+static int bench_models(int argc, char **argv)
+{
+    sb_config *cfg = NULL;
+    sb_error err = {0};
+    if (sb_run_settings_new(&cfg, bench_presets, &err) != SB_OK)
+        return sb_cli_fail("bench", &err);
+    int rc = bench_models_with(cfg, argc, argv);
+    sb_config_free(cfg);
+    return rc;
 }
 
 int sb_cmd_bench(int argc, char **argv)

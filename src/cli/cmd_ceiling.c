@@ -17,13 +17,11 @@
 #include "cli/data_show.h"
 #include "cli/run_options.h"
 
-static const char *const split_names[] = {"train", "test", "valid", NULL};
-
 static void print_table(const sb_task *task, const sb_ceiling *c, int split, int threads)
 {
     sb_data_print_task(task, stdout);
-    printf("\nideal observer of the %s split: %lld samples, %lld elements\n", split_names[split],
-           (long long)c->n_samples, (long long)c->n_elements);
+    printf("\nideal observer of the %s split: %lld samples, %lld elements\n",
+           sb_split_name((sb_split)split), (long long)c->n_samples, (long long)c->n_elements);
     printf("  expected_acc  %.4f   (the Bayes accuracy: mean of the largest posterior)\n",
            c->expected_acc);
     printf("  realized_acc  %.4f   (argmax == true state; a model's test accuracy on these "
@@ -156,38 +154,14 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
     sb_error err = {0};
     if (sb_run_options_add(rf, SB_KEYS_RUNTIME, opts, &n, &err) != SB_OK)
         return sb_cli_fail("ceiling", &err);
-    int split = SB_SPLIT_TEST;
-    int64_t samples = 0, prior_samples = 0;
     const char *lengths_text = NULL;
-    opts[n++] = (sb_option){"split",
-                            SB_OPT_CHOICE,
-                            &split,
-                            0,
-                            0,
-                            split_names,
-                            "test|train|valid",
-                            "the samples scored (default test, the ones models are tested on)",
-                            0};
-    opts[n++] = (sb_option){
-        "samples", SB_OPT_INT64, &samples, 0,
-        1e12,      NULL,         "N",      "score the first N samples of the split (default: all)",
-        0};
-    opts[n++] = (sb_option){"prior_samples",
-                            SB_OPT_INT64,
-                            &prior_samples,
-                            0,
-                            1e12,
-                            NULL,
-                            "N",
-                            "training samples behind the window observers' prior (default "
-                            "min(2000, all))",
-                            0};
+    sb_options_add_key(rf->config, "split",
+                       "the samples scored (test: the ones models are tested on)", opts, &n);
+    sb_options_add_key(rf->config, "samples", NULL, opts, &n);
+    sb_options_add_key(rf->config, "prior_samples", NULL, opts, &n);
     opts[n++] = (sb_option){"lengths",
                             SB_OPT_STRING,
                             &lengths_text,
-                            0,
-                            0,
-                            NULL,
                             "L1,L2,...",
                             "the ceiling at each sample length (train and test samples of L "
                             "elements): the memory demand as the length grows (default: the "
@@ -207,10 +181,11 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
         return sb_cli_print_config_hashes(cfg);
     if (st == SB_OK)
         st = sb_task_from_config(cfg, &task, &err);
+    const int split = sb_run_flag(cfg, "split");
     sb_ceiling_options o = sb_ceiling_options_default();
     o.split = (sb_split)split;
-    o.samples = samples;
-    o.prior_samples = prior_samples;
+    o.samples = (int64_t)sb_config_number(cfg, "samples");
+    o.prior_samples = (int64_t)sb_config_number(cfg, "prior_samples");
     o.threads = threads;
     if (st == SB_OK && lengths_text != NULL) {
         int lengths[MAX_LENGTHS], n_lengths = 0;

@@ -8,9 +8,8 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/data_show.h"
+#include "cli/run_options.h"
 #include "cli/task_options.h"
-
-static const char *const split_names[] = {"train", "test", "valid", NULL};
 
 /* "batch": the samples as one padded batch, exactly what the trainer (and the Python
  * binding's Task.batch) gets from sb_task_read_batch: its shape [B, T, E, V] and the arrays
@@ -127,76 +126,48 @@ static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
     sb_error err = {0};
     if (sb_task_options_add(tf, opts, &n, 0, &err) != SB_OK)
         return sb_cli_fail("data", &err);
-    int split = 0, json = 0, batch = 0, show = -1, checksum = 0, threads = 0;
+    int json = 0, batch = 0, checksum = 0;
     const char *samples = NULL, *export_dir = NULL;
-    opts[n++] = (sb_option){"split",
-                            SB_OPT_CHOICE,
-                            &split,
-                            0,
-                            0,
-                            split_names,
-                            "train|test|valid",
-                            "which split --samples, --show and --checksum read (default train)",
-                            0};
+    /* data reads the training split unless told (ceiling, the test split) */
+    if (sb_config_set_key(tf->config, "split", "train", &err) != SB_OK)
+        return sb_cli_fail("data", &err);
+    sb_options_add_key(tf->config, "split", "which split --samples, --show and --checksum read",
+                       opts, &n);
+    sb_options_add_key(tf->config, "show", NULL, opts, &n);
+    sb_options_add_key(tf->config, "threads", NULL, opts, &n);
     opts[n++] = (sb_option){"samples",
                             SB_OPT_STRING,
                             &samples,
-                            0,
-                            0,
-                            NULL,
                             "LIST",
                             "sample indices, e.g. 0-4,57,999 (for --json and --show; default: "
                             "the first --show)",
                             0};
-    opts[n++] = (sb_option){
-        "json", SB_OPT_SWITCH, &json, 0,
-        1,      NULL,          NULL,  "print the --samples as JSON: idx, class_seq, state_seq",
-        0};
+    opts[n++] = (sb_option){"json",
+                            SB_OPT_SWITCH,
+                            &json,
+                            NULL,
+                            "print the --samples as JSON: idx, class_seq, state_seq",
+                            0};
     opts[n++] = (sb_option){"batch",
                             SB_OPT_SWITCH,
                             &batch,
-                            0,
-                            1,
-                            NULL,
                             NULL,
                             "with --json, also the --samples as one padded batch as training "
                             "sees it: shape [B, T, E, V], inputs, targets, valid, "
                             "window_start, window_len (flattened)",
                             0};
-    opts[n++] = (sb_option){"show",
-                            SB_OPT_INT,
-                            &show,
-                            0,
-                            1e6,
+    opts[n++] = (sb_option){"checksum",
+                            SB_OPT_SWITCH,
+                            &checksum,
                             NULL,
-                            "K",
-                            "pretty-print K samples (or the --samples) with their gaps "
-                            "(default 2 when no other output is asked for)",
+                            "generate the whole split; print a 64-bit hash and the time",
                             0};
-    opts[n++] =
-        (sb_option){"checksum", SB_OPT_SWITCH,
-                    &checksum,  0,
-                    1,          NULL,
-                    NULL,       "generate the whole split; print a 64-bit hash and the time",
-                    0};
     opts[n++] = (sb_option){"export",
                             SB_OPT_STRING,
                             &export_dir,
-                            0,
-                            0,
-                            NULL,
                             "DIR",
                             "write the reference's dataset files train, test, transitions "
                             "(default: none)",
-                            0};
-    opts[n++] = (sb_option){"threads",
-                            SB_OPT_INT,
-                            &threads,
-                            0,
-                            SB_THREADS_MAX,
-                            NULL,
-                            NULL,
-                            "threads (default: all cores)",
                             0};
     int rc = sb_cli_parse("data",
                           "[task flags] [--json --samples LIST | --show K | --checksum | "
@@ -204,7 +175,10 @@ static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
                           opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    threads = sb_cli_threads(threads);
+    const int threads = sb_cli_threads(sb_run_flag(tf->config, "threads"));
+    const int split = sb_run_flag(tf->config, "split");
+    const double show_key = sb_config_number(tf->config, "show"); /* NaN: not given */
+    const int show = show_key == show_key ? (int)show_key : -1;
 
     if (batch && !json) {
         sb_error_set(&err, SB_ERR_INVALID,
@@ -260,7 +234,7 @@ static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
             int64_t count = split_size;
             printf("checksum %016" PRIx64 "  split %s: %lld samples, %lld symbols in %.3f s "
                    "(%.0f samples/s, %.3g symbols/s, %d thread%s)\n",
-                   hash, split_names[split], (long long)count, (long long)symbols, dt,
+                   hash, sb_split_name((sb_split)split), (long long)count, (long long)symbols, dt,
                    (double)count / dt, (double)symbols / dt, threads, threads == 1 ? "" : "s");
         }
     }

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/data_show.h"
 #include "cli/presets.h"
+#include "cli/run_options.h"
 #include "cli/sweep_view.h"
 #include "selectivbench/selectivbench.h"
 
@@ -111,27 +112,28 @@ static void print_tables(const char *path)
     fclose(f);
 }
 
-int sb_cmd_demo(int argc, char **argv)
+static int demo_with(sb_config *cfg, int argc, char **argv)
 {
     const char *out = "selectivbench-demo",
                *model_list = "transformer,mamba,gla,gated_delta_net,delta_net";
-    int workers = 2, seeds = 2, quick = 0, threads = 0;
-    sb_option opts[] = {
-        {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
+    int quick = 0;
+    sb_option opts[16] = {
+        {"out", SB_OPT_STRING, &out, "DIR",
          "where the database, logs and figures go (default ./selectivbench-demo)", 0},
-        {"models", SB_OPT_STRING, &model_list, 0, 0, NULL, "LIST",
+        {"models", SB_OPT_STRING, &model_list, "LIST",
          "comma-separated models (default transformer,mamba,gla,gated_delta_net,delta_net)", 0},
-        {"seeds", SB_OPT_INT, &seeds, 1, 2, NULL, "N", "seeds per setting (default 2)", 0},
-        {"workers", SB_OPT_INT, &workers, 1, 64, NULL, "N", "runs at a time (default 2)", 0},
-        {"quick", SB_OPT_SWITCH, &quick, 0, 1, NULL, NULL, "task 1 only (for tests)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, NULL,
-         "threads (default: all cores)", 0},
+        {"quick", SB_OPT_SWITCH, &quick, NULL, "task 1 only (for tests)", 0},
     };
+    int n_opts = sb_options_count(opts, 16);
+    sb_options_add_key(cfg, "seeds", NULL, opts, &n_opts);
+    sb_options_add_key(cfg, "workers", NULL, opts, &n_opts);
+    sb_options_add_key(cfg, "threads", NULL, opts, &n_opts);
     int rc = sb_cli_parse("demo", "[--out DIR] [--models LIST] [--seeds N] [--workers N]", opts,
-                          (int)(sizeof opts / sizeof *opts), argc, argv, NULL, 0, NULL);
+                          n_opts, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    threads = sb_cli_threads(threads);
+    const int threads = sb_cli_threads(sb_run_flag(cfg, "threads"));
+    const int seeds = sb_run_flag(cfg, "seeds"), workers = sb_run_flag(cfg, "workers");
     sb_error err = {0};
     char list_buf[512];
     snprintf(list_buf, sizeof list_buf, "%s", model_list);
@@ -238,4 +240,16 @@ int sb_cmd_demo(int argc, char **argv)
            "   %s train --help   # one run's flags; also: models, bench\n",
            sb_clock_seconds() - t_start, db, report_dir, sum.figures, prog, db, prog, prog, prog);
     return 0;
+}
+
+int sb_cmd_demo(int argc, char **argv)
+{
+    static const char *const demo_settings[] = {"workers", "2", NULL}; /* two runs at a time */
+    sb_config *cfg = NULL;
+    sb_error err = {0};
+    if (sb_run_settings_new(&cfg, demo_settings, &err) != SB_OK)
+        return sb_cli_fail("demo", &err);
+    int rc = demo_with(cfg, argc, argv);
+    sb_config_free(cfg);
+    return rc;
 }

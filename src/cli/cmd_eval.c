@@ -26,11 +26,12 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
     int first = sb_cli_checkpoint_first("eval", argc, argv, &arg);
     if (first >= 0)
         return first;
-    sb_option opts[SB_RUN_MAX_OPTIONS];
+    sb_option opts[SB_RUN_MAX_OPTIONS + 1];
     int n = 0;
     sb_error err = {0};
     if (sb_run_options_add(rf, SB_KEYS_RUNTIME, opts, &n, &err) != SB_OK)
         return sb_cli_fail("eval", &err);
+    sb_options_add_key(rf->config, "dump", NULL, opts, &n);
     if (arg == NULL)
         return sb_cli_checkpoint_help("eval", usage, opts, n, argc, argv);
     /* a run id names a run of the results database: its checkpoint and configuration */

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/run_options.h"
 #include "cli/task_options.h"
 
 /* Prints the summary block; lists the transitions of small grammars (or with --list). */
@@ -66,35 +67,31 @@ static int grammar_with_flags(sb_task_flags *tf, int argc, char **argv)
     sb_error err = {0};
     if (sb_task_options_add(tf, opts, &n, 1, &err) != SB_OK)
         return sb_cli_fail("grammar", &err);
-    int json = 0, list = 0, threads = 0;
+    int json = 0, list = 0;
     const char *dot = NULL;
-    opts[n++] = (sb_option){
-        "json", SB_OPT_SWITCH, &json, 0,
-        1,      NULL,          NULL,  "print the grammar as JSON (the reference vector schema)",
-        0};
-    opts[n++] =
-        (sb_option){"dot",  SB_OPT_STRING,
-                    &dot,   0,
-                    0,      NULL,
-                    "FILE", "write a Graphviz digraph to FILE ('-' for stdout; default: none)",
-                    0};
-    opts[n++] = (sb_option){
-        "list", SB_OPT_SWITCH, &list, 0,
-        1,      NULL,          NULL,  "list every state's successors (default for <= 40 states)",
-        0};
-    opts[n++] = (sb_option){"threads",
-                            SB_OPT_INT,
-                            &threads,
-                            0,
-                            SB_THREADS_MAX,
+    opts[n++] = (sb_option){"json",
+                            SB_OPT_SWITCH,
+                            &json,
                             NULL,
-                            NULL,
-                            "threads (default: all cores)",
+                            "print the grammar as JSON (the reference vector schema)",
                             0};
+    opts[n++] = (sb_option){"dot",
+                            SB_OPT_STRING,
+                            &dot,
+                            "FILE",
+                            "write a Graphviz digraph to FILE ('-' for stdout; default: none)",
+                            0};
+    opts[n++] = (sb_option){"list",
+                            SB_OPT_SWITCH,
+                            &list,
+                            NULL,
+                            "list every state's successors (default for <= 40 states)",
+                            0};
+    sb_options_add_key(tf->config, "threads", NULL, opts, &n);
     int rc = sb_cli_parse("grammar", "[flags]", opts, n, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    sb_cli_threads(threads);
+    sb_cli_threads(sb_run_flag(tf->config, "threads"));
 
     sb_grammar *g = NULL;
     double t0 = sb_clock_seconds();

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/run_options.h"
 #include "selectivbench/selectivbench.h"
 
 static const char *or_dash(const char *s)
@@ -174,31 +175,39 @@ static void print_markdown(int D, int N, int I, int C, int L)
     print_axes_table(&shape);
 }
 
-int sb_cmd_models(int argc, char **argv)
+/* The sizes are given at the paper's largest configuration (task 1's 40 letters, 1600 states
+ * and the end, 8 blocks of width 256). */
+static const char *const models_presets[] = {"d_state", "128",  /* the SSMs' state */
+                                             "inp",     "41",   /* 40 letters and the end */
+                                             "classes", "1601", /* 1600 states and the end */
+                                             "layers",  "8",    /* the paper's deepest models */
+                                             NULL};
+
+static int models_with(sb_config *cfg, int argc, char **argv)
 {
-    int D = 256, N = 128, I = 41, C = 1601, L = 8, json = 0, markdown = 0, taxonomy = 0;
-    int threads = 0;
-    sb_option opts[] = {
-        {"feat_size", SB_OPT_INT, &D, 1, 65536, NULL, "D", "model width (default 256)", 0},
-        {"d_state", SB_OPT_INT, &N, 1, 65536, NULL, "N", "SSM state size (default 128)", 0},
-        {"inp", SB_OPT_INT, &I, 1, 1e6, NULL, "I", "one-hot inputs (default 41)", 0},
-        {"classes", SB_OPT_INT, &C, 1, 1e6, NULL, "C", "classes (default 1601)", 0},
-        {"layers", SB_OPT_INT, &L, 1, 1024, NULL, "L", "blocks (default 8)", 0},
-        {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL, "print JSON", 0},
-        {"markdown", SB_OPT_SWITCH, &markdown, 0, 1, NULL, NULL,
+    int json = 0, markdown = 0, taxonomy = 0;
+    sb_option opts[16] = {
+        {"json", SB_OPT_SWITCH, &json, NULL, "print JSON", 0},
+        {"markdown", SB_OPT_SWITCH, &markdown, NULL,
          "print docs/models/README.md (sizes and taxonomy tables)", 0},
-        {"taxonomy", SB_OPT_SWITCH, &taxonomy, 0, 1, NULL, NULL,
+        {"taxonomy", SB_OPT_SWITCH, &taxonomy, NULL,
          "print docs/models/taxonomy.md (the design axes, the pairs that isolate each)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, "N",
-         "threads (default: all cores)", 0},
     };
+    int n_opts = sb_options_count(opts, 16);
+    static const char *const settings[] = {"feat_size", "d_state", "inp",
+                                           "classes",   "layers",  "threads"};
+    for (size_t k = 0; k < sizeof settings / sizeof *settings; k++)
+        sb_options_add_key(cfg, settings[k], NULL, opts, &n_opts);
     int rc = sb_cli_parse("models",
                           "[--feat_size D --d_state N --inp I --classes C --layers L] [--json | "
                           "--markdown | --taxonomy]",
-                          opts, (int)(sizeof opts / sizeof *opts), argc, argv, NULL, 0, NULL);
+                          opts, n_opts, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    sb_cli_threads(threads);
+    sb_cli_threads(sb_run_flag(cfg, "threads"));
+    const int D = sb_run_flag(cfg, "feat_size"), N = sb_run_flag(cfg, "d_state"),
+              I = sb_run_flag(cfg, "inp"), C = sb_run_flag(cfg, "classes"),
+              L = sb_run_flag(cfg, "layers");
     if (markdown) {
         print_markdown(D, N, I, C, L);
         return 0;
@@ -310,4 +319,15 @@ int sb_cmd_models(int argc, char **argv)
         printf("\n");
     }
     return 0;
+}
+
+int sb_cmd_models(int argc, char **argv)
+{
+    sb_config *cfg = NULL;
+    sb_error err = {0};
+    if (sb_run_settings_new(&cfg, models_presets, &err) != SB_OK)
+        return sb_cli_fail("models", &err);
+    int rc = models_with(cfg, argc, argv);
+    sb_config_free(cfg);
+    return rc;
 }

@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/plan_view.h"
+#include "cli/run_options.h"
 #include "cli/sweep_file.h"
 #include "selectivbench/selectivbench.h"
 
@@ -29,42 +30,36 @@ typedef struct plan_flags {
     const char *file;
 } plan_flags;
 
-static int plan_parse(int argc, char **argv, plan_flags *o)
+static int plan_parse(sb_config *cfg, int argc, char **argv, plan_flags *o)
 {
     const char *filter = NULL;
-    sb_option opts[] = {
-        {"ranks", SB_OPT_INT, &o->ranks, 1, 1e7, NULL, "N",
-         "runs at a time: MPI ranks, sweep workers or machines (default 1)", 0},
-        {"threads", SB_OPT_INT, &o->threads, 1, SB_THREADS_MAX, NULL, "T",
-         "threads per run (default: this machine's cores / --ranks, at least 1, as a sweep "
-         "with --workers N gives its runs; beyond this machine's cores the matrix products "
-         "are assumed to speed up linearly, see docs/cluster.md)",
-         0},
-        {"json", SB_OPT_SWITCH, &o->json, 0, 1, NULL, NULL,
+    sb_option opts[24] = {
+        {"json", SB_OPT_SWITCH, &o->json, NULL,
          "print the plan as one JSON object (default: a table)", 0},
-        {"recalibrate", SB_OPT_SWITCH, &o->recalibrate, 0, 1, NULL, NULL,
+        {"recalibrate", SB_OPT_SWITCH, &o->recalibrate, NULL,
          "measure every calibration again, even when cached (default: use the cache)", 0},
-        {"cached_only", SB_OPT_SWITCH, &o->cached_only, 0, 1, NULL, NULL,
+        {"cached_only", SB_OPT_SWITCH, &o->cached_only, NULL,
          "measure nothing: a shape the cache lacks takes the rates of a cached shape of the "
          "same model, width and layers scaled by FLOPs, else a FLOP rate (default: measure "
          "it)",
          0},
-        {"calibration_seconds", SB_OPT_DOUBLE, &o->calibration_s, 0.05, 60, NULL, "S",
-         "how long each calibration trains (default 1.5; a model too large for S seconds is "
-         "measured on fewer layers)",
-         0},
-        {"calibration_threads", SB_OPT_INT, &o->calibration_threads, 0, 4096, NULL, "T0",
-         "measure the calibrations at T0 threads and extrapolate to --threads (default 0: "
-         "at --threads, at most this machine's cores)",
-         0},
-        {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
+        {"filter", SB_OPT_STRING, &filter, "KEY=VALUE",
          "only runs with this parameter value (repeat the flag for several; default: none)", 0},
-        {"shard", SB_OPT_STRING, &o->shard, 0, 0, NULL, "I/N",
+        {"shard", SB_OPT_STRING, &o->shard, "I/N",
          "only the filtered runs at positions I, I+N, I+2N, ... (default 0/1: all)", 0},
-        {"limit", SB_OPT_INT, &o->limit, 0, 1e9, NULL, "K",
-         "only the first K selected runs (default 0: all)", 0},
     };
-    int n_opts = (int)(sizeof opts / sizeof *opts);
+    int n_opts = sb_options_count(opts, 24);
+    sb_options_add_key(cfg, "ranks",
+                       "runs at a time: MPI ranks, sweep workers or machines (default 1)", opts,
+                       &n_opts);
+    sb_options_add_key(cfg, "threads",
+                       "threads per run (default 0: this machine's cores / --ranks, at least 1, as "
+                       "a sweep with --workers N gives its runs; beyond this machine's cores the "
+                       "matrix products are assumed to speed up linearly, see docs/cluster.md)",
+                       opts, &n_opts);
+    sb_options_add_key(cfg, "calibration_seconds", NULL, opts, &n_opts);
+    sb_options_add_key(cfg, "calibration_threads", NULL, opts, &n_opts);
+    sb_options_add_key(cfg, "limit", NULL, opts, &n_opts);
     int n_filters = sb_cli_repeated(argc, argv, "--filter", o->filters, PLAN_MAX_FILTERS);
     o->n_filters = n_filters < PLAN_MAX_FILTERS ? n_filters : PLAN_MAX_FILTERS;
     const char *pos[1];
@@ -75,6 +70,11 @@ static int plan_parse(int argc, char **argv, plan_flags *o)
                           opts, n_opts, argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
+    o->ranks = sb_run_flag(cfg, "ranks") > 0 ? sb_run_flag(cfg, "ranks") : 1;
+    o->threads = sb_run_flag(cfg, "threads");
+    o->calibration_s = sb_config_number(cfg, "calibration_seconds");
+    o->calibration_threads = sb_run_flag(cfg, "calibration_threads");
+    o->limit = sb_run_flag(cfg, "limit");
     sb_error err = {0};
     if (n_filters > PLAN_MAX_FILTERS) {
         sb_error_set(&err, SB_ERR_INVALID, "--filter is given %d times; at most %d", n_filters,
@@ -180,8 +180,13 @@ static void print_table(const sb_plan *p, const char *file)
 
 int sb_cmd_plan(int argc, char **argv)
 {
-    plan_flags o = {.ranks = 1, .threads = 0, .calibration_s = 1.5};
-    int rc = plan_parse(argc, argv, &o);
+    plan_flags o = {0};
+    sb_config *settings = NULL;
+    sb_error perr = {0};
+    if (sb_run_settings_new(&settings, NULL, &perr) != SB_OK)
+        return sb_cli_fail("plan", &perr);
+    int rc = plan_parse(settings, argc, argv, &o);
+    sb_config_free(settings);
     if (rc >= 0)
         return rc;
     if (o.threads == 0) /* what `sweep --workers RANKS` gives each run */

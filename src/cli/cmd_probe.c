@@ -18,12 +18,6 @@
 #include "cli/commands.h"
 #include "cli/run_options.h"
 
-static const char *const section_names[] = {"all", "readout", "gates", "retention", NULL};
-static const int section_bits[] = {SB_PROBE_ALL, SB_PROBE_READOUT, SB_PROBE_GATES,
-                                   SB_PROBE_RETENTION};
-static const char *const frame_names[] = {"symbol", "last", NULL};
-static const char *const readout_names[] = {"lda", "ridge", NULL};
-
 static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
 {
     const char *arg = NULL;
@@ -37,106 +31,17 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
     sb_error err = {0};
     if (sb_run_options_add(rf, SB_KEYS_RUNTIME, opts, &n, &err) != SB_OK)
         return sb_cli_fail("probe", &err);
-    sb_probe_settings po;
-    sb_probe_settings_default(&po);
-    int section = 0, frame = 0;
     const char *out_dir = NULL;
-    opts[n++] = (sb_option){"section",
-                            SB_OPT_CHOICE,
-                            &section,
-                            0,
-                            0,
-                            section_names,
-                            "all|readout|gates|retention",
-                            "what to probe (default all; gates asked alone is an error for a "
-                            "model without input-dependent gates)",
-                            0};
-    opts[n++] = (sb_option){"probe_samples",
-                            SB_OPT_INT64,
-                            &po.train_samples,
-                            1,
-                            1e9,
-                            NULL,
-                            "N",
-                            "training samples the readouts are fitted on (default 256)",
-                            0};
-    opts[n++] = (sb_option){"samples",
-                            SB_OPT_INT64,
-                            &po.test_samples,
-                            0,
-                            1e12,
-                            NULL,
-                            "N",
-                            "test samples scored (default 0: the whole test split)",
-                            0};
-    int readout = (int)po.readout;
-    opts[n++] = (sb_option){"readout",
-                            SB_OPT_CHOICE,
-                            &readout,
-                            0,
-                            0,
-                            readout_names,
-                            "lda|ridge",
-                            "the linear readout: LDA (class means, pooled covariance) or ridge "
-                            "regression onto one-hot targets (default lda)",
-                            0};
-    opts[n++] = (sb_option){"ridge",
-                            SB_OPT_DOUBLE,
-                            &po.ridge,
-                            0,
-                            1e6,
-                            NULL,
-                            "LAMBDA",
-                            "shrinkage, relative to the mean diagonal of X^T X (ridge) or the "
-                            "features' mean variance (LDA) (default 1e-3)",
-                            0};
-    opts[n++] = (sb_option){"probe_frame",
-                            SB_OPT_CHOICE,
-                            &frame,
-                            0,
-                            0,
-                            frame_names,
-                            "symbol|last",
-                            "an element's feature row: its symbol frame or its window's last "
-                            "frame (default symbol)",
-                            0};
-    opts[n++] = (sb_option){"retention_dur",
-                            SB_OPT_DOUBLE,
-                            &po.retention_dur,
-                            0.1,
-                            SB_MAX_GAP_SECONDS,
-                            NULL,
-                            "SECONDS",
-                            "the long test gap of the retention section (default 10: 100 frames)",
-                            0};
-    opts[n++] = (sb_option){"retention_samples",
-                            SB_OPT_INT,
-                            &po.retention_samples,
-                            1,
-                            1000000,
-                            NULL,
-                            "N",
-                            "long-gap test samples averaged (default 4)",
-                            0};
-    opts[n++] = (sb_option){"retention_element",
-                            SB_OPT_INT,
-                            &po.retention_element,
-                            0,
-                            1000000,
-                            NULL,
-                            "E",
-                            "the long gap after the first element at index E or later that has "
-                            "one (default 4; the last one with a gap if none)",
-                            0};
-    opts[n++] = (sb_option){"probe_bs", SB_OPT_INT, &po.batch, 1,
-                            100000,     NULL,       "N",       "samples per forward (default 16)",
-                            0};
+    static const char *const keys[] = {
+        "section",       "probe_samples",     "readout",           "ridge",   "probe_frame",
+        "retention_dur", "retention_samples", "retention_element", "probe_bs"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        sb_options_add_key(rf->config, keys[k], NULL, opts, &n);
+    sb_options_add_key(rf->config, "samples", "test samples scored (0: the whole test split)", opts,
+                       &n);
     opts[n++] = (sb_option){"out",
                             SB_OPT_STRING,
                             &out_dir,
-                            0,
-                            0,
-                            NULL,
                             "DIR",
                             "folder of the figures and probe.json (default: CKPT without "
                             ".safetensors, plus _probe)",
@@ -168,10 +73,6 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
         return sb_cli_fail("probe", &err);
     if (sb_run_flag(rf->config, "print_hashes"))
         return sb_cli_print_config_hashes(cfg);
-    po.sections = section_bits[section];
-    po.gates_required = section_bits[section] == SB_PROBE_GATES;
-    po.frame = (sb_probe_frame)frame;
-    po.readout = (sb_probe_readout)readout;
 
     char dir[4096];
     if (out_dir != NULL) {
@@ -185,7 +86,7 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
     }
 
     char *json = NULL, *summary = NULL;
-    st = sb_probe_checkpoint(ckpt, cfg, &po, dir, sb_run_flag(rf->config, "json") ? &json : NULL,
+    st = sb_probe_checkpoint(ckpt, cfg, dir, sb_run_flag(rf->config, "json") ? &json : NULL,
                              sb_run_flag(rf->config, "json") ? NULL : &summary, &err);
     if (st == SB_OK && json != NULL)
         printf("%s\n", json);

@@ -6,57 +6,59 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/run_options.h"
 #include "selectivbench/selectivbench.h"
 
 #define MAX_FILTERS 16
 
-int sb_cmd_report(int argc, char **argv)
+static int report_with(sb_config *cfg, int argc, char **argv)
 {
     const char *db_path = "results/" SB_RESULTS_DB_NAME, *out = NULL, *x_key = NULL;
-    int threads = 0, claims = 0, json = 0, exploratory = 0;
+    int claims = 0, json = 0, exploratory = 0;
     const char *filter_dummy = NULL;
-    sb_option opts[] = {
-        {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
+    sb_option opts[16] = {
+        {"db", SB_OPT_STRING, &db_path, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
          " (default results/" SB_RESULTS_DB_NAME ")",
          0},
-        {"results", SB_OPT_STRING, &db_path, 0, 0, NULL, "DIR",
+        {"results", SB_OPT_STRING, &db_path, "DIR",
          "the results folder, as train and sweep take it: the same as --db DIR (default "
          "results)",
          0},
-        {"out", SB_OPT_STRING, &out, 0, 0, NULL, "DIR",
+        {"out", SB_OPT_STRING, &out, "DIR",
          "where the figures and report.md go (default: report/ beside the database)", 0},
-        {"threads", SB_OPT_INT, &threads, 0, SB_THREADS_MAX, NULL, "N",
-         "threads (default: all cores)", 0},
-        {"claims", SB_OPT_SWITCH, &claims, 0, 1, NULL, NULL,
+        {"claims", SB_OPT_SWITCH, &claims, NULL,
          "print only the paper's findings with their statistics and verdicts (docs/claims.md; "
          "read only, no figures)",
          0},
-        {"json", SB_OPT_SWITCH, &json, 0, 1, NULL, NULL,
+        {"json", SB_OPT_SWITCH, &json, NULL,
          "with --claims: the verdicts as a JSON array, one object per finding and slice", 0},
-        {"exploratory", SB_OPT_SWITCH, &exploratory, 0, 1, NULL, NULL,
+        {"exploratory", SB_OPT_SWITCH, &exploratory, NULL,
          "with --claims and --filter: say that the slice was chosen after looking at the data "
          "(its verdicts can suggest, never confirm)",
          0},
-        {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
+        {"filter", SB_OPT_STRING, &filter_dummy, "KEY=VALUE",
          "only the runs whose configuration has KEY = VALUE (or any of KEY=A,B,C), for the "
          "figures and the findings (repeatable, as results --filter; e.g. one preset's slice "
          "of a larger study, seed=4,5,6; default: every run)",
          0},
-        {"x", SB_OPT_STRING, &x_key, 0, 0, NULL, "KEY",
+        {"x", SB_OPT_STRING, &x_key, "KEY",
          "one figure of every run against configuration key KEY (a scale study: dataset_size, "
          "train_seqlen_max, feat_size, ...), or memory_demand (the window its task's ideal "
          "observer needs; interleaved walks), instead of the paper's figures (default: the "
          "paper's figures)",
          0},
     };
+    int n_opts = sb_options_count(opts, 16);
+    sb_options_add_key(cfg, "threads", NULL, opts, &n_opts);
     const char *filters[MAX_FILTERS];
     int n_filters = sb_cli_repeated(argc, argv, "--filter", filters, MAX_FILTERS);
     const char *pos[1];
     int n_pos = 0;
     int rc =
         sb_cli_parse("report", "[DB|DIR] [--out DIR] [--x KEY] [--filter K=V] [--claims [--json]]",
-                     opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
+                     opts, n_opts, argc, argv, pos, 1, &n_pos);
+    const int threads = sb_run_flag(cfg, "threads");
     if (rc >= 0)
         return rc;
     sb_cli_threads(threads);
@@ -141,4 +143,15 @@ int sb_cmd_report(int argc, char **argv)
                 sum.yardsticks_missing, sum.yardsticks_missing == 1 ? "" : "s",
                 sum.yardsticks_error);
     return 0;
+}
+
+int sb_cmd_report(int argc, char **argv)
+{
+    sb_config *cfg = NULL;
+    sb_error err = {0};
+    if (sb_run_settings_new(&cfg, NULL, &err) != SB_OK)
+        return sb_cli_fail("report", &err);
+    int rc = report_with(cfg, argc, argv);
+    sb_config_free(cfg);
+    return rc;
 }

@@ -18,6 +18,7 @@
 #include "cli/results_curves.h"
 #include "cli/results_merge.h"
 #include "cli/results_view.h"
+#include "cli/run_options.h"
 #include "selectivbench/selectivbench.h"
 
 #define MAX_FILTERS 16
@@ -125,6 +126,26 @@ static sb_status check_filters(const results_args *a, sb_error *err)
     return st;
 }
 
+/* The error of a --status the library's list lacks: the list, and the name meant. */
+static int status_fail(const char *name)
+{
+    const char *const *statuses = sb_results_statuses();
+    char list[160] = "";
+    int n = 0;
+    for (; statuses[n] != NULL; n++) {
+        strncat(list, n > 0 ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, statuses[n], sizeof list - strlen(list) - 1);
+    }
+    const char *hint = sb_closest_name(name, statuses, n);
+    sb_error err = {0};
+    if (hint != NULL)
+        sb_error_set(&err, SB_ERR_INVALID, "--status: '%s' is not one of: %s; did you mean '%s'?",
+                     name, list, hint);
+    else
+        sb_error_set(&err, SB_ERR_INVALID, "--status: '%s' is not one of: %s", name, list);
+    return sb_cli_fail("results", &err);
+}
+
 /* Parses the flags into a; returns -1 to go on, else the exit code. */
 static int results_parse(int argc, char **argv, results_args *a)
 {
@@ -133,7 +154,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     /* --status and --model take a closed set: the library's statuses, the registry's models */
     const char *const *statuses = sb_results_statuses();
     const char **models = model_names();
-    int status_index = -1;
+    const char *status_name = NULL;
     char status_help[160] = "only runs with this status (";
     for (int i = 0; statuses[i] != NULL; i++) {
         strncat(status_help, statuses[i], sizeof status_help - strlen(status_help) - 1);
@@ -141,67 +162,71 @@ static int results_parse(int argc, char **argv, results_args *a)
                 sizeof status_help - strlen(status_help) - 1);
     }
     sb_error err = {0};
-    if (models == NULL) {
-        sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
+    sb_config *settings = NULL;
+    if (models == NULL || sb_run_settings_new(&settings, NULL, &err) != SB_OK) {
+        free(models);
+        if (err.msg[0] == '\0')
+            sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
         return sb_cli_fail("results", &err);
     }
-    sb_option opts[] = {
-        {"db", SB_OPT_STRING, &a->db_path, 0, 0, NULL, "PATH",
+    sb_option opts[24] = {
+        {"db", SB_OPT_STRING, &a->db_path, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
          " (default results/" SB_RESULTS_DB_NAME ")",
          0},
-        {"model", SB_OPT_STRING, &a->model, 0, 0, NULL, "NAME",
+        {"model", SB_OPT_STRING, &a->model, "NAME",
          "only runs of this model (the models command lists them, or an external model the "
          "database has; default: all)",
          0},
-        {"status", SB_OPT_CHOICE, &status_index, 0, 0, statuses, "S", status_help, 0},
-        {"filter", SB_OPT_STRING, &filter_dummy, 0, 0, NULL, "KEY=VALUE",
+        {"status", SB_OPT_STRING, &status_name, "S", status_help, 0},
+        {"filter", SB_OPT_STRING, &filter_dummy, "KEY=VALUE",
          "only runs whose configuration has KEY = VALUE, or any of KEY=A,B,C (repeatable: "
          "every one; default: none)",
          0},
-        {"json", SB_OPT_SWITCH, &a->json, 0, 1, NULL, NULL, "print {\"runs\": [...]}", 0},
-        {"csv", SB_OPT_SWITCH, &a->csv, 0, 1, NULL, NULL, "print CSV with every configuration key",
-         0},
-        {"run", SB_OPT_STRING, &a->run, 0, 0, NULL, "ID",
+        {"json", SB_OPT_SWITCH, &a->json, NULL, "print {\"runs\": [...]}", 0},
+        {"csv", SB_OPT_SWITCH, &a->csv, NULL, "print CSV with every configuration key", 0},
+        {"run", SB_OPT_STRING, &a->run, "ID",
          "this run alone, in detail: its checkpoint, log, metrics and configuration (ID: a "
          "unique prefix of the run column; default: every run)",
          0},
-        {"columns", SB_OPT_STRING, &a->view.columns, 0, 0, NULL, "A,B,..",
+        {"columns", SB_OPT_STRING, &a->view.columns, "A,B,..",
          "the table's and CSV's columns: a run's fields (run, status, test_acc, checkpoint, "
          "te, ...) or configuration keys (default: run, model, the keys whose values differ "
          "between the runs shown, then the results)",
          0},
-        {"sort", SB_OPT_STRING, &a->view.sort, 0, 0, NULL, "[-]KEY",
+        {"sort", SB_OPT_STRING, &a->view.sort, "[-]KEY",
          "order by a column (-KEY: descending; unknown values last; default: as recorded)", 0},
-        {"group", SB_OPT_STRING, &a->view.group, 0, 0, NULL, "A,B,..",
+        {"group", SB_OPT_STRING, &a->view.group, "A,B,..",
          "one line per distinct value of these columns (e.g. model,feat_size): n finished "
          "runs and the mean and sample standard deviation (n - 1) of test_acc, test_loss and "
          "ceiling, or of the numeric --columns (default: no grouping)",
          0},
-        {"check", SB_OPT_SWITCH, &a->check, 0, 1, NULL, NULL,
+        {"check", SB_OPT_SWITCH, &a->check, NULL,
          "run SQLite's integrity check on the database and print ok or corrupt", 0},
-        {"threads", SB_OPT_INT, &a->threads, 0, SB_THREADS_MAX, NULL, "N",
-         "threads (default: all cores)", 0},
         /* listed for --help: a command line with --curves goes to results_curves.c */
-        {"curves", SB_OPT_SWITCH, &curves_dummy, 0, 1, NULL, NULL,
+        {"curves", SB_OPT_SWITCH, &curves_dummy, NULL,
          "the learning curves: results --curves [RUN] [--json|--csv] (every evaluation of a "
          "run, or of every run; results --curves --help)",
          0},
     };
     int n_filters = sb_cli_repeated(argc, argv, "--filter", a->filters, MAX_FILTERS);
     a->n_filters = n_filters < MAX_FILTERS ? n_filters : MAX_FILTERS;
+    int n_opts = sb_options_count(opts, 24);
+    sb_options_add_key(settings, "threads", NULL, opts, &n_opts);
     const char *pos[1];
     int n_pos = 0;
     int rc = sb_cli_parse("results",
                           "[DB|DIR] [--model M] [--status S] [--filter K=V] [--run ID] "
                           "[--columns A,B] [--sort [-]KEY] [--group A,B] [--json|--csv]",
-                          opts, (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
-    a->status = SB_RUN_NONE;
-    if (status_index >= 0) /* a name of the library's own list: it parses */
-        (void)sb_run_status_parse(statuses[status_index], &a->status, NULL);
+                          opts, n_opts, argc, argv, pos, 1, &n_pos);
+    a->threads = sb_run_flag(settings, "threads");
+    sb_config_free(settings);
     free(models);
     if (rc >= 0)
         return rc;
+    a->status = SB_RUN_NONE;
+    if (status_name != NULL && sb_run_status_parse(status_name, &a->status, NULL) != SB_OK)
+        return status_fail(status_name);
     sb_cli_threads(a->threads);
     if (n_pos == 1)
         a->db_path = pos[0];

@@ -9,11 +9,10 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/run_options.h"
 #include "cli/serve.h"
 #include "cli/signals.h"
 #include "selectivbench/selectivbench.h"
-
-#define DEFAULT_PORT 8765
 
 typedef struct serve_args {
     const char *db, *results;
@@ -23,26 +22,28 @@ typedef struct serve_args {
 
 /* Parses the flags into a (a->db: the database to serve); returns -1 to go on, else the
  * exit code. */
-static int serve_parse(int argc, char **argv, serve_args *a)
+static int serve_parse(sb_config *cfg, int argc, char **argv, serve_args *a)
 {
-    sb_option opts[] = {
-        {"db", SB_OPT_STRING, &a->db, 0, 0, NULL, "PATH",
+    sb_option opts[8] = {
+        {"db", SB_OPT_STRING, &a->db, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
          " (default results/" SB_RESULTS_DB_NAME ")",
          0},
-        {"results", SB_OPT_STRING, &a->results, 0, 0, NULL, "DIR",
+        {"results", SB_OPT_STRING, &a->results, "DIR",
          "results folder: serve DIR/" SB_RESULTS_DB_NAME, 0},
-        {"port", SB_OPT_INT, &a->port, 0, 65535, NULL, "N",
-         "port on 127.0.0.1 (default 8765; 0: any free port)", 0},
-        {"threads", SB_OPT_INT, &a->threads, 0, SB_THREADS_MAX, NULL, "N",
-         "threads for the figures (default: all cores)", 0},
     };
+    int n_opts = sb_options_count(opts, 8);
+    sb_options_add_key(cfg, "port", NULL, opts, &n_opts);
+    sb_options_add_key(cfg, "threads", "threads for the figures (default 0: all cores)", opts,
+                       &n_opts);
     const char *pos[1];
     int n_pos = 0;
-    int rc = sb_cli_parse("serve", "[DB|DIR] [--db FILE | --results DIR] [--port N]", opts,
-                          (int)(sizeof opts / sizeof *opts), argc, argv, pos, 1, &n_pos);
+    int rc = sb_cli_parse("serve", "[DB|DIR] [--db FILE | --results DIR] [--port N]", opts, n_opts,
+                          argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
+    a->port = sb_run_flag(cfg, "port");
+    a->threads = sb_run_flag(cfg, "threads");
     sb_error err = {0};
     if ((n_pos > 0) + (a->db != NULL) + (a->results != NULL) > 1) {
         sb_error_set(&err, SB_ERR_INVALID,
@@ -93,8 +94,13 @@ static void wait_for_stop(const sigset_t *unblocked)
 
 int sb_cmd_serve(int argc, char **argv)
 {
-    serve_args a = {.port = DEFAULT_PORT};
-    int rc = serve_parse(argc, argv, &a);
+    serve_args a = {0};
+    sb_config *settings = NULL;
+    sb_error perr = {0};
+    if (sb_run_settings_new(&settings, NULL, &perr) != SB_OK)
+        return sb_cli_fail("serve", &perr);
+    int rc = serve_parse(settings, argc, argv, &a);
+    sb_config_free(settings);
     if (rc < 0)
         rc = check_database(a.db);
     if (rc >= 0)

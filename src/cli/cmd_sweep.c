@@ -27,6 +27,7 @@
 #include "cli/mpi_comm.h"
 #include "cli/plan_view.h"
 #include "cli/presets.h"
+#include "cli/run_options.h"
 #include "cli/signals.h"
 #include "cli/sweep_file.h"
 #include "cli/sweep_mpi.h"
@@ -51,68 +52,62 @@ typedef struct sweep_flags {
 } sweep_flags;
 
 /* Parses the flags into o; returns -1 to go on, else the exit code. */
-static int sweep_parse(int argc, char **argv, sweep_flags *o)
+static int sweep_parse(sb_config *cfg, int argc, char **argv, sweep_flags *o)
 {
     const char *filter = NULL;
-    sb_option opts[] = {
-        {"dry_run", SB_OPT_SWITCH, &o->dry_run, 0, 1, NULL, NULL,
+    sb_option opts[40] = {
+        {"dry_run", SB_OPT_SWITCH, &o->dry_run, NULL,
          "check each selected run as the sweep would and print why any is refused, the train "
          "flags of the first 20 (--list: of every run), the axes, an estimate of the "
          "cost (time measured on one update) and the count; run nothing",
          0},
-        {"list", SB_OPT_SWITCH, &o->list, 0, 1, NULL, NULL,
+        {"list", SB_OPT_SWITCH, &o->list, NULL,
          "with --dry_run: print the train flags of every selected run (default: the first 20)", 0},
-        {"hashes", SB_OPT_SWITCH, &o->hashes, 0, 1, NULL, NULL,
+        {"hashes", SB_OPT_SWITCH, &o->hashes, NULL,
          "print each selected run's run hash and training hash (or why it is refused) and the "
          "count; run nothing",
          0},
-        {"workers", SB_OPT_INT, &o->workers, 1, 1024, NULL, "N", "runs at a time (default 1)", 0},
-        {"threads", SB_OPT_INT, &o->threads, 0, SB_THREADS_MAX, NULL, "T",
-         "threads per run (default: cores / workers)", 0},
-        {"results", SB_OPT_STRING, &o->results, 0, 0, NULL, "DIR",
-         "results folder (default ./results)", 0},
-        {"db", SB_OPT_STRING, &o->db, 0, 0, NULL, "PATH",
+        {"results", SB_OPT_STRING, &o->results, "DIR", "results folder (default ./results)", 0},
+        {"db", SB_OPT_STRING, &o->db, "PATH",
          "results database (default DIR/" SB_RESULTS_DB_NAME ")", 0},
-        {"limit", SB_OPT_INT, &o->limit, 0, 1e9, NULL, "K",
-         "only the first K selected runs (default 0: all)", 0},
-        {"filter", SB_OPT_STRING, &filter, 0, 0, NULL, "KEY=VALUE",
+        {"filter", SB_OPT_STRING, &filter, "KEY=VALUE",
          "only runs with this parameter value (repeat the flag for several; default: none)", 0},
-        {"shard", SB_OPT_STRING, &o->shard, 0, 0, NULL, "I/N",
+        {"shard", SB_OPT_STRING, &o->shard, "I/N",
          "only the filtered runs at positions I, I+N, I+2N, ... (one shard per machine; "
          "default 0/1: all)",
          0},
-        {"quiet", SB_OPT_SWITCH, &o->quiet, 0, 1, NULL, NULL, "no progress line", 0},
-        {"checkpoint_every", SB_OPT_DOUBLE, &o->checkpoint_every, 0, 1e6, NULL, "MINUTES",
-         "every run also writes its checkpoint every MINUTES (train --checkpoint_every; "
-         "default 0: at evaluations only)",
-         0},
-        {"slurm", SB_OPT_STRING, &o->slurm, 0, 0, NULL, "DIR",
+        {"quiet", SB_OPT_SWITCH, &o->quiet, NULL, "no progress line", 0},
+        {"slurm", SB_OPT_STRING, &o->slurm, "DIR",
          "write DIR/sweep.sbatch, a Slurm job array over shards of the selected runs (each "
          "with its own results folder DIR/shard-i, requeued after Slurm's time-limit warning), "
          "print the sbatch line and run nothing (docs/cluster.md; default: none, the sweep runs "
          "here)",
          0},
-        {"array", SB_OPT_INT, &o->array, 1, 100000, NULL, "N",
-         "with --slurm: array tasks (shards; default min(runs, 16))", 0},
-        {"time", SB_OPT_STRING, &o->slurm_time, 0, 0, NULL, "HH:MM:SS",
+        {"time", SB_OPT_STRING, &o->slurm_time, "HH:MM:SS",
          "with --slurm: each task's time limit (default 24:00:00)", 0},
-        {"partition", SB_OPT_STRING, &o->partition, 0, 0, NULL, "P",
+        {"partition", SB_OPT_STRING, &o->partition, "P",
          "with --slurm: the partition (default: the cluster's)", 0},
-        {"mpi", SB_OPT_SWITCH, &o->mpi, 0, 1, NULL, NULL,
+        {"mpi", SB_OPT_SWITCH, &o->mpi, NULL,
          "with --slurm: one MPI job (mpirun; rank 0 coordinates, the others train) instead of "
          "a job array (default: an array)",
          0},
-        {"ranks", SB_OPT_INT, &o->ranks, 2, 1000000, NULL, "N",
-         "with --slurm --mpi: MPI ranks, the coordinator included (default min(runs, 16) + 1)", 0},
-        {"ranks_per_run", SB_OPT_INT, &o->ranks_per_run, 1, 1000000, NULL, "K",
-         "under mpirun (or with --slurm --mpi): worker ranks in teams of K; a run whose "
-         "grad_shards is a multiple of K trains data-parallel over a team, the others on one "
-         "rank (default 1: every rank alone; docs/cluster.md)",
-         0},
-        {"cpus_per_task", SB_OPT_INT, &o->cpus_per_task, 1, 4096, NULL, "C",
-         "with --slurm: cores per task (default 4; threads per run = C / workers)", 0},
     };
-    int n_opts = (int)(sizeof opts / sizeof *opts);
+    int n_opts = sb_options_count(opts, 40);
+    sb_options_add_key(cfg, "workers", NULL, opts, &n_opts);
+    sb_options_add_key(cfg, "threads", "threads per run (default 0: cores / workers)", opts,
+                       &n_opts);
+    sb_options_add_key(cfg, "limit", NULL, opts, &n_opts);
+    sb_options_add_key(cfg, "checkpoint_every",
+                       "every run also writes its checkpoint every X minutes (train "
+                       "--checkpoint_every; default 0: at evaluations only)",
+                       opts, &n_opts);
+    sb_options_add_key(cfg, "array", NULL, opts, &n_opts);
+    sb_options_add_key(cfg, "ranks",
+                       "with --slurm --mpi: MPI ranks, the coordinator included, at least 2 "
+                       "(default min(runs, 16) + 1)",
+                       opts, &n_opts);
+    sb_options_add_key(cfg, "ranks_per_run", NULL, opts, &n_opts);
+    sb_options_add_key(cfg, "cpus_per_task", NULL, opts, &n_opts);
     /* --filter may repeat: collect every occurrence before the table parser sees them */
     int n_filters = 0;
     for (int i = 2; i < argc; i++) {
@@ -131,7 +126,21 @@ static int sweep_parse(int argc, char **argv, sweep_flags *o)
                           opts, n_opts, argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
+    o->workers = sb_run_flag(cfg, "workers");
+    o->threads = sb_run_flag(cfg, "threads");
+    o->limit = sb_run_flag(cfg, "limit");
+    o->checkpoint_every = sb_config_number(cfg, "checkpoint_every");
+    o->array = sb_run_flag(cfg, "array"); /* 0: not given */
+    o->ranks = sb_run_flag(cfg, "ranks");
+    o->ranks_per_run = sb_run_flag(cfg, "ranks_per_run");
+    o->cpus_per_task = sb_run_flag(cfg, "cpus_per_task");
     sb_error err = {0};
+    if (o->ranks == 1) {
+        sb_error_set(&err, SB_ERR_INVALID,
+                     "--ranks 1: an MPI sweep needs the coordinator and at least one worker; "
+                     "give --ranks 2 or more");
+        return sb_cli_fail("sweep", &err);
+    }
     if (n_filters > SWEEP_MAX_FILTERS) {
         sb_error_set(&err, SB_ERR_INVALID, "--filter is given %d times; at most %d", n_filters,
                      SWEEP_MAX_FILTERS);
@@ -425,8 +434,13 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
 
 int sb_cmd_sweep(int argc, char **argv)
 {
-    sweep_flags o = {.workers = 1, .results = "results"};
-    int rc = sweep_parse(argc, argv, &o);
+    sweep_flags o = {.results = "results"};
+    sb_config *settings = NULL;
+    sb_error perr = {0};
+    if (sb_run_settings_new(&settings, NULL, &perr) != SB_OK)
+        return sb_cli_fail("sweep", &perr);
+    int rc = sweep_parse(settings, argc, argv, &o);
+    sb_config_free(settings);
     if (rc >= 0)
         return rc;
     sb_error err = {0};
@@ -442,7 +456,7 @@ int sb_cmd_sweep(int argc, char **argv)
                             .array = o.array,
                             .time = o.slurm_time != NULL ? o.slurm_time : "24:00:00",
                             .partition = o.partition,
-                            .cpus_per_task = o.cpus_per_task > 0 ? o.cpus_per_task : 4,
+                            .cpus_per_task = o.cpus_per_task,
                             .workers = o.workers,
                             .threads = o.threads,
                             .checkpoint_every = o.checkpoint_every,

@@ -28,6 +28,14 @@ sb_option *sb_options_find(sb_option *opts, int n_opts, const char *name)
     return NULL;
 }
 
+int sb_options_count(const sb_option *opts, int cap)
+{
+    int n = 0;
+    while (n < cap && opts[n].name != NULL)
+        n++;
+    return n;
+}
+
 int sb_option_is_switch(const sb_option *o)
 {
     if (o->type == SB_OPT_SWITCH)
@@ -70,66 +78,7 @@ sb_status sb_option_set(sb_option *o, const char *value, sb_error *err)
             o->seen = 1;
         return st;
     }
-    case SB_OPT_INT:
-    case SB_OPT_INT64: {
-        long long v;
-        if (!sb_config_parse_int(value, &v))
-            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not an integer", o->name,
-                                value);
-        if ((double)v < o->min || (double)v > o->max)
-            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%.0f, %.0f]",
-                                o->name, value, o->min, o->max);
-        if (o->type == SB_OPT_INT)
-            *(int *)o->dest = (int)v;
-        else
-            *(int64_t *)o->dest = (int64_t)v;
-        break;
-    }
-    case SB_OPT_DOUBLE: {
-        double v;
-        if (!sb_config_parse_double(value, &v))
-            return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not a finite number", o->name,
-                                value);
-        if (v < o->min || v > o->max)
-            return sb_error_set(err, SB_ERR_INVALID, "--%s %s is out of range [%g, %g]", o->name,
-                                value, o->min, o->max);
-        *(double *)o->dest = v;
-        break;
-    }
-    case SB_OPT_BOOL: {
-        int v;
-        if (!sb_config_parse_bool(value, &v))
-            return sb_error_set(err, SB_ERR_INVALID,
-                                "--%s: '%s' is not a boolean; use True or False", o->name, value);
-        *(int *)o->dest = v;
-        break;
-    }
     case SB_OPT_STRING: *(const char **)o->dest = value; break;
-    case SB_OPT_CHOICE: {
-        for (int c = 0; o->choices[c] != NULL; c++) {
-            if (strcmp(o->choices[c], value) == 0) {
-                *(int *)o->dest = c;
-                o->seen = 1;
-                return SB_OK;
-            }
-        }
-        char list[256] = "";
-        for (int c = 0; o->choices[c] != NULL; c++) {
-            if (c > 0)
-                strncat(list, ", ", sizeof list - strlen(list) - 1);
-            strncat(list, o->choices[c], sizeof list - strlen(list) - 1);
-        }
-        int n_choices = 0;
-        while (o->choices[n_choices] != NULL)
-            n_choices++;
-        const char *hint = sb_closest_name(value, o->choices, n_choices);
-        if (hint != NULL)
-            return sb_error_set(err, SB_ERR_INVALID,
-                                "--%s: '%s' is not one of: %s; did you mean '%s'?", o->name, value,
-                                list, hint);
-        return sb_error_set(err, SB_ERR_INVALID, "--%s: '%s' is not one of: %s", o->name, value,
-                            list);
-    }
     case SB_OPT_SWITCH: {
         int v = 1;
         if (value != NULL && !sb_config_parse_bool(value, &v))
@@ -211,12 +160,7 @@ void sb_options_print_help(FILE *f, const sb_option *opts, int n_opts)
         const char *meta = o->metavar;
         if (meta == NULL) {
             switch (o->type) {
-            case SB_OPT_INT:
-            case SB_OPT_INT64: meta = "N"; break;
-            case SB_OPT_DOUBLE: meta = "X"; break;
-            case SB_OPT_BOOL: meta = "True|False"; break;
             case SB_OPT_STRING: meta = "S"; break;
-            case SB_OPT_CHOICE: meta = "NAME"; break;
             case SB_OPT_SWITCH: meta = ""; break;
             case SB_OPT_KEY: meta = ""; break;
             }
@@ -251,36 +195,52 @@ static const char *key_metavar(int i, char *buf, size_t size)
     return ""; /* a switch */
 }
 
-/* Key i's help line: the table's text, with its default from the table when the text does
- * not give it already (no-ops have none to give). */
-static const char *key_help(int i, char *buf, size_t size)
+/* Key i's help line: `text` (the table's when NULL), with the default appended when the
+ * text does not give it already (no-ops have none to give, a switch is off unless given):
+ * the table's, or with cfg the value cfg holds (a command that starts from other values). */
+static const char *key_help(int i, const sb_config *cfg, const char *text, char *buf, size_t size)
 {
-    const char *help = sb_config_key_help(i), *def = sb_config_key_default(i);
+    const char *help = text != NULL ? text : sb_config_key_help(i);
+    char value[128];
+    const char *def = sb_config_key_default(i);
+    if (cfg != NULL &&
+        sb_config_get_key(cfg, sb_config_key_name(i), value, sizeof value, NULL) == SB_OK)
+        def = value;
     if (sb_config_key_is_noop(i) || strstr(help, "default") != NULL || def == NULL ||
-        def[0] == '\0' || strcmp(sb_config_key_type(i), "switch") == 0) /* off unless given */
+        def[0] == '\0' || strcmp(def, "none") == 0 || strcmp(sb_config_key_type(i), "switch") == 0)
         return help;
     snprintf(buf, size, "%s (default %s)", help, def);
     return buf;
 }
 
+/* One metavar and one help buffer per key: the table is fixed, an option points at them. */
+#define MAX_KEYS 256
+static char key_meta[MAX_KEYS][32], key_help_text[MAX_KEYS][400];
+
+static sb_option key_option(sb_config *cfg, int i, const sb_config *help_cfg, const char *text)
+{
+    const char *meta = key_metavar(i, key_meta[i % MAX_KEYS], sizeof key_meta[0]);
+    return (sb_option){
+        sb_config_key_name(i),
+        SB_OPT_KEY,
+        cfg,
+        meta,
+        key_help(i, help_cfg, text, key_help_text[i % MAX_KEYS], sizeof key_help_text[0]),
+        0};
+}
+
 void sb_options_add_keys(sb_config *cfg, int group, sb_option *opts, int *n)
 {
-    /* one metavar and one help buffer per key; the table is fixed */
-    static char choice_meta[128][32], help[128][320];
-    for (int i = 0; i < sb_config_key_count(); i++) {
-        if (sb_config_key_group(i) > group)
-            continue;
-        const char *meta = key_metavar(i, choice_meta[i % 128], sizeof choice_meta[0]);
-        opts[(*n)++] = (sb_option){sb_config_key_name(i),
-                                   SB_OPT_KEY,
-                                   cfg,
-                                   0,
-                                   0,
-                                   NULL,
-                                   meta,
-                                   key_help(i, help[i % 128], sizeof help[0]),
-                                   0};
-    }
+    for (int i = 0; i < sb_config_key_count() && i < MAX_KEYS; i++)
+        if (sb_config_key_group(i) <= group)
+            opts[(*n)++] = key_option(cfg, i, NULL, NULL);
+}
+
+void sb_options_add_key(sb_config *cfg, const char *name, const char *help, sb_option *opts, int *n)
+{
+    int i = sb_config_key_find(name);
+    if (i >= 0 && i < MAX_KEYS) /* a name of the table, written in the command's source */
+        opts[(*n)++] = key_option(cfg, i, cfg, help);
 }
 
 sb_status sb_parse_index_list(const char *text, int64_t limit, int64_t **out, int64_t *n,

@@ -1,9 +1,12 @@
 /*
  * options.h - command-line flags in the style of the reference's train.py (argparse):
  * `--name value` or `--name=value`, booleans written `--flag True` (str2bool), switches
- * written `--flag`. A table of sb_option drives parsing, range checks and --help.
- * Unknown flags, malformed numbers and out-of-range values are errors naming the flag.
- */
+ * written `--flag`. A table of sb_option drives parsing and --help. Every setting with a
+ * value to check (a number, a boolean, a choice) is a key of the key table
+ * (src/config/keys.def): its option sets the key of a configuration, which checks it; the
+ * command reads it back from there. The other options are a command's paths, names and
+ * switches. Unknown flags, malformed numbers and out-of-range values are errors naming the
+ * flag. */
 #ifndef SELECTIVBENCH_CLI_OPTIONS_H
 #define SELECTIVBENCH_CLI_OPTIONS_H
 
@@ -13,13 +16,8 @@
 #include "selectivbench/selectivbench.h"
 
 typedef enum sb_opt_type {
-    SB_OPT_INT,    /* int, range [min, max] */
-    SB_OPT_INT64,  /* int64_t, range [min, max] */
-    SB_OPT_DOUBLE, /* double, range [min, max] */
-    SB_OPT_BOOL,   /* int 0/1 from a value: True/False, yes/no, 1/0 (train.py str2bool) */
     SB_OPT_SWITCH, /* int set to 1 by the bare flag (argparse store_true) */
     SB_OPT_STRING, /* const char * pointing into argv */
-    SB_OPT_CHOICE, /* int index into choices[] */
     SB_OPT_KEY,    /* a key of the table: dest is an sb_config, the value goes through
                       sb_config_set_key (a switch key may stand alone) */
 } sb_opt_type;
@@ -28,9 +26,7 @@ typedef struct sb_option {
     const char *name; /* without the leading "--" */
     sb_opt_type type;
     void *dest;
-    double min, max;            /* numeric range (inclusive) */
-    const char *const *choices; /* SB_OPT_CHOICE: NULL-terminated names */
-    const char *metavar;        /* shown in --help */
+    const char *metavar; /* shown in --help */
     const char *help;
     int seen; /* set by the parser when the flag was given */
 } sb_option;
@@ -48,6 +44,10 @@ sb_status sb_option_set(sb_option *o, const char *value, sb_error *err);
 
 /* Whether the option is written alone (a switch, or a switch key of the table). */
 int sb_option_is_switch(const sb_option *o);
+
+/* The options written in opts[0..cap) before the first one without a name (a table with
+ * room left for keys). */
+int sb_options_count(const sb_option *opts, int cap);
 
 /* The option of that name, or NULL. */
 sb_option *sb_options_find(sb_option *opts, int n_opts, const char *name);
@@ -69,6 +69,13 @@ void sb_options_print_help(FILE *f, const sb_option *opts, int n_opts);
  * in the table's order), each setting its key of *cfg by name. opts must have room for
  * sb_config_key_count() more entries. */
 void sb_options_add_keys(sb_config *cfg, int group, sb_option *opts, int *n);
+
+/* Appends the option of the key `name` (any group: the COMMAND keys are taken this way),
+ * setting that key of *cfg. Its --help line is `help` (NULL: the table's) with the value cfg
+ * holds now as the default, so a command that starts from other values than the table's
+ * (bench's smaller model) sets them in cfg first. A name outside the table adds nothing. */
+void sb_options_add_key(sb_config *cfg, const char *name, const char *help, sb_option *opts,
+                        int *n);
 
 /* Parses "0-4,57,999" into a list of indices (allocated; *n receives the count).
  * Every index must lie in [0, limit). */

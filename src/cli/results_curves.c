@@ -40,16 +40,16 @@ static int path_exists(const char *path)
 static int curves_parse(int argc, char **argv, curves_args *a)
 {
     sb_option opts[] = {
-        {"db", SB_OPT_STRING, &a->db_path, 0, 0, NULL, "PATH",
+        {"db", SB_OPT_STRING, &a->db_path, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
          " (default results/" SB_RESULTS_DB_NAME ")",
          0},
-        {"curves", SB_OPT_SWITCH, &a->curves, 0, 1, NULL, NULL,
+        {"curves", SB_OPT_SWITCH, &a->curves, NULL,
          "print the learning curves: every evaluation of RUN (an id or a unique prefix of it), "
          "or of every run",
          0},
-        {"json", SB_OPT_SWITCH, &a->json, 0, 1, NULL, NULL, "print {\"curves\": [...]}", 0},
-        {"csv", SB_OPT_SWITCH, &a->csv, 0, 1, NULL, NULL, "print CSV, one line per evaluation", 0},
+        {"json", SB_OPT_SWITCH, &a->json, NULL, "print {\"curves\": [...]}", 0},
+        {"csv", SB_OPT_SWITCH, &a->csv, NULL, "print CSV, one line per evaluation", 0},
     };
     const char *pos[2];
     int n_pos = 0;

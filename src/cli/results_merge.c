@@ -45,7 +45,7 @@ int sb_cmd_results_merge(int argc, char **argv)
 {
     const char *db_path = NULL;
     sb_option opts[] = {
-        {"db", SB_OPT_STRING, &db_path, 0, 0, NULL, "PATH",
+        {"db", SB_OPT_STRING, &db_path, "PATH",
          "the database merged into (created if missing); required", 0},
     };
     static const char *sources[MERGE_MAX_SOURCES];

@@ -781,12 +781,12 @@ static sb_status make_groups(view *v, const size_t *idx, size_t n, const column 
         groups != NULL && keys != NULL ? SB_OK : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
     /* a group's runs differ in their seeds alone (issue 38): runs of equal column values
      * whose configurations differ elsewhere are groups of their own, labelled below */
-    static const char *const seeds[2] = {"seed", "task_seed"};
+    static const char *const seed_keys[2] = {"seed", "task_seed"};
     for (size_t k = 0; st == SB_OK && k < n; k++) {
         char key[1024];
         group_key(v, idx[k], by, n_by, key, sizeof key);
         const char *json = v->t->config_json[idx[k]];
-        char *exp = sb_experiment_key(json != NULL ? json : "{}", seeds, 2, NULL, 0);
+        char *exp = sb_experiment_key(json != NULL ? json : "{}", seed_keys, 2, NULL, 0);
         if (exp == NULL)
             exp = strdup(""); /* unreadable: its column values alone */
         if (exp == NULL) {

@@ -15,6 +15,18 @@ sb_status sb_run_options_add(sb_run_flags *rf, int group, sb_option *opts, int *
     return SB_OK;
 }
 
+sb_status sb_run_settings_new(sb_config **out, const char *const *presets, sb_error *err)
+{
+    sb_status st = sb_config_create(out, err);
+    for (int i = 0; st == SB_OK && presets != NULL && presets[i] != NULL; i += 2)
+        st = sb_config_set_key(*out, presets[i], presets[i + 1], err);
+    if (st != SB_OK) {
+        sb_config_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 void sb_run_flags_free(sb_run_flags *rf)
 {
     sb_config_free(rf->config);

@@ -22,10 +22,16 @@ typedef struct sb_run_flags {
  * rf with sb_run_flags_free, also after an error. Errors: SB_ERR_NOMEM. */
 sb_status sb_run_options_add(sb_run_flags *rf, int group, sb_option *opts, int *n, sb_error *err);
 
+/* A new configuration for a command's settings: the table's defaults, then `presets`, a
+ * NULL-terminated list of name, value pairs where the command starts from other values
+ * (bench's smaller model). Errors: SB_ERR_NOMEM; those of sb_config_set_key. */
+sb_status sb_run_settings_new(sb_config **out, const char *const *presets, sb_error *err);
+
 /* Frees rf->config. */
 void sb_run_flags_free(sb_run_flags *rf);
 
-/* A numeric or switch key of cfg as an int (quiet, json, threads, ...). */
+/* A numeric, switch or choice key of cfg as an int (quiet, json, threads, a choice's index,
+ * ...); 0 for an optional key left unset. */
 int sb_run_flag(const sb_config *cfg, const char *key);
 
 /* Sets key `key` of cfg to the printf-formatted value (what a flag would say). Errors:

@@ -73,8 +73,9 @@ void sb_train_output_start(const sb_progress *p, void *user)
     sb_train_output *o = user;
     if (o->quiet)
         return;
+    const double millions = (double)p->params / 1e6;
     fprintf(o->f, "  %.3fM parameters, %lld updates, gradient accumulation %d, %d thread%s",
-            (double)p->params / 1e6, (long long)p->total_steps, p->grad_acc, o->threads,
+            millions, (long long)p->total_steps, p->grad_acc, o->threads,
             o->threads == 1 ? "" : "s");
     if (p->step > 0)
         fprintf(o->f, "; resuming at update %lld", (long long)p->step);

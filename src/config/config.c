@@ -20,7 +20,13 @@ static const char *const dist_dur_names[] = {"uniform", "lognormal", NULL};
 static const char *const protocol_names[] = {"reference", "clean", NULL};
 static const char *const gap_rng_names[] = {"derived", "reference", NULL};
 static const char *const gemm_names[] = {"auto", "openblas", "onednn", NULL}; /* sb_gemm_kind */
-static const char *const precision_names[] = {"fp32", "bf16", NULL}; /* sb_precision_kind */
+static const char *const precision_names[] = {"fp32", "bf16", NULL};       /* sb_precision_kind */
+static const char *const split_names[] = {"train", "test", "valid", NULL}; /* sb_split */
+/* the probe's sections (all, then one each), readouts and feature frames, in the order of
+ * the public header's SB_PROBE_* values */
+static const char *const probe_section_names[] = {"all", "readout", "gates", "retention", NULL};
+static const char *const probe_readout_names[] = {"lda", "ridge", NULL};
+static const char *const probe_frame_names[] = {"symbol", "last", NULL};
 
 /* --task_seed's default, used when --same_seed False (train.py) */
 #define DEFAULT_TASK_SEED 42

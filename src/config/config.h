@@ -44,14 +44,16 @@ typedef enum sb_key_hash {
 
 /* Which subcommands take a key (each takes its group and every group before it): grammar
  * takes GRAMMAR keys, data and bench GRAMMAR and TASK keys, eval, probe and ceiling up to
- * RUNTIME (threads, memory, files, output), train all of them (TRAIN: its own runtime keys).
- * RUNTIME and TRAIN keys are never in the JSON or a hash (sb_runtime). */
+ * RUNTIME (threads, memory, files, output), train up to TRAIN (its own runtime keys); no
+ * command takes the COMMAND group whole: each takes the keys of it that it reads by name.
+ * RUNTIME, TRAIN and COMMAND keys are never in the JSON or a hash (sb_runtime). */
 typedef enum sb_key_group {
     SB_KEY_GROUP_GRAMMAR = 0,
     SB_KEY_GROUP_TASK = 1,
     SB_KEY_GROUP_RUN = 2,
     SB_KEY_GROUP_RUNTIME = 3,
     SB_KEY_GROUP_TRAIN = 4,
+    SB_KEY_GROUP_COMMAND = 5, /* the other commands' settings, each taken by name */
 } sb_key_group;
 
 typedef struct sb_config_key {

@@ -52,18 +52,23 @@ typedef enum sb_precision_kind {
 #define SB_RT_TYPE_BOOL int
 #define SB_RT_TYPE_SWITCH int
 #define SB_RT_TYPE_STRING char
+#define SB_RT_TYPE_CHOICE int
+#define SB_RT_TYPE_OPT_INT int
 #define SB_RT_SIZE_INT
 #define SB_RT_SIZE_INT64
 #define SB_RT_SIZE_DOUBLE
 #define SB_RT_SIZE_BOOL
 #define SB_RT_SIZE_SWITCH
 #define SB_RT_SIZE_STRING [SB_PATH_MAX]
+#define SB_RT_SIZE_CHOICE
+#define SB_RT_SIZE_OPT_INT
 #define SB_RT_MEMBER(kind, name) SB_RT_TYPE_##kind name SB_RT_SIZE_##kind;
 #define SB_RT_MEMBER_GRAMMAR(kind, name)
 #define SB_RT_MEMBER_TASK(kind, name)
 #define SB_RT_MEMBER_RUN(kind, name)
 #define SB_RT_MEMBER_RUNTIME SB_RT_MEMBER
 #define SB_RT_MEMBER_TRAIN SB_RT_MEMBER
+#define SB_RT_MEMBER_COMMAND SB_RT_MEMBER
 typedef struct sb_runtime {
 #define SB_KEY(name, kind, field, def, min, max, choices, hash, group, help)                       \
     SB_RT_MEMBER_##group(kind, name)

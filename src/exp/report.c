@@ -23,6 +23,8 @@
 #include "task/grammar.h"
 #include "train/run_setup.h"
 
+#define ONE_FRAME_S 0.1 /* a gap of one frame: task 1 has no longer ones */
+
 /* FIG_X: every run against one configuration key (report's x_key: a scale study's
  * dataset_size or train_seqlen_max), instead of the paper's figures. */
 enum { FIG_2A, FIG_2B, FIG_3A, FIG_3B, FIG_4, FIG_X, N_FIGS };
@@ -121,7 +123,7 @@ static void classify(const sb_run_config *c, size_t params, rec *r)
     } else if (t->grammar_gap) {
         r->fig = FIG_3B;
         r->xkey = (double)params / 1e6;
-    } else if (t->train_noise > 0 || t->train_gap_max > 0.1 + 1e-9) {
+    } else if (t->train_noise > 0 || t->train_gap_max > ONE_FRAME_S + 1e-9) {
         r->fig = FIG_3A;
         r->xkey = (double)params / 1e6;
     } else if (t->grammar.grammar_scale) {

@@ -32,10 +32,18 @@
 
 /* ---- a run's configuration ------------------------------------------------------------ */
 
+/* The key of train flag `name`: a key up to train's group (another command's setting is
+ * not one), or NULL. */
+static const sb_config_key *train_key(const char *name)
+{
+    const sb_config_key *key = sb_config_find(name);
+    return key != NULL && key->group <= SB_KEY_GROUP_TRAIN ? key : NULL;
+}
+
 /* Whether the train flag `name` is written alone (a switch key). */
 static int flag_is_switch(const char *name)
 {
-    const sb_config_key *key = sb_config_find(name);
+    const sb_config_key *key = train_key(name);
     return key != NULL && key->kind == SB_KEY_SWITCH;
 }
 
@@ -45,7 +53,8 @@ static const char *closest_train_flag(const char *name)
     sb_suggest near;
     sb_suggest_init(&near, name);
     for (int i = 0; i < sb_config_key_count(); i++)
-        sb_suggest_offer(&near, sb_config_key_at(i)->name);
+        if (sb_config_key_at(i)->group <= SB_KEY_GROUP_TRAIN)
+            sb_suggest_offer(&near, sb_config_key_at(i)->name);
     return sb_suggest_result(&near);
 }
 
@@ -61,12 +70,13 @@ static sb_status unknown_train_flag(const char *name, sb_error *err)
                         "unknown flag --%s; the train command's --help lists them", name);
 }
 
-/* Sets one train flag of a sweep by name: every flag is a key (a runtime key, such as
- * --save_model, is checked here and reaches the worker with the run's flags); anything else
- * is an unknown flag. value NULL: the bare flag. */
+/* Sets one train flag of a sweep by name: every flag is a key up to train's own (a runtime
+ * key, such as --save_model, is checked here and reaches the worker with the run's flags);
+ * anything else, another command's setting included, is an unknown flag. value NULL: the
+ * bare flag. */
 static sb_status set_flag(sb_run_config *cfg, const char *name, const char *value, sb_error *err)
 {
-    const sb_config_key *key = sb_config_find(name);
+    const sb_config_key *key = train_key(name);
     if (key == NULL)
         return unknown_train_flag(name, err);
     if (value == NULL && key->kind != SB_KEY_SWITCH)
@@ -145,7 +155,7 @@ sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err)
 {
     for (int p = 0; p < s->n_params; p++) {
         const char *name = s->params[p].name;
-        if (sb_config_find(name) != NULL)
+        if (train_key(name) != NULL)
             continue;
         const char *hint = closest_train_flag(name);
         if (hint != NULL)

@@ -11,20 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
+#include "config/run_config.h"
 #include "core/alloc.h"
 #include "core/rng.h"
 
 sb_grammar_config sb_grammar_config_default(void)
 {
-    sb_grammar_config cfg = {
-        .vocab = 41,
-        .amb = 40,
-        .amb_depth = 40,
-        .grammar_scale = 0,
-        .seed = 1,
-        .transition_density = 0.4,
-    };
-    return cfg;
+    return sb_run_config_default().task.grammar; /* the key table's defaults */
 }
 
 char sb_class_letter(int c)
@@ -144,10 +138,10 @@ sb_status sb_grammar_config_check(const sb_grammar_config *cfg_in, sb_error *err
     if (cfg.amb_depth > SB_MAX_AMB_DEPTH)
         return sb_error_set(err, SB_ERR_INVALID, "--amb_depth %d is above the supported %d",
                             cfg.amb_depth, SB_MAX_AMB_DEPTH);
-    if (!(cfg.transition_density >= 0.0 && cfg.transition_density <= 1e6))
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "--transition_density %g must be a finite non-negative number",
-                            cfg.transition_density);
+    const sb_config_key *density = sb_config_find("transition_density"); /* its range */
+    if (!(cfg.transition_density >= density->min && cfg.transition_density <= density->max))
+        return sb_error_set(err, SB_ERR_INVALID, "--transition_density %g is out of range [%g, %g]",
+                            cfg.transition_density, density->min, density->max);
     long n_states = (long)(cfg.vocab - 1) - cfg.amb + (long)cfg.amb * cfg.amb_depth + 1;
     if (n_states <= SB_START_STATES)
         return sb_error_set(err, SB_ERR_INVALID,

@@ -4,6 +4,10 @@
 #include <omp.h>
 #include <tgmath.h>
 
+/* S4's parameter group 2 (log_A_real, A_imag, dt) trains at min(0.001, lr), as the
+ * reference's S4 registers it */
+#define GROUP2_LR_MAX 0.001
+
 void sb_optimizer_init(sb_optimizer *opt, sb_optimizer_kind kind, double lr, double weight_decay)
 {
     opt->kind = kind;
@@ -12,7 +16,7 @@ void sb_optimizer_init(sb_optimizer *opt, sb_optimizer_kind kind, double lr, dou
     opt->beta1 = 0.9;
     opt->beta2 = 0.999;
     opt->eps = kind == SB_OPT_ADAMW ? 1e-15 : 1e-8; /* train.py passes eps=1e-15 to AdamW */
-    opt->group2_lr = lr < 0.001 ? lr : 0.001;
+    opt->group2_lr = lr < GROUP2_LR_MAX ? lr : GROUP2_LR_MAX;
     opt->step = 0;
 }
 

@@ -73,8 +73,9 @@ static sb_status bench_model(const sb_bench_config *cfg, sb_model **m, sb_error 
     mc.n_layers = cfg->layers;
     mc.d_state = cfg->d_state;
     mc.n_head = sb_num_heads(cfg->width);
-    mc.dropout = 0.2;
-    mc.rope_base = 1000;
+    const sb_run_config d = sb_run_config_default(); /* train's dropout and rotary base */
+    mc.dropout = d.dropout;
+    mc.rope_base = d.rope_base;
     return sb_model_create(&mc, 1, m, err);
 }
 
@@ -172,7 +173,7 @@ sb_status sb_bench_train_step(const sb_bench_config *cfg, sb_bench_result *res, 
     real *input = sb_calloc(n_frames * (size_t)I, sizeof *input);
     int32_t *target = sb_malloc(n_frames * sizeof *target);
     uint8_t *valid = sb_malloc(n_frames);
-    int steps = cfg->steps > 0 ? cfg->steps : 5;
+    int steps = cfg->steps > 0 ? cfg->steps : sb_run_config_default().rt.steps;
     double *times = sb_malloc((size_t)steps * sizeof *times);
     /* which trainable tensors have had a non-zero gradient (check_gradients) */
     uint8_t *had_grad = sb_malloc((size_t)(m->params.n > 0 ? m->params.n : 1));

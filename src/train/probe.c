@@ -27,18 +27,20 @@
 
 const int sb_probe_lags[SB_PROBE_N_LAGS] = {0, 1, 2, 4, 8};
 
-sb_probe_options sb_probe_options_default(void)
+sb_probe_options sb_probe_options_from(const sb_runtime *rt)
 {
-    sb_probe_options o = {.sections = SB_PROBE_ALL,
-                          .gates_required = 0,
-                          .train_samples = 256,
-                          .test_samples = 0,
-                          .readout = SB_PROBE_LDA,
-                          .ridge = 1e-3,
-                          .frame = SB_PROBE_FRAME_SYMBOL,
-                          .retention_samples = 4,
-                          .retention_element = 4,
-                          .batch = 16};
+    /* the section key's choices: all, then each section alone in the order of its bit */
+    const int sections = rt->section == 0 ? SB_PROBE_ALL : 1 << (rt->section - 1);
+    sb_probe_options o = {.sections = sections,
+                          .gates_required = sections == SB_PROBE_GATES,
+                          .train_samples = rt->probe_samples,
+                          .test_samples = rt->samples,
+                          .readout = (sb_probe_readout)rt->readout,
+                          .ridge = rt->ridge,
+                          .frame = (sb_probe_frame)rt->probe_frame,
+                          .retention_samples = rt->retention_samples,
+                          .retention_element = rt->retention_element,
+                          .batch = rt->probe_bs};
     return o;
 }
 

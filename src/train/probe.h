@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "config/run_config.h"
 #include "core/json_writer.h"
 #include "core/status.h"
 #include "model/model.h"
@@ -48,9 +49,10 @@ typedef struct sb_probe_options {
     int batch;             /* samples per forward */
 } sb_probe_options;
 
-/* Defaults: every section, 256 training samples, the whole test split, LDA with shrinkage
- * 1e-3, symbol frames, 4 retention samples at element 4, batches of 16. */
-sb_probe_options sb_probe_options_default(void);
+/* The options the probe keys of rt give (section, probe_samples, samples, readout, ridge,
+ * probe_frame, retention_samples, retention_element, probe_bs: keys.def has their defaults);
+ * a section asked alone is required: gates asked of a model without any is an error. */
+sb_probe_options sb_probe_options_from(const sb_runtime *rt);
 
 typedef struct sb_probe_gate_kind {
     char name[48];

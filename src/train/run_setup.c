@@ -47,7 +47,8 @@ static sb_status run_size_check(const sb_run_config *cfg, double machine_bytes, 
     const sb_task_config *t = &cfg->task;
     const int vocab = t->grammar.vocab > 1 ? t->grammar.vocab : 2;
     const double d = sb_run_config_effective_width(cfg), gb = 1073741824.0;
-    const double model = (double)cfg->layers * d * d * 4.0 * sizeof(float);
+    const double per_block = 4.0 * d * d * sizeof(float); /* about four d x d matrices */
+    const double model = (double)cfg->layers * per_block;
     const int train_elements =
         t->combined_seq_length > 0 ? t->combined_seq_length : t->train_seqlen_max;
     sb_model_config mc = sb_run_config_model(cfg, vocab, vocab);
@@ -81,29 +82,22 @@ long sb_run_config_checks_made(void)
 sb_status sb_run_config_check(const sb_run_config *cfg, sb_error *err)
 {
     checks_made++;
-    sb_status st = sb_task_config_check(&cfg->task, err);
+    /* every key's range, from the key table (the one place a range is written) */
+    sb_status st = sb_config_check_ranges(cfg, err);
     if (st != SB_OK)
+        return st;
+    if ((st = sb_task_config_check(&cfg->task, err)) != SB_OK)
         return st;
     if (sb_layer_type_find(cfg->model) == NULL)
         return sb_layer_type_unknown(cfg->model, err); /* did you mean, or the list */
     const sb_layer_type *type = sb_layer_type_find(cfg->model);
     if (type->check_feat_size != NULL && (st = type->check_feat_size(cfg->feat_size, err)) != SB_OK)
         return st;
-    if (cfg->feat_size < 1 || cfg->feat_size > 65536)
-        return sb_error_set(err, SB_ERR_INVALID, "--feat_size %d must lie in [1, 65536]",
-                            cfg->feat_size);
     if (sb_num_heads(sb_run_config_effective_width(cfg)) == 0)
         return sb_error_set(err, SB_ERR_INVALID,
                             "--feat_size %d has no head count (get_num_heads finds no power of "
                             "two >= 4 giving heads of at most 128)",
                             cfg->feat_size);
-    if (cfg->layers < 1 || cfg->layers > 1024)
-        return sb_error_set(err, SB_ERR_INVALID, "--layers %d must lie in [1, 1024]", cfg->layers);
-    if (cfg->d_state < 1 || cfg->d_state > 65536)
-        return sb_error_set(err, SB_ERR_INVALID, "--d_state %d must lie in [1, 65536]",
-                            cfg->d_state);
-    if (!(cfg->dropout >= 0.0 && cfg->dropout < 1.0))
-        return sb_error_set(err, SB_ERR_INVALID, "--dropout %g must lie in [0, 1)", cfg->dropout);
     if (cfg->batch_size <= 2)
         return sb_error_set(err, SB_ERR_INVALID,
                             "--batch_size %d: train.py requires more than 2 (a layer's output "
@@ -112,10 +106,6 @@ sb_status sb_run_config_check(const sb_run_config *cfg, sb_error *err)
     if (cfg->test_bs <= 2)
         return sb_error_set(err, SB_ERR_INVALID, "--test_bs %d: train.py requires more than 2",
                             cfg->test_bs);
-    if (cfg->grad_acc < -1)
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "--grad_acc %d: use 0 (none), -1 (from the memory budget) or k > 0",
-                            cfg->grad_acc);
     if (cfg->grad_acc > 0 && cfg->batch_size / cfg->grad_acc <= 2)
         return sb_error_set(err, SB_ERR_INVALID,
                             "--grad_acc %d leaves micro-batches of %d samples; train.py requires "
@@ -127,19 +117,11 @@ sb_status sb_run_config_check(const sb_run_config *cfg, sb_error *err)
                             "--grad_shards %d is more than the %d samples of a micro-batch "
                             "(--batch_size %d, --grad_acc %d): every shard needs a sample",
                             cfg->grad_shards, micro, cfg->batch_size, cfg->grad_acc);
-    /* --lr and --wd: the key table's ranges (checked last, with the range in the message) are
-     * the one rule; a second, stricter check here used to refuse --lr 100 with a message that
-     * named no range */
-    if (cfg->epoch_size < 1)
-        return sb_error_set(err, SB_ERR_INVALID, "--epoch_size %lld must be at least 1",
-                            (long long)cfg->epoch_size);
     if (cfg->task.dataset_size < cfg->batch_size)
         return sb_error_set(err, SB_ERR_INVALID,
                             "--dataset_size %lld is smaller than --batch_size %d: no update "
                             "would happen",
                             (long long)cfg->task.dataset_size, cfg->batch_size);
-    if ((st = sb_config_check_ranges(cfg, err)) != SB_OK)
-        return st;
     return run_size_check(cfg, sb_machine_memory_bytes(), err);
 }
 
