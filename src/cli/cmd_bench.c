@@ -323,6 +323,119 @@ static const char *const bench_presets[] = {"batch_size", "16",  /* B16 */
                                             "d_state",    "128", /* the SSMs' state */
                                             NULL};
 
+/* What `bench` times: each model under each engine and precision asked for. */
+typedef struct bench_grid {
+    char gemm_buf[64], precision_buf[64];
+    const char *engines[3], *precisions[2];
+    int n_engines, n_precisions;
+    bench_peaks peaks;
+    int steps, threads;
+    sb_jw *j; /* --json, else NULL */
+} bench_grid;
+
+/* The lists of --gemm and --precision, each name checked against this build and CPU before
+ * anything is printed (one error line, nothing else); the peaks unless no_peak. Returns -1
+ * to go on, else the exit code. */
+static int bench_grid_lists(bench_grid *g, const char *gemm, const char *precision, int no_peak)
+{
+    sb_error err = {0};
+    snprintf(g->gemm_buf, sizeof g->gemm_buf, "%s", gemm);
+    g->n_engines = split_list(g->gemm_buf, g->engines, 3);
+    if (g->n_engines == 0)
+        sb_error_set(&err, SB_ERR_INVALID, "--gemm: give openblas, onednn or auto");
+    for (int e = 0; e < g->n_engines && err.msg[0] == '\0'; e++) {
+        const char *name = g->engines[e];
+        if (strcmp(name, "openblas") != 0 && strcmp(name, "onednn") != 0 &&
+            strcmp(name, "auto") != 0)
+            sb_error_set(&err, SB_ERR_INVALID,
+                         "--gemm %s: unknown engine; use openblas, onednn or auto", name);
+        else if (strcmp(name, "onednn") == 0 && sb_bench_onednn_version() == NULL)
+            sb_error_set(&err, SB_ERR_INVALID,
+                         "--gemm onednn: this build has no oneDNN (install libdnnl-dev and "
+                         "rebuild, or use --gemm openblas or auto)");
+    }
+    if (err.msg[0] != '\0')
+        return sb_cli_fail("bench", &err);
+    snprintf(g->precision_buf, sizeof g->precision_buf, "%s", precision);
+    g->n_precisions = split_list(g->precision_buf, g->precisions, 2);
+    if (g->n_precisions == 0)
+        sb_error_set(&err, SB_ERR_INVALID, "--precision: give fp32, bf16 or fp32,bf16");
+    for (int p = 0; p < g->n_precisions && err.msg[0] == '\0'; p++)
+        if (strcmp(g->precisions[p], "fp32") != 0 && strcmp(g->precisions[p], "bf16") != 0)
+            sb_error_set(&err, SB_ERR_INVALID, "--precision %s: use fp32 or bf16",
+                         g->precisions[p]);
+    g->peaks = (bench_peaks){0, 0};
+    if (!no_peak)
+        g->peaks = (bench_peaks){sb_bench_sgemm_peak(g->threads), sb_bench_bf16_peak(g->threads)};
+    for (int p = 0; p < g->n_precisions && err.msg[0] == '\0'; p++)
+        if (strcmp(g->precisions[p], "bf16") == 0 && !sb_bench_bf16_available())
+            sb_error_set(&err, SB_ERR_INVALID, "--precision bf16: %s; use --precision fp32",
+                         sb_bench_onednn_version() == NULL
+                             ? "this build has no oneDNN (install libdnnl-dev and rebuild)"
+                             : "oneDNN has no bf16 products on this CPU (it needs AVX-512)");
+    if (err.msg[0] != '\0')
+        return sb_cli_fail("bench", &err);
+    return -1;
+}
+
+/* Times one configuration and prints its row; 0, or the exit code of its error. */
+static int bench_one(const bench_grid *g, const sb_bench_config *c)
+{
+    sb_bench_result r;
+    sb_error err = {0};
+    if (sb_bench_train_step(c, &r, &err) != SB_OK)
+        return sb_cli_fail("bench", &err);
+    if (g->j != NULL)
+        bench_json_row(g->j, c, &r, peak_for(&g->peaks, c), g->threads);
+    else
+        bench_print_row(c, &r, peak_for(&g->peaks, c));
+    return 0;
+}
+
+/* --model M: the configuration of the flags under each engine and precision; stops at the
+ * first error. */
+static int bench_model(const bench_grid *g, sb_bench_config c)
+{
+    const int n_runs = g->n_engines * g->n_precisions;
+    for (int e = 0; e < n_runs; e++) {
+        c.gemm = g->engines[e % g->n_engines];
+        c.precision = g->precisions[e / g->n_engines];
+        int rc = skip_run(&c, n_runs) ? 0 : bench_one(g, &c);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Every model at the two standard configurations, under each engine and precision; a model
+ * that fails gets its error line and the others go on. */
+static int bench_every_model(const bench_grid *g)
+{
+    const int n_runs = g->n_engines * g->n_precisions, n_standard = sb_models_count() * n_runs;
+    int status = 0;
+    for (int k = 0; k < 2; k++)
+        for (int t = 0; t < n_standard; t++) {
+            double t0 = sb_clock_seconds();
+            sb_bench_config c = standard_configs[k];
+            c.model = sb_models_name(t / n_runs);
+            c.gemm = g->engines[t % n_runs % g->n_engines];
+            c.precision = g->precisions[t % n_runs / g->n_engines];
+            c.steps = g->steps;
+            c.threads = g->threads;
+            if (skip_run(&c, n_runs))
+                continue;
+            int rc = bench_one(g, &c);
+            if (rc != 0) {
+                status = rc;
+                continue;
+            }
+            if (t == 0)
+                bench_pace(sb_clock_seconds() - t0, n_standard,
+                           k == 0 ? "at B16 T256 d64 L2" : "at B16 T400 d128 L4");
+        }
+    return status;
+}
+
 static int bench_models_with(sb_config *cfg, int argc, char **argv)
 {
     const char *model = NULL;
@@ -356,137 +469,55 @@ static int bench_models_with(sb_config *cfg, int argc, char **argv)
                           opts, n_opts, argc, argv, NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    const int B = sb_run_flag(cfg, "batch_size"), T = sb_run_flag(cfg, "frames"),
-              D = sb_run_flag(cfg, "feat_size"), L = sb_run_flag(cfg, "layers"),
-              I = sb_run_flag(cfg, "inp"), C = sb_run_flag(cfg, "classes"),
-              N = sb_run_flag(cfg, "d_state"), steps = sb_run_flag(cfg, "steps");
-    const int threads = sb_cli_threads(sb_run_flag(cfg, "threads"));
-    sb_error err = {0};
-    char gemm_buf[64];
-    const char *engines[3];
-    snprintf(gemm_buf, sizeof gemm_buf, "%s", gemm);
-    int n_engines = split_list(gemm_buf, engines, 3);
-    if (n_engines == 0) {
-        sb_error_set(&err, SB_ERR_INVALID, "--gemm: give openblas, onednn or auto");
-        return sb_cli_fail("bench", &err);
-    }
-    for (int e = 0; e < n_engines; e++) { /* before the header: one error line, nothing else */
-        if (strcmp(engines[e], "openblas") != 0 && strcmp(engines[e], "onednn") != 0 &&
-            strcmp(engines[e], "auto") != 0)
-            sb_error_set(&err, SB_ERR_INVALID,
-                         "--gemm %s: unknown engine; use openblas, onednn or auto", engines[e]);
-        else if (strcmp(engines[e], "onednn") == 0 && sb_bench_onednn_version() == NULL)
-            sb_error_set(&err, SB_ERR_INVALID,
-                         "--gemm onednn: this build has no oneDNN (install libdnnl-dev and "
-                         "rebuild, or use --gemm openblas or auto)");
-        if (err.msg[0] != '\0')
-            return sb_cli_fail("bench", &err);
-    }
-    char precision_buf[64];
-    const char *precisions[2];
-    snprintf(precision_buf, sizeof precision_buf, "%s", precision);
-    int n_precisions = split_list(precision_buf, precisions, 2);
-    if (n_precisions == 0)
-        sb_error_set(&err, SB_ERR_INVALID, "--precision: give fp32, bf16 or fp32,bf16");
-    for (int p = 0; p < n_precisions && err.msg[0] == '\0'; p++)
-        if (strcmp(precisions[p], "fp32") != 0 && strcmp(precisions[p], "bf16") != 0)
-            sb_error_set(&err, SB_ERR_INVALID, "--precision %s: use fp32 or bf16", precisions[p]);
-    bench_peaks peaks = {0, 0};
-    if (!no_peak)
-        peaks = (bench_peaks){sb_bench_sgemm_peak(threads), sb_bench_bf16_peak(threads)};
-    for (int p = 0; p < n_precisions && err.msg[0] == '\0'; p++)
-        if (strcmp(precisions[p], "bf16") == 0 && !sb_bench_bf16_available())
-            sb_error_set(&err, SB_ERR_INVALID, "--precision bf16: %s; use --precision fp32",
-                         sb_bench_onednn_version() == NULL
-                             ? "this build has no oneDNN (install libdnnl-dev and rebuild)"
-                             : "oneDNN has no bf16 products on this CPU (it needs AVX-512)");
-    if (err.msg[0] != '\0')
-        return sb_cli_fail("bench", &err);
-    const int n_runs = n_engines * n_precisions; /* each model under each engine and precision */
-    sb_jw *j = json ? sb_jw_open(stdout, 0) : NULL;
-    if (json && j == NULL) {
+    const sb_bench_config flags = {model,
+                                   sb_run_flag(cfg, "batch_size"),
+                                   sb_run_flag(cfg, "frames"),
+                                   sb_run_flag(cfg, "feat_size"),
+                                   sb_run_flag(cfg, "layers"),
+                                   sb_run_flag(cfg, "inp"),
+                                   sb_run_flag(cfg, "classes"),
+                                   sb_run_flag(cfg, "d_state"),
+                                   sb_run_flag(cfg, "steps"),
+                                   sb_cli_threads(sb_run_flag(cfg, "threads")),
+                                   NULL,
+                                   NULL};
+    bench_grid g = {.steps = flags.steps, .threads = flags.threads};
+    if ((rc = bench_grid_lists(&g, gemm, precision, no_peak)) >= 0)
+        return rc;
+    const int n_runs = g.n_engines * g.n_precisions; /* each model under each engine, precision */
+    if (json && (g.j = sb_jw_open(stdout, 0)) == NULL) {
+        sb_error err = {0};
         sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
         return sb_cli_fail("bench", &err);
     }
     if (json) {
-        sb_jw_object_begin(j);
-        bench_json_isa(j);
-        sb_jw_key(j, "results");
-        sb_jw_array_begin(j);
+        sb_jw_object_begin(g.j);
+        bench_json_isa(g.j);
+        sb_jw_key(g.j, "results");
+        sb_jw_array_begin(g.j);
     } else {
-        bench_print_header(&peaks, threads);
-        if (gemm_rates && (rc = bench_print_gemm_rates(threads, B * T, D, C)) != 0)
+        bench_print_header(&g.peaks, g.threads);
+        if (gemm_rates && (rc = bench_print_gemm_rates(g.threads, flags.batch * flags.frames,
+                                                       flags.width, flags.classes)) != 0)
             return rc;
         bench_print_columns();
     }
-    int status = 0;
-    int n_standard = sb_models_count() * n_runs, known = 0;
+    int known = 0;
     for (int i = 0; model != NULL && i < sb_models_count(); i++)
         known |= strcmp(sb_models_name(i), model) == 0;
     if (model != NULL && known) /* an unknown model gets its one error line below */
-        bench_announce(n_runs, steps, threads, !no_peak, model);
+        bench_announce(n_runs, g.steps, g.threads, !no_peak, model);
     else if (model == NULL)
-        bench_announce(2 * n_standard, steps, threads, !no_peak,
+        bench_announce(2 * sb_models_count() * n_runs, g.steps, g.threads, !no_peak,
                        "every model at B16 T256 d64 L2 and at B16 T400 d128 L4; --model M "
                        "times one");
-    if (model != NULL) {
-        for (int e = 0; e < n_runs; e++) {
-            sb_bench_config c = {model,
-                                 B,
-                                 T,
-                                 D,
-                                 L,
-                                 I,
-                                 C,
-                                 N,
-                                 steps,
-                                 threads,
-                                 engines[e % n_engines],
-                                 precisions[e / n_engines]};
-            sb_bench_result r;
-            if (skip_run(&c, n_runs))
-                continue;
-            if (sb_bench_train_step(&c, &r, &err) != SB_OK) {
-                sb_jw_close(j);
-                return sb_cli_fail("bench", &err);
-            }
-            if (json)
-                bench_json_row(j, &c, &r, peak_for(&peaks, &c), threads);
-            else
-                bench_print_row(&c, &r, peak_for(&peaks, &c));
-        }
-    } else {
-        for (int k = 0; k < 2; k++)
-            for (int t = 0; t < n_standard; t++) {
-                double t0 = sb_clock_seconds();
-                sb_bench_config c = standard_configs[k];
-                c.model = sb_models_name(t / n_runs);
-                c.gemm = engines[t % n_runs % n_engines];
-                c.precision = precisions[t % n_runs / n_engines];
-                c.steps = steps;
-                c.threads = threads;
-                sb_bench_result r;
-                if (skip_run(&c, n_runs))
-                    continue;
-                if (sb_bench_train_step(&c, &r, &err) != SB_OK) {
-                    status = sb_cli_fail("bench", &err);
-                    continue;
-                }
-                if (json)
-                    bench_json_row(j, &c, &r, peak_for(&peaks, &c), threads);
-                else
-                    bench_print_row(&c, &r, peak_for(&peaks, &c));
-                if (t == 0)
-                    bench_pace(sb_clock_seconds() - t0, n_standard,
-                               k == 0 ? "at B16 T256 d64 L2" : "at B16 T400 d128 L4");
-            }
-    }
-    if (json) {
-        sb_jw_array_end(j);
-        sb_jw_object_end(j);
+    int status = model != NULL ? bench_model(&g, flags) : bench_every_model(&g);
+    if (json && (model == NULL || status == 0)) {
+        sb_jw_array_end(g.j);
+        sb_jw_object_end(g.j);
         printf("\n");
     }
-    sb_jw_close(j);
+    sb_jw_close(g.j);
     return status;
 }
 

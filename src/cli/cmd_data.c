@@ -119,6 +119,55 @@ static sb_status data_print_json(const sb_task *task, sb_split split, const int6
     return st;
 }
 
+/* --show K (or the --samples): the samples drawn with their gaps, after the task's facts
+ * (with_task); without --samples, the first K of the split (*idx is allocated then). */
+static sb_status data_show(const sb_task *task, sb_split split, int64_t **idx, int64_t *n_idx,
+                           int64_t show, int64_t split_size, int with_task, sb_error *err)
+{
+    if (*idx == NULL) {
+        *n_idx = show < split_size ? show : split_size;
+        *idx = malloc((size_t)(*n_idx > 0 ? *n_idx : 1) * sizeof **idx);
+        for (int64_t i = 0; *idx != NULL && i < *n_idx; i++)
+            (*idx)[i] = i;
+    }
+    if (with_task)
+        sb_data_print_task(task, stdout);
+    if (*idx == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    return sb_data_show(task, split, *idx, *n_idx, stdout, err);
+}
+
+/* --checksum: the whole split generated and hashed, with its speed. */
+static sb_status data_checksum(const sb_task *task, sb_split split, int64_t count, int threads,
+                               sb_error *err)
+{
+    uint64_t hash = 0;
+    int64_t symbols = 0;
+    double t0 = sb_clock_seconds();
+    sb_status st = sb_task_checksum(task, split, threads, &hash, &symbols, err);
+    double dt = sb_clock_seconds() - t0;
+    if (st == SB_OK)
+        printf("checksum %016" PRIx64 "  split %s: %lld samples, %lld symbols in %.3f s "
+               "(%.0f samples/s, %.3g symbols/s, %d thread%s)\n",
+               hash, sb_split_name(split), (long long)count, (long long)symbols, dt,
+               (double)count / dt, (double)symbols / dt, threads, threads == 1 ? "" : "s");
+    return st;
+}
+
+/* --export DIR: the reference's dataset files. */
+static sb_status data_export(const sb_task *task, const sb_task_facts *facts, const char *dir,
+                             int threads, sb_error *err)
+{
+    double t0 = sb_clock_seconds();
+    sb_status st = sb_task_export(task, dir, threads, err);
+    if (st == SB_OK)
+        printf("exported %lld training and %lld test samples, transitions and config.yaml "
+               "to %s in %.2f s\n",
+               (long long)facts->train_size, (long long)facts->test_size, dir,
+               sb_clock_seconds() - t0);
+    return st;
+}
+
 static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
 {
     sb_option opts[SB_TASK_MAX_OPTIONS + 13];
@@ -207,46 +256,12 @@ static int data_with_flags(sb_task_flags *tf, int argc, char **argv)
         st = data_print_json(task, sp, idx, n_idx, batch, &err);
         did = 1;
     }
-    if (st == SB_OK && (show >= 0 || (!did && !checksum && export_dir == NULL))) {
-        if (idx == NULL) {
-            n_idx = show >= 0 ? show : 2;
-            if (n_idx > split_size)
-                n_idx = split_size;
-            idx = malloc((size_t)(n_idx > 0 ? n_idx : 1) * sizeof *idx);
-            for (int64_t i = 0; idx != NULL && i < n_idx; i++)
-                idx[i] = i;
-        }
-        if (!did)
-            sb_data_print_task(task, stdout);
-        if (idx == NULL)
-            st = sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
-        else
-            st = sb_data_show(task, sp, idx, n_idx, stdout, &err);
-        did = 1;
-    }
-    if (st == SB_OK && checksum) {
-        uint64_t hash = 0;
-        int64_t symbols = 0;
-        double t0 = sb_clock_seconds();
-        st = sb_task_checksum(task, sp, threads, &hash, &symbols, &err);
-        double dt = sb_clock_seconds() - t0;
-        if (st == SB_OK) {
-            int64_t count = split_size;
-            printf("checksum %016" PRIx64 "  split %s: %lld samples, %lld symbols in %.3f s "
-                   "(%.0f samples/s, %.3g symbols/s, %d thread%s)\n",
-                   hash, sb_split_name((sb_split)split), (long long)count, (long long)symbols, dt,
-                   (double)count / dt, (double)symbols / dt, threads, threads == 1 ? "" : "s");
-        }
-    }
-    if (st == SB_OK && export_dir != NULL) {
-        double t0 = sb_clock_seconds();
-        st = sb_task_export(task, export_dir, threads, &err);
-        if (st == SB_OK)
-            printf("exported %lld training and %lld test samples, transitions and config.yaml "
-                   "to %s in %.2f s\n",
-                   (long long)facts.train_size, (long long)facts.test_size, export_dir,
-                   sb_clock_seconds() - t0);
-    }
+    if (st == SB_OK && (show >= 0 || (!did && !checksum && export_dir == NULL)))
+        st = data_show(task, sp, &idx, &n_idx, show >= 0 ? show : 2, split_size, !did, &err);
+    if (st == SB_OK && checksum)
+        st = data_checksum(task, sp, split_size, threads, &err);
+    if (st == SB_OK && export_dir != NULL)
+        st = data_export(task, &facts, export_dir, threads, &err);
     free(idx);
     sb_task_free(task);
     if (st != SB_OK)

@@ -183,6 +183,82 @@ static const char *const models_presets[] = {"d_state", "128",  /* the SSMs' sta
                                              "layers",  "8",    /* the paper's deepest models */
                                              NULL};
 
+/* One model's object of `models --json`: its sizes (params null when the shape cannot be
+ * built), summary, taxonomy, design axes and capabilities. */
+static void write_model_json(sb_jw *j, const sb_model_desc *t, int ok, uint64_t params,
+                             double state)
+{
+    const sb_model_desc type = *t;
+    sb_jw_object_begin(j);
+    sb_jw_key(j, "model");
+    sb_jw_string(j, type.name);
+    sb_jw_key(j, "params");
+    if (ok)
+        sb_jw_uint(j, (size_t)params);
+    else
+        sb_jw_null(j);
+    sb_jw_key(j, "state_per_layer");
+    sb_jw_double(j, state);
+    sb_jw_key(j, "summary");
+    sb_jw_string(j, or_dash(type.summary));
+    const char *keys[6] = {"gating",        "transition",           "update_rank",
+                           "normalisation", "negative_eigenvalues", "state"};
+    const char *vals[6] = {type.gating,        type.transition,           type.update_rank,
+                           type.normalisation, type.negative_eigenvalues, type.state};
+    for (int k = 0; k < 6; k++) {
+        sb_jw_key(j, keys[k]);
+        sb_jw_string(j, or_dash(vals[k]));
+    }
+    /* the axes as flat keys (one object per model stays flat for tables) */
+    const char *axis_keys[5] = {"gate_granularity", "forgetting", "transition_type",
+                                "update_per_token", "memory_growth"};
+    for (int a = 0; a < 5; a++) {
+        sb_jw_key(j, axis_keys[a]);
+        sb_jw_string(j, or_dash(type.axes[a]));
+    }
+    sb_jw_key(j, "state_formula");
+    sb_jw_string(j, or_dash(type.state_formula));
+    sb_jw_key(j, "streams");
+    sb_jw_int(j, type.can_stream);
+    sb_jw_key(j, "probe_gates");
+    sb_jw_int(j, type.has_probe_gates);
+    sb_jw_object_end(j);
+}
+
+/* The text output's taxonomy and design axes of every model (state per layer at shape). */
+static void print_axes_text(const sb_model_shape *sh)
+{
+    const sb_model_shape shape = *sh;
+    const int n_models = sb_models_count(), D = shape.width;
+    printf("\nTaxonomy (docs/spec/taxonomy.md):\n");
+    for (int t = 0; t < n_models; t++) {
+        sb_model_desc x;
+        sb_models_describe(t, &x, NULL);
+        printf("  %s\n", x.name);
+        printf("    gating               %s\n", or_dash(x.gating));
+        printf("    transition           %s\n", or_dash(x.transition));
+        printf("    update rank / token  %s\n", or_dash(x.update_rank));
+        printf("    state per head       %s\n", or_dash(x.state));
+        printf("    normalisation        %s\n", or_dash(x.normalisation));
+        printf("    negative eigenvalues %s\n", or_dash(x.negative_eigenvalues));
+    }
+    printf("\nDesign axes (docs/models/taxonomy.md; state per layer at feat_size %d):\n", D);
+    printf("  %-24s %-19s %-16s %-34s %-13s %-12s %s\n", "model", "gate", "forgetting",
+           "transition", "update", "memory", "state per layer");
+    for (int t = 0; t < n_models; t++) {
+        sb_model_desc x;
+        sb_models_describe(t, &x, NULL);
+        double state = 0;
+        sb_models_size(x.name, &shape, NULL, &state, NULL);
+        printf("  %-24s %-19s %-16s %-34s %-13s %-12s %s", x.name, or_dash(x.axes[0]),
+               or_dash(x.axes[1]), or_dash(x.axes[2]), or_dash(x.axes[3]), or_dash(x.axes[4]),
+               or_dash(x.state_formula));
+        if (x.axes[4] != NULL && strcmp(x.axes[4], "constant") == 0)
+            printf(" = %.0f", state);
+        printf("\n");
+    }
+}
+
 static int models_with(sb_config *cfg, int argc, char **argv)
 {
     int json = 0, markdown = 0, taxonomy = 0;
@@ -243,40 +319,7 @@ static int models_with(sb_config *cfg, int argc, char **argv)
         sb_models_size(type.name, &shape, NULL, &state, NULL);
         int ok = sb_models_size(type.name, &shape, &params, NULL, &err) == SB_OK;
         if (json) {
-            sb_jw_object_begin(j);
-            sb_jw_key(j, "model");
-            sb_jw_string(j, type.name);
-            sb_jw_key(j, "params");
-            if (ok)
-                sb_jw_uint(j, (size_t)params);
-            else
-                sb_jw_null(j);
-            sb_jw_key(j, "state_per_layer");
-            sb_jw_double(j, state);
-            sb_jw_key(j, "summary");
-            sb_jw_string(j, or_dash(type.summary));
-            const char *keys[6] = {"gating",        "transition",           "update_rank",
-                                   "normalisation", "negative_eigenvalues", "state"};
-            const char *vals[6] = {type.gating,        type.transition,           type.update_rank,
-                                   type.normalisation, type.negative_eigenvalues, type.state};
-            for (int k = 0; k < 6; k++) {
-                sb_jw_key(j, keys[k]);
-                sb_jw_string(j, or_dash(vals[k]));
-            }
-            /* the axes as flat keys (one object per model stays flat for tables) */
-            const char *axis_keys[5] = {"gate_granularity", "forgetting", "transition_type",
-                                        "update_per_token", "memory_growth"};
-            for (int a = 0; a < 5; a++) {
-                sb_jw_key(j, axis_keys[a]);
-                sb_jw_string(j, or_dash(type.axes[a]));
-            }
-            sb_jw_key(j, "state_formula");
-            sb_jw_string(j, or_dash(type.state_formula));
-            sb_jw_key(j, "streams");
-            sb_jw_int(j, type.can_stream);
-            sb_jw_key(j, "probe_gates");
-            sb_jw_int(j, type.has_probe_gates);
-            sb_jw_object_end(j);
+            write_model_json(j, &type, ok, params, state);
         } else if (ok) {
             printf("  %-22s %14llu %14.0f  %s\n", type.name, (unsigned long long)params, state,
                    or_dash(type.summary));
@@ -291,33 +334,7 @@ static int models_with(sb_config *cfg, int argc, char **argv)
         printf("\n");
         return 0;
     }
-    printf("\nTaxonomy (docs/spec/taxonomy.md):\n");
-    for (int t = 0; t < n_models; t++) {
-        sb_model_desc x;
-        sb_models_describe(t, &x, NULL);
-        printf("  %s\n", x.name);
-        printf("    gating               %s\n", or_dash(x.gating));
-        printf("    transition           %s\n", or_dash(x.transition));
-        printf("    update rank / token  %s\n", or_dash(x.update_rank));
-        printf("    state per head       %s\n", or_dash(x.state));
-        printf("    normalisation        %s\n", or_dash(x.normalisation));
-        printf("    negative eigenvalues %s\n", or_dash(x.negative_eigenvalues));
-    }
-    printf("\nDesign axes (docs/models/taxonomy.md; state per layer at feat_size %d):\n", D);
-    printf("  %-24s %-19s %-16s %-34s %-13s %-12s %s\n", "model", "gate", "forgetting",
-           "transition", "update", "memory", "state per layer");
-    for (int t = 0; t < n_models; t++) {
-        sb_model_desc x;
-        sb_models_describe(t, &x, NULL);
-        double state = 0;
-        sb_models_size(x.name, &shape, NULL, &state, NULL);
-        printf("  %-24s %-19s %-16s %-34s %-13s %-12s %s", x.name, or_dash(x.axes[0]),
-               or_dash(x.axes[1]), or_dash(x.axes[2]), or_dash(x.axes[3]), or_dash(x.axes[4]),
-               or_dash(x.state_formula));
-        if (x.axes[4] != NULL && strcmp(x.axes[4], "constant") == 0)
-            printf(" = %.0f", state);
-        printf("\n");
-    }
+    print_axes_text(&shape);
     return 0;
 }
 

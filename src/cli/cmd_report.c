@@ -11,6 +11,61 @@
 
 #define MAX_FILTERS 16
 
+/* Whether name is a key of a run's configuration (not a setting of where or how it ran,
+ * which no stored configuration holds). */
+static int configuration_key(const char *name)
+{
+    int i = sb_config_key_find(name);
+    return i >= 0 && sb_config_key_group(i) <= SB_KEYS_RUN;
+}
+
+/* --x and every --filter name configuration keys (--x may also be the memory demand). */
+static void check_keys(const char *x_key, const char *const *filters, int n_filters, sb_error *err)
+{
+    if (x_key != NULL && !configuration_key(x_key) && strcmp(x_key, SB_REPORT_X_DEMAND) != 0) {
+        sb_error_set(err, SB_ERR_INVALID,
+                     "--x '%s' is not a configuration key (%s train --help lists them) nor %s",
+                     x_key, sb_cli_program(), SB_REPORT_X_DEMAND);
+        return;
+    }
+    for (int f = 0; f < n_filters; f++) {
+        const char *eq = strchr(filters[f], '=');
+        char key[128] = "";
+        if (eq != NULL && eq - filters[f] < (long)sizeof key)
+            snprintf(key, sizeof key, "%.*s", (int)(eq - filters[f]), filters[f]);
+        if (eq == NULL || !configuration_key(key)) {
+            sb_error_set(err, SB_ERR_INVALID,
+                         "--filter '%s': write KEY=VALUE with KEY a configuration key (%s train "
+                         "--help lists them)",
+                         filters[f], sb_cli_program());
+            return;
+        }
+    }
+}
+
+/* --claims: the verdicts, as text or JSON, of the runs the filters keep. */
+static int report_claims(const char *db_path, const char *const *filters, int n_filters, int json,
+                         int exploratory)
+{
+    char *md = NULL;
+    sb_error err = {0};
+    if (sb_report_claims_as(db_path, filters, n_filters, json, &md, &err) != SB_OK)
+        return sb_cli_fail("report", &err);
+    if (n_filters > 0 && !json) { /* say which slice the verdicts are of */
+        printf("Runs whose configuration has");
+        for (int f = 0; f < n_filters; f++)
+            printf("%s %s", f > 0 ? "," : "", filters[f]);
+        printf(exploratory ? ": exploratory, a slice chosen after looking at the data; "
+                             "its verdicts can suggest, never confirm.\n"
+                           : ".\n");
+    }
+    fputs(md + (md[0] == '\n'), stdout);
+    sb_string_free(md);
+    return 0;
+}
+
+static void print_outcome(const sb_report_outcome *s);
+
 static int report_with(sb_config *cfg, int argc, char **argv)
 {
     const char *db_path = "results/" SB_RESULTS_DB_NAME, *out = NULL, *x_key = NULL;
@@ -70,23 +125,8 @@ static int report_with(sb_config *cfg, int argc, char **argv)
     if (n_filters > MAX_FILTERS)
         sb_error_set(&err, SB_ERR_INVALID, "--filter is given %d times; at most %d", n_filters,
                      MAX_FILTERS);
-    else if (x_key != NULL && sb_config_key_find(x_key) < 0 &&
-             strcmp(x_key, SB_REPORT_X_DEMAND) != 0)
-        sb_error_set(&err, SB_ERR_INVALID,
-                     "--x '%s' is not a configuration key (%s train "
-                     "--help lists them) nor %s",
-                     x_key, sb_cli_program(), SB_REPORT_X_DEMAND);
-    for (int f = 0; f < n_filters && n_filters <= MAX_FILTERS && err.msg[0] == '\0'; f++) {
-        const char *eq = strchr(filters[f], '=');
-        char key[128] = "";
-        if (eq != NULL && eq - filters[f] < (long)sizeof key)
-            snprintf(key, sizeof key, "%.*s", (int)(eq - filters[f]), filters[f]);
-        if (eq == NULL || sb_config_key_find(key) < 0)
-            sb_error_set(&err, SB_ERR_INVALID,
-                         "--filter '%s': write KEY=VALUE with KEY a "
-                         "configuration key (%s train --help lists them)",
-                         filters[f], sb_cli_program());
-    }
+    else
+        check_keys(x_key, filters, n_filters, &err);
     if (err.msg[0] == '\0' && (json || exploratory) && !claims)
         sb_error_set(&err, SB_ERR_INVALID, "--%s goes with --claims: add --claims",
                      json ? "json" : "exploratory");
@@ -99,22 +139,8 @@ static int report_with(sb_config *cfg, int argc, char **argv)
         return sb_cli_fail("report", &err);
     }
     fclose(probe);
-    if (claims) {
-        char *md = NULL;
-        if (sb_report_claims_as(db_path, filters, n_filters, json, &md, &err) != SB_OK)
-            return sb_cli_fail("report", &err);
-        if (n_filters > 0 && !json) { /* say which slice the verdicts are of */
-            printf("Runs whose configuration has");
-            for (int f = 0; f < n_filters; f++)
-                printf("%s %s", f > 0 ? "," : "", filters[f]);
-            printf(exploratory ? ": exploratory, a slice chosen after looking at the data; "
-                                 "its verdicts can suggest, never confirm.\n"
-                               : ".\n");
-        }
-        fputs(md + (md[0] == '\n'), stdout);
-        sb_string_free(md);
-        return 0;
-    }
+    if (claims)
+        return report_claims(db_path, filters, n_filters, json, exploratory);
     char dir[4096];
     if (out == NULL) {
         const char *slash = strrchr(db_path, '/');
@@ -127,6 +153,25 @@ static int report_with(sb_config *cfg, int argc, char **argv)
     sb_report_outcome sum;
     if (sb_report_write_by(db_path, out, x_key, filters, n_filters, &sum, &err) != SB_OK)
         return sb_cli_fail("report", &err);
+    print_outcome(&sum);
+    return 0;
+}
+
+int sb_cmd_report(int argc, char **argv)
+{
+    sb_config *cfg = NULL;
+    sb_error err = {0};
+    if (sb_run_settings_new(&cfg, NULL, &err) != SB_OK)
+        return sb_cli_fail("report", &err);
+    int rc = report_with(cfg, argc, argv);
+    sb_config_free(cfg);
+    return rc;
+}
+
+/* What a report wrote, and what it left out. */
+static void print_outcome(const sb_report_outcome *s)
+{
+    const sb_report_outcome sum = *s;
     printf("%d runs read, %d used", sum.runs_read, sum.runs_used);
     if (sum.runs_left_out > 0) /* out of every mean; report.md says which kinds */
         printf(", %d left out (%d diverged)", sum.runs_left_out, sum.runs_diverged);
@@ -142,16 +187,4 @@ static int report_with(sb_config *cfg, int argc, char **argv)
                 "effective memory): %s\n",
                 sum.yardsticks_missing, sum.yardsticks_missing == 1 ? "" : "s",
                 sum.yardsticks_error);
-    return 0;
-}
-
-int sb_cmd_report(int argc, char **argv)
-{
-    sb_config *cfg = NULL;
-    sb_error err = {0};
-    if (sb_run_settings_new(&cfg, NULL, &err) != SB_OK)
-        return sb_cli_fail("report", &err);
-    int rc = report_with(cfg, argc, argv);
-    sb_config_free(cfg);
-    return rc;
 }

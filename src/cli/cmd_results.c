@@ -35,16 +35,6 @@ typedef struct results_args {
     results_view_options view; /* --columns, --sort, --group */
 } results_args;
 
-/* The registry's model names, NULL-terminated (malloc'd; the names are the registry's). */
-static const char **model_names(void)
-{
-    int n = sb_models_count();
-    const char **names = calloc((size_t)n + 1, sizeof *names);
-    for (int i = 0; names != NULL && i < n; i++)
-        names[i] = sb_models_name(i);
-    return names;
-}
-
 /* Whether the registry has a model of this name. */
 static int model_known(const char *name)
 {
@@ -151,11 +141,10 @@ static int results_parse(int argc, char **argv, results_args *a)
 {
     const char *filter_dummy = NULL;
     int curves_dummy = 0;
-    /* --status and --model take a closed set: the library's statuses, the registry's models */
-    const char *const *statuses = sb_results_statuses();
-    const char **models = model_names();
+    /* --status takes the library's statuses (status_fail), --model the registry's models */
     const char *status_name = NULL;
     char status_help[160] = "only runs with this status (";
+    const char *const *statuses = sb_results_statuses();
     for (int i = 0; statuses[i] != NULL; i++) {
         strncat(status_help, statuses[i], sizeof status_help - strlen(status_help) - 1);
         strncat(status_help, statuses[i + 1] != NULL ? ", " : "; default: all)",
@@ -163,12 +152,8 @@ static int results_parse(int argc, char **argv, results_args *a)
     }
     sb_error err = {0};
     sb_config *settings = NULL;
-    if (models == NULL || sb_run_settings_new(&settings, NULL, &err) != SB_OK) {
-        free(models);
-        if (err.msg[0] == '\0')
-            sb_error_set(&err, SB_ERR_NOMEM, "out of memory");
+    if (sb_run_settings_new(&settings, NULL, &err) != SB_OK)
         return sb_cli_fail("results", &err);
-    }
     sb_option opts[24] = {
         {"db", SB_OPT_STRING, &a->db_path, "PATH",
          "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
@@ -221,7 +206,6 @@ static int results_parse(int argc, char **argv, results_args *a)
                           opts, n_opts, argc, argv, pos, 1, &n_pos);
     a->threads = sb_run_flag(settings, "threads");
     sb_config_free(settings);
-    free(models);
     if (rc >= 0)
         return rc;
     a->status = SB_RUN_NONE;

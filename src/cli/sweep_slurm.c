@@ -164,19 +164,21 @@ static void write_mpi_body(FILE *f, const sb_slurm_job *job, const char *exe, co
     fprintf(f, "exit \"$rc\"\n");
 }
 
-int sb_cli_sweep_slurm(const sb_slurm_job *job)
+/* What the script asks for: array tasks (shards), workers and threads per task, MPI ranks. */
+typedef struct slurm_shape {
+    int64_t array;
+    int workers, threads, ranks;
+} slurm_shape;
+
+/* Checks the job's flags against each other and fills sh; -1 to go on, else the exit code. */
+static int slurm_job_shape(const sb_slurm_job *job, slurm_shape *sh)
 {
-    sb_error err = {0};
-    const long long limit = time_seconds(job->time);
-    if (limit < 0)
-        return fail_flag("--time", job->time,
-                         "give HH:MM:SS (or MM:SS, minutes, D-HH, D-HH:MM, D-HH:MM:SS)");
-    const long long warning = warning_seconds(limit);
     if (job->partition != NULL &&
         (job->partition[0] == '\0' || strpbrk(job->partition, " \t\n'\"\\$`") != NULL))
         return fail_flag("--partition", job->partition,
                          "give a partition name (no spaces or quotes)");
     if (job->runs < 1) {
+        sb_error err = {0};
         sb_error_set(&err, SB_ERR_INVALID, "the selection has no runs: nothing to submit");
         return sb_cli_fail("sweep", &err);
     }
@@ -184,71 +186,32 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
         return fail_flag("--array", "", "is for a job array; with --mpi give --ranks");
     if (job->ranks_per_run > 1 && !job->mpi)
         return fail_flag("--ranks_per_run", "", "needs --mpi (teams of MPI ranks)");
-    int64_t array = job->array > 0 ? job->array : (job->runs < 16 ? job->runs : 16);
-    if (array > job->runs)
-        array = job->runs; /* a shard with no run would only use a slot */
-    const int workers = job->workers > 0 ? job->workers : 1;
-    int threads = job->threads > 0 ? job->threads : job->cpus_per_task / (job->mpi ? 1 : workers);
+    sh->array = job->array > 0 ? job->array : (job->runs < 16 ? job->runs : 16);
+    if (sh->array > job->runs)
+        sh->array = job->runs; /* a shard with no run would only use a slot */
+    sh->workers = job->workers > 0 ? job->workers : 1;
+    sh->threads =
+        job->threads > 0 ? job->threads : job->cpus_per_task / (job->mpi ? 1 : sh->workers);
     const int team = job->ranks_per_run > 1 ? job->ranks_per_run : 1;
-    const int ranks = job->ranks > 0 ? job->ranks : (int)array * team + 1;
-    if (threads < 1)
-        threads = 1;
-    if ((ranks - 1) % team != 0) {
+    sh->ranks = job->ranks > 0 ? job->ranks : (int)sh->array * team + 1;
+    if (sh->threads < 1)
+        sh->threads = 1;
+    if ((sh->ranks - 1) % team != 0) {
         char ranks_text[32];
-        snprintf(ranks_text, sizeof ranks_text, "%d", ranks);
+        snprintf(ranks_text, sizeof ranks_text, "%d", sh->ranks);
         return fail_flag("--ranks", ranks_text,
                          "the worker ranks (all but the coordinator) must form teams of "
                          "--ranks_per_run: give 1 + a multiple of it");
     }
+    return -1;
+}
 
-    /* absolute paths: the job runs wherever Slurm starts it */
-    char exe[PATH_MAX], dir[PATH_MAX], file[PATH_MAX], logs[PATH_MAX + 8], script[PATH_MAX + 16];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        sb_error_set(&err, SB_ERR_IO, "cannot find the selectivbench binary (/proc/self/exe): %s",
-                     strerror(errno));
-        return sb_cli_fail("sweep", &err);
-    }
-    exe[n] = '\0';
-    if (sb_make_dirs(job->dir, "--slurm folder", &err) != SB_OK)
-        return sb_cli_fail("sweep", &err);
-    if (realpath(job->dir, dir) == NULL) {
-        sb_error_set(&err, SB_ERR_IO, "--slurm %s: %s", job->dir, strerror(errno));
-        return sb_cli_fail("sweep", &err);
-    }
-    /* a file by its absolute path; a built-in preset (tiny/task2) by its name */
-    if (access(job->file, R_OK) != 0 || realpath(job->file, file) == NULL)
-        snprintf(file, sizeof file, "%s", job->file);
-    snprintf(logs, sizeof logs, "%s/logs", dir);
-    if (mkdir(logs, 0777) != 0 && errno != EEXIST) {
-        sb_error_set(&err, SB_ERR_IO, "cannot create %s: %s", logs, strerror(errno));
-        return sb_cli_fail("sweep", &err);
-    }
-    snprintf(script, sizeof script, "%s/sweep.sbatch", dir);
-    FILE *f = fopen(script, "w");
-    if (f == NULL) {
-        sb_error_set(&err, SB_ERR_IO, "cannot write %s: %s", script, strerror(errno));
-        return sb_cli_fail("sweep", &err);
-    }
-    char today[32] = "";
-    time_t now = time(NULL);
-    struct tm tm_now;
-    if (gmtime_r(&now, &tm_now) != NULL)
-        strftime(today, sizeof today, "%Y-%m-%d %H:%M UTC", &tm_now);
-    const char *base = strrchr(file, '/') != NULL ? strrchr(file, '/') + 1 : file;
-
-    fprintf(f, "#!/bin/bash\n");
-    if (job->mpi) {
-        fprintf(f,
-                "# %s as one MPI job, written by `selectivbench sweep --slurm --mpi` (%s).\n"
-                "# %lld runs on %d ranks: rank 0 hands them out, largest first, and is the "
-                "one writer of\n# %s/results/selectivbench.db; ranks 1..%d train one run at "
-                "a time, %d threads each.\n# Submit: sbatch %s (docs/cluster.md)\n",
-                file, today, (long long)job->runs, ranks, dir, ranks - 1, threads, script);
-        fprintf(f, "#SBATCH --job-name=sb-%.40s\n", base);
-        write_mpi_body(f, job, exe, file, dir, script, ranks, job->threads, warning);
-        goto written;
-    }
+/* The body of the job-array form: shard i of `array` runs in its own results folder; Slurm's
+ * time-limit warning stops it with its checkpoints and requeues it. */
+static void write_array_body(FILE *f, const sb_slurm_job *job, const char *exe, const char *file,
+                             const char *dir, const char *script, int64_t array, int workers,
+                             long long warning, const char *today)
+{
     fprintf(f, "# %s as a Slurm job array, written by `selectivbench sweep --slurm` (%s).\n", file,
             today);
     fprintf(f,
@@ -267,6 +230,7 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
             "stopped.\n# --checkpoint_every bounds what a lost node costs. A task that ends "
             "for good\n# (exit 0, or 1 with failed runs) is not requeued.\n",
             warning);
+    const char *base = strrchr(file, '/') != NULL ? strrchr(file, '/') + 1 : file;
     fprintf(f, "#SBATCH --job-name=sb-%.40s\n", base);
     fprintf(f, "#SBATCH --array=0-%lld\n", (long long)array - 1);
     fprintf(f, "#SBATCH --ntasks=1\n");
@@ -316,7 +280,72 @@ int sb_cli_sweep_slurm(const sb_slurm_job *job)
     fprintf(f, "\n");
     fprintf(f, "fi\n");
     fprintf(f, "exit \"$rc\"\n");
-written:;
+}
+
+int sb_cli_sweep_slurm(const sb_slurm_job *job)
+{
+    sb_error err = {0};
+    const long long limit = time_seconds(job->time);
+    if (limit < 0)
+        return fail_flag("--time", job->time,
+                         "give HH:MM:SS (or MM:SS, minutes, D-HH, D-HH:MM, D-HH:MM:SS)");
+    const long long warning = warning_seconds(limit);
+    slurm_shape sh = {0, 0, 0, 0};
+    int rc = slurm_job_shape(job, &sh);
+    if (rc >= 0)
+        return rc;
+    const int64_t array = sh.array;
+    const int workers = sh.workers, threads = sh.threads, ranks = sh.ranks;
+
+    /* absolute paths: the job runs wherever Slurm starts it */
+    char exe[PATH_MAX], dir[PATH_MAX], file[PATH_MAX], logs[PATH_MAX + 8], script[PATH_MAX + 16];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        sb_error_set(&err, SB_ERR_IO, "cannot find the selectivbench binary (/proc/self/exe): %s",
+                     strerror(errno));
+        return sb_cli_fail("sweep", &err);
+    }
+    exe[n] = '\0';
+    if (sb_make_dirs(job->dir, "--slurm folder", &err) != SB_OK)
+        return sb_cli_fail("sweep", &err);
+    if (realpath(job->dir, dir) == NULL) {
+        sb_error_set(&err, SB_ERR_IO, "--slurm %s: %s", job->dir, strerror(errno));
+        return sb_cli_fail("sweep", &err);
+    }
+    /* a file by its absolute path; a built-in preset (tiny/task2) by its name */
+    if (access(job->file, R_OK) != 0 || realpath(job->file, file) == NULL)
+        snprintf(file, sizeof file, "%s", job->file);
+    snprintf(logs, sizeof logs, "%s/logs", dir);
+    if (mkdir(logs, 0777) != 0 && errno != EEXIST) {
+        sb_error_set(&err, SB_ERR_IO, "cannot create %s: %s", logs, strerror(errno));
+        return sb_cli_fail("sweep", &err);
+    }
+    snprintf(script, sizeof script, "%s/sweep.sbatch", dir);
+    FILE *f = fopen(script, "w");
+    if (f == NULL) {
+        sb_error_set(&err, SB_ERR_IO, "cannot write %s: %s", script, strerror(errno));
+        return sb_cli_fail("sweep", &err);
+    }
+    char today[32] = "";
+    time_t now = time(NULL);
+    struct tm tm_now;
+    if (gmtime_r(&now, &tm_now) != NULL)
+        strftime(today, sizeof today, "%Y-%m-%d %H:%M UTC", &tm_now);
+    const char *base = strrchr(file, '/') != NULL ? strrchr(file, '/') + 1 : file;
+
+    fprintf(f, "#!/bin/bash\n");
+    if (job->mpi) {
+        fprintf(f,
+                "# %s as one MPI job, written by `selectivbench sweep --slurm --mpi` (%s).\n"
+                "# %lld runs on %d ranks: rank 0 hands them out, largest first, and is the "
+                "one writer of\n# %s/results/selectivbench.db; ranks 1..%d train one run at "
+                "a time, %d threads each.\n# Submit: sbatch %s (docs/cluster.md)\n",
+                file, today, (long long)job->runs, ranks, dir, ranks - 1, threads, script);
+        fprintf(f, "#SBATCH --job-name=sb-%.40s\n", base);
+        write_mpi_body(f, job, exe, file, dir, script, ranks, job->threads, warning);
+    } else {
+        write_array_body(f, job, exe, file, dir, script, array, workers, warning, today);
+    }
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         sb_error_set(&err, SB_ERR_IO, "cannot write %s", script);
