@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/run_options.h"
 
 int sb_cli_fail(const char *cmd, const sb_error *err)
 {
@@ -222,4 +223,16 @@ const char *sb_cli_results_db(const char *path, char *buf, size_t size)
     int has_slash = len > 0 && path[len - 1] == '/';
     snprintf(buf, size, "%s%s" SB_RESULTS_DB_NAME, path, has_slash ? "" : "/");
     return buf;
+}
+
+int sb_run_with_settings(const char *cmd, const char *const *presets,
+                         int (*body)(sb_config *cfg, int argc, char **argv), int argc, char **argv)
+{
+    sb_config *cfg = NULL;
+    sb_error err = {0};
+    if (sb_run_settings_new(&cfg, presets, &err) != SB_OK)
+        return sb_cli_fail(cmd, &err);
+    int rc = body(cfg, argc, argv);
+    sb_config_free(cfg);
+    return rc;
 }

@@ -57,4 +57,9 @@ int sb_cli_repeated(int argc, char **argv, const char *flag, const char **out, i
 /* Whether stdout is a terminal (for live progress lines). */
 int sb_cli_stdout_is_tty(void);
 
+/* Runs a command's body with its settings: a configuration from sb_run_settings_new(presets)
+ * given to body(cfg, argc, argv) and freed after it; body's exit code. */
+int sb_run_with_settings(const char *cmd, const char *const *presets,
+                         int (*body)(sb_config *cfg, int argc, char **argv), int argc, char **argv);
+
 #endif

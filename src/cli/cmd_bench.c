@@ -523,13 +523,7 @@ static int bench_models_with(sb_config *cfg, int argc, char **argv)
 
 static int bench_models(int argc, char **argv)
 {
-    sb_config *cfg = NULL;
-    sb_error err = {0};
-    if (sb_run_settings_new(&cfg, bench_presets, &err) != SB_OK)
-        return sb_cli_fail("bench", &err);
-    int rc = bench_models_with(cfg, argc, argv);
-    sb_config_free(cfg);
-    return rc;
+    return sb_run_with_settings("bench", bench_presets, bench_models_with, argc, argv);
 }
 
 int sb_cmd_bench(int argc, char **argv)

@@ -249,11 +249,5 @@ static int demo_with(sb_config *cfg, int argc, char **argv)
 int sb_cmd_demo(int argc, char **argv)
 {
     static const char *const demo_settings[] = {"workers", "2", NULL}; /* two runs at a time */
-    sb_config *cfg = NULL;
-    sb_error err = {0};
-    if (sb_run_settings_new(&cfg, demo_settings, &err) != SB_OK)
-        return sb_cli_fail("demo", &err);
-    int rc = demo_with(cfg, argc, argv);
-    sb_config_free(cfg);
-    return rc;
+    return sb_run_with_settings("demo", demo_settings, demo_with, argc, argv);
 }

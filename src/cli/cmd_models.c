@@ -340,11 +340,5 @@ static int models_with(sb_config *cfg, int argc, char **argv)
 
 int sb_cmd_models(int argc, char **argv)
 {
-    sb_config *cfg = NULL;
-    sb_error err = {0};
-    if (sb_run_settings_new(&cfg, models_presets, &err) != SB_OK)
-        return sb_cli_fail("models", &err);
-    int rc = models_with(cfg, argc, argv);
-    sb_config_free(cfg);
-    return rc;
+    return sb_run_with_settings("models", models_presets, models_with, argc, argv);
 }

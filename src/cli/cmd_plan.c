@@ -178,15 +178,10 @@ static void print_table(const sb_plan *p, const char *file)
                : "");
 }
 
-int sb_cmd_plan(int argc, char **argv)
+static int plan_with(sb_config *settings, int argc, char **argv)
 {
     plan_flags o = {0};
-    sb_config *settings = NULL;
-    sb_error perr = {0};
-    if (sb_run_settings_new(&settings, NULL, &perr) != SB_OK)
-        return sb_cli_fail("plan", &perr);
     int rc = plan_parse(settings, argc, argv, &o);
-    sb_config_free(settings);
     if (rc >= 0)
         return rc;
     if (o.threads == 0) /* what `sweep --workers RANKS` gives each run */
@@ -239,4 +234,9 @@ int sb_cmd_plan(int argc, char **argv)
     sb_sweep_selection_free(sel);
     sb_sweep_free(s);
     return st == SB_OK ? 0 : sb_cli_fail("plan", &err);
+}
+
+int sb_cmd_plan(int argc, char **argv)
+{
+    return sb_run_with_settings("plan", NULL, plan_with, argc, argv);
 }

@@ -159,13 +159,7 @@ static int report_with(sb_config *cfg, int argc, char **argv)
 
 int sb_cmd_report(int argc, char **argv)
 {
-    sb_config *cfg = NULL;
-    sb_error err = {0};
-    if (sb_run_settings_new(&cfg, NULL, &err) != SB_OK)
-        return sb_cli_fail("report", &err);
-    int rc = report_with(cfg, argc, argv);
-    sb_config_free(cfg);
-    return rc;
+    return sb_run_with_settings("report", NULL, report_with, argc, argv);
 }
 
 /* What a report wrote, and what it left out. */

@@ -92,15 +92,10 @@ static void wait_for_stop(const sigset_t *unblocked)
         sigsuspend(unblocked);
 }
 
-int sb_cmd_serve(int argc, char **argv)
+static int serve_with(sb_config *settings, int argc, char **argv)
 {
     serve_args a = {0};
-    sb_config *settings = NULL;
-    sb_error perr = {0};
-    if (sb_run_settings_new(&settings, NULL, &perr) != SB_OK)
-        return sb_cli_fail("serve", &perr);
     int rc = serve_parse(settings, argc, argv, &a);
-    sb_config_free(settings);
     if (rc < 0)
         rc = check_database(a.db);
     if (rc >= 0)
@@ -134,4 +129,9 @@ int sb_cmd_serve(int argc, char **argv)
     sb_serve_http_stop(http);
     sb_serve_figures_cleanup(&s.figures);
     return 0;
+}
+
+int sb_cmd_serve(int argc, char **argv)
+{
+    return sb_run_with_settings("serve", NULL, serve_with, argc, argv);
 }

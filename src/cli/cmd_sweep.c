@@ -432,15 +432,10 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
     return tally.failed > 0 || tally.interrupted > 0 ? 1 : 0;
 }
 
-int sb_cmd_sweep(int argc, char **argv)
+static int sweep_with(sb_config *settings, int argc, char **argv)
 {
     sweep_flags o = {.results = "results"};
-    sb_config *settings = NULL;
-    sb_error perr = {0};
-    if (sb_run_settings_new(&settings, NULL, &perr) != SB_OK)
-        return sb_cli_fail("sweep", &perr);
     int rc = sweep_parse(settings, argc, argv, &o);
-    sb_config_free(settings);
     if (rc >= 0)
         return rc;
     sb_error err = {0};
@@ -508,4 +503,9 @@ int sb_cmd_sweep(int argc, char **argv)
     sb_sweep_selection_free(sel);
     sb_sweep_free(s);
     return rc;
+}
+
+int sb_cmd_sweep(int argc, char **argv)
+{
+    return sb_run_with_settings("sweep", NULL, sweep_with, argc, argv);
 }
