@@ -117,15 +117,24 @@ static sb_status check_filters(const results_args *a, sb_error *err)
 }
 
 /* The error of a --status the library's list lacks: the list, and the name meant. */
+/* The library's statuses as "a, b, c" in list[size]; returns how many there are. */
+static int status_list(char *list, size_t size)
+{
+    const char *const *statuses = sb_results_statuses();
+    list[0] = '\0';
+    int n = 0;
+    for (; statuses[n] != NULL; n++) {
+        strncat(list, n > 0 ? ", " : "", size - strlen(list) - 1);
+        strncat(list, statuses[n], size - strlen(list) - 1);
+    }
+    return n;
+}
+
 static int status_fail(const char *name)
 {
     const char *const *statuses = sb_results_statuses();
-    char list[160] = "";
-    int n = 0;
-    for (; statuses[n] != NULL; n++) {
-        strncat(list, n > 0 ? ", " : "", sizeof list - strlen(list) - 1);
-        strncat(list, statuses[n], sizeof list - strlen(list) - 1);
-    }
+    char list[160];
+    const int n = status_list(list, sizeof list);
     const char *hint = sb_closest_name(name, statuses, n);
     sb_error err = {0};
     if (hint != NULL)
@@ -143,13 +152,10 @@ static int results_parse(int argc, char **argv, results_args *a)
     int curves_dummy = 0;
     /* --status takes the library's statuses (status_fail), --model the registry's models */
     const char *status_name = NULL;
-    char status_help[160] = "only runs with this status (";
-    const char *const *statuses = sb_results_statuses();
-    for (int i = 0; statuses[i] != NULL; i++) {
-        strncat(status_help, statuses[i], sizeof status_help - strlen(status_help) - 1);
-        strncat(status_help, statuses[i + 1] != NULL ? ", " : "; default: all)",
-                sizeof status_help - strlen(status_help) - 1);
-    }
+    char list[160], status_help[200];
+    status_list(list, sizeof list);
+    snprintf(status_help, sizeof status_help, "only runs with this status (%s; default: all)",
+             list);
     sb_error err = {0};
     sb_config *settings = NULL;
     if (sb_run_settings_new(&settings, NULL, &err) != SB_OK)

@@ -219,14 +219,13 @@ static char key_meta[MAX_KEYS][32], key_help_text[MAX_KEYS][400];
 
 static sb_option key_option(sb_config *cfg, int i, const sb_config *help_cfg, const char *text)
 {
-    const char *meta = key_metavar(i, key_meta[i % MAX_KEYS], sizeof key_meta[0]);
-    return (sb_option){
-        sb_config_key_name(i),
-        SB_OPT_KEY,
-        cfg,
-        meta,
-        key_help(i, help_cfg, text, key_help_text[i % MAX_KEYS], sizeof key_help_text[0]),
-        0};
+    const char *meta = key_metavar(i, key_meta[i], sizeof key_meta[0]);
+    return (sb_option){sb_config_key_name(i),
+                       SB_OPT_KEY,
+                       cfg,
+                       meta,
+                       key_help(i, help_cfg, text, key_help_text[i], sizeof key_help_text[0]),
+                       0};
 }
 
 void sb_options_add_keys(sb_config *cfg, int group, sb_option *opts, int *n)
