@@ -152,7 +152,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     int curves_dummy = 0;
     /* --status takes the library's statuses (status_fail), --model the registry's models */
     const char *status_name = NULL;
-    char list[160], status_help[200];
+    char list[160], status_help[sizeof list + 64];
     status_list(list, sizeof list);
     snprintf(status_help, sizeof status_help, "only runs with this status (%s; default: all)",
              list);
