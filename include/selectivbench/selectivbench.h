@@ -1504,16 +1504,6 @@ sb_status sb_make_dirs(const char *dir, const char *what, sb_error *err);
  * covers a whole sample for interleaved walks (--walk_len). */
 int sb_ceiling_window_size(int w);
 
-typedef struct sb_ceiling_options {
-    sb_split split;        /* samples scored (default: test) */
-    int64_t samples;       /* the first N samples of the split; 0: the whole split */
-    int64_t prior_samples; /* training samples for the window prior; 0: min(dataset, 2000) */
-    int threads;           /* 0: all cores */
-} sb_ceiling_options;
-
-/* The defaults: the whole test split, the default prior, every core. */
-sb_ceiling_options sb_ceiling_options_default(void);
-
 typedef struct sb_ceiling {
     double expected_acc;    /* the Bayes accuracy: mean of the largest posterior */
     double realized_acc;    /* argmax == true state */
@@ -1538,10 +1528,12 @@ typedef struct sb_ceiling {
     double seconds;        /* wall time of the computation */
 } sb_ceiling;
 
-/* Computes the ideal observer and the window curve of task on opt's samples (opt NULL: the
- * defaults). Errors: SB_ERR_INVALID for NULL task or out, a bad option (samples beyond the
- * split, negative counts); SB_ERR_NOMEM; the sampler's errors. */
-sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt, sb_ceiling *out,
+/* Computes the ideal observer and the window curve of task, reading the keys split, samples,
+ * prior_samples and threads of cfg (NULL: their defaults: the whole test split, a prior from
+ * min(dataset, 2000) training samples, every core); the task's own keys come from the task.
+ * Errors: SB_ERR_INVALID for NULL task or out, samples beyond the split; SB_ERR_NOMEM; the
+ * sampler's errors. */
+sb_status sb_ceiling_compute(const sb_task *task, const sb_config *cfg, sb_ceiling *out,
                              sb_error *err);
 
 /* The memory demand of the task: the window (in elements, interpolated as effective memory

@@ -133,11 +133,6 @@ class ExternalRun(ctypes.Structure):
                 ("n_curve", c_size_t), ("code_version", c_char_p)]
 
 
-class CeilingOptions(ctypes.Structure):
-    _fields_ = [("split", c_int), ("samples", c_int64), ("prior_samples", c_int64),
-                ("threads", c_int)]
-
-
 class Ceiling(ctypes.Structure):
     _fields_ = [("expected_acc", c_double), ("realized_acc", c_double),
                 ("expected_acc_se", c_double), ("bayes_model_acc", c_double),
@@ -153,8 +148,7 @@ STRUCTS = {"sb_error": Error, "sb_task_facts": TaskFacts, "sb_batch_shape": Batc
            "sb_progress": Progress, "sb_train_settings": TrainSettings,
            "sb_train_outcome": TrainOutcome, "sb_eval_outcome": EvalOutcome,
            "sb_result_row": ResultRow, "sb_curve_point": CurvePoint,
-           "sb_external_run": ExternalRun, "sb_ceiling_options": CeilingOptions,
-           "sb_ceiling": Ceiling}
+           "sb_external_run": ExternalRun, "sb_ceiling": Ceiling}
 
 # name: (result type, argument types)
 PROTOTYPES = {
@@ -193,8 +187,7 @@ PROTOTYPES = {
     "sb_grammar_transition_prob": (c_double, [c_void_p, c_int]),
     "sb_grammar_to_json": (c_int, [c_void_p, POINTER(c_void_p), POINTER(Error)]),
     "sb_class_letter": (ctypes.c_char, [c_int]),
-    "sb_ceiling_options_default": (CeilingOptions, []),
-    "sb_ceiling_compute": (c_int, [c_void_p, POINTER(CeilingOptions), POINTER(Ceiling),
+    "sb_ceiling_compute": (c_int, [c_void_p, c_void_p, POINTER(Ceiling),
                                    POINTER(Error)]),
     "sb_ceiling_to_json": (c_int, [POINTER(Ceiling), POINTER(c_void_p), POINTER(Error)]),
     "sb_train_config": (c_int, [c_void_p, POINTER(TrainSettings), POINTER(TrainOutcome),

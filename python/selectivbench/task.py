@@ -241,14 +241,15 @@ class Task:
         """The ideal observer of the task (docs/reading-results.md): expected_acc (the Bayes
         accuracy), realized_acc, window_acc {"0": .., "1": .., ...} (observers that see the
         last k elements), ..., as `selectivbench ceiling --json` prints them."""
-        opt = lib.sb_ceiling_options_default()
-        opt.split, opt.samples, opt.prior_samples, opt.threads = (
-            split_id(split), _check.whole("samples", samples, 0, _check.INT64_MAX),
-            _check.whole("prior_samples", prior_samples, 0, _check.INT64_MAX),
-            _check.threads(threads))
+        keys = {"split": split_name(split_id(split)),
+                "samples": _check.whole("samples", samples, 0, _check.INT64_MAX),
+                "prior_samples": _check.whole("prior_samples", prior_samples, 0,
+                                              _check.INT64_MAX),
+                "threads": _check.threads(threads)}
         out, err = _lib.Ceiling(), _lib.Error()
-        check(lib.sb_ceiling_compute(self._live(), ctypes.byref(opt), ctypes.byref(out),
-                                     ctypes.byref(err)), err)
+        with Config(keys) as cfg:
+            check(lib.sb_ceiling_compute(self._live(), cfg.handle, ctypes.byref(out),
+                                         ctypes.byref(err)), err)
         text = ctypes.c_void_p()
         check(lib.sb_ceiling_to_json(ctypes.byref(out), ctypes.byref(text), ctypes.byref(err)),
               err)

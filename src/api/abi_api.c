@@ -19,7 +19,6 @@
     X(sb_result_row)                                                                               \
     X(sb_curve_point)                                                                              \
     X(sb_external_run)                                                                             \
-    X(sb_ceiling_options)                                                                          \
     X(sb_ceiling)                                                                                  \
     X(sb_report_outcome)
 

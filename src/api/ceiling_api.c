@@ -1,6 +1,5 @@
 /* ceiling_api.c - the public API's ideal observer (selectivbench.h): wrappers over
- * task/ceiling.h, whose sb_ceiling_options_default and sb_ceiling_compute are the public
- * functions themselves. */
+ * task/ceiling.h, the options read from the configuration's keys. */
 #include <stdlib.h>
 
 #include "api/api.h"
@@ -11,6 +10,22 @@ int sb_ceiling_window_size(int w)
 {
     SB_ASSERT(w >= 0 && w < SB_CEILING_N_WINDOWS);
     return sb_ceiling_window_k[w];
+}
+
+sb_status sb_ceiling_compute(const sb_task *task, const sb_config *cfg, sb_ceiling *out,
+                             sb_error *err)
+{
+    SB_API_REQUIRE(task, err);
+    SB_API_REQUIRE(out, err);
+    sb_ceiling_options o = sb_ceiling_options_default();
+    if (cfg != NULL) {
+        const sb_runtime *rt = &cfg->run.rt;
+        o.split = (sb_split)rt->split;
+        o.samples = rt->samples;
+        o.prior_samples = rt->prior_samples;
+        o.threads = rt->threads;
+    }
+    return sb_ceiling_compute_with(task, &o, out, err);
 }
 
 sb_status sb_ceiling_to_json(const sb_ceiling *c, char **json, sb_error *err)

@@ -90,8 +90,8 @@ static int parse_lengths(const char *text, int *lengths, int *n)
 
 /* The ceiling of the task at each length (train and test samples of L elements, strings up
  * to L): the memory demand as the length grows, one row per length. */
-static sb_status by_length(const sb_config *base, const int *lengths, int n_lengths,
-                           const sb_ceiling_options *o, int json, sb_error *err)
+static sb_status by_length(const sb_config *base, const int *lengths, int n_lengths, int json,
+                           sb_error *err)
 {
     sb_config *cfg = NULL;
     sb_status st = sb_config_copy(base, &cfg, err);
@@ -111,7 +111,7 @@ static sb_status by_length(const sb_config *base, const int *lengths, int n_leng
             (st = sb_config_set_key(cfg, "combined_seq_length", "0", err)) != SB_OK ||
             (st = sb_config_check_task(cfg, err)) != SB_OK ||
             (st = sb_task_from_config(cfg, &task, err)) != SB_OK ||
-            (st = sb_ceiling_compute(task, o, &c, err)) != SB_OK) {
+            (st = sb_ceiling_compute(task, cfg, &c, err)) != SB_OK) {
             sb_task_free(task);
             break;
         }
@@ -182,23 +182,18 @@ static int ceiling_with_flags(sb_run_flags *rf, int argc, char **argv)
     if (st == SB_OK)
         st = sb_task_from_config(cfg, &task, &err);
     const int split = sb_run_flag(cfg, "split");
-    sb_ceiling_options o = sb_ceiling_options_default();
-    o.split = (sb_split)split;
-    o.samples = (int64_t)sb_config_number(cfg, "samples");
-    o.prior_samples = (int64_t)sb_config_number(cfg, "prior_samples");
-    o.threads = threads;
     if (st == SB_OK && lengths_text != NULL) {
         int lengths[MAX_LENGTHS], n_lengths = 0;
         sb_task_free(task);
         if (parse_lengths(lengths_text, lengths, &n_lengths) != 0)
             return 2;
-        if (by_length(cfg, lengths, n_lengths, &o, sb_run_flag(rf->config, "json"), &err) != SB_OK)
+        if (by_length(cfg, lengths, n_lengths, sb_run_flag(rf->config, "json"), &err) != SB_OK)
             return sb_cli_fail("ceiling", &err);
         return 0;
     }
     sb_ceiling c;
     if (st == SB_OK)
-        st = sb_ceiling_compute(task, &o, &c, &err);
+        st = sb_ceiling_compute(task, cfg, &c, &err);
     if (st == SB_OK) {
         if (sb_run_flag(rf->config, "json")) {
             char *json = NULL;

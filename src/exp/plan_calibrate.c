@@ -196,7 +196,7 @@ sb_status sb_plan_calibrate(const sb_run_config *cfg, const sb_task *task, int m
     copt.threads = threads;
     sb_ceiling ceiling;
     double t1 = work_now(threads);
-    if ((st = sb_ceiling_compute(task, &copt, &ceiling, err)) != SB_OK) {
+    if ((st = sb_ceiling_compute_with(task, &copt, &ceiling, err)) != SB_OK) {
         sb_model_free(m);
         return st;
     }

@@ -113,7 +113,7 @@ sb_status sb_results_task_ceiling(sb_results *db, const sb_task_config *task, in
     sb_task *t = NULL;
     if ((st = sb_task_create(task, &t, err)) != SB_OK)
         return st;
-    st = sb_ceiling_compute(t, &opt, out, err);
+    st = sb_ceiling_compute_with(t, &opt, out, err);
     sb_task_free(t);
     if (st != SB_OK)
         return st;

@@ -57,16 +57,26 @@ extern const int sb_ceiling_window_k[SB_CEILING_N_WINDOWS];
  * definition are recomputed. */
 #define SB_CEILING_VERSION 1
 
-/* sb_ceiling_options, SB_CEILING_N_WINDOWS and sb_ceiling are the public header's (one
- * definition). */
+/* SB_CEILING_N_WINDOWS and sb_ceiling are the public header's (one definition). */
 
+/* What the observer scores: the library's callers fill it from the keys split, samples,
+ * prior_samples and threads (api/ceiling_api.c); the yardsticks and the planner use the
+ * defaults. */
+typedef struct sb_ceiling_options {
+    sb_split split;        /* samples scored */
+    int64_t samples;       /* the first N samples of the split; 0: the whole split */
+    int64_t prior_samples; /* training samples for the window prior; 0: min(dataset, 2000) */
+    int threads;           /* 0: all cores */
+} sb_ceiling_options;
+
+/* The keys' defaults: the whole test split, the default prior, every core. */
 sb_ceiling_options sb_ceiling_options_default(void);
 
-/* Computes the ideal observer and the window curve of task on opt's samples.
- * Errors: SB_ERR_INVALID for a bad option (samples beyond the split, negative counts),
- * SB_ERR_NOMEM, and the sampler's errors. */
-sb_status sb_ceiling_compute(const sb_task *task, const sb_ceiling_options *opt, sb_ceiling *out,
-                             sb_error *err);
+/* Computes the ideal observer and the window curve of task on opt's samples (opt NULL: the
+ * defaults). Errors: SB_ERR_INVALID for NULL task or out, a bad option (samples beyond the
+ * split, negative counts); SB_ERR_NOMEM; the sampler's errors. */
+sb_status sb_ceiling_compute_with(const sb_task *task, const sb_ceiling_options *opt,
+                                  sb_ceiling *out, sb_error *err);
 
 /* Effective memory of a model with accuracy acc: the k at which the window curve reaches
  * acc, interpolated linearly in k between 0 and 1 and in log k above; 0 when acc is at or

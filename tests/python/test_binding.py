@@ -348,15 +348,6 @@ class TestHostileArguments(unittest.TestCase):
                 self.assertNotEqual(st, 0)
                 self.assertIn("--threads %d is out of range [0, 1024]" % threads,
                               err.msg.decode())
-            opt = lib.sb_ceiling_options_default()
-            opt.samples, opt.threads = 5, threads
-            out = sb._lib.Ceiling()
-            st = lib.sb_ceiling_compute(self.task._handle, __import__("ctypes").byref(opt),
-                                        __import__("ctypes").byref(out),
-                                        __import__("ctypes").byref(err))
-            self.assertNotEqual(st, 0)
-            self.assertIn("threads %d: give 0 (every core) to 1024" % threads,
-                          err.msg.decode())
         self.assertEqual(self.task.batch("train", [0], threads=1024).inputs.shape[0], 1)
 
     def test_a_task_freed_twice_with_pooled_batches(self):

@@ -1325,10 +1325,18 @@ static void test_grammar_data_ceiling(void **state)
     assert_int_equal(sb_task_checksum(task, SB_SPLIT_TRAIN, 2, &h2, NULL, &err), SB_OK);
     assert_true(h1 == h2);
 
-    sb_ceiling_options o = sb_ceiling_options_default();
-    o.threads = 1;
+    /* the observer reads its keys from a configuration (NULL: their defaults) */
+    assert_int_equal(sb_config_set_key(cfg, "threads", "1", &err), SB_OK);
     sb_ceiling c;
-    assert_int_equal(sb_ceiling_compute(task, &o, &c, &err), SB_OK);
+    assert_int_equal(sb_ceiling_compute(task, cfg, &c, &err), SB_OK);
+    const int64_t whole_split = c.n_samples;
+    assert_int_equal(sb_config_set_key(cfg, "samples", "3", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "split", "train", &err), SB_OK);
+    assert_int_equal(sb_ceiling_compute(task, cfg, &c, &err), SB_OK);
+    assert_int_equal(c.n_samples, 3);
+    assert_true(whole_split > 3);
+    assert_int_equal(sb_ceiling_compute(task, NULL, &c, &err), SB_OK);
+    assert_int_equal(c.n_samples, whole_split);
     assert_true(c.expected_acc > 0.0 && c.expected_acc <= 1.0);
     assert_int_equal(sb_ceiling_window_size(SB_CEILING_N_WINDOWS - 1), 4096);
     assert_int_equal(c.n_windows, 7); /* the reference task: windows up to 32 */
@@ -1338,7 +1346,7 @@ static void test_grammar_data_ceiling(void **state)
     assert_int_equal(sb_ceiling_to_json(&c, &json, &err), SB_OK);
     assert_non_null(strstr(json, "\"expected_acc\":"));
     sb_string_free(json);
-    assert_int_equal(sb_ceiling_compute(NULL, &o, &c, &err), SB_ERR_INVALID);
+    assert_int_equal(sb_ceiling_compute(NULL, cfg, &c, &err), SB_ERR_INVALID);
     sb_task_free(task);
     sb_config_free(cfg);
 

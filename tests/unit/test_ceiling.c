@@ -342,7 +342,7 @@ static sb_ceiling compute(const sb_task *task, int64_t samples, int threads)
     o.threads = threads;
     sb_ceiling c;
     sb_error err = {0};
-    if (sb_ceiling_compute(task, &o, &c, &err) != SB_OK)
+    if (sb_ceiling_compute_with(task, &o, &c, &err) != SB_OK)
         fail_msg("ceiling: %s", err.msg);
     return c;
 }
@@ -568,13 +568,13 @@ static void test_bad_options(void **state)
     sb_ceiling c;
     sb_error err = {0};
     o.samples = 101;
-    assert_int_equal(sb_ceiling_compute(task, &o, &c, &err), SB_ERR_INVALID);
+    assert_int_equal(sb_ceiling_compute_with(task, &o, &c, &err), SB_ERR_INVALID);
     assert_non_null(strstr(err.msg, "100 samples"));
     o.samples = -1;
-    assert_int_equal(sb_ceiling_compute(task, &o, &c, &err), SB_ERR_INVALID);
+    assert_int_equal(sb_ceiling_compute_with(task, &o, &c, &err), SB_ERR_INVALID);
     o.samples = 0;
     o.prior_samples = 301;
-    assert_int_equal(sb_ceiling_compute(task, &o, &c, &err), SB_ERR_INVALID);
+    assert_int_equal(sb_ceiling_compute_with(task, &o, &c, &err), SB_ERR_INVALID);
     sb_task_free(task);
 }
 
