@@ -990,7 +990,7 @@ typedef struct sb_plan_calibration {
     int calibrated_layers;  /* layers measured (fewer than `layers` for a model too large
                                to measure whole; its time is scaled by layers) */
     int calibrated_threads; /* threads measured (fewer than `threads` when this machine
-                               has fewer cores; see sb_plan_options) */
+                               has fewer cores; see the key calibration_threads) */
     sb_plan_source source;
 } sb_plan_calibration;
 
@@ -1017,25 +1017,12 @@ typedef struct sb_plan_run {
 /* Called once per calibration, after it is measured or found (index 0 .. total-1). */
 typedef void (*sb_plan_progress_fn)(const sb_plan_calibration *c, int index, int total, void *user);
 
-typedef struct sb_plan_options {
-    int ranks;   /* runs at a time (>= 1) */
-    int threads; /* threads per run (>= 1) */
-    /* the calibration cache (a JSON file, created with its folder when missing; NULL: none).
-     * A file that cannot be read as a cache is measured again and rewritten
-     * (sb_plan.cache_damaged says so). */
-    const char *cache_path;
-    int recalibrate; /* measure every calibration again, even when cached */
-    /* 0: measure what the cache lacks; 1: never measure (what the cache lacks is costed at
-     * the FLOP rate the cached calibrations of this machine achieved, or at
-     * SB_PLAN_FALLBACK_GFLOPS per thread when there are none) */
-    int cached_only;
-    double seconds_per_calibration; /* the measurement's target length (0: 1.5 s) */
-    /* threads the calibrations are measured at (0: min(threads, this machine's cores));
-     * fewer than `threads`: the plan extrapolates (SB_PLAN_THREAD_CAP) */
-    int calibration_threads;
+/* What a plan reports to as it goes: the callbacks (the numbers it reads are keys of its
+ * configuration). */
+typedef struct sb_plan_settings {
     sb_plan_progress_fn on_calibration; /* may be NULL */
     void *user;
-} sb_plan_options;
+} sb_plan_settings;
 
 /* The FLOP rate per thread assumed when nothing was measured (a conservative CPU core). */
 #define SB_PLAN_FALLBACK_GFLOPS 2.0
@@ -1064,6 +1051,7 @@ typedef struct sb_plan {
     int measured, cached, estimated; /* calibrations by source */
     int cache_damaged; /* the cache file was there but unreadable (it was rewritten) */
     int cache_written; /* the cache file was written */
+    char cache[4096];  /* the calibration cache read and written ("": none) */
     char machine[256]; /* the CPU model, the library version */
     /* runs of the selection the sweep would refuse (left out of the plan), and why the
      * first of them is refused ("" when none) */
@@ -1074,11 +1062,14 @@ typedef struct sb_plan {
 /* Plans the runs of sel (those the sweep would train: refused and excluded runs are left
  * out, as sb_sweep_estimate_cost does): each run's frames, FLOPs, memory and time, the
  * calibrations behind the times and the totals. Early stopping is not foreseen: every run is
- * planned to its last update. *out is freed with sb_plan_free. Errors: SB_ERR_INVALID for
- * ranks or threads < 1 or NULL arguments, those of building a task or a model, SB_ERR_IO
- * when the cache cannot be written, SB_ERR_NOMEM. */
-sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
-                       const sb_plan_options *opts, sb_plan **out, sb_error *err);
+ * planned to its last update. The keys of cfg it reads (NULL: their defaults): ranks (runs at
+ * a time; none: 1), threads (per run; 0: this process's cores / ranks, at least 1),
+ * calibration_seconds, calibration_threads, recalibrate, cached_only, calibration_cache.
+ * settings may be NULL. *out is freed with sb_plan_free. Errors: SB_ERR_INVALID for NULL
+ * arguments, those of building a task or a model, SB_ERR_IO when the cache cannot be
+ * written, SB_ERR_NOMEM. */
+sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel, const sb_config *cfg,
+                       const sb_plan_settings *settings, sb_plan **out, sb_error *err);
 
 /* The seconds a sweep of plan p has left (its ETA). Per plan run: done_share[i], 0 before
  * it starts, the share of its updates done while it runs, 1 once it ended; spent_s[i], the
@@ -1089,9 +1080,9 @@ sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
 double sb_plan_time_left(const sb_plan *p, const double *done_share, const double *spent_s);
 
 /* The plan of one run (what `train` prints before a run planned over ten minutes): as
- * sb_plan_make for a selection of that run alone (its index 0). Errors: cfg's check
- * (sb_config_check's), those of sb_plan_make. */
-sb_status sb_plan_config(const sb_config *cfg, const sb_plan_options *opts, sb_plan **out,
+ * sb_plan_make for a selection of that run alone (its index 0), the keys read from cfg too.
+ * Errors: cfg's check (sb_config_check's), those of sb_plan_make. */
+sb_status sb_plan_config(const sb_config *cfg, const sb_plan_settings *settings, sb_plan **out,
                          sb_error *err);
 
 void sb_plan_free(sb_plan *p);

@@ -257,11 +257,27 @@ void sb_sweep_worker_close(sb_sweep_worker *w)
     free(w);
 }
 
-sb_status sb_plan_config(const sb_config *cfg, const sb_plan_options *opts, sb_plan **out,
+sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel, const sb_config *cfg,
+                       const sb_plan_settings *settings, sb_plan **out, sb_error *err)
+{
+    SB_API_REQUIRE(out, err);
+    *out = NULL;
+    const sb_run_config defaults = sb_run_config_default();
+    char cache[SB_PATH_MAX];
+    sb_plan_options o;
+    sb_plan_options_from(cfg != NULL ? &cfg->run.rt : &defaults.rt, settings, cache, sizeof cache,
+                         &o);
+    return sb_plan_make_with(s, sel, &o, out, err);
+}
+
+sb_status sb_plan_config(const sb_config *cfg, const sb_plan_settings *settings, sb_plan **out,
                          sb_error *err)
 {
     SB_API_REQUIRE(out, err);
     *out = NULL;
     SB_API_REQUIRE(cfg, err);
-    return sb_plan_run_config(&cfg->run, opts, out, err);
+    char cache[SB_PATH_MAX];
+    sb_plan_options o;
+    sb_plan_options_from(&cfg->run.rt, settings, cache, sizeof cache, &o);
+    return sb_plan_run_config(&cfg->run, &o, out, err);
 }

@@ -22,8 +22,7 @@
 #define PLAN_MAX_FILTERS 16
 
 typedef struct plan_flags {
-    int ranks, threads, json, recalibrate, limit, calibration_threads, cached_only;
-    double calibration_s;
+    int json, limit;
     const char *shard;
     const char *filters[PLAN_MAX_FILTERS];
     int n_filters;
@@ -36,13 +35,6 @@ static int plan_parse(sb_config *cfg, int argc, char **argv, plan_flags *o)
     sb_option opts[24] = {
         {"json", SB_OPT_SWITCH, &o->json, NULL,
          "print the plan as one JSON object (default: a table)", 0},
-        {"recalibrate", SB_OPT_SWITCH, &o->recalibrate, NULL,
-         "measure every calibration again, even when cached (default: use the cache)", 0},
-        {"cached_only", SB_OPT_SWITCH, &o->cached_only, NULL,
-         "measure nothing: a shape the cache lacks takes the rates of a cached shape of the "
-         "same model, width and layers scaled by FLOPs, else a FLOP rate (default: measure "
-         "it)",
-         0},
         {"filter", SB_OPT_STRING, &filter, "KEY=VALUE",
          "only runs with this parameter value (repeat the flag for several; default: none)", 0},
         {"shard", SB_OPT_STRING, &o->shard, "I/N",
@@ -57,6 +49,9 @@ static int plan_parse(sb_config *cfg, int argc, char **argv, plan_flags *o)
                        "a sweep with --workers N gives its runs; beyond this machine's cores the "
                        "matrix products are assumed to speed up linearly, see docs/cluster.md)",
                        opts, &n_opts);
+    sb_options_add_key(cfg, "recalibrate", NULL, opts, &n_opts);
+    sb_options_add_key(cfg, "cached_only", NULL, opts, &n_opts);
+    sb_options_add_key(cfg, "calibration_cache", NULL, opts, &n_opts);
     sb_options_add_key(cfg, "calibration_seconds", NULL, opts, &n_opts);
     sb_options_add_key(cfg, "calibration_threads", NULL, opts, &n_opts);
     sb_options_add_key(cfg, "limit", NULL, opts, &n_opts);
@@ -70,10 +65,6 @@ static int plan_parse(sb_config *cfg, int argc, char **argv, plan_flags *o)
                           opts, n_opts, argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
-    o->ranks = sb_run_flag(cfg, "ranks") > 0 ? sb_run_flag(cfg, "ranks") : 1;
-    o->threads = sb_run_flag(cfg, "threads");
-    o->calibration_s = sb_config_number(cfg, "calibration_seconds");
-    o->calibration_threads = sb_run_flag(cfg, "calibration_threads");
     o->limit = sb_run_flag(cfg, "limit");
     sb_error err = {0};
     if (n_filters > PLAN_MAX_FILTERS) {
@@ -184,26 +175,15 @@ static int plan_with(sb_config *settings, int argc, char **argv)
     int rc = plan_parse(settings, argc, argv, &o);
     if (rc >= 0)
         return rc;
-    if (o.threads == 0) /* what `sweep --workers RANKS` gives each run */
-        o.threads = sb_default_threads() / o.ranks > 0 ? sb_default_threads() / o.ranks : 1;
     sb_error err = {0};
     sb_sweep *s = NULL;
     sb_sweep_selection *sel = NULL;
     if (sb_cli_sweep_select(o.file, o.filters, o.n_filters, o.shard, o.limit, &s, &sel, &err) !=
         SB_OK)
         return sb_cli_fail("plan", &err);
-    char cache[4096];
-    sb_cli_plan_cache_path(cache, sizeof cache);
-    sb_plan_options po = {.ranks = o.ranks,
-                          .threads = o.threads,
-                          .cache_path = cache[0] != '\0' ? cache : NULL,
-                          .recalibrate = o.recalibrate,
-                          .cached_only = o.cached_only,
-                          .seconds_per_calibration = o.calibration_s,
-                          .calibration_threads = o.calibration_threads,
-                          .on_calibration = on_calibration};
+    const sb_plan_settings ps = {.on_calibration = on_calibration};
     sb_plan *p = NULL;
-    sb_status st = sb_plan_make(s, sel, &po, &p, &err);
+    sb_status st = sb_plan_make(s, sel, settings, &ps, &p, &err);
     if (st == SB_OK && p->n_runs == 0 && p->n_refused > 0)
         st = sb_error_set(&err, SB_ERR_INVALID, "all %lld runs are refused; the first, %.400s",
                           (long long)p->n_refused, p->first_refused);
@@ -217,10 +197,10 @@ static int plan_with(sb_config *settings, int argc, char **argv)
             fprintf(stderr,
                     "plan: the calibration cache %s was damaged or of an older version: "
                     "measured again and rewritten\n",
-                    cache);
+                    p->cache);
         fprintf(stderr, "plan: %d calibration%s: %d measured, %d from the cache%s%s\n",
                 p->n_calibrations, p->n_calibrations == 1 ? "" : "s", p->measured, p->cached,
-                po.cache_path != NULL ? " " : "", po.cache_path != NULL ? cache : "");
+                p->cache[0] != '\0' ? " " : "", p->cache);
         if (o.json) {
             char *json = NULL;
             if ((st = sb_plan_to_json(p, s, &json, &err)) == SB_OK)

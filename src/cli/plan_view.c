@@ -9,18 +9,29 @@
 /* Plans of more runs are left to `selectivbench plan` (a sweep must start fast). */
 #define SWEEP_PLAN_MAX_RUNS 100000
 
-void sb_cli_plan_cache_path(char *buf, size_t size)
+/* A plan that measures nothing (a sweep or a run must start at once) of `ranks` runs at a
+ * time of `threads` threads each (0: as the key's default), its keys set on a copy of base
+ * (NULL: the defaults). */
+static sb_status plan_cached(const sb_sweep *s, const sb_sweep_selection *sel,
+                             const sb_config *base, int ranks, int threads, sb_plan **p,
+                             sb_error *err)
 {
-    const char *dir = getenv("SB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
-               *home = getenv("HOME");
-    if (dir != NULL && dir[0] != '\0')
-        snprintf(buf, size, "%s/plan-calibration.json", dir);
-    else if (xdg != NULL && xdg[0] == '/')
-        snprintf(buf, size, "%s/selectivbench/plan-calibration.json", xdg);
-    else if (home != NULL && home[0] != '\0')
-        snprintf(buf, size, "%s/.cache/selectivbench/plan-calibration.json", home);
-    else if (size > 0)
-        buf[0] = '\0';
+    sb_config *cfg = NULL;
+    char text[32];
+    sb_status st = base != NULL ? sb_config_copy(base, &cfg, err) : sb_config_create(&cfg, err);
+    if (st == SB_OK)
+        st = sb_config_set_key(cfg, "cached_only", "True", err);
+    snprintf(text, sizeof text, "%d", ranks);
+    if (st == SB_OK && ranks > 0)
+        st = sb_config_set_key(cfg, "ranks", text, err);
+    snprintf(text, sizeof text, "%d", threads);
+    if (st == SB_OK && threads > 0)
+        st = sb_config_set_key(cfg, "threads", text, err);
+    if (st == SB_OK)
+        st =
+            s != NULL ? sb_plan_make(s, sel, cfg, NULL, p, err) : sb_plan_config(cfg, NULL, p, err);
+    sb_config_free(cfg);
+    return st;
 }
 
 sb_plan *sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *sel, int workers,
@@ -31,15 +42,10 @@ sb_plan *sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *se
                (long long)sb_sweep_selection_size(sel));
         return NULL;
     }
-    char cache[4096];
-    sb_cli_plan_cache_path(cache, sizeof cache);
-    sb_plan_options o = {.ranks = workers > 0 ? workers : 1,
-                         .threads = threads > 0 ? threads : 1,
-                         .cache_path = cache[0] != '\0' ? cache : NULL,
-                         .cached_only = 1};
     sb_plan *p = NULL;
     sb_error err = {0};
-    if (sb_plan_make(s, sel, &o, &p, &err) != SB_OK) {
+    if (plan_cached(s, sel, NULL, workers > 0 ? workers : 1, threads > 0 ? threads : 1, &p, &err) !=
+        SB_OK) {
         printf("plan: not made: %s\n", err.msg);
         return NULL;
     }
@@ -50,8 +56,8 @@ sb_plan *sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *se
         peak = p->runs[i].peak_bytes > peak ? p->runs[i].peak_bytes : peak;
     printf("plan: %lld run%s, %.3g core-hours, about %s on %d worker%s of %d thread%s, %.2g GiB "
            "at most per run (%s)\n",
-           (long long)p->n_runs, p->n_runs == 1 ? "" : "s", p->core_hours, wall, o.ranks,
-           o.ranks == 1 ? "" : "s", o.threads, o.threads == 1 ? "" : "s",
+           (long long)p->n_runs, p->n_runs == 1 ? "" : "s", p->core_hours, wall, p->ranks,
+           p->ranks == 1 ? "" : "s", p->threads, p->threads == 1 ? "" : "s",
            peak / (1024.0 * 1024.0 * 1024.0),
            p->estimated == 0 ? "calibrated on this machine, selectivbench plan FILE for the details"
            : p->cached == 0  ? "FLOP-rate estimate, nothing calibrated yet: selectivbench plan "
@@ -64,15 +70,9 @@ sb_plan *sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *se
 
 void sb_cli_plan_print_run(FILE *f, const sb_config *cfg, int threads)
 {
-    char cache[4096];
-    sb_cli_plan_cache_path(cache, sizeof cache);
-    sb_plan_options o = {.ranks = 1,
-                         .threads = threads > 0 ? threads : 1,
-                         .cache_path = cache[0] != '\0' ? cache : NULL,
-                         .cached_only = 1};
     sb_plan *p = NULL;
     sb_error err = {0};
-    if (sb_plan_config(cfg, &o, &p, &err) != SB_OK)
+    if (plan_cached(NULL, NULL, cfg, 1, threads, &p, &err) != SB_OK)
         return; /* the run itself reports what is wrong with its configuration */
     if (p->n_runs == 1 && p->runs[0].seconds > SB_CLI_PLAN_NOTICE_S) {
         char time[32];
@@ -81,7 +81,7 @@ void sb_cli_plan_print_run(FILE *f, const sb_config *cfg, int threads)
                 "  plan: about %s on %d thread%s and %.2g GiB at most (%s); smaller: "
                 "--dataset_size, --feat_size, --layers (configs/lite runs take about a minute "
                 "each); Ctrl-C stops with a checkpoint that --resume continues\n",
-                time, o.threads, o.threads == 1 ? "" : "s",
+                time, p->threads, p->threads == 1 ? "" : "s",
                 p->runs[0].peak_bytes / (1024.0 * 1024.0 * 1024.0),
                 p->estimated == 0
                     ? "calibrated on this machine"

@@ -1,5 +1,5 @@
 /* plan_view.h - `selectivbench plan`'s output shared with `sweep` (src/cli/plan_view.c): the
- * calibration cache's path, the plan's one-line total that `sweep` prints before it
+ * plan's one-line total that `sweep` prints before it
  * starts, and `train`'s notice before a long run. */
 #ifndef SELECTIVBENCH_CLI_PLAN_VIEW_H
 #define SELECTIVBENCH_CLI_PLAN_VIEW_H
@@ -8,11 +8,6 @@
 #include <stdio.h>
 
 #include "selectivbench/selectivbench.h"
-
-/* The calibration cache: $SB_CACHE_DIR/plan-calibration.json, else
- * $XDG_CACHE_HOME/selectivbench/plan-calibration.json, else
- * ~/.cache/selectivbench/plan-calibration.json; "" when none of them is set. */
-void sb_cli_plan_cache_path(char *buf, size_t size);
 
 /* `sweep`'s line before it starts: the plan's core-hours, its wall time on `workers`
  * workers of `threads` threads in the sweep's order and the largest run's peak memory, from

@@ -417,7 +417,8 @@ static sb_status calibrate_all(sb_plan *p, plan_build *b, const sb_plan_options 
         }
     double fallback = rate_n > 0 ? rate_sum / rate_n : SB_PLAN_FALLBACK_GFLOPS * cal_threads;
     int changed = p->cache_damaged;
-    double target = o->seconds_per_calibration > 0 ? o->seconds_per_calibration : 1.5;
+    double target = o->seconds_per_calibration > 0 ? o->seconds_per_calibration
+                                                   : sb_run_config_default().rt.calibration_seconds;
     int saved_threads = omp_get_max_threads();
     for (int i = 0; st == SB_OK && i < p->n_calibrations; i++) {
         sb_plan_calibration *c = &p->calibrations[i];
@@ -563,6 +564,7 @@ static sb_status plan_new(const sb_plan_options *opts, sb_plan **out, int *cal_t
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory planning a sweep");
     p->ranks = opts->ranks;
     p->threads = opts->threads;
+    snprintf(p->cache, sizeof p->cache, "%s", opts->cache_path != NULL ? opts->cache_path : "");
     sb_plan_machine(p->machine, sizeof p->machine);
     int cores = sb_cpu_count();
     int t = opts->threads < cores ? opts->threads : cores;
@@ -632,8 +634,34 @@ static sb_status plan_finish(sb_plan *p, plan_build *b, const sb_plan_options *o
     return SB_OK;
 }
 
-sb_status sb_plan_make(const sb_sweep *s, const sb_sweep_selection *sel,
-                       const sb_plan_options *opts, sb_plan **out, sb_error *err)
+void sb_plan_options_from(const sb_runtime *rt, const sb_plan_settings *settings, char *path,
+                          size_t size, sb_plan_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->ranks = rt->ranks > 0 ? rt->ranks : 1; /* none */
+    /* threads 0: what `sweep --workers RANKS` gives each run */
+    o->threads = rt->threads > 0 ? rt->threads : sb_cpu_count() / o->ranks;
+    if (o->threads < 1)
+        o->threads = 1;
+    o->seconds_per_calibration = rt->calibration_seconds;
+    o->calibration_threads = rt->calibration_threads;
+    o->recalibrate = rt->recalibrate;
+    o->cached_only = rt->cached_only;
+    if (strcmp(rt->calibration_cache, "none") == 0)
+        snprintf(path, size, "%s", "");
+    else if (rt->calibration_cache[0] != '\0')
+        snprintf(path, size, "%s", rt->calibration_cache);
+    else
+        sb_plan_cache_default_path(path, size);
+    o->cache_path = path[0] != '\0' ? path : NULL;
+    if (settings != NULL) {
+        o->on_calibration = settings->on_calibration;
+        o->user = settings->user;
+    }
+}
+
+sb_status sb_plan_make_with(const sb_sweep *s, const sb_sweep_selection *sel,
+                            const sb_plan_options *opts, sb_plan **out, sb_error *err)
 {
     if (out == NULL || s == NULL || sel == NULL || opts == NULL)
         return sb_error_set(err, SB_ERR_INVALID, "sb_plan_make: NULL argument");

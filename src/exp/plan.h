@@ -10,6 +10,31 @@
 #include "core/status.h"
 #include "task/task.h"
 
+/* What a plan reads: the public functions fill it from a configuration's keys
+ * (sb_plan_options_from); the library's tests fill it by hand. */
+typedef struct sb_plan_options {
+    int ranks;              /* runs at a time (>= 1) */
+    int threads;            /* threads per run (>= 1) */
+    const char *cache_path; /* the calibration cache file (created when missing); NULL: none */
+    int recalibrate;        /* measure every calibration again, even when cached */
+    int cached_only;        /* measure nothing (a shape the cache lacks is costed at a FLOP rate) */
+    double seconds_per_calibration;     /* the measurement's target length (0: the key's default) */
+    int calibration_threads;            /* 0: min(threads, this machine's cores) */
+    sb_plan_progress_fn on_calibration; /* may be NULL */
+    void *user;
+} sb_plan_options;
+
+/* *o from the keys of rt (ranks, threads, calibration_seconds, calibration_threads,
+ * recalibrate, cached_only, calibration_cache) and the callbacks of settings (may be
+ * NULL); the cache's path is written to path[size] (o->cache_path points there, or is
+ * NULL for calibration_cache none). */
+void sb_plan_options_from(const sb_runtime *rt, const sb_plan_settings *settings, char *path,
+                          size_t size, sb_plan_options *o);
+
+/* Plans the runs of sel (the public sb_plan_make, its keys in opts). */
+sb_status sb_plan_make_with(const sb_sweep *s, const sb_sweep_selection *sel,
+                            const sb_plan_options *opts, sb_plan **out, sb_error *err);
+
 /* The plan of one run (`train`, before it starts): as sb_plan_make for a selection of one
  * run, index 0, checked by sb_run_config_check. Errors: that check's, sb_plan_make's. */
 sb_status sb_plan_run_config(const sb_run_config *cfg, const sb_plan_options *opts, sb_plan **out,
@@ -68,6 +93,11 @@ sb_status sb_plan_cache_put(sb_plan_cache *cache, const char *machine, const sb_
 sb_status sb_plan_cache_save(const char *path, const sb_plan_cache *cache, sb_error *err);
 
 void sb_plan_cache_free(sb_plan_cache *cache);
+
+/* The user's cache file into buf[size]: plan-calibration.json in $SB_CACHE_DIR, else in
+ * $XDG_CACHE_HOME/selectivbench (an absolute path), else in ~/.cache/selectivbench; "" when
+ * none of them is set. */
+void sb_plan_cache_default_path(char *buf, size_t size);
 
 /* This machine as the cache knows it: the CPU model (/proc/cpuinfo's "model name") and
  * the library version, into out[size]. */

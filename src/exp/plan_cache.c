@@ -250,3 +250,19 @@ void sb_plan_machine(char *out, size_t size)
     snprintf(out, size, "%s, selectivbench %s", cpu, SB_VERSION);
     sanitise(out);
 }
+
+void sb_plan_cache_default_path(char *buf, size_t size)
+{
+    const char *dir = getenv("SB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
+               *home = getenv("HOME");
+    if (size == 0)
+        return;
+    if (dir != NULL && dir[0] != '\0')
+        snprintf(buf, size, "%s/plan-calibration.json", dir);
+    else if (xdg != NULL && xdg[0] == '/')
+        snprintf(buf, size, "%s/selectivbench/plan-calibration.json", xdg);
+    else if (home != NULL && home[0] != '\0')
+        snprintf(buf, size, "%s/.cache/selectivbench/plan-calibration.json", home);
+    else
+        buf[0] = '\0';
+}

@@ -786,8 +786,8 @@ static void reduce_sums(const tables *tb, const sample_sums *sums, int64_t n_sam
     out->n_elements = elements;
 }
 
-sb_status sb_ceiling_compute_with(const sb_task *task, const sb_ceiling_options *opt, sb_ceiling *out,
-                             sb_error *err)
+sb_status sb_ceiling_compute_with(const sb_task *task, const sb_ceiling_options *opt,
+                                  sb_ceiling *out, sb_error *err)
 {
     if (task == NULL || out == NULL) /* a public function (selectivbench.h) */
         return sb_error_set(err, SB_ERR_INVALID, "sb_ceiling_compute_with: %s is NULL",

@@ -50,6 +50,7 @@ static void test_version(void **state)
                      7 * sizeof(any_fn) + 2 * sizeof(void *) + 2 * sizeof(int));
     assert_int_equal(offsetof(sb_train_settings, progress), 0);
     assert_int_equal(offsetof(sb_train_settings, world_rank), 5 * sizeof(any_fn) + sizeof(void *));
+    assert_int_equal(sizeof(sb_plan_settings), sizeof(any_fn) + sizeof(void *));
     assert_int_equal(sb_api_struct_size("sb_external_run"), sizeof(sb_external_run));
     assert_int_equal(sb_api_struct_size("sb_report_outcome"), sizeof(sb_report_outcome));
     assert_int_equal(sb_api_struct_size("sb_no_such_struct"), 0);
