@@ -1183,14 +1183,9 @@ typedef struct sb_sweep_update {
 
 typedef void (*sb_sweep_update_fn)(const sb_sweep_update *u, void *user);
 
-typedef struct sb_sweep_run_options {
-    int workers;         /* runs at a time; 0: 1 */
-    int threads;         /* threads per run; 0: the cores divided among the workers */
-    const char *results; /* results folder (database, checkpoints, logs); NULL: "results" */
-    /* The selectivbench command each worker runs as `WORKER train ...` (every run is a
-     * process of its own, so a crash loses one run). Required: the path of the installed
-     * `selectivbench` (for example from `pkg-config --variable=bindir selectivbench`). */
-    const char *worker_exe;
+/* What a running sweep reports to and polls: the callbacks (the numbers it reads are keys of
+ * its configuration). */
+typedef struct sb_sweep_settings {
     sb_sweep_update_fn on_update; /* may be NULL */
     void *user;                   /* passed to on_update and cancel */
     /* Polled about twice a second (may be NULL). Nonzero stops the sweep: no new run starts
@@ -1199,25 +1194,27 @@ typedef struct sb_sweep_run_options {
      * records its run as "interrupted" (exit 130 or 75), and sb_sweep_run waits for them and
      * returns SB_ERR_RUNTIME. The command line returns the signal it caught. */
     int (*cancel)(void *user);
-    const char *db;            /* the results database; NULL: RESULTS/selectivbench.db */
-    const int64_t *runs;       /* the runs to run (indices into the grid), in order; NULL:
-                                  every run of the grid (at most SB_SWEEP_MAX_RUNS) */
-    int64_t n_runs;            /* how many runs[] holds (at most SB_SWEEP_MAX_RUNS) */
-    double checkpoint_every_s; /* passed to every run (sb_train_settings); 0: off */
-} sb_sweep_run_options;
+} sb_sweep_settings;
 
-/* Runs every run of the sweep's grid (or of opts->runs) that its results database does not
- * hold as finished (an interrupted sweep resumes; an interrupted run continues from its
- * checkpoint), each in a worker process, recording every run in the database (opts->db,
- * default RESULTS/selectivbench.db). A run another process is training is put aside and
- * taken when it is free (SB_SWEEP_UPDATE_WAITING). Updates go to opts->on_update from the calling
- * thread. The counts at the end are in the last update (and in *done_out etc. when not NULL). A run
- * is refused (outcome "refused", not started) when sb_sweep_check_run refuses it. Returns SB_OK
- * when every run was settled, whatever the runs' outcomes; SB_ERR_INVALID for bad options (no
- * worker_exe, a run outside the grid, more than SB_SWEEP_MAX_RUNS runs: select them with
- * sb_sweep_select), SB_ERR_IO when the results folder or database cannot be set up, SB_ERR_NOMEM,
- * SB_ERR_RUNTIME when cancelled. Nothing is printed. */
-sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int *done_out,
+/* Runs the runs[0 .. n_runs-1] of the sweep's grid (indices, in order; runs NULL: every run of
+ * the grid, at most SB_SWEEP_MAX_RUNS) that its results database does not hold as finished (an
+ * interrupted sweep resumes; an interrupted run continues from its checkpoint), each in a
+ * worker process `WORKER_EXE train ...` (every run a process of its own, so a crash loses one
+ * run; worker_exe is required: the path of the installed `selectivbench`, for example from
+ * `pkg-config --variable=bindir selectivbench`), recording every run in the database. The keys
+ * of cfg it reads (NULL: their defaults): workers (runs at a time), threads (per run; 0: the
+ * cores divided among the workers), results (the folder of the database, checkpoints and
+ * logs), db (the database; "": RESULTS/selectivbench.db), checkpoint_every (passed to every
+ * run). A run another process is training is put aside and taken when it is free
+ * (SB_SWEEP_UPDATE_WAITING). Updates go to settings->on_update (settings may be NULL) from the
+ * calling thread. The counts at the end are in the last update (and in *done_out etc. when not
+ * NULL). A run is refused (outcome "refused", not started) when sb_sweep_check_run refuses it.
+ * Returns SB_OK when every run was settled, whatever the runs' outcomes; SB_ERR_INVALID for bad
+ * arguments (no worker_exe, a run outside the grid, more than SB_SWEEP_MAX_RUNS runs: select
+ * them with sb_sweep_select), SB_ERR_IO when the results folder or database cannot be set up,
+ * SB_ERR_NOMEM, SB_ERR_RUNTIME when cancelled. Nothing is printed. */
+sb_status sb_sweep_run(const sb_sweep *s, const int64_t *runs, int64_t n_runs, const sb_config *cfg,
+                       const char *worker_exe, const sb_sweep_settings *settings, int *done_out,
                        int *failed_out, sb_error *err);
 
 /* ---- the command line's needs (1): training output, results, sweeps ---- */

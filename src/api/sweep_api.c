@@ -59,13 +59,13 @@ int sb_sweep_has_param(const sb_sweep *s, const char *name)
 
 /* Forwards the executor's events to the public callback. */
 typedef struct sweep_forward {
-    const sb_sweep_run_options *opts;
+    const sb_sweep_settings *settings;
 } sweep_forward;
 
 static void forward_event(const sb_sweep_event *ev, void *user)
 {
     const sweep_forward *fw = user;
-    if (fw->opts->on_update == NULL)
+    if (fw->settings->on_update == NULL)
         return;
     sb_sweep_update u;
     memset(&u, 0, sizeof u);
@@ -113,40 +113,40 @@ static void forward_event(const sb_sweep_event *ev, void *user)
     u.locked_by = ev->locked_by;
     u.running = ev->running;
     u.n_runs = ev->n_runs;
-    fw->opts->on_update(&u, fw->opts->user);
+    fw->settings->on_update(&u, fw->settings->user);
 }
 
 /* The executor hands its `user` (the forwarder) to cancel: give the caller its own back. */
 static int forward_cancel(void *user)
 {
     const sweep_forward *fw = user;
-    return fw->opts->cancel(fw->opts->user);
+    return fw->settings->cancel(fw->settings->user);
 }
 
-/* The runs opts gives (or the whole grid) must be at most SB_SWEEP_MAX_RUNS runs of the
- * grid: a grid is never listed beyond that. */
-static sb_status check_runs(const sb_sweep *s, const sb_sweep_run_options *opts, sb_error *err)
+/* The runs given (or the whole grid) must be at most SB_SWEEP_MAX_RUNS runs of the grid: a
+ * grid is never listed beyond that. */
+static sb_status check_runs(const sb_sweep *s, const int64_t *runs, int64_t n_runs, sb_error *err)
 {
     int64_t grid = sb_sweep_count(s);
-    if (opts->runs == NULL && opts->n_runs != 0)
-        return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_run: opts->n_runs %lld without runs",
-                            (long long)opts->n_runs);
-    if (opts->runs == NULL && grid > SB_SWEEP_MAX_RUNS)
+    if (runs == NULL && n_runs != 0)
+        return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_run: n_runs %lld without runs",
+                            (long long)n_runs);
+    if (runs == NULL && grid > SB_SWEEP_MAX_RUNS)
         return sb_error_set(err, SB_ERR_INVALID,
                             "sb_sweep_run: sweep file '%s' has %lld runs, more than the %d one "
-                            "sweep takes; pass a selection in opts->runs (sb_sweep_select)",
+                            "sweep takes; pass a selection in runs (sb_sweep_select)",
                             s->path, (long long)grid, SB_SWEEP_MAX_RUNS);
-    if (opts->n_runs < 0 || opts->n_runs > SB_SWEEP_MAX_RUNS)
+    if (n_runs < 0 || n_runs > SB_SWEEP_MAX_RUNS)
         return sb_error_set(err, SB_ERR_INVALID,
-                            "sb_sweep_run: opts->n_runs %lld is outside [0, %d] (the most runs "
+                            "sb_sweep_run: n_runs %lld is outside [0, %d] (the most runs "
                             "one sweep takes)",
-                            (long long)opts->n_runs, SB_SWEEP_MAX_RUNS);
-    for (int64_t i = 0; opts->runs != NULL && i < opts->n_runs; i++)
-        if (opts->runs[i] < 0 || opts->runs[i] >= grid)
+                            (long long)n_runs, SB_SWEEP_MAX_RUNS);
+    for (int64_t i = 0; runs != NULL && i < n_runs; i++)
+        if (runs[i] < 0 || runs[i] >= grid)
             return sb_error_set(err, SB_ERR_INVALID,
-                                "sb_sweep_run: opts->runs[%lld] = %lld is outside the grid of "
+                                "sb_sweep_run: runs[%lld] = %lld is outside the grid of "
                                 "sweep file '%s' [0, %lld)",
-                                (long long)i, (long long)opts->runs[i], s->path, (long long)grid);
+                                (long long)i, (long long)runs[i], s->path, (long long)grid);
     return SB_OK;
 }
 
@@ -166,40 +166,44 @@ static sb_status list_grid(const sb_sweep *s, int64_t **out, sb_error *err)
     return SB_OK;
 }
 
-sb_status sb_sweep_run(const sb_sweep *s, const sb_sweep_run_options *opts, int *done_out,
+sb_status sb_sweep_run(const sb_sweep *s, const int64_t *runs, int64_t n_runs, const sb_config *cfg,
+                       const char *worker_exe, const sb_sweep_settings *settings, int *done_out,
                        int *failed_out, sb_error *err)
 {
     SB_API_REQUIRE(s, err);
-    SB_API_REQUIRE(opts, err);
-    if (opts->worker_exe == NULL || opts->worker_exe[0] == '\0')
+    if (worker_exe == NULL || worker_exe[0] == '\0')
         return sb_error_set(err, SB_ERR_INVALID,
-                            "sb_sweep_run: opts->worker_exe is required (the path of the "
+                            "sb_sweep_run: worker_exe is required (the path of the "
                             "selectivbench command that runs each run)");
-    if (opts->workers < 0)
-        return sb_error_set(err, SB_ERR_INVALID, "sb_sweep_run: workers %d must not be negative",
-                            opts->workers);
+    const sb_run_config defaults = sb_run_config_default();
+    const sb_runtime *rt = cfg != NULL ? &cfg->run.rt : &defaults.rt;
+    if (rt->results[0] == '\0')
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sb_sweep_run: the key results is \"\": a sweep records its runs in "
+                            "a results folder; give one");
     int64_t *all = NULL;
-    sb_status st = sb_threads_check(opts->threads, "sb_sweep_run", err);
-    if (st == SB_OK)
-        st = check_runs(s, opts, err);
-    if (st == SB_OK && opts->runs == NULL)
+    sb_status st = check_runs(s, runs, n_runs, err);
+    if (st == SB_OK && runs == NULL)
         st = list_grid(s, &all, err);
     if (st != SB_OK)
         return st;
     /* the selection, or every run of the grid */
-    int64_t n_runs = opts->runs != NULL ? opts->n_runs : sb_sweep_count(s);
-    const int64_t *runs = opts->runs != NULL ? opts->runs : all;
-    sweep_forward fw = {opts};
+    if (runs == NULL) {
+        n_runs = sb_sweep_count(s);
+        runs = all;
+    }
+    const sb_sweep_settings none = {0};
+    sweep_forward fw = {settings != NULL ? settings : &none};
     sb_sweep_exec_opts eo = {
-        .workers = opts->workers > 0 ? opts->workers : 1,
-        .threads = opts->threads,
-        .results = opts->results != NULL ? opts->results : "results",
-        .db = opts->db,
-        .worker_exe = opts->worker_exe,
+        .workers = rt->workers,
+        .threads = rt->threads,
+        .results = rt->results,
+        .db = rt->db[0] != '\0' ? rt->db : NULL,
+        .worker_exe = worker_exe,
         .on_event = forward_event,
         .user = &fw,
-        .cancel = opts->cancel != NULL ? forward_cancel : NULL,
-        .checkpoint_every_s = opts->checkpoint_every_s,
+        .cancel = fw.settings->cancel != NULL ? forward_cancel : NULL,
+        .checkpoint_every_s = 60.0 * rt->checkpoint_every,
     };
     sb_sweep_tally tally = {0};
     st = sb_sweep_execute(s, runs, n_runs, &eo, &tally, err);

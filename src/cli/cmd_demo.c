@@ -44,7 +44,7 @@ static int model_known(const char *name)
 
 /* Runs one tiny preset with the chosen models and seeds. */
 static int demo_sweep(const char *preset, char *const *models, int n_models, int max_seed,
-                      const sb_sweep_run_options *o, sb_error *err)
+                      const sb_config *cfg, sb_error *err)
 {
     const sb_preset *p = find_preset(preset);
     if (p == NULL)
@@ -72,18 +72,16 @@ static int demo_sweep(const char *preset, char *const *models, int n_models, int
         if (take && seed_ok)
             runs[n_runs++] = k;
     }
-    sb_sweep_run_options selected = *o;
-    selected.runs = runs;
-    selected.n_runs = n_runs;
     sb_cli_sweep_tally tally;
-    sb_status status = sb_cli_sweep_run(s, preset, &selected, NULL, 0, &tally, err);
+    sb_status status = sb_cli_sweep_run(s, preset, runs, n_runs, cfg, NULL, 0, &tally, err);
     free(runs);
     sb_sweep_free(s);
     if (status != SB_OK)
         return status;
     if (tally.failed > 0)
         return sb_error_set(err, SB_ERR_RUNTIME, "%d run%s of %s failed: see the logs in %s/logs",
-                            tally.failed, tally.failed == 1 ? "" : "s", preset, o->results);
+                            tally.failed, tally.failed == 1 ? "" : "s", preset,
+                            sb_config_text(cfg, "results"));
     return SB_OK;
 }
 
@@ -214,14 +212,15 @@ static int demo_with(sb_config *cfg, int argc, char **argv)
     char db[4096];
     if (sb_results_path(out, db, sizeof db, &err) != SB_OK)
         return sb_cli_fail("demo", &err);
-    sb_sweep_run_options o = {.workers = workers,
-                              .results = out,
-                              .db = db,
-                              .threads = threads / workers > 0 ? threads / workers : 1,
-                              .worker_exe = "/proc/self/exe"}; /* this very program */
+    char per_run[16];
+    snprintf(per_run, sizeof per_run, "%d", threads / workers > 0 ? threads / workers : 1);
+    if (sb_config_set_key(cfg, "results", out, &err) != SB_OK ||
+        sb_config_set_key(cfg, "db", db, &err) != SB_OK ||
+        sb_config_set_key(cfg, "threads", per_run, &err) != SB_OK)
+        return sb_cli_fail("demo", &err);
     const char *presets[2] = {"tiny/task1_complexity", "tiny/task2"};
     for (int p = 0; p < (quick ? 1 : 2); p++)
-        if (demo_sweep(presets[p], models, n_models, seeds, &o, &err) != SB_OK)
+        if (demo_sweep(presets[p], models, n_models, seeds, cfg, &err) != SB_OK)
             return sb_cli_fail("demo", &err);
 
     printf("\n4. Results (from %s):\n\n", db);

@@ -67,9 +67,6 @@ static int sweep_parse(sb_config *cfg, int argc, char **argv, sweep_flags *o)
          "print each selected run's run hash and training hash (or why it is refused) and the "
          "count; run nothing",
          0},
-        {"results", SB_OPT_STRING, &o->results, "DIR", "results folder (default ./results)", 0},
-        {"db", SB_OPT_STRING, &o->db, "PATH",
-         "results database (default DIR/" SB_RESULTS_DB_NAME ")", 0},
         {"filter", SB_OPT_STRING, &filter, "KEY=VALUE",
          "only runs with this parameter value (repeat the flag for several; default: none)", 0},
         {"shard", SB_OPT_STRING, &o->shard, "I/N",
@@ -93,6 +90,10 @@ static int sweep_parse(sb_config *cfg, int argc, char **argv, sweep_flags *o)
          0},
     };
     int n_opts = sb_options_count(opts, 40);
+    sb_options_add_key(cfg, "results", "results folder: the database, checkpoints and logs", opts,
+                       &n_opts);
+    sb_options_add_key(cfg, "db", "results database (default RESULTS/" SB_RESULTS_DB_NAME ")", opts,
+                       &n_opts);
     sb_options_add_key(cfg, "workers", NULL, opts, &n_opts);
     sb_options_add_key(cfg, "threads", "threads per run (default 0: cores / workers)", opts,
                        &n_opts);
@@ -126,6 +127,8 @@ static int sweep_parse(sb_config *cfg, int argc, char **argv, sweep_flags *o)
                           opts, n_opts, argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
+    o->results = sb_config_text(cfg, "results");
+    o->db = sb_config_text(cfg, "db")[0] != '\0' ? sb_config_text(cfg, "db") : NULL;
     o->workers = sb_run_flag(cfg, "workers");
     o->threads = sb_run_flag(cfg, "threads");
     o->limit = sb_run_flag(cfg, "limit");
@@ -279,15 +282,6 @@ static void print_axes(const sb_sweep *s, const sb_sweep_selection *sel)
         printf("\n");
 }
 
-/* Threads per run as the sweep gives them: --threads, else cores / workers (at least 1). */
-static int run_threads(const sweep_flags *o)
-{
-    if (o->threads > 0)
-        return o->threads;
-    long per_run = sb_default_threads() / o->workers;
-    return per_run > 0 ? (int)per_run : 1;
-}
-
 /* --dry_run's cost: samples, frames, parameters and FLOPs of the runs it would train
  * (sb_sweep_estimate_cost), then the plan's time on these workers from the calibrations
  * cached by `plan` (sb_cli_plan_print_total): nothing is timed here, so the estimate is the
@@ -321,7 +315,7 @@ static void print_cost(const sb_sweep *s, const sb_sweep_selection *sel, const s
            (long long)c.runs, per_run, samples, tokens, pmin,
            c.params_min != c.params_max ? " to " : "", c.params_min != c.params_max ? pmax : "",
            flops);
-    sb_plan_free(sb_cli_plan_print_total(s, sel, o->workers, run_threads(o)));
+    sb_plan_free(sb_cli_plan_print_total(s, sel, o->workers, o->threads));
 }
 
 #define DRY_RUN_SHOWN 20 /* command lines --dry_run prints before the summary */
@@ -364,11 +358,14 @@ static int sweep_list(const sb_sweep *s, const sb_sweep_selection *sel, const sw
 }
 
 /* Runs the selection in worker processes; exit 1 when a run is refused or fails. */
-static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const sweep_flags *o)
+static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const sweep_flags *o,
+                         sb_config *settings)
 {
     sb_error err = {0};
     char db[4096];
-    if (o->db == NULL && sb_results_path(o->results, db, sizeof db, &err) != SB_OK)
+    /* the database named in the summary line */
+    if (o->db == NULL && (sb_results_path(o->results, db, sizeof db, &err) != SB_OK ||
+                          sb_config_set_key(settings, "db", db, &err) != SB_OK))
         return sb_cli_fail("sweep", &err);
     /* the executor takes a list: at most SB_SWEEP_MAX_RUNS entries */
     int64_t n_runs = sb_sweep_selection_size(sel);
@@ -380,25 +377,15 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
     }
     for (int64_t i = 0; i < n_runs; i++)
         runs[i] = sb_sweep_selection_run(sel, i);
-    /* a worker is this very program: /proc/self/exe is its image even if the file was
-     * rebuilt or moved since it started */
-    sb_sweep_run_options run = {.workers = o->workers,
-                                .threads = o->threads,
-                                .checkpoint_every_s = 60.0 * o->checkpoint_every,
-                                .results = o->results,
-                                .db = o->db != NULL ? o->db : db,
-                                .worker_exe = "/proc/self/exe",
-                                .runs = runs,
-                                .n_runs = n_runs,
-                                .cancel = sb_cli_stop_requested};
     /* SIGINT or SIGTERM: the workers checkpoint and stop, the sweep waits for them */
     sb_cli_signals_install("selectivbench sweep: stopping: the running runs stop after their "
                            "current update, with a checkpoint (a second signal quits at "
                            "once)\n");
     /* the plan's total (core-hours, wall time on these workers) from cached calibrations */
-    sb_plan *plan = sb_cli_plan_print_total(s, sel, o->workers, run_threads(o));
+    sb_plan *plan = sb_cli_plan_print_total(s, sel, o->workers, o->threads);
     sb_cli_sweep_tally tally;
-    sb_status st = sb_cli_sweep_run(s, o->file, &run, plan, o->quiet, &tally, &err);
+    sb_status st =
+        sb_cli_sweep_run(s, o->file, runs, n_runs, settings, plan, o->quiet, &tally, &err);
     sb_plan_free(plan);
     free(runs);
     int sig = sb_cli_stop_signal();
@@ -434,7 +421,7 @@ static int sweep_execute(const sb_sweep *s, const sb_sweep_selection *sel, const
 
 static int sweep_with(sb_config *settings, int argc, char **argv)
 {
-    sweep_flags o = {.results = "results"};
+    sweep_flags o = {0};
     int rc = sweep_parse(settings, argc, argv, &o);
     if (rc >= 0)
         return rc;
@@ -499,7 +486,7 @@ static int sweep_with(sb_config *settings, int argc, char **argv)
             rc = sb_cli_sweep_mpi(&job);
         }
     } else
-        rc = sweep_execute(s, sel, &o);
+        rc = sweep_execute(s, sel, &o, settings);
     sb_sweep_selection_free(sel);
     sb_sweep_free(s);
     return rc;

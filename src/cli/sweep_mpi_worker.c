@@ -126,19 +126,20 @@ static void work_one(const sb_mpi_sweep *job, const char *msg, int len, const ch
     sb_error err = {0};
     sb_status st = write_seed(msg, len, &head, db, &err);
     if (st == SB_OK) {
-        sb_sweep_run_options opts = {.workers = 1,
-                                     .threads = worker_threads(job->threads),
-                                     .results = job->results,
-                                     .db = db,
-                                     .worker_exe = "/proc/self/exe",
-                                     .runs = &head.run,
-                                     .n_runs = 1,
-                                     .on_update = worker_update,
-                                     .user = &w,
-                                     .cancel = sb_cli_stop_requested,
-                                     .checkpoint_every_s = job->checkpoint_every_s};
+        /* the run alone, in a worker process of its own, into the seed database */
+        sb_config *cfg = NULL;
+        const sb_sweep_settings settings = {
+            .on_update = worker_update, .user = &w, .cancel = sb_cli_stop_requested};
         int done = 0, failed = 0;
-        st = sb_sweep_run(job->sweep, &opts, &done, &failed, &err);
+        if ((st = sb_config_create(&cfg, &err)) == SB_OK &&
+            (st = sb_run_set(cfg, "threads", &err, "%d", worker_threads(job->threads))) == SB_OK &&
+            (st = sb_run_set(cfg, "results", &err, "%s", job->results)) == SB_OK &&
+            (st = sb_run_set(cfg, "db", &err, "%s", db)) == SB_OK &&
+            (st = sb_run_set(cfg, "checkpoint_every", &err, "%.17g",
+                             job->checkpoint_every_s / 60.0)) == SB_OK)
+            st = sb_sweep_run(job->sweep, &head.run, 1, cfg, "/proc/self/exe", &settings, &done,
+                              &failed, &err);
+        sb_config_free(cfg);
         if (st == SB_ERR_RUNTIME && sb_cli_stop_signal() != 0)
             st = SB_OK; /* cancelled: the run's record says interrupted */
     }

@@ -3,6 +3,8 @@
  * sb_sweep_run that keeps one line per worker slot and draws them.
  */
 #include "cli/sweep_view.h"
+#include "cli/run_options.h"
+#include "cli/signals.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -300,9 +302,9 @@ static void describe(const view *v, int64_t run, const sb_config *cfg, char *out
 
 /* Which of the runs' flags differ between the selected runs (at most MAX_SCANNED_RUNS of
  * them, evenly spaced, are compared: a parameter a selection varies shows in those). */
-static void find_varied(view *v, const sb_sweep_run_options *o)
+static void find_varied(view *v, const int64_t *runs, int64_t n_runs)
 {
-    int64_t n = o->runs != NULL ? o->n_runs : sb_sweep_count(v->sweep);
+    int64_t n = runs != NULL ? n_runs : sb_sweep_count(v->sweep);
     int64_t stride = n > MAX_SCANNED_RUNS ? n / MAX_SCANNED_RUNS : 1;
     char **first = NULL;
     int any = 0;
@@ -310,7 +312,7 @@ static void find_varied(view *v, const sb_sweep_run_options *o)
     for (int64_t i = 0; i < n; i += stride) {
         char **args = NULL;
         int n_args = 0;
-        int64_t k = o->runs != NULL ? o->runs[i] : i;
+        int64_t k = runs != NULL ? runs[i] : i;
         if (sb_sweep_run_args(v->sweep, k, &args, &n_args, &ignored) != SB_OK)
             continue;
         if (first == NULL) {
@@ -407,14 +409,16 @@ static void view_event(const sb_sweep_update *ev, void *user)
     }
 }
 
-sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_run_options *opts,
-                           const sb_plan *plan, int quiet, sb_cli_sweep_tally *tally, sb_error *err)
+sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const int64_t *runs,
+                           int64_t n_runs, const sb_config *cfg, const sb_plan *plan, int quiet,
+                           sb_cli_sweep_tally *tally, sb_error *err)
 {
+    const int workers = sb_run_flag(cfg, "workers");
     view v = {.sweep = s,
               .tty = isatty(STDOUT_FILENO),
               .quiet = quiet,
               .columns = 80,
-              .n_slots = opts->workers,
+              .n_slots = workers,
               .first_refused_run = -1,
               .first_failed_run = -1,
               .plan = plan};
@@ -428,21 +432,23 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
             v.plan_share = v.plan_spent = NULL;
         }
     }
-    find_varied(&v, opts);
+    find_varied(&v, runs, n_runs);
     struct winsize ws;
     if (v.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
         v.columns = ws.ws_col;
-    v.slots = calloc((size_t)(opts->workers > 0 ? opts->workers : 1), sizeof *v.slots);
+    v.slots = calloc((size_t)(workers > 0 ? workers : 1), sizeof *v.slots);
     if (v.slots == NULL) {
         free(v.varied);
         free(v.plan_share);
         free(v.plan_spent);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
     }
-    sb_sweep_run_options o = *opts;
-    o.on_update = view_event;
-    o.user = &v;
-    sb_status st = sb_sweep_run(s, &o, NULL, NULL, err);
+    /* a worker is this very program: /proc/self/exe is its image even if the file was
+     * rebuilt or moved since it started; SIGINT or SIGTERM stop the sweep (when the command
+     * installed its handlers) */
+    const sb_sweep_settings settings = {
+        .on_update = view_event, .user = &v, .cancel = sb_cli_stop_requested};
+    sb_status st = sb_sweep_run(s, runs, n_runs, cfg, "/proc/self/exe", &settings, NULL, NULL, err);
     if (v.tty)
         view_clear(&v);
     free(v.slots);
@@ -456,7 +462,9 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
     snprintf(tally->first_failed, sizeof tally->first_failed, "%s", v.first_failed);
     if (st != SB_OK)
         return st;
-    int64_t n_runs = opts->runs != NULL ? opts->n_runs : sb_sweep_count(s);
+    if (runs == NULL)
+        n_runs = sb_sweep_count(s);
+    const char *db = sb_config_text(cfg, "db");
     char interrupted[160] = "";
     if (tally->excluded > 0)
         snprintf(interrupted, sizeof interrupted,
@@ -469,6 +477,7 @@ sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_
     printf("sweep %s: %lld runs selected of %lld: %d trained, %d failed, %d already finished, "
            "%d refused%s; database %s\n",
            label, (long long)n_runs, (long long)sb_sweep_count(s), tally->done, tally->failed,
-           tally->skipped, tally->refused, interrupted, opts->db != NULL ? opts->db : "(default)");
+           tally->skipped, tally->refused, interrupted,
+           db != NULL && db[0] != '\0' ? db : "(default)");
     return SB_OK;
 }

@@ -17,15 +17,16 @@ typedef struct sb_cli_sweep_tally {
     char first_failed[SB_ERROR_MSG_MAX];  /* why it failed (its log, when not recorded) */
 } sb_cli_sweep_tally;
 
-/* Runs the runs of s that opts selects with sb_sweep_run (opts->on_update and user are
- * replaced by the view), printing the progress (none with quiet) and the summary line
- * "sweep LABEL: N runs selected of M: ...". plan (may be NULL): the selection's plan, whose
- * runs' seconds give the sweep's ETA (the seconds left of the runs not yet ended, those
+/* Runs runs[0 .. n_runs-1] of s (NULL: every run) with sb_sweep_run, the keys workers,
+ * threads, results, db and checkpoint_every read from cfg, this program as the worker and
+ * sb_cli_stop_requested as the cancel poll, printing the progress (none with quiet) and the
+ * summary line "sweep LABEL: N runs selected of M: ...". plan (may be NULL): the selection's plan,
+ * whose runs' seconds give the sweep's ETA (the seconds left of the runs not yet ended, those
  * running counted from their progress, scaled by how the finished runs compared with their
  * plan, over the workers); without one the ETA is the mean time of the runs so far.
  * Returns what sb_sweep_run returns; *tally the final counts. */
-sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const sb_sweep_run_options *opts,
-                           const sb_plan *plan, int quiet, sb_cli_sweep_tally *tally,
-                           sb_error *err);
+sb_status sb_cli_sweep_run(const sb_sweep *s, const char *label, const int64_t *runs,
+                           int64_t n_runs, const sb_config *cfg, const sb_plan *plan, int quiet,
+                           sb_cli_sweep_tally *tally, sb_error *err);
 
 #endif

@@ -51,6 +51,7 @@ static void test_version(void **state)
     assert_int_equal(offsetof(sb_train_settings, progress), 0);
     assert_int_equal(offsetof(sb_train_settings, world_rank), 5 * sizeof(any_fn) + sizeof(void *));
     assert_int_equal(sizeof(sb_plan_settings), sizeof(any_fn) + sizeof(void *));
+    assert_int_equal(sizeof(sb_sweep_settings), 2 * sizeof(any_fn) + sizeof(void *));
     assert_int_equal(sb_api_struct_size("sb_external_run"), sizeof(sb_external_run));
     assert_int_equal(sb_api_struct_size("sb_report_outcome"), sizeof(sb_report_outcome));
     assert_int_equal(sb_api_struct_size("sb_no_such_struct"), 0);
@@ -1202,21 +1203,29 @@ static void test_sweep_run(void **state)
     sb_sweep *s = NULL;
     assert_int_equal(sb_sweep_load(path, &s, &err), SB_OK);
 
-    sb_sweep_run_options opts = {.workers = 2, .threads = 1, .results = results};
-    assert_error(sb_sweep_run(s, &opts, NULL, NULL, &err), &err, SB_ERR_INVALID, "worker_exe");
-    opts.workers = -1;
-    opts.worker_exe = worker_exe;
-    assert_error(sb_sweep_run(s, &opts, NULL, NULL, &err), &err, SB_ERR_INVALID, "workers");
+    /* the sweep reads its keys from a configuration; the callbacks are the settings */
+    sb_config *cfg = NULL;
+    assert_int_equal(sb_config_create(&cfg, &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "workers", "2", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "threads", "1", &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "results", results, &err), SB_OK);
+    assert_error(sb_sweep_run(s, NULL, 0, cfg, NULL, NULL, NULL, NULL, &err), &err, SB_ERR_INVALID,
+                 "worker_exe");
+    assert_error(sb_config_set_key(cfg, "workers", "-1", &err), &err, SB_ERR_INVALID, "workers");
+    assert_int_equal(sb_config_set_key(cfg, "results", "", &err), SB_OK);
+    assert_error(sb_sweep_run(s, NULL, 0, cfg, "/bin/true", NULL, NULL, NULL, &err), &err,
+                 SB_ERR_INVALID, "results folder");
+    assert_int_equal(sb_config_set_key(cfg, "results", results, &err), SB_OK);
     if (worker_exe == NULL) { /* run without the CLI's path: only the checks above */
+        sb_config_free(cfg);
         sb_sweep_free(s);
         return;
     }
     sweep_seen seen = {0};
-    opts.workers = 2;
-    opts.on_update = on_update;
-    opts.user = &seen;
+    const sb_sweep_settings settings = {.on_update = on_update, .user = &seen};
     int done = -1, failed = -1;
-    assert_int_equal(sb_sweep_run(s, &opts, &done, &failed, &err), SB_OK);
+    assert_int_equal(sb_sweep_run(s, NULL, 0, cfg, worker_exe, &settings, &done, &failed, &err),
+                     SB_OK);
     assert_int_equal(done, 2);
     assert_int_equal(failed, 0);
     assert_int_equal(seen.started, 2);
@@ -1226,7 +1235,8 @@ static void test_sweep_run(void **state)
     assert_int_equal(seen.unplaced, 0);
     /* again: both finished in the database, nothing starts */
     memset(&seen, 0, sizeof seen);
-    assert_int_equal(sb_sweep_run(s, &opts, &done, &failed, &err), SB_OK);
+    assert_int_equal(sb_sweep_run(s, NULL, 0, cfg, worker_exe, &settings, &done, &failed, &err),
+                     SB_OK);
     assert_int_equal(seen.started, 0);
     assert_int_equal(seen.ended, 2);
     assert_int_equal(done, 0);
@@ -1235,13 +1245,15 @@ static void test_sweep_run(void **state)
     int64_t one[1] = {1};
     char db[700];
     snprintf(db, sizeof db, "%s/other.db", dir);
-    opts.db = db;
-    opts.runs = one;
-    opts.n_runs = 1;
-    assert_int_equal(sb_sweep_run(s, &opts, &done, &failed, &err), SB_OK);
+    assert_int_equal(sb_config_set_key(cfg, "db", db, &err), SB_OK);
+    assert_int_equal(sb_sweep_run(s, one, 1, cfg, worker_exe, &settings, &done, &failed, &err),
+                     SB_OK);
     assert_int_equal(seen.started, 1);
     assert_int_equal(seen.ended, 1);
     assert_int_equal(done, 1);
+    struct stat st_db;
+    assert_int_equal(stat(db, &st_db), 0);
+    sb_config_free(cfg);
     sb_sweep_free(s);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -322,18 +322,18 @@ static void test_big_grids(void **state)
     sb_sweep_selection_free(sel);
 
     /* sb_sweep_run without a selection takes the same cap, before anything is allocated */
-    sb_sweep_run_options run = {.worker_exe = binary};
-    assert_int_equal(sb_sweep_run(s, &run, NULL, NULL, &err), SB_ERR_INVALID);
+    assert_int_equal(sb_sweep_run(s, NULL, 0, NULL, binary, NULL, NULL, NULL, &err),
+                     SB_ERR_INVALID);
     if (strstr(err.msg, "has 1000000000 runs, more than the 10000000 one sweep takes") == NULL ||
-        strstr(err.msg, "opts->runs") == NULL)
+        strstr(err.msg, "pass a selection in runs") == NULL)
         fail_msg("sb_sweep_run's cap: '%s'", err.msg);
     int64_t outside[] = {0, 1000000000};
-    run.runs = outside;
-    run.n_runs = 2;
-    assert_int_equal(sb_sweep_run(s, &run, NULL, NULL, &err), SB_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "opts->runs[1] = 1000000000 is outside the grid"));
-    run.n_runs = SB_SWEEP_MAX_RUNS + 1;
-    assert_int_equal(sb_sweep_run(s, &run, NULL, NULL, &err), SB_ERR_INVALID);
+    assert_int_equal(sb_sweep_run(s, outside, 2, NULL, binary, NULL, NULL, NULL, &err),
+                     SB_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "runs[1] = 1000000000 is outside the grid"));
+    assert_int_equal(
+        sb_sweep_run(s, outside, SB_SWEEP_MAX_RUNS + 1, NULL, binary, NULL, NULL, NULL, &err),
+        SB_ERR_INVALID);
     sb_sweep_free(s);
 
     /* 10^18 runs: counted exactly, refused with both sizes */
