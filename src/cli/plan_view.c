@@ -44,8 +44,7 @@ sb_plan *sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *se
     }
     sb_plan *p = NULL;
     sb_error err = {0};
-    if (plan_cached(s, sel, NULL, workers > 0 ? workers : 1, threads > 0 ? threads : 1, &p, &err) !=
-        SB_OK) {
+    if (plan_cached(s, sel, NULL, workers > 0 ? workers : 1, threads, &p, &err) != SB_OK) {
         printf("plan: not made: %s\n", err.msg);
         return NULL;
     }

@@ -10,10 +10,10 @@
 #include "selectivbench/selectivbench.h"
 
 /* `sweep`'s line before it starts: the plan's core-hours, its wall time on `workers`
- * workers of `threads` threads in the sweep's order and the largest run's peak memory, from
- * the cached calibrations (nothing is measured: what the cache lacks is costed at a FLOP
- * rate, and the line says so). Returns the plan (the sweep's ETA reads its runs' seconds;
- * freed with sb_plan_free), NULL when none was made. */
+ * workers of `threads` threads (0: the cores divided among the workers) in the sweep's order and
+ * the largest run's peak memory, from the cached calibrations (nothing is measured: what the cache
+ * lacks is costed at a FLOP rate, and the line says so). Returns the plan (the sweep's ETA reads
+ * its runs' seconds; freed with sb_plan_free), NULL when none was made. */
 sb_plan *sb_cli_plan_print_total(const sb_sweep *s, const sb_sweep_selection *sel, int workers,
                                  int threads);
 

@@ -20,38 +20,22 @@
 #include "exp/plan.h"
 #include "exp/sweep.h"
 #include "exp/sweep_exec.h"
+#include "exp/task_set.h"
 #include "model/model.h"
 #include "task/ceiling.h"
 #include "tensor/gemm_engine.h"
 #include "train/run_setup.h"
 #include "train/trainer.h"
 
-/* Samples whose frames give a split's mean frames per sample (as sb_sweep_estimate_cost). */
-#define PLAN_SAMPLES 64
-/* The memory budget the trainer sizes --grad_acc -1 by (its default). */
-#define PLAN_MEM_BUDGET_GB 4.0
-
-/* One distinct task of the selection, built once. */
-typedef struct plan_task {
-    char key[17]; /* sb_ceiling_hash */
-    sb_task *task;
-    double build_s;                      /* seconds sb_task_create took */
-    int64_t train_samples, test_samples; /* test_samples: the test and validation splits */
-    int64_t test_split_samples;          /* the test split alone (a curve point reads it) */
-    double train_frames, test_frames;    /* mean frames per sample of each split */
-    int train_max_frames;                /* the longest of the first training samples */
-} plan_task;
-
 /* What a calibration needs to be measured: one run of its shape. */
 typedef struct plan_shape {
     sb_run_config cfg;
-    int task; /* index into the tasks */
+    int task; /* index into the task set */
     int micro, acc;
 } plan_shape;
 
 typedef struct plan_build {
-    plan_task *tasks;
-    int n_tasks, cap_tasks;
+    sb_task_set tasks;  /* the selection's distinct tasks, each built once */
     plan_shape *shapes; /* parallel to the plan's calibrations */
     int cap_shapes;
     int64_t cap_runs;
@@ -182,74 +166,6 @@ done:
 
 /* ---- tasks and shapes ------------------------------------------------------------------- */
 
-static sb_status mean_frames(const sb_task *task, sb_split split, double *mean, int *longest,
-                             sb_error *err)
-{
-    int64_t n = sb_task_split_size(task, split);
-    if (n > PLAN_SAMPLES)
-        n = PLAN_SAMPLES;
-    sb_sample sample;
-    memset(&sample, 0, sizeof sample);
-    sb_status st = sb_sample_alloc(task, &sample, err);
-    double frames = 0.0;
-    int most = 0;
-    for (int64_t i = 0; st == SB_OK && i < n; i++) {
-        st = sb_task_sample(task, split, i, &sample, err);
-        frames += sample.n_frames;
-        if (sample.n_frames > most)
-            most = sample.n_frames;
-    }
-    sb_sample_free(&sample);
-    *mean = n > 0 ? frames / (double)n : 0.0;
-    if (longest != NULL)
-        *longest = most;
-    return st;
-}
-
-/* The task of tc: built now or found among those built before (index in *out). */
-static sb_status task_find(plan_build *b, const sb_task_config *tc, int *out, sb_error *err)
-{
-    sb_ceiling_options opt = sb_ceiling_options_default();
-    char key[17];
-    sb_ceiling_hash(tc, &opt, key);
-    for (int i = 0; i < b->n_tasks; i++)
-        if (strcmp(b->tasks[i].key, key) == 0) {
-            *out = i;
-            return SB_OK;
-        }
-    if (b->n_tasks == b->cap_tasks) {
-        int cap = b->cap_tasks > 0 ? 2 * b->cap_tasks : 8;
-        plan_task *grown = realloc(b->tasks, (size_t)cap * sizeof *grown);
-        if (grown == NULL)
-            return sb_error_set(err, SB_ERR_NOMEM, "out of memory planning a sweep");
-        b->tasks = grown;
-        b->cap_tasks = cap;
-    }
-    plan_task *t = &b->tasks[b->n_tasks];
-    memset(t, 0, sizeof *t);
-    memcpy(t->key, key, sizeof key);
-    double t0 = sb_time_now();
-    sb_status st = sb_task_create(tc, &t->task, err);
-    if (st != SB_OK)
-        return st;
-    t->build_s = sb_time_now() - t0;
-    t->train_samples = sb_task_split_size(t->task, SB_SPLIT_TRAIN);
-    /* every evaluation reads the test and the validation split, drawn alike (the test's
-     * lengths and gap): their frames are counted together */
-    t->test_split_samples = sb_task_split_size(t->task, SB_SPLIT_TEST);
-    t->test_samples =
-        sb_task_split_size(t->task, SB_SPLIT_TEST) + sb_task_split_size(t->task, SB_SPLIT_VALID);
-    st = mean_frames(t->task, SB_SPLIT_TRAIN, &t->train_frames, &t->train_max_frames, err);
-    if (st == SB_OK)
-        st = mean_frames(t->task, SB_SPLIT_TEST, &t->test_frames, NULL, err);
-    if (st != SB_OK) {
-        sb_task_free(t->task);
-        return st;
-    }
-    *out = b->n_tasks++;
-    return SB_OK;
-}
-
 /* Forward FLOPs per frame of a model on samples of `frames` frames (mean). */
 static double frame_flops(const sb_model_config *mc, double frames)
 {
@@ -261,8 +177,8 @@ static double frame_flops(const sb_model_config *mc, double frames)
 static sb_status shape_find(sb_plan *p, plan_build *b, const sb_run_config *cfg, int task,
                             int threads, int *out, sb_error *err)
 {
-    const plan_task *t = &b->tasks[task];
-    int acc = sb_train_grad_acc(cfg, t->task, PLAN_MEM_BUDGET_GB);
+    const sb_set_task *t = &b->tasks.list[task];
+    int acc = sb_train_grad_acc(cfg, t->task, cfg->rt.mem_budget); /* as its train would */
     int micro = cfg->batch_size / acc > 0 ? cfg->batch_size / acc : 1;
     sb_model_config mc = sb_run_config_model(cfg, t->task->n_inputs, t->task->grammar->d_output);
     /* the shape leaves out the inputs, the classes and the exact frames per sample (a
@@ -312,7 +228,7 @@ static sb_status shape_find(sb_plan *p, plan_build *b, const sb_run_config *cfg,
 }
 
 /* Run cfg's frames, evaluations, FLOPs and memory (its seconds come later). */
-static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const plan_task *t,
+static sb_status run_fill(sb_plan_run *r, const sb_run_config *cfg, const sb_set_task *t,
                           const plan_shape *sh, double *train_fpf, double *eval_fpf, sb_error *err)
 {
     sb_model_config mc = sb_run_config_model(cfg, t->task->n_inputs, t->task->grammar->d_output);
@@ -423,7 +339,7 @@ static sb_status calibrate_all(sb_plan *p, plan_build *b, const sb_plan_options 
     for (int i = 0; st == SB_OK && i < p->n_calibrations; i++) {
         sb_plan_calibration *c = &p->calibrations[i];
         const plan_shape *sh = &b->shapes[i];
-        const plan_task *t = &b->tasks[sh->task];
+        const sb_set_task *t = &b->tasks.list[sh->task];
         const sb_plan_calibration *hit =
             o->recalibrate ? NULL : sb_plan_cache_find(&cache, p->machine, cal_threads, c->key);
         if (hit != NULL) {
@@ -582,7 +498,7 @@ static sb_status plan_add_run(sb_plan *p, plan_build *b, const sb_run_config *cf
 {
     int task = 0, cal = 0;
     sb_status st;
-    if ((st = task_find(b, &cfg->task, &task, err)) != SB_OK ||
+    if ((st = sb_task_set_find(&b->tasks, &cfg->task, &task, err)) != SB_OK ||
         (st = shape_find(p, b, cfg, task, threads, &cal, err)) != SB_OK ||
         (st = runs_grow(p, b, err)) != SB_OK)
         return st;
@@ -593,7 +509,7 @@ static sb_status plan_add_run(sb_plan *p, plan_build *b, const sb_run_config *cf
     sb_run_config_hash(cfg, 1, b->train_hash[p->n_runs]);
     snprintf(r->model, sizeof r->model, "%s", cfg->model);
     r->calibration = cal;
-    if ((st = run_fill(r, cfg, &b->tasks[task], &b->shapes[cal], &b->fpf[p->n_runs][0],
+    if ((st = run_fill(r, cfg, &b->tasks.list[task], &b->shapes[cal], &b->fpf[p->n_runs][0],
                        &b->fpf[p->n_runs][1], err)) != SB_OK)
         return st;
     p->n_runs++;
@@ -620,9 +536,7 @@ static sb_status plan_finish(sb_plan *p, plan_build *b, const sb_plan_options *o
         link_dependencies(p, b, NULL);
         st = plan_schedule_runs(p, err);
     }
-    for (int i = 0; i < b->n_tasks; i++)
-        sb_task_free(b->tasks[i].task);
-    free(b->tasks);
+    sb_task_set_free(&b->tasks);
     free(b->shapes);
     free(b->train_hash);
     free(b->fpf);
