@@ -14,15 +14,20 @@
 #include "exp/sweep.h"
 #include "exp/sweep_exec.h"
 
+/* Run k is not a run of the grid. */
+static sb_status outside_grid(const sb_sweep *s, int64_t k, sb_error *err)
+{
+    return sb_error_set(err, SB_ERR_INVALID, "sweep file '%s': run %lld is outside [0, %lld)",
+                        s->path, (long long)k, (long long)sb_sweep_count(s));
+}
+
 sb_status sb_sweep_config(const sb_sweep *s, int64_t k, sb_config **out, sb_error *err)
 {
     SB_API_REQUIRE(out, err);
     *out = NULL;
     SB_API_REQUIRE(s, err);
-    int64_t n_runs = sb_sweep_count(s);
-    if (k < 0 || k >= n_runs)
-        return sb_error_set(err, SB_ERR_INVALID, "sweep file '%s': run %lld is outside [0, %lld)",
-                            s->path, (long long)k, (long long)n_runs);
+    if (k < 0 || k >= sb_sweep_count(s))
+        return outside_grid(s, k, err);
     sb_run_config run;
     sb_status st = sb_sweep_run_config(s, k, &run, err);
     if (st != SB_OK)
@@ -35,10 +40,8 @@ sb_status sb_sweep_check_run(const sb_sweep *s, int64_t k, sb_config **out, sb_e
     if (out != NULL)
         *out = NULL;
     SB_API_REQUIRE(s, err);
-    int64_t n_runs = sb_sweep_count(s);
-    if (k < 0 || k >= n_runs)
-        return sb_error_set(err, SB_ERR_INVALID, "sweep file '%s': run %lld is outside [0, %lld)",
-                            s->path, (long long)k, (long long)n_runs);
+    if (k < 0 || k >= sb_sweep_count(s))
+        return outside_grid(s, k, err);
     sb_run_config run;
     int built = 0;
     sb_status st = sb_sweep_run_validate(s, k, &run, &built, err);

@@ -236,3 +236,44 @@ int sb_run_with_settings(const char *cmd, const char *const *presets,
     sb_config_free(cfg);
     return rc;
 }
+
+int sb_cli_checkpoint_flags(const char *cmd, const char *arg, sb_option *opts, int n_opts, int argc,
+                            char **argv, sb_config *cfg, char *ckpt, size_t size, char run_id[17])
+{
+    sb_config *recorded = NULL;
+    sb_error err = {0};
+    int rc = sb_cli_run_or_checkpoint(cmd, arg, argc, argv, ckpt, size, run_id, &recorded);
+    if (rc >= 0)
+        return rc;
+    /* the recorded configuration, then the flags set its keys by name */
+    sb_status st = recorded != NULL ? SB_OK : sb_checkpoint_config(ckpt, &recorded, &err);
+    if (st == SB_OK)
+        st = sb_config_assign(cfg, recorded, &err);
+    sb_config_free(recorded);
+    if (st != SB_OK && st != SB_ERR_INVALID) /* missing or corrupt file */
+        return sb_cli_fail(cmd, &err);
+    /* parse from argv[3]: shift so that sb_cli_parse's first argument is argv[3] */
+    return sb_cli_parse(cmd, "RUN|CKPT [flags]", opts, n_opts, argc - 1, argv + 1, NULL, 0, NULL);
+}
+
+int sb_cli_db_exists(const char *cmd, const char *db_path)
+{
+    FILE *probe = fopen(db_path, "rb");
+    if (probe != NULL) {
+        fclose(probe);
+        return -1;
+    }
+    sb_error err = {0};
+    sb_error_set(&err, SB_ERR_IO,
+                 "no results database at '%s' (train or sweep first, or give --db PATH)", db_path);
+    return sb_cli_fail(cmd, &err);
+}
+
+void sb_cli_json_count(sb_jw *j, const char *key, int64_t v)
+{
+    sb_jw_key(j, key);
+    if (v >= 0)
+        sb_jw_int(j, v);
+    else
+        sb_jw_null(j);
+}

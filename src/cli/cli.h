@@ -38,6 +38,20 @@ int sb_cli_checkpoint_help(const char *cmd, const char *usage, sb_option *opts, 
 int sb_cli_run_or_checkpoint(const char *cmd, const char *arg, int argc, char **argv, char *ckpt,
                              size_t size, char run_id[17], sb_config **run_config);
 
+/* `eval RUN|CKPT [flags]`, `probe RUN|CKPT [flags]`: the checkpoint found as
+ * sb_cli_run_or_checkpoint finds it, cfg set to its recorded configuration (a missing or
+ * corrupt file is the error), then the flags after arg parsed into opts (they set cfg's keys
+ * by name). Returns -1 to go on, else the exit code (an error line printed). */
+int sb_cli_checkpoint_flags(const char *cmd, const char *arg, sb_option *opts, int n_opts, int argc,
+                            char **argv, sb_config *cfg, char *ckpt, size_t size, char run_id[17]);
+
+/* JSON: key, then v, or null when v is negative (a count or index not recorded). */
+void sb_cli_json_count(sb_jw *j, const char *key, int64_t v);
+
+/* Returns -1 when the results database db_path exists, else prints that there is none (and
+ * how to make one) and returns the exit code. */
+int sb_cli_db_exists(const char *cmd, const char *db_path);
+
 /* The --threads flag: applies it (0 = all cores) and returns the thread count. */
 int sb_cli_threads(int requested);
 

@@ -36,20 +36,8 @@ static int eval_with_flags(sb_run_flags *rf, int argc, char **argv)
         return sb_cli_checkpoint_help("eval", usage, opts, n, argc, argv);
     /* a run id names a run of the results database: its checkpoint and configuration */
     char ckpt[4096], run_id[17];
-    sb_config *recorded = NULL;
-    int rc =
-        sb_cli_run_or_checkpoint("eval", arg, argc, argv, ckpt, sizeof ckpt, run_id, &recorded);
-    if (rc >= 0)
-        return rc;
-    /* the recorded configuration, then the flags set its keys by name */
-    sb_status st = recorded != NULL ? SB_OK : sb_checkpoint_config(ckpt, &recorded, &err);
-    if (st == SB_OK)
-        st = sb_config_assign(rf->config, recorded, &err);
-    sb_config_free(recorded);
-    if (st != SB_OK && st != SB_ERR_INVALID) /* missing or corrupt file */
-        return sb_cli_fail("eval", &err);
-    /* parse from argv[3]: shift so that sb_cli_parse's first argument is argv[3] */
-    rc = sb_cli_parse("eval", "RUN|CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
+    int rc = sb_cli_checkpoint_flags("eval", arg, opts, n, argc, argv, rf->config, ckpt,
+                                     sizeof ckpt, run_id);
     if (rc >= 0)
         return rc;
     /* --db and --results were read from argv before the flags were parsed, to find a RUN

@@ -52,19 +52,8 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
         return sb_cli_checkpoint_help("probe", usage, opts, n, argc, argv);
     /* a run id names a run of the results database: its checkpoint and configuration */
     char ckpt[4096], run_id[17];
-    sb_config *recorded = NULL;
-    int rc =
-        sb_cli_run_or_checkpoint("probe", arg, argc, argv, ckpt, sizeof ckpt, run_id, &recorded);
-    if (rc >= 0)
-        return rc;
-    /* the recorded configuration, then the flags set its keys by name */
-    sb_status st = recorded != NULL ? SB_OK : sb_checkpoint_config(ckpt, &recorded, &err);
-    if (st == SB_OK)
-        st = sb_config_assign(rf->config, recorded, &err);
-    sb_config_free(recorded);
-    if (st != SB_OK && st != SB_ERR_INVALID) /* missing or corrupt file */
-        return sb_cli_fail("probe", &err);
-    rc = sb_cli_parse("probe", "RUN|CKPT [flags]", opts, n, argc - 1, argv + 1, NULL, 0, NULL);
+    int rc = sb_cli_checkpoint_flags("probe", arg, opts, n, argc, argv, rf->config, ckpt,
+                                     sizeof ckpt, run_id);
     if (rc >= 0)
         return rc;
     sb_cli_threads(sb_run_flag(rf->config, "threads"));
@@ -86,8 +75,9 @@ static int probe_with_flags(sb_run_flags *rf, int argc, char **argv)
     }
 
     char *json = NULL, *summary = NULL;
-    st = sb_probe_checkpoint(ckpt, cfg, dir, sb_run_flag(rf->config, "json") ? &json : NULL,
-                             sb_run_flag(rf->config, "json") ? NULL : &summary, &err);
+    sb_status st =
+        sb_probe_checkpoint(ckpt, cfg, dir, sb_run_flag(rf->config, "json") ? &json : NULL,
+                            sb_run_flag(rf->config, "json") ? NULL : &summary, &err);
     if (st == SB_OK && json != NULL)
         printf("%s\n", json);
     if (st == SB_OK && summary != NULL)

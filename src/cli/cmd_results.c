@@ -244,15 +244,9 @@ static int results_parse(int argc, char **argv, results_args *a)
 static int results_open(const char *db_path, sb_results **db)
 {
     sb_error err = {0};
-    FILE *probe = fopen(db_path, "rb");
-    if (probe == NULL) {
-        sb_error_set(&err, SB_ERR_IO,
-                     "no results database at '%s' (train or sweep first, or "
-                     "give --db PATH)",
-                     db_path);
-        return sb_cli_fail("results", &err);
-    }
-    fclose(probe);
+    int rc = sb_cli_db_exists("results", db_path);
+    if (rc >= 0)
+        return rc;
     /* a database we may not write is shown as it is, its missing yardsticks computed but
      * not stored */
     sb_status open_st = access(db_path, W_OK) == 0 ? sb_results_open(db_path, db, &err)

@@ -68,15 +68,9 @@ static int serve_parse(sb_config *cfg, int argc, char **argv, serve_args *a)
 static int check_database(const char *db_path)
 {
     sb_error err = {0};
-    FILE *probe = fopen(db_path, "rb");
-    if (probe == NULL) {
-        sb_error_set(&err, SB_ERR_IO,
-                     "no results database at '%s' (train or sweep first, or "
-                     "give --db PATH)",
-                     db_path);
-        return sb_cli_fail("serve", &err);
-    }
-    fclose(probe);
+    int rc = sb_cli_db_exists("serve", db_path);
+    if (rc >= 0)
+        return rc;
     sb_results *db = NULL;
     if (sb_results_open_readonly(db_path, &db, &err) != SB_OK)
         return sb_cli_fail("serve", &err);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/options.h"
 
 #define MAX_LIST 32 /* names in one --columns or --group */
@@ -628,11 +629,7 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
     } else {
         sb_jw_raw(j, config_json != NULL ? config_json : "{}");
     }
-    sb_jw_key(j, "params");
-    if (r->params >= 0)
-        sb_jw_int(j, r->params);
-    else
-        sb_jw_null(j);
+    sb_cli_json_count(j, "params", r->params);
     const char *mk[8] = {"test_acc", "test_loss",    "train_acc", "train_loss",
                          "wall_s",   "tokens_per_s", "valid_acc", "valid_loss"};
     double mv[8] = {r->test_acc, r->test_loss,    r->train_acc, r->train_loss,
@@ -652,30 +649,18 @@ static void print_json_run(sb_jw *j, const sb_result_row *r, const char *config_
         sb_jw_double(j, r->effective_memory);
     sb_jw_key(j, "flops_per_token");
     sb_jw_double(j, r->flops_per_token);
-    sb_jw_key(j, "state_size");
-    if (r->state_size >= 0)
-        sb_jw_int(j, r->state_size);
-    else
-        sb_jw_null(j);
+    sb_cli_json_count(j, "state_size", r->state_size);
     json_text_or_null(j, "finished_at", r->finished_at);
     sb_jw_key(j, "attempts");
     sb_jw_int(j, r->attempts);
     /* where it ran: the machine, the MPI rank of an MPI sweep (null otherwise), and the
      * ranks a data-parallel training used */
     json_text_or_null(j, "host", r->host);
-    sb_jw_key(j, "rank");
-    if (r->rank >= 0)
-        sb_jw_int(j, r->rank);
-    else
-        sb_jw_null(j);
+    sb_cli_json_count(j, "rank", r->rank);
     sb_jw_key(j, "world_size");
     sb_jw_int(j, r->world_size);
     /* what its bits depend on besides the configuration (null before schema 5) */
-    sb_jw_key(j, "threads");
-    if (r->threads >= 0)
-        sb_jw_int(j, r->threads);
-    else
-        sb_jw_null(j);
+    sb_cli_json_count(j, "threads", r->threads);
     json_text_or_null(j, "engine", r->engine);
     json_text_or_null(j, "fingerprint", r->fingerprint);
     json_text_or_null(j, "checkpoint", r->checkpoint);

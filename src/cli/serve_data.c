@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "cli/results_curves.h"
 #include "cli/serve.h"
 
@@ -120,11 +121,7 @@ void sb_serve_write_run_fields(sb_jw *j, const sb_result_row *r)
     sb_jw_string(j, r->protocol);
     sb_jw_key(j, "reason");
     sb_jw_string(j, r->reason);
-    sb_jw_key(j, "params");
-    if (r->params >= 0)
-        sb_jw_int(j, r->params);
-    else
-        sb_jw_null(j);
+    sb_cli_json_count(j, "params", r->params);
     write_number_or_null(j, "test_acc", r->test_acc);
     write_number_or_null(j, "test_loss", r->test_loss);
     write_number_or_null(j, "valid_acc", r->valid_acc);

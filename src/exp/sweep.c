@@ -541,6 +541,20 @@ void sb_sweep_args_free(char **argv)
     free(argv);
 }
 
+/* Appends run k's parameters as "--name=value" at argv[*n]; -1 when out of memory. */
+static int add_params(const sb_sweep *s, int64_t k, char **argv, int *n)
+{
+    for (int p = 0; p < s->n_params; p++) {
+        const sb_sweep_param *q = &s->params[p];
+        const char *v = q->values[sb_sweep_value_index(s, k, p)];
+        size_t len = strlen(q->name) + strlen(v) + 4;
+        if ((argv[*n] = malloc(len)) == NULL)
+            return -1;
+        snprintf(argv[(*n)++], len, "--%s=%s", q->name, v);
+    }
+    return 0;
+}
+
 sb_status sb_sweep_run_args(const sb_sweep *s, int64_t k, char ***out, int *argc, sb_error *err)
 {
     /* room for the command's items and the parameters at each ${args} (W&B repeats them
@@ -561,14 +575,8 @@ sb_status sb_sweep_run_args(const sb_sweep *s, int64_t k, char ***out, int *argc
             continue;
         if (strcmp(c, "${args}") == 0) {
             has_args = 1;
-            for (int p = 0; p < s->n_params; p++) {
-                const sb_sweep_param *q = &s->params[p];
-                const char *v = q->values[sb_sweep_value_index(s, k, p)];
-                size_t len = strlen(q->name) + strlen(v) + 4;
-                if ((argv[n] = malloc(len)) == NULL)
-                    goto nomem;
-                snprintf(argv[n++], len, "--%s=%s", q->name, v);
-            }
+            if (add_params(s, k, argv, &n) != 0)
+                goto nomem;
             continue;
         }
         if (strncmp(c, "${", 2) == 0) {
@@ -580,17 +588,9 @@ sb_status sb_sweep_run_args(const sb_sweep *s, int64_t k, char ***out, int *argc
         if ((argv[n++] = dup_str(c)) == NULL)
             goto nomem;
     }
-    if (!has_args) {
-        /* W&B's default command is ${env} ${interpreter} ${program} ${args} */
-        for (int p = 0; p < s->n_params; p++) {
-            const sb_sweep_param *q = &s->params[p];
-            const char *v = q->values[sb_sweep_value_index(s, k, p)];
-            size_t len = strlen(q->name) + strlen(v) + 4;
-            if ((argv[n] = malloc(len)) == NULL)
-                goto nomem;
-            snprintf(argv[n++], len, "--%s=%s", q->name, v);
-        }
-    }
+    /* W&B's default command is ${env} ${interpreter} ${program} ${args} */
+    if (!has_args && add_params(s, k, argv, &n) != 0)
+        goto nomem;
     argv[n] = NULL;
     *out = argv;
     *argc = n;
