@@ -1108,6 +1108,45 @@ double sb_plan_schedule(const double *seconds, const int64_t *after, int64_t n, 
 sb_status sb_sweep_run_flops(const sb_sweep *s, const sb_sweep_selection *sel, double *run_flops,
                              sb_error *err);
 
+/* ---- a sweep's queue: the order a coordinator hands runs out in (the MPI sweep's) ---- */
+
+typedef struct sb_sweep_queue sb_sweep_queue;
+
+typedef enum sb_queue_state { SB_QUEUE_PENDING, SB_QUEUE_RUNNING, SB_QUEUE_SETTLED } sb_queue_state;
+
+/* One run of a queue. */
+typedef struct sb_queued_run {
+    int64_t run;         /* its index in the grid */
+    double flops;        /* its training FLOPs (sb_sweep_run_flops) */
+    char hash[17];       /* its run hash ("" when its configuration does not build: a worker
+                            refuses it) */
+    char train_hash[17]; /* its weights' name: runs evaluating the same weights share it */
+    char model[32];
+    int pretrained; /* --test_pretrained: evaluates the weights of train_hash */
+    sb_queue_state state;
+} sb_queued_run;
+
+/* The runs of sel that db does not hold as finished (*skipped: those it does; may be NULL),
+ * largest training FLOPs first, the grid's order among equals, so that a long run does not
+ * start last. A run that evaluates saved weights waits while their checkpoint
+ * (RESULTS/checkpoints/TRAIN_HASH.safetensors of the folder `results`) is missing and a run
+ * of the queue that trains them is not settled. *out is freed with sb_sweep_queue_free.
+ * Errors: those of sb_sweep_run_flops, SB_ERR_NOMEM. */
+sb_status sb_sweep_queue_make(const sb_sweep *s, const sb_sweep_selection *sel, sb_results *db,
+                              const char *results, sb_sweep_queue **out, int *skipped,
+                              sb_error *err);
+int64_t sb_sweep_queue_size(const sb_sweep_queue *q);
+/* Run i of the queue (0 <= i < size), or NULL. */
+const sb_queued_run *sb_sweep_queue_run(const sb_sweep_queue *q, int64_t i);
+/* The queue index of the grid's run k, -1 when it is not queued. */
+int64_t sb_sweep_queue_find(const sb_sweep_queue *q, int64_t k);
+/* The next run to hand out: the first pending run that need not wait; -1 when none can go now
+ * (*blocked, when not NULL: 1 when some pending run waits for another still to train). */
+int64_t sb_sweep_queue_next(const sb_sweep_queue *q, int *blocked);
+/* Run i handed out (RUNNING), or ended whatever its outcome (SETTLED). */
+void sb_sweep_queue_set(sb_sweep_queue *q, int64_t i, sb_queue_state state);
+void sb_sweep_queue_free(sb_sweep_queue *q);
+
 /* Whether the grid has a parameter of this name. */
 int sb_sweep_has_param(const sb_sweep *s, const char *name);
 

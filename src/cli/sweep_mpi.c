@@ -54,16 +54,9 @@
 
 /* ---- the coordinator ---------------------------------------------------------------- */
 
-typedef enum { RUN_PENDING, RUN_RUNNING, RUN_SETTLED } run_state;
-
+/* What the coordinator keeps of a queued run beside the queue (sb_sweep_queue: which run
+ * goes next), by the queue's index. */
 typedef struct mpi_run {
-    int64_t k;
-    double flops;
-    char hash[17];
-    char train_hash[17]; /* its weights' file name: runs evaluating them share it */
-    char model[32];
-    int pretrained; /* --test_pretrained: evaluates the weights of train_hash */
-    run_state state;
     int rank;
     double started;
     progress_msg last;
@@ -72,7 +65,8 @@ typedef struct mpi_run {
 typedef struct coordinator {
     const sb_mpi_sweep *job;
     sb_results *db;
-    mpi_run *runs;
+    sb_sweep_queue *queue; /* the runs to hand out, largest first (the library's policy) */
+    mpi_run *runs;         /* [n_runs], by queue index */
     int64_t n_runs;
     int n_workers; /* ranks that ask for runs: every rank but 0, or each team's leader */
     int world;     /* the world's size: ranks 1..world-1 work */
@@ -88,95 +82,28 @@ typedef struct coordinator {
     double t0, next_status;
 } coordinator;
 
-/* Whether run i must wait: it evaluates weights (task 4) that are not there yet and that a
- * run of this sweep still has to train. */
-static int must_wait(const coordinator *c, int64_t i)
-{
-    const mpi_run *r = &c->runs[i];
-    if (!r->pretrained)
-        return 0;
-    char ckpt[4200];
-    snprintf(ckpt, sizeof ckpt, "%s/checkpoints/%s.safetensors", c->job->results, r->train_hash);
-    if (sb_file_exists(ckpt))
-        return 0;
-    for (int64_t j = 0; j < c->n_runs; j++)
-        if (!c->runs[j].pretrained && c->runs[j].state != RUN_SETTLED &&
-            strcmp(c->runs[j].train_hash, r->train_hash) == 0)
-            return 1;
-    return 0;
-}
-
-/* The next run to hand out (runs[] is ordered largest first): -1 when none can go now;
- * *blocked: some wait for a running run. */
-static int64_t next_pending(const coordinator *c, int *blocked)
-{
-    *blocked = 0;
-    for (int64_t i = 0; i < c->n_runs; i++) {
-        if (c->runs[i].state != RUN_PENDING)
-            continue;
-        if (must_wait(c, i)) {
-            *blocked = 1;
-            continue;
-        }
-        return i;
-    }
-    return -1;
-}
-
-static int cmp_flops_desc(const void *a, const void *b)
-{
-    const mpi_run *x = a, *y = b;
-    if (x->flops != y->flops)
-        return x->flops > y->flops ? -1 : 1;
-    return x->k < y->k ? -1 : x->k > y->k; /* the grid's order among equals */
-}
-
-/* Lists the selected runs that are not finished, with their costs. */
+/* The selected runs that are not finished, largest first (sb_sweep_queue_make). */
 static sb_status list_runs(coordinator *c, sb_error *err)
 {
-    const sb_mpi_sweep *job = c->job;
-    int64_t n_sel = sb_sweep_selection_size(job->sel);
-    double *flops = calloc((size_t)(n_sel > 0 ? n_sel : 1), sizeof *flops);
-    c->runs = calloc((size_t)(n_sel > 0 ? n_sel : 1), sizeof *c->runs);
-    if (flops == NULL || c->runs == NULL) {
-        free(flops);
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %lld runs", (long long)n_sel);
-    }
-    sb_status st = sb_sweep_run_flops(job->sweep, job->sel, flops, err);
-    for (int64_t i = 0; st == SB_OK && i < n_sel; i++) {
-        int64_t k = sb_sweep_selection_run(job->sel, i);
-        sb_config *cfg = NULL;
-        sb_error why = {0};
-        mpi_run r = {.k = k, .flops = flops[i], .rank = -1};
-        if (sb_sweep_config(job->sweep, k, &cfg, &why) == SB_OK) {
-            char text[64] = "";
-            sb_config_run_hash(cfg, r.hash);
-            sb_config_training_hash(cfg, r.train_hash);
-            if (sb_config_get_key(cfg, "model", text, sizeof text, &why) == SB_OK)
-                snprintf(r.model, sizeof r.model, "%s", text);
-            if (sb_config_get_key(cfg, "test_pretrained", text, sizeof text, &why) == SB_OK)
-                (void)sb_config_parse_bool(text, &r.pretrained);
-            sb_config_free(cfg);
-            sb_result_row row;
-            int found = 0;
-            if (sb_results_find(c->db, r.hash, &row, &found, &why) == SB_OK && found &&
-                row.status == SB_RUN_FINISHED) {
-                c->skipped++;
-                continue;
-            }
-        } /* a run whose configuration cannot be built goes to a worker, which refuses it */
-        c->runs[c->n_runs++] = r;
-    }
-    free(flops);
-    qsort(c->runs, (size_t)c->n_runs, sizeof *c->runs, cmp_flops_desc);
-    return st;
+    sb_status st = sb_sweep_queue_make(c->job->sweep, c->job->sel, c->db, c->job->results,
+                                       &c->queue, &c->skipped, err);
+    if (st != SB_OK)
+        return st;
+    c->n_runs = sb_sweep_queue_size(c->queue);
+    c->runs = calloc((size_t)(c->n_runs > 0 ? c->n_runs : 1), sizeof *c->runs);
+    if (c->runs == NULL)
+        return sb_error_set(err, SB_ERR_NOMEM, "out of memory listing %lld runs",
+                            (long long)c->n_runs);
+    for (int64_t i = 0; i < c->n_runs; i++)
+        c->runs[i].rank = -1;
+    return SB_OK;
 }
 
 /* Hands run i to `rank` with its seed; returns 0, or -1 when it could not be sent (the run
  * stays pending). */
 static int hand_out(coordinator *c, int64_t i, int rank, sb_error *err)
 {
-    mpi_run *r = &c->runs[i];
+    const sb_queued_run *r = sb_sweep_queue_run(c->queue, i);
     char seed[4200];
     snprintf(seed, sizeof seed, "%s/seed-%s-%d.db", c->seed_dir, r->hash[0] ? r->hash : "none",
              rank);
@@ -191,21 +118,22 @@ static int hand_out(coordinator *c, int64_t i, int rank, sb_error *err)
     sb_seed_remove(seed);
     if (st != SB_OK)
         return -1;
-    run_head head = {.run = r->k, .seed_len = (int64_t)len};
+    run_head head = {.run = r->run, .seed_len = (int64_t)len};
     int rc = sb_mpi_send_two(rank, TAG_RUN, &head, sizeof head, bytes, len);
     free(bytes);
     if (rc != 0) {
-        sb_error_set(err, SB_ERR_RUNTIME, "cannot send run %lld to rank %d", (long long)r->k, rank);
+        sb_error_set(err, SB_ERR_RUNTIME, "cannot send run %lld to rank %d", (long long)r->run,
+                     rank);
         return -1;
     }
-    r->state = RUN_RUNNING;
-    r->rank = rank;
-    r->started = sb_clock_seconds();
-    r->last.step = -1;
+    sb_sweep_queue_set(c->queue, i, SB_QUEUE_RUNNING);
+    c->runs[i].rank = rank;
+    c->runs[i].started = sb_clock_seconds();
+    c->runs[i].last.step = -1;
     c->running++;
     if (!c->job->quiet)
-        printf("#%lld %s %s: started on rank %d (%s)%s\n", (long long)r->k, r->model, r->hash, rank,
-               c->hosts[rank], found ? ", continuing its record" : "");
+        printf("#%lld %s %s: started on rank %d (%s)%s\n", (long long)r->run, r->model, r->hash,
+               rank, c->hosts[rank], found ? ", continuing its record" : "");
     return 0;
 }
 
@@ -214,12 +142,12 @@ static int hand_out(coordinator *c, int64_t i, int rank, sb_error *err)
 static void serve_idle(coordinator *c, int rank, sb_error *err)
 {
     int blocked = 0;
-    int64_t i = c->sig == 0 ? next_pending(c, &blocked) : -1;
+    int64_t i = c->sig == 0 ? sb_sweep_queue_next(c->queue, &blocked) : -1;
     if (i >= 0 && hand_out(c, i, rank, err) == 0)
         return;
     if (i >= 0) { /* could not hand it out: report, and let the rank go */
         fprintf(stderr, "selectivbench sweep: error: %s\n", err->msg);
-        c->runs[i].state = RUN_SETTLED;
+        sb_sweep_queue_set(c->queue, i, SB_QUEUE_SETTLED);
         c->failed++;
     }
     if (blocked && c->sig == 0) {
@@ -228,15 +156,6 @@ static void serve_idle(coordinator *c, int rank, sb_error *err)
     }
     MPI_Send(NULL, 0, MPI_BYTE, rank, TAG_STOP, MPI_COMM_WORLD);
     c->stopped++;
-}
-
-/* Finds the run with grid index k among the listed ones (-1: none). */
-static int64_t find_run(const coordinator *c, int64_t k)
-{
-    for (int64_t i = 0; i < c->n_runs; i++)
-        if (c->runs[i].k == k)
-            return i;
-    return -1;
 }
 
 /* Counts an outcome of a run. */
@@ -261,11 +180,11 @@ static void take_done(coordinator *c, int rank, const char *msg, int len)
     memcpy(&head, msg, sizeof head);
     head.reason[sizeof head.reason - 1] = '\0';
     head.host[sizeof head.host - 1] = '\0';
-    int64_t i = find_run(c, head.run);
+    int64_t i = sb_sweep_queue_find(c->queue, head.run);
     if (i < 0 || head.seed_len < 0 || (size_t)head.seed_len != (size_t)len - sizeof head)
         return;
-    mpi_run *r = &c->runs[i];
-    r->state = RUN_SETTLED;
+    const sb_queued_run *r = sb_sweep_queue_run(c->queue, i);
+    sb_sweep_queue_set(c->queue, i, SB_QUEUE_SETTLED);
     c->running--;
     sb_error err = {0};
     char path[4200];
@@ -289,17 +208,18 @@ static void take_done(coordinator *c, int rank, const char *msg, int len)
             ? (sb_sweep_outcome)head.outcome
             : SB_SWEEP_FAILED;
     if (st != SB_OK) {
-        fprintf(stderr, "selectivbench sweep: error: run %lld from rank %d: %s\n", (long long)r->k,
-                rank, err.msg);
+        fprintf(stderr, "selectivbench sweep: error: run %lld from rank %d: %s\n",
+                (long long)r->run, rank, err.msg);
         outcome = SB_SWEEP_FAILED;
     }
     count_outcome(c, outcome);
     if (!c->job->quiet) {
-        printf("#%lld %s %s: %s", (long long)r->k, r->model, r->hash,
+        printf("#%lld %s %s: %s", (long long)r->run, r->model, r->hash,
                sb_sweep_outcome_name(outcome));
         if (!isnan(head.test_acc))
             printf(", test %.4f", head.test_acc);
-        printf(" (rank %d on %s, %.0f s)", rank, head.host, sb_clock_seconds() - r->started);
+        printf(" (rank %d on %s, %.0f s)", rank, head.host,
+               sb_clock_seconds() - c->runs[i].started);
         if (head.reason[0] != '\0' && outcome != SB_SWEEP_DONE)
             printf(": %s", head.reason);
         printf("\n");
@@ -328,9 +248,9 @@ static void print_status(coordinator *c)
            c->job->label, settled, (long long)c->n_runs, c->done, c->failed, c->skipped, c->running,
            workers_text(c, workers, sizeof workers), sb_clock_seconds() - c->t0);
     for (int64_t i = 0; i < c->n_runs; i++)
-        if (c->runs[i].state == RUN_RUNNING && c->runs[i].last.step >= 0)
-            printf("; #%lld %lld/%lld", (long long)c->runs[i].k, (long long)c->runs[i].last.step,
-                   (long long)c->runs[i].last.total_steps);
+        if (sb_sweep_queue_run(c->queue, i)->state == SB_QUEUE_RUNNING && c->runs[i].last.step >= 0)
+            printf("; #%lld %lld/%lld", (long long)sb_sweep_queue_run(c->queue, i)->run,
+                   (long long)c->runs[i].last.step, (long long)c->runs[i].last.total_steps);
     printf("\n");
     fflush(stdout);
 }
@@ -380,7 +300,7 @@ static int coordinate(coordinator *c)
         } else if (st.MPI_TAG == TAG_PROGRESS && (size_t)len == sizeof(progress_msg)) {
             progress_msg p;
             memcpy(&p, msg, sizeof p);
-            int64_t i = find_run(c, p.run);
+            int64_t i = sb_sweep_queue_find(c->queue, p.run);
             if (i >= 0)
                 c->runs[i].last = p;
         } else if (st.MPI_TAG == TAG_DONE) {
@@ -423,6 +343,7 @@ static int run_coordinator(const sb_mpi_sweep *job)
     if (err.msg[0] != '\0') {
         fprintf(stderr, "selectivbench sweep: error: %s\n", err.msg);
         sb_results_close(c.db);
+        sb_sweep_queue_free(c.queue);
         free(c.runs);
         free(c.hosts);
         free(c.parked);
@@ -446,6 +367,7 @@ static int run_coordinator(const sb_mpi_sweep *job)
            c.refused, c.excluded, c.interrupted, settled, (long long)c.n_runs, workers,
            sb_clock_seconds() - c.t0);
     sb_results_close(c.db);
+    sb_sweep_queue_free(c.queue);
     free(c.runs);
     free(c.hosts);
     free(c.parked);
