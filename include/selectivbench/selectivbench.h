@@ -1256,6 +1256,96 @@ sb_status sb_sweep_run(const sb_sweep *s, const int64_t *runs, int64_t n_runs, c
                        const char *worker_exe, const sb_sweep_settings *settings, int *done_out,
                        int *failed_out, sb_error *err);
 
+/* ---- a sweep's coordinator over the caller's transport (the MPI sweep's rank 0) ---- */
+
+typedef enum sb_coord_kind { SB_COORD_READY = 1, SB_COORD_PROGRESS, SB_COORD_DONE } sb_coord_kind;
+
+/* A worker's message, as the transport received it. A worker says READY once, then DONE after
+ * each run it was given; PROGRESS while one trains. */
+typedef struct sb_coord_message {
+    int worker; /* its id: 1 .. max_id - 1 */
+    sb_coord_kind kind;
+    char host[256];            /* READY, DONE: its machine */
+    int64_t run;               /* PROGRESS, DONE: the grid's run */
+    int64_t step, total_steps; /* PROGRESS */
+    double test_acc;          /* PROGRESS: the last evaluation's; DONE: the final one (NaN: none) */
+    sb_sweep_outcome outcome; /* DONE; SB_SWEEP_NO_OUTCOME reads as failed */
+    char reason[512];         /* DONE: why it failed or was refused */
+    const char *seed;         /* DONE: the run's database as it ended, its bytes (NULL: none) */
+    size_t seed_len;
+} sb_coord_message;
+
+typedef enum sb_coord_event_kind {
+    SB_COORD_BEGIN,   /* once, the queue made: queued and skipped say what is to run */
+    SB_COORD_STARTED, /* a run was handed to a worker */
+    SB_COORD_ENDED,   /* a run's outcome came back, and its record was taken in */
+    SB_COORD_TICK     /* a minute without an event: the counts and the running runs */
+} sb_coord_event_kind;
+
+/* What the coordinator tells its caller (for its lines). */
+typedef struct sb_coord_event {
+    sb_coord_event_kind kind;
+    int64_t run; /* STARTED, ENDED: the grid's run, its model and run hash */
+    const char *model, *hash;
+    int worker; /* STARTED, ENDED: who trains it, on which machine */
+    const char *host;
+    int continuing;           /* STARTED: the database had a record of it (it continues) */
+    sb_sweep_outcome outcome; /* ENDED */
+    double test_acc;          /* ENDED: NaN when none */
+    const char *reason;       /* ENDED: the worker's reason, or why its record was not taken */
+    double run_s;             /* ENDED: seconds since it was handed out */
+    /* every event: the counts so far */
+    int64_t queued; /* runs to run (the selection less those finished before) */
+    int done, failed, skipped, refused, excluded, interrupted, running;
+    double elapsed_s;
+    /* TICK: the running runs with a progress report: grid run, step, total steps */
+    const int64_t *progress; /* [3 * n_progress] */
+    int n_progress;
+} sb_coord_event;
+
+/* The coordinator's transport and its caller's hooks: callbacks only. */
+typedef struct sb_coord_settings {
+    /* Waits at most timeout_s for a worker's message: 1 with *m filled (m->seed stays valid
+     * until the next call), 0 when none came, -1 when the transport failed. */
+    int (*receive)(void *user, double timeout_s, sb_coord_message *m);
+    /* Gives `worker` grid run `run` and its seed database's bytes (may be none); 0 or -1. */
+    int (*send_run)(void *user, int worker, int64_t run, const char *seed, size_t seed_len);
+    /* Tells `worker` there is nothing more; 0 or -1. */
+    int (*send_stop)(void *user, int worker);
+    /* Polled between messages (may be NULL): nonzero (the signal caught) stops handing out
+     * runs; the running ones are awaited. */
+    int (*cancel)(void *user);
+    void (*on_event)(const sb_coord_event *ev, void *user); /* may be NULL */
+    void *user;
+} sb_coord_settings;
+
+/* The counts at the end. */
+typedef struct sb_coord_tally {
+    int64_t queued;
+    int done, failed, skipped, refused, excluded, interrupted;
+    int signal; /* what cancel returned, 0: not cancelled */
+} sb_coord_tally;
+
+/* Coordinates the runs of sel over n_workers workers, the only writer of the database (keys
+ * of cfg: results, db; NULL: their defaults): each READY or DONE worker gets the next run of
+ * the queue (sb_sweep_queue) with a seed database holding what the database has of it
+ * (sb_results_extract_run, through RESULTS/mpi), waits when the next runs wait for running
+ * ones, or is told to stop; a DONE run's seed is taken back (sb_results_take_run) with its
+ * host and worker id as its placement. Returns when every worker was told to stop and no run
+ * is running: SB_OK (cancelled too: tally->signal), SB_ERR_IO or SB_ERR_NOMEM setting up
+ * the database or the seed folder, SB_ERR_RUNTIME when the transport failed. */
+sb_status sb_sweep_coordinate(const sb_sweep *s, const sb_sweep_selection *sel,
+                              const sb_config *cfg, int n_workers, int max_id,
+                              const sb_coord_settings *settings, sb_coord_tally *tally,
+                              sb_error *err);
+
+/* A run's seed database as bytes (what a transport carries), and back: reads the file at path
+ * (at most 1 GiB) into *buf (malloc'd, freed with free), writes buf to path; removes a
+ * database file and what SQLite may leave beside it. Errors: SB_ERR_IO naming the path. */
+sb_status sb_seed_read(const char *path, char **buf, size_t *len, sb_error *err);
+sb_status sb_seed_write(const char *path, const char *buf, size_t len, sb_error *err);
+void sb_seed_remove(const char *path);
+
 /* ---- the command line's needs (1): training output, results, sweeps ---- */
 /* What the selectivbench command uses beyond the pieces above: flag parsing by the key table,
  * exit codes, the results folder's layout. */

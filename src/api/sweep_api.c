@@ -12,6 +12,7 @@
 #include "api/api.h"
 #include "exp/plan.h"
 #include "exp/sweep.h"
+#include "exp/sweep_coord.h"
 #include "exp/sweep_exec.h"
 
 /* Run k is not a run of the grid. */
@@ -216,6 +217,21 @@ sb_status sb_sweep_run(const sb_sweep *s, const int64_t *runs, int64_t n_runs, c
     if (failed_out != NULL)
         *failed_out = tally.failed;
     return st;
+}
+
+sb_status sb_sweep_coordinate(const sb_sweep *s, const sb_sweep_selection *sel,
+                              const sb_config *cfg, int n_workers, int max_id,
+                              const sb_coord_settings *settings, sb_coord_tally *tally,
+                              sb_error *err)
+{
+    const sb_run_config defaults = sb_run_config_default();
+    const sb_runtime *rt = cfg != NULL ? &cfg->run.rt : &defaults.rt;
+    if (rt->results[0] == '\0')
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "sb_sweep_coordinate: the key results is \"\": a sweep records its "
+                            "runs in a results folder; give one");
+    return sb_sweep_coordinate_with(s, sel, rt->results, rt->db[0] != '\0' ? rt->db : NULL,
+                                    n_workers, max_id, settings, tally, err);
 }
 
 /* ---- a sweep's worker: the progress pipe (exp/sweep_exec.h defines the record) ---------- */

@@ -11,53 +11,6 @@
 
 #ifdef SB_HAVE_MPI
 
-/* Reads the whole file at path into *buf (malloc'd), at most SEED_MAX bytes. */
-sb_status sb_seed_read(const char *path, char **buf, size_t *len, sb_error *err)
-{
-    *buf = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return sb_error_set(err, SB_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || sb.st_size < 0 || (size_t)sb.st_size > SEED_MAX) {
-        fclose(f);
-        return sb_error_set(err, SB_ERR_IO, "'%s' is not a run's database (size)", path);
-    }
-    size_t n = (size_t)sb.st_size;
-    char *data = malloc(n > 0 ? n : 1);
-    if (data == NULL || fread(data, 1, n, f) != n) {
-        free(data);
-        fclose(f);
-        return sb_error_set(err, SB_ERR_IO, "cannot read '%s'", path);
-    }
-    fclose(f);
-    *buf = data;
-    *len = n;
-    return SB_OK;
-}
-
-sb_status sb_seed_write(const char *path, const char *buf, size_t len, sb_error *err)
-{
-    FILE *f = fopen(path, "wb");
-    if (f == NULL)
-        return sb_error_set(err, SB_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    int ok = fwrite(buf, 1, len, f) == len;
-    ok = fclose(f) == 0 && ok;
-    return ok ? SB_OK : sb_error_set(err, SB_ERR_IO, "cannot write '%s'", path);
-}
-
-/* Removes a database file and what SQLite may leave beside it. */
-void sb_seed_remove(const char *path)
-{
-    char side[4400];
-    remove(path);
-    if (snprintf(side, sizeof side, "%s-wal", path) < (int)sizeof side)
-        remove(side);
-    if (snprintf(side, sizeof side, "%s-shm", path) < (int)sizeof side)
-        remove(side);
-}
-
 /* Sends head (head_len bytes) and then body (body_len) as one message. */
 int sb_mpi_send_two(int to, int tag, const void *head, size_t head_len, const char *body,
                     size_t body_len)

@@ -16,7 +16,6 @@
 enum { TAG_READY = 1, TAG_RUN, TAG_PROGRESS, TAG_DONE, TAG_STOP };
 
 #define HOST_MAX 256
-#define SEED_MAX ((size_t)1 << 30) /* a run's database is kilobytes; this is a bound */
 
 typedef struct run_head {
     int64_t run;      /* index into the grid */
@@ -46,11 +45,7 @@ typedef struct team_msg {
     int32_t resume;
 } team_msg;
 
-/* Reads the whole file at path into *buf (malloc'd), at most SEED_MAX bytes. */
-sb_status sb_seed_read(const char *path, char **buf, size_t *len, sb_error *err);
-sb_status sb_seed_write(const char *path, const char *buf, size_t len, sb_error *err);
-/* Removes a database file and what SQLite may leave beside it. */
-void sb_seed_remove(const char *path);
+/* A seed database as bytes: sb_seed_read, sb_seed_write, sb_seed_remove (the library's). */
 /* Whether a file exists. */
 int sb_file_exists(const char *path);
 
