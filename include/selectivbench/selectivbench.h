@@ -1282,6 +1282,13 @@ typedef enum sb_coord_event_kind {
     SB_COORD_TICK     /* a minute without an event: the counts and the running runs */
 } sb_coord_event_kind;
 
+/* A coordinator's counts: so far (in every event), and at the end. */
+typedef struct sb_coord_tally {
+    int64_t queued;
+    int done, failed, skipped, refused, excluded, interrupted;
+    int signal; /* what cancel returned, 0: not cancelled */
+} sb_coord_tally;
+
 /* What the coordinator tells its caller (for its lines). */
 typedef struct sb_coord_event {
     sb_coord_event_kind kind;
@@ -1294,9 +1301,9 @@ typedef struct sb_coord_event {
     double test_acc;          /* ENDED: NaN when none */
     const char *reason;       /* ENDED: the worker's reason, or why its record was not taken */
     double run_s;             /* ENDED: seconds since it was handed out */
-    /* every event: the counts so far */
-    int64_t queued; /* runs to run (the selection less those finished before) */
-    int done, failed, skipped, refused, excluded, interrupted, running;
+    /* every event: the counts so far (queued: the selection less the runs finished before) */
+    sb_coord_tally counts;
+    int running;
     double elapsed_s;
     /* TICK: the running runs with a progress report: grid run, step, total steps */
     const int64_t *progress; /* [3 * n_progress] */
@@ -1318,13 +1325,6 @@ typedef struct sb_coord_settings {
     void (*on_event)(const sb_coord_event *ev, void *user); /* may be NULL */
     void *user;
 } sb_coord_settings;
-
-/* The counts at the end. */
-typedef struct sb_coord_tally {
-    int64_t queued;
-    int done, failed, skipped, refused, excluded, interrupted;
-    int signal; /* what cancel returned, 0: not cancelled */
-} sb_coord_tally;
 
 /* Coordinates the runs of sel over n_workers workers, the only writer of the database (keys
  * of cfg: results, db; NULL: their defaults): each READY or DONE worker gets the next run of

@@ -59,7 +59,8 @@ static int sweep_parse(sb_config *cfg, int argc, char **argv, sweep_flags *o)
         {"dry_run", SB_OPT_SWITCH, &o->dry_run, NULL,
          "check each selected run as the sweep would and print why any is refused, the train "
          "flags of the first 20 (--list: of every run), the axes, an estimate of the "
-         "cost (time measured on one update) and the count; run nothing",
+         "cost (the plan's time from cached calibrations: nothing is timed) and the count; run "
+         "nothing",
          0},
         {"list", SB_OPT_SWITCH, &o->list, NULL,
          "with --dry_run: print the train flags of every selected run (default: the first 20)", 0},

@@ -160,8 +160,8 @@ static void on_event(const sb_coord_event *ev, void *user)
         char workers[64];
         printf("sweep %s: %lld runs selected, %d finished before, %lld to run on %s (largest "
                "first)\n",
-               t->job->label, (long long)sb_sweep_selection_size(t->job->sel), ev->skipped,
-               (long long)ev->queued, workers_text(t, workers, sizeof workers));
+               t->job->label, (long long)sb_sweep_selection_size(t->job->sel), ev->counts.skipped,
+               (long long)ev->counts.queued, workers_text(t, workers, sizeof workers));
     } else if (ev->kind == SB_COORD_STARTED) {
         printf("#%lld %s %s: started on rank %d (%s)%s\n", (long long)ev->run, ev->model, ev->hash,
                ev->worker, ev->host, ev->continuing ? ", continuing its record" : "");
@@ -175,11 +175,12 @@ static void on_event(const sb_coord_event *ev, void *user)
             printf(": %s", ev->reason);
         printf("\n");
     } else {
-        int settled = ev->done + ev->failed + ev->refused + ev->excluded + ev->interrupted;
+        const sb_coord_tally *n = &ev->counts;
+        int settled = n->done + n->failed + n->refused + n->excluded + n->interrupted;
         char workers[64];
         printf("sweep %s: %d/%lld settled (%d done, %d failed, %d skipped), %d running on "
                "%s, %.0f s",
-               t->job->label, settled, (long long)ev->queued, ev->done, ev->failed, ev->skipped,
+               t->job->label, settled, (long long)n->queued, n->done, n->failed, n->skipped,
                ev->running, workers_text(t, workers, sizeof workers), ev->elapsed_s);
         for (int i = 0; i < ev->n_progress; i++)
             printf("; #%lld %lld/%lld", (long long)ev->progress[3 * i],

@@ -588,17 +588,17 @@ sb_status sb_plan_make_with(const sb_sweep *s, const sb_sweep_selection *sel,
     plan_build b = {0};
     int64_t n_sel = sb_sweep_selection_size(sel);
     for (int64_t i = 0; st == SB_OK && i < n_sel; i++) {
-        int64_t k = sb_sweep_selection_run(sel, i);
+        int64_t k = 0;
         sb_run_config cfg;
-        sb_error refused = {0};
-        int built = 0;
-        if (sb_sweep_run_validate(s, k, &cfg, &built, &refused) != SB_OK) {
-            if (refused.status == SB_ERR_NOMEM)
-                st = sb_error_set(err, SB_ERR_NOMEM, "%s", refused.msg);
-            if (refused.status != SB_ERR_EXCLUDED && p->n_refused++ == 0)
+        sb_error refused;
+        sb_status rs = sb_sweep_selected_run(s, sel, i, &k, &cfg, &refused, err);
+        if (rs == SB_ERR_NOMEM)
+            st = rs;
+        if (rs != SB_OK) { /* a refused or excluded run costs nothing, as in the dry run */
+            if (rs != SB_ERR_NOMEM && rs != SB_ERR_EXCLUDED && p->n_refused++ == 0)
                 snprintf(p->first_refused, sizeof p->first_refused, "run %lld: %.480s",
                          (long long)k, refused.msg);
-            continue; /* a refused or excluded run costs nothing, as in the dry run */
+            continue;
         }
         st = plan_add_run(p, &b, &cfg, k, opts->threads, err);
     }

@@ -100,13 +100,7 @@ typedef struct coordinator {
 
 static void emit(coordinator *c, sb_coord_event *ev)
 {
-    ev->queued = c->queued;
-    ev->done = c->tally.done;
-    ev->failed = c->tally.failed;
-    ev->skipped = c->tally.skipped;
-    ev->refused = c->tally.refused;
-    ev->excluded = c->tally.excluded;
-    ev->interrupted = c->tally.interrupted;
+    ev->counts = c->tally;
     ev->running = c->running;
     ev->elapsed_s = sb_time_now() - c->t0;
     if (c->io->on_event != NULL)

@@ -69,16 +69,15 @@ static sb_status estimate(const sb_sweep *s, const sb_sweep_selection *sel, sb_s
     sb_status st = SB_OK;
     int64_t n_runs = sb_sweep_selection_size(sel);
     for (int64_t i = 0; st == SB_OK && i < n_runs; i++) {
-        int64_t k = sb_sweep_selection_run(sel, i);
+        int64_t k = 0;
         double flops = 0.0;
         sb_run_config cfg;
-        sb_error refused = {0};
-        int built = 0;
-        if (sb_sweep_run_validate(s, k, &cfg, &built, &refused) != SB_OK) {
-            if (refused.status == SB_ERR_NOMEM)
-                st = sb_error_set(err, SB_ERR_NOMEM, "%s", refused.msg);
+        sb_error refused;
+        sb_status rs = sb_sweep_selected_run(s, sel, i, &k, &cfg, &refused, err);
+        if (rs == SB_ERR_NOMEM)
+            st = rs;
+        if (rs != SB_OK)
             continue; /* a refused or excluded run costs nothing */
-        }
         int t = 0;
         st = sb_task_set_find(&tasks, &cfg.task, &t, err);
         if (st == SB_OK)

@@ -151,6 +151,19 @@ sb_status sb_sweep_run_validate(const sb_sweep *s, int64_t k, sb_run_config *cfg
     return sb_run_config_check(cfg, err);
 }
 
+sb_status sb_sweep_selected_run(const sb_sweep *s, const sb_sweep_selection *sel, int64_t i,
+                                int64_t *k, sb_run_config *cfg, sb_error *refused, sb_error *err)
+{
+    *k = sb_sweep_selection_run(sel, i);
+    memset(refused, 0, sizeof *refused);
+    int built = 0;
+    if (sb_sweep_run_validate(s, *k, cfg, &built, refused) == SB_OK)
+        return SB_OK;
+    if (refused->status == SB_ERR_NOMEM)
+        return sb_error_set(err, SB_ERR_NOMEM, "%s", refused->msg);
+    return refused->status;
+}
+
 sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err)
 {
     for (int p = 0; p < s->n_params; p++) {

@@ -56,6 +56,12 @@ sb_status sb_sweep_run_config(const sb_sweep *s, int64_t k, sb_run_config *cfg, 
 sb_status sb_sweep_run_validate(const sb_sweep *s, int64_t k, sb_run_config *cfg, int *built,
                                 sb_error *err);
 
+/* Run i of sel as the sweep would train it (sb_sweep_run_validate): SB_OK with its grid index
+ * in *k and its configuration in *cfg. A run the sweep refuses or excludes returns that status
+ * with why in *refused (it costs nothing); SB_ERR_NOMEM is the caller's error, in err. */
+sb_status sb_sweep_selected_run(const sb_sweep *s, const sb_sweep_selection *sel, int64_t i,
+                                int64_t *k, sb_run_config *cfg, sb_error *refused, sb_error *err);
+
 /* Checks that every parameter of the grid is a train flag, a key of the table (runtime keys
  * included). SB_ERR_INVALID naming the file and the first parameter that is not. */
 sb_status sb_sweep_check_params(const sb_sweep *s, sb_error *err);
