@@ -170,6 +170,23 @@ static sb_status list_grid(const sb_sweep *s, int64_t **out, sb_error *err)
     return SB_OK;
 }
 
+/* The keys a sweep reads: cfg's, or the table's defaults (kept in *defaults) for NULL. */
+static const sb_runtime *sweep_keys(const sb_config *cfg, sb_run_config *defaults)
+{
+    if (cfg != NULL)
+        return &cfg->run.rt;
+    *defaults = sb_run_config_default();
+    return &defaults->rt;
+}
+
+static sb_status no_results_folder(const char *fn, sb_error *err)
+{
+    return sb_error_set(err, SB_ERR_INVALID,
+                        "%s: the key results is \"\": a sweep records its runs in a results "
+                        "folder; give one",
+                        fn);
+}
+
 sb_status sb_sweep_run(const sb_sweep *s, const int64_t *runs, int64_t n_runs, const sb_config *cfg,
                        const char *worker_exe, const sb_sweep_settings *settings, int *done_out,
                        int *failed_out, sb_error *err)
@@ -179,12 +196,10 @@ sb_status sb_sweep_run(const sb_sweep *s, const int64_t *runs, int64_t n_runs, c
         return sb_error_set(err, SB_ERR_INVALID,
                             "sb_sweep_run: worker_exe is required (the path of the "
                             "selectivbench command that runs each run)");
-    const sb_run_config defaults = sb_run_config_default();
-    const sb_runtime *rt = cfg != NULL ? &cfg->run.rt : &defaults.rt;
+    sb_run_config defaults;
+    const sb_runtime *rt = sweep_keys(cfg, &defaults);
     if (rt->results[0] == '\0')
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "sb_sweep_run: the key results is \"\": a sweep records its runs in "
-                            "a results folder; give one");
+        return no_results_folder("sb_sweep_run", err);
     int64_t *all = NULL;
     sb_status st = check_runs(s, runs, n_runs, err);
     if (st == SB_OK && runs == NULL)
@@ -224,12 +239,10 @@ sb_status sb_sweep_coordinate(const sb_sweep *s, const sb_sweep_selection *sel,
                               const sb_coord_settings *settings, sb_coord_tally *tally,
                               sb_error *err)
 {
-    const sb_run_config defaults = sb_run_config_default();
-    const sb_runtime *rt = cfg != NULL ? &cfg->run.rt : &defaults.rt;
+    sb_run_config defaults;
+    const sb_runtime *rt = sweep_keys(cfg, &defaults);
     if (rt->results[0] == '\0')
-        return sb_error_set(err, SB_ERR_INVALID,
-                            "sb_sweep_coordinate: the key results is \"\": a sweep records its "
-                            "runs in a results folder; give one");
+        return no_results_folder("sb_sweep_coordinate", err);
     return sb_sweep_coordinate_with(s, sel, rt->results, rt->db[0] != '\0' ? rt->db : NULL,
                                     n_workers, max_id, settings, tally, err);
 }
