@@ -1607,6 +1607,84 @@ int sb_experiment_varied_keys(const char *const *configs, size_t n, unsigned cha
  * Returns 0, or -1 out of memory. */
 int sb_experiment_labels(const char *const *keys, int n, char *const *labels, size_t size);
 
+/* -- runs as a table: columns and groups over seeds (`results`, the dashboard) -- */
+
+/* A column of a run table: one of a run's own fields (run, status, model, protocol, params,
+ * test_acc, ..., te: the topological entropy of its grammar) or a configuration key stored
+ * with a run. Columns are numbered 0 .. sb_run_column_count() - 1. */
+typedef struct sb_run_column_info {
+    const char *name;  /* as --columns, --sort, --group and JSON name it */
+    const char *csv;   /* its CSV header (the run id's is "hash") */
+    const char *title; /* a table's header */
+    int digits;        /* a table prints its number with these decimals; -1: the text as it is;
+                          SB_RUN_COLUMN_G3: three significant digits */
+    int numeric;
+} sb_run_column_info;
+
+#define SB_RUN_COLUMN_G3 99
+
+int sb_run_column_count(void);
+
+/* Columns 0 .. sb_run_column_fields() - 1 are a run's fields, the others configuration keys. */
+int sb_run_column_fields(void);
+
+/* The column called name ("hash" is the run's too), or -1. A key that is also a field (model,
+ * protocol) is the field. */
+int sb_run_column_find(const char *name);
+
+/* What column c is; 0 when there is no such column. */
+int sb_run_column_get(int column, sb_run_column_info *out);
+
+/* Runs read from a results database with their stored configurations: what a column's value
+ * is computed from, with the parsed configurations and grammars kept between calls. */
+typedef struct sb_run_table sb_run_table;
+
+/* A table over rows[n], configs[n] (the stored JSON texts, sb_results_config_json; NULL or a
+ * NULL entry: unknown) and ceiling_se[n] (NULL: unknown), all borrowed while it lives.
+ * Errors: SB_ERR_NOMEM. */
+sb_status sb_run_table_new(const sb_result_row *rows, const char *const *configs,
+                           const double *ceiling_se, size_t n, sb_run_table **out, sb_error *err);
+
+void sb_run_table_free(sb_run_table *t);
+
+/* Run i's value in column c: its exact text into buf ("" when unknown; numbers as JSON writes
+ * them, an effective memory beyond the k = 32 observer ">32", a configuration key as the task
+ * was trained (sb_experiment_effective_config) or at its default where the run was stored
+ * without it) and its number (NaN when it is not one). */
+double sb_run_table_value(sb_run_table *t, size_t i, int column, char *buf, size_t size);
+
+/* The mean, sample standard deviation (n - 1; NaN under 2) and count of a column's finite
+ * values over a group's finished runs. */
+typedef struct sb_run_stat {
+    double mean, std;
+    size_t n;
+} sb_run_stat;
+
+/* Runs of equal values in the group columns whose configurations differ in their seeds
+ * alone (seed, task_seed): one experiment's seeds. */
+typedef struct sb_run_group {
+    size_t first; /* its first run (the group columns' values are that run's) */
+    size_t *runs; /* its runs (table indices), in the order given */
+    size_t n_runs;
+    size_t finished;    /* how many finished: the runs its statistics summarise */
+    char apart[160];    /* what sets it apart from groups of equal column values ("key=value,
+                           ..."), "" when none has them */
+    sb_run_stat *stats; /* [n_stats] */
+    char *experiment;   /* its configuration but the seeds (sb_experiment_key) */
+} sb_run_group;
+
+/* Groups the table's runs runs[0..n) by the columns by[0..n_by) and computes each group's
+ * statistics of the columns stats[0..n_stats); the groups in the order of their group
+ * columns' values (numbers by value, unknown values last), ties in order of appearance.
+ * *out (freed with sb_run_groups_free) receives *n_groups groups. The one rule of `results
+ * --group` and the dashboard's groups. Errors: SB_ERR_INVALID (no such column or run),
+ * SB_ERR_NOMEM. */
+sb_status sb_run_table_groups(sb_run_table *t, const size_t *runs, size_t n, const int *by,
+                              int n_by, const int *stats, int n_stats, sb_run_group **out,
+                              size_t *n_groups, sb_error *err);
+
+void sb_run_groups_free(sb_run_group *groups, size_t n);
+
 /* Creates folder dir and its missing parents, as `mkdir -p` (another process creating one
  * at the same moment is success). Errors: SB_ERR_IO "cannot create the WHAT 'dir': reason". */
 sb_status sb_make_dirs(const char *dir, const char *what, sb_error *err);

@@ -11,120 +11,67 @@
 #include "cli/options.h"
 
 #define MAX_LIST 32 /* names in one --columns or --group */
-#define G3 99       /* fields[].digits: three significant digits */
 
-/* ---- columns ------------------------------------------------------------------------------ */
+/* ---- columns (the library's: sb_run_column_*) -------------------------------------------- */
 
-/* A run's own fields (and the task's TE), in the order `--help` and errors list them. */
-typedef enum field {
-    F_RUN,
-    F_STATUS,
-    F_MODEL,
-    F_PROTOCOL,
-    F_PARAMS,
-    F_TEST_ACC,
-    F_TEST_LOSS,
-    F_VALID_ACC,
-    F_VALID_LOSS,
-    F_TRAIN_ACC,
-    F_TRAIN_LOSS,
-    F_WALL_S,
-    F_TOKENS_PER_S,
-    F_CEILING,
-    F_CEILING_SE,
-    F_EFFECTIVE_MEMORY,
-    F_FLOPS_PER_TOKEN,
-    F_STATE_SIZE,
-    F_ATTEMPTS,
-    F_FINISHED_AT,
-    F_CHECKPOINT,
-    F_TE,
-    N_FIELDS
-} field;
+/* A column is the library's column number (sb_run_column_find). */
+typedef int column;
 
-static const struct {
-    const char *name;  /* in --columns/--sort/--group and JSON */
-    const char *csv;   /* the CSV header (the run id keeps its old name there: hash) */
-    const char *title; /* the table's header */
-    int digits;        /* a number in the table: its decimals; -1: as the text; G3: %.3g */
-    int numeric;
-} fields[N_FIELDS] = {
-    [F_RUN] = {"run", "hash", "run", -1, 0},
-    [F_STATUS] = {"status", "status", "status", -1, 0},
-    [F_MODEL] = {"model", "model", "model", -1, 0},
-    [F_PROTOCOL] = {"protocol", "protocol", "protocol", -1, 0},
-    [F_PARAMS] = {"params", "params", "params", -1, 1},
-    [F_TEST_ACC] = {"test_acc", "test_acc", "test acc", 4, 1},
-    [F_TEST_LOSS] = {"test_loss", "test_loss", "test loss", 4, 1},
-    [F_VALID_ACC] = {"valid_acc", "valid_acc", "valid acc", 4, 1},
-    [F_VALID_LOSS] = {"valid_loss", "valid_loss", "valid loss", 4, 1},
-    [F_TRAIN_ACC] = {"train_acc", "train_acc", "train acc", 4, 1},
-    [F_TRAIN_LOSS] = {"train_loss", "train_loss", "train loss", 4, 1},
-    [F_WALL_S] = {"wall_s", "wall_s", "wall s", 1, 1},
-    [F_TOKENS_PER_S] = {"tokens_per_s", "tokens_per_s", "tok/s", 0, 1},
-    [F_CEILING] = {"ceiling", "ceiling", "ceiling", 4, 1},
-    [F_CEILING_SE] = {"ceiling_se", "ceiling_se", "ceiling se", 4, 1},
-    [F_EFFECTIVE_MEMORY] = {"effective_memory", "effective_memory", "eff mem", 2, 1},
-    [F_FLOPS_PER_TOKEN] = {"flops_per_token", "flops_per_token", "flops/tok", G3, 1},
-    [F_STATE_SIZE] = {"state_size", "state_size", "state", -1, 1},
-    [F_ATTEMPTS] = {"attempts", "attempts", "attempts", -1, 1},
-    [F_FINISHED_AT] = {"finished_at", "finished_at", "finished at", -1, 0},
-    [F_CHECKPOINT] = {"checkpoint", "checkpoint", "checkpoint", -1, 0},
-    [F_TE] = {"te", "te", "TE", 4, 1},
-};
+static sb_run_column_info column_info(column c)
+{
+    sb_run_column_info info = {"?", "?", "?", -1, 0};
+    sb_run_column_get(c, &info);
+    return info;
+}
 
-/* A column: a run's field (field >= 0) or configuration key `key` (field < 0). */
-typedef struct column {
-    int field;
-    int key;
-} column;
-
-/* The column called name ("hash" is the run id's CSV name); 0 when there is none. A
- * configuration key that is also a field (model, protocol) is the field. */
 static int column_find(const char *name, column *out)
 {
-    for (int f = 0; f < N_FIELDS; f++)
-        if (strcmp(name, fields[f].name) == 0 || strcmp(name, fields[f].csv) == 0) {
-            *out = (column){f, -1};
-            return 1;
-        }
-    int key = sb_config_key_find(name);
-    if (key < 0 || sb_config_key_hashes(key) == 0) /* not stored with a run */
-        return 0;
-    *out = (column){-1, key};
-    return 1;
+    *out = sb_run_column_find(name);
+    return *out >= 0;
+}
+
+/* The column of a run's field by name (a name of the library's table). */
+static column field(const char *name)
+{
+    return sb_run_column_find(name);
 }
 
 static const char *column_name(column c)
 {
-    return c.field >= 0 ? fields[c.field].name : sb_config_key_name(c.key);
+    return column_info(c).name;
 }
 
 static const char *column_title(column c)
 {
-    return c.field >= 0 ? fields[c.field].title : sb_config_key_name(c.key);
+    return column_info(c).title;
 }
 
 static const char *column_csv(column c)
 {
-    return c.field >= 0 ? fields[c.field].csv : sb_config_key_name(c.key);
+    return column_info(c).csv;
+}
+
+static int column_numeric(column c)
+{
+    return column_info(c).numeric;
 }
 
 /* The error for a name that is no column: the closest name and the run's fields. */
 static sb_status unknown_column(const char *flag, const char *name, sb_error *err)
 {
-    const char *names[N_FIELDS + 256];
+    const char *names[512];
     int n = 0;
     char known[400] = "";
-    for (int f = 0; f < N_FIELDS; f++) {
-        names[n++] = fields[f].name;
-        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", f > 0 ? ", " : "",
-                 fields[f].name);
+    for (int c = 0; c < sb_run_column_count() && n < (int)(sizeof names / sizeof *names); c++) {
+        sb_run_column_info info;
+        if (!sb_run_column_get(c, &info) ||
+            (c >= sb_run_column_fields() && sb_run_column_find(info.name) != c))
+            continue; /* not stored with a run, or a key that is a field (model) */
+        names[n++] = info.name;
+        if (c < sb_run_column_fields())
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", c > 0 ? ", " : "",
+                     info.name);
     }
-    column c;
-    for (int k = 0; k < sb_config_key_count() && n < (int)(sizeof names / sizeof *names); k++)
-        if (column_find(sb_config_key_name(k), &c) && c.field < 0) /* model is a field */
-            names[n++] = sb_config_key_name(k);
     const char *hint = sb_closest_name(name, names, n);
     char did_you_mean[96] = "";
     if (hint != NULL)
@@ -181,66 +128,11 @@ sb_status results_view_check(const results_view_options *o, sb_error *err)
 
 /* ---- cells ---------------------------------------------------------------------------------- */
 
-/* The topological entropy of a grammar, computed once per grammar. */
-typedef struct te_entry {
-    int vocab, amb, depth;
-    char task_seed[32], density[32];
-    double te;
-} te_entry;
-
-/* What the view keeps while it prints. */
+/* What the view keeps while it prints: the library's table of the runs. */
 typedef struct view {
     const results_rows *t;
-    sb_config **cfg; /* [t->n] the stored configurations, built when first needed */
-    te_entry *te;
-    int n_te;
+    sb_run_table *table;
 } view;
-
-/* Run i's stored configuration (defaults where it has no value); NULL when unreadable. */
-static const sb_config *run_config(view *v, size_t i)
-{
-    if (v->cfg[i] == NULL && v->t->config_json[i] != NULL)
-        sb_config_from_json(v->t->config_json[i], &v->cfg[i], NULL);
-    return v->cfg[i];
-}
-
-static void key_text(const sb_config *cfg, const char *key, char *buf, size_t size)
-{
-    if (cfg == NULL || sb_config_get_key(cfg, key, buf, size, NULL) != SB_OK)
-        buf[0] = '\0';
-}
-
-/* The topological entropy of run i's grammar (nats); NaN when it cannot be built. */
-static double run_te(view *v, size_t i)
-{
-    const sb_config *cfg = run_config(v, i);
-    if (cfg == NULL)
-        return (double)NAN;
-    te_entry e = {0};
-    sb_config_grammar_sizes(cfg, &e.vocab, &e.amb, &e.depth);
-    key_text(cfg, "task_seed", e.task_seed, sizeof e.task_seed);
-    key_text(cfg, "transition_density", e.density, sizeof e.density);
-    for (int k = 0; k < v->n_te; k++) {
-        te_entry *c = &v->te[k];
-        if (c->vocab == e.vocab && c->amb == e.amb && c->depth == e.depth &&
-            strcmp(c->task_seed, e.task_seed) == 0 && strcmp(c->density, e.density) == 0)
-            return c->te;
-    }
-    sb_grammar *g = NULL;
-    e.te = (double)NAN;
-    if (sb_grammar_from_config(cfg, &g, NULL) == SB_OK) {
-        sb_grammar_facts facts;
-        sb_grammar_get_facts(g, &facts);
-        e.te = facts.topological_entropy;
-    }
-    sb_grammar_free(g);
-    te_entry *grown = realloc(v->te, (size_t)(v->n_te + 1) * sizeof *grown);
-    if (grown != NULL) {
-        v->te = grown;
-        v->te[v->n_te++] = e;
-    }
-    return e.te;
-}
 
 /* A number as the exact text of CSV and JSON ("" when unknown). */
 static void number_text(double x, char *buf, size_t size)
@@ -261,98 +153,24 @@ static double text_number(const char *text)
     return *end == '\0' && isfinite(x) ? x : (double)NAN;
 }
 
-/* A configuration value of the stored JSON as text ("" for null); 0 when it has no value. */
-static int json_text(json_t *value, char *buf, size_t size)
-{
-    if (value == NULL)
-        return 0;
-    buf[0] = '\0';
-    if (json_is_string(value))
-        snprintf(buf, size, "%s", json_string_value(value));
-    else if (json_is_integer(value))
-        snprintf(buf, size, "%lld", (long long)json_integer_value(value));
-    else if (json_is_real(value))
-        number_text(json_real_value(value), buf, size);
-    else if (json_is_boolean(value))
-        snprintf(buf, size, "%s", json_is_true(value) ? "True" : "False");
-    return 1;
-}
-
-/* Run i's field f: its number (NaN when it has none) and its exact text. */
-static double field_value(view *v, size_t i, field f, char *buf, size_t size)
-{
-    const sb_result_row *r = &v->t->rows[i];
-    double x = (double)NAN;
-    const char *text = NULL;
-    switch (f) {
-    case F_RUN: text = r->run_hash; break;
-    case F_STATUS: text = sb_run_status_name(r->status); break;
-    case F_MODEL: text = r->model; break;
-    case F_PROTOCOL: text = r->protocol; break;
-    case F_FINISHED_AT: text = r->finished_at; break;
-    case F_CHECKPOINT: text = r->checkpoint; break;
-    case F_PARAMS: x = r->params >= 0 ? (double)r->params : (double)NAN; break;
-    case F_TEST_ACC: x = r->test_acc; break;
-    case F_TEST_LOSS: x = r->test_loss; break;
-    case F_VALID_ACC: x = r->valid_acc; break;
-    case F_VALID_LOSS: x = r->valid_loss; break;
-    case F_TRAIN_ACC: x = r->train_acc; break;
-    case F_TRAIN_LOSS: x = r->train_loss; break;
-    case F_WALL_S: x = r->wall_s; break;
-    case F_TOKENS_PER_S: x = r->tokens_per_s; break;
-    case F_CEILING: x = r->ceiling; break;
-    case F_CEILING_SE: x = v->t->ceiling_se[i]; break;
-    case F_EFFECTIVE_MEMORY: x = r->effective_memory; break;
-    case F_FLOPS_PER_TOKEN: x = r->flops_per_token; break;
-    case F_STATE_SIZE: x = r->state_size >= 0 ? (double)r->state_size : (double)NAN; break;
-    case F_ATTEMPTS: x = (double)r->attempts; break;
-    case F_TE: x = run_te(v, i); break;
-    case N_FIELDS: break;
-    }
-    int integer = f == F_PARAMS || f == F_STATE_SIZE || f == F_ATTEMPTS;
-    if (text != NULL)
-        snprintf(buf, size, "%s", text);
-    else if (integer && !isnan(x))
-        snprintf(buf, size, "%lld", (long long)x);
-    else if (f == F_EFFECTIVE_MEMORY && isinf(x))
-        snprintf(buf, size, ">32"); /* beyond the k = 32 observer */
-    else
-        number_text(x, buf, size);
-    return x;
-}
-
 /* Run i's value in column c: its exact text (as CSV writes it; "" when unknown) and its
  * number (NaN when it is not one). */
 static double cell(view *v, size_t i, column c, char *buf, size_t size)
 {
-    if (c.field >= 0)
-        return field_value(v, i, (field)c.field, buf, size);
-    const char *key = sb_config_key_name(c.key);
-    json_t *stored = v->t->configs[i] != NULL ? json_object_get(v->t->configs[i], key) : NULL;
-    if (!json_text(stored, buf, size)) /* recorded before the key existed: its default */
-        key_text(run_config(v, i), key, buf, size);
-    return text_number(buf);
+    return sb_run_table_value(v->table, i, c, buf, size);
 }
 
 /* Run i's value in column c as the table shows it ("-" when unknown). */
 static void cell_table(view *v, size_t i, column c, char *buf, size_t size)
 {
     double x = cell(v, i, c, buf, size);
-    int digits = c.field >= 0 ? fields[c.field].digits : -1;
-    if (digits == G3 && isfinite(x))
+    int digits = column_info(c).digits;
+    if (digits == SB_RUN_COLUMN_G3 && isfinite(x))
         snprintf(buf, size, "%.3g", x);
     else if (digits >= 0 && isfinite(x))
         snprintf(buf, size, "%.*f", digits, x);
     if (buf[0] == '\0')
         snprintf(buf, size, "-");
-}
-
-static int column_numeric(column c)
-{
-    if (c.field >= 0)
-        return fields[c.field].numeric;
-    const char *type = sb_config_key_type(c.key);
-    return strstr(type, "int") != NULL || strstr(type, "double") != NULL;
 }
 
 /* ---- which runs, in which order -------------------------------------------------------- */
@@ -439,8 +257,8 @@ static int grammar_key(const char *name)
 static int default_columns(view *v, const size_t *idx, size_t n, column *out, int max)
 {
     int k = 0, grammar_varies = 0;
-    out[k++] = (column){F_RUN, -1};
-    out[k++] = (column){F_MODEL, -1};
+    out[k++] = field("run");
+    out[k++] = field("model");
     /* the library's rule, as the dashboard's (sb_experiment_varied_keys) */
     const char **texts = malloc((n > 0 ? n : 1) * sizeof *texts);
     unsigned char *varies = calloc((size_t)sb_config_key_count(), 1);
@@ -453,16 +271,16 @@ static int default_columns(view *v, const size_t *idx, size_t n, column *out, in
         if (!varies[key])
             continue;
         grammar_varies |= grammar_key(sb_config_key_name(key));
-        out[k++] = (column){-1, key};
+        out[k++] = sb_run_column_fields() + key;
     }
     free(texts);
     free(varies);
     if (grammar_varies)
-        out[k++] = (column){F_TE, -1};
-    static const field results[] = {F_STATUS,  F_VALID_ACC,        F_TEST_ACC, F_TEST_LOSS,
-                                    F_CEILING, F_EFFECTIVE_MEMORY, F_PARAMS,   F_WALL_S};
+        out[k++] = field("te");
+    static const char *const results[] = {"status",  "valid_acc",        "test_acc", "test_loss",
+                                          "ceiling", "effective_memory", "params",   "wall_s"};
     for (size_t f = 0; f < sizeof results / sizeof *results; f++)
-        out[k++] = (column){results[f], -1};
+        out[k++] = field(results[f]);
     return k;
 }
 
@@ -525,35 +343,35 @@ static void csv_field(const char *text)
 static int csv_default_columns(const results_rows *t, const size_t *idx, size_t n, column *out,
                                int max)
 {
-    static const field csv_fields[] = {F_RUN,
-                                       F_STATUS,
-                                       F_MODEL,
-                                       F_PROTOCOL,
-                                       F_PARAMS,
-                                       F_TEST_ACC,
-                                       F_TEST_LOSS,
-                                       F_TRAIN_ACC,
-                                       F_TRAIN_LOSS,
-                                       F_WALL_S,
-                                       F_TOKENS_PER_S,
-                                       F_CEILING,
-                                       F_EFFECTIVE_MEMORY,
-                                       F_CEILING_SE,
-                                       F_CHECKPOINT,
-                                       F_VALID_ACC,
-                                       F_VALID_LOSS};
+    static const char *const csv_fields[] = {"run",
+                                             "status",
+                                             "model",
+                                             "protocol",
+                                             "params",
+                                             "test_acc",
+                                             "test_loss",
+                                             "train_acc",
+                                             "train_loss",
+                                             "wall_s",
+                                             "tokens_per_s",
+                                             "ceiling",
+                                             "effective_memory",
+                                             "ceiling_se",
+                                             "checkpoint",
+                                             "valid_acc",
+                                             "valid_loss"};
     int k = 0;
     for (size_t f = 0; f < sizeof csv_fields / sizeof *csv_fields; f++)
-        out[k++] = (column){csv_fields[f], -1};
+        out[k++] = field(csv_fields[f]);
     json_t *first = n > 0 ? t->configs[idx[0]] : NULL;
     const char *key;
     json_t *value;
     if (first != NULL)
         json_object_foreach (first, key, value) {
-            int i = sb_config_key_find(key);
-            if (i < 0 || strcmp(key, "model") == 0 || strcmp(key, "protocol") == 0 || k == max)
+            int c = sb_run_column_find(key); /* model and protocol: fields already */
+            if (c < sb_run_column_fields() || k == max)
                 continue;
-            out[k++] = (column){-1, i};
+            out[k++] = c;
         }
     return k;
 }
@@ -685,156 +503,35 @@ static sb_status print_json_runs(const results_rows *t, const size_t *idx, size_
     return SB_OK;
 }
 
-/* ---- groups ------------------------------------------------------------------------------- */
+/* ---- groups (the library's: sb_run_table_groups) ---------------------------------------- */
 
-#define MAX_SAME 64 /* groups of equal column values labelled apart */
+typedef sb_run_group group;
 
-/* Mean, sample standard deviation (n - 1) and count of the known values of a column. */
-typedef struct stat {
-    double mean, std;
-    size_t n;
-} stat;
-
-typedef struct group {
-    size_t first;    /* its first run (the group columns' values are that run's) */
-    char *exp_key;   /* its runs' configuration but the seeds: one experiment per group */
-    char apart[160]; /* what sets it apart from groups of the same column values; "" none */
-    size_t *runs;    /* its runs, in the order shown */
-    size_t n_runs;
-    size_t finished; /* n: the runs its statistics summarise */
-    stat *stats;     /* [n_stats] */
-} group;
-
-static stat column_stat(view *v, const group *g, column c)
-{
-    stat s = {(double)NAN, (double)NAN, 0};
-    double *x = malloc((g->n_runs > 0 ? g->n_runs : 1) * sizeof *x);
-    if (x == NULL)
-        return s;
-    char buf[256];
-    for (size_t k = 0; k < g->n_runs; k++) {
-        size_t i = g->runs[k];
-        double value = cell(v, i, c, buf, sizeof buf);
-        if (v->t->rows[i].status == SB_RUN_FINISHED && isfinite(value))
-            x[s.n++] = value;
-    }
-    double sum = 0, sum_sq = 0;
-    for (size_t k = 0; k < s.n; k++)
-        sum += x[k];
-    if (s.n > 0)
-        s.mean = sum / (double)s.n;
-    for (size_t k = 0; k < s.n; k++) /* squared deviations from the mean: no cancellation */
-        sum_sq += (x[k] - s.mean) * (x[k] - s.mean);
-    if (s.n > 1)
-        s.std = sqrt(sum_sq / (double)(s.n - 1));
-    free(x);
-    return s;
-}
-
-/* The groups' key: run i's values in the group columns, joined. */
-static void group_key(view *v, size_t i, const column *by, int n_by, char *out, size_t size)
-{
-    out[0] = '\0';
-    char buf[256];
-    for (int c = 0; c < n_by; c++) {
-        cell(v, i, by[c], buf, sizeof buf);
-        size_t len = strlen(out);
-        snprintf(out + len, size - len, "%s\x1f", buf);
-    }
-}
-
-static void groups_free(group *groups, size_t n)
-{
-    for (size_t g = 0; groups != NULL && g < n; g++) {
-        free(groups[g].runs);
-        free(groups[g].stats);
-        free(groups[g].exp_key);
-    }
-    free(groups);
-}
-
-/* Splits the runs idx[n] into groups by the columns by[n_by] (in order of first appearance)
- * and computes each group's statistics of stats[n_stats]. Errors: SB_ERR_NOMEM. */
-static sb_status make_groups(view *v, const size_t *idx, size_t n, const column *by, int n_by,
-                             const column *stats, int n_stats, group **out, size_t *n_out,
-                             sb_error *err)
-{
-    group *groups = calloc(n > 0 ? n : 1, sizeof *groups);
-    char(*keys)[1024] = malloc((n > 0 ? n : 1) * sizeof *keys);
-    size_t n_groups = 0;
-    sb_status st =
-        groups != NULL && keys != NULL ? SB_OK : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
-    /* a group's runs differ in their seeds alone (issue 38): runs of equal column values
-     * whose configurations differ elsewhere are groups of their own, labelled below */
-    static const char *const seed_keys[2] = {"seed", "task_seed"};
-    for (size_t k = 0; st == SB_OK && k < n; k++) {
-        char key[1024];
-        group_key(v, idx[k], by, n_by, key, sizeof key);
-        const char *json = v->t->config_json[idx[k]];
-        char *exp = sb_experiment_key(json != NULL ? json : "{}", seed_keys, 2, NULL, 0);
-        if (exp == NULL)
-            exp = strdup(""); /* unreadable: its column values alone */
-        if (exp == NULL) {
-            st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
-            break;
-        }
-        size_t g = 0;
-        while (g < n_groups && (strcmp(keys[g], key) != 0 || strcmp(groups[g].exp_key, exp) != 0))
-            g++;
-        if (g < n_groups)
-            free(exp);
-        if (g == n_groups) {
-            snprintf(keys[n_groups], sizeof keys[n_groups], "%s", key);
-            groups[n_groups].exp_key = exp;
-            groups[n_groups].first = idx[k];
-            groups[n_groups].runs = malloc(n * sizeof(size_t));
-            groups[n_groups].stats = calloc((size_t)(n_stats > 0 ? n_stats : 1), sizeof(stat));
-            n_groups++;
-            if (groups[g].runs == NULL || groups[g].stats == NULL)
-                st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
-        }
-        if (st == SB_OK) {
-            groups[g].runs[groups[g].n_runs++] = idx[k];
-            groups[g].finished += v->t->rows[idx[k]].status == SB_RUN_FINISHED;
-        }
-    }
-    for (size_t g = 0; st == SB_OK && g < n_groups; g++)
-        for (int s = 0; s < n_stats; s++)
-            groups[g].stats[s] = column_stat(v, &groups[g], stats[s]);
-    /* groups of equal column values: labelled by the keys that differ between them */
-    for (size_t g = 0; st == SB_OK && g < n_groups; g++) {
-        if (groups[g].apart[0] != '\0')
-            continue;
-        const char *same[MAX_SAME];
-        char *labels[MAX_SAME];
-        size_t members[MAX_SAME];
-        int m = 0;
-        for (size_t h = g; h < n_groups && m < MAX_SAME; h++)
-            if (strcmp(keys[h], keys[g]) == 0) {
-                same[m] = groups[h].exp_key, labels[m] = groups[h].apart, members[m++] = h;
-            }
-        if (m > 1 && sb_experiment_labels(same, m, labels, sizeof groups[g].apart) != 0)
-            st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
-        for (int q = 0; q < m; q++) /* a group whose configuration is unreadable */
-            if (groups[members[q]].apart[0] == '\0' && m > 1)
-                snprintf(groups[members[q]].apart, sizeof groups[g].apart, "unreadable");
-    }
-    free(keys);
-    if (st != SB_OK) {
-        groups_free(groups, n_groups);
-        return st;
-    }
-    *out = groups;
-    *n_out = n_groups;
-    return SB_OK;
-}
-
-/* The order of the groups: by --sort (a group column, n, or a summarised column's mean),
- * else by the group columns' values, first to last. Errors: SB_ERR_INVALID for a --sort
- * column that is neither, SB_ERR_NOMEM. */
+/* With --sort: the groups by a group column, n, or a summarised column's mean (else they
+ * stay in the library's order, by the group columns' values). Errors: SB_ERR_INVALID for a
+ * --sort column that is none of these, SB_ERR_NOMEM. */
 static sb_status sort_groups(view *v, group *groups, size_t n_groups, const column *by, int n_by,
                              const column *stats, int n_stats, const char *sort, sb_error *err)
 {
+    if (sort == NULL)
+        return SB_OK;
+    int descending = sort[0] == '-', by_index = -1, stat_index = -1;
+    const char *name = sort + descending;
+    column c = -1;
+    int by_n = strcmp(name, "n") == 0;
+    if (!by_n && column_find(name, &c)) {
+        for (int b = 0; b < n_by; b++)
+            if (by[b] == c)
+                by_index = b;
+        for (int s = 0; s < n_stats && by_index < 0; s++)
+            if (stats[s] == c)
+                stat_index = s;
+    }
+    if (!by_n && by_index < 0 && stat_index < 0)
+        return sb_error_set(err, SB_ERR_INVALID,
+                            "--sort '%s' with --group: sort by a group column, by n or by a "
+                            "summarised column (--columns)",
+                            name);
     sort_item *items = malloc((n_groups > 0 ? n_groups : 1) * sizeof *items);
     size_t *order = malloc((n_groups > 0 ? n_groups : 1) * sizeof *order);
     group *sorted = malloc((n_groups > 0 ? n_groups : 1) * sizeof *sorted);
@@ -842,58 +539,26 @@ static sb_status sort_groups(view *v, group *groups, size_t n_groups, const colu
         free(items), free(order), free(sorted);
         return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
     }
-    sb_status st = SB_OK;
-    /* without --sort: the last group column first, then stably by the ones before it */
-    int passes = sort != NULL ? 1 : n_by;
-    for (size_t g = 0; g < n_groups; g++)
-        order[g] = g;
-    for (int p = 0; st == SB_OK && p < passes; p++) {
-        int descending = 0, by_n = 0, stat_index = -1, by_index = n_by - 1 - p;
-        if (sort != NULL) {
-            descending = sort[0] == '-';
-            const char *name = sort + descending;
-            column c = {0, 0};
-            by_n = strcmp(name, "n") == 0;
-            by_index = -1;
-            if (!by_n && column_find(name, &c)) {
-                for (int b = 0; b < n_by; b++)
-                    if (memcmp(&by[b], &c, sizeof c) == 0)
-                        by_index = b;
-                for (int s = 0; s < n_stats && by_index < 0; s++)
-                    if (memcmp(&stats[s], &c, sizeof c) == 0)
-                        stat_index = s;
-            }
-            if (!by_n && by_index < 0 && stat_index < 0) {
-                st = sb_error_set(err, SB_ERR_INVALID,
-                                  "--sort '%s' with --group: sort by a group column, by n or "
-                                  "by a summarised column (--columns)",
-                                  name);
-                break;
-            }
+    for (size_t k = 0; k < n_groups; k++) {
+        group *g = &groups[k];
+        items[k].index = k;
+        items[k].order = k;
+        if (by_n) {
+            items[k].number = (double)g->finished;
+            snprintf(items[k].text, sizeof items[k].text, "%zu", g->finished);
+        } else if (stat_index >= 0) {
+            items[k].number = g->stats[stat_index].mean;
+            number_text(items[k].number, items[k].text, sizeof items[k].text);
+        } else {
+            items[k].number = cell(v, g->first, by[by_index], items[k].text, sizeof items[k].text);
         }
-        for (size_t k = 0; k < n_groups; k++) {
-            group *g = &groups[order[k]];
-            items[k].index = order[k];
-            items[k].order = k;
-            if (by_n) {
-                items[k].number = (double)g->finished;
-                snprintf(items[k].text, sizeof items[k].text, "%zu", g->finished);
-            } else if (stat_index >= 0) {
-                items[k].number = g->stats[stat_index].mean;
-                number_text(items[k].number, items[k].text, sizeof items[k].text);
-            } else {
-                items[k].number =
-                    cell(v, g->first, by[by_index], items[k].text, sizeof items[k].text);
-            }
-        }
-        sort_indices(items, n_groups, descending, order);
     }
-    for (size_t k = 0; st == SB_OK && k < n_groups; k++)
+    sort_indices(items, n_groups, descending, order);
+    for (size_t k = 0; k < n_groups; k++)
         sorted[k] = groups[order[k]];
-    if (st == SB_OK)
-        memcpy(groups, sorted, n_groups * sizeof *groups);
+    memcpy(groups, sorted, n_groups * sizeof *groups);
     free(items), free(order), free(sorted);
-    return st;
+    return SB_OK;
 }
 
 /* Whether any group carries an "apart" label (then the outputs have that column). */
@@ -934,7 +599,7 @@ static void print_groups_table(view *v, const group *groups, size_t n_groups, co
         printf("%3zu", groups[g].finished);
         finished += groups[g].finished;
         for (int s = 0; s < n_stats; s++) {
-            const stat *st = &groups[g].stats[s];
+            const sb_run_stat *st = &groups[g].stats[s];
             char mean[32] = "-", sd[32] = "-";
             if (isfinite(st->mean))
                 snprintf(mean, sizeof mean, "%.4f", st->mean);
@@ -987,12 +652,12 @@ static void print_groups_csv(view *v, const group *groups, size_t n_groups, cons
     }
 }
 
-static sb_status print_groups_json(view *v, const group *groups, size_t n_groups, const column *by,
-                                   int n_by, const column *stats, int n_stats, sb_error *err)
+/* The groups as `results --group --json` prints them: {"groups": [{COLUMN: value, ..., "n",
+ * STAT: {"mean", "std", "n"}, ..., "apart" (when set), "runs": [ids]}]}. */
+static void write_groups_json(sb_jw *j, sb_run_table *t, const sb_result_row *rows,
+                              const group *groups, size_t n_groups, const column *by, int n_by,
+                              const column *stats, int n_stats)
 {
-    sb_jw *j = sb_jw_open(stdout, 0);
-    if (j == NULL)
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory");
     char buf[256];
     sb_jw_object_begin(j);
     sb_jw_key(j, "groups");
@@ -1000,7 +665,7 @@ static sb_status print_groups_json(view *v, const group *groups, size_t n_groups
     for (size_t g = 0; g < n_groups; g++) {
         sb_jw_object_begin(j);
         for (int c = 0; c < n_by; c++) {
-            double x = cell(v, groups[g].first, by[c], buf, sizeof buf);
+            double x = sb_run_table_value(t, groups[g].first, by[c], buf, sizeof buf);
             sb_jw_key(j, column_name(by[c]));
             if (isfinite(x) && column_numeric(by[c]))
                 sb_jw_raw(j, buf); /* the number as stored: 3 stays an integer */
@@ -1010,7 +675,7 @@ static sb_status print_groups_json(view *v, const group *groups, size_t n_groups
         sb_jw_key(j, "n");
         sb_jw_int(j, (int64_t)groups[g].finished);
         for (int s = 0; s < n_stats; s++) {
-            const stat *st = &groups[g].stats[s];
+            const sb_run_stat *st = &groups[g].stats[s];
             sb_jw_key(j, column_name(stats[s]));
             sb_jw_object_begin(j);
             sb_jw_key(j, "mean");
@@ -1028,15 +693,12 @@ static sb_status print_groups_json(view *v, const group *groups, size_t n_groups
         sb_jw_key(j, "runs");
         sb_jw_array_begin(j);
         for (size_t k = 0; k < groups[g].n_runs; k++)
-            sb_jw_string(j, v->t->rows[groups[g].runs[k]].run_hash);
+            sb_jw_string(j, rows[groups[g].runs[k]].run_hash);
         sb_jw_array_end(j);
         sb_jw_object_end(j);
     }
     sb_jw_array_end(j);
     sb_jw_object_end(j);
-    sb_jw_close(j);
-    printf("\n");
-    return SB_OK;
 }
 
 /* --group: the statistics of --columns (numeric ones; group columns skipped) or of the
@@ -1046,9 +708,9 @@ static sb_status group_stats(const results_view_options *o, const column *by, in
 {
     *n_stats = 0;
     if (o->columns == NULL) {
-        stats[0] = (column){F_TEST_ACC, -1};
-        stats[1] = (column){F_TEST_LOSS, -1};
-        stats[2] = (column){F_CEILING, -1};
+        stats[0] = field("test_acc");
+        stats[1] = field("test_loss");
+        stats[2] = field("ceiling");
         *n_stats = 3;
         return SB_OK;
     }
@@ -1058,7 +720,7 @@ static sb_status group_stats(const results_view_options *o, const column *by, in
     for (int c = 0; st == SB_OK && c < n; c++) {
         int is_group = 0;
         for (int b = 0; b < n_by; b++)
-            is_group |= memcmp(&by[b], &listed[c], sizeof listed[c]) == 0;
+            is_group |= by[b] == listed[c];
         if (is_group)
             continue;
         if (!column_numeric(listed[c]))
@@ -1071,39 +733,69 @@ static sb_status group_stats(const results_view_options *o, const column *by, in
     return st;
 }
 
+/* The groups of the runs idx[n] by o->group, with the statistics group_stats names, in
+ * --sort's order (or the library's). Errors: SB_ERR_INVALID naming the flag, SB_ERR_NOMEM. */
+static sb_status make_groups(view *v, const size_t *idx, size_t n, const results_view_options *o,
+                             column *by, int *n_by, column *stats, int *n_stats, group **groups,
+                             size_t *n_groups, sb_error *err)
+{
+    *groups = NULL;
+    *n_groups = 0;
+    sb_status st = parse_columns("group", o->group, by, MAX_LIST, n_by, err);
+    if (st == SB_OK)
+        st = group_stats(o, by, *n_by, stats, n_stats, err);
+    if (st == SB_OK)
+        st = sb_run_table_groups(v->table, idx, n, by, *n_by, stats, *n_stats, groups, n_groups,
+                                 err);
+    if (st == SB_OK)
+        st = sort_groups(v, *groups, *n_groups, by, *n_by, stats, *n_stats, o->sort, err);
+    return st;
+}
+
 static sb_status print_grouped(view *v, const size_t *idx, size_t n, const results_view_options *o,
                                sb_error *err)
 {
     column by[MAX_LIST], stats[MAX_LIST];
     int n_by = 0, n_stats = 0;
-    sb_status st = parse_columns("group", o->group, by, MAX_LIST, &n_by, err);
-    if (st == SB_OK)
-        st = group_stats(o, by, n_by, stats, &n_stats, err);
     group *groups = NULL;
     size_t n_groups = 0;
-    if (st == SB_OK)
-        st = make_groups(v, idx, n, by, n_by, stats, n_stats, &groups, &n_groups, err);
-    if (st == SB_OK)
-        st = sort_groups(v, groups, n_groups, by, n_by, stats, n_stats, o->sort, err);
-    if (st == SB_OK && o->json)
-        st = print_groups_json(v, groups, n_groups, by, n_by, stats, n_stats, err);
-    else if (st == SB_OK && o->csv)
+    sb_status st = make_groups(v, idx, n, o, by, &n_by, stats, &n_stats, &groups, &n_groups, err);
+    sb_jw *j = st == SB_OK && o->json ? sb_jw_open(stdout, 0) : NULL;
+    if (st == SB_OK && o->json && j == NULL)
+        st = sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    if (st == SB_OK && o->json) {
+        write_groups_json(j, v->table, v->t->rows, groups, n_groups, by, n_by, stats, n_stats);
+        sb_jw_close(j);
+        printf("\n");
+    } else if (st == SB_OK && o->csv) {
         print_groups_csv(v, groups, n_groups, by, n_by, stats, n_stats);
-    else if (st == SB_OK)
+    } else if (st == SB_OK) {
         print_groups_table(v, groups, n_groups, by, n_by, stats, n_stats, n);
-    groups_free(groups, n_groups);
+    }
+    sb_run_groups_free(groups, n_groups);
+    return st;
+}
+
+sb_status results_view_groups_json(sb_jw *j, const sb_result_row *rows, const char *const *configs,
+                                   size_t n_rows, const size_t *idx, size_t n,
+                                   const results_view_options *o, sb_error *err)
+{
+    view v = {0};
+    column by[MAX_LIST], stats[MAX_LIST];
+    int n_by = 0, n_stats = 0;
+    group *groups = NULL;
+    size_t n_groups = 0;
+    sb_status st = sb_run_table_new(rows, configs, NULL, n_rows, &v.table, err);
+    if (st == SB_OK)
+        st = make_groups(&v, idx, n, o, by, &n_by, stats, &n_stats, &groups, &n_groups, err);
+    if (st == SB_OK)
+        write_groups_json(j, v.table, rows, groups, n_groups, by, n_by, stats, n_stats);
+    sb_run_groups_free(groups, n_groups);
+    sb_run_table_free(v.table);
     return st;
 }
 
 /* ---- entry points -------------------------------------------------------------------------- */
-
-static void view_free(view *v)
-{
-    for (size_t i = 0; v->cfg != NULL && i < v->t->n; i++)
-        sb_config_free(v->cfg[i]);
-    free(v->cfg);
-    free(v->te);
-}
 
 static sb_status print_runs(view *v, size_t *idx, size_t n, const results_view_options *o,
                             sb_error *err)
@@ -1142,22 +834,25 @@ sb_status results_view_print(const results_rows *t, const results_view_options *
     view v = {.t = t};
     size_t n = 0;
     size_t *idx = kept_runs(t, &n);
-    v.cfg = calloc(t->n > 0 ? t->n : 1, sizeof *v.cfg);
-    sb_status st =
-        idx != NULL && v.cfg != NULL ? SB_OK : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    sb_status st = idx != NULL ? SB_OK : sb_error_set(err, SB_ERR_NOMEM, "out of memory");
+    if (st == SB_OK)
+        st = sb_run_table_new(t->rows, (const char *const *)t->config_json, t->ceiling_se, t->n,
+                              &v.table, err);
     if (st == SB_OK && o->group != NULL)
         st = print_grouped(&v, idx, n, o, err);
     else if (st == SB_OK)
         st = print_runs(&v, idx, n, o, err);
-    view_free(&v);
+    sb_run_table_free(v.table);
     free(idx);
     return st;
 }
 
 /* "key value" of the stored keys of run i that differ from train's defaults, on one line. */
-static void print_changed_keys(view *v, size_t i)
+static void print_changed_keys(const char *config_json)
 {
-    const sb_config *cfg = run_config(v, i);
+    sb_config *cfg = NULL;
+    if (config_json != NULL)
+        sb_config_from_json(config_json, &cfg, NULL);
     printf("%-12s", "config");
     if (cfg == NULL) {
         printf("(unreadable)\n");
@@ -1168,7 +863,8 @@ static void print_changed_keys(view *v, size_t i)
     for (int key = 0; key < sb_config_key_count(); key++) {
         if (sb_config_key_hashes(key) == 0)
             continue;
-        key_text(cfg, sb_config_key_name(key), value, sizeof value);
+        if (sb_config_get_key(cfg, sb_config_key_name(key), value, sizeof value, NULL) != SB_OK)
+            value[0] = '\0';
         const char *def = sb_config_key_default(key);
         double a = text_number(value), b = text_number(def != NULL ? def : "");
         int same = isnan(a) || isnan(b) ? def != NULL && strcmp(value, def) == 0 : a == b;
@@ -1178,14 +874,11 @@ static void print_changed_keys(view *v, size_t i)
         any = 1;
     }
     printf("%s\n", any ? "" : "(train's defaults)");
+    sb_config_free(cfg);
 }
 
 void results_view_print_run(const results_rows *t, size_t i, const char *db_path)
 {
-    view v = {.t = t};
-    v.cfg = calloc(t->n > 0 ? t->n : 1, sizeof *v.cfg);
-    if (v.cfg == NULL)
-        return;
     const sb_result_row *r = &t->rows[i];
     printf("%-12s%s\n", "run", r->run_hash);
     printf("%-12s%s", "status", sb_run_status_name(r->status));
@@ -1217,6 +910,5 @@ void results_view_print_run(const results_rows *t, size_t i, const char *db_path
     printf("%-12sceiling %.4f (standard error %.4f), effective memory %s elements\n", "yardsticks",
            r->ceiling, t->ceiling_se[i], mem);
     printf("%-12s%.1f s, %.0f tokens/s\n", "time", r->wall_s, r->tokens_per_s);
-    print_changed_keys(&v, i);
-    view_free(&v);
+    print_changed_keys(t->config_json[i]);
 }

@@ -49,6 +49,15 @@ sb_status results_view_check(const results_view_options *o, sb_error *err);
  * SB_ERR_NOMEM. */
 sb_status results_view_print(const results_rows *t, const results_view_options *o, sb_error *err);
 
+/* Writes into j the groups of the runs idx[n] of rows[n_rows] (configs[n_rows]: their
+ * stored configurations) by o->group, with the statistics of o->columns (NULL: test_acc,
+ * test_loss, ceiling) in o->sort's order, exactly as `results --group ... --json` prints
+ * them (the dashboard's /api/groups). Errors: SB_ERR_INVALID naming the flag (--group,
+ * --columns, --sort), SB_ERR_NOMEM. */
+sb_status results_view_groups_json(sb_jw *j, const sb_result_row *rows, const char *const *configs,
+                                   size_t n_rows, const size_t *idx, size_t n,
+                                   const results_view_options *o, sb_error *err);
+
 /* Prints run i of t in detail (the table form of --run): its id, status, checkpoint, log
  * (when db_path's folder has one), metrics, yardsticks and the configuration keys that
  * differ from train's defaults. */

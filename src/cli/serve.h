@@ -96,6 +96,13 @@ void sb_serve_status(const char *db_path, sb_serve_reply *r);
  * reading the database. */
 sb_status sb_serve_runs_key(const char *db_path, uint64_t *key, sb_error *err);
 
+/* ---- serve_groups.c ---- */
+
+/* GET /api/groups?group=A,B&runs=MASK: the groups over seeds of the runs MASK names (hex
+ * digit k: runs 4k .. 4k+3 of /api/runs's order, bit j run 4k + j; absent: every run), as
+ * `results --group A,B --json` prints them: 400 for an unknown column or a malformed mask. */
+void sb_serve_groups(const char *db_path, const char *group, const char *mask, sb_serve_reply *r);
+
 /* ---- serve_run.c ---- */
 
 /* GET /api/run?run=ID: the run page's data: the run as stored, its configuration as stored

@@ -222,6 +222,10 @@ static void route(sb_serve *s, struct MHD_Connection *connection, const char *ur
         r->len = asset->size;
     } else if (strcmp(url, "/api/runs") == 0) {
         sb_serve_runs(s->db_path, r);
+    } else if (strcmp(url, "/api/groups") == 0) {
+        sb_serve_groups(s->db_path,
+                        MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "group"),
+                        MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "runs"), r);
     } else if (strcmp(url, "/api/status") == 0) {
         sb_serve_status(s->db_path, r);
     } else if (strcmp(url, "/api/figures") == 0) {

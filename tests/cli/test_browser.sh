@@ -190,6 +190,15 @@ checks=$((checks + 1))
 [ -n "$api_varied" ] && [ "$api_varied" = "$results_varied" ] ||
   fail "varying keys: dashboard '$api_varied', results '$results_varied'"
 echo "varying keys, results and the dashboard: $api_varied"
+# (e3) and the same groups: /api/groups (what the page's group table draws) is the JSON of
+# `results --group model --json` on this database, whose gru groups are labelled apart
+http GET "/api/groups?group=model"
+"$SB" results --db "$TMP/res/selectivbench.db" --group model --json >"$TMP/groups_cli.json"
+checks=$((checks + 1))
+[ "$code" = 200 ] && [ "$(cat "$TMP/body")" = "$(cat "$TMP/groups_cli.json")" ] &&
+  grep -q '"apart":"' "$TMP/body" ||
+  fail "groups: dashboard $(head -c 300 "$TMP/body"); results $(head -c 300 "$TMP/groups_cli.json")"
+echo "groups, results and the dashboard: $(grep -o '"model":' "$TMP/body" | wc -l) groups, the same JSON"
 
 stop_server
 [ "$SERVER_RC" -eq 0 ] || fail "serve exited $SERVER_RC: $(cat "$TMP/serve.err")"

@@ -60,6 +60,37 @@ expect_body "\"test_acc\":$ACC_GRU2," "/api/runs"
 # the validation split's metrics too (the table's "valid acc" column)
 [ "$(grep -o '"valid_acc":[0-9]' "$TMP/body" | wc -l)" -eq 3 ] || fail "/api/runs: not 3 validation accuracies"
 
+# (b2) /api/groups: the groups over seeds of the runs a mask names, the very JSON `results
+# --group ... --json` prints (one library rule, sb_run_table_groups): every run, the first two
+# (mask 3: the gru seeds), a second group column; an unknown column and a malformed mask are
+# 400 with the reason
+db="$TMP/res/selectivbench.db"
+same_groups() { # same_groups QUERY RESULTS_FLAGS...: the reply equals `results` JSON
+  query=$1
+  shift
+  http GET "/api/groups?$query"
+  checks=$((checks + 1))
+  "$SB" results --db "$db" "$@" --json >"$TMP/groups_cli.json"
+  [ "$code" = 200 ] && [ "$(cat "$TMP/body")" = "$(cat "$TMP/groups_cli.json")" ] ||
+    fail "/api/groups?$query ($code): $(head -c 300 "$TMP/body"); results $*: $(head -c 300 "$TMP/groups_cli.json")"
+}
+same_groups "group=model" --group model
+same_groups "group=model,seed" --group model,seed
+same_groups "group=model&runs=7" --group model
+grep -q "\"model\":\"gru\",\"n\":2,\"test_acc\"" "$TMP/body" || fail "/api/groups: no gru group of 2: $(cat "$TMP/body")"
+http GET "/api/groups?group=model&runs=3"
+expect_code 200 "/api/groups runs=3"
+[ "$(grep -o '"model":' "$TMP/body" | wc -l)" -eq 1 ] && expect_body "\"runs\":[\"$RUN_GRU1\",\"$RUN_GRU2\"]" "/api/groups runs=3" ||
+  fail "/api/groups?runs=3: not the gru group alone: $(cat "$TMP/body")"
+http GET "/api/groups?group=modl"
+expect_code 400 "/api/groups?group=modl"
+expect_body "did you mean 'model'" "/api/groups?group=modl"
+http GET "/api/groups?group=model&runs=1z"
+expect_code 400 "/api/groups?runs=1z"
+http GET "/api/groups?group=model&runs=ff"
+expect_code 400 "/api/groups?runs=ff (runs 4-7 of 3)"
+expect_body "the database has 3" "/api/groups?runs=ff"
+
 # (c) /api/curve: a 6-digit prefix resolves; 10 evaluations, each on test and train: 4 every
 # 64 samples (256 / 64: updates 4, 8, 12, 16) and 6 learning-curve points between them
 # (updates 2, 5, 7, 10, 13, 15); the last test point is the run's test accuracy

@@ -12,8 +12,8 @@ function(sb_fuzz_sources name out)
     # train's flag parser is the CLI's (src/cli/options.c, src/cli/run_options.c)
     list(APPEND _src ${CMAKE_SOURCE_DIR}/src/cli/options.c ${CMAKE_SOURCE_DIR}/src/cli/run_options.c)
   elseif(name STREQUAL "serve")
-    # the dashboard's server (src/cli/serve*.c), what serve_data.c uses of the CLI
-    # (results_curves.c, cli.c, options.c, run_options.c), and the embedded page: the file the top-level
+    # the dashboard's server (src/cli/serve*.c), what it uses of the CLI (results_curves.c,
+    # results_view.c, cli.c, options.c, run_options.c), and the embedded page: the file the top-level
     # CMakeLists.txt generates for the program (SB_WEB_C), made again here by the same script
     # from the same files (a generated source is known only in the folder of its rule)
     set(_web ${CMAKE_CURRENT_BINARY_DIR}/generated/fuzz_web_assets.c)
@@ -26,8 +26,8 @@ function(sb_fuzz_sources name out)
         COMMENT "Embedding the dashboard's page (src/cli/web) for fuzz_serve" VERBATIM)
       set_directory_properties(PROPERTIES SB_FUZZ_WEB_RULE ON)
     endif()
-    foreach(_f serve_http.c serve_data.c serve_run.c serve_figures.c results_curves.c cli.c options.c
-               run_options.c)
+    foreach(_f serve_http.c serve_data.c serve_groups.c serve_run.c serve_figures.c results_curves.c
+               results_view.c cli.c options.c run_options.c)
       list(APPEND _src ${CMAKE_SOURCE_DIR}/src/cli/${_f})
     endforeach()
     list(APPEND _src ${_web})

@@ -10,7 +10,8 @@
  *   constant ones;
  *   unknown column names: one error line with the closest name, exit 2;
  *   ids: a full hash, a unique prefix, an ambiguous prefix and an unknown one, for eval,
- *   probe and results --run; the checkpoint path in --json and --csv.
+ *   probe and results --run; the checkpoint path in --json and --csv;
+ *   the library's groups (sb_run_table_groups) directly: order, apart labels, statistics.
  *
  * usage: test_results_view PATH/TO/selectivbench
  */
@@ -399,6 +400,81 @@ static void test_run_ids(void **state)
     free(out);
 }
 
+/* The library's rule itself (sb_run_table_groups, what `results --group` and the dashboard's
+ * /api/groups print): by model alone, the gru runs of widths 8 and 16 are two groups (they
+ * differ in more than their seeds) labelled apart by the width, in the order of the group
+ * column with ties by appearance; by feat_size, 8 before 16 as numbers (not as text); the
+ * failed run is in its group but not in its statistics; an unknown column is refused. */
+static void test_library_groups(void **state)
+{
+    (void)state;
+    sb_result_row rows[N_RUNS];
+    char *configs[N_RUNS];
+    for (size_t i = 0; i < N_RUNS; i++) {
+        memset(&rows[i], 0, sizeof rows[i]);
+        snprintf(rows[i].run_hash, sizeof rows[i].run_hash, "%s", runs[i].hash);
+        snprintf(rows[i].model, sizeof rows[i].model, "%s", runs[i].model);
+        rows[i].status = runs[i].status;
+        rows[i].test_acc = runs[i].test_acc;
+        configs[i] = config_json(&runs[i], runs[i].amb);
+    }
+    sb_run_table *t = NULL;
+    sb_error err = {0};
+    assert_int_equal(sb_run_table_new(rows, (const char *const *)configs, NULL, N_RUNS, &t, &err),
+                     SB_OK);
+    size_t all[N_RUNS];
+    for (size_t i = 0; i < N_RUNS; i++)
+        all[i] = i;
+    int model = sb_run_column_find("model"), width = sb_run_column_find("feat_size");
+    int acc = sb_run_column_find("test_acc");
+    assert_true(model >= 0 && width >= sb_run_column_fields() && acc >= 0);
+    sb_run_group *g = NULL;
+    size_t n = 0;
+    assert_int_equal(sb_run_table_groups(t, all, N_RUNS, &model, 1, &acc, 1, &g, &n, &err), SB_OK);
+    assert_int_equal(n, 3);
+    char buf[64];
+    sb_run_table_value(t, g[0].first, model, buf, sizeof buf);
+    assert_string_equal(buf, "gru");
+    assert_string_equal(g[0].apart, "feat_size=8"); /* first appearance among the gru */
+    assert_string_equal(g[1].apart, "feat_size=16");
+    assert_string_equal(g[2].apart, "");
+    assert_int_equal(g[0].n_runs, 3);
+    assert_int_equal(g[1].n_runs, 3);   /* the failed run is in it */
+    assert_int_equal(g[1].finished, 2); /* but not counted */
+    assert_int_equal(g[1].stats[0].n, 2);
+    assert_true(fabs(g[1].stats[0].mean - 0.3) < 1e-12);
+    assert_true(fabs(g[1].stats[0].std - sqrt(0.02)) < 1e-12); /* n - 1 */
+    assert_true(fabs(g[0].stats[0].std - 0.1) < 1e-12);
+    assert_true(isnan(g[2].stats[0].std)); /* one run: no standard deviation */
+    sb_run_groups_free(g, n);
+    /* by width: 8 (gru, transformer) before 16 as numbers; by width and model: 8/gru,
+     * 8/transformer, 16/gru */
+    int by[2] = {width, model};
+    assert_int_equal(sb_run_table_groups(t, all, N_RUNS, by, 2, &acc, 1, &g, &n, &err), SB_OK);
+    assert_int_equal(n, 3);
+    const char *want[3][2] = {{"8", "gru"}, {"8", "transformer"}, {"16", "gru"}};
+    for (size_t k = 0; k < n; k++)
+        for (int c = 0; c < 2; c++) {
+            sb_run_table_value(t, g[k].first, by[c], buf, sizeof buf);
+            assert_string_equal(buf, want[k][c]);
+        }
+    sb_run_groups_free(g, n);
+    /* a subset: the two gru runs of width 16 that ran, one group of 2 */
+    size_t some[2] = {3, 4};
+    assert_int_equal(sb_run_table_groups(t, some, 2, &model, 1, &acc, 1, &g, &n, &err), SB_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(g[0].finished, 2);
+    sb_run_groups_free(g, n);
+    int bad = -5;
+    assert_int_equal(sb_run_table_groups(t, all, N_RUNS, &bad, 1, &acc, 1, &g, &n, &err),
+                     SB_ERR_INVALID);
+    assert_null(g);
+    assert_int_equal(sb_run_column_find("no_such_column"), -1);
+    sb_run_table_free(t);
+    for (size_t i = 0; i < N_RUNS; i++)
+        sb_string_free(configs[i]);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -413,7 +489,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_group_statistics), cmocka_unit_test(test_sort_and_columns),
         cmocka_unit_test(test_varied_columns),   cmocka_unit_test(test_unknown_columns),
-        cmocka_unit_test(test_run_ids),
+        cmocka_unit_test(test_run_ids),          cmocka_unit_test(test_library_groups),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     test_remove_dir(dir);

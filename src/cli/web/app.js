@@ -91,13 +91,10 @@ function redraw() {
   for (const tab of document.querySelectorAll(".tab"))
     tab.classList.toggle("active", !onRun && tab.dataset.view === state.view);
   if (onRun) return;
-  const { runs, groups } = drawTables();
+  const { runs } = drawTables(); // the groups and their curves follow their reply
   drawChartControls();
   if (state.view === "scatter") drawScatter(runs);
-  else {
-    drawCurves();
-    drawGroupCurves(groups);
-  }
+  else drawCurves();
 }
 
 function setOptions(select, options, value) {

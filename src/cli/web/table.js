@@ -101,49 +101,29 @@ function shownRuns(cols) {
   return runs;
 }
 
-// A run's experiment within a group: its configuration but the seeds, keys sorted. A group's
-// runs differ in their seeds alone (as `results --group`, issue 38).
-function experimentOf(run) {
-  const cfg = {};
-  for (const k of Object.keys(run.config).sort())
-    if (k !== "seed" && k !== "task_seed") cfg[k] = run.config[k];
-  return cfg;
-}
-
-// "key=value, ..." of the keys whose values differ between the configurations cfgs.
-function apartLabels(cfgs) {
-  const keys = [...new Set(cfgs.flatMap(c => Object.keys(c)))];
-  const differ = keys.filter(k => cfgs.some(c => JSON.stringify(c[k]) !== JSON.stringify(cfgs[0][k])));
-  return cfgs.map(c => differ.map(k => `${k}=${c[k] === undefined || c[k] === null ? "none" : fmt(c[k])}`).join(", "));
-}
-
-function groups(runs) {
-  const byKey = new Map();
+// The groups over seeds of the runs shown come from the server's /api/groups: the library's
+// one rule, the one `results --group` prints (runs of equal values whose configurations
+// differ in their seeds alone, labelled apart otherwise; mean and sample std of the finished
+// runs). The runs are named by a mask over /api/runs's order: hex digit k for runs 4k..4k+3.
+function runsMask(runs) {
+  const index = new Map(state.runs.map((r, i) => [r.id, i]));
+  const digits = new Array(Math.ceil(state.runs.length / 4)).fill(0);
   for (const r of runs) {
-    const values = state.groupKeys.map(k => valueOf(r, k));
-    const exp = experimentOf(r);
-    const id = JSON.stringify([values, exp]);
-    if (!byKey.has(id)) byKey.set(id, { values, exp, runs: [], apart: "" });
-    byKey.get(id).runs.push(r);
+    const i = index.get(r.id);
+    if (i !== undefined) digits[i >> 2] |= 1 << (i & 3);
   }
-  const list = [...byKey.values()];
-  // groups of equal values: labelled by what sets them apart
-  const byValues = new Map();
-  for (const g of list) {
-    const v = JSON.stringify(g.values);
-    if (!byValues.has(v)) byValues.set(v, []);
-    byValues.get(v).push(g);
-  }
-  for (const same of byValues.values())
-    if (same.length > 1) apartLabels(same.map(g => g.exp)).forEach((l, i) => { same[i].apart = l; });
-  list.sort((a, b) => {
-    for (let i = 0; i < a.values.length; i++) {
-      const c = compareValues(a.values[i], b.values[i]);
-      if (c !== 0) return c;
-    }
-    return 0;
-  });
-  return list;
+  return digits.map(d => d.toString(16)).join("");
+}
+
+async function fetchGroups(runs) {
+  const reply = await getJSON("/api/groups?group=" + encodeURIComponent(state.groupKeys.join(",")) +
+                              "&runs=" + runsMask(runs));
+  const byId = new Map(state.runs.map(r => [r.id, r]));
+  return reply.groups.map(g => ({
+    values: state.groupKeys.map(k => g[k]), n: g.n, test_acc: g.test_acc,
+    test_loss: g.test_loss, apart: g.apart || "",
+    runs: g.runs.map(id => byId.get(id)).filter(Boolean),
+  }));
 }
 
 // ---- drawing ----------------------------------------------------------------------------
@@ -250,21 +230,40 @@ function drawGroups(list) {
   if (apart) head.append(el("th", { class: "text" }, "apart"));
   thead.append(head);
   for (const g of list) {
-    // as `results --group`: the statistics of the group's finished runs
-    const done = g.runs.filter(r => r.status === "finished");
-    const acc = stats(done.map(r => r.test_acc));
-    const loss = stats(done.map(r => r.test_loss));
-    const tr = el("tr", { "data-group": JSON.stringify(g.values), "data-n": acc.n });
+    const tr = el("tr", { "data-group": JSON.stringify(g.values), "data-n": g.test_acc.n });
     for (const v of g.values) tr.append(el("td", { class: "text" }, fmt(v)));
-    tr.append(el("td", {}, String(acc.n)), el("td", {}, fmt(acc.mean, 4)),
-              el("td", {}, fmt(acc.std, 4)), el("td", {}, fmt(loss.mean, 4)),
+    tr.append(el("td", {}, String(g.test_acc.n)), el("td", {}, fmt(g.test_acc.mean, 4)),
+              el("td", {}, fmt(g.test_acc.std, 4)), el("td", {}, fmt(g.test_loss.mean, 4)),
               el("td", {}, String(g.runs.length)));
     if (apart) tr.append(el("td", { class: "text" }, g.apart));
     tbody.append(tr);
   }
 }
 
-// Draws the table and the groups; returns the runs shown and the groups.
+let groupsToken = 0; // a newer drawing makes an older one's reply stop drawing
+
+// The groups of the runs shown (fetched), their table and, beside the curves, their curves.
+async function drawGroupsOf(runs) {
+  const token = ++groupsToken;
+  let list = [];
+  if (state.groupKeys.length > 0) {
+    try {
+      list = await fetchGroups(runs);
+    } catch (e) {
+      if (token !== groupsToken) return;
+      drawGroups([]);
+      const tr = el("tr");
+      tr.append(el("td", { class: "text muted" }, "groups: " + e.message));
+      document.getElementById("groups").tBodies[0].append(tr);
+      return;
+    }
+  }
+  if (token !== groupsToken) return;
+  drawGroups(list);
+  if (state.view !== "scatter") drawGroupCurves(list);
+}
+
+// Draws the table and (when their reply comes) the groups; returns the runs shown.
 function drawTables() {
   const cols = columns();
   const table = document.getElementById("runs");
@@ -278,10 +277,9 @@ function drawTables() {
   empty.textContent = state.runs.length === 0 ? "No runs in the database yet." : "No runs match.";
   document.getElementById("runs-count").textContent =
     runs.length === state.runs.length ? `(${runs.length})` : `(${runs.length} of ${state.runs.length})`;
-  const list = state.groupKeys.length > 0 ? groups(runs) : [];
-  drawGroups(list);
+  drawGroupsOf(runs);
   drawColumnChooser();
-  return { runs, groups: list };
+  return { runs };
 }
 
 // ---- CSV --------------------------------------------------------------------------------
