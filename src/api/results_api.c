@@ -154,15 +154,13 @@ sb_status sb_results_run_config(sb_results *db, const char *run_hash, sb_config 
 {
     SB_API_REQUIRE(out, err);
     *out = NULL;
-    SB_API_REQUIRE(db, err);
-    SB_API_REQUIRE(run_hash, err);
-    sb_run_row stored;
-    sb_status st = stored_run(db, run_hash, &stored, err);
+    char *json = NULL;
+    sb_status st = sb_results_config_json(db, run_hash, &json, err);
     if (st != SB_OK)
         return st;
     sb_run_config run;
-    st = sb_run_config_from_json(stored.config_json != NULL ? stored.config_json : "", &run, err);
-    sb_results_run_row_clear(&stored);
+    st = sb_run_config_from_json(json != NULL ? json : "", &run, err);
+    sb_string_free(json);
     if (st != SB_OK)
         return sb_error_set(err, SB_ERR_INVALID, "run %s: its stored configuration: %s", run_hash,
                             err != NULL ? err->msg : "does not read back");

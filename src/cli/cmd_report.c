@@ -72,10 +72,7 @@ static int report_with(sb_config *cfg, int argc, char **argv)
     int claims = 0, json = 0, exploratory = 0;
     const char *filter_dummy = NULL;
     sb_option opts[16] = {
-        {"db", SB_OPT_STRING, &db_path, "PATH",
-         "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
-         " (default results/" SB_RESULTS_DB_NAME ")",
-         0},
+        {"db", SB_OPT_STRING, &db_path, "PATH", SB_CLI_DB_HELP, 0},
         {"results", SB_OPT_STRING, &db_path, "DIR",
          "the results folder, as train and sweep take it: the same as --db DIR (default "
          "results)",

@@ -161,10 +161,7 @@ static int results_parse(int argc, char **argv, results_args *a)
     if (sb_run_settings_new(&settings, NULL, &err) != SB_OK)
         return sb_cli_fail("results", &err);
     sb_option opts[24] = {
-        {"db", SB_OPT_STRING, &a->db_path, "PATH",
-         "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
-         " (default results/" SB_RESULTS_DB_NAME ")",
-         0},
+        {"db", SB_OPT_STRING, &a->db_path, "PATH", SB_CLI_DB_HELP, 0},
         {"model", SB_OPT_STRING, &a->model, "NAME",
          "only runs of this model (the models command lists them, or an external model the "
          "database has; default: all)",

@@ -25,10 +25,7 @@ typedef struct serve_args {
 static int serve_parse(sb_config *cfg, int argc, char **argv, serve_args *a)
 {
     sb_option opts[8] = {
-        {"db", SB_OPT_STRING, &a->db, "PATH",
-         "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
-         " (default results/" SB_RESULTS_DB_NAME ")",
-         0},
+        {"db", SB_OPT_STRING, &a->db, "PATH", SB_CLI_DB_HELP, 0},
         {"results", SB_OPT_STRING, &a->results, "DIR",
          "results folder: serve DIR/" SB_RESULTS_DB_NAME, 0},
     };

@@ -22,6 +22,11 @@ typedef enum sb_opt_type {
                       sb_config_set_key (a switch key may stand alone) */
 } sb_opt_type;
 
+/* The --db option's help, one text for every command that reads a results database. */
+#define SB_CLI_DB_HELP                                                                             \
+    "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME                        \
+    " (default results/" SB_RESULTS_DB_NAME ")"
+
 typedef struct sb_option {
     const char *name; /* without the leading "--" */
     sb_opt_type type;

@@ -40,10 +40,7 @@ static int path_exists(const char *path)
 static int curves_parse(int argc, char **argv, curves_args *a)
 {
     sb_option opts[] = {
-        {"db", SB_OPT_STRING, &a->db_path, "PATH",
-         "results database, or a results folder DIR for DIR/" SB_RESULTS_DB_NAME
-         " (default results/" SB_RESULTS_DB_NAME ")",
-         0},
+        {"db", SB_OPT_STRING, &a->db_path, "PATH", SB_CLI_DB_HELP, 0},
         {"curves", SB_OPT_SWITCH, &a->curves, NULL,
          "print the learning curves: every evaluation of RUN (an id or a unique prefix of it), "
          "or of every run",

@@ -143,16 +143,6 @@ static void number_text(double x, char *buf, size_t size)
         buf[0] = '\0';
 }
 
-/* The number a text holds, or NaN (text that is not wholly a finite number). */
-static double text_number(const char *text)
-{
-    if (text[0] == '\0')
-        return (double)NAN;
-    char *end;
-    double x = strtod(text, &end);
-    return *end == '\0' && isfinite(x) ? x : (double)NAN;
-}
-
 /* Run i's value in column c: its exact text (as CSV writes it; "" when unknown) and its
  * number (NaN when it is not one). */
 static double cell(view *v, size_t i, column c, char *buf, size_t size)
@@ -866,8 +856,10 @@ static void print_changed_keys(const char *config_json)
         if (sb_config_get_key(cfg, sb_config_key_name(key), value, sizeof value, NULL) != SB_OK)
             value[0] = '\0';
         const char *def = sb_config_key_default(key);
-        double a = text_number(value), b = text_number(def != NULL ? def : "");
-        int same = isnan(a) || isnan(b) ? def != NULL && strcmp(value, def) == 0 : a == b;
+        double a, b; /* numbers compared as numbers (1e-3 is 0.001), the rest as text */
+        int numbers =
+            def != NULL && sb_config_parse_double(value, &a) && sb_config_parse_double(def, &b);
+        int same = numbers ? a == b : def != NULL && strcmp(value, def) == 0;
         if (same)
             continue;
         printf("%s--%s %s", any ? " " : "", sb_config_key_name(key), value);

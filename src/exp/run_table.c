@@ -222,15 +222,6 @@ static double run_te(sb_run_table *t, size_t i)
     return e.te;
 }
 
-/* A number as the exact text of CSV and JSON ("" when unknown). */
-static void number_text(double x, char *buf, size_t size)
-{
-    if (isfinite(x))
-        sb_jw_format_double(buf, size, x);
-    else
-        buf[0] = '\0';
-}
-
 /* The number a text holds, or NaN (text that is not wholly a finite number). */
 static double text_number(const char *text)
 {
@@ -251,8 +242,8 @@ static int json_text(json_t *value, char *buf, size_t size)
         snprintf(buf, size, "%s", json_string_value(value));
     else if (json_is_integer(value))
         snprintf(buf, size, "%lld", (long long)json_integer_value(value));
-    else if (json_is_real(value))
-        number_text(json_real_value(value), buf, size);
+    else if (json_is_real(value)) /* finite: JSON has no other */
+        sb_jw_format_double(buf, size, json_real_value(value));
     else if (json_is_boolean(value))
         snprintf(buf, size, "%s", json_is_true(value) ? "True" : "False");
     return 1;
@@ -306,8 +297,8 @@ double sb_run_table_value(sb_run_table *t, size_t i, int column, char *buf, size
             snprintf(buf, size, "%lld", (long long)x);
         else if (column == F_EFFECTIVE_MEMORY && isinf(x))
             snprintf(buf, size, ">32"); /* beyond the k = 32 observer */
-        else
-            number_text(x, buf, size);
+        else if (isfinite(x))           /* the exact text of CSV and JSON; "" when unknown */
+            sb_jw_format_double(buf, size, x);
         return x;
     }
     int key = column - N_FIELDS;
