@@ -2,7 +2,7 @@
  * api.h - what the public API's files share (src/api/, the floor above exp): the public
  * configuration handle and the check of required arguments. The public header
  * (include/selectivbench/selectivbench.h) is the contract; these files are thin wrappers
- * over the floors below.
+ * over the floors below. The public sb_config is config/run_config.h's struct sb_config.
  */
 #ifndef SELECTIVBENCH_API_H
 #define SELECTIVBENCH_API_H
@@ -10,11 +10,6 @@
 #include "config/run_config.h"
 #include "core/cpus.h"
 #include "core/status.h"
-
-/* The public sb_config: a run configuration (config/run_config.h) behind an opaque handle. */
-struct sb_config {
-    sb_run_config run;
-};
 
 /* A new handle holding *run (malloc'd; freed with sb_config_free). */
 sb_status sb_api_config_new(const sb_run_config *run, sb_config **out, sb_error *err);

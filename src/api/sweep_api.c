@@ -61,72 +61,6 @@ int sb_sweep_has_param(const sb_sweep *s, const char *name)
     return 0;
 }
 
-/* Forwards the executor's events to the public callback. */
-typedef struct sweep_forward {
-    const sb_sweep_settings *settings;
-} sweep_forward;
-
-static void forward_event(const sb_sweep_event *ev, void *user)
-{
-    const sweep_forward *fw = user;
-    if (fw->settings->on_update == NULL)
-        return;
-    sb_sweep_update u;
-    memset(&u, 0, sizeof u);
-    switch (ev->kind) {
-    case SB_SWEEP_RUN_STARTED: u.kind = SB_SWEEP_UPDATE_STARTED; break;
-    case SB_SWEEP_RUN_PROGRESS: u.kind = SB_SWEEP_UPDATE_PROGRESS; break;
-    case SB_SWEEP_RUN_ENDED: u.kind = SB_SWEEP_UPDATE_ENDED; break;
-    case SB_SWEEP_TICK: u.kind = SB_SWEEP_UPDATE_TICK; break;
-    case SB_SWEEP_RUN_WAITING: u.kind = SB_SWEEP_UPDATE_WAITING; break;
-    }
-    u.run = ev->kind == SB_SWEEP_TICK ? -1 : ev->run;
-    u.hash = ev->hash != NULL ? ev->hash : "";
-    u.step = ev->progress.step;
-    u.total_steps = ev->progress.total_steps;
-    u.loss = ev->progress.loss;
-    u.acc = ev->progress.acc;
-    u.tokens_per_s = ev->progress.tokens_per_s;
-    u.eta_s = ev->progress.eta_s;
-    u.test_acc = (double)NAN;
-    u.last_test_acc = ev->progress.test_acc;
-    u.slot = ev->slot;
-    u.run_elapsed_s = ev->run_elapsed_s;
-    u.sweep_elapsed_s = ev->sweep_elapsed_s;
-    /* the run's configuration as a handle, for the duration of the call */
-    sb_config config;
-    if (ev->cfg != NULL) {
-        config.run = *ev->cfg;
-        u.config = &config;
-    }
-    if (ev->kind == SB_SWEEP_RUN_ENDED) {
-        u.outcome = ev->outcome;
-        u.reason = ev->reason;
-        u.test_acc = ev->metrics.test_acc;
-        u.started = ev->started;
-        u.recorded = ev->recorded;
-        u.exit_code = ev->exit_code;
-        u.term_signal = ev->term_signal;
-    }
-    u.done = ev->tally.done;
-    u.failed = ev->tally.failed;
-    u.skipped = ev->tally.skipped;
-    u.refused = ev->tally.refused;
-    u.excluded = ev->tally.excluded;
-    u.interrupted = ev->tally.interrupted;
-    u.locked_by = ev->locked_by;
-    u.running = ev->running;
-    u.n_runs = ev->n_runs;
-    fw->settings->on_update(&u, fw->settings->user);
-}
-
-/* The executor hands its `user` (the forwarder) to cancel: give the caller its own back. */
-static int forward_cancel(void *user)
-{
-    const sweep_forward *fw = user;
-    return fw->settings->cancel(fw->settings->user);
-}
-
 /* The runs given (or the whole grid) must be at most SB_SWEEP_MAX_RUNS runs of the grid: a
  * grid is never listed beyond that. */
 static sb_status check_runs(const sb_sweep *s, const int64_t *runs, int64_t n_runs, sb_error *err)
@@ -212,16 +146,16 @@ sb_status sb_sweep_run(const sb_sweep *s, const int64_t *runs, int64_t n_runs, c
         runs = all;
     }
     const sb_sweep_settings none = {0};
-    sweep_forward fw = {settings != NULL ? settings : &none};
+    const sb_sweep_settings *set = settings != NULL ? settings : &none;
     sb_sweep_exec_opts eo = {
         .workers = rt->workers,
         .threads = rt->threads,
         .results = rt->results,
         .db = rt->db[0] != '\0' ? rt->db : NULL,
         .worker_exe = worker_exe,
-        .on_event = forward_event,
-        .user = &fw,
-        .cancel = fw.settings->cancel != NULL ? forward_cancel : NULL,
+        .on_update = set->on_update, /* the executor reports with the public record */
+        .user = set->user,
+        .cancel = set->cancel,
         .checkpoint_every_s = 60.0 * rt->checkpoint_every,
     };
     sb_sweep_tally tally = {0};

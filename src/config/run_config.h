@@ -143,4 +143,11 @@ char *sb_run_config_flags(const sb_run_config *cfg);
 /* 64-bit FNV-1a of the canonical JSON, as 16 hex digits in out[17]. */
 void sb_run_config_hash(const sb_run_config *cfg, int training_only, char out[17]);
 
+/* The public sb_config (selectivbench.h): a run configuration behind an opaque handle. Here,
+ * so that a floor that hands a configuration to a caller's callback (the sweep executor's
+ * updates) hands the public one. */
+struct sb_config {
+    sb_run_config run;
+};
+
 #endif

@@ -240,44 +240,67 @@ typedef struct pool {
     double next_lock_look; /* when to look at their locks again */
 } pool;
 
-/* Sends ev with the sweep-level fields filled in. */
-static void emit(pool *p, sb_sweep_event *ev)
+/* Sends u (about its run, of configuration cfg when not NULL) with the sweep-level fields
+ * filled in; an update other than ENDED carries no outcome. */
+static void emit(pool *p, sb_sweep_update *u, const sb_run_config *cfg)
 {
-    if (p->opts->on_event == NULL)
+    if (p->opts->on_update == NULL)
         return;
-    ev->tally = p->tally;
-    ev->running = p->running;
-    ev->n_runs = p->n_runs;
-    ev->sweep_elapsed_s = sb_time_now() - p->t0;
-    p->opts->on_event(ev, p->opts->user);
+    if (u->kind != SB_SWEEP_UPDATE_ENDED) {
+        u->outcome = SB_SWEEP_NO_OUTCOME;
+        u->reason = NULL;
+        u->test_acc = (double)NAN;
+        u->started = u->recorded = u->exit_code = u->term_signal = 0;
+    }
+    sb_config config; /* the public handle, for the duration of the call */
+    if (cfg != NULL) {
+        config.run = *cfg;
+        u->config = &config;
+    }
+    u->done = p->tally.done;
+    u->failed = p->tally.failed;
+    u->skipped = p->tally.skipped;
+    u->refused = p->tally.refused;
+    u->excluded = p->tally.excluded;
+    u->interrupted = p->tally.interrupted;
+    u->running = p->running;
+    u->n_runs = p->n_runs;
+    u->sweep_elapsed_s = sb_time_now() - p->t0;
+    p->opts->on_update(u, p->opts->user);
 }
 
-/* An event about run k (no worker yet). */
-static sb_sweep_event run_event(sb_sweep_event_kind kind, int64_t k)
+/* An update about run k (no worker yet; TICK: k is -1). */
+static sb_sweep_update run_update(sb_sweep_update_kind kind, int64_t k)
 {
-    sb_sweep_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = kind;
-    ev.run = k;
-    ev.slot = -1;
-    ev.hash = "";
-    ev.exit_code = -1;
-    ev.metrics = sb_results_metrics_unknown();
-    return ev;
+    sb_sweep_update u;
+    memset(&u, 0, sizeof u);
+    u.kind = kind;
+    u.run = k;
+    u.slot = -1;
+    u.hash = "";
+    u.exit_code = -1;
+    u.test_acc = (double)NAN;
+    u.last_test_acc = (double)NAN;
+    return u;
 }
 
-/* An event about the run of worker slot i. */
-static sb_sweep_event worker_event(const pool *p, sb_sweep_event_kind kind, int i)
+/* An update about the run of worker slot i: its last progress record. */
+static sb_sweep_update worker_update(const pool *p, sb_sweep_update_kind kind, int i)
 {
     const worker *w = &p->slots[i];
-    sb_sweep_event ev = run_event(kind, w->run);
-    ev.slot = i;
-    ev.hash = w->hash;
-    ev.cfg = &w->cfg;
-    ev.started = 1;
-    ev.run_elapsed_s = sb_time_now() - w->started;
-    ev.progress = w->last;
-    return ev;
+    sb_sweep_update u = run_update(kind, w->run);
+    u.slot = i;
+    u.hash = w->hash;
+    u.started = 1;
+    u.run_elapsed_s = sb_time_now() - w->started;
+    u.step = w->last.step;
+    u.total_steps = w->last.total_steps;
+    u.loss = w->last.loss;
+    u.acc = w->last.acc;
+    u.tokens_per_s = w->last.tokens_per_s;
+    u.eta_s = w->last.eta_s;
+    u.last_test_acc = w->last.test_acc;
+    return u;
 }
 
 /* Writes v in decimal into out (at least 24 bytes). */
@@ -472,8 +495,8 @@ static void worker_read(pool *p, int i)
             w->buf_len = 0; /* a line too long to be a record: drop it */
     }
     if (fresh) {
-        sb_sweep_event ev = worker_event(p, SB_SWEEP_RUN_PROGRESS, i);
-        emit(p, &ev);
+        sb_sweep_update u = worker_update(p, SB_SWEEP_UPDATE_PROGRESS, i);
+        emit(p, &u, &p->slots[i].cfg);
     }
 }
 
@@ -496,12 +519,11 @@ static void wait_for_lock(pool *p, int64_t k, int slot, const char *hash, const 
                           long holder)
 {
     p->waiting[p->n_waiting++] = k;
-    sb_sweep_event ev = slot >= 0 ? worker_event(p, SB_SWEEP_RUN_WAITING, slot)
-                                  : run_event(SB_SWEEP_RUN_WAITING, k);
-    ev.hash = hash;
-    ev.cfg = cfg;
-    ev.locked_by = holder;
-    emit(p, &ev);
+    sb_sweep_update u = slot >= 0 ? worker_update(p, SB_SWEEP_UPDATE_WAITING, slot)
+                                  : run_update(SB_SWEEP_UPDATE_WAITING, k);
+    u.hash = hash;
+    u.locked_by = holder;
+    emit(p, &u, cfg);
 }
 
 /* Whether a worker that ended without recording its end was stopped by a signal to stop (it
@@ -585,7 +607,7 @@ static void finish_worker(pool *p, int i, int wstatus)
         wait_for_lock(p, w->run, i, w->hash, &w->cfg, holder);
         return;
     }
-    sb_sweep_event ev = worker_event(p, SB_SWEEP_RUN_ENDED, i);
+    sb_sweep_update ev = worker_update(p, SB_SWEEP_UPDATE_ENDED, i);
     if (WIFEXITED(wstatus))
         ev.exit_code = WEXITSTATUS(wstatus);
     if (WIFSIGNALED(wstatus))
@@ -605,10 +627,10 @@ static void finish_worker(pool *p, int i, int wstatus)
     } else if (found) {
         ev.outcome = outcome_of_row(&row, ev.exit_code);
         ev.reason = row.reason;
-        ev.metrics = row.metrics;
+        ev.test_acc = row.metrics.test_acc;
     }
     tally_add(p, ev.outcome);
-    emit(p, &ev);
+    emit(p, &ev, &p->slots[i].cfg);
     if (found)
         sb_results_run_row_clear(&row);
 }
@@ -624,7 +646,7 @@ static sb_sweep_outcome refusal_outcome(const sb_error *check)
  * slot i. Returns whether slot i is now busy. */
 static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
 {
-    sb_sweep_event ev = run_event(SB_SWEEP_RUN_ENDED, k);
+    sb_sweep_update ev = run_update(SB_SWEEP_UPDATE_ENDED, k);
     sb_run_config cfg;
     sb_error rerr = {0}, check = {0};
     int built = 0;
@@ -633,13 +655,12 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
         ev.outcome = refusal_outcome(&check);
         ev.reason = check.msg;
         tally_add(p, ev.outcome);
-        emit(p, &ev);
+        emit(p, &ev, NULL);
         return 0;
     }
     char hash[17];
     sb_run_config_hash(&cfg, 0, hash);
     ev.hash = hash;
-    ev.cfg = &cfg;
     sb_run_row row;
     int found = 0, resume = 0;
     if (sb_results_get_run(p->db, hash, &row, &found, &rerr) == SB_OK && found) {
@@ -651,8 +672,8 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
             p->tally.skipped++;
             ev.outcome = SB_SWEEP_SKIPPED;
             ev.recorded = 1;
-            ev.metrics = row.metrics;
-            emit(p, &ev);
+            ev.test_acc = row.metrics.test_acc;
+            emit(p, &ev, &cfg);
         }
         sb_results_run_row_clear(&row);
         if (finished)
@@ -673,7 +694,7 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
         tally_add(p, ev.outcome);
         ev.reason = check.msg;
         ev.recorded = record_refused(p->db, &cfg, hash, check.msg);
-        emit(p, &ev);
+        emit(p, &ev, &cfg);
         return 0;
     }
     char **args = NULL;
@@ -690,7 +711,7 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
         p->tally.failed++;
         ev.outcome = SB_SWEEP_FAILED;
         ev.reason = rerr.msg;
-        emit(p, &ev);
+        emit(p, &ev, &cfg);
         return 0;
     }
     worker *w = &p->slots[i];
@@ -703,8 +724,8 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
     w->last.test_acc = (double)NAN;
     memcpy(w->hash, hash, sizeof hash);
     p->running++;
-    sb_sweep_event started = worker_event(p, SB_SWEEP_RUN_STARTED, i);
-    emit(p, &started);
+    sb_sweep_update started = worker_update(p, SB_SWEEP_UPDATE_STARTED, i);
+    emit(p, &started, &w->cfg);
     return 1;
 }
 
@@ -826,8 +847,8 @@ sb_status sb_sweep_execute(const sb_sweep *s, const int64_t *runs, int64_t n_run
             break;
 
         wait_for_workers(&p, pfd, slot_of);
-        sb_sweep_event tick = run_event(SB_SWEEP_TICK, -1);
-        emit(&p, &tick);
+        sb_sweep_update tick = run_update(SB_SWEEP_UPDATE_TICK, -1);
+        emit(&p, &tick, NULL);
     }
     /* a stop request that came while the last workers ended (a terminal's Ctrl-C reaches
      * them too, and they may all stop before this loop looks again) still cancels the sweep */

@@ -33,6 +33,7 @@
 #include "core/status.h"
 #include "exp/results.h"
 #include "exp/sweep.h"
+#include "selectivbench/selectivbench.h"
 
 /* ---- a run's configuration ------------------------------------------------------------ */
 
@@ -108,45 +109,10 @@ typedef struct sb_sweep_tally {
 #define SB_SWEEP_EXIT_TEMPFAIL 75
 #define SB_SWEEP_EXIT_INTERRUPTED 130
 
-typedef enum sb_sweep_event_kind {
-    SB_SWEEP_RUN_STARTED,  /* a worker process started a run */
-    SB_SWEEP_RUN_PROGRESS, /* a running run's worker sent progress records */
-    SB_SWEEP_RUN_ENDED,    /* a run of the selection is settled (any outcome) */
-    SB_SWEEP_TICK,         /* about twice a second while runs are going: the counts */
-    SB_SWEEP_RUN_WAITING,  /* another process trains the run (locked_by): it is put aside
-                              and taken again when its lock is free; slot is the worker that
-                              found it locked, or -1 */
-} sb_sweep_event_kind;
-
-/* What the callback receives. Pointers are valid during the call only. */
-typedef struct sb_sweep_event {
-    sb_sweep_event_kind kind;
-    /* the run (not TICK) */
-    int64_t run;              /* its index k in the grid */
-    int slot;                 /* its worker, 0..workers-1; -1 when no worker ran it */
-    const char *hash;         /* its run hash; "" when the configuration was not built */
-    const sb_run_config *cfg; /* its configuration; NULL when it was not built */
-    double run_elapsed_s;     /* seconds since its worker started (0 without one) */
-    /* RUN_PROGRESS: the last record of the worker */
-    sb_sweep_progress progress;
-    /* RUN_ENDED */
-    sb_sweep_outcome outcome;
-    int started;            /* a worker process ran it */
-    int recorded;           /* the database has a row of it (for a refused run: the
-                               configuration was built and its refusal recorded) */
-    int exit_code;          /* the worker's exit code; -1 when it did not exit normally */
-    int term_signal;        /* the signal that killed the worker; 0 when none */
-    long locked_by;         /* RUN_WAITING: the pid holding the run's lock (-1: unknown) */
-    const char *reason;     /* why it failed, diverged or was refused; NULL otherwise */
-    sb_run_metrics metrics; /* the row's final metrics; NaN where unknown */
-    /* the sweep, in every event (after this event's run is counted) */
-    sb_sweep_tally tally;
-    int running;            /* worker processes running */
-    int64_t n_runs;         /* runs selected */
-    double sweep_elapsed_s; /* seconds since sb_sweep_execute began */
-} sb_sweep_event;
-
-typedef void (*sb_sweep_callback)(const sb_sweep_event *ev, void *user);
+/* The executor reports to the caller's callback with the public record, sb_sweep_update
+ * (selectivbench.h): a run started, sent progress, ended (any outcome) or was put aside
+ * because another process trains it (WAITING), and about twice a second the counts (TICK).
+ * Pointers in it are valid during the call only. */
 
 typedef struct sb_sweep_exec_opts {
     int workers;         /* runs at a time, >= 1 */
@@ -158,8 +124,8 @@ typedef struct sb_sweep_exec_opts {
      * "/proc/self/exe" (its own image); a library user must give the installed binary's
      * path. Required. */
     const char *worker_exe;
-    sb_sweep_callback on_event; /* may be NULL */
-    void *user;                 /* passed to on_event and cancel */
+    sb_sweep_update_fn on_update; /* may be NULL */
+    void *user;                   /* passed to on_update and cancel */
     /* Polled about twice a second, and at once when a signal wakes the wait; when it
      * returns nonzero, no new run starts and the running workers are sent that signal when
      * it is SIGINT, else SIGTERM, once. A worker stops after its current update, writes its
@@ -174,7 +140,7 @@ typedef struct sb_sweep_exec_opts {
  * (sb_sweep_run_validate; refused when it cannot be built), skips it when the database has
  * it finished, refuses it (recording it as failed with the reason) when the check rejects
  * it, else starts its worker.
- * Events go to opts->on_event from this thread only; *tally receives the final counts.
+ * Updates go to opts->on_update from this thread only; *tally receives the final counts.
  *
  * Returns SB_OK when every run was settled, whatever their outcomes (look at the tally);
  * SB_ERR_INVALID for bad options, SB_ERR_IO/SB_ERR_INVALID when the results folder, its

@@ -412,10 +412,10 @@ typedef struct seen {
     sb_run_lock lock;
 } seen;
 
-static void on_event(const sb_sweep_event *ev, void *user)
+static void on_event(const sb_sweep_update *ev, void *user)
 {
     seen *s = user;
-    if (ev->kind == SB_SWEEP_TICK) {
+    if (ev->kind == SB_SWEEP_UPDATE_TICK) {
         s->ticks++;
         return;
     }
@@ -425,9 +425,9 @@ static void on_event(const sb_sweep_event *ev, void *user)
     }
     int k = (int)ev->run;
     switch (ev->kind) {
-    case SB_SWEEP_RUN_STARTED:
+    case SB_SWEEP_UPDATE_STARTED:
         s->started[k]++;
-        if (s->ended[k] || ev->slot < 0 || ev->cfg == NULL || strlen(ev->hash) != 16)
+        if (s->ended[k] || ev->slot < 0 || ev->config == NULL || strlen(ev->hash) != 16)
             s->bad++;
         if (s->lock_on_start && k == s->lock_run && s->started[k] == 1) {
             long holder = 0;
@@ -436,24 +436,24 @@ static void on_event(const sb_sweep_event *ev, void *user)
                 s->bad++;
         }
         break;
-    case SB_SWEEP_RUN_WAITING:
+    case SB_SWEEP_UPDATE_WAITING:
         s->waiting[k]++;
         s->locked_by[k] = ev->locked_by;
         s->waiting_slot[k] = ev->slot;
-        if (s->ended[k] || ev->cfg == NULL || strlen(ev->hash) != 16)
+        if (s->ended[k] || ev->config == NULL || strlen(ev->hash) != 16)
             s->bad++;
         if (s->lock_path[0] != '\0')
             sb_run_lock_release(&s->lock); /* the run can go now */
         break;
-    case SB_SWEEP_RUN_PROGRESS:
+    case SB_SWEEP_UPDATE_PROGRESS:
         s->progress[k]++;
-        if (!s->started[k] || s->ended[k] || ev->progress.step < s->last_step[k] ||
-            ev->progress.step > ev->progress.total_steps)
+        if (!s->started[k] || s->ended[k] || ev->step < s->last_step[k] ||
+            ev->step > ev->total_steps)
             s->bad++;
-        s->last_step[k] = ev->progress.step;
-        s->total[k] = ev->progress.total_steps;
+        s->last_step[k] = ev->step;
+        s->total[k] = ev->total_steps;
         break;
-    case SB_SWEEP_RUN_ENDED:
+    case SB_SWEEP_UPDATE_ENDED:
         s->ended[k]++;
         s->outcome[k] = ev->outcome;
         if (ev->reason != NULL)
@@ -463,7 +463,7 @@ static void on_event(const sb_sweep_event *ev, void *user)
         if (ev->started != (s->started[k] > 0))
             s->bad++;
         break;
-    case SB_SWEEP_TICK: break;
+    case SB_SWEEP_UPDATE_TICK: break;
     }
 }
 
@@ -500,7 +500,7 @@ static sb_status execute_with(const char *worker_exe, const sb_sweep *s, const i
                                .threads = 1,
                                .results = dir,
                                .worker_exe = worker_exe != NULL ? worker_exe : binary,
-                               .on_event = on_event,
+                               .on_update = on_event,
                                .user = seen_events,
                                .cancel = cancel_when_training};
     sb_status st = sb_sweep_execute(s, runs, n_runs, &opts, tally, err);
