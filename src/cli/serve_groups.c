@@ -50,6 +50,15 @@ void sb_serve_groups(const char *db_path, const char *group, const char *mask, s
         sb_serve_reply_error(r, 400, "group: name the columns to group by (group=model,lr)");
         return;
     }
+    /* column names are letters, digits and _: anything else is refused before it is quoted
+     * in an error (a byte that is not UTF-8 would break the JSON reply) */
+    for (const char *c = group; *c != '\0'; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != ',') {
+            sb_serve_reply_error(r, 400,
+                                 "group: column names are letters, digits and _, separated by "
+                                 "commas (group=model,lr)");
+            return;
+        }
     sb_error err = {0};
     sb_results *db = NULL;
     sb_result_row *rows = NULL;
