@@ -562,6 +562,9 @@ typedef struct sb_train_outcome {
     int threads;
     char fingerprint[9];
     char checkpoint_fingerprint[9];
+    double flops_per_token; /* the model's forward FLOPs per token (sb_result_row's) */
+    int n_evals;            /* evaluations of the test split this call made (the final one
+                               included; 0 when it stopped before any) */
 } sb_train_outcome;
 
 /* Trains the model of cfg on its task (train.py's run: one pass over the training set,

@@ -95,7 +95,8 @@ class TrainOutcome(ctypes.Structure):
                 ("checkpoint", ctypes.c_char * PATH_MAX), ("grad_acc", c_int),
                 ("finished_at", ctypes.c_char * 32), ("locked_by", ctypes.c_long),
                 ("gather_s", c_double), ("engine", ctypes.c_char * 16), ("threads", c_int),
-                ("fingerprint", ctypes.c_char * 9), ("checkpoint_fingerprint", ctypes.c_char * 9)]
+                ("fingerprint", ctypes.c_char * 9), ("checkpoint_fingerprint", ctypes.c_char * 9),
+                ("flops_per_token", c_double), ("n_evals", c_int)]
 
 
 class EvalOutcome(ctypes.Structure):

@@ -32,42 +32,6 @@ const char *const *sb_results_statuses(void)
     return sb_run_status_names();
 }
 
-/* A stored row as the public record. */
-static void row_copy(sb_result_row *dst, const sb_run_row *src)
-{
-    memset(dst, 0, sizeof *dst);
-#define COPY_STRING(field, from)                                                                   \
-    snprintf(dst->field, sizeof dst->field, "%s", (from) != NULL ? (from) : "")
-    COPY_STRING(run_hash, src->hash);
-    COPY_STRING(model, src->model);
-    dst->status = src->status;
-    COPY_STRING(protocol, src->protocol);
-    COPY_STRING(finished_at, src->finished_at);
-    COPY_STRING(reason, src->reason);
-    COPY_STRING(checkpoint, src->checkpoint);
-    COPY_STRING(host, src->host);
-    COPY_STRING(engine, src->engine);
-    COPY_STRING(fingerprint, src->fingerprint);
-#undef COPY_STRING
-    dst->params = src->params;
-    dst->test_acc = src->metrics.test_acc;
-    dst->test_loss = src->metrics.test_loss;
-    dst->train_acc = src->metrics.train_acc;
-    dst->train_loss = src->metrics.train_loss;
-    dst->wall_s = src->metrics.wall_s;
-    dst->tokens_per_s = src->metrics.tokens_per_s;
-    dst->ceiling = src->ceiling;
-    dst->effective_memory = src->effective_memory;
-    dst->flops_per_token = src->flops_per_token;
-    dst->state_size = src->state_size;
-    dst->attempts = src->attempts;
-    dst->rank = src->rank;
-    dst->world_size = src->world_size;
-    dst->threads = src->threads;
-    dst->valid_acc = src->metrics.valid_acc;
-    dst->valid_loss = src->metrics.valid_loss;
-}
-
 /* The stored row of the run with this hash (cleared with sb_results_run_row_clear);
  * SB_ERR_INVALID when there is none. */
 static sb_status stored_run(sb_results *db, const char *run_hash, sb_run_row *stored, sb_error *err)
@@ -109,7 +73,7 @@ sb_status sb_results_read(sb_results *db, const char *model, size_t first, sb_re
     if (first < end)
         st = sb_run_store_settle_dead(db, stored + first, end - first, err);
     for (size_t i = first; st == SB_OK && i < end; i++)
-        row_copy(&rows[(*n)++], &stored[i]);
+        rows[(*n)++] = stored[i].r; /* the stored row holds the public record */
     sb_results_run_rows_free(stored, n_stored);
     return st;
 }
@@ -128,7 +92,7 @@ sb_status sb_results_find(sb_results *db, const char *run_hash, sb_result_row *r
         return st;
     st = sb_run_store_settle_dead(db, &stored, 1, err);
     if (st == SB_OK)
-        row_copy(row, &stored);
+        *row = stored.r;
     sb_results_run_row_clear(&stored);
     return st;
 }
@@ -200,8 +164,8 @@ sb_status sb_results_backfill(sb_results *db, sb_result_row *row, int threads, d
         return st;
     st = sb_results_fill_yardsticks(db, &stored, threads, NULL, err);
     if (st == SB_OK) {
-        row->ceiling = stored.ceiling;
-        row->effective_memory = stored.effective_memory;
+        row->ceiling = stored.r.ceiling;
+        row->effective_memory = stored.r.effective_memory;
     }
     sb_run_config run;
     sb_ceiling c;
@@ -259,7 +223,7 @@ static sb_status record_end(sb_run_record *rec, sb_run_status status, const char
                             const sb_external_run *m, double valid_acc, double valid_loss,
                             sb_error *err)
 {
-    sb_train_result res;
+    sb_train_outcome res;
     memset(&res, 0, sizeof res);
     res.valid_acc = valid_acc;
     res.valid_loss = valid_loss;
@@ -603,12 +567,12 @@ sb_status sb_results_resolve_run(sb_results *db, const char *id, char run_hash[1
         return st;
     const char *first = NULL, *second = NULL;
     for (size_t i = 0; i < n_rows && second == NULL; i++) {
-        if (rows[i].hash == NULL || strncmp(rows[i].hash, id, len) != 0)
+        if (strncmp(rows[i].r.run_hash, id, len) != 0)
             continue;
         if (first == NULL)
-            first = rows[i].hash;
+            first = rows[i].r.run_hash;
         else
-            second = rows[i].hash;
+            second = rows[i].r.run_hash;
     }
     if (first == NULL)
         st = sb_error_set(err, SB_ERR_INVALID,

@@ -68,7 +68,7 @@ static void outcome_init(sb_train_outcome *out, const sb_run_config *cfg)
     out->test_acc = out->test_loss = out->train_acc = out->train_loss = (double)NAN;
     out->valid_acc = out->valid_loss = (double)NAN;
     out->tokens_per_s = out->wall_s = (double)NAN;
-    out->ceiling = out->effective_memory = (double)NAN;
+    out->ceiling = out->effective_memory = out->flops_per_token = (double)NAN;
     sb_run_config_hash(cfg, 0, out->run_hash);
     sb_run_config_hash(cfg, 1, out->training_hash);
 }
@@ -76,43 +76,22 @@ static void outcome_init(sb_train_outcome *out, const sb_run_config *cfg)
 /* A run the database already has finished, as its row stores it. */
 static void outcome_from_row(sb_train_outcome *out, const sb_run_row *row)
 {
-    out->status = row->status;
-    out->test_acc = row->metrics.test_acc;
-    out->test_loss = row->metrics.test_loss;
-    out->train_acc = row->metrics.train_acc;
-    out->train_loss = row->metrics.train_loss;
-    out->valid_acc = row->metrics.valid_acc;
-    out->valid_loss = row->metrics.valid_loss;
-    out->tokens_per_s = row->metrics.tokens_per_s;
-    out->wall_s = row->metrics.wall_s;
-    out->params = row->params >= 0 ? (uint64_t)row->params : 0;
-    out->ceiling = row->ceiling;
-    out->effective_memory = row->effective_memory;
-    if (row->checkpoint != NULL)
-        snprintf(out->checkpoint, sizeof out->checkpoint, "%s", row->checkpoint);
-    if (row->finished_at != NULL)
-        snprintf(out->finished_at, sizeof out->finished_at, "%s", row->finished_at);
+    out->status = row->r.status;
+    out->test_acc = row->r.test_acc;
+    out->test_loss = row->r.test_loss;
+    out->train_acc = row->r.train_acc;
+    out->train_loss = row->r.train_loss;
+    out->valid_acc = row->r.valid_acc;
+    out->valid_loss = row->r.valid_loss;
+    out->tokens_per_s = row->r.tokens_per_s;
+    out->wall_s = row->r.wall_s;
+    out->params = row->r.params >= 0 ? (uint64_t)row->r.params : 0;
+    out->ceiling = row->r.ceiling;
+    out->effective_memory = row->r.effective_memory;
+    out->flops_per_token = row->r.flops_per_token;
+    snprintf(out->checkpoint, sizeof out->checkpoint, "%s", row->r.checkpoint);
+    snprintf(out->finished_at, sizeof out->finished_at, "%s", row->r.finished_at);
     out->cached = 1;
-}
-
-/* A run that trained (or tried to), as the trainer reports it. */
-static void outcome_from_result(sb_train_outcome *out, const sb_train_result *res)
-{
-    out->status = res->status != SB_RUN_NONE ? res->status : SB_RUN_FAILED;
-    snprintf(out->reason, sizeof out->reason, "%s", res->reason);
-    out->test_acc = res->test_acc;
-    out->test_loss = res->test_loss;
-    out->train_acc = res->train_acc;
-    out->train_loss = res->train_loss;
-    out->valid_acc = res->valid_acc;
-    out->valid_loss = res->valid_loss;
-    out->params = res->params;
-    out->steps = res->steps;
-    out->samples = res->samples;
-    out->grad_acc = res->grad_acc;
-    out->tokens_per_s = res->tokens_per_s;
-    out->wall_s = res->wall_s;
-    out->gather_s = res->gather_s;
 }
 
 /* What a results folder says of a run about to train; a world of processes all follow
@@ -309,12 +288,13 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
         .world_user = settings->world_user,
         .all_to_all = settings->all_to_all,
     };
-    sb_train_result res;
-    st = sb_train(run, &topt, &res, err);
+    st = sb_train(run, &topt, out, err); /* the trainer's fields of out */
+    if (out->status == SB_RUN_NONE)
+        out->status = SB_RUN_FAILED;
     sb_error db_err = {0};
     sb_status db_st = SB_OK;
     if (sinks.rec.db != NULL)
-        db_st = sb_run_record_end(&sinks.rec, &res, &db_err);
+        db_st = sb_run_record_end(&sinks.rec, out, &db_err);
     if (db_st != SB_OK && settings->on_db_warning != NULL) {
         settings->on_db_warning(db_err.msg, 1, settings->user);
         db_st = SB_OK;
@@ -322,7 +302,6 @@ sb_status sb_train_config(const sb_config *cfg, const sb_train_settings *setting
     if (settings->on_db_warning != NULL)
         sinks.db_err.status = SB_OK; /* reported */
 
-    outcome_from_result(out, &res);
     if (recorded && rank == 0) {
         out->ceiling = sinks.rec.ceiling;
         out->effective_memory = sinks.rec.effective_memory;

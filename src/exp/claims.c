@@ -38,8 +38,7 @@ static void value_text(json_t *cfg, const char *key, char *buf, size_t size)
 static int read_run(const sb_run_row *row, const sb_claim_task *task, claim_run *r)
 {
     memset(r, 0, sizeof *r);
-    if (row->status != SB_RUN_FINISHED || !isfinite(row->metrics.test_acc) ||
-        row->config_json == NULL)
+    if (row->r.status != SB_RUN_FINISHED || !isfinite(row->r.test_acc) || row->config_json == NULL)
         return 0;
     json_t *cfg = json_loads(row->config_json, 0, NULL);
     json_t *gap = json_object_get(cfg, "train_gap_max");
@@ -49,8 +48,8 @@ static int read_run(const sb_run_row *row, const sb_claim_task *task, claim_run 
         json_decref(cfg);
         return 0;
     }
-    r->acc = row->metrics.test_acc;
-    r->valid = row->metrics.valid_acc;
+    r->acc = row->r.test_acc;
+    r->valid = row->r.valid_acc;
     r->ceiling = task != NULL ? task->ceiling : (double)NAN;
     r->window = task != NULL ? task->needed_window : (double)NAN;
     json_t *dur = json_object_get(cfg, "test_dur");

@@ -27,7 +27,7 @@ sb_status sb_claims_tasks(sb_results *db, const sb_run_row *rows, size_t n, sb_c
     (void)err;
     for (size_t i = 0; i < n; i++) {
         tasks[i].ceiling = tasks[i].needed_window = (double)NAN;
-        if (rows[i].status != SB_RUN_FINISHED || rows[i].config_json == NULL)
+        if (rows[i].r.status != SB_RUN_FINISHED || rows[i].config_json == NULL)
             continue;
         sb_run_config cfg;
         sb_error local = {0};
@@ -35,7 +35,7 @@ sb_status sb_claims_tasks(sb_results *db, const sb_run_row *rows, size_t n, sb_c
         if (sb_run_config_from_json(rows[i].config_json, &cfg, &local) != SB_OK ||
             sb_results_task_ceiling(db, &cfg.task, 0, &ce, NULL, &local) != SB_OK)
             continue; /* unknown: the verdicts say the scale was not checked */
-        tasks[i].ceiling = isfinite(rows[i].ceiling) ? rows[i].ceiling : ce.expected_acc;
+        tasks[i].ceiling = isfinite(rows[i].r.ceiling) ? rows[i].r.ceiling : ce.expected_acc;
         tasks[i].needed_window = needed_window(&ce);
     }
     return SB_OK;

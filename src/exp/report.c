@@ -345,18 +345,18 @@ static sb_status report_open(const char *db_path, int read_only, const char *out
 static void rec_from_run(sb_results *db, sb_run_row *row, const sb_run_config *c, rec *r,
                          sb_report_summary *sum)
 {
-    classify(c, row->params > 0 ? (size_t)row->params : 0, r);
+    classify(c, row->r.params > 0 ? (size_t)row->r.params : 0, r);
     r->run_id = row->id;
-    r->params_m = row->params > 0 ? (double)row->params / 1e6 : (double)NAN;
-    snprintf(r->hash, sizeof r->hash, "%s", row->hash);
+    r->params_m = row->r.params > 0 ? (double)row->r.params / 1e6 : (double)NAN;
+    snprintf(r->hash, sizeof r->hash, "%s", row->r.run_hash);
     r->seed = (int)c->seed;
     r->protocol = (int)c->task.protocol;
     snprintf(r->model, sizeof r->model, "%s", c->model);
     r->model_rank = model_rank(c->model);
     r->lr = c->lr;
     r->warmup = c->warmup_steps;
-    r->acc = row->metrics.test_acc;
-    r->valid = row->metrics.valid_acc;
+    r->acc = row->r.test_acc;
+    r->valid = row->r.valid_acc;
     const sb_grammar_config gc = sb_grammar_config_effective(&c->task.grammar);
     r->vocab = gc.vocab;
     r->amb = gc.amb;
@@ -369,8 +369,8 @@ static void rec_from_run(sb_results *db, sb_run_row *row, const sb_run_config *c
     sb_error yerr = {0};
     if (sb_results_fill_yardsticks(db, row, 0, NULL, &yerr) == SB_OK &&
         sb_results_task_ceiling(db, &c->task, 0, &ce, NULL, &yerr) == SB_OK) {
-        r->ceiling = row->ceiling;
-        r->memory = row->effective_memory;
+        r->ceiling = row->r.ceiling;
+        r->memory = row->r.effective_memory;
         r->chance = ce.window_acc[window_index(0)];
         for (int w = 0; w < 3; w++)
             r->window[w] = ce.window_acc[window_index(ref_k[w])];
@@ -488,17 +488,17 @@ static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows, co
     *n = 0;
     for (size_t i = 0; recs != NULL && i < n_rows; i++) {
         sb_run_row *row = &rows[i];
-        if (row->status == SB_RUN_DIVERGED) {
+        if (row->r.status == SB_RUN_DIVERGED) {
             sum->runs_diverged++;
             continue;
         }
-        if (row->status != SB_RUN_FINISHED) {
+        if (row->r.status != SB_RUN_FINISHED) {
             sum->runs_unfinished++;
             continue;
         }
         sb_run_config c;
         sb_error cerr = {0};
-        if (!isfinite(row->metrics.test_acc) || row->config_json == NULL ||
+        if (!isfinite(row->r.test_acc) || row->config_json == NULL ||
             sb_run_config_from_json(row->config_json, &c, &cerr) != SB_OK) {
             sum->runs_unusable++;
             continue;

@@ -342,13 +342,6 @@ static int64_t results_col_count(sqlite3_stmt *st, int i)
     return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : (int64_t)sqlite3_column_int64(st, i);
 }
 
-/* Sets *out to a new empty string; returns SQLITE_NOMEM on failure. */
-static int results_empty_text(char **out)
-{
-    *out = calloc(1, 1);
-    return *out != NULL ? SQLITE_OK : SQLITE_NOMEM;
-}
-
 /* The status in column i: SB_RUN_NONE for NULL or a name the table does not have (only a
  * damaged file has either: the column is checked against the names). */
 static sb_run_status results_col_status(sqlite3_stmt *st, int i)
@@ -360,47 +353,54 @@ static sb_run_status results_col_status(sqlite3_stmt *st, int i)
     return s;
 }
 
+/* Copies the text of column i into dst[size] ("" for NULL; a longer text is cut). */
+static void results_col_copy(sqlite3_stmt *st, int i, char *dst, size_t size)
+{
+    const unsigned char *text = sqlite3_column_text(st, i);
+    snprintf(dst, size, "%s", text != NULL ? (const char *)text : "");
+}
+
 /* Fills row from a statement that selected RESULTS_RUN_COLUMNS; on SQLITE_NOMEM the row
  * is cleared. */
 static int results_read_run(sqlite3_stmt *st, sb_run_row *row)
 {
     memset(row, 0, sizeof *row);
+    sb_result_row *r = &row->r;
     row->id = (int64_t)sqlite3_column_int64(st, 0);
-    char **text[] = {&row->hash, &row->config_json, &row->model, &row->protocol};
-    int rc = SQLITE_OK;
-    for (int k = 0; k < 4 && rc == SQLITE_OK; k++)
-        rc = results_col_text(st, 1 + k, text[k]);
-    row->status = results_col_status(st, 5);
-    if (rc == SQLITE_OK)
-        rc = results_col_text(st, 6, &row->reason);
     /* hash is a NOT NULL column: only a damaged file has NULL there (found by
-     * tests/fuzz/fuzz_results.c); read it as "" so that callers may compare it */
-    if (rc == SQLITE_OK && row->hash == NULL)
-        rc = results_empty_text(&row->hash);
-    row->params = results_col_count(st, 7);
-    row->state_size = results_col_count(st, 8);
-    row->flops_per_token = results_col_real(st, 9);
-    row->metrics.test_acc = results_col_real(st, 10);
-    row->metrics.test_loss = results_col_real(st, 11);
-    row->metrics.train_acc = results_col_real(st, 12);
-    row->metrics.train_loss = results_col_real(st, 13);
-    row->metrics.wall_s = results_col_real(st, 14);
-    row->metrics.tokens_per_s = results_col_real(st, 15);
-    char **text2[] = {&row->code_version, &row->checkpoint, &row->host, &row->started_at,
-                      &row->finished_at};
-    for (int k = 0; k < 5 && rc == SQLITE_OK; k++)
-        rc = results_col_text(st, 16 + k, text2[k]);
-    row->attempts = (int64_t)sqlite3_column_int64(st, 21);
-    row->ceiling = results_col_real(st, 22);
-    row->effective_memory = results_col_real(st, 23);
-    row->rank = results_col_count(st, 24);
-    row->world_size = sqlite3_column_type(st, 25) == SQLITE_NULL ? 1 : sqlite3_column_int64(st, 25);
-    row->threads = results_col_count(st, 26);
-    char **text3[] = {&row->engine, &row->fingerprint};
-    for (int k = 0; k < 2 && rc == SQLITE_OK; k++)
-        rc = results_col_text(st, 27 + k, text3[k]);
-    row->metrics.valid_acc = results_col_real(st, 29);
-    row->metrics.valid_loss = results_col_real(st, 30);
+     * tests/fuzz/fuzz_results.c); it reads as "" so that callers may compare it */
+    results_col_copy(st, 1, r->run_hash, sizeof r->run_hash);
+    int rc = results_col_text(st, 2, &row->config_json);
+    results_col_copy(st, 3, r->model, sizeof r->model);
+    results_col_copy(st, 4, r->protocol, sizeof r->protocol);
+    r->status = results_col_status(st, 5);
+    results_col_copy(st, 6, r->reason, sizeof r->reason);
+    r->params = results_col_count(st, 7);
+    r->state_size = results_col_count(st, 8);
+    r->flops_per_token = results_col_real(st, 9);
+    r->test_acc = results_col_real(st, 10);
+    r->test_loss = results_col_real(st, 11);
+    r->train_acc = results_col_real(st, 12);
+    r->train_loss = results_col_real(st, 13);
+    r->wall_s = results_col_real(st, 14);
+    r->tokens_per_s = results_col_real(st, 15);
+    if (rc == SQLITE_OK)
+        rc = results_col_text(st, 16, &row->code_version);
+    results_col_copy(st, 17, r->checkpoint, sizeof r->checkpoint);
+    results_col_copy(st, 18, r->host, sizeof r->host);
+    if (rc == SQLITE_OK)
+        rc = results_col_text(st, 19, &row->started_at);
+    results_col_copy(st, 20, r->finished_at, sizeof r->finished_at);
+    r->attempts = (int64_t)sqlite3_column_int64(st, 21);
+    r->ceiling = results_col_real(st, 22);
+    r->effective_memory = results_col_real(st, 23);
+    r->rank = results_col_count(st, 24);
+    r->world_size = sqlite3_column_type(st, 25) == SQLITE_NULL ? 1 : sqlite3_column_int64(st, 25);
+    r->threads = results_col_count(st, 26);
+    results_col_copy(st, 27, r->engine, sizeof r->engine);
+    results_col_copy(st, 28, r->fingerprint, sizeof r->fingerprint);
+    r->valid_acc = results_col_real(st, 29);
+    r->valid_loss = results_col_real(st, 30);
     if (rc != SQLITE_OK)
         sb_results_run_row_clear(row);
     return rc;
@@ -1581,11 +1581,9 @@ void sb_results_run_row_clear(sb_run_row *row)
 {
     if (row == NULL)
         return;
-    char *text[] = {row->hash,       row->config_json,  row->model,      row->protocol,
-                    row->reason,     row->code_version, row->checkpoint, row->host,
-                    row->started_at, row->finished_at,  row->engine,     row->fingerprint};
-    for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
-        free(text[k]);
+    free(row->config_json);
+    free(row->code_version);
+    free(row->started_at);
     memset(row, 0, sizeof *row);
 }
 

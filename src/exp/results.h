@@ -104,26 +104,18 @@ typedef struct sb_eval_row {
     double wall_s;       /* seconds since the run started; NaN: unknown */
 } sb_eval_row;
 
-/* A run as stored. Every string is owned by the row (NULL where the column is NULL) and
- * freed by sb_results_run_row_clear / sb_results_run_rows_free. hash is never NULL (a NOT
- * NULL column; a damaged file's NULL reads as ""). */
+/* A run as stored: the public record (sb_result_row, what sb_results_read gives a caller,
+ * so the api floor hands it over as it is) and the columns the library alone reads. In r a
+ * NULL column reads as "" (text), NaN (numbers), -1 (params, state_size, rank, threads) or 1
+ * (world_size); a text longer than its field (only a damaged file has one: hashes are 16
+ * characters, model names at most 31) is cut. The strings below are owned by the row (NULL
+ * where the column is NULL) and freed by sb_results_run_row_clear / sb_results_run_rows_free. */
 typedef struct sb_run_row {
+    sb_result_row r;
     int64_t id;
-    char *hash, *config_json, *model, *protocol;
-    sb_run_status status;       /* SB_RUN_NONE only in a damaged file */
-    char *reason;               /* why it failed, diverged or was interrupted, or NULL */
-    int64_t params, state_size; /* -1: NULL */
-    double flops_per_token;     /* NaN: NULL */
-    sb_run_metrics metrics;     /* NaN: NULL */
-    char *code_version, *checkpoint, *host;
-    char *started_at, *finished_at; /* UTC ISO-8601; finished_at NULL while running */
-    int64_t attempts;               /* times run_begin started this run (resets count) */
-    double ceiling;                 /* the yardsticks (see the schema); NaN: NULL */
-    double effective_memory;        /* elements; INFINITY: beyond 32; NaN: NULL */
-    int64_t rank;                   /* MPI rank that trained it; -1: NULL (no MPI sweep) */
-    int64_t world_size;             /* data-parallel ranks of its training (1 before schema 4) */
-    int64_t threads;                /* threads per process; -1: NULL (before schema 5) */
-    char *engine, *fingerprint;     /* engine table and fingerprint digest, or NULL */
+    char *config_json;
+    char *code_version;
+    char *started_at; /* UTC ISO-8601 */
 } sb_run_row;
 
 /* Whether a run stored with this status and checkpoint path (NULL or "": none) continues

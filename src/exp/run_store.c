@@ -131,7 +131,7 @@ static sb_status reread_row(sb_results *db, sb_run_row *row, sb_error *err)
 {
     sb_run_row now;
     int found = 0;
-    sb_status st = sb_results_get_run(db, row->hash, &now, &found, err);
+    sb_status st = sb_results_get_run(db, row->r.run_hash, &now, &found, err);
     if (st != SB_OK || !found)
         return st; /* deleted meanwhile: keep what was read */
     sb_results_run_row_clear(row);
@@ -140,38 +140,34 @@ static sb_status reread_row(sb_results *db, sb_run_row *row, sb_error *err)
 }
 
 /* Row reported interrupted (in memory only). */
-static sb_status report_dead(sb_run_row *row, sb_error *err)
+static sb_status report_dead(sb_run_row *row)
 {
-    char *reason = strdup(SB_RUN_STORE_DEAD_REASON);
-    if (reason == NULL)
-        return sb_error_set(err, SB_ERR_NOMEM, "out of memory reading run %s", row->hash);
-    free(row->reason);
-    row->status = SB_RUN_INTERRUPTED;
-    row->reason = reason;
+    row->r.status = SB_RUN_INTERRUPTED;
+    snprintf(row->r.reason, sizeof row->r.reason, "%s", SB_RUN_STORE_DEAD_REASON);
     return SB_OK;
 }
 
 /* One row of the dead-run rule (see sb_run_store_settle_dead). */
 static sb_status settle_row(sb_results *db, sb_run_row *row, sb_error *err)
 {
-    if (row->status != SB_RUN_RUNNING || run_is_locked(db, row->hash) != 0)
+    if (row->r.status != SB_RUN_RUNNING || run_is_locked(db, row->r.run_hash) != 0)
         return SB_OK;
     if (!sb_results_is_readonly(db)) {
         int changed = 0;
         sb_error write_err = {0};
         /* a write that fails (the database busy for too long) still leaves the report right */
-        if (sb_results_mark_interrupted(db, row->id, row->attempts, SB_RUN_STORE_DEAD_REASON,
+        if (sb_results_mark_interrupted(db, row->id, row->r.attempts, SB_RUN_STORE_DEAD_REASON,
                                         &changed, &write_err) == SB_OK)
             return reread_row(db, row, err);
-        return report_dead(row, err);
+        return report_dead(row);
     }
     /* read-only: report it, unless the row moved on since it was read */
     sb_run_row now;
     int found = 0;
-    sb_status st = sb_results_get_run(db, row->hash, &now, &found, err);
+    sb_status st = sb_results_get_run(db, row->r.run_hash, &now, &found, err);
     if (st != SB_OK)
         return st;
-    int same = found && now.status == SB_RUN_RUNNING && now.attempts == row->attempts;
+    int same = found && now.r.status == SB_RUN_RUNNING && now.r.attempts == row->r.attempts;
     if (found && !same) {
         sb_results_run_row_clear(row);
         *row = now;
@@ -179,7 +175,7 @@ static sb_status settle_row(sb_results *db, sb_run_row *row, sb_error *err)
     }
     if (found)
         sb_results_run_row_clear(&now);
-    return report_dead(row, err);
+    return report_dead(row);
 }
 
 sb_status sb_run_store_settle_dead(sb_results *db, sb_run_row *rows, size_t n, sb_error *err)
@@ -248,7 +244,7 @@ static sb_status record_open(sb_run_record *rec, const char *db_path, const sb_r
     int found = 0;
     if ((st = sb_results_get_run(rec->db, hash, stored, &found, err)) != SB_OK)
         goto fail;
-    if (found && stored->status == SB_RUN_FINISHED) {
+    if (found && stored->r.status == SB_RUN_FINISHED) {
         if (!force) {
             *finished = 1;
             return SB_OK;
@@ -258,8 +254,8 @@ static sb_status record_open(sb_run_record *rec, const char *db_path, const sb_r
             goto fail;
     }
     /* a resumed run's wall time counts its earlier attempts (each recorded its own part) */
-    if (found && resume && isfinite(stored->metrics.wall_s) && stored->metrics.wall_s > 0)
-        rec->wall_before = stored->metrics.wall_s;
+    if (found && resume && isfinite(stored->r.wall_s) && stored->r.wall_s > 0)
+        rec->wall_before = stored->r.wall_s;
     if (found)
         sb_results_run_row_clear(stored);
     return SB_OK;
@@ -413,7 +409,7 @@ sb_status sb_run_record_event(sb_run_record *rec, const sb_train_event *ev, sb_e
     return st;
 }
 
-sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_error *err)
+sb_status sb_run_record_end(sb_run_record *rec, const sb_train_outcome *res, sb_error *err)
 {
     if (rec->db == NULL)
         return SB_OK;

@@ -133,7 +133,7 @@ sb_status sb_run_record_event(sb_run_record *rec, const sb_train_event *ev, sb_e
  * its test accuracy: sb_results_record_yardsticks) into rec->ceiling and
  * rec->effective_memory, then closes the database and releases the run's lock. A failure
  * to record the yardsticks is returned after the end is recorded. */
-sb_status sb_run_record_end(sb_run_record *rec, const sb_train_result *res, sb_error *err);
+sb_status sb_run_record_end(sb_run_record *rec, const sb_train_outcome *res, sb_error *err);
 
 /* Closes the database and releases the lock without recording an end (after begin found
  * the run finished). */

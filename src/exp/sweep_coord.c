@@ -214,7 +214,7 @@ static sb_status take_record(coordinator *c, const sb_queued_run *r, const sb_co
     int there = 0;
     if (st == SB_OK && found &&
         (st = sb_results_get_run(c->db, r->hash, &row, &there, err)) == SB_OK && there) {
-        st = sb_results_set_placement(c->db, r->hash, m->host, m->worker, row.attempts, err);
+        st = sb_results_set_placement(c->db, r->hash, m->host, m->worker, row.r.attempts, err);
         sb_results_run_row_clear(&row);
     }
     sb_seed_remove(path);

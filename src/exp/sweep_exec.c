@@ -566,7 +566,7 @@ static sb_sweep_outcome settle_running(pool *p, int64_t run_id, int wstatus, sb_
  * process (the worker found it locked). */
 static sb_sweep_outcome outcome_of_row(const sb_run_row *row, int exit_code)
 {
-    switch (row->status) {
+    switch (row->r.status) {
     case SB_RUN_FINISHED: return exit_code == 0 ? SB_SWEEP_DONE : SB_SWEEP_SKIPPED;
     case SB_RUN_DIVERGED: return SB_SWEEP_DIVERGED;
     case SB_RUN_INTERRUPTED: return SB_SWEEP_INTERRUPTED;
@@ -621,13 +621,13 @@ static void finish_worker(pool *p, int i, int wstatus)
     ev.recorded = found;
     /* a worker stopped before it recorded anything: nothing to continue, nothing failed */
     ev.outcome = worker_was_stopped(wstatus) ? SB_SWEEP_INTERRUPTED : SB_SWEEP_FAILED;
-    if (found && row.status == SB_RUN_RUNNING) {
+    if (found && row.r.status == SB_RUN_RUNNING) {
         ev.outcome = settle_running(p, row.id, wstatus, &reason);
         ev.reason = reason.msg;
     } else if (found) {
         ev.outcome = outcome_of_row(&row, ev.exit_code);
-        ev.reason = row.reason;
-        ev.test_acc = row.metrics.test_acc;
+        ev.reason = row.r.reason[0] != '\0' ? row.r.reason : NULL;
+        ev.test_acc = row.r.test_acc;
     }
     tally_add(p, ev.outcome);
     emit(p, &ev, &p->slots[i].cfg);
@@ -666,13 +666,13 @@ static int take_run(pool *p, const sb_sweep *s, int64_t k, int i)
     if (sb_results_get_run(p->db, hash, &row, &found, &rerr) == SB_OK && found) {
         /* left running by a process that is gone: interrupted, continued from its checkpoint */
         (void)sb_run_store_settle_dead(p->db, &row, 1, &rerr);
-        int finished = row.status == SB_RUN_FINISHED;
-        resume = sb_run_resumable(row.status, row.checkpoint);
+        int finished = row.r.status == SB_RUN_FINISHED;
+        resume = sb_run_resumable(row.r.status, row.r.checkpoint);
         if (finished) {
             p->tally.skipped++;
             ev.outcome = SB_SWEEP_SKIPPED;
             ev.recorded = 1;
-            ev.test_acc = row.metrics.test_acc;
+            ev.test_acc = row.r.test_acc;
             emit(p, &ev, &cfg);
         }
         sb_results_run_row_clear(&row);

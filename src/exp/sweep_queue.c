@@ -46,7 +46,7 @@ static int queue_entry(const sb_sweep *s, int64_t k, double flops, sb_results *d
     int found = 0;
     int finished = 0;
     if (db != NULL && sb_results_get_run(db, out->hash, &row, &found, &why) == SB_OK && found) {
-        finished = row.status == SB_RUN_FINISHED;
+        finished = row.r.status == SB_RUN_FINISHED;
         sb_results_run_row_clear(&row);
     }
     return !finished;

@@ -152,10 +152,10 @@ sb_status sb_results_fill_yardsticks(sb_results *db, sb_run_row *row, int thread
     SB_ASSERT(db != NULL && row != NULL);
     if (filled != NULL)
         *filled = 0;
-    if (row->status != SB_RUN_FINISHED)
+    if (row->r.status != SB_RUN_FINISHED)
         return SB_OK;
     int missing =
-        isnan(row->ceiling) || (isnan(row->effective_memory) && !isnan(row->metrics.test_acc));
+        isnan(row->r.ceiling) || (isnan(row->r.effective_memory) && !isnan(row->r.test_acc));
     if (!missing)
         return SB_OK;
     sb_run_config cfg;
@@ -164,20 +164,18 @@ sb_status sb_results_fill_yardsticks(sb_results *db, sb_run_row *row, int thread
         return sb_error_set(err, SB_ERR_INVALID,
                             "run %s: its stored configuration does not read back (%s); its "
                             "yardsticks cannot be computed",
-                            row->hash != NULL ? row->hash : "?",
-                            row->config_json == NULL ? "none stored" : cerr.msg);
+                            row->r.run_hash, row->config_json == NULL ? "none stored" : cerr.msg);
     sb_ceiling c;
     sb_status st = sb_results_task_ceiling(db, &cfg.task, threads, &c, NULL, err);
     if (st != SB_OK)
         return st;
-    double mem = isnan(row->metrics.test_acc)
-                     ? (double)NAN
-                     : sb_ceiling_effective_memory(&c, row->metrics.test_acc);
+    double mem =
+        isnan(row->r.test_acc) ? (double)NAN : sb_ceiling_effective_memory(&c, row->r.test_acc);
     if (!sb_results_is_readonly(db) &&
         (st = sb_results_set_yardsticks(db, row->id, c.expected_acc, mem, err)) != SB_OK)
         return st;
-    row->ceiling = c.expected_acc;
-    row->effective_memory = mem;
+    row->r.ceiling = c.expected_acc;
+    row->r.effective_memory = mem;
     if (filled != NULL)
         *filled = 1;
     return SB_OK;

@@ -504,7 +504,22 @@ static int file_exists(const char *path)
     return path != NULL && stat(path, &sbuf) == 0;
 }
 
-static sb_status run_failed(sb_train_result *res, sb_run_status status, sb_status st,
+/* The trainer's fields of the outcome as before anything ran (the caller's stay). */
+static void outcome_reset(sb_train_outcome *res)
+{
+    res->status = SB_RUN_NONE;
+    res->reason[0] = '\0';
+    res->test_acc = res->test_loss = res->train_acc = res->train_loss = (double)NAN;
+    res->valid_acc = res->valid_loss = (double)NAN;
+    res->params = 0;
+    res->steps = res->samples = 0;
+    res->grad_acc = 0;
+    res->tokens_per_s = res->wall_s = res->gather_s = 0.0;
+    res->flops_per_token = (double)NAN;
+    res->n_evals = 0;
+}
+
+static sb_status run_failed(sb_train_outcome *res, sb_run_status status, sb_status st,
                             const sb_error *err)
 {
     res->status = status;
@@ -517,7 +532,7 @@ static sb_status run_failed(sb_train_result *res, sb_run_status status, sb_statu
 typedef struct train_run {
     const sb_run_config *cfg;
     const sb_train_options *opt;
-    sb_train_result *res;
+    sb_train_outcome *res;
     double budget;  /* GiB of activations for a step (grad_acc -1) and for evaluation */
     double t_start; /* when the run began, for elapsed times */
 
@@ -609,7 +624,7 @@ static sb_status train_setup(train_run *r, sb_error *err)
 /* --test_pretrained: one evaluation of the loaded weights, no training. */
 static sb_status train_test_pretrained(train_run *r, sb_error *err)
 {
-    sb_train_result *res = r->res;
+    sb_train_outcome *res = r->res;
     split_scores s;
     sb_status st =
         evaluate_run(r->task, r->m, r->cfg->test_bs, r->budget, r->opt->arena_block_bytes, &s, err);
@@ -849,7 +864,7 @@ static sb_status train_evaluate_and_save(train_run *r, int64_t samples, int last
                                          sb_error *err)
 {
     const sb_run_config *cfg = r->cfg;
-    sb_train_result *res = r->res;
+    sb_train_outcome *res = r->res;
     sb_status st = train_check_window_loss(r, samples, err);
     if (st != SB_OK)
         return st;
@@ -1113,7 +1128,7 @@ static sb_status train_poll_stop(train_run *r, int *stop, sb_error *err)
  * averages the updates of the resumed process only. */
 static sb_status train_interrupt(train_run *r, int64_t samples, sb_error *err)
 {
-    sb_train_result *res = r->res;
+    sb_train_outcome *res = r->res;
     const char *ckpt = r->opt->ckpt_path;
     if (ckpt != NULL && r->saved_updates != r->updates) {
         sb_status st = train_save(r, samples, err);
@@ -1232,7 +1247,7 @@ static sb_status train_final_test(train_run *r, sb_error *err)
 /* The result of a run that ended at the end of the pass or by early stopping. */
 static void train_finish(train_run *r)
 {
-    sb_train_result *res = r->res;
+    sb_train_outcome *res = r->res;
     int64_t consumed = r->updates * r->micro * r->acc_steps;
     res->steps = r->updates;
     res->samples = consumed < r->n_train ? consumed : r->n_train;
@@ -1253,12 +1268,10 @@ static void train_run_free(train_run *r)
     sb_task_free(r->task);
 }
 
-sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_train_result *res,
+sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_train_outcome *res,
                    sb_error *err)
 {
-    memset(res, 0, sizeof *res);
-    res->test_acc = res->test_loss = res->train_acc = res->train_loss = (double)NAN;
-    res->valid_acc = res->valid_loss = (double)NAN;
+    outcome_reset(res);
     /* cfg was checked where it entered the library (sb_train_config) */
     if (opt->threads > 0)
         omp_set_num_threads(opt->threads);

@@ -106,23 +106,13 @@ typedef struct sb_train_options {
     int (*all_to_all)(const void *send, size_t bytes, void *recv, void *world_user);
 } sb_train_options;
 
-typedef struct sb_train_result {
-    sb_run_status status; /* finished, diverged, failed or interrupted */
-    char reason[SB_ERROR_MSG_MAX];
-    double test_acc, test_loss, train_acc, train_loss;
-    double valid_acc, valid_loss; /* the last evaluation's validation split; NaN: none */
-    size_t params;
-    double tokens_per_s, wall_s, flops_per_token;
-    int64_t steps, samples;
-    int grad_acc;
-    int n_evals;
-    double gather_s; /* seconds spent in the all-gather (data-parallel training) */
-} sb_train_result;
-
 /* Trains (or, with cfg->test_pretrained, only evaluates the checkpoint at
  * opt->ckpt_path). cfg must have passed sb_run_config_check (sb_train_config checks it,
- * once). res is filled even on failure (status and reason). */
-sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_train_result *res,
+ * once). The trainer's fields of the public outcome are filled, even on failure (status and
+ * reason): status, reason, the test/train/validation metrics, params, steps, samples,
+ * grad_acc, tokens_per_s, wall_s, gather_s, flops_per_token and n_evals. The others (the
+ * hashes, paths, engine, threads and yardsticks that the caller knows) are left as they are. */
+sb_status sb_train(const sb_run_config *cfg, const sb_train_options *opt, sb_train_outcome *res,
                    sb_error *err);
 
 /* Evaluates model m on the test split of task: mean loss (per-batch means weighted by

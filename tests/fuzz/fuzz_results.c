@@ -59,7 +59,7 @@ static void read_run_internal(sb_results *db, const sb_run_row *row)
     sb_ceiling c;
     int found = 0;
     if (sb_results_get_ceiling(db, hash, &c, &found, &err) == SB_OK && found)
-        (void)sb_ceiling_effective_memory(&c, row->metrics.test_acc);
+        (void)sb_ceiling_effective_memory(&c, row->r.test_acc);
 }
 
 static void read_database(sb_results *db)
@@ -72,16 +72,16 @@ static void read_database(sb_results *db)
     if (sb_results_list_runs(db, NULL, &rows, &n, &err) != SB_OK)
         return;
     for (size_t i = 0; i < n && i < MAX_RUNS; i++) {
-        fuzz_check(rows[i].hash != NULL && rows[i].status >= SB_RUN_NONE &&
-                       rows[i].status <= SB_RUN_INTERRUPTED,
-                   "a listed run lacks its hash (a NOT NULL column) or has a status out of range");
+        fuzz_check(memchr(rows[i].r.run_hash, '\0', sizeof rows[i].r.run_hash) != NULL &&
+                       rows[i].r.status >= SB_RUN_NONE && rows[i].r.status <= SB_RUN_INTERRUPTED,
+                   "a listed run's hash is not a string or its status is out of range");
         read_run_internal(db, &rows[i]);
     }
     /* the runs of the first run's model, as `results --model` lists them */
-    if (n > 0 && rows[0].model != NULL) {
+    if (n > 0) {
         sb_run_row *of_model = NULL;
         size_t n_model = 0;
-        if (sb_results_list_runs(db, rows[0].model, &of_model, &n_model, &err) == SB_OK)
+        if (sb_results_list_runs(db, rows[0].r.model, &of_model, &n_model, &err) == SB_OK)
             sb_results_run_rows_free(of_model, n_model);
     }
     sb_results_run_rows_free(rows, n);

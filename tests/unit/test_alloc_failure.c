@@ -142,7 +142,7 @@ static int temp_file_left(void)
 /* One run of the tiny training into <tmpdir>/<model>.safetensors; resume: continue from
  * the checkpoint there; stop_after: stop at the first checkpoint after that many updates. */
 static sb_status train_once(const sb_run_config *c, int resume, int64_t stop_after,
-                            sb_train_result *res, sb_error *err)
+                            sb_train_outcome *res, sb_error *err)
 {
     char ckpt[512];
     snprintf(ckpt, sizeof ckpt, "%s/%s.safetensors", tmpdir, c->model);
@@ -191,7 +191,7 @@ static void restore_file(const saved_file *f)
 static long fail_every_allocation_of_training(const char *model, int resume)
 {
     sb_run_config c = tiny_run(model);
-    sb_train_result res;
+    sb_train_outcome res;
     sb_error err;
     saved_file saved[2] = {{{0}, NULL, 0}, {{0}, NULL, 0}};
     const char *what = resume ? "resumed training" : "training";

@@ -990,11 +990,24 @@ static void test_train_stop_request(void **state)
         fail_msg("resume: %s", err.msg);
     assert_int_equal(out.status, SB_RUN_FINISHED);
     assert_int_equal(out.steps, 10);
+    assert_int_equal(out.n_evals, 3); /* the resume's: at 64 and 128 samples and the final one */
     assert_int_equal(sb_results_open_readonly(out.database, &db, &err), SB_OK);
     assert_int_equal(sb_results_find(db, out.run_hash, &row, &found, &err), SB_OK);
     assert_int_equal(row.status, SB_RUN_FINISHED);
     assert_int_equal(row.attempts, 2);
+    /* the trainer's outcome and the stored row are one record: the same numbers */
+    assert_true(out.flops_per_token > 0);
+    assert_true(out.flops_per_token == row.flops_per_token);
+    assert_true(out.test_acc == row.test_acc && out.valid_acc == row.valid_acc);
+    assert_true((int64_t)out.params == row.params);
     sb_results_close(db);
+    /* a finished run again: read from its row, nothing trained */
+    sb_train_outcome again;
+    assert_int_equal(sb_train_config(cfg, &set, &again, &err), SB_OK);
+    assert_int_equal(again.cached, 1);
+    assert_int_equal(again.n_evals, 0);
+    assert_true(again.flops_per_token == out.flops_per_token);
+    assert_true(again.test_acc == out.test_acc);
     sb_config_free(cfg);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -51,11 +51,11 @@ static void add(const char *model, int seed, double test_dur, double acc, double
     sb_run_row *r = &rows[n_rows];
     memset(r, 0, sizeof *r);
     r->config_json = json[n_rows];
-    r->model = (char *)model;
-    r->status = SB_RUN_FINISHED;
-    r->metrics.test_acc = acc;
-    r->metrics.valid_acc = valid;
-    r->ceiling = ceiling;
+    snprintf(r->r.model, sizeof r->r.model, "%s", model);
+    r->r.status = SB_RUN_FINISHED;
+    r->r.test_acc = acc;
+    r->r.valid_acc = valid;
+    r->r.ceiling = ceiling;
     tasks[n_rows] = (sb_claim_task){.ceiling = ceiling, .needed_window = window};
     n_rows++;
 }
@@ -347,8 +347,8 @@ static void test_runs_that_do_not_count(void **state)
 {
     (void)state;
     gating_pairs(3, 0.05);
-    rows[0].status = SB_RUN_DIVERGED;
-    rows[2].metrics.test_acc = (double)NAN;
+    rows[0].r.status = SB_RUN_DIVERGED;
+    rows[2].r.test_acc = (double)NAN;
     rows[4].config_json = (char *)"{not json";
     add("no_such_model", 1, -1, 0.9, 0.9);
     evaluate();

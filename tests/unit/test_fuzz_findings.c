@@ -109,10 +109,9 @@ static void test_results_null_hash_status(void **state)
     size_t n = 0;
     assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
     assert_int_equal(n, 1);
-    assert_non_null(rows[0].hash);
-    assert_string_equal(rows[0].hash, "");
-    assert_int_equal(rows[0].status, SB_RUN_NONE);
-    assert_string_equal(rows[0].model, "gru");
+    assert_string_equal(rows[0].r.run_hash, "");
+    assert_int_equal(rows[0].r.status, SB_RUN_NONE);
+    assert_string_equal(rows[0].r.model, "gru");
     sb_results_run_rows_free(rows, n);
     sb_results_close(db);
 }

@@ -266,7 +266,7 @@ static sb_run_config tiny_run(sb_gemm_kind engine, int deterministic)
 }
 
 static void train(const sb_run_config *c, int threads, const char *ckpt, int64_t stop_after,
-                  sb_train_result *res)
+                  sb_train_outcome *res)
 {
     sb_train_options opt = {
         .threads = threads, .ckpt_path = ckpt, .mem_budget_gb = 1.0, .stop_after = stop_after};
@@ -304,7 +304,7 @@ static sb_run_config bf16_run(sb_gemm_kind engine, int deterministic)
 static void assert_train_refused(const sb_run_config *c, const char *why)
 {
     sb_train_options opt = {.threads = 1, .mem_budget_gb = 1.0};
-    sb_train_result res;
+    sb_train_outcome res;
     sb_error err = {0};
     assert_int_not_equal(sb_train(c, &opt, &res, &err), SB_OK);
     if (strstr(err.msg, why) == NULL)
@@ -325,7 +325,7 @@ static void test_training_bf16(void **state)
     for (int e = 0; e < 2; e++) {
         sb_run_config c = bf16_run(engines[e], 0), c32 = c;
         c32.precision = SB_PRECISION_FP32;
-        sb_train_result early, full, fp32;
+        sb_train_outcome early, full, fp32;
         train(&c, 2, NULL, 4, &early);
         sb_gemm_flops_reset();
         train(&c, 2, NULL, 0, &full);
@@ -355,7 +355,7 @@ static void test_training_each_engine(void **state)
         if (engines[e] == SB_GEMM_ONEDNN && !sb_gemm_onednn_available())
             continue;
         sb_run_config c = tiny_run(engines[e], 0);
-        sb_train_result early, full;
+        sb_train_outcome early, full;
         train(&c, 2, NULL, 4, &early); /* stops at the first evaluation */
         train(&c, 2, NULL, 0, &full);
         assert_int_equal(full.steps, 16);
@@ -374,7 +374,7 @@ static void test_training_each_engine(void **state)
         char a[512], b[512];
         snprintf(a, sizeof a, "%s/t1_%d.safetensors", tmpdir, e);
         snprintf(b, sizeof b, "%s/t2_%d.safetensors", tmpdir, e);
-        sb_train_result r1, r2;
+        sb_train_outcome r1, r2;
         train(&c, 1, a, 0, &r1);
         train(&c, 2, b, 0, &r2);
         assert_true(r1.test_loss == r2.test_loss && r1.train_loss == r2.train_loss);

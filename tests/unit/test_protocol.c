@@ -265,7 +265,7 @@ static void train_logged(const sb_run_config *c, const char *ckpt, int64_t stop_
                             .resume = resume,
                             .callback = log_event,
                             .user = log};
-    sb_train_result res;
+    sb_train_outcome res;
     sb_error err = {0};
     if (sb_train(c, &opt, &res, &err) != SB_OK)
         fail_msg("training failed: %s", err.msg);

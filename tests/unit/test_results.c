@@ -230,7 +230,7 @@ static void test_open_close_roundtrip(void **state)
     db = open_ok(path);
     sb_run_row row = get_ok(db, "h-roundtrip");
     assert_int_equal(row.id, id);
-    assert_int_equal(row.status, SB_RUN_RUNNING);
+    assert_int_equal(row.r.status, SB_RUN_RUNNING);
     sb_results_run_row_clear(&row);
     sb_results_close(db);
     sb_results_close(NULL);
@@ -261,22 +261,22 @@ static void test_placement(void **state)
     sb_error err = {0};
     assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
     assert_true(found);
-    assert_int_equal(row.rank, -1);
-    assert_int_equal(row.world_size, 2);
-    assert_string_equal(row.host, "worker-1");
+    assert_int_equal(row.r.rank, -1);
+    assert_int_equal(row.r.world_size, 2);
+    assert_string_equal(row.r.host, "worker-1");
     sb_results_run_row_clear(&row);
 
     assert_int_equal(sb_results_set_placement(db, "h-placed", "node-7", 3, 5, &err), SB_OK);
     assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
-    assert_int_equal(row.rank, 3);
-    assert_int_equal(row.attempts, 5);
-    assert_string_equal(row.host, "node-7");
+    assert_int_equal(row.r.rank, 3);
+    assert_int_equal(row.r.attempts, 5);
+    assert_string_equal(row.r.host, "node-7");
     sb_results_run_row_clear(&row);
     /* NULL host keeps the stored one */
     assert_int_equal(sb_results_set_placement(db, "h-placed", NULL, 1, 6, &err), SB_OK);
     assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
-    assert_string_equal(row.host, "node-7");
-    assert_int_equal(row.rank, 1);
+    assert_string_equal(row.r.host, "node-7");
+    assert_int_equal(row.r.rank, 1);
     sb_results_run_row_clear(&row);
 
     assert_int_equal(sb_results_set_placement(db, "h-nowhere", "x", 1, 1, &err), SB_ERR_INVALID);
@@ -285,9 +285,9 @@ static void test_placement(void **state)
     run.world_size = 0; /* unset: one rank */
     begin_ok(db, &run);
     assert_int_equal(sb_results_get_run(db, "h-placed", &row, &found, &err), SB_OK);
-    assert_int_equal(row.rank, -1);
-    assert_int_equal(row.attempts, 7);
-    assert_int_equal(row.world_size, 1);
+    assert_int_equal(row.r.rank, -1);
+    assert_int_equal(row.r.attempts, 7);
+    assert_int_equal(row.r.world_size, 1);
     sb_results_run_row_clear(&row);
     sb_results_close(db);
 }
@@ -364,37 +364,37 @@ static void test_run_roundtrip(void **state)
 
     sb_run_row row = get_ok(db, "h-mamba");
     assert_int_equal(row.id, id);
-    assert_string_equal(row.hash, run.hash);
+    assert_string_equal(row.r.run_hash, run.hash);
     assert_string_equal(row.config_json, run.config_json);
-    assert_string_equal(row.model, "mamba");
-    assert_string_equal(row.protocol, "reference");
-    assert_int_equal(row.status, SB_RUN_FINISHED);
-    assert_null(row.reason);
-    assert_int_equal(row.params, 123456);
-    assert_int_equal(row.state_size, 2048);
-    assert_same_double(row.flops_per_token, 2.5e5);
-    assert_same_double(row.metrics.test_acc, 0.875);
-    assert_same_double(row.metrics.test_loss, 0.25);
-    assert_same_double(row.metrics.train_acc, 0.9375);
-    assert_same_double(row.metrics.train_loss, (double)NAN);
-    assert_same_double(row.metrics.wall_s, 12.5);
-    assert_same_double(row.metrics.tokens_per_s, 40000.0);
+    assert_string_equal(row.r.model, "mamba");
+    assert_string_equal(row.r.protocol, "reference");
+    assert_int_equal(row.r.status, SB_RUN_FINISHED);
+    assert_string_equal(row.r.reason, "");
+    assert_int_equal(row.r.params, 123456);
+    assert_int_equal(row.r.state_size, 2048);
+    assert_same_double(row.r.flops_per_token, 2.5e5);
+    assert_same_double(row.r.test_acc, 0.875);
+    assert_same_double(row.r.test_loss, 0.25);
+    assert_same_double(row.r.train_acc, 0.9375);
+    assert_same_double(row.r.train_loss, (double)NAN);
+    assert_same_double(row.r.wall_s, 12.5);
+    assert_same_double(row.r.tokens_per_s, 40000.0);
     assert_string_equal(row.code_version, "0.1.0-test");
-    assert_string_equal(row.checkpoint, "runs/abc/model.safetensors");
-    assert_string_equal(row.host, "worker-1");
+    assert_string_equal(row.r.checkpoint, "runs/abc/model.safetensors");
+    assert_string_equal(row.r.host, "worker-1");
     assert_timestamp(row.started_at);
-    assert_timestamp(row.finished_at);
-    assert_true(strcmp(row.started_at, row.finished_at) <= 0);
-    assert_int_equal(row.attempts, 1);
-    assert_int_equal(row.threads, 2);
-    assert_string_equal(row.engine, "auto-1");
-    assert_string_equal(row.fingerprint, "0123abcd");
+    assert_timestamp(row.r.finished_at);
+    assert_true(strcmp(row.started_at, row.r.finished_at) <= 0);
+    assert_int_equal(row.r.attempts, 1);
+    assert_int_equal(row.r.threads, 2);
+    assert_string_equal(row.r.engine, "auto-1");
+    assert_string_equal(row.r.fingerprint, "0123abcd");
     sb_results_run_row_clear(&row);
-    assert_null(row.hash);
-    row = get_ok(db, "h-gru"); /* none given: NULL */
-    assert_int_equal(row.threads, -1);
-    assert_null(row.engine);
-    assert_null(row.fingerprint);
+    assert_string_equal(row.r.run_hash, "");
+    row = get_ok(db, "h-gru"); /* none given: "" */
+    assert_int_equal(row.r.threads, -1);
+    assert_string_equal(row.r.engine, "");
+    assert_string_equal(row.r.fingerprint, "");
     sb_results_run_row_clear(&row);
 
     /* NaN and unknown counts are SQL NULL in the file */
@@ -446,22 +446,22 @@ static void test_run_roundtrip(void **state)
     assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
     assert_int_equal(n, 2);
     assert_int_equal(rows[0].id, id);
-    assert_string_equal(rows[0].hash, "h-mamba");
-    assert_same_double(rows[0].metrics.train_loss, (double)NAN);
-    assert_same_double(rows[0].metrics.test_acc, 0.875);
+    assert_string_equal(rows[0].r.run_hash, "h-mamba");
+    assert_same_double(rows[0].r.train_loss, (double)NAN);
+    assert_same_double(rows[0].r.test_acc, 0.875);
     assert_int_equal(rows[1].id, id2);
-    assert_int_equal(rows[1].status, SB_RUN_RUNNING);
-    assert_string_equal(rows[1].protocol, "clean");
-    assert_int_equal(rows[1].params, -1);
-    assert_same_double(rows[1].flops_per_token, (double)NAN);
-    assert_null(rows[1].checkpoint);
-    assert_null(rows[1].finished_at);
-    assert_same_double(rows[1].metrics.test_acc, (double)NAN);
+    assert_int_equal(rows[1].r.status, SB_RUN_RUNNING);
+    assert_string_equal(rows[1].r.protocol, "clean");
+    assert_int_equal(rows[1].r.params, -1);
+    assert_same_double(rows[1].r.flops_per_token, (double)NAN);
+    assert_string_equal(rows[1].r.checkpoint, "");
+    assert_string_equal(rows[1].r.finished_at, "");
+    assert_same_double(rows[1].r.test_acc, (double)NAN);
     sb_results_run_rows_free(rows, n);
 
     assert_int_equal(sb_results_list_runs(db, "gru", &rows, &n, &err), SB_OK);
     assert_int_equal(n, 1);
-    assert_string_equal(rows[0].hash, "h-gru");
+    assert_string_equal(rows[0].r.run_hash, "h-gru");
     sb_results_run_rows_free(rows, n);
 
     assert_int_equal(sb_results_list_runs(db, "transformer", &rows, &n, &err), SB_OK);
@@ -501,12 +501,12 @@ static void test_finished_run_refused(void **state)
     assert_non_null(strstr(err.msg, "not running"));
 
     sb_run_row after = get_ok(db, "h-done");
-    assert_int_equal(after.status, SB_RUN_FINISHED);
+    assert_int_equal(after.r.status, SB_RUN_FINISHED);
     assert_string_equal(after.started_at, before.started_at);
-    assert_string_equal(after.finished_at, before.finished_at);
-    assert_same_double(after.metrics.test_acc, final_metrics.test_acc);
-    assert_null(after.reason);
-    assert_int_equal(after.attempts, 1);
+    assert_string_equal(after.r.finished_at, before.r.finished_at);
+    assert_same_double(after.r.test_acc, final_metrics.test_acc);
+    assert_string_equal(after.r.reason, "");
+    assert_int_equal(after.r.attempts, 1);
     sb_eval_row *evals = NULL;
     size_t n = 0;
     assert_int_equal(sb_results_list_evals(db, id, &evals, &n, &err), SB_OK);
@@ -528,8 +528,8 @@ static void test_unfinished_run_reset(void **state)
     eval_ok(db, id, 20, SB_SPLIT_TEST, 0.4, 0.6);
     end_ok(db, id, SB_RUN_DIVERGED, "loss became NaN at step 21", &final_metrics);
     sb_run_row row = get_ok(db, "h-retry");
-    assert_int_equal(row.status, SB_RUN_DIVERGED);
-    assert_string_equal(row.reason, "loss became NaN at step 21");
+    assert_int_equal(row.r.status, SB_RUN_DIVERGED);
+    assert_string_equal(row.r.reason, "loss became NaN at step 21");
     sb_results_run_row_clear(&row);
 
     /* second attempt with a new checkpoint path and config */
@@ -537,14 +537,14 @@ static void test_unfinished_run_reset(void **state)
     run.checkpoint = "runs/retry/model.safetensors";
     assert_int_equal(begin_ok(db, &run), id);
     row = get_ok(db, "h-retry");
-    assert_int_equal(row.status, SB_RUN_RUNNING);
-    assert_null(row.reason);
-    assert_null(row.finished_at);
+    assert_int_equal(row.r.status, SB_RUN_RUNNING);
+    assert_string_equal(row.r.reason, "");
+    assert_string_equal(row.r.finished_at, "");
     assert_string_equal(row.config_json, run.config_json);
-    assert_string_equal(row.checkpoint, run.checkpoint);
-    assert_same_double(row.metrics.test_acc, (double)NAN);
-    assert_same_double(row.metrics.wall_s, (double)NAN);
-    assert_int_equal(row.attempts, 2);
+    assert_string_equal(row.r.checkpoint, run.checkpoint);
+    assert_same_double(row.r.test_acc, (double)NAN);
+    assert_same_double(row.r.wall_s, (double)NAN);
+    assert_int_equal(row.r.attempts, 2);
     sb_results_run_row_clear(&row);
     sb_eval_row *evals = NULL;
     size_t n = 99;
@@ -558,7 +558,7 @@ static void test_unfinished_run_reset(void **state)
     assert_int_equal(sb_results_list_evals(db, id, &evals, &n, &err), SB_OK);
     assert_int_equal(n, 0);
     row = get_ok(db, "h-retry");
-    assert_int_equal(row.attempts, 3);
+    assert_int_equal(row.r.attempts, 3);
     sb_results_run_row_clear(&row);
 
     end_ok(db, id, SB_RUN_FAILED, "out of memory", &final_metrics);
@@ -585,18 +585,18 @@ static void test_interrupted_run(void **state)
     end_ok(db, id, SB_RUN_INTERRUPTED, "interrupted at update 25 of 40 (800 samples)",
            &final_metrics);
     sb_run_row row = get_ok(db, "h-stop");
-    assert_int_equal(row.status, SB_RUN_INTERRUPTED);
-    assert_string_equal(row.reason, "interrupted at update 25 of 40 (800 samples)");
-    assert_non_null(row.finished_at);
+    assert_int_equal(row.r.status, SB_RUN_INTERRUPTED);
+    assert_string_equal(row.r.reason, "interrupted at update 25 of 40 (800 samples)");
+    assert_true(row.r.finished_at[0] != '\0');
     sb_results_run_row_clear(&row);
 
     /* resumed: same id, attempt 2, running, the evaluations kept */
     run.keep_evaluations = 1;
     assert_int_equal(begin_ok(db, &run), id);
     row = get_ok(db, "h-stop");
-    assert_int_equal(row.status, SB_RUN_RUNNING);
-    assert_null(row.reason);
-    assert_int_equal(row.attempts, 2);
+    assert_int_equal(row.r.status, SB_RUN_RUNNING);
+    assert_string_equal(row.r.reason, "");
+    assert_int_equal(row.r.attempts, 2);
     sb_results_run_row_clear(&row);
     sb_eval_row *evals = NULL;
     size_t n = 0;
@@ -613,8 +613,8 @@ static void test_interrupted_run(void **state)
     eval_ok(db, id, 20, SB_SPLIT_TEST, 0.3, 0.7);
     end_ok(db, id, SB_RUN_FINISHED, NULL, &final_metrics);
     row = get_ok(db, "h-stop");
-    assert_int_equal(row.status, SB_RUN_FINISHED);
-    assert_int_equal(row.attempts, 2);
+    assert_int_equal(row.r.status, SB_RUN_FINISHED);
+    assert_int_equal(row.r.attempts, 2);
     sb_results_run_row_clear(&row);
 
     /* interrupted again and started over (no keep): the evaluations go */
@@ -669,10 +669,10 @@ static void test_dead_run_settled(void **state)
     assert_int_equal(sb_results_list_runs(ro, NULL, &rows, &n, &err), SB_OK);
     assert_int_equal(n, 2);
     assert_int_equal(sb_run_store_settle_dead(ro, rows, n, &err), SB_OK);
-    assert_int_equal(rows[0].status, SB_RUN_INTERRUPTED);
-    assert_string_equal(rows[0].reason, SB_RUN_STORE_DEAD_REASON);
-    assert_int_equal(rows[1].status, SB_RUN_RUNNING);
-    assert_null(rows[1].reason);
+    assert_int_equal(rows[0].r.status, SB_RUN_INTERRUPTED);
+    assert_string_equal(rows[0].r.reason, SB_RUN_STORE_DEAD_REASON);
+    assert_int_equal(rows[1].r.status, SB_RUN_RUNNING);
+    assert_string_equal(rows[1].r.reason, "");
     sb_results_run_rows_free(rows, n);
     sb_results_close(ro);
     sqlite3 *raw = raw_open(fx->path);
@@ -683,8 +683,8 @@ static void test_dead_run_settled(void **state)
     db = open_ok(fx->path);
     sb_run_row row = get_ok(db, "h-dead");
     assert_int_equal(sb_run_store_settle_dead(db, &row, 1, &err), SB_OK);
-    assert_int_equal(row.status, SB_RUN_INTERRUPTED);
-    assert_non_null(row.finished_at);
+    assert_int_equal(row.r.status, SB_RUN_INTERRUPTED);
+    assert_true(row.r.finished_at[0] != '\0');
     sb_results_run_row_clear(&row);
     raw = raw_open(fx->path);
     assert_raw_text(raw, "SELECT status FROM runs WHERE hash = 'h-dead'", "interrupted");
@@ -697,7 +697,7 @@ static void test_dead_run_settled(void **state)
     sb_run_lock_release(&lock);
     end_ok(db, 2, SB_RUN_FINISHED, NULL, &final_metrics);
     assert_int_equal(sb_run_store_settle_dead(db, &row, 1, &err), SB_OK);
-    assert_int_equal(row.status, SB_RUN_FINISHED);
+    assert_int_equal(row.r.status, SB_RUN_FINISHED);
     sb_results_run_row_clear(&row);
     /* and the write only takes the attempt it read */
     int changed = 1;
@@ -705,7 +705,7 @@ static void test_dead_run_settled(void **state)
     assert_int_equal(sb_results_mark_interrupted(db, id, 1, "old attempt", &changed, &err), SB_OK);
     assert_int_equal(changed, 0);
     row = get_ok(db, "h-dead");
-    assert_int_equal(row.status, SB_RUN_RUNNING);
+    assert_int_equal(row.r.status, SB_RUN_RUNNING);
     sb_results_run_row_clear(&row);
     sb_results_close(db);
 }
@@ -722,7 +722,7 @@ static void test_second_connection(void **state)
 
     sb_run_row row = get_ok(b, "h-shared");
     assert_int_equal(row.id, id);
-    assert_int_equal(row.status, SB_RUN_RUNNING);
+    assert_int_equal(row.r.status, SB_RUN_RUNNING);
     sb_results_run_row_clear(&row);
     sb_eval_row *evals = NULL;
     size_t n = 0;
@@ -734,8 +734,8 @@ static void test_second_connection(void **state)
 
     end_ok(b, id, SB_RUN_FINISHED, NULL, &final_metrics);
     row = get_ok(a, "h-shared");
-    assert_int_equal(row.status, SB_RUN_FINISHED);
-    assert_same_double(row.metrics.test_acc, final_metrics.test_acc);
+    assert_int_equal(row.r.status, SB_RUN_FINISHED);
+    assert_same_double(row.r.test_acc, final_metrics.test_acc);
     sb_results_run_row_clear(&row);
     int64_t id2 = 0;
     assert_int_equal(sb_results_run_begin(a, &run, &id2, &err), SB_ERR_INVALID);
@@ -805,7 +805,7 @@ static void test_concurrent_workers(void **state)
     assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
     assert_int_equal(n, N_WORKERS * RUNS_PER_WORKER);
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(rows[i].status, SB_RUN_FINISHED);
+        assert_int_equal(rows[i].r.status, SB_RUN_FINISHED);
     sb_results_run_rows_free(rows, n);
     sb_results_close(db);
     sqlite3 *raw = raw_open(fx->path);
@@ -961,9 +961,9 @@ static void test_bad_input_refused(void **state)
     assert_int_equal(sb_results_run_end(db, id + 100, SB_RUN_FINISHED, NULL, &final_metrics, &err),
                      SB_ERR_INVALID);
     sb_run_row row = get_ok(db, "h-bad");
-    assert_int_equal(row.status, SB_RUN_RUNNING);
-    assert_null(row.finished_at);
-    assert_same_double(row.metrics.test_acc, (double)NAN);
+    assert_int_equal(row.r.status, SB_RUN_RUNNING);
+    assert_string_equal(row.r.finished_at, "");
+    assert_same_double(row.r.test_acc, (double)NAN);
     sb_results_run_row_clear(&row);
 
     /* the schema refuses it from any program */
@@ -978,7 +978,7 @@ static void test_bad_input_refused(void **state)
                      SQLITE_CONSTRAINT);
     sqlite3_close(raw);
     row = get_ok(db, "h-bad");
-    assert_int_equal(row.status, SB_RUN_RUNNING);
+    assert_int_equal(row.r.status, SB_RUN_RUNNING);
     sb_results_run_row_clear(&row);
 
     /* runs that would not be usable later */
@@ -1105,9 +1105,10 @@ static void test_report_best_setting(void **state)
     assert_int_equal(sb_results_list_runs(db, NULL, &all, &n_all, &err), SB_OK);
     assert_int_equal(n_all, 5);
     for (size_t i = 0; i < n_all; i++)
-        assert_true(all[i].ceiling > 0.5 && all[i].ceiling <= 1 && !isnan(all[i].effective_memory));
+        assert_true(all[i].r.ceiling > 0.5 && all[i].r.ceiling <= 1 &&
+                    !isnan(all[i].r.effective_memory));
     char want_ceiling[32];
-    snprintf(want_ceiling, sizeof want_ceiling, "| %.4f |", all[0].ceiling);
+    snprintf(want_ceiling, sizeof want_ceiling, "| %.4f |", all[0].r.ceiling);
     sb_results_run_rows_free(all, n_all);
     sb_results_close(db);
     FILE *f = fopen(sum.table_path, "r");
@@ -1274,16 +1275,16 @@ static void test_run_yardsticks(void **state)
     sb_run_info run = run_info("h-yard", "gru");
     int64_t id = begin_ok(db, &run);
     sb_run_row row = get_ok(db, "h-yard");
-    assert_same_double(row.ceiling, (double)NAN);
-    assert_same_double(row.effective_memory, (double)NAN);
+    assert_same_double(row.r.ceiling, (double)NAN);
+    assert_same_double(row.r.effective_memory, (double)NAN);
     sb_results_run_row_clear(&row);
     end_ok(db, id, SB_RUN_FINISHED, NULL, &final_metrics);
     sb_error err = {0};
     if (sb_results_set_yardsticks(db, id, 0.96875, 3.5, &err) != SB_OK)
         fail_msg("set_yardsticks: %s", err.msg);
     row = get_ok(db, "h-yard");
-    assert_same_double(row.ceiling, 0.96875);
-    assert_same_double(row.effective_memory, 3.5);
+    assert_same_double(row.r.ceiling, 0.96875);
+    assert_same_double(row.r.effective_memory, 3.5);
     sb_results_run_row_clear(&row);
 
     assert_int_equal(sb_results_set_yardsticks(db, id, 0.96875, (double)INFINITY, &err), SB_OK);
@@ -1293,8 +1294,8 @@ static void test_run_yardsticks(void **state)
     size_t n = 0;
     assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
     assert_int_equal(n, 1);
-    assert_true(isinf(rows[0].effective_memory) && rows[0].effective_memory > 0);
-    assert_same_double(rows[0].ceiling, 0.96875);
+    assert_true(isinf(rows[0].r.effective_memory) && rows[0].r.effective_memory > 0);
+    assert_same_double(rows[0].r.ceiling, 0.96875);
     sb_results_run_rows_free(rows, n);
     sqlite3 *raw = raw_open(fx->path);
     assert_raw_text(raw, "SELECT effective_memory > 1e308 FROM runs", "1");
@@ -1314,8 +1315,8 @@ static void test_run_yardsticks(void **state)
     assert_int_equal(sb_results_set_yardsticks(db, id2, 0.5, 2.0, &err), SB_OK);
     assert_int_equal(begin_ok(db, &other), id2);
     row = get_ok(db, "h-again");
-    assert_same_double(row.ceiling, (double)NAN);
-    assert_same_double(row.effective_memory, (double)NAN);
+    assert_same_double(row.r.ceiling, (double)NAN);
+    assert_same_double(row.r.effective_memory, (double)NAN);
     sb_results_run_row_clear(&row);
     sb_results_close(db);
 }
@@ -1381,8 +1382,8 @@ static void test_task_ceiling_cached(void **state)
     assert_same_double(ceil, c1.expected_acc);
     assert_same_double(mem, sb_ceiling_effective_memory(&c1, 0.5));
     sb_run_row row = get_ok(db, hash);
-    assert_same_double(row.ceiling, c1.expected_acc);
-    assert_same_double(row.effective_memory, mem);
+    assert_same_double(row.r.ceiling, c1.expected_acc);
+    assert_same_double(row.r.effective_memory, mem);
     sb_results_run_row_clear(&row);
 
     /* a run recorded without yardsticks (as before they existed) is backfilled */
@@ -1391,7 +1392,7 @@ static void test_task_ceiling_cached(void **state)
     char hash2[17];
     (void)finished_run(db, &cfg2, 0.25, hash2);
     row = get_ok(db, hash2);
-    assert_same_double(row.ceiling, (double)NAN);
+    assert_same_double(row.r.ceiling, (double)NAN);
     int filled = -1;
     if (sb_results_fill_yardsticks(db, &row, 1, &filled, &err) != SB_OK)
         fail_msg("fill_yardsticks: %s", err.msg);
@@ -1399,13 +1400,13 @@ static void test_task_ceiling_cached(void **state)
     sb_ceiling c3;
     assert_int_equal(sb_results_task_ceiling(db, &cfg2.task, 1, &c3, &computed, &err), SB_OK);
     assert_int_equal(computed, 0); /* cached by the backfill */
-    assert_same_double(row.ceiling, c3.expected_acc);
-    assert_same_double(row.effective_memory, sb_ceiling_effective_memory(&c3, 0.25));
-    double want_mem = row.effective_memory;
+    assert_same_double(row.r.ceiling, c3.expected_acc);
+    assert_same_double(row.r.effective_memory, sb_ceiling_effective_memory(&c3, 0.25));
+    double want_mem = row.r.effective_memory;
     sb_results_run_row_clear(&row);
     row = get_ok(db, hash2);
-    assert_same_double(row.ceiling, c3.expected_acc);
-    assert_same_double(row.effective_memory, want_mem);
+    assert_same_double(row.r.ceiling, c3.expected_acc);
+    assert_same_double(row.r.effective_memory, want_mem);
     /* nothing more to fill */
     assert_int_equal(sb_results_fill_yardsticks(db, &row, 1, &filled, &err), SB_OK);
     assert_int_equal(filled, 0);
@@ -1419,7 +1420,7 @@ static void test_task_ceiling_cached(void **state)
     row = get_ok(db, "h-badconfig");
     assert_int_equal(sb_results_fill_yardsticks(db, &row, 1, &filled, &err), SB_ERR_INVALID);
     assert_non_null(strstr(err.msg, "h-badconfig"));
-    assert_same_double(row.ceiling, (double)NAN);
+    assert_same_double(row.r.ceiling, (double)NAN);
     sb_results_run_row_clear(&row);
     sb_results_close(db);
 }
@@ -1513,14 +1514,14 @@ static void test_migrate_v1(void **state)
     size_t n = 0;
     assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
     assert_int_equal(n, 1);
-    assert_same_double(rows[0].metrics.test_acc, 0.625);
-    assert_same_double(rows[0].ceiling, (double)NAN);
+    assert_same_double(rows[0].r.test_acc, 0.625);
+    assert_same_double(rows[0].r.ceiling, (double)NAN);
     int filled = 0;
     if (sb_results_fill_yardsticks(db, &rows[0], 1, &filled, &err) != SB_OK)
         fail_msg("fill_yardsticks read-only: %s", err.msg);
     assert_int_equal(filled, 1);
-    assert_true(rows[0].ceiling > 0 && rows[0].ceiling <= 1);
-    double ceiling_ro = rows[0].ceiling, memory_ro = rows[0].effective_memory;
+    assert_true(rows[0].r.ceiling > 0 && rows[0].r.ceiling <= 1);
+    double ceiling_ro = rows[0].r.ceiling, memory_ro = rows[0].r.effective_memory;
     /* the computed ceiling stays with the connection */
     sb_run_config cfg = tiny_run_config(1);
     int computed = -1;
@@ -1580,8 +1581,8 @@ static void test_migrate_v1(void **state)
     if (sb_results_fill_yardsticks(db, &rows[0], 1, &filled, &err) != SB_OK)
         fail_msg("fill_yardsticks: %s", err.msg);
     assert_int_equal(filled, 1);
-    assert_same_double(rows[0].ceiling, ceiling_ro);
-    assert_same_double(rows[0].effective_memory, memory_ro);
+    assert_same_double(rows[0].r.ceiling, ceiling_ro);
+    assert_same_double(rows[0].r.effective_memory, memory_ro);
     sb_eval_row *evals = NULL;
     size_t n_evals = 0;
     assert_int_equal(sb_results_list_evals(db, rows[0].id, &evals, &n_evals, &err), SB_OK);
@@ -1638,9 +1639,9 @@ static void test_migrate_v2(void **state)
     size_t n = 0;
     assert_int_equal(sb_results_list_runs(db, NULL, &rows, &n, &err), SB_OK);
     assert_int_equal(n, 2);
-    assert_int_equal(rows[0].status, SB_RUN_FINISHED);
-    assert_same_double(rows[0].ceiling, 0.75);
-    assert_int_equal(rows[1].status, SB_RUN_FAILED);
+    assert_int_equal(rows[0].r.status, SB_RUN_FINISHED);
+    assert_same_double(rows[0].r.ceiling, 0.75);
+    assert_int_equal(rows[1].r.status, SB_RUN_FAILED);
     sb_results_run_rows_free(rows, n);
     sb_results_close(db);
     unsigned char *after = read_file(fx->path, &n_after);
@@ -1706,10 +1707,10 @@ static void test_migrate_v2(void **state)
     with_valid.valid_loss = 1.0;
     end_ok(db, id, SB_RUN_INTERRUPTED, "interrupted at update 12 of 40", &with_valid);
     sb_run_row row = get_ok(db, "h-failed");
-    assert_int_equal(row.status, SB_RUN_INTERRUPTED);
-    assert_int_equal(row.attempts, 2);
-    assert_same_double(row.metrics.valid_acc, 0.625);
-    assert_same_double(row.metrics.valid_loss, 1.0);
+    assert_int_equal(row.r.status, SB_RUN_INTERRUPTED);
+    assert_int_equal(row.r.attempts, 2);
+    assert_same_double(row.r.valid_acc, 0.625);
+    assert_same_double(row.r.valid_loss, 1.0);
     sb_results_run_row_clear(&row);
     sb_eval_row *evals = NULL;
     size_t n_evals = 0;
@@ -1808,8 +1809,8 @@ static size_t evals_of(sb_results *db, const char *hash)
 static void assert_status_acc(sb_results *db, const char *hash, sb_run_status status, double acc)
 {
     sb_run_row row = get_ok(db, hash);
-    assert_int_equal(row.status, status);
-    assert_same_double(row.metrics.test_acc, acc);
+    assert_int_equal(row.r.status, status);
+    assert_same_double(row.r.test_acc, acc);
     sb_results_run_row_clear(&row);
 }
 
@@ -1911,8 +1912,8 @@ static void test_merge(void **state)
     assert_status_acc(db, "h-new", SB_RUN_DIVERGED, 0.0625);
     assert_int_equal(evals_of(db, "h-new"), 4);
     sb_run_row copied = get_ok(db, "h-new");
-    assert_string_equal(copied.host, "worker-1"); /* every column comes along */
-    assert_int_equal(copied.params, 123456);
+    assert_string_equal(copied.r.host, "worker-1"); /* every column comes along */
+    assert_int_equal(copied.r.params, 123456);
     sb_results_run_row_clear(&copied);
     sb_ceiling got;
     int found = 0;
@@ -1935,10 +1936,10 @@ static void test_merge(void **state)
     assert_int_equal(n_after, n_before);
     assert_int_equal(n_after, 5);
     for (size_t i = 0; i < n_after; i++) {
-        assert_string_equal(after[i].hash, before[i].hash);
-        assert_int_equal(after[i].status, before[i].status);
+        assert_string_equal(after[i].r.run_hash, before[i].r.run_hash);
+        assert_int_equal(after[i].r.status, before[i].r.status);
         assert_int_equal(after[i].id, before[i].id);
-        assert_same_double(after[i].metrics.test_acc, before[i].metrics.test_acc);
+        assert_same_double(after[i].r.test_acc, before[i].r.test_acc);
     }
     for (size_t i = 0; i < n_after; i++) {
         sb_results_run_row_clear(&before[i]);

@@ -419,7 +419,7 @@ static void record_lr(const sb_train_event *ev, void *user)
         log->lr[log->n++] = ev->lr;
 }
 
-static void train_to(const sb_run_config *c, int threads, const char *ckpt, sb_train_result *res,
+static void train_to(const sb_run_config *c, int threads, const char *ckpt, sb_train_outcome *res,
                      int64_t stop_after, int resume, lr_log *log)
 {
     sb_train_options opt = {.threads = threads,
@@ -471,7 +471,7 @@ static void test_trainer(void **state)
     snprintf(a, sizeof a, "%s/s4_t1.safetensors", tmpdir);
     snprintf(b, sizeof b, "%s/s4_t2.safetensors", tmpdir);
     snprintf(part, sizeof part, "%s/s4_part.safetensors", tmpdir);
-    sb_train_result r1, r2, rp, rr;
+    sb_train_outcome r1, r2, rp, rr;
     lr_log log = {.n = 0};
     train_to(&c, 1, a, &r1, 0, 0, &log);
     assert_int_equal(r1.status, SB_RUN_FINISHED);

@@ -614,10 +614,10 @@ static void test_cancel(void **state)
         assert_int_equal(ev.term_signal[k], 0);
         assert_int_equal(ev.exit_code[k], SB_SWEEP_EXIT_TEMPFAIL);
         sb_run_row row = stored_row(dir, s, k);
-        assert_int_equal(row.status, SB_RUN_INTERRUPTED);
-        assert_non_null(strstr(row.reason, "interrupted at update"));
-        assert_non_null(row.checkpoint);
-        assert_int_equal(access(row.checkpoint, R_OK), 0);
+        assert_int_equal(row.r.status, SB_RUN_INTERRUPTED);
+        assert_non_null(strstr(row.r.reason, "interrupted at update"));
+        assert_true(row.r.checkpoint[0] != '\0');
+        assert_int_equal(access(row.r.checkpoint, R_OK), 0);
         sb_results_run_row_clear(&row);
     }
 
@@ -629,11 +629,11 @@ static void test_cancel(void **state)
     for (int k = 0; k < 2; k++) {
         assert_int_equal(again.outcome[k], SB_SWEEP_DONE);
         sb_run_row row = stored_row(dir, s, k);
-        assert_int_equal(row.status, SB_RUN_FINISHED);
-        assert_int_equal(row.attempts, 2);
+        assert_int_equal(row.r.status, SB_RUN_FINISHED);
+        assert_int_equal(row.r.attempts, 2);
         /* the worker was told to resume: its log says where it picked up */
         char log[4200], text[8192] = "";
-        assert_int_equal(sb_run_store_log_path(dir, row.hash, log, sizeof log, &err), SB_OK);
+        assert_int_equal(sb_run_store_log_path(dir, row.r.run_hash, log, sizeof log, &err), SB_OK);
         FILE *f = fopen(log, "r");
         assert_non_null(f);
         text[fread(text, 1, sizeof text - 1, f)] = '\0';

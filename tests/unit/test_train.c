@@ -184,7 +184,7 @@ static void assert_same_file(const char *a, const char *b)
     free(y);
 }
 
-static void train_to(const sb_run_config *c, int threads, const char *ckpt, sb_train_result *res,
+static void train_to(const sb_run_config *c, int threads, const char *ckpt, sb_train_outcome *res,
                      int64_t stop_after, int resume)
 {
     sb_train_options opt = {.threads = threads,
@@ -207,7 +207,7 @@ static void test_threads_identical(void **state)
         char a[512], b[512];
         snprintf(a, sizeof a, "%s/%s_t1.safetensors", tmpdir, models[k]);
         snprintf(b, sizeof b, "%s/%s_t2.safetensors", tmpdir, models[k]);
-        sb_train_result r1, r2;
+        sb_train_outcome r1, r2;
         train_to(&c, 1, a, &r1, 0, 0);
         train_to(&c, 2, b, &r2, 0, 0);
         assert_int_equal(r1.status, SB_RUN_FINISHED);
@@ -226,7 +226,7 @@ static void test_resume_equals_uninterrupted(void **state)
     char full[512], part[512];
     snprintf(full, sizeof full, "%s/full.safetensors", tmpdir);
     snprintf(part, sizeof part, "%s/part.safetensors", tmpdir);
-    sb_train_result r_full, r_part, r_rest;
+    sb_train_outcome r_full, r_part, r_rest;
     train_to(&c, 2, full, &r_full, 0, 0);
     train_to(&c, 2, part, &r_part, 4, 0); /* stops at the first evaluation */
     assert_int_equal(r_part.status, SB_RUN_INTERRUPTED);
@@ -260,7 +260,7 @@ static void test_stop_request_resumes(void **state)
     char full[512], part[512];
     snprintf(full, sizeof full, "%s/stop_full.safetensors", tmpdir);
     snprintf(part, sizeof part, "%s/stop_part.safetensors", tmpdir);
-    sb_train_result r_full, r_part, r_rest;
+    sb_train_outcome r_full, r_part, r_rest;
     train_to(&c, 2, full, &r_full, 0, 0);
     stop_poll poll = {.stop_at = 6};
     sb_train_options opt = {.threads = 2,
@@ -301,7 +301,7 @@ static void test_divergence_stops(void **state)
     (void)state;
     sb_run_config c = tiny_run("gru");
     sb_train_options opt = {.threads = 2, .mem_budget_gb = 1.0, .inject_nan_at = 6};
-    sb_train_result res;
+    sb_train_outcome res;
     sb_error err = {0};
     assert_int_equal(sb_train(&c, &opt, &res, &err), SB_ERR_DIVERGED);
     assert_int_equal(res.status, SB_RUN_DIVERGED);
@@ -331,7 +331,7 @@ static void test_divergence_high_lr(void **state)
     snprintf(ckpt, sizeof ckpt, "%s/high_lr.safetensors", tmpdir);
     sb_checkpoint_optim_path(ckpt, sidecar, sizeof sidecar);
     sb_train_options opt = {.threads = 2, .mem_budget_gb = 1.0, .ckpt_path = ckpt};
-    sb_train_result res;
+    sb_train_outcome res;
     sb_error err = {0};
     assert_int_equal(sb_train(&c, &opt, &res, &err), SB_ERR_DIVERGED);
     assert_int_equal(res.status, SB_RUN_DIVERGED);
@@ -360,7 +360,7 @@ static void test_divergence_nan_gradient(void **state)
     snprintf(ckpt, sizeof ckpt, "%s/nan_grad.safetensors", tmpdir);
     sb_train_options opt = {
         .threads = 2, .mem_budget_gb = 1.0, .ckpt_path = ckpt, .inject_nan_grad_at = 6};
-    sb_train_result res;
+    sb_train_outcome res;
     sb_error err = {0};
     assert_int_equal(sb_train(&c, &opt, &res, &err), SB_ERR_DIVERGED);
     assert_int_equal(res.status, SB_RUN_DIVERGED);
@@ -388,7 +388,7 @@ static void test_early_stop(void **state)
     c.early_stop = 1;
     c.patience = 1;
     c.lr = 0.5; /* noisy updates: the loss soon fails to improve */
-    sb_train_result res;
+    sb_train_outcome res;
     train_to(&c, 2, NULL, &res, 0, 0);
     assert_int_equal(res.status, SB_RUN_FINISHED);
     assert_true(res.steps < 12);

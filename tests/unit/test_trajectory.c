@@ -276,7 +276,7 @@ static void check_trajectory(sb_optimizer_kind kind)
                             .mem_budget_gb = 1.0,
                             .callback = record_update,
                             .user = &tr};
-    sb_train_result res;
+    sb_train_outcome res;
     sb_error err = {0};
     if (sb_train(&c, &opt, &res, &err) != SB_OK)
         fail_msg("%s: %s", name, err.msg);
