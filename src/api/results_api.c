@@ -429,17 +429,8 @@ static sb_status report_write(const char *db_path, int read_only, const char *ou
     sb_report_options opts = {
         .read_only = read_only, .x_key = x_key, .filters = filters, .n_filters = n_filters};
     sb_status st = sb_report_generate_with(db_path, out_dir, &opts, &sum, err);
-    if (st == SB_OK && out != NULL) {
-        out->runs_read = sum.runs_read;
-        out->runs_used = sum.runs_used;
-        out->figures = sum.figures;
-        out->yardsticks_missing = sum.yardsticks_missing;
-        snprintf(out->yardsticks_error, sizeof out->yardsticks_error, "%s", sum.yardsticks_error);
-        snprintf(out->table_path, sizeof out->table_path, "%s", sum.table_path);
-        out->runs_left_out = sum.runs_read - sum.runs_used;
-        out->runs_diverged = sum.runs_diverged;
-        out->runs_other = sum.runs_other;
-    }
+    if (st == SB_OK && out != NULL)
+        *out = sum.out; /* the report fills the public record */
     return st;
 }
 

@@ -374,8 +374,8 @@ static void rec_from_run(sb_results *db, sb_run_row *row, const sb_run_config *c
         r->chance = ce.window_acc[window_index(0)];
         for (int w = 0; w < 3; w++)
             r->window[w] = ce.window_acc[window_index(ref_k[w])];
-    } else if (sum->yardsticks_missing++ == 0) {
-        snprintf(sum->yardsticks_error, sizeof sum->yardsticks_error, "%s", yerr.msg);
+    } else if (sum->out.yardsticks_missing++ == 0) {
+        snprintf(sum->out.yardsticks_error, sizeof sum->out.yardsticks_error, "%s", yerr.msg);
     }
 }
 
@@ -489,7 +489,7 @@ static rec *report_read_runs(sb_results *db, sb_run_row *rows, size_t n_rows, co
     for (size_t i = 0; recs != NULL && i < n_rows; i++) {
         sb_run_row *row = &rows[i];
         if (row->r.status == SB_RUN_DIVERGED) {
-            sum->runs_diverged++;
+            sum->out.runs_diverged++;
             continue;
         }
         if (row->r.status != SB_RUN_FINISHED) {
@@ -556,12 +556,12 @@ static void write_count(FILE *md, int count, const char *kind, const char *after
 /* The runs of the database that no figure or mean includes, by kind. */
 static void write_left_out(FILE *md, const sb_report_summary *sum)
 {
-    int left_out = sum->runs_read - sum->runs_used;
+    int left_out = sum->out.runs_left_out;
     if (left_out == 0)
         return;
     fprintf(md, " Left out of every figure and mean: ");
     int first = 1;
-    write_count(md, sum->runs_diverged, "diverged", "", &first);
+    write_count(md, sum->out.runs_diverged, "diverged", "", &first);
     write_count(md, sum->runs_unfinished, "unfinished", " (failed, stopped or running)", &first);
     write_count(md, sum->runs_unusable, "finished",
                 " without a test accuracy, a readable configuration or a finite value of the "
@@ -573,19 +573,19 @@ static void write_left_out(FILE *md, const sb_report_summary *sum)
 /* report.md's title and the paragraph on how to read it. */
 static void write_report_intro(FILE *md, const char *db_path, const sb_report_summary *sum)
 {
-    if (sum->runs_other == 0)
+    if (sum->out.runs_other == 0)
         fprintf(md,
                 "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished and placed in a "
                 "figure.",
-                db_path, sum->runs_read, sum->runs_used);
+                db_path, sum->out.runs_read, sum->out.runs_used);
     else
         fprintf(md,
                 "# SelectivBench results\n\nFrom `%s`: %d runs, %d finished: %d placed in "
                 "a figure, %d under \"Other runs\" (a figure needs runs at two or more of "
                 "its x values: grammars, sizes or test gaps; a single `train` run or the "
                 "seeds of one setting make no figure).",
-                db_path, sum->runs_read, sum->runs_used, sum->runs_used - sum->runs_other,
-                sum->runs_other);
+                db_path, sum->out.runs_read, sum->out.runs_used,
+                sum->out.runs_used - sum->out.runs_other, sum->out.runs_other);
     write_left_out(md, sum);
     fprintf(md, " Each point: the learning-rate / warm-up setting with the best mean "
                 "validation accuracy over its seeds (column *chosen on*: valid; test where the "
@@ -948,7 +948,7 @@ static sb_status write_plot(report_ctx *rc, const sb_plot *p, const char *base, 
     sb_plot_axis x, y;
     sb_plot_axes(p, &x, &y);
     json_figure(rc->json, base, kind, p->title, &x, &y, p->n_refs, p->refs);
-    rc->sum->figures++;
+    rc->sum->out.figures++;
     return SB_OK;
 }
 
@@ -1067,7 +1067,7 @@ static sb_status write_curves(report_ctx *rc, int f0, int f1, const char *base, 
     if (st != SB_OK || !*drawn)
         return st;
     json_figure(rc->json, base, "curves", title, &x, &y, n_refs, refs);
-    rc->sum->figures++;
+    rc->sum->out.figures++;
     return SB_OK;
 }
 
@@ -1264,7 +1264,7 @@ static sb_status write_other_runs(report_ctx *rc, int o0, sb_error *err)
         return SB_OK;
     }
     json_figure(rc->json, base, "curves", title, &x, &y, n_refs, refs);
-    rc->sum->figures++;
+    rc->sum->out.figures++;
     fprintf(rc->md, "\n![%s](other_curves.png)\n", title);
     return SB_OK;
 }
@@ -1382,7 +1382,7 @@ sb_status sb_report_generate_with(const char *db_path, const char *out_dir,
         }
         kept += keep;
     }
-    sum->runs_read = (int)kept;
+    sum->out.runs_read = (int)kept;
     int n = 0;
     rec *recs = report_read_runs(db, rows, kept, opts->x_key, sum, &n);
     sb_claim *claims = NULL;
@@ -1394,16 +1394,17 @@ sb_status sb_report_generate_with(const char *db_path, const char *out_dir,
         claims_st = sb_claims_evaluate(rows, tasks, kept, &claims, &n_claims, err);
     free(tasks);
     sb_results_run_rows_free(rows, n_rows);
-    sum->runs_used = n;
+    sum->out.runs_used = n;
+    sum->out.runs_left_out = sum->out.runs_read - n;
     qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
-    sum->runs_other = mark_other_runs(recs, n);
+    sum->out.runs_other = mark_other_runs(recs, n);
 
     /* report.md and report.json are written under temporary names, renamed at the end */
     out_file md = {0}, json = {0};
     st = out_file_open(&md, out_dir, "report.md", err);
     if (st == SB_OK)
         st = out_file_open(&json, out_dir, "report.json", err);
-    snprintf(sum->table_path, sizeof sum->table_path, "%s/report.md", out_dir);
+    snprintf(sum->out.table_path, sizeof sum->out.table_path, "%s/report.md", out_dir);
     if (st == SB_OK) {
         sb_json j;
         sb_json_init(&j, json.f, 1);

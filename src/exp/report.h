@@ -30,18 +30,12 @@
 #include "core/status.h"
 
 typedef struct sb_report_summary {
-    int runs_read;  /* runs in the database */
-    int runs_used;  /* finished runs used: placed in a figure or under "Other runs" */
-    int runs_other; /* of them, under "Other runs": their figure would have one x value */
-    /* the runs left out of every figure and mean (runs_read - runs_used in all): */
-    int runs_diverged;   /* status "diverged" */
+    sb_report_outcome out; /* the public record: runs read, used, left out, diverged, under
+                              "Other runs"; figures; yardsticks missing and why; report.md */
+    /* the other runs left out of every figure and mean, besides out.runs_diverged: */
     int runs_unfinished; /* "failed", "stopped", still "running" */
     int runs_unusable;   /* "finished" without a test accuracy, a readable configuration or
                             a finite x (report --x) */
-    int figures;         /* figures written (each as PNG, SVG and PDF), memory figures included */
-    int yardsticks_missing; /* runs placed whose yardsticks could not be computed */
-    char yardsticks_error[SB_ERROR_MSG_MAX]; /* why, for the first of them */
-    char table_path[4096];                   /* the markdown table */
 } sb_report_summary;
 
 /* Reads db_path and writes the figures and report.md into out_dir (created if missing).

@@ -333,8 +333,8 @@ static void test_report_one_run(void **state)
     add_run(fx->db, &c, 138000, 0.8861, hash);
     sb_report_summary sum;
     json_t *root = report_json(fx, &sum);
-    assert_int_equal(sum.runs_used, 1);
-    assert_int_equal(sum.runs_other, 1);
+    assert_int_equal(sum.out.runs_used, 1);
+    assert_int_equal(sum.out.runs_other, 1);
     int n_acc, n_curves;
     check_figures(root, &n_acc, &n_curves);
     assert_int_equal(n_acc, 0);    /* not filed under "Task 1a" */
@@ -362,7 +362,7 @@ static void test_report_two_models_one_width(void **state)
     }
     sb_report_summary sum;
     json_t *root = report_json(fx, &sum);
-    assert_int_equal(sum.runs_other, 0);
+    assert_int_equal(sum.out.runs_other, 0);
     int n_acc, n_curves;
     check_figures(root, &n_acc, &n_curves);
     assert_int_equal(n_acc, 1);

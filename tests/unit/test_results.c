@@ -1083,12 +1083,12 @@ static void test_report_best_setting(void **state)
     sb_error err = {0};
     if (sb_report_generate(fx->path, out, &sum, &err) != SB_OK)
         fail_msg("report: %s", err.msg);
-    assert_int_equal(sum.runs_read, 5);
-    assert_int_equal(sum.runs_used, 5);
-    assert_int_equal(sum.runs_other, 0);
+    assert_int_equal(sum.out.runs_read, 5);
+    assert_int_equal(sum.out.runs_used, 5);
+    assert_int_equal(sum.out.runs_other, 0);
     /* accuracy and effective memory; no learning curves: these rows have no evaluations */
-    assert_int_equal(sum.figures, 2);
-    assert_int_equal(sum.yardsticks_missing, 0);
+    assert_int_equal(sum.out.figures, 2);
+    assert_int_equal(sum.out.yardsticks_missing, 0);
     const char *ext[3] = {"png", "svg", "pdf"};
     for (int e = 0; e < 3; e++)
         for (int m = 0; m < 2; m++) {
@@ -1111,7 +1111,7 @@ static void test_report_best_setting(void **state)
     snprintf(want_ceiling, sizeof want_ceiling, "| %.4f |", all[0].r.ceiling);
     sb_results_run_rows_free(all, n_all);
     sb_results_close(db);
-    FILE *f = fopen(sum.table_path, "r");
+    FILE *f = fopen(sum.out.table_path, "r");
     assert_non_null(f);
     char line[512];
     int rows = 0;
@@ -1168,12 +1168,12 @@ static void test_report_leaves_out_diverged(void **state)
     sb_error err = {0};
     if (sb_report_generate(fx->path, out, &sum, &err) != SB_OK)
         fail_msg("report: %s", err.msg);
-    assert_int_equal(sum.runs_read, 4);
-    assert_int_equal(sum.runs_used, 2);
-    assert_int_equal(sum.runs_diverged, 1);
+    assert_int_equal(sum.out.runs_read, 4);
+    assert_int_equal(sum.out.runs_used, 2);
+    assert_int_equal(sum.out.runs_diverged, 1);
     assert_int_equal(sum.runs_unfinished, 1);
     assert_int_equal(sum.runs_unusable, 0);
-    FILE *f = fopen(sum.table_path, "r");
+    FILE *f = fopen(sum.out.table_path, "r");
     assert_non_null(f);
     char line[2048];
     int rows = 0, said = 0;
