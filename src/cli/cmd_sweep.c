@@ -52,6 +52,45 @@ typedef struct sweep_flags {
 } sweep_flags;
 
 /* Parses the flags into o; returns -1 to go on, else the exit code. */
+/* The keys sweep takes (the others of its options are its own switches and texts). */
+static void sweep_add_keys(sb_config *cfg, sb_option *opts, int *n_opts)
+{
+    sb_options_add_key(cfg, "results", "results folder: the database, checkpoints and logs", opts,
+                       n_opts);
+    sb_options_add_key(cfg, "db", "results database (default RESULTS/" SB_RESULTS_DB_NAME ")", opts,
+                       n_opts);
+    sb_options_add_key(cfg, "workers", NULL, opts, n_opts);
+    sb_options_add_key(cfg, "threads", "threads per run (default 0: cores / workers)", opts,
+                       n_opts);
+    sb_options_add_key(cfg, "limit", NULL, opts, n_opts);
+    sb_options_add_key(cfg, "checkpoint_every",
+                       "every run also writes its checkpoint every X minutes (train "
+                       "--checkpoint_every; default 0: at evaluations only)",
+                       opts, n_opts);
+    sb_options_add_key(cfg, "array", NULL, opts, n_opts);
+    sb_options_add_key(cfg, "ranks",
+                       "with --slurm --mpi: MPI ranks, the coordinator included, at least 2 "
+                       "(default min(runs, 16) + 1)",
+                       opts, n_opts);
+    sb_options_add_key(cfg, "ranks_per_run", NULL, opts, n_opts);
+    sb_options_add_key(cfg, "cpus_per_task", NULL, opts, n_opts);
+}
+
+/* The keys' values after parsing. */
+static void sweep_read_keys(const sb_config *cfg, sweep_flags *o)
+{
+    o->results = sb_config_text(cfg, "results");
+    o->db = sb_config_text(cfg, "db")[0] != '\0' ? sb_config_text(cfg, "db") : NULL;
+    o->workers = sb_run_flag(cfg, "workers");
+    o->threads = sb_run_flag(cfg, "threads");
+    o->limit = sb_run_flag(cfg, "limit");
+    o->checkpoint_every = sb_config_number(cfg, "checkpoint_every");
+    o->array = sb_run_flag(cfg, "array"); /* 0: not given */
+    o->ranks = sb_run_flag(cfg, "ranks");
+    o->ranks_per_run = sb_run_flag(cfg, "ranks_per_run");
+    o->cpus_per_task = sb_run_flag(cfg, "cpus_per_task");
+}
+
 static int sweep_parse(sb_config *cfg, int argc, char **argv, sweep_flags *o)
 {
     const char *filter = NULL;
@@ -91,25 +130,7 @@ static int sweep_parse(sb_config *cfg, int argc, char **argv, sweep_flags *o)
          0},
     };
     int n_opts = sb_options_count(opts, 40);
-    sb_options_add_key(cfg, "results", "results folder: the database, checkpoints and logs", opts,
-                       &n_opts);
-    sb_options_add_key(cfg, "db", "results database (default RESULTS/" SB_RESULTS_DB_NAME ")", opts,
-                       &n_opts);
-    sb_options_add_key(cfg, "workers", NULL, opts, &n_opts);
-    sb_options_add_key(cfg, "threads", "threads per run (default 0: cores / workers)", opts,
-                       &n_opts);
-    sb_options_add_key(cfg, "limit", NULL, opts, &n_opts);
-    sb_options_add_key(cfg, "checkpoint_every",
-                       "every run also writes its checkpoint every X minutes (train "
-                       "--checkpoint_every; default 0: at evaluations only)",
-                       opts, &n_opts);
-    sb_options_add_key(cfg, "array", NULL, opts, &n_opts);
-    sb_options_add_key(cfg, "ranks",
-                       "with --slurm --mpi: MPI ranks, the coordinator included, at least 2 "
-                       "(default min(runs, 16) + 1)",
-                       opts, &n_opts);
-    sb_options_add_key(cfg, "ranks_per_run", NULL, opts, &n_opts);
-    sb_options_add_key(cfg, "cpus_per_task", NULL, opts, &n_opts);
+    sweep_add_keys(cfg, opts, &n_opts);
     /* --filter may repeat: collect every occurrence before the table parser sees them */
     int n_filters = 0;
     for (int i = 2; i < argc; i++) {
@@ -128,16 +149,7 @@ static int sweep_parse(sb_config *cfg, int argc, char **argv, sweep_flags *o)
                           opts, n_opts, argc, argv, pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
-    o->results = sb_config_text(cfg, "results");
-    o->db = sb_config_text(cfg, "db")[0] != '\0' ? sb_config_text(cfg, "db") : NULL;
-    o->workers = sb_run_flag(cfg, "workers");
-    o->threads = sb_run_flag(cfg, "threads");
-    o->limit = sb_run_flag(cfg, "limit");
-    o->checkpoint_every = sb_config_number(cfg, "checkpoint_every");
-    o->array = sb_run_flag(cfg, "array"); /* 0: not given */
-    o->ranks = sb_run_flag(cfg, "ranks");
-    o->ranks_per_run = sb_run_flag(cfg, "ranks_per_run");
-    o->cpus_per_task = sb_run_flag(cfg, "cpus_per_task");
+    sweep_read_keys(cfg, o);
     sb_error err = {0};
     if (o->ranks == 1) {
         sb_error_set(&err, SB_ERR_INVALID,
