@@ -47,8 +47,44 @@ void sb_serve_json_finish(sb_serve_json *b, sb_serve_reply *r)
     r->len = b->len;
 }
 
+/* The length of the valid UTF-8 sequence at s (1-4 bytes), 0 when none starts there. */
+static size_t utf8_sequence(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t n = s[0] >= 0xC2 && s[0] <= 0xDF   ? 2
+               : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+               : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4
+                                              : 0;
+    for (size_t k = 1; k < n; k++)
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+    /* overlong forms and surrogates */
+    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F) ||
+        (s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] > 0x8F))
+        return 0;
+    return n;
+}
+
 void sb_serve_reply_error(sb_serve_reply *r, unsigned status, const char *message)
 {
+    /* a message may quote what the request held: bytes that are not UTF-8 become '?', so
+     * that the reply is JSON whatever was asked */
+    char clean[SB_ERROR_MSG_MAX];
+    size_t o = 0;
+    const unsigned char *m = (const unsigned char *)message;
+    for (size_t i = 0; m[i] != '\0' && o + 5 < sizeof clean;) {
+        size_t n = utf8_sequence(m + i);
+        if (n == 0) {
+            clean[o++] = '?';
+            i++;
+            continue;
+        }
+        memcpy(clean + o, m + i, n);
+        o += n, i += n;
+    }
+    clean[o] = '\0';
+    message = clean;
     sb_serve_json b;
     if (!sb_serve_json_begin(&b)) {
         r->status = 500;

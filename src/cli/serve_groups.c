@@ -23,7 +23,9 @@ static int mask_runs(const char *mask, size_t n_rows, size_t *idx, size_t *n, ch
     }
     for (size_t k = 0; mask[k] != '\0'; k++) {
         if (!isxdigit((unsigned char)mask[k])) {
-            snprintf(why, why_size, "runs: '%c' is not a hex digit (a mask of the runs)", mask[k]);
+            snprintf(why, why_size,
+                     "runs: byte %zu (0x%02x) is not a hex digit (a mask of the runs)", k,
+                     (unsigned)(unsigned char)mask[k]);
             return 0;
         }
         int bits = isdigit((unsigned char)mask[k]) ? mask[k] - '0'

@@ -90,6 +90,12 @@ expect_code 400 "/api/groups?group=%9aodel"
 expect_body "letters, digits and _" "/api/groups?group=%9aodel"
 http GET "/api/groups?group=model&runs=1z"
 expect_code 400 "/api/groups?runs=1z"
+expect_body "byte 1 (0x7a) is not a hex digit" "/api/groups?runs=1z"
+# a byte that is not UTF-8 in a quoted value: the reply is still JSON (fuzz_serve found it)
+http GET "/api/groups?group=model&runs=%e0%23"
+expect_code 400 "/api/groups?runs=%e0%23"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/body" 2>/dev/null ||
+  ! command -v python3 >/dev/null || fail "/api/groups?runs=%e0%23: the reply is not JSON: $(head -c 200 "$TMP/body" | od -c | head -3)"
 http GET "/api/groups?group=model&runs=ff"
 expect_code 400 "/api/groups?runs=ff (runs 4-7 of 3)"
 expect_body "the database has 3" "/api/groups?runs=ff"
