@@ -353,11 +353,13 @@ static sb_run_status results_col_status(sqlite3_stmt *st, int i)
     return s;
 }
 
-/* Copies the text of column i into dst[size] ("" for NULL; a longer text is cut). */
-static void results_col_copy(sqlite3_stmt *st, int i, char *dst, size_t size)
+/* Copies the text of column i into dst[size] ("" for NULL; a longer text is cut);
+ * SQLITE_NOMEM when SQLite could not make the text of a value that is there. */
+static int results_col_copy(sqlite3_stmt *st, int i, char *dst, size_t size)
 {
     const unsigned char *text = sqlite3_column_text(st, i);
     snprintf(dst, size, "%s", text != NULL ? (const char *)text : "");
+    return text == NULL && sqlite3_column_type(st, i) != SQLITE_NULL ? SQLITE_NOMEM : SQLITE_OK;
 }
 
 /* Fills row from a statement that selected RESULTS_RUN_COLUMNS; on SQLITE_NOMEM the row
@@ -369,12 +371,12 @@ static int results_read_run(sqlite3_stmt *st, sb_run_row *row)
     row->id = (int64_t)sqlite3_column_int64(st, 0);
     /* hash is a NOT NULL column: only a damaged file has NULL there (found by
      * tests/fuzz/fuzz_results.c); it reads as "" so that callers may compare it */
-    results_col_copy(st, 1, r->run_hash, sizeof r->run_hash);
-    int rc = results_col_text(st, 2, &row->config_json);
-    results_col_copy(st, 3, r->model, sizeof r->model);
-    results_col_copy(st, 4, r->protocol, sizeof r->protocol);
+    int rc = results_col_copy(st, 1, r->run_hash, sizeof r->run_hash);
+    rc = rc != SQLITE_OK ? rc : results_col_text(st, 2, &row->config_json);
+    rc = rc != SQLITE_OK ? rc : results_col_copy(st, 3, r->model, sizeof r->model);
+    rc = rc != SQLITE_OK ? rc : results_col_copy(st, 4, r->protocol, sizeof r->protocol);
     r->status = results_col_status(st, 5);
-    results_col_copy(st, 6, r->reason, sizeof r->reason);
+    rc = rc != SQLITE_OK ? rc : results_col_copy(st, 6, r->reason, sizeof r->reason);
     r->params = results_col_count(st, 7);
     r->state_size = results_col_count(st, 8);
     r->flops_per_token = results_col_real(st, 9);
@@ -386,19 +388,19 @@ static int results_read_run(sqlite3_stmt *st, sb_run_row *row)
     r->tokens_per_s = results_col_real(st, 15);
     if (rc == SQLITE_OK)
         rc = results_col_text(st, 16, &row->code_version);
-    results_col_copy(st, 17, r->checkpoint, sizeof r->checkpoint);
-    results_col_copy(st, 18, r->host, sizeof r->host);
+    rc = rc != SQLITE_OK ? rc : results_col_copy(st, 17, r->checkpoint, sizeof r->checkpoint);
+    rc = rc != SQLITE_OK ? rc : results_col_copy(st, 18, r->host, sizeof r->host);
     if (rc == SQLITE_OK)
         rc = results_col_text(st, 19, &row->started_at);
-    results_col_copy(st, 20, r->finished_at, sizeof r->finished_at);
+    rc = rc != SQLITE_OK ? rc : results_col_copy(st, 20, r->finished_at, sizeof r->finished_at);
     r->attempts = (int64_t)sqlite3_column_int64(st, 21);
     r->ceiling = results_col_real(st, 22);
     r->effective_memory = results_col_real(st, 23);
     r->rank = results_col_count(st, 24);
     r->world_size = sqlite3_column_type(st, 25) == SQLITE_NULL ? 1 : sqlite3_column_int64(st, 25);
     r->threads = results_col_count(st, 26);
-    results_col_copy(st, 27, r->engine, sizeof r->engine);
-    results_col_copy(st, 28, r->fingerprint, sizeof r->fingerprint);
+    rc = rc != SQLITE_OK ? rc : results_col_copy(st, 27, r->engine, sizeof r->engine);
+    rc = rc != SQLITE_OK ? rc : results_col_copy(st, 28, r->fingerprint, sizeof r->fingerprint);
     r->valid_acc = results_col_real(st, 29);
     r->valid_loss = results_col_real(st, 30);
     if (rc != SQLITE_OK)
